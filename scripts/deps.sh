@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages airetry needs to build and test, if any are missing.
+# Idempotent: does nothing when everything is present. As root it runs apt-get;
+# otherwise it prints the exact command to run and exits 1.
+set -eu
+
+pkgs=(
+  build-essential cmake ninja-build pkg-config clang
+  libcurl4-openssl-dev libuv1-dev libjansson-dev libfyaml-dev
+  libcmocka-dev libhiredis-dev
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "airetry: missing packages: ${missing[*]}" >&2
+  echo "run: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "airetry: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

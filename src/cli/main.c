@@ -1,0 +1,35 @@
+/* airetry: the command-line front end. Dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "airetry.h"
+#include "cli.h"
+
+static const char usage[] =
+    "usage: airetry COMMAND [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  check  --config FILE   validate a config and print it resolved\n"
+    "  demo                   run the scripted failover demo (no keys, no network)\n"
+    "\n"
+    "  airetry --version | --help\n";
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return AIR_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    fputs(usage, stdout);
+    return AIR_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("airetry %s\n", AIR_VERSION);
+    return AIR_EXIT_OK;
+  }
+  if (strcmp(cmd, "check") == 0) return air__cmd_check(argc - 1, argv + 1);
+  if (strcmp(cmd, "demo") == 0) return air__cmd_demo(argc - 1, argv + 1);
+  fprintf(stderr, "airetry: unknown command '%s'\n\n%s", cmd, usage);
+  return AIR_EXIT_USAGE;
+}

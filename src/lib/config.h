@@ -1,0 +1,171 @@
+/*
+ * The resolved config: what air_config_parse produces. Every default of
+ * DESIGN.md 3 and 4 is filled in, so readers never look anything up twice.
+ * Immutable after loading; shared freely between threads.
+ */
+#ifndef AIR_CONFIG_H
+#define AIR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airetry.h"
+
+/* "unlimited" for counts (max, max_total_attempts, per_reason). */
+#define AIR_UNLIMITED UINT32_MAX
+
+typedef struct air__timeouts {
+  uint64_t connect_ms;
+  uint64_t first_byte_ms;
+  uint64_t first_chunk_ms;
+  uint64_t chunk_ms;
+  uint64_t attempt_ms;
+  uint64_t total_ms;
+} air__timeouts;
+
+typedef enum air__jitter {
+  AIR_JITTER_FULL,
+  AIR_JITTER_EQUAL,
+  AIR_JITTER_NONE
+} air__jitter;
+
+typedef struct air__backoff {
+  uint64_t base_ms;
+  double factor;
+  uint64_t max_ms;
+  air__jitter jitter;
+} air__backoff;
+
+typedef enum air__rule_action {
+  AIR_RULE_RETRY,
+  AIR_RULE_SWITCH,
+  AIR_RULE_FAIL
+} air__rule_action;
+
+/* An HTTP status range: 429 is {429,429}, "5xx" is {500,599}. */
+typedef struct air__status_range {
+  uint16_t lo;
+  uint16_t hi;
+} air__status_range;
+
+/*
+ * One rule. It matches a failure when every matcher it has matches: the
+ * reason is in `on` (when on_mask != 0), the status is in one of `status`
+ * (when n_status != 0) and the message contains `message` case-insensitively
+ * (when message != NULL). A rule has at least one matcher.
+ */
+typedef struct air__rule {
+  uint32_t on_mask;  /* bit (1u << reason) per reason */
+  air__status_range status[16];
+  size_t n_status;
+  char *message;
+  air__rule_action action;
+  uint32_t max;           /* attempts it may add per request; AIR_UNLIMITED */
+  air__backoff backoff;   /* retry only */
+  uint64_t retry_after_max_ms;
+  char *to;               /* switch only: "provider/model" or NULL */
+  char *override_json;    /* JSON object text or NULL */
+} air__rule;
+
+typedef struct air__budget {
+  uint32_t max_total_attempts;             /* AIR_UNLIMITED allowed */
+  uint32_t per_reason[AIR_REASON__COUNT];  /* AIR_UNLIMITED when not set */
+} air__budget;
+
+typedef struct air__breaker_cfg {
+  bool enabled;
+  uint32_t failures;
+  uint64_t open_ms;
+  uint64_t quota_open_ms;
+} air__breaker_cfg;
+
+typedef struct air__sticky_cfg {
+  bool enabled;       /* true when after_ms or requests is set */
+  uint64_t after_ms;  /* 0: no time limit */
+  uint32_t requests;  /* 0: no count limit */
+} air__sticky_cfg;
+
+typedef enum air__commit { AIR_COMMIT_FIRST_CONTENT, AIR_COMMIT_COMPLETE } air__commit;
+typedef enum air__malformed { AIR_MALFORMED_SKIP, AIR_MALFORMED_FAIL } air__malformed;
+typedef enum air__api { AIR_API_OPENAI, AIR_API_ANTHROPIC } air__api;
+
+typedef struct air__kv {
+  char *name;
+  char *value;
+} air__kv;
+
+typedef struct air__provider {
+  char *name;
+  air__api api;
+  char *base_url;
+  char *api_key_env;  /* NULL when unset */
+  air__kv *headers;
+  size_t n_headers;
+  air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */
+} air__provider;
+
+typedef struct air__target {
+  char *name;   /* "provider/model" */
+  char *model;  /* the part after the first '/' */
+  size_t provider;  /* index into air_config.providers */
+  air__timeouts timeouts;  /* route timeouts with the target's merged over */
+  char *override_json;     /* JSON object text or NULL */
+} air__target;
+
+/* Everything that decides how a request behaves. */
+typedef struct air__policy {
+  air__timeouts timeouts;
+  air__budget budget;
+  air__rule *rules;
+  size_t n_rules;
+  char **phrases;  /* refusal phrases */
+  size_t n_phrases;
+  air__sticky_cfg sticky;
+  air__commit commit;
+  uint32_t max_malformed;
+  air__malformed malformed;
+} air__policy;
+
+typedef struct air__route {
+  char *name;
+  air__target *targets;
+  size_t n_targets;
+  air__policy policy;
+} air__route;
+
+typedef struct air__limits {
+  uint64_t max_body_bytes;
+  uint64_t max_header_bytes;
+  uint64_t max_connections;
+  uint64_t idle_timeout_ms;
+  uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
+} air__limits;
+
+struct air_config {
+  char *file;
+  char *listen;
+  char *client_keys_env;
+  air__provider *providers;
+  size_t n_providers;
+  air__route *routes;
+  size_t n_routes;
+  air__policy defaults;  /* built-ins <- defaults: ; used for "provider/model" */
+  air__breaker_cfg breaker_defaults;
+  char *redis_url;
+  char **forward_headers;
+  size_t n_forward_headers;
+  bool drop_params;
+  uint32_t default_max_tokens;
+  air__limits limits;
+};
+
+/* The route named name (n bytes), or NULL. */
+const air__route *air__config_route(const air_config *cfg, const char *name,
+                                    size_t n);
+/* The provider named name (n bytes), or NULL; *index set when found. */
+const air__provider *air__config_provider(const air_config *cfg,
+                                          const char *name, size_t n,
+                                          size_t *index);
+
+#endif

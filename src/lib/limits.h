@@ -1,0 +1,25 @@
+/*
+ * Every named maximum of airetry in one place (STYLE.md 5). Crossing one is a
+ * typed error (AIR_ETOOBIG or a config diagnostic), never a crash.
+ */
+#ifndef AIR_LIMITS_H
+#define AIR_LIMITS_H
+
+#define AIR_MAX_CONFIG_BYTES (4u << 20)  /* one config file */
+#define AIR_MAX_NAME_BYTES 256           /* route, provider, target names */
+#define AIR_MAX_PROVIDERS 256
+#define AIR_MAX_ROUTES 4096
+#define AIR_MAX_TARGETS 64               /* targets in one route */
+#define AIR_MAX_RULES 64                 /* rules in one route */
+#define AIR_MAX_STATUS_MATCHERS 32       /* status: entries in one rule */
+#define AIR_MAX_PHRASES 256              /* refusal phrases in one route */
+#define AIR_MAX_PHRASE_BYTES 512         /* one refusal phrase */
+#define AIR_MAX_HEADERS 64               /* extra/forwarded headers */
+#define AIR_MAX_ATTEMPT_LOG 10000        /* attempts recorded per request */
+#define AIR_MAX_MESSAGE_BYTES 1024       /* a failure message kept in the log */
+#define AIR_MAX_STATE_TARGETS 65536      /* breaker entries in one air_state */
+#define AIR_MAX_RETRY_AFTER_MS (86400000ull * 7)  /* a hint longer is clipped */
+#define AIR_MAX_SSE_LINE_BYTES (1u << 20)   /* one event-stream line */
+#define AIR_MAX_SSE_EVENT_BYTES (4u << 20)  /* one event's data */
+
+#endif

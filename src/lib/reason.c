@@ -1,0 +1,62 @@
+/* Error strings and reason names: the vocabulary shared by every layer. */
+#include <string.h>
+
+#include "airetry.h"
+
+const char *air_strerror(int err) {
+  switch (err) {
+    case AIR_OK: return "success";
+    case AIR_ENOMEM: return "out of memory";
+    case AIR_EINVAL: return "invalid argument";
+    case AIR_ECONFIG: return "invalid config";
+    case AIR_ETOOBIG: return "size limit exceeded";
+    case AIR_ECANCELED: return "cancelled";
+    case AIR_EUPSTREAM: return "every upstream attempt failed";
+    case AIR_ENOTFOUND: return "not found";
+    case AIR_EIO: return "I/O error";
+    case AIR_EPARSE: return "parse error";
+    case AIR_ESTATE: return "not allowed in this state";
+    default: return "unknown error";
+  }
+}
+
+/* Indexed by air_reason; the names used in config, logs, metrics, bodies. */
+static const char *const reason_names[AIR_REASON__COUNT] = {
+    [AIR_REASON_NONE] = "none",
+    [AIR_REASON_RATE_LIMIT] = "rate_limit",
+    [AIR_REASON_OVERLOADED] = "overloaded",
+    [AIR_REASON_SERVER_ERROR] = "server_error",
+    [AIR_REASON_NETWORK] = "network",
+    [AIR_REASON_TIMEOUT_CONNECT] = "timeout.connect",
+    [AIR_REASON_TIMEOUT_FIRST_BYTE] = "timeout.first_byte",
+    [AIR_REASON_TIMEOUT_FIRST_CHUNK] = "timeout.first_chunk",
+    [AIR_REASON_TIMEOUT_CHUNK] = "timeout.chunk",
+    [AIR_REASON_TIMEOUT_ATTEMPT] = "timeout.attempt",
+    [AIR_REASON_TIMEOUT_TOTAL] = "timeout.total",
+    [AIR_REASON_CONTEXT_OVERFLOW] = "context_overflow",
+    [AIR_REASON_CONTENT_FILTER] = "content_filter",
+    [AIR_REASON_REFUSAL] = "refusal",
+    [AIR_REASON_LENGTH] = "length",
+    [AIR_REASON_AUTH] = "auth",
+    [AIR_REASON_QUOTA] = "quota",
+    [AIR_REASON_NOT_FOUND] = "not_found",
+    [AIR_REASON_BAD_REQUEST] = "bad_request",
+    [AIR_REASON_MALFORMED] = "malformed",
+    [AIR_REASON_ABORTED] = "aborted",
+};
+
+const char *air_reason_name(air_reason r) {
+  if ((int)r < 0 || r >= AIR_REASON__COUNT) return NULL;
+  return reason_names[r];
+}
+
+int air_reason_from_name(const char *name, size_t n, air_reason *out) {
+  if (name == NULL) return AIR_EINVAL;
+  for (int i = 1; i < AIR_REASON__COUNT; i++) {
+    if (strlen(reason_names[i]) == n && memcmp(reason_names[i], name, n) == 0) {
+      if (out) *out = (air_reason)i;
+      return 0;
+    }
+  }
+  return AIR_ENOTFOUND;
+}
