@@ -21,5 +21,9 @@
 #define AIR_MAX_RETRY_AFTER_MS (86400000ull * 7)  /* a hint longer is clipped */
 #define AIR_MAX_SSE_LINE_BYTES (1u << 20)   /* one event-stream line */
 #define AIR_MAX_SSE_EVENT_BYTES (4u << 20)  /* one event's data */
+#define AIR_MAX_SSE_RAW_BYTES (8u << 20)    /* one event's bytes as received */
+#define AIR_MAX_HOLD_BYTES (4u << 20)       /* held before commit (first_content) */
+#define AIR_MAX_COMPLETE_BYTES (64u << 20)  /* one whole attempt (commit: complete) */
+#define AIR_MAX_HOLD_EVENTS 65536           /* events held before commit */
 
 #endif

@@ -60,3 +60,30 @@ int air_reason_from_name(const char *name, size_t n, air_reason *out) {
   }
   return AIR_ENOTFOUND;
 }
+
+bool air_part_is_content(const air_part *p) {
+  switch (p->kind) {
+    case AIR_PART_TEXT:
+    case AIR_PART_REASONING:
+    case AIR_PART_REFUSAL:
+      return p->text_len > 0;
+    case AIR_PART_TOOL_START:
+    case AIR_PART_TOOL_DELTA:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char *air_finish_name(air_finish f) {
+  switch (f) {
+    case AIR_FINISH_STOP: return "stop";
+    case AIR_FINISH_LENGTH: return "length";
+    case AIR_FINISH_TOOL_CALLS: return "tool_calls";
+    case AIR_FINISH_CONTENT_FILTER: return "content_filter";
+    case AIR_FINISH_REFUSAL: return "refusal";
+    case AIR_FINISH_CONTEXT: return "model_context_window_exceeded";
+    case AIR_FINISH_PAUSE: return "pause_turn";
+    default: return "";
+  }
+}

@@ -1,0 +1,25 @@
+/*
+ * Internal view of a run for the drivers in this library (call.c, the stream
+ * driver, the transport): which route and target an attempt belongs to, so
+ * they can read deadlines, refusal phrases and commit mode. Everything here is
+ * valid as long as the run.
+ */
+#ifndef AIR_ENGINE_H
+#define AIR_ENGINE_H
+
+#include "airetry.h"
+#include "config.h"
+
+const air__policy *air__run_policy(const air_run *run);
+/* The target of the current (or last) attempt; NULL before the first. */
+const air__target *air__run_target(const air_run *run);
+const air__route *air__run_route(const air_run *run);
+
+/*
+ * The current attempt failed after commit: recorded in the log (and the
+ * breaker) like any failure, but final: no policy runs, the action is FAIL.
+ */
+int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
+                        air_action *act);
+
+#endif

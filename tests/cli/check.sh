@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `airetry check`: exit codes, the resolved dump on stdout, and every error of
+# tests/data/config/bad.yaml on stderr at the position its "expect" comments
+# name. Usage: bash check.sh /path/to/airetry (AIR_SOURCE_DIR = source tree).
+set -u
+bin=${1:?usage: check.sh /path/to/airetry}
+src=${AIR_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+data=$src/tests/data/config
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run NAME EXPECTED_RC ARGS...: runs the binary, keeps stdout/stderr in $tmp.
+run() {
+  local name=$1 want=$2
+  shift 2
+  "$bin" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  local rc=$?
+  [ "$rc" -eq "$want" ] || fail "$name: exit $rc, want $want ($(head -c 300 "$tmp/$name.err"))"
+}
+
+# The example config: valid, warnings only, resolved routes printed.
+unset OPENAI_API_KEY ANTHROPIC_API_KEY
+run example 0 check --config "$src/examples/airetry.yaml"
+grep -q ': error: ' "$tmp/example.err" && fail "example: errors: $(cat "$tmp/example.err")"
+grep -q 'airetry.yaml:[0-9]*:[0-9]*: warning: providers\[0\].api_key_env: OPENAI_API_KEY is not set' \
+  "$tmp/example.err" || fail "example: no warning for the unset OPENAI_API_KEY"
+for want in '^routes:$' '^  - name: smart$' '^  - name: fast$' \
+            'first_chunk_ms: 60000' 'max_total_attempts: 6' \
+            'api_key_env: OPENAI_API_KEY  # NOT SET' \
+            'backoff: {base_ms: 500, factor: 2, max_ms: 8000, jitter: full}' \
+            'request_timeout_ms: 30000'; do
+  grep -q -- "$want" "$tmp/example.out" || fail "example: stdout lacks '$want'"
+done
+
+# A key value is never printed, only whether it is set.
+OPENAI_API_KEY=sk-test-secret-1234 run secret 0 check -c "$src/examples/airetry.yaml"
+grep -q 'sk-test-secret-1234' "$tmp/secret.out" "$tmp/secret.err" && fail "secret: key value printed"
+grep -q 'api_key_env: OPENAI_API_KEY  # set' "$tmp/secret.out" || fail "secret: not shown as set"
+
+# The dump is a valid config that resolves to the same thing.
+run reload 0 check --config "$tmp/example.out"
+diff <(tail -n +2 "$tmp/example.out") <(tail -n +2 "$tmp/reload.out") >/dev/null ||
+  fail "reload: the dump does not load back to the same config"
+
+# JSON input.
+run json 0 check --config="$data/good.json"
+grep -q '^listen: "127.0.0.1:9090"$' "$tmp/json.out" || fail "json: listen not resolved"
+grep -q 'first_chunk_ms: 2000' "$tmp/json.out" || fail "json: target timeouts not merged"
+
+# Every expected error of bad.yaml, at its line and column, and no other.
+run bad 2 check --config "$data/bad.yaml"
+expected=0
+while IFS=$'\t' read -r line col sub; do
+  expected=$((expected + 1))
+  grep -F -- "bad.yaml:$line:$col: error: " "$tmp/bad.err" | grep -q -F -- "$sub" ||
+    fail "bad: missing bad.yaml:$line:$col: error: ...$sub"
+done < <(awk '{
+  n = split($0, parts, "# expect: ")
+  for (i = 2; i <= n; i++) {
+    p = parts[i]; sub(/ +$/, "", p)
+    c = index(p, ": ")
+    printf "%d\t%s\t%s\n", NR, substr(p, 1, c - 1), substr(p, c + 2)
+  }
+}' "$data/bad.yaml")
+got=$(grep -c ': error: ' "$tmp/bad.err")
+[ "$expected" -ge 35 ] || fail "bad: only $expected expectations parsed"
+[ "$got" -eq "$expected" ] || fail "bad: $got errors, want $expected: $(cat "$tmp/bad.err")"
+[ -s "$tmp/bad.out" ] && fail "bad: printed a config despite errors"
+
+# YAML syntax errors carry a position too.
+run syntax 2 check --config "$data/syntax.yaml"
+grep -q 'syntax.yaml:4:[0-9]*: error: YAML syntax error' "$tmp/syntax.err" ||
+  fail "syntax: no positioned YAML error: $(cat "$tmp/syntax.err")"
+
+# Usage errors and help.
+run noargs 2 check
+run badflag 2 check --frobnicate
+run noval 2 check --config
+run missing 2 check --config "$tmp/does-not-exist.yaml"
+grep -q 'does-not-exist.yaml: error: cannot open' "$tmp/missing.err" || fail "missing: no message"
+run help 0 check --help
+grep -q 'usage: airetry check --config FILE' "$tmp/help.out" || fail "help: no usage on stdout"
+
+# Oversized files are refused.
+head -c $((4 * 1024 * 1024 + 1)) /dev/zero | tr '\0' '#' >"$tmp/big.yaml"
+run big 2 check --config "$tmp/big.yaml"
+grep -q 'over the limit' "$tmp/big.err" || fail "big: no size error"
+
+if [ "$failures" -ne 0 ]; then
+  echo "check.sh: $failures failure(s)" >&2
+  exit 1
+fi
+echo "check.sh: ok"
