@@ -1,0 +1,118 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "airetry.h"
+#include "buf.h"
+
+void air__buf_init(air__buf *b, size_t max) {
+  b->p = NULL;
+  b->n = 0;
+  b->cap = 0;
+  b->max = max;
+}
+
+void air__buf_cleanup(air__buf *b) {
+  free(b->p);
+  b->p = NULL;
+  b->n = 0;
+  b->cap = 0;
+}
+
+void air__buf_reset(air__buf *b) {
+  b->n = 0;
+  if (b->p) b->p[0] = '\0';
+}
+
+/* Makes room for n more bytes plus the terminating NUL. */
+static int grow(air__buf *b, size_t n) {
+  if (n > b->max || b->n > b->max - n) return AIR_ETOOBIG;
+  size_t need = b->n + n + 1;
+  if (need <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < need) cap *= 2;
+  if (cap > b->max + 1) cap = b->max + 1;
+  char *p = realloc(b->p, cap);
+  if (p == NULL) return AIR_ENOMEM;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+int air__buf_add(air__buf *b, const void *p, size_t n) {
+  int rc = grow(b, n);
+  if (rc != 0) return rc;
+  if (n > 0) memcpy(b->p + b->n, p, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+  return 0;
+}
+
+int air__buf_adds(air__buf *b, const char *s) {
+  return air__buf_add(b, s, strlen(s));
+}
+
+int air__buf_addc(air__buf *b, char c) {
+  return air__buf_add(b, &c, 1);
+}
+
+int air__buf_addu(air__buf *b, unsigned long long v) {
+  char tmp[24];
+  size_t i = sizeof(tmp);
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  return air__buf_add(b, tmp + i, sizeof(tmp) - i);
+}
+
+int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  size_t start = b->n;
+  int rc = air__buf_addc(b, '"');
+  size_t run = 0;  /* bytes of s not yet copied, ending at i */
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      run++;
+      continue;
+    }
+    rc = air__buf_add(b, s + i - run, run);
+    run = 0;
+    if (rc != 0) break;
+    char esc[6] = {'\\', 0, 0, 0, 0, 0};
+    size_t len = 2;
+    switch (c) {
+      case '"': esc[1] = '"'; break;
+      case '\\': esc[1] = '\\'; break;
+      case '\n': esc[1] = 'n'; break;
+      case '\r': esc[1] = 'r'; break;
+      case '\t': esc[1] = 't'; break;
+      case '\b': esc[1] = 'b'; break;
+      case '\f': esc[1] = 'f'; break;
+      default:
+        esc[1] = 'u';
+        esc[2] = '0';
+        esc[3] = '0';
+        esc[4] = hex[c >> 4];
+        esc[5] = hex[c & 15];
+        len = 6;
+    }
+    rc = air__buf_add(b, esc, len);
+  }
+  if (rc == 0) rc = air__buf_add(b, s + n - run, run);
+  if (rc == 0) rc = air__buf_addc(b, '"');
+  if (rc != 0) {
+    b->n = start;
+    if (b->p) b->p[b->n] = '\0';
+  }
+  return rc;
+}
+
+char *air__buf_take(air__buf *b, size_t *n) {
+  char *p = b->p;
+  if (n) *n = b->n;
+  b->p = NULL;
+  b->n = 0;
+  b->cap = 0;
+  return p;
+}

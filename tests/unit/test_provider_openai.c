@@ -1,0 +1,1318 @@
+/*
+ * Unit tests for src/lib/provider_openai.c: the OpenAI chat-completions
+ * dialect.
+ *
+ * The stream codec is tested from transcripts (tests/data/README.md): every
+ * openai/NAME.sse is decoded (fed whole, byte by byte and in 7-byte pieces)
+ * and must give exactly NAME.parts; every NAME.parts with a NAME.openai.out
+ * (in openai/ and anthropic/) is encoded and must give exactly those bytes,
+ * each chunk valid JSON. Requests, bodies and error bodies are built and
+ * parsed back with jansson.
+ *
+ * AIR_TRANSCRIPT_WRITE=1 in the environment writes the expected files from
+ * what the code produces instead of comparing (review the diff!).
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "airetry.h"
+#include "provider.h"
+#include "sse.h"
+
+#ifndef AIR_SOURCE_DIR
+#error "AIR_SOURCE_DIR must name the source root"
+#endif
+
+static const air__provider_ops *const OPS = &air__provider_openai;
+
+/* ---- files ------------------------------------------------------------------
+ */
+
+/* The whole file, NUL-terminated; NULL when it does not exist. */
+static char *read_all(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  air__buf b;
+  air__buf_init(&b, 64u << 20);
+  char tmp[4096];
+  size_t k;
+  while ((k = fread(tmp, 1, sizeof(tmp), f)) > 0)
+    assert_int_equal(air__buf_add(&b, tmp, k), 0);
+  fclose(f);
+  if (b.p == NULL) assert_int_equal(air__buf_add(&b, "", 0), 0);
+  return air__buf_take(&b, n);
+}
+
+static void write_all(const char *path, const char *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+}
+
+static bool write_mode(void) {
+  const char *w = getenv("AIR_TRANSCRIPT_WRITE");
+  return w != NULL && strcmp(w, "1") == 0;
+}
+
+/* Compares got with the file at path (or writes it in write mode). */
+static void expect_file(const char *path, const air__buf *got) {
+  if (write_mode()) {
+    write_all(path, got->p != NULL ? got->p : "", got->n);
+    return;
+  }
+  size_t n;
+  char *want = read_all(path, &n);
+  if (want == NULL) fail_msg("missing %s", path);
+  if (n != got->n || memcmp(want, got->p, n) != 0) {
+    fprintf(stderr, "--- %s (expected)\n%s\n--- got\n%.*s\n", path, want,
+            (int)got->n, got->p != NULL ? got->p : "");
+    free(want);
+    fail_msg("%s differs", path);
+  }
+  free(want);
+}
+
+/* ---- parts as text (tests/data/README.md)
+ * ---------------------------------------- */
+
+static void add_str(air__buf *b, const char *s, size_t n) {
+  assert_true(n == 0 || s != NULL);
+  assert_int_equal(air__buf_addc(b, ' '), 0);
+  assert_int_equal(air__buf_add_json_str(b, n ? s : "", n), 0);
+}
+
+static void add_num(air__buf *b, long long v) {
+  char t[32];
+  snprintf(t, sizeof(t), " %lld", v);
+  assert_int_equal(air__buf_adds(b, t), 0);
+}
+
+static const char *finish_word(air_finish f) {
+  return f == AIR_FINISH_NONE ? "none" : air_finish_name(f);
+}
+
+static void part_line(air__buf *b, const air_part *p) {
+  switch (p->kind) {
+    case AIR_PART_START:
+      air__buf_adds(b, "START");
+      add_str(b, p->id, p->id_len);
+      add_str(b, p->name, p->name_len);
+      break;
+    case AIR_PART_TEXT:
+    case AIR_PART_REASONING:
+    case AIR_PART_REFUSAL:
+    case AIR_PART_TOOL_DELTA:
+      air__buf_adds(b, p->kind == AIR_PART_TEXT        ? "TEXT"
+                       : p->kind == AIR_PART_REASONING ? "REASONING"
+                       : p->kind == AIR_PART_REFUSAL   ? "REFUSAL"
+                                                       : "TOOL_DELTA");
+      add_num(b, p->index);
+      add_str(b, p->text, p->text_len);
+      break;
+    case AIR_PART_TOOL_START:
+      air__buf_adds(b, "TOOL_START");
+      add_num(b, p->index);
+      add_str(b, p->id, p->id_len);
+      add_str(b, p->name, p->name_len);
+      break;
+    case AIR_PART_FINISH:
+      air__buf_adds(b, "FINISH ");
+      air__buf_adds(b, finish_word(p->finish));
+      add_str(b, p->finish_raw, p->finish_raw_len);
+      break;
+    case AIR_PART_USAGE:
+      air__buf_adds(b, "USAGE");
+      add_num(b, (long long)p->input_tokens);
+      add_num(b, (long long)p->output_tokens);
+      break;
+    case AIR_PART_ERROR:
+      air__buf_adds(b, "ERROR");
+      add_str(b, p->name, p->name_len);
+      add_str(b, p->text, p->text_len);
+      break;
+  }
+  assert_int_equal(air__buf_addc(b, '\n'), 0);
+}
+
+/* A parsed .parts file: parts with owned strings. */
+typedef struct parts {
+  air_part *p;
+  size_t n;
+} parts;
+
+static void parts_free(parts *ps) {
+  for (size_t i = 0; i < ps->n; i++) {
+    free((char *)ps->p[i].text);
+    free((char *)ps->p[i].id);
+    free((char *)ps->p[i].name);
+    free((char *)ps->p[i].finish_raw);
+  }
+  free(ps->p);
+  ps->p = NULL;
+  ps->n = 0;
+}
+
+/* Reads one field at *s: a JSON string literal (into *str, *len) or an
+ * integer (into *num). */
+static void field(const char **s, char **str, size_t *len, long long *num) {
+  while (**s == ' ') (*s)++;
+  if (**s == '"') {
+    const char *e = *s + 1;
+    while (*e != '"') {
+      assert_true(*e != '\0' && *e != '\n');
+      e += *e == '\\' ? 2 : 1;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(*s, (size_t)(e + 1 - *s),
+                           JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    if (!json_is_string(v)) fail_msg("bad string field: %s", jerr.text);
+    *len = json_string_length(v);
+    *str = malloc(*len + 1);
+    assert_non_null(*str);
+    memcpy(*str, json_string_value(v), *len + 1);
+    json_decref(v);
+    *s = e + 1;
+  } else {
+    char *end;
+    *num = strtoll(*s, &end, 10);
+    assert_true(end != *s);
+    *s = end;
+  }
+}
+
+static air_finish finish_of(const char *w, size_t n) {
+  for (int f = AIR_FINISH_NONE; f <= AIR_FINISH_PAUSE; f++)
+    if (strlen(finish_word((air_finish)f)) == n &&
+        memcmp(finish_word((air_finish)f), w, n) == 0)
+      return (air_finish)f;
+  fail_msg("unknown finish %.*s", (int)n, w);
+  return AIR_FINISH_NONE;
+}
+
+static parts parse_parts(const char *text) {
+  parts ps = {0};
+  const char *s = text;
+  while (*s != '\0') {
+    const char *eol = strchr(s, '\n');
+    if (eol == NULL) eol = s + strlen(s);
+    if (s == eol || *s == '#' || strncmp(s, "STATE", 5) == 0) {
+      s = *eol ? eol + 1 : eol;
+      continue;
+    }
+    ps.p = realloc(ps.p, (ps.n + 1) * sizeof(*ps.p));
+    assert_non_null(ps.p);
+    air_part *p = &ps.p[ps.n++];
+    memset(p, 0, sizeof(*p));
+    const char *sp = strchr(s, ' ');
+    size_t kn = sp != NULL && sp < eol ? (size_t)(sp - s) : (size_t)(eol - s);
+    const char *f = s + kn;
+    char *str = NULL;
+    long long num = 0;
+#define KIND(w) (kn == strlen(w) && memcmp(s, w, kn) == 0)
+    if (KIND("START")) {
+      p->kind = AIR_PART_START;
+      field(&f, &str, &p->id_len, &num);
+      p->id = str;
+      field(&f, &str, &p->name_len, &num);
+      p->name = str;
+    } else if (KIND("TEXT") || KIND("REASONING") || KIND("REFUSAL") ||
+               KIND("TOOL_DELTA")) {
+      p->kind = KIND("TEXT")        ? AIR_PART_TEXT
+                : KIND("REASONING") ? AIR_PART_REASONING
+                : KIND("REFUSAL")   ? AIR_PART_REFUSAL
+                                    : AIR_PART_TOOL_DELTA;
+      field(&f, &str, &p->text_len, &num);
+      p->index = (int)num;
+      field(&f, &str, &p->text_len, &num);
+      p->text = str;
+    } else if (KIND("TOOL_START")) {
+      p->kind = AIR_PART_TOOL_START;
+      field(&f, &str, &p->id_len, &num);
+      p->index = (int)num;
+      field(&f, &str, &p->id_len, &num);
+      p->id = str;
+      field(&f, &str, &p->name_len, &num);
+      p->name = str;
+    } else if (KIND("FINISH")) {
+      p->kind = AIR_PART_FINISH;
+      while (*f == ' ') f++;
+      const char *w = f;
+      while (*f != ' ') f++;
+      p->finish = finish_of(w, (size_t)(f - w));
+      field(&f, &str, &p->finish_raw_len, &num);
+      p->finish_raw = str;
+    } else if (KIND("USAGE")) {
+      p->kind = AIR_PART_USAGE;
+      field(&f, &str, &p->text_len, &num);
+      p->input_tokens = (uint64_t)num;
+      field(&f, &str, &p->text_len, &num);
+      p->output_tokens = (uint64_t)num;
+      p->text_len = 0;
+    } else if (KIND("ERROR")) {
+      p->kind = AIR_PART_ERROR;
+      field(&f, &str, &p->name_len, &num);
+      p->name = str;
+      field(&f, &str, &p->text_len, &num);
+      p->text = str;
+    } else {
+      fail_msg("unknown part line: %.*s", (int)(eol - s), s);
+    }
+#undef KIND
+    s = *eol ? eol + 1 : eol;
+  }
+  return ps;
+}
+
+/* ---- decoding through air__sse
+ * ------------------------------------------------------ */
+
+typedef struct dec_run {
+  air__decoder d;
+  air__buf lines;
+} dec_run;
+
+static int on_part(void *data, const air_part *p) {
+  part_line(data, p);
+  return 0;
+}
+
+static int on_event(void *data, const air__sse_event *ev) {
+  dec_run *r = data;
+  return OPS->decode_event(&r->d, ev, on_part, &r->lines);
+}
+
+/* Decodes an upstream stream fed in pieces of `piece` bytes (0: at once)
+ * into part lines plus the STATE line. */
+static void decode_stream(const char *in, size_t n, size_t piece,
+                          air__buf *out) {
+  dec_run r;
+  OPS->decoder_init(&r.d);
+  air__buf_init(&r.lines, 1u << 20);
+  air__sse p;
+  air__sse_init(&p, on_event, &r);
+  size_t step = piece ? piece : (n ? n : 1);
+  for (size_t at = 0; at < n; at += step)
+    assert_int_equal(air__sse_feed(&p, in + at, n - at < step ? n - at : step),
+                     0);
+  assert_int_equal(air__sse_finish(&p), 0);
+  air__sse_cleanup(&p);
+  char st[96];
+  snprintf(st, sizeof(st), "STATE malformed=%u done=%d finished=%d\n",
+           r.d.malformed, r.d.done, r.d.finished);
+  assert_int_equal(air__buf_adds(&r.lines, st), 0);
+  air__buf_reset(out);
+  assert_int_equal(air__buf_add(out, r.lines.p, r.lines.n), 0);
+  air__buf_cleanup(&r.lines);
+  air__decoder_cleanup(&r.d);
+}
+
+/* Every "data: " chunk of an encoder's output is valid JSON (or [DONE]). */
+static void check_chunks(const char *p, size_t n) {
+  size_t at = 0;
+  while (at < n) {
+    assert_true(n - at > 8 && memcmp(p + at, "data: ", 6) == 0);
+    const char *end = strstr(p + at, "\n\n");
+    assert_non_null(end);
+    const char *js = p + at + 6;
+    size_t jn = (size_t)(end - js);
+    if (!(jn == 6 && memcmp(js, "[DONE]", 6) == 0)) {
+      json_error_t jerr;
+      json_t *v = json_loadb(js, jn, 0, &jerr);
+      if (!json_is_object(v))
+        fail_msg("chunk is not a JSON object: %s: %.*s", jerr.text, (int)jn,
+                 js);
+      json_decref(v);
+    }
+    at = (size_t)(end + 2 - p);
+  }
+}
+
+/* Encodes parts for an OpenAI caller as the README says. */
+static void encode_parts(const parts *ps, air__buf *out) {
+  air__request req = {
+      .dialect = AIR_API_OPENAI, .stream = true, .include_usage = true};
+  air__encoder e;
+  OPS->encoder_init(&e, &req, 1718000000);
+  air__buf_reset(out);
+  for (size_t i = 0; i < ps->n; i++) {
+    const air_part *p = &ps->p[i];
+    if (p->kind == AIR_PART_ERROR) {
+      air_reason r =
+          air_classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
+      assert_int_equal(OPS->encode_error_event(&e, r, p->text, out), 0);
+      return;
+    }
+    assert_int_equal(OPS->encode_part(&e, p, out), 0);
+  }
+  assert_int_equal(OPS->encode_end(&e, out), 0);
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The base names of files in dir ending in ext, sorted. */
+static size_t list(const char *dir, const char *ext, char ***names) {
+  DIR *d = opendir(dir);
+  *names = NULL;
+  if (d == NULL) return 0;
+  size_t n = 0;
+  struct dirent *de;
+  size_t el = strlen(ext);
+  while ((de = readdir(d)) != NULL) {
+    size_t l = strlen(de->d_name);
+    if (l <= el || strcmp(de->d_name + l - el, ext) != 0) continue;
+    *names = realloc(*names, (n + 1) * sizeof(char *));
+    assert_non_null(*names);
+    (*names)[n] = strndup(de->d_name, l - el);
+    assert_non_null((*names)[n]);
+    n++;
+  }
+  closedir(d);
+  if (n > 0) qsort(*names, n, sizeof(char *), cmp_names);
+  return n;
+}
+
+static void free_names(char **names, size_t n) {
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+#define DATA AIR_SOURCE_DIR "/tests/data/"
+
+static void test_transcripts_decode(void **state) {
+  (void)state;
+  char **names;
+  size_t n = list(DATA "openai", ".sse", &names);
+  assert_true(n >= 13);
+  air__buf whole, got;
+  air__buf_init(&whole, 1u << 20);
+  air__buf_init(&got, 1u << 20);
+  for (size_t i = 0; i < n; i++) {
+    char path[512];
+    snprintf(path, sizeof(path), DATA "openai/%s.sse", names[i]);
+    size_t len;
+    char *in = read_all(path, &len);
+    assert_non_null(in);
+    decode_stream(in, len, 0, &whole);
+    snprintf(path, sizeof(path), DATA "openai/%s.parts", names[i]);
+    expect_file(path, &whole);
+    static const size_t pieces[] = {1, 7};
+    for (size_t k = 0; k < 2; k++) {
+      decode_stream(in, len, pieces[k], &got);
+      if (got.n != whole.n || memcmp(got.p, whole.p, got.n) != 0)
+        fail_msg("%s: fed in %zu-byte pieces:\n%s", names[i], pieces[k], got.p);
+    }
+    free(in);
+  }
+  air__buf_cleanup(&whole);
+  air__buf_cleanup(&got);
+  free_names(names, n);
+}
+
+/* Encodes every NAME.parts of dir for an OpenAI caller: each chunk must be
+ * valid JSON, and the bytes must equal NAME.openai.out where there is one
+ * (at least min of them). */
+static void encode_folder(const char *dir, size_t min) {
+  char **names;
+  size_t n = list(dir, ".parts", &names);
+  size_t done = 0;
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  for (size_t i = 0; i < n; i++) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s.openai.out", dir, names[i]);
+    FILE *f = fopen(path, "rb");
+    bool compare = f != NULL || (write_mode() && min > 0);
+    if (f != NULL) fclose(f);
+    char pp[512];
+    snprintf(pp, sizeof(pp), "%s/%s.parts", dir, names[i]);
+    char *text = read_all(pp, NULL);
+    assert_non_null(text);
+    parts ps = parse_parts(text);
+    free(text);
+    encode_parts(&ps, &out);
+    check_chunks(out.p, out.n);
+    if (compare) {
+      expect_file(path, &out);
+      done++;
+    }
+    parts_free(&ps);
+  }
+  assert_true(done >= min);
+  air__buf_cleanup(&out);
+  free_names(names, n);
+}
+
+static void test_transcripts_encode(void **state) {
+  (void)state;
+  encode_folder(DATA "openai", 13);
+  encode_folder(DATA "anthropic", 17);
+}
+
+/* ---- decode_event details
+ * ------------------------------------------------------------ */
+
+static air__sse_event ev_of(const char *data) {
+  air__sse_event ev = {
+      {"message", 7}, {data, strlen(data)}, {"", 0}, -1, {data, strlen(data)}};
+  return ev;
+}
+
+typedef struct stopper {
+  unsigned calls;
+  unsigned stop_at;
+  air__buf lines;
+} stopper;
+
+static int on_part_stop(void *data, const air_part *p) {
+  stopper *s = data;
+  part_line(&s->lines, p);
+  return ++s->calls == s->stop_at ? 42 : 0;
+}
+
+/* Per-event flags, and the callback's stop value coming back. */
+static void test_decode_flags_and_stop(void **state) {
+  (void)state;
+  air__decoder d;
+  OPS->decoder_init(&d);
+  stopper s = {0};
+  air__buf_init(&s.lines, 4096);
+  air__sse_event ev = ev_of(
+      "{\"id\":\"a\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_"
+      "tokens\":"
+      "3,\"completion_tokens\":4}}");
+  assert_int_equal(OPS->decode_event(&d, &ev, on_part_stop, &s), 0);
+  assert_true(d.usage_only);
+  assert_false(d.terminator);
+  assert_string_equal(s.lines.p, "START \"a\" \"m\"\nUSAGE 3 4\n");
+  assert_int_equal(d.input_tokens, 3);
+
+  ev = ev_of("[DONE]");
+  assert_int_equal(OPS->decode_event(&d, &ev, on_part_stop, &s), 0);
+  assert_true(d.terminator && d.done);
+  assert_false(d.usage_only);
+
+  ev = ev_of("{\"error\":{\"message\":\"slow down\",\"code\":429}}");
+  air__buf_reset(&s.lines);
+  assert_int_equal(OPS->decode_event(&d, &ev, on_part_stop, &s), 0);
+  assert_true(d.error_event);
+  assert_false(d.terminator);
+  assert_string_equal(s.lines.p, "ERROR \"429\" \"slow down\"\n");
+
+  /* Usage together with choices is not usage_only; the flags reset. */
+  ev = ev_of(
+      "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},"
+      "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1}}");
+  air__buf_reset(&s.lines);
+  assert_int_equal(OPS->decode_event(&d, &ev, on_part_stop, &s), 0);
+  assert_false(d.usage_only || d.error_event || d.terminator);
+  assert_string_equal(s.lines.p,
+                      "TEXT 0 \"x\"\nFINISH stop \"stop\"\nUSAGE 1 0\n");
+
+  /* The callback's value stops the event at once. */
+  air__decoder d2;
+  OPS->decoder_init(&d2);
+  s.calls = 0;
+  s.stop_at = 2;
+  air__buf_reset(&s.lines);
+  ev = ev_of(
+      "{\"id\":\"b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+      "\"hi\"},\"finish_reason\":\"length\"}]}");
+  assert_int_equal(OPS->decode_event(&d2, &ev, on_part_stop, &s), 42);
+  assert_string_equal(s.lines.p, "START \"b\" \"\"\nTEXT 0 \"hi\"\n");
+  assert_int_equal(s.calls, 2);
+
+  air__buf_cleanup(&s.lines);
+  air__decoder_cleanup(&d);
+  air__decoder_cleanup(&d2);
+}
+
+/* Malformed events yield nothing at all and are counted; keep-alives and
+ * unknown chunks are not malformed. */
+static void test_decode_malformed(void **state) {
+  (void)state;
+  static const char *bad[] = {
+      "{not json",
+      "[1,2]",
+      "\"str\"",
+      "{\"id\":\"x\"} trailing",
+      "{\"choices\":{}}",
+      "{\"choices\":[1]}",
+      "{\"choices\":[{\"index\":0,\"delta\":\"x\"}]}",
+      "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":1}]}",
+      "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":{}}}]}",
+      ("{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\",\"tool_calls\":"
+       "[{\"index\":128,\"id\":\"c\"}]}}]}"),
+      "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]"
+      "}",
+      "{\"choices\":[],\"usage\":5}",
+  };
+  static const char *quiet[] = {
+      "",
+      "  \n ",
+      "{}",
+      "{\"choices\":[]}",
+      "{\"choices\":null,\"usage\":null}",
+      "{\"error\":null}",
+  };
+  air__decoder d;
+  OPS->decoder_init(&d);
+  air__buf lines;
+  air__buf_init(&lines, 4096);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    air__sse_event ev = ev_of(bad[i]);
+    assert_int_equal(OPS->decode_event(&d, &ev, on_part, &lines), 0);
+    if (d.malformed != i + 1) fail_msg("not malformed: %s", bad[i]);
+  }
+  for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++) {
+    air__sse_event ev = ev_of(quiet[i]);
+    assert_int_equal(OPS->decode_event(&d, &ev, on_part, &lines), 0);
+  }
+  assert_int_equal(d.malformed, sizeof(bad) / sizeof(bad[0]));
+  assert_int_equal(lines.n, 0);
+  assert_false(d.started);
+  air__buf_cleanup(&lines);
+  air__decoder_cleanup(&d);
+}
+
+/* Several escaped strings in one event: every pointer handed over stays
+ * valid while later strings are decoded (scratch never moves). */
+typedef struct keep {
+  const air_part *first;
+  air_part copy;
+  char first_id[64];
+  bool checked;
+} keep;
+
+static int on_part_keep(void *data, const air_part *p) {
+  keep *k = data;
+  if (k->first == NULL) {
+    k->first = p;
+    k->copy = *p;
+    assert_true(p->id_len < sizeof(k->first_id));
+    memcpy(k->first_id, p->id, p->id_len);
+    return 0;
+  }
+  /* The START part's strings are still intact during the later callbacks. */
+  assert_memory_equal(k->copy.id, k->first_id, k->copy.id_len);
+  k->checked = true;
+  return 0;
+}
+
+static void test_decode_scratch_stable(void **state) {
+  (void)state;
+  air__decoder d;
+  OPS->decoder_init(&d);
+  /* Long escaped strings so scratch would have to grow several times. */
+  air__buf js;
+  air__buf_init(&js, 1u << 20);
+  air__buf_adds(&js,
+                "{\"id\":\"id\\u00e9\",\"model\":\"m\\n\",\"choices\":[{"
+                "\"index\":0,\"delta\":{\"content\":\"");
+  for (int i = 0; i < 2000; i++) air__buf_adds(&js, "\\u00e9\\n");
+  air__buf_adds(&js,
+                "\",\"tool_calls\":[{\"index\":0,\"id\":\"c\\t\",\"function\""
+                ":{\"name\":\"n\\\"\",\"arguments\":\"");
+  for (int i = 0; i < 3000; i++) air__buf_adds(&js, "\\\"x");
+  air__buf_adds(&js, "\"}}]}}]}");
+  air__sse_event ev = ev_of(js.p);
+  keep k = {0};
+  assert_int_equal(OPS->decode_event(&d, &ev, on_part_keep, &k), 0);
+  assert_true(k.checked);
+  assert_int_equal(k.copy.id_len, 4);
+  assert_memory_equal(k.first_id, "id\xc3\xa9", 4);
+  assert_int_equal(d.malformed, 0);
+  air__buf_cleanup(&js);
+  air__decoder_cleanup(&d);
+}
+
+/* ---- decode_body
+ * --------------------------------------------------------------------- */
+
+static void test_decode_body(void **state) {
+  (void)state;
+  static const char body[] =
+      "{\"id\":\"chatcmpl-9\",\"object\":\"chat.completion\",\"created\":1,"
+      "\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+      "\"assistant\",\"content\":\"Hi \\u00e9\",\"refusal\":null,"
+      "\"reasoning_content\":\"think\",\"tool_calls\":[{\"id\":\"call_1\","
+      "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":"
+      "\"{\\\"a\\\":1}\"}},{\"id\":\"call_2\",\"type\":\"function\","
+      "\"function\":{\"name\":\"g\",\"arguments\":\"\"}}]},\"logprobs\":null,"
+      "\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":9,"
+      "\"completion_tokens\":3,\"total_tokens\":12}}";
+  air__decoder d;
+  OPS->decoder_init(&d);
+  air__buf lines;
+  air__buf_init(&lines, 4096);
+  assert_int_equal(
+      OPS->decode_body(&d, body, sizeof(body) - 1, on_part, &lines), 0);
+  assert_string_equal(lines.p,
+                      "START \"chatcmpl-9\" \"gpt-4o\"\n"
+                      "REASONING 0 \"think\"\n"
+                      "TEXT 0 \"Hi \xc3\xa9\"\n"
+                      "TOOL_START 0 \"call_1\" \"f\"\n"
+                      "TOOL_DELTA 0 \"{\\\"a\\\":1}\"\n"
+                      "TOOL_START 1 \"call_2\" \"g\"\n"
+                      "FINISH tool_calls \"tool_calls\"\n"
+                      "USAGE 9 3\n");
+  assert_true(d.started && d.finished && d.done);
+
+  /* A refusal body. */
+  static const char refusal[] =
+      "{\"id\":\"r\",\"object\":\"chat.completion\",\"model\":\"m\","
+      "\"choices\":"
+      "[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,"
+      "\"refusal\":\"No.\"},\"finish_reason\":\"stop\"}]}";
+  air__buf_reset(&lines);
+  assert_int_equal(
+      OPS->decode_body(&d, refusal, sizeof(refusal) - 1, on_part, &lines), 0);
+  assert_string_equal(lines.p,
+                      "START \"r\" \"m\"\nREFUSAL 0 \"No.\"\n"
+                      "FINISH stop \"stop\"\n");
+
+  static const char *bad[] = {
+      "not json",
+      "[]",
+      "{\"choices\":{}}",
+      "{\"object\":\"chat.completion.chunk\",\"choices\":[]}",
+      "{\"error\":{\"message\":\"x\",\"type\":\"server_error\"}}",
+      "{\"type\":\"message\",\"content\":[]}",
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    air__buf_reset(&lines);
+    assert_int_equal(
+        OPS->decode_body(&d, bad[i], strlen(bad[i]), on_part, &lines),
+        AIR_EPARSE);
+    assert_int_equal(lines.n, 0);
+  }
+  air__buf_cleanup(&lines);
+  air__decoder_cleanup(&d);
+}
+
+/* ---- encoder details
+ * ------------------------------------------------------------------- */
+
+static void test_encode_edges(void **state) {
+  (void)state;
+  air__encoder e;
+  air__buf out;
+  air__buf_init(&out, 1u << 16);
+  air__request req = {.dialect = AIR_API_OPENAI, .include_usage = false};
+
+  /* First part not START: a role chunk with the generated id first; usage
+   * remembered but not written (the caller did not ask); REFUSAL finish is
+   * content_filter; no [DONE] twice. */
+  OPS->encoder_init(&e, &req, 7);
+  air_part t = {.kind = AIR_PART_TEXT, .text = "a", .text_len = 1};
+  air_part u = {.kind = AIR_PART_USAGE, .input_tokens = 1, .output_tokens = 2};
+  air_part f = {.kind = AIR_PART_FINISH, .finish = AIR_FINISH_REFUSAL};
+  assert_int_equal(OPS->encode_part(&e, &t, &out), 0);
+  assert_int_equal(OPS->encode_part(&e, &u, &out), 0);
+  assert_int_equal(OPS->encode_part(&e, &f, &out), 0);
+  assert_int_equal(OPS->encode_part(&e, &f, &out), 0);
+  assert_int_equal(OPS->encode_end(&e, &out), 0);
+  assert_string_equal(
+      out.p,
+      "data: {\"id\":\"chatcmpl-airetry\",\"object\":\"chat.completion.chunk\","
+      "\"created\":7,\"model\":\"\",\"choices\":[{\"index\":0,\"delta\":{"
+      "\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n"
+      "data: {\"id\":\"chatcmpl-airetry\",\"object\":\"chat.completion.chunk\","
+      "\"created\":7,\"model\":\"\",\"choices\":[{\"index\":0,\"delta\":{"
+      "\"content\":\"a\"},\"finish_reason\":null}]}\n\n"
+      "data: {\"id\":\"chatcmpl-airetry\",\"object\":\"chat.completion.chunk\","
+      "\"created\":7,\"model\":\"\",\"choices\":[{\"index\":0,\"delta\":{},"
+      "\"finish_reason\":\"content_filter\"}]}\n\n"
+      "data: [DONE]\n\n");
+  assert_int_equal(OPS->encode_end(&e, &out), AIR_ESTATE);
+  assert_int_equal(OPS->encode_part(&e, &t, &out), AIR_ESTATE);
+
+  /* Finish mapping of the Anthropic-only reasons. */
+  static const struct {
+    air_finish f;
+    const char *s;
+  } map[] = {
+      {AIR_FINISH_CONTEXT, "\"length\""},
+      {AIR_FINISH_PAUSE, "\"stop\""},
+      {AIR_FINISH_TOOL_CALLS, "\"tool_calls\""},
+      {AIR_FINISH_LENGTH, "\"length\""},
+      {AIR_FINISH_STOP, "\"stop\""},
+      {AIR_FINISH_CONTENT_FILTER, "\"content_filter\""},
+  };
+  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+    OPS->encoder_init(&e, &req, 0);
+    air__buf_reset(&out);
+    air_part fp = {.kind = AIR_PART_FINISH, .finish = map[i].f};
+    assert_int_equal(OPS->encode_part(&e, &fp, &out), 0);
+    char want[64];
+    snprintf(want, sizeof(want), "\"finish_reason\":%s}]}\n\n", map[i].s);
+    assert_non_null(strstr(out.p, want));
+  }
+
+  /* A stream ended with nothing: role chunk, a stop finish, [DONE]. */
+  OPS->encoder_init(&e, &req, 0);
+  air__buf_reset(&out);
+  assert_int_equal(OPS->encode_end(&e, &out), 0);
+  check_chunks(out.p, out.n);
+  assert_non_null(
+      strstr(out.p, "\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
+
+  /* Passthrough: parts write nothing; the end is only [DONE]. */
+  req.include_usage = true;
+  OPS->encoder_init(&e, &req, 0);
+  e.passthrough = true;
+  air__buf_reset(&out);
+  assert_int_equal(OPS->encode_part(&e, &t, &out), 0);
+  assert_int_equal(OPS->encode_part(&e, &u, &out), 0);
+  assert_int_equal(OPS->encode_part(&e, &f, &out), 0);
+  assert_int_equal(out.n, 0);
+  assert_int_equal(OPS->encode_end(&e, &out), 0);
+  assert_string_equal(out.p, "data: [DONE]\n\n");
+
+  /* Error event: never [DONE], nothing after it. */
+  OPS->encoder_init(&e, &req, 0);
+  air__buf_reset(&out);
+  assert_int_equal(OPS->encode_error_event(&e, AIR_REASON_TIMEOUT_CHUNK,
+                                           "no data for 30000 ms \"x\"", &out),
+                   0);
+  assert_string_equal(out.p,
+                      "data: {\"error\":{\"message\":\"no data for 30000 ms "
+                      "\\\"x\\\"\",\"type\":\"timeout\",\"code\":"
+                      "\"timeout.chunk\"}}\n\n");
+  assert_int_equal(OPS->encode_end(&e, &out), AIR_ESTATE);
+
+  /* A long id and model are cut at a UTF-8 boundary; control bytes escaped. */
+  char id[300];
+  memset(id, 'a', sizeof(id));
+  memcpy(id + 124, "\xc3\xa9\xc3\xa9", 4);
+  OPS->encoder_init(&e, &req, 0);
+  air__buf_reset(&out);
+  air_part st = {.kind = AIR_PART_START,
+                 .id = id,
+                 .id_len = sizeof(id),
+                 .name = "m\x01",
+                 .name_len = 2};
+  assert_int_equal(OPS->encode_part(&e, &st, &out), 0);
+  assert_int_equal(strlen(e.id), 126);
+  assert_memory_equal(e.id + 124, "\xc3\xa9", 2);
+  assert_non_null(strstr(out.p, "\"model\":\"m\\u0001\""));
+  check_chunks(out.p, out.n);
+
+  /* A full buffer: typed error, nothing half-written. */
+  air__buf small;
+  air__buf_init(&small, 40);
+  OPS->encoder_init(&e, &req, 0);
+  assert_int_equal(OPS->encode_part(&e, &t, &small), AIR_ETOOBIG);
+  assert_int_equal(small.n, 0);
+  assert_false(e.started);
+  air__buf_cleanup(&small);
+  air__buf_cleanup(&out);
+}
+
+/* ---- encode_response / aggregate
+ * ------------------------------------------------------ */
+
+static int on_part_agg(void *data, const air_part *p) {
+  return air__aggregate_add(data, p);
+}
+
+static int agg_event(void *data, const air__sse_event *ev) {
+  void **ctx = data;
+  return OPS->decode_event(ctx[0], ev, on_part_agg, ctx[1]);
+}
+
+/* Decodes a transcript into an aggregate and encodes the response. */
+static json_t *response_of(const char *name, uint64_t created) {
+  char path[512];
+  snprintf(path, sizeof(path), DATA "openai/%s.sse", name);
+  size_t n;
+  char *in = read_all(path, &n);
+  assert_non_null(in);
+  air__decoder d;
+  OPS->decoder_init(&d);
+  air__aggregate a;
+  air__aggregate_init(&a);
+  a.created = created;
+  void *ctx[2] = {&d, &a};
+  air__sse p;
+  air__sse_init(&p, agg_event, ctx);
+  assert_int_equal(air__sse_feed(&p, in, n), 0);
+  assert_int_equal(air__sse_finish(&p), 0);
+  air__sse_cleanup(&p);
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  assert_int_equal(OPS->encode_response(&a, &out), 0);
+  json_error_t jerr;
+  json_t *v = json_loadb(out.p, out.n, 0, &jerr);
+  if (v == NULL) fail_msg("%s: %s", jerr.text, out.p);
+  air__buf_cleanup(&out);
+  air__aggregate_cleanup(&a);
+  air__decoder_cleanup(&d);
+  free(in);
+  return v;
+}
+
+static void test_encode_response(void **state) {
+  (void)state;
+  json_t *v = response_of("text_usage", 1718000123);
+  json_t *want = json_loads(
+      "{\"id\":\"chatcmpl-AbC123\",\"object\":\"chat.completion\",\"created\":"
+      "1718000123,\"model\":\"gpt-4o-2024-08-06\",\"choices\":[{\"index\":0,"
+      "\"message\":{\"role\":\"assistant\",\"content\":\"Hello world!\","
+      "\"refusal\":null},\"finish_reason\":\"stop\"}],\"usage\":{"
+      "\"prompt_tokens\":12,\"completion_tokens\":5,\"total_tokens\":17}}",
+      0, NULL);
+  assert_true(json_equal(v, want));
+  json_decref(v);
+  json_decref(want);
+
+  v = response_of("tool_calls", 0);
+  json_t *msg = json_object_get(
+      json_array_get(json_object_get(v, "choices"), 0), "message");
+  assert_true(json_is_null(json_object_get(msg, "content")));
+  json_t *calls = json_object_get(msg, "tool_calls");
+  assert_int_equal(json_array_size(calls), 2);
+  json_t *c1 = json_array_get(calls, 1);
+  assert_string_equal(json_string_value(json_object_get(c1, "id")), "call_def");
+  assert_string_equal(json_string_value(json_object_get(c1, "type")),
+                      "function");
+  json_t *fn = json_object_get(c1, "function");
+  assert_string_equal(json_string_value(json_object_get(fn, "name")),
+                      "get_time");
+  assert_string_equal(json_string_value(json_object_get(fn, "arguments")),
+                      "{\"tz\": \"CET\"}");
+  assert_string_equal(
+      json_string_value(json_object_get(
+          json_array_get(json_object_get(v, "choices"), 0), "finish_reason")),
+      "tool_calls");
+  json_decref(v);
+
+  v = response_of("reasoning_content", 0);
+  msg = json_object_get(json_array_get(json_object_get(v, "choices"), 0),
+                        "message");
+  assert_string_equal(
+      json_string_value(json_object_get(msg, "reasoning_content")),
+      "The user wants a number.");
+  assert_string_equal(json_string_value(json_object_get(msg, "content")), "42");
+  json_decref(v);
+
+  v = response_of("refusal", 0);
+  msg = json_object_get(json_array_get(json_object_get(v, "choices"), 0),
+                        "message");
+  assert_string_equal(json_string_value(json_object_get(msg, "refusal")),
+                      "I'm sorry, I can't help with that.");
+  assert_null(json_object_get(msg, "reasoning_content"));
+  assert_null(json_object_get(v, "usage"));
+  json_decref(v);
+
+  /* An empty aggregate: generated id, null content, "{}" arguments. */
+  air__aggregate a;
+  air__aggregate_init(&a);
+  air_part ts = {.kind = AIR_PART_TOOL_START,
+                 .index = 0,
+                 .id = "",
+                 .name = "f",
+                 .name_len = 1};
+  assert_int_equal(air__aggregate_add(&a, &ts), 0);
+  air__buf out;
+  air__buf_init(&out, 4096);
+  assert_int_equal(OPS->encode_response(&a, &out), 0);
+  v = json_loadb(out.p, out.n, 0, NULL);
+  assert_non_null(v);
+  assert_string_equal(json_string_value(json_object_get(v, "id")),
+                      "chatcmpl-airetry");
+  msg = json_object_get(json_array_get(json_object_get(v, "choices"), 0),
+                        "message");
+  json_t *c0 = json_array_get(json_object_get(msg, "tool_calls"), 0);
+  assert_string_equal(json_string_value(json_object_get(c0, "id")), "call_0");
+  assert_string_equal(json_string_value(json_object_get(
+                          json_object_get(c0, "function"), "arguments")),
+                      "{}");
+  json_decref(v);
+  air__buf_cleanup(&out);
+  air__aggregate_cleanup(&a);
+}
+
+/* ---- encode_error_body
+ * ------------------------------------------------------------------ */
+
+static void test_encode_error_body(void **state) {
+  (void)state;
+  air_attempt log[2] = {
+      {.n = 1,
+       .target = "openai/gpt-4o",
+       .reason = AIR_REASON_RATE_LIMIT,
+       .status = 429,
+       .message = "slow",
+       .request_id = "req_1",
+       .ms = 120},
+      {.n = 2,
+       .target = "anthropic/claude",
+       .reason = AIR_REASON_TIMEOUT_FIRST_CHUNK,
+       .status = 0,
+       .message = "",
+       .request_id = "",
+       .ms = 8000},
+  };
+  air__buf out;
+  air__buf_init(&out, 4096);
+  assert_int_equal(air__buf_adds(&out, "keep:"), 0);
+  assert_int_equal(
+      OPS->encode_error_body(504, AIR_REASON_TIMEOUT_FIRST_CHUNK,
+                             "all \"targets\" failed", log, 2, &out),
+      0);
+  assert_memory_equal(out.p, "keep:", 5);
+  json_t *v = json_loadb(out.p + 5, out.n - 5, 0, NULL);
+  json_t *want = json_loads(
+      "{\"error\":{\"message\":\"all \\\"targets\\\" "
+      "failed\",\"type\":\"timeout\","
+      "\"code\":\"timeout.first_chunk\",\"param\":null,\"attempts\":["
+      "{\"target\":\"openai/gpt-4o\",\"reason\":\"rate_limit\",\"status\":429,"
+      "\"ms\":120,\"request_id\":\"req_1\"},"
+      "{\"target\":\"anthropic/claude\",\"reason\":\"timeout.first_chunk\","
+      "\"status\":0,\"ms\":8000,\"request_id\":\"\"}]}}",
+      0, NULL);
+  assert_non_null(v);
+  assert_true(json_equal(v, want));
+  json_decref(v);
+  json_decref(want);
+
+  air__buf_reset(&out);
+  assert_int_equal(
+      OPS->encode_error_body(429, AIR_REASON_QUOTA, NULL, NULL, 0, &out), 0);
+  v = json_loadb(out.p, out.n, 0, NULL);
+  json_t *err = json_object_get(v, "error");
+  assert_string_equal(json_string_value(json_object_get(err, "type")),
+                      "insufficient_quota");
+  assert_string_equal(json_string_value(json_object_get(err, "code")), "quota");
+  assert_string_equal(json_string_value(json_object_get(err, "message")), "");
+  assert_int_equal(json_array_size(json_object_get(err, "attempts")), 0);
+  json_decref(v);
+  air__buf_cleanup(&out);
+}
+
+/* ---- build_request
+ * -------------------------------------------------------------------- */
+
+/* Builds an upstream body from a caller body; returns the parsed result, or
+ * NULL with *rc and err set. */
+static json_t *build(air__api dialect, const char *body, const char *model,
+                     const char *override, bool drop, int *rc, air_error *err) {
+  air__request req;
+  memset(err, 0, sizeof(*err));
+  assert_int_equal(air__request_parse(dialect, body, strlen(body), &req, err),
+                   0);
+  air__build_opts o = {.model = model,
+                       .override_json = override,
+                       .drop_params = drop,
+                       .default_max_tokens = 4096};
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  *rc = OPS->build_request(&req, &o, &out, err);
+  json_t *v = NULL;
+  if (*rc == 0) {
+    json_error_t jerr;
+    v = json_loadb(out.p, out.n, 0, &jerr);
+    if (v == NULL) fail_msg("%s: %s", jerr.text, out.p);
+    /* Compact: no white space outside strings in this test's bodies. */
+    assert_null(strstr(out.p, "\": "));
+  } else {
+    assert_int_equal(out.n, 0);
+  }
+  air__buf_cleanup(&out);
+  air__request_cleanup(&req);
+  return v;
+}
+
+static void expect_json(json_t *got, const char *want_text) {
+  json_error_t jerr;
+  json_t *want = json_loads(want_text, 0, &jerr);
+  if (want == NULL) fail_msg("bad expectation: %s", jerr.text);
+  if (!json_equal(got, want)) {
+    char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+    char *w = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+    fprintf(stderr, "want %s\ngot  %s\n", w, g);
+    free(g);
+    free(w);
+    fail_msg("request differs");
+  }
+  json_decref(want);
+}
+
+static void test_build_same_dialect(void **state) {
+  (void)state;
+  int rc;
+  air_error err;
+  json_t *v =
+      build(AIR_API_OPENAI,
+            "{\"model\":\"smart\",\"messages\":[{\"role\":\"user\","
+            "\"content\":\"hi\",\"name\":\"bob\"}],\"stream\":false,"
+            "\"stream_options\":{\"include_usage\":false,\"x\":1},"
+            "\"logit_bias\":{\"50256\":-100},\"custom_field\":[1,{\"a\":null}],"
+            "\"temperature\":0.5,\"max_tokens\":100}",
+            "gpt-4o",
+            "{\"max_tokens\":8192,\"seed\":7,\"model\":\"no\","
+            "\"stream\":false}",
+            false, &rc, &err);
+  assert_int_equal(rc, 0);
+  expect_json(
+      v,
+      "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
+      "\"hi\",\"name\":\"bob\"}],\"stream\":true,\"stream_options\":{"
+      "\"include_usage\":true,\"x\":1},\"logit_bias\":{\"50256\":-100},"
+      "\"custom_field\":[1,{\"a\":null}],\"temperature\":0.5,"
+      "\"max_tokens\":8192,\"seed\":7}");
+  /* Key order kept: model stays first, unknown fields where they were. */
+  const char *first = NULL;
+  void *it = json_object_iter(v);
+  if (it != NULL) first = json_object_iter_key(it);
+  assert_string_equal(first, "model");
+  json_decref(v);
+
+  /* No stream_options at all: one is added. */
+  v = build(AIR_API_OPENAI,
+            "{\"model\":\"a\",\"messages\":[{\"role\":\"user\","
+            "\"content\":\"x\"}]}",
+            "b", NULL, false, &rc, &err);
+  expect_json(
+      v,
+      "{\"model\":\"b\",\"messages\":[{\"role\":\"user\",\"content\":"
+      "\"x\"}],\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+  json_decref(v);
+
+  /* A broken override is a clean error. */
+  v = build(AIR_API_OPENAI,
+            "{\"model\":\"a\",\"messages\":[{\"role\":\"user\","
+            "\"content\":\"x\"}]}",
+            "b", "[1]", false, &rc, &err);
+  assert_null(v);
+  assert_int_equal(rc, AIR_EINVAL);
+  assert_non_null(strstr(err.message, "override"));
+}
+
+static void test_build_from_anthropic(void **state) {
+  (void)state;
+  int rc;
+  air_error err;
+  json_t *v = build(
+      AIR_API_ANTHROPIC,
+      "{\"model\":\"smart\",\"max_tokens\":1024,\"system\":[{\"type\":\"text\","
+      "\"text\":\"Be "
+      "brief.\",\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":"
+      "\"text\",\"text\":\"Be kind.\"}],\"messages\":["
+      "{\"role\":\"user\",\"content\":\"What is the weather?\"},"
+      "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Look:\"},"
+      "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":"
+      "\"image/png\",\"data\":\"iVBOR\"}},{\"type\":\"image\",\"source\":{"
+      "\"type\":\"url\",\"url\":\"https://x/y.jpg\"}}]},"
+      "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\","
+      "\"thinking\":"
+      "\"hmm\",\"signature\":\"s\"},{\"type\":\"text\",\"text\":\"Checking.\"},"
+      "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\","
+      "\"input\":{\"city\":\"Paris\"}},{\"type\":\"tool_use\",\"id\":\"toolu_"
+      "2\","
+      "\"name\":\"get_time\",\"input\":{}}]},"
+      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_"
+      "id\":"
+      "\"toolu_1\",\"content\":\"18C\"},{\"type\":\"tool_result\",\"tool_use_"
+      "id\":"
+      "\"toolu_2\",\"content\":[{\"type\":\"text\",\"text\":\"12:00\"},{"
+      "\"type\":"
+      "\"text\",\"text\":\"CET\"}],\"is_error\":false},{\"type\":\"text\","
+      "\"text\":"
+      "\"Thanks\"}]},"
+      "{\"role\":\"assistant\",\"content\":\"You're welcome.\"}],"
+      "\"tools\":[{\"name\":\"get_weather\",\"description\":\"Weather\","
+      "\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":{"
+      "\"type\":"
+      "\"string\"}}}},{\"name\":\"get_time\",\"input_schema\":{\"type\":"
+      "\"object\"}}],"
+      "\"tool_choice\":{\"type\":\"tool\",\"name\":\"get_weather\","
+      "\"disable_parallel_tool_use\":true},"
+      "\"stop_sequences\":[\"END\"],\"temperature\":1,\"top_p\":0.9,"
+      "\"metadata\":{\"user_id\":\"u-1\"},\"stream\":false,\"thinking\":{"
+      "\"type\":"
+      "\"disabled\"}}",
+      "gpt-4o", NULL, false, &rc, &err);
+  if (rc != 0) fail_msg("%s", err.message);
+  expect_json(
+      v,
+      "{\"model\":\"gpt-4o\",\"messages\":["
+      "{\"role\":\"system\",\"content\":\"Be brief.\\nBe kind.\"},"
+      "{\"role\":\"user\",\"content\":\"What is the weather?\"},"
+      "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Look:\"},"
+      "{\"type\":\"image_url\",\"image_url\":{\"url\":"
+      "\"data:image/"
+      "png;base64,iVBOR\"}},{\"type\":\"image_url\",\"image_url\":{"
+      "\"url\":\"https://x/y.jpg\"}}]},"
+      "{\"role\":\"assistant\",\"content\":\"Checking.\",\"tool_calls\":["
+      "{\"id\":\"toolu_1\",\"type\":\"function\",\"function\":{\"name\":"
+      "\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}},"
+      "{\"id\":\"toolu_2\",\"type\":\"function\",\"function\":{\"name\":"
+      "\"get_time\",\"arguments\":\"{}\"}}]},"
+      "{\"role\":\"tool\",\"tool_call_id\":\"toolu_1\",\"content\":\"18C\"},"
+      "{\"role\":\"tool\",\"tool_call_id\":\"toolu_2\",\"content\":\"12:"
+      "00\\nCET\"},"
+      "{\"role\":\"user\",\"content\":\"Thanks\"},"
+      "{\"role\":\"assistant\",\"content\":\"You're welcome.\"}],"
+      "\"max_tokens\":1024,"
+      "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_"
+      "weather\","
+      "\"description\":\"Weather\",\"parameters\":{\"type\":\"object\","
+      "\"properties\":{\"city\":{\"type\":\"string\"}}}}},{\"type\":"
+      "\"function\","
+      "\"function\":{\"name\":\"get_time\",\"parameters\":{\"type\":\"object\"}"
+      "}}],"
+      "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
+      "\"get_weather\"}},\"parallel_tool_calls\":false,"
+      "\"stop\":[\"END\"],\"temperature\":1,\"top_p\":0.9,\"user\":\"u-1\","
+      "\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+  /* The keys: model first, then messages. */
+  void *it = json_object_iter(v);
+  assert_string_equal(json_object_iter_key(it), "model");
+  assert_string_equal(json_object_iter_key(json_object_iter_next(v, it)),
+                      "messages");
+  json_decref(v);
+
+  /* tool_choice mapping, temperature clamp, override after translation. */
+  static const struct {
+    const char *in, *out;
+  } tc[] = {
+      {"{\"type\":\"auto\"}", "\"auto\""},
+      {"{\"type\":\"any\"}", "\"required\""},
+      {"{\"type\":\"none\"}", "\"none\""},
+  };
+  for (size_t i = 0; i < sizeof(tc) / sizeof(tc[0]); i++) {
+    char body[256];
+    snprintf(
+        body, sizeof(body),
+        "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+        "\"content\":\"x\"}],\"tool_choice\":%s,\"temperature\":-1}",
+        tc[i].in);
+    v = build(AIR_API_ANTHROPIC, body, "o", "{\"max_tokens\":9}", false, &rc,
+              &err);
+    char want[512];
+    snprintf(
+        want, sizeof(want),
+        "{\"model\":\"o\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+        "\"max_tokens\":9,\"tool_choice\":%s,\"temperature\":0.0,"
+        "\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+        tc[i].out);
+    expect_json(v, want);
+    json_decref(v);
+  }
+}
+
+static void test_build_unsupported(void **state) {
+  (void)state;
+  static const struct {
+    const char *body, *field;
+  } cases[] = {
+      {"\"top_k\":5", "top_k: not supported by openai upstreams"},
+      {"\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}",
+       "thinking: not supported by openai upstreams"},
+      {"\"frobnicate\":true", "frobnicate: not supported by openai upstreams"},
+      {"\"metadata\":{\"user_id\":\"u\",\"tenant\":\"t\"}",
+       "metadata.tenant: not supported by openai upstreams"},
+      {"\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\"}]",
+       "tools[0] (type web_search_20250305): not supported by openai "
+       "upstreams"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char body[512];
+    snprintf(
+        body, sizeof(body),
+        "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}],%s}",
+        cases[i].body);
+    int rc;
+    air_error err;
+    json_t *v = build(AIR_API_ANTHROPIC, body, "o", NULL, false, &rc, &err);
+    assert_null(v);
+    assert_int_equal(rc, AIR_EINVAL);
+    assert_int_equal(err.code, AIR_EINVAL);
+    assert_string_equal(err.message, cases[i].field);
+    /* drop_params: the field is gone, the rest is there. */
+    v = build(AIR_API_ANTHROPIC, body, "o", NULL, true, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_null(json_object_get(v, "top_k"));
+    assert_null(json_object_get(v, "thinking"));
+    assert_null(json_object_get(v, "frobnicate"));
+    assert_null(json_object_get(v, "tools"));
+    assert_null(json_object_get(v, "metadata"));
+    json_t *m0 = json_array_get(json_object_get(v, "messages"), 0);
+    assert_string_equal(json_string_value(json_object_get(m0, "content")), "x");
+    assert_int_equal(json_integer_value(json_object_get(v, "max_tokens")), 5);
+    json_decref(v);
+  }
+
+  /* Unsupported content blocks: named by position; dropped with drop_params. */
+  static const char doc[] =
+      "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+      "\"content\":[{\"type\":\"document\",\"source\":{\"type\":\"base64\","
+      "\"media_type\":\"application/"
+      "pdf\",\"data\":\"JVB\"}},{\"type\":\"text\","
+      "\"text\":\"sum\"},{\"type\":\"image\",\"source\":{\"type\":\"file\","
+      "\"file_id\":\"f\"}}]}]}";
+  int rc;
+  air_error err;
+  json_t *v = build(AIR_API_ANTHROPIC, doc, "o", NULL, false, &rc, &err);
+  assert_null(v);
+  assert_string_equal(err.message,
+                      "messages[0].content[0] (type document): not "
+                      "supported by openai upstreams");
+  v = build(AIR_API_ANTHROPIC, doc, "o", NULL, true, &rc, &err);
+  expect_json(v,
+              "{\"model\":\"o\",\"messages\":[{\"role\":\"user\",\"content\":"
+              "\"sum\"}],\"max_tokens\":5,\"stream\":true,\"stream_options\":"
+              "{\"include_usage\":true}}");
+  json_decref(v);
+
+  /* Bad shapes are errors even with drop_params. */
+  v = build(
+      AIR_API_ANTHROPIC,
+      "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\","
+      "\"content\":\"x\"}]}",
+      "o", NULL, true, &rc, &err);
+  assert_null(v);
+  assert_int_equal(rc, AIR_EINVAL);
+  assert_non_null(strstr(err.message, "messages[0].role"));
+  v = build(
+      AIR_API_ANTHROPIC,
+      "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\","
+      "\"content\":[{\"type\":\"tool_use\",\"name\":\"f\"}]}]}",
+      "o", NULL, true, &rc, &err);
+  assert_null(v);
+  assert_string_equal(err.message,
+                      "messages[0].content[0]: expected id and name strings");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_transcripts_decode),
+      cmocka_unit_test(test_transcripts_encode),
+      cmocka_unit_test(test_decode_flags_and_stop),
+      cmocka_unit_test(test_decode_malformed),
+      cmocka_unit_test(test_decode_scratch_stable),
+      cmocka_unit_test(test_decode_body),
+      cmocka_unit_test(test_encode_edges),
+      cmocka_unit_test(test_encode_response),
+      cmocka_unit_test(test_encode_error_body),
+      cmocka_unit_test(test_build_same_dialect),
+      cmocka_unit_test(test_build_from_anthropic),
+      cmocka_unit_test(test_build_unsupported),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
