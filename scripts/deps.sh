@@ -7,7 +7,7 @@ set -eu
 pkgs=(
   build-essential cmake ninja-build pkg-config clang
   libcurl4-openssl-dev libuv1-dev libjansson-dev libfyaml-dev
-  libcmocka-dev libhiredis-dev libjsmn-dev
+  libcmocka-dev libhiredis-dev libjsmn-dev node-llhttp
 )
 
 missing=()

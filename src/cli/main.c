@@ -9,7 +9,11 @@ static const char usage[] =
     "usage: airetry COMMAND [OPTIONS]\n"
     "\n"
     "commands:\n"
+    "  serve  --config FILE [--listen HOST:PORT] [--insecure]\n"
+    "                         the OpenAI/Anthropic-compatible gateway\n"
     "  check  --config FILE   validate a config and print it resolved\n"
+    "  chat   --config FILE --model NAME [--stream] [--system TEXT] PROMPT\n"
+    "                         one call with retries and failover\n"
     "  demo                   run the scripted failover demo (no keys, no network)\n"
     "\n"
     "  airetry --version | --help\n";
@@ -30,6 +34,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "check") == 0) return air__cmd_check(argc - 1, argv + 1);
   if (strcmp(cmd, "demo") == 0) return air__cmd_demo(argc - 1, argv + 1);
+  if (strcmp(cmd, "chat") == 0) return air__cmd_chat(argc - 1, argv + 1);
+  if (strcmp(cmd, "serve") == 0) return air__cmd_serve(argc - 1, argv + 1);
   fprintf(stderr, "airetry: unknown command '%s'\n\n%s", cmd, usage);
   return AIR_EXIT_USAGE;
 }

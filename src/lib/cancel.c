@@ -9,11 +9,14 @@
 #include <time.h>
 
 #include "airetry.h"
+#include "cancel.h"
 
 struct air_cancel {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   atomic_bool set;
+  air__cancel_fn fn[AIR_CANCEL_MAX_WATCHERS];
+  void *fn_data[AIR_CANCEL_MAX_WATCHERS];
 };
 
 int air_cancel_new(air_cancel **out) {
@@ -47,6 +50,37 @@ void air_cancel_trigger(air_cancel *c) {
   pthread_mutex_lock(&c->mu);
   atomic_store(&c->set, true);
   pthread_cond_broadcast(&c->cv);
+  for (int i = 0; i < AIR_CANCEL_MAX_WATCHERS; i++)
+    if (c->fn[i] != NULL) c->fn[i](c->fn_data[i]);
+  pthread_mutex_unlock(&c->mu);
+}
+
+int air__cancel_watch(air_cancel *c, air__cancel_fn fn, void *data) {
+  if (c == NULL) return 0;
+  int rc = AIR_ETOOBIG;
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < AIR_CANCEL_MAX_WATCHERS; i++) {
+    if (c->fn[i] == NULL) {
+      c->fn[i] = fn;
+      c->fn_data[i] = data;
+      rc = 0;
+      break;
+    }
+  }
+  if (rc == 0 && atomic_load(&c->set)) fn(data);
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+void air__cancel_unwatch(air_cancel *c, air__cancel_fn fn, void *data) {
+  if (c == NULL) return;
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < AIR_CANCEL_MAX_WATCHERS; i++) {
+    if (c->fn[i] == fn && c->fn_data[i] == data) {
+      c->fn[i] = NULL;
+      c->fn_data[i] = NULL;
+    }
+  }
   pthread_mutex_unlock(&c->mu);
 }
 

@@ -463,6 +463,11 @@ int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {
   return finish(run, AIR_REASON_ABORTED, 0, act);
 }
 
+void air__run_note_status(air_run *run, int status) {
+  if (run != NULL && run->phase == P_ATTEMPT && run->n_log > 0)
+    run->log[run->n_log - 1].status = status;
+}
+
 size_t air_run_attempt_count(const air_run *run) {
   return run == NULL ? 0 : run->n_log;
 }

@@ -22,4 +22,8 @@ const air__route *air__run_route(const air_run *run);
 int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
                         air_action *act);
 
+/* Records the HTTP status of the current attempt (the exchange knows it
+ * when the response head arrives, also for attempts that succeed). */
+void air__run_note_status(air_run *run, int status);
+
 #endif

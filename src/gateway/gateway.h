@@ -1,0 +1,29 @@
+/*
+ * `airetry serve`: the OpenAI- and Anthropic-compatible gateway (DESIGN.md
+ * 5). Worker threads each run one uv loop with an HTTP server (SO_REUSEPORT
+ * on one port) and one upstream transport; they share the config (reloaded
+ * on SIGHUP), the breaker/sticky state and the metrics. Every caller
+ * request becomes an exchange (src/lib/exchange.h); the gateway adds
+ * routing, auth, limits, dialect translation, metrics and the log line.
+ */
+#ifndef AIR_GATEWAY_H
+#define AIR_GATEWAY_H
+
+#include <stdbool.h>
+
+typedef struct air__gateway_opts {
+  const char *config_path;
+  const char *listen;  /* overrides the config's listen; NULL: keep */
+  bool insecure;       /* allow a non-loopback listen without client keys */
+  unsigned workers;    /* 0: one per core */
+} air__gateway_opts;
+
+/*
+ * Runs until SIGTERM or SIGINT, then stops accepting, lets requests in
+ * flight finish (up to the grace period) and returns the exit code: 0 after
+ * a clean stop, 2 for a config or usage error, 1 when it cannot listen.
+ * The first line on stdout is "listening on http://HOST:PORT".
+ */
+int air__gateway_run(const air__gateway_opts *o);
+
+#endif

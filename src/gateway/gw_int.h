@@ -1,0 +1,65 @@
+/* Internals shared by gateway.c (process, workers) and request.c. */
+#ifndef AIR_GW_INT_H
+#define AIR_GW_INT_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "airetry.h"
+#include "config.h"
+#include "exchange.h"
+#include "gateway.h"
+#include "metrics.h"
+#include "server.h"
+#include "transport.h"
+
+/* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
+typedef struct air__gw_cfg {
+  air_config *cfg;
+  char **keys;  /* accepted client keys (none: no auth) */
+  size_t n_keys;
+  atomic_int refs;
+} air__gw_cfg;
+
+typedef struct air__gateway air__gateway;
+
+typedef struct air__gw_worker {
+  air__gateway *g;
+  unsigned id;
+  pthread_t thread;
+  uv_loop_t loop;
+  bool loop_ready;
+  uv_async_t async;
+  air__http_server *srv;
+  air__transport *t;
+  bool stop_sent;
+  uint64_t seed;  /* request ids */
+  uint64_t seq;
+} air__gw_worker;
+
+struct air__gateway {
+  const char *config_path;
+  pthread_mutex_t mu;  /* guards cur */
+  air__gw_cfg *cur;
+  air_state *state;
+  air__metrics *metrics;
+  air__gw_worker *w;
+  unsigned n_workers;
+  atomic_bool stopping;
+  uint64_t grace_ms;
+  uv_signal_t sig_term, sig_int, sig_hup;
+};
+
+/* A new reference to the current config snapshot. */
+air__gw_cfg *air__gw_cfg_get(air__gateway *g);
+void air__gw_cfg_release(air__gw_cfg *c);
+
+/* The HTTP handler of every worker (data: the air__gw_worker). */
+void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg);
+
+#endif

@@ -1,0 +1,481 @@
+/*
+ * One caller request through the gateway (DESIGN.md 5): endpoint dispatch,
+ * client auth, request validation, the exchange, and the answer in the
+ * caller's dialect — streamed from commit on (raw upstream events when the
+ * dialects match, re-encoded parts when they differ), or whole.
+ *
+ * Lifetime: a gw_req lives from the handler call until the exchange's
+ * on_end has finished the HTTP request. on_end may run inside
+ * air__exchange_start (every target failed at once); the handler then
+ * finishes the request after start returns.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <strings.h>
+
+#include "gw_int.h"
+#include "limits.h"
+
+#define HIGH_WATER (256u << 10)  /* queued response bytes before pausing */
+#define MAX_FORWARD 32
+
+typedef struct gw_req {
+  air__gw_worker *w;
+  air__gw_cfg *cfg;
+  air__http_req *req;
+  air__api dialect;
+  air__request areq;
+  air__exchange *x;
+  air__encoder enc;
+  air__aggregate agg;
+  air__buf out;
+  bool stream;
+  bool began;         /* the streamed response head was sent */
+  bool passthrough;   /* raw upstream events are forwarded */
+  bool decided;       /* passthrough was decided (first event) */
+  bool gone;          /* the client disconnected */
+  bool starting;      /* inside air__exchange_start */
+  bool ended;         /* on_end ran */
+  bool finished;      /* the HTTP request was finished */
+  uint64_t start_ms;
+  uint64_t bytes;
+  unsigned attempts;
+  char target[2 * AIR_MAX_NAME_BYTES];
+  char rid[40];
+  char *fwd[MAX_FORWARD + 1];
+  air__buf fwd_buf;
+} gw_req;
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static air__http_field field(const char *name, const char *value) {
+  air__http_field f = {name, strlen(name), value, strlen(value)};
+  return f;
+}
+
+static const air__http_field json_ct = {"content-type", 12, "application/json", 16};
+
+/* ---- simple answers ------------------------------------------------------------- */
+
+/* An error in the caller's dialect, before any exchange. */
+static void respond_error(air__http_req *req, air__api dialect, int status,
+                          air_reason reason, const char *message,
+                          const char *rid) {
+  air__buf body;
+  air__buf_init(&body, 1u << 20);
+  air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
+                                                 &body);
+  air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
+                          field("x-request-id", rid ? rid : "")};
+  air__http_respond(req, status, f, rid ? 3 : 2, body.p, body.n);
+  air__buf_cleanup(&body);
+}
+
+static void respond_text(air__http_req *req, int status, const char *ct,
+                         const char *body, size_t n) {
+  air__http_field f[1] = {field("content-type", ct)};
+  air__http_respond(req, status, f, 1, body, n);
+}
+
+/* Constant-time comparison of a presented key with every accepted key. */
+static bool key_ok(const air__gw_cfg *c, const char *k, size_t n) {
+  bool ok = false;
+  for (size_t i = 0; i < c->n_keys; i++) {
+    const char *want = c->keys[i];
+    size_t wn = strlen(want);
+    unsigned char diff = (unsigned char)(wn != n);
+    for (size_t j = 0; j < wn; j++)
+      diff |= (unsigned char)(want[j] ^ (j < n ? k[j] : 0));
+    ok |= diff == 0;
+  }
+  return ok;
+}
+
+static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
+  if (c->n_keys == 0) return true;
+  const air__http_str *h = air__http_find_header(msg, "authorization");
+  if (h != NULL && h->n > 7 && strncasecmp(h->p, "Bearer ", 7) == 0)
+    return key_ok(c, h->p + 7, h->n - 7);
+  h = air__http_find_header(msg, "x-api-key");
+  return h != NULL && key_ok(c, h->p, h->n);
+}
+
+static void models_list(air__http_req *req, const air_config *cfg) {
+  air__buf b;
+  air__buf_init(&b, 16u << 20);
+  air__buf_adds(&b, "{\"object\":\"list\",\"data\":[");
+  for (size_t i = 0; i < cfg->n_routes; i++) {
+    if (i) air__buf_addc(&b, ',');
+    air__buf_adds(&b, "{\"id\":");
+    air__buf_add_json_str(&b, cfg->routes[i].name, strlen(cfg->routes[i].name));
+    air__buf_adds(&b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
+  }
+  air__buf_adds(&b, "]}");
+  air__http_field f[1] = {json_ct};
+  air__http_respond(req, 200, f, 1, b.p, b.n);
+  air__buf_cleanup(&b);
+}
+
+static void metrics(air__gw_worker *w, air__http_req *req) {
+  air__buf b;
+  air__buf_init(&b, 64u << 20);
+  air__metrics_render(w->g->metrics, w->g->state, mono_ms(), &b);
+  respond_text(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.n);
+  air__buf_cleanup(&b);
+}
+
+/* ---- the log line --------------------------------------------------------------- */
+
+static void log_line(gw_req *r, const air__exchange_result *res, int status,
+                     const char *outcome) {
+  air__buf b;
+  air__buf_init(&b, 1u << 20);
+  char t[64];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+           ts.tv_nsec / 1000000);
+  air__buf_adds(&b, "{\"time\":\"");
+  air__buf_adds(&b, t);
+  air__buf_adds(&b, "\",\"request_id\":\"");
+  air__buf_adds(&b, r->rid);
+  air__buf_adds(&b, "\",\"route\":");
+  const char *model = r->areq.model ? r->areq.model : "";
+  air__buf_add_json_str(&b, model, strlen(model));
+  air__buf_adds(&b, r->dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
+                                                    : ",\"api\":\"openai\"");
+  air__buf_adds(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
+  air__buf_adds(&b, ",\"attempts\":[");
+  for (size_t i = 0; i < res->n_log; i++) {
+    const air_attempt *a = &res->log[i];
+    if (i) air__buf_addc(&b, ',');
+    air__buf_adds(&b, "{\"target\":");
+    air__buf_add_json_str(&b, a->target, strlen(a->target));
+    air__buf_adds(&b, ",\"reason\":\"");
+    air__buf_adds(&b, a->reason ? air_reason_name(a->reason) : "ok");
+    air__buf_adds(&b, "\",\"status\":");
+    air__buf_addu(&b, (unsigned long long)a->status);
+    air__buf_adds(&b, ",\"ms\":");
+    air__buf_addu(&b, a->ms);
+    if (a->wait_ms) {
+      air__buf_adds(&b, ",\"wait_ms\":");
+      air__buf_addu(&b, a->wait_ms);
+    }
+    air__buf_addc(&b, '}');
+  }
+  air__buf_adds(&b, "],\"outcome\":\"");
+  air__buf_adds(&b, outcome);
+  air__buf_adds(&b, "\",\"status\":");
+  air__buf_addu(&b, (unsigned long long)status);
+  air__buf_adds(&b, ",\"first_content_ms\":");
+  air__buf_addu(&b, res->first_content_ms);
+  air__buf_adds(&b, ",\"total_ms\":");
+  air__buf_addu(&b, res->total_ms);
+  air__buf_adds(&b, ",\"bytes\":");
+  air__buf_addu(&b, r->bytes);
+  air__buf_adds(&b, ",\"malformed\":");
+  air__buf_addu(&b, res->malformed);
+  air__buf_adds(&b, "}\n");
+  if (b.p) fwrite(b.p, 1, b.n, stderr);
+  air__buf_cleanup(&b);
+}
+
+/* ---- the exchange's callbacks ----------------------------------------------------- */
+
+static void on_drain(void *data, air__http_req *req) {
+  gw_req *r = data;
+  (void)req;
+  air__http_req_on_drain(r->req, NULL, NULL);
+  if (r->x != NULL && !r->ended) air__exchange_resume(r->x);
+}
+
+/* Writes r->out to the client; 1 when the upstream should pause. */
+static int flush_out(gw_req *r) {
+  if (r->out.n == 0 || r->gone) return 0;
+  int rc = air__http_write(r->req, r->out.p, r->out.n);
+  r->bytes += r->out.n;
+  air__buf_reset(&r->out);
+  if (rc == AIR_ECANCELED || rc == AIR_ETOOBIG) {
+    r->gone = true;
+    air__exchange_cancel(r->x);
+    return 0;
+  }
+  if (air__http_req_queued(r->req) > HIGH_WATER) {
+    air__http_req_on_drain(r->req, on_drain, r);
+    return 1;
+  }
+  return 0;
+}
+
+static void on_commit(void *data, const air__commit_info *ci) {
+  gw_req *r = data;
+  snprintf(r->target, sizeof(r->target), "%s", ci->target);
+  r->attempts = ci->attempts;
+  r->passthrough = ci->upstream == r->dialect;
+  if (!r->stream || r->gone) return;
+  char n[16];
+  snprintf(n, sizeof(n), "%u", ci->attempts);
+  air__http_field f[5] = {field("content-type", "text/event-stream"),
+                          field("cache-control", "no-cache"),
+                          field("x-airetry-attempts", n),
+                          field("x-airetry-target", r->target),
+                          field("x-request-id", r->rid)};
+  if (air__http_begin(r->req, 200, f, 5, -1) != 0) {
+    r->gone = true;
+    air__exchange_cancel(r->x);
+    return;
+  }
+  r->began = true;
+  air__provider_get(r->dialect)->encoder_init(&r->enc, &r->areq,
+                                               (uint64_t)time(NULL));
+}
+
+static int on_event(void *data, const air__gate_event *ev) {
+  gw_req *r = data;
+  if (!r->stream) {
+    for (size_t i = 0; i < ev->n_parts; i++) air__aggregate_add(&r->agg, &ev->parts[i]);
+    return 0;
+  }
+  if (!r->began || r->gone) return 0;
+  if (!r->decided) {
+    r->decided = true;
+    r->passthrough = r->passthrough && ev->raw != NULL;
+    r->enc.passthrough = r->passthrough;
+  }
+  if (r->passthrough && ev->raw != NULL) {
+    if (ev->flags & (AIR_EV_TERMINATOR | AIR_EV_ERROR)) return 0;
+    if ((ev->flags & AIR_EV_USAGE_ONLY) && !r->areq.include_usage) return 0;
+    air__buf_add(&r->out, ev->raw, ev->raw_len);
+  } else {
+    const air__provider_ops *ops = air__provider_get(r->dialect);
+    for (size_t i = 0; i < ev->n_parts; i++)
+      if (ev->parts[i].kind != AIR_PART_ERROR)
+        ops->encode_part(&r->enc, &ev->parts[i], &r->out);
+  }
+  return flush_out(r);
+}
+
+static void finish_request(gw_req *r);
+
+static void on_end(void *data, const air__exchange_result *res) {
+  gw_req *r = data;
+  r->ended = true;
+  const air__provider_ops *ops = air__provider_get(r->dialect);
+  int status = 200;
+  const char *outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted"
+                                                                       : "error";
+  char n[16];
+  snprintf(n, sizeof(n), "%zu", res->n_log);
+  if (r->gone || res->rc == AIR_ECANCELED) {
+    status = 499;
+    if (!r->finished) air__http_abort(r->req);
+    r->finished = true;
+  } else if (r->began) {
+    if (res->rc == 0)
+      ops->encode_end(&r->enc, &r->out);
+    else
+      ops->encode_error_event(&r->enc, res->reason,
+                              res->message && *res->message ? res->message
+                                                            : air_reason_name(res->reason),
+                              &r->out);
+    flush_out(r);
+    air__http_end(r->req);
+    r->finished = true;
+    if (res->rc != 0) outcome = "error_after_commit";
+  } else if (res->rc == 0) {
+    air__buf_reset(&r->out);
+    r->agg.created = (uint64_t)time(NULL);
+    ops->encode_response(&r->agg, &r->out);
+    air__http_field f[4] = {json_ct, field("x-airetry-attempts", n),
+                            field("x-airetry-target", res->target),
+                            field("x-request-id", r->rid)};
+    r->bytes += r->out.n;
+    air__http_respond(r->req, 200, f, 4, r->out.p, r->out.n);
+    r->finished = true;
+  } else {
+    status = air__final_status(res->reason, res->status);
+    air__buf_reset(&r->out);
+    ops->encode_error_body(status, res->reason, res->message, res->log, res->n_log,
+                           &r->out);
+    char ra[24];
+    snprintf(ra, sizeof(ra), "%llu",
+             (unsigned long long)((res->retry_after_ms + 999) / 1000));
+    air__http_field f[6] = {json_ct, field("x-should-retry", "false"),
+                            field("x-airetry-attempts", n),
+                            field("x-airetry-target", res->target),
+                            field("x-request-id", r->rid), field("retry-after", ra)};
+    bool hint = res->has_retry_after && (status == 429 || status == 503);
+    r->bytes += r->out.n;
+    air__http_respond(r->req, status, f, hint ? 6 : 5, r->out.p, r->out.n);
+    r->finished = true;
+  }
+  uint64_t self = res->total_ms > res->upstream_wait_ms
+                      ? res->total_ms - res->upstream_wait_ms
+                      : 0;
+  air__metrics_request(r->w->g->metrics, r->areq.model ? r->areq.model : "",
+                       outcome, res->log, res->n_log, res->first_content_ms,
+                       res->total_ms, self, res->malformed);
+  log_line(r, res, status, outcome);
+  air__exchange_free(r->x);
+  r->x = NULL;
+  if (!r->starting) finish_request(r);
+}
+
+static void on_disconnect(void *data, air__http_req *req) {
+  gw_req *r = data;
+  (void)req;
+  r->gone = true;
+  if (r->x != NULL && !r->ended) air__exchange_cancel(r->x);
+}
+
+static void finish_request(gw_req *r) {
+  air__request_cleanup(&r->areq);
+  air__aggregate_cleanup(&r->agg);
+  air__buf_cleanup(&r->out);
+  air__buf_cleanup(&r->fwd_buf);
+  air__gw_cfg_release(r->cfg);
+  free(r);
+}
+
+/* ---- the handler ------------------------------------------------------------------ */
+
+static void make_rid(air__gw_worker *w, const air__http_request *msg, char *out,
+                     size_t n) {
+  const air__http_str *h = air__http_find_header(msg, "x-request-id");
+  if (h != NULL && h->n > 0 && h->n < 40) {
+    bool ok = true;
+    for (size_t i = 0; i < h->n && ok; i++) {
+      char c = h->p[i];
+      ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '_';
+    }
+    if (ok) {
+      memcpy(out, h->p, h->n);
+      out[h->n] = '\0';
+      return;
+    }
+  }
+  uint64_t v = w->seed + 0x9e3779b97f4a7c15ull * ++w->seq;
+  v ^= v >> 29;
+  snprintf(out, n, "req_%016llx", (unsigned long long)v);
+}
+
+/* The caller headers named in forward_headers, as "name: value" lines. */
+static void collect_forward(gw_req *r, const air__http_request *msg) {
+  const air_config *cfg = r->cfg->cfg;
+  size_t n = 0;
+  size_t offs[MAX_FORWARD];
+  for (size_t i = 0; i < cfg->n_forward_headers && n < MAX_FORWARD; i++) {
+    const air__http_str *h = air__http_find_header(msg, cfg->forward_headers[i]);
+    if (h == NULL) continue;
+    offs[n++] = r->fwd_buf.n;
+    air__buf_adds(&r->fwd_buf, cfg->forward_headers[i]);
+    air__buf_adds(&r->fwd_buf, ": ");
+    air__buf_add(&r->fwd_buf, h->p, h->n);
+    air__buf_addc(&r->fwd_buf, '\0');
+  }
+  for (size_t i = 0; i < n; i++) r->fwd[i] = r->fwd_buf.p + offs[i];
+  r->fwd[n] = NULL;
+}
+
+static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,
+                 air__api dialect, air__gw_cfg *cfg) {
+  gw_req *r = calloc(1, sizeof(*r));
+  if (r == NULL) {
+    air__gw_cfg_release(cfg);
+    respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, "out of memory", NULL);
+    return;
+  }
+  r->w = w;
+  r->cfg = cfg;
+  r->req = req;
+  r->dialect = dialect;
+  r->start_ms = mono_ms();
+  make_rid(w, msg, r->rid, sizeof(r->rid));
+  air__aggregate_init(&r->agg);
+  air__buf_init(&r->out, 64u << 20);
+  air__buf_init(&r->fwd_buf, 64u << 10);
+  if (!authorized(cfg, msg)) {
+    respond_error(req, dialect, 401, AIR_REASON_AUTH,
+                  "invalid or missing API key (Authorization: Bearer, x-api-key)",
+                  r->rid);
+    finish_request(r);
+    return;
+  }
+  air_error err;
+  memset(&err, 0, sizeof(err));
+  if (air__request_parse(dialect, msg->body.p ? msg->body.p : "", msg->body.n,
+                         &r->areq, &err) != 0) {
+    respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, err.message, r->rid);
+    finish_request(r);
+    return;
+  }
+  r->stream = r->areq.stream;
+  collect_forward(r, msg);
+  air__exchange_opts o = {
+      .cfg = cfg->cfg,
+      .state = w->g->state,
+      .req = &r->areq,
+      .model = r->areq.model,
+      .forward = (const char *const *)r->fwd,
+  };
+  air__exchange_cb cb = {on_commit, on_event, NULL, on_end, r};
+  air__http_req_on_disconnect(req, on_disconnect, r);
+  r->starting = true;
+  int rc = air__exchange_start(&w->loop, w->t, &o, &cb, &r->x);
+  r->starting = false;
+  if (rc == AIR_ENOTFOUND) {
+    char m[320];
+    snprintf(m, sizeof(m), "model '%.200s' is not a route or provider/model",
+             r->areq.model);
+    respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND, m, r->rid);
+    finish_request(r);
+  } else if (rc != 0) {
+    respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, air_strerror(rc), r->rid);
+    finish_request(r);
+  } else if (r->ended) {
+    finish_request(r);
+  }
+}
+
+void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg) {
+  air__gw_worker *w = data;
+  air__gw_cfg *cfg = air__gw_cfg_get(w->g);
+  bool post = air__http_str_eq(msg->method, "POST");
+  bool get = air__http_str_eq(msg->method, "GET") || air__http_str_eq(msg->method, "HEAD");
+  air__http_str p = msg->path;
+  bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
+  bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
+  air__api dialect = is_msgs ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+  if (p.n == 8 && memcmp(p.p, "/healthz", 8) == 0) {
+    respond_text(req, get ? 200 : 405, "text/plain", "ok\n", 3);
+  } else if (!authorized(cfg, msg) && !is_chat && !is_msgs) {
+    respond_error(req, AIR_API_OPENAI, 401, AIR_REASON_AUTH,
+                  "invalid or missing API key", NULL);
+  } else if (is_chat || is_msgs) {
+    if (!post) {
+      respond_error(req, dialect, 405, AIR_REASON_BAD_REQUEST, "use POST", NULL);
+    } else {
+      chat(w, req, msg, dialect, cfg);
+      return; /* chat owns the config reference now */
+    }
+  } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0 && get) {
+    models_list(req, cfg->cfg);
+  } else if (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0 && get) {
+    metrics(w, req);
+  } else {
+    respond_error(req, AIR_API_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
+                  NULL);
+  }
+  air__gw_cfg_release(cfg);
+}

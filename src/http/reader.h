@@ -1,0 +1,130 @@
+/*
+ * The HTTP/1.1 request reader: llhttp (strict mode, every lenient flag off)
+ * behind a sans-I/O, push-driven interface (STYLE.md 7). The socket code in
+ * conn.c feeds it the bytes it reads; the fuzz target feeds it byte strings.
+ *
+ * One reader reads the requests of one connection, one request at a time:
+ * it stops right after the end of a request and leaves the bytes that
+ * follow (a pipelined next request) to the caller, who feeds them again
+ * after air__http_reader_next(). Every byte it keeps is bounded: the request
+ * head (method, target, header names and values) by max_header_bytes, the
+ * number of headers by max_headers, the body by max_body_bytes.
+ */
+#ifndef AIR_HTTP_READER_H
+#define AIR_HTTP_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llhttp.h>
+
+#include "buf.h"
+
+/* A string with its length; not NUL-terminated unless said so. */
+typedef struct air__http_str {
+  const char *p;
+  size_t n;
+} air__http_str;
+
+typedef struct air__http_header {
+  air__http_str name;  /* as sent (compare case-insensitively) */
+  air__http_str value; /* leading and trailing blanks removed */
+} air__http_header;
+
+/*
+ * One parsed request. Every pointer is valid from the AIR__HTTP_HEAD event
+ * until air__http_reader_next() or _cleanup(); `body` is set (complete) at
+ * the AIR__HTTP_DONE event and empty before it.
+ */
+typedef struct air__http_request {
+  air__http_str method; /* "GET", "POST", ... (static storage) */
+  air__http_str target; /* the request-target as sent */
+  air__http_str path;   /* target without query: "/v1/models", "*" */
+  air__http_str query;  /* after the first '?', without it; n == 0: none */
+  const air__http_header *headers;
+  size_t n_headers;
+  air__http_str body;
+  int version_minor; /* HTTP/1.<version_minor>: 0 or 1 */
+  bool keep_alive;   /* the connection may carry another request */
+  bool chunked;      /* Transfer-Encoding: chunked */
+  bool has_content_length;
+  uint64_t content_length;
+  bool expect_continue; /* HTTP/1.1 Expect: 100-continue, a body follows */
+  bool upgrade;         /* Upgrade/CONNECT: answered, then closed */
+} air__http_request;
+
+/* What a feed stopped on. */
+typedef enum air__http_event {
+  AIR__HTTP_MORE = 0, /* every byte was used; feed more */
+  AIR__HTTP_HEAD,     /* the head is complete (see the request); feed again,
+                         also with n == 0, to read the body */
+  AIR__HTTP_DONE,     /* the request is complete; bytes after it are unused */
+  AIR__HTTP_FAIL,     /* bad or oversized request: answer status, close */
+} air__http_event;
+
+/* A request header stored with offsets into the head buffer. */
+typedef struct air__http_hdr_off {
+  size_t name, name_n, value, value_n;
+} air__http_hdr_off;
+
+typedef struct air__http_reader {
+  llhttp_t parser;
+  size_t max_header_bytes, max_headers, max_body_bytes;
+  air__buf head;           /* target, names, values: max_header_bytes */
+  air__buf body;           /* max_body_bytes */
+  air__http_hdr_off *offs; /* max_headers entries at most */
+  air__http_header *hdrs;  /* built from offs at the head's end */
+  size_t n_hdrs, cap_hdrs;
+  size_t target, target_n; /* offsets of the request-target in head */
+  size_t head_bytes;       /* raw bytes of the head read so far */
+  size_t trailer_bytes;    /* bytes of trailer fields read so far */
+  int phase;               /* see reader.c */
+  bool in_field;           /* inside a header name (pieces are appended) */
+  bool started;            /* a byte of this request was fed */
+  air__http_request msg;
+  int status;        /* after AIR__HTTP_FAIL: 400, 413, 417, ... */
+  const char *error; /* after AIR__HTTP_FAIL: a static message */
+} air__http_reader;
+
+/* Initializes r for a new connection with the given maxima (each >= 1). */
+void air__http_reader_init(air__http_reader *r, size_t max_header_bytes,
+                           size_t max_headers, size_t max_body_bytes);
+void air__http_reader_cleanup(air__http_reader *r);
+
+/*
+ * Parses up to n bytes of p and stops at the first event. *used receives
+ * the bytes consumed (all of them for AIR__HTTP_MORE; for AIR__HTTP_DONE the
+ * bytes after the request are left unused). After AIR__HTTP_FAIL every
+ * further call returns AIR__HTTP_FAIL with *used == 0, and after
+ * AIR__HTTP_DONE it returns AIR__HTTP_DONE with *used == 0 until
+ * air__http_reader_next(). Failures (status, message):
+ *   400 malformed (any llhttp error: smuggling patterns such as
+ *       Content-Length with Transfer-Encoding, duplicate Content-Length,
+ *       bad chunk sizes, bare LF, invalid tokens), 413 body over
+ *       max_body_bytes (at the head already when Content-Length says so),
+ *   417 an Expect other than 100-continue, 431 head or trailers over
+ *       max_header_bytes or more than max_headers headers, 500 out of
+ *       memory, 505 an HTTP version other than 1.0 and 1.1.
+ */
+air__http_event air__http_reader_feed(air__http_reader *r, const char *p,
+                                      size_t n, size_t *used);
+
+/* After AIR__HTTP_DONE: forgets that request (its memory is reused or
+ * freed when large) and gets ready for the next one. */
+void air__http_reader_next(air__http_reader *r);
+
+/* True once a byte of the current request was fed (starts its timeout). */
+bool air__http_reader_started(const air__http_reader *r);
+
+/* The current request; valid as described at air__http_request. */
+const air__http_request *air__http_reader_msg(const air__http_reader *r);
+
+/* The value of the first header named `name` (case-insensitive), or NULL. */
+const air__http_str *air__http_find_header(const air__http_request *m,
+                                           const char *name);
+
+/* Case-insensitive comparison of s with the NUL-terminated lit. */
+bool air__http_str_eq(air__http_str s, const char *lit);
+
+#endif

@@ -1,0 +1,360 @@
+/*
+ * The answering API: response heads, full and streamed bodies, the
+ * server's own error responses, and the fault-injection endings.
+ */
+#include <string.h>
+
+#include "airetry.h"
+#include "http_int.h"
+
+static const char *reason_phrase(int status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 304:
+      return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 402:
+      return "Payment Required";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    case 529:
+      return "Site Overloaded";
+    default:
+      return "Status";
+  }
+}
+
+/* RFC 9110 tchar. */
+static bool is_token(const char *p, size_t n) {
+  if (n == 0) return false;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+        (c >= '0' && c <= '9'))
+      continue;
+    if (c == 0 || strchr("!#$%&'*+-.^_`|~", c) == NULL) return false;
+  }
+  return true;
+}
+
+static bool is_value(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] == '\r' || p[i] == '\n' || p[i] == '\0') return false;
+  return true;
+}
+
+static bool name_is(const char *p, size_t n, const char *lit) {
+  air__http_str s = {p, n};
+  return air__http_str_eq(s, lit);
+}
+
+/*
+ * Builds the status line and fields into b. framing: AIR__RESP_FIXED with
+ * `length` (no content-length for 1xx/204/304), AIR__RESP_CHUNKED or
+ * AIR__RESP_EOF. Returns 0, AIR_EINVAL, AIR_ETOOBIG or AIR_ENOMEM.
+ */
+static int build_head(air__http_conn *c, air__buf *b, int status,
+                      const air__http_field *f, size_t nf, int framing,
+                      uint64_t length) {
+  if (status < 200 || status > 599) return AIR_EINVAL;
+  for (size_t i = 0; i < nf; i++) {
+    if (!is_token(f[i].name, f[i].name_n) ||
+        (f[i].value_n > 0 && !is_value(f[i].value, f[i].value_n)))
+      return AIR_EINVAL;
+  }
+  int rc = air__buf_adds(b, "HTTP/1.1 ");
+  if (!rc) rc = air__buf_addu(b, (unsigned long long)status);
+  if (!rc) rc = air__buf_addc(b, ' ');
+  if (!rc) rc = air__buf_adds(b, reason_phrase(status));
+  if (!rc) rc = air__buf_add(b, "\r\n", 2);
+  for (size_t i = 0; i < nf && !rc; i++) {
+    if (name_is(f[i].name, f[i].name_n, "content-length") ||
+        name_is(f[i].name, f[i].name_n, "transfer-encoding") ||
+        name_is(f[i].name, f[i].name_n, "connection"))
+      continue;
+    rc = air__buf_add(b, f[i].name, f[i].name_n);
+    if (!rc) rc = air__buf_add(b, ": ", 2);
+    if (!rc && f[i].value_n > 0) rc = air__buf_add(b, f[i].value, f[i].value_n);
+    if (!rc) rc = air__buf_add(b, "\r\n", 2);
+  }
+  const char *date = air__http_server_date(c->srv);
+  if (!rc && date[0] != '\0') {
+    rc = air__buf_adds(b, "date: ");
+    if (!rc) rc = air__buf_adds(b, date);
+    if (!rc) rc = air__buf_add(b, "\r\n", 2);
+  }
+  if (!rc && framing == AIR__RESP_FIXED && status != 204 && status != 304) {
+    rc = air__buf_adds(b, "content-length: ");
+    if (!rc) rc = air__buf_addu(b, (unsigned long long)length);
+    if (!rc) rc = air__buf_add(b, "\r\n", 2);
+  } else if (!rc && framing == AIR__RESP_CHUNKED) {
+    rc = air__buf_adds(b, "transfer-encoding: chunked\r\n");
+  }
+  if (!rc)
+    rc = air__buf_adds(b, c->keep_alive ? "connection: keep-alive\r\n\r\n"
+                                        : "connection: close\r\n\r\n");
+  return rc;
+}
+
+int air__http_write_error(air__http_conn *c, int status, const char *message) {
+  air__buf b;
+  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf body;
+  air__buf_init(&body, 1024);
+  int rc = air__buf_adds(&body, "{\"error\":{\"message\":");
+  if (!rc) rc = air__buf_add_json_str(&body, message, strlen(message));
+  if (!rc)
+    rc = air__buf_adds(&body, status >= 500
+                                  ? ",\"type\":\"server_error\"}}"
+                                  : ",\"type\":\"invalid_request_error\"}}");
+  static const air__http_field ct[] = {
+      {"content-type", 12, "application/json", 16}};
+  c->keep_alive = false;
+  if (!rc)
+    rc = build_head(c, &b, status, ct, 1, AIR__RESP_FIXED, (uint64_t)body.n);
+  if (!rc) {
+    uv_buf_t bufs[2] = {air__http_buf(b.p, b.n), air__http_buf(body.p, body.n)};
+    rc = air__http_conn_write(c, bufs, 2, false);
+  }
+  air__buf_cleanup(&b);
+  air__buf_cleanup(&body);
+  return rc;
+}
+
+/* The handler may only answer a request it holds, on a live connection. */
+static int check_live(air__http_req *req) {
+  air__http_conn *c = req->conn;
+  if (c->gone || c->state != AIR__CONN_HANDLING || c->hung)
+    return AIR_ECANCELED;
+  return 0;
+}
+
+const air__http_request *air__http_req_msg(const air__http_req *req) {
+  return air__http_reader_msg(&req->conn->rd);
+}
+
+void air__http_req_on_disconnect(air__http_req *req, air__http_req_cb cb,
+                                 void *data) {
+  req->on_disconnect = cb;
+  req->disconnect_data = data;
+}
+
+void air__http_req_on_drain(air__http_req *req, air__http_req_cb cb,
+                            void *data) {
+  req->on_drain = cb;
+  req->drain_data = data;
+}
+
+bool air__http_req_disconnected(const air__http_req *req) {
+  return req->conn->gone || req->conn->state == AIR__CONN_CLOSED;
+}
+
+size_t air__http_req_queued(const air__http_req *req) {
+  air__http_conn *c = req->conn;
+  if (c->state == AIR__CONN_CLOSED) return 0;
+  return uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp);
+}
+
+/* Answers 500 in place of a response the handler got wrong. */
+static void fail_500(air__http_conn *c) {
+  air__http_write_error(c, 500, "internal error: invalid response");
+}
+
+int air__http_respond(air__http_req *req, int status,
+                      const air__http_field *fields, size_t n_fields,
+                      const void *body, size_t body_n) {
+  air__http_conn *c = req->conn;
+  int rc = check_live(req);
+  if (rc != 0) {
+    air__http_conn_finish(c, AIR__FINISH_DONE);
+    return rc;
+  }
+  if (req->resp != AIR__RESP_NONE) {
+    air__http_conn_finish(c, AIR__FINISH_CUT);
+    return AIR_ESTATE;
+  }
+  bool no_body = req->head_only || status == 204 || status == 304;
+  air__buf b;
+  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  rc = build_head(c, &b, status, fields, n_fields, AIR__RESP_FIXED,
+                  (uint64_t)body_n);
+  if (rc == 0) {
+    uv_buf_t bufs[2] = {air__http_buf(b.p, b.n), air__http_buf(body, body_n)};
+    int wrc =
+        air__http_conn_write(c, bufs, no_body || body_n == 0 ? 1 : 2, false);
+    if (wrc == AIR_ENOMEM) rc = wrc;
+    if (wrc == AIR_ECANCELED) rc = wrc;
+  } else if (rc == AIR_EINVAL || rc == AIR_ETOOBIG) {
+    fail_500(c);
+  }
+  air__buf_cleanup(&b);
+  air__http_conn_finish(c, AIR__FINISH_DONE);
+  return rc;
+}
+
+int air__http_begin(air__http_req *req, int status,
+                    const air__http_field *fields, size_t n_fields,
+                    int64_t length) {
+  air__http_conn *c = req->conn;
+  int rc = check_live(req);
+  if (rc != 0) return rc;
+  if (req->resp != AIR__RESP_NONE) return AIR_ESTATE;
+  int framing = AIR__RESP_FIXED;
+  if (status == 204 || status == 304) {
+    length = 0;
+  } else if (length < 0) {
+    framing = air__http_req_msg(req)->version_minor >= 1 ? AIR__RESP_CHUNKED
+                                                         : AIR__RESP_EOF;
+  }
+  bool keep = c->keep_alive;
+  if (framing == AIR__RESP_EOF) c->keep_alive = false;
+  air__buf b;
+  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  rc = build_head(c, &b, status, fields, n_fields, framing,
+                  length < 0 ? 0 : (uint64_t)length);
+  if (rc == 0) {
+    uv_buf_t buf = air__http_buf(b.p, b.n);
+    rc = air__http_conn_write(c, &buf, 1, false);
+  }
+  air__buf_cleanup(&b);
+  if (rc != 0) {
+    c->keep_alive = keep;
+    return rc;
+  }
+  req->resp = framing;
+  req->left = length < 0 ? 0 : (uint64_t)length;
+  if (status == 204 || status == 304) req->head_only = true;
+  return 0;
+}
+
+/* Writes "<hex size>\r\n" + the bytes + "\r\n". */
+static int write_chunk(air__http_conn *c, const void *p, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  char size[24];
+  size_t i = sizeof(size);
+  size[--i] = '\n';
+  size[--i] = '\r';
+  size_t v = n;
+  do {
+    size[--i] = hex[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  uv_buf_t bufs[3] = {air__http_buf(size + i, (sizeof(size) - i)),
+                      air__http_buf(p, n), air__http_buf("\r\n", 2)};
+  return air__http_conn_write(c, bufs, 3, true);
+}
+
+int air__http_write(air__http_req *req, const void *p, size_t n) {
+  air__http_conn *c = req->conn;
+  int rc = check_live(req);
+  if (rc != 0) return rc;
+  if (req->resp == AIR__RESP_NONE) return AIR_ESTATE;
+  if (n == 0) return 0;
+  if (req->resp == AIR__RESP_FIXED) {
+    if (n > req->left) return AIR_ESTATE;
+  }
+  if (req->head_only) {
+    if (req->resp == AIR__RESP_FIXED) req->left -= n;
+    return 0;
+  }
+  if (req->resp == AIR__RESP_CHUNKED) {
+    rc = write_chunk(c, p, n);
+  } else {
+    uv_buf_t buf = air__http_buf(p, n);
+    rc = air__http_conn_write(c, &buf, 1, true);
+  }
+  if (rc != 0) return rc;
+  if (req->resp == AIR__RESP_FIXED) req->left -= n;
+  if (air__http_req_queued(req) > 0) req->want_drain = true;
+  return 0;
+}
+
+int air__http_end(air__http_req *req) {
+  air__http_conn *c = req->conn;
+  int rc = check_live(req);
+  if (rc != 0) {
+    air__http_conn_finish(c, AIR__FINISH_DONE);
+    return rc;
+  }
+  if (req->resp == AIR__RESP_NONE) {
+    fail_500(c);
+    air__http_conn_finish(c, AIR__FINISH_DONE);
+    return AIR_ESTATE;
+  }
+  if (req->resp == AIR__RESP_FIXED && req->left > 0) {
+    air__http_conn_finish(c, AIR__FINISH_CUT);
+    return AIR_ESTATE;
+  }
+  if (req->resp == AIR__RESP_CHUNKED && !req->head_only) {
+    uv_buf_t buf = air__http_buf("0\r\n\r\n", 5);
+    rc = air__http_conn_write(c, &buf, 1, false);
+  }
+  air__http_conn_finish(c, AIR__FINISH_DONE);
+  return rc;
+}
+
+void air__http_abort(air__http_req *req) {
+  air__http_conn_finish(req->conn, AIR__FINISH_CUT);
+}
+
+void air__http_reset(air__http_req *req) {
+  air__http_conn_finish(req->conn, AIR__FINISH_RESET);
+}
+
+void air__http_hang(air__http_req *req) {
+  air__http_conn_finish(req->conn, AIR__FINISH_HANG);
+}

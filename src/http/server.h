@@ -1,0 +1,246 @@
+/*
+ * A small HTTP/1.1 server on libuv + llhttp, shared by `airetry mock` and
+ * `airetry serve`. It accepts connections, reads requests (reader.h) with
+ * every limit of DESIGN.md 4/8 enforced, hands each complete request (head
+ * and whole body) to one handler callback and lets the handler answer with a
+ * full body or a streamed one, or fail the connection on purpose (reset,
+ * cut, hang) for fault injection.
+ *
+ * Threads: a server lives on the one uv_loop_t it was created with; every
+ * function here must be called on that loop's thread. It runs one loop by
+ * design: one loop serves thousands of connections, the gateway's work per
+ * request is waiting on upstreams, and its shared policy state (breakers,
+ * sticky targets) then needs no locks. To use more cores, run several
+ * servers, each on its own loop and thread (or process), with `reuseport`
+ * set and the same port (the kernel spreads connections over them).
+ *
+ * Connections: keep-alive; requests are handled strictly one at a time in
+ * order (pipelined requests wait, buffered, until the previous response
+ * has ended and been flushed); the socket is read during a response, so a
+ * client that goes away is seen at once (air__http_req_on_disconnect).
+ * Errors found by the server itself are answered with a small JSON body
+ * {"error":{"message":"...","type":"invalid_request_error"}} ("server_error"
+ * for 5xx) and `connection: close`:
+ *   400 malformed request or smuggling pattern, 408 request not complete
+ *   within request_timeout_ms of its first byte, 413 body too large,
+ *   417 unsupported Expect, 431 head too large, 503 over max_connections,
+ *   505 HTTP version. An idle keep-alive connection is closed after
+ *   idle_timeout_ms without a response.
+ */
+#ifndef AIR_HTTP_SERVER_H
+#define AIR_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "reader.h"
+
+/* Defaults of air__http_config (DESIGN.md 4 `limits:`), and named maxima. */
+#define AIR_HTTP_DEFAULT_MAX_BODY_BYTES 33554432u /* 32 MiB */
+#define AIR_HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
+#define AIR_HTTP_DEFAULT_MAX_CONNECTIONS 10000u
+#define AIR_HTTP_DEFAULT_IDLE_TIMEOUT_MS 75000u
+#define AIR_HTTP_DEFAULT_REQUEST_TIMEOUT_MS 30000u
+#define AIR_HTTP_DEFAULT_MAX_HEADERS 256u
+#define AIR_HTTP_DEFAULT_MAX_PENDING_BYTES 1048576u /* read ahead */
+#define AIR_HTTP_DEFAULT_MAX_QUEUED_BYTES 67108864u /* unsent response */
+#define AIR_HTTP_DEFAULT_LINGER_MS 2000u
+#define AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
+#define AIR_HTTP_MAX_HOST_BYTES 255 /* the listen host literal */
+#define AIR_HTTP_MAX_REJECTING 64   /* excess connections answered 503 */
+#define AIR_HTTP_READ_BYTES 65536   /* one socket read */
+#define AIR_HTTP_MAX_RESPONSE_HEAD_BYTES 65536 /* status line + headers */
+
+typedef struct air__http_config {
+  const char *host; /* IPv4 or IPv6 literal ("::1" or "[::1]"); copied */
+  int port;         /* 0: an ephemeral port (see air__http_server_port) */
+  bool reuseport;   /* SO_REUSEPORT, for several servers on one port */
+  int backlog;      /* listen(2) backlog */
+  size_t max_body_bytes;
+  size_t max_header_bytes;      /* request line + header fields, raw bytes */
+  size_t max_headers;           /* header fields in one request */
+  size_t max_connections;       /* open client connections; more get 503 */
+  size_t max_pending_bytes;     /* bytes read ahead while a request is
+                                   handled (>= AIR_HTTP_READ_BYTES); when
+                                   full the socket is not read until then */
+  size_t max_queued_bytes;      /* unsent response bytes per connection;
+                                   a write past it fails with AIR_ETOOBIG */
+  uint64_t idle_timeout_ms;     /* keep-alive connection without a request */
+  uint64_t request_timeout_ms;  /* first byte of a request to its end */
+  uint64_t linger_ms;           /* after the last response of a connection
+                                   has been sent: how long to drain the
+                                   client's unread bytes before closing, so
+                                   an error response is not lost to a RST */
+  uint64_t shutdown_timeout_ms; /* stop: then connections are closed; 0:
+                                   wait for every response */
+} air__http_config;
+
+/* Fills cfg with the defaults, listening on 127.0.0.1:8080. */
+void air__http_config_init(air__http_config *cfg);
+
+typedef struct air__http_server air__http_server;
+typedef struct air__http_req air__http_req;
+
+/*
+ * Called once per complete request. `msg` (head and whole body) stays valid
+ * until the request is finished. The handler (now or later, from any
+ * callback on the loop) must finish every request it is given with exactly
+ * one of the terminal calls: air__http_respond, air__http_end,
+ * air__http_abort, air__http_reset or air__http_hang. A terminal call
+ * releases `req` and `msg`: neither may be used after it.
+ */
+typedef void (*air__http_handler)(void *data, air__http_req *req,
+                                  const air__http_request *msg);
+
+/* Per-request notifications; `data` is the one given with the callback. */
+typedef void (*air__http_req_cb)(void *data, air__http_req *req);
+
+/* A response header; name and value are copied when sent. */
+typedef struct air__http_field {
+  const char *name;
+  size_t name_n;
+  const char *value;
+  size_t value_n;
+} air__http_field;
+
+/* ---- server ---------------------------------------------------------- */
+
+/*
+ * Creates a server on `loop` (no I/O yet). cfg is copied. Returns 0,
+ * AIR_EINVAL (bad host literal, port or limit) or AIR_ENOMEM.
+ */
+int air__http_server_new(uv_loop_t *loop, const air__http_config *cfg,
+                         air__http_handler on_request, void *data,
+                         air__http_server **out);
+
+/*
+ * Binds and listens. Returns 0, AIR_EIO (bind/listen failed; *uv_err, when
+ * not NULL, receives the libuv error, e.g. UV_EADDRINUSE) or AIR_ESTATE
+ * (already listening or stopped). On failure the server holds no handle
+ * and may be freed at once or listened again.
+ */
+int air__http_server_listen(air__http_server *s, int *uv_err);
+
+/* The port bound by a successful listen (the ephemeral one for port 0). */
+int air__http_server_port(const air__http_server *s);
+
+/* Open client connections right now (including closing ones). */
+size_t air__http_server_connections(const air__http_server *s);
+
+/*
+ * Stops: closes the listener at once, closes idle connections, lets
+ * requests in progress finish (their responses carry connection: close),
+ * and after shutdown_timeout_ms closes what is left (held requests get
+ * their disconnect callback and must still be finished by the handler;
+ * hung ones are released by the server). `on_stopped` fires once, from a
+ * loop callback, when every connection and handle is closed; then the
+ * server may be freed. Returns 0 or AIR_ESTATE (already stopping).
+ */
+int air__http_server_stop(air__http_server *s, void (*on_stopped)(void *data),
+                          void *data);
+
+/* Frees a server that never listened successfully or has stopped. */
+void air__http_server_free(air__http_server *s);
+
+/* ---- the request a handler holds ---------------------------------------- */
+
+/* The request's head and body (the handler's `msg`). */
+const air__http_request *air__http_req_msg(const air__http_req *req);
+
+/*
+ * Sets the callback fired once, from a loop callback (never from inside a
+ * call the handler makes), when the client closes or resets the connection
+ * or a write to it fails, while the handler holds the request: before
+ * anything was sent or while streaming. The request stays valid: the
+ * handler still finishes it (every terminal call then just releases it and
+ * returns AIR_ECANCELED). A client that half-closes (shuts down its
+ * writing side) counts as gone. Replaces any previous callback.
+ */
+void air__http_req_on_disconnect(air__http_req *req, air__http_req_cb cb,
+                                 void *data);
+
+/*
+ * Sets the callback fired, from a loop callback, each time the response
+ * bytes queued in libuv drop to zero after a write left some queued (see
+ * air__http_req_queued): producers pause on a high queue and resume here.
+ */
+void air__http_req_on_drain(air__http_req *req, air__http_req_cb cb,
+                            void *data);
+
+/* True once the client is gone (the disconnect callback fired or will). */
+bool air__http_req_disconnected(const air__http_req *req);
+
+/* Response bytes written to the connection but not yet sent by libuv
+ * (uv_stream_get_write_queue_size). */
+size_t air__http_req_queued(const air__http_req *req);
+
+/* ---- answering ---------------------------------------------------------- */
+
+/*
+ * Terminal: sends status (200..599), the fields and a body of body_n
+ * bytes (none for HEAD requests, 204 and 304). The server adds
+ * content-length, date and connection: keep-alive or close; fields named
+ * content-length, transfer-encoding or connection are skipped (the server
+ * owns the framing). Returns 0; AIR_ECANCELED (client gone); AIR_EINVAL
+ * (status, a name that is not a token, a value holding CR, LF or NUL: a
+ * 500 is sent instead); AIR_ETOOBIG (head over
+ * AIR_HTTP_MAX_RESPONSE_HEAD_BYTES: a 500 is sent instead); AIR_ESTATE (a
+ * streamed response was begun: the connection is cut as by abort). In
+ * every case the request is released.
+ */
+int air__http_respond(air__http_req *req, int status,
+                      const air__http_field *fields, size_t n_fields,
+                      const void *body, size_t body_n);
+
+/*
+ * Not terminal: sends the status line and fields of a response whose body
+ * follows in air__http_write calls. length >= 0: exactly that many body
+ * bytes follow (content-length); length < 0: chunked transfer encoding on
+ * HTTP/1.1 (for text/event-stream), a body ended by closing the connection
+ * on HTTP/1.0. Returns 0, AIR_ECANCELED, AIR_EINVAL (bad status or field:
+ * nothing sent, the request is still held), AIR_ETOOBIG (head too large:
+ * nothing sent), AIR_ESTATE (already begun).
+ */
+int air__http_begin(air__http_req *req, int status,
+                    const air__http_field *fields, size_t n_fields,
+                    int64_t length);
+
+/*
+ * Appends n bytes to the body begun by air__http_begin and flushes them
+ * (one chunk when chunked; n == 0 does nothing). The bytes are copied.
+ * Returns 0 (see air__http_req_queued for backpressure), AIR_ECANCELED,
+ * AIR_ESTATE (not begun, or more bytes than the declared length),
+ * AIR_ETOOBIG (the queue would pass max_queued_bytes: nothing written).
+ */
+int air__http_write(air__http_req *req, const void *p, size_t n);
+
+/*
+ * Terminal: ends the body begun by air__http_begin (the last chunk when
+ * chunked). Returns 0; AIR_ECANCELED; AIR_ESTATE when nothing was begun (a
+ * 500 is sent instead) or fewer bytes than the declared length were
+ * written (the connection is cut as by abort).
+ */
+int air__http_end(air__http_req *req);
+
+/*
+ * Terminal, fault injection: the response stops here unfinished (a
+ * "stream cut"): bytes already written are flushed, then the connection
+ * is closed without a last chunk or the rest of the declared length.
+ */
+void air__http_abort(air__http_req *req);
+
+/* Terminal, fault injection: the connection is reset at once (TCP RST via
+ * SO_LINGER {1, 0}); queued bytes are dropped. */
+void air__http_reset(air__http_req *req);
+
+/*
+ * Terminal, fault injection: never answer. The connection stays open, is
+ * still read (bytes are discarded) and is closed when the client closes it
+ * or the server stops. No callback of this request fires after it.
+ */
+void air__http_hang(air__http_req *req);
+
+#endif
