@@ -499,8 +499,10 @@ void air_chat_result_free(air_chat_result *r);
 typedef struct air_chat_cb {
   /* Once, when the answer commits (first content released). */
   void (*on_commit)(void *data, const char *target, unsigned attempt);
-  /* Each part after commit, in order. Runs on a client worker thread; a
-   * non-zero return cancels the call. */
+  /* Each part after commit, in order. A failure after commit arrives as one
+   * AIR_PART_ERROR part (name: the reason name, text: the message) and
+   * nothing follows. Runs on a client worker thread; a non-zero return
+   * cancels the call. */
   int (*on_part)(void *data, const air_part *p);
   /* After each failed attempt, with the policy's decision in wait_ms. */
   void (*on_failed)(void *data, const air_attempt *a);
@@ -510,9 +512,9 @@ typedef struct air_chat_cb {
 /*
  * One chat call. body is a request in `dialect` (an OpenAI chat.completions
  * or Anthropic messages JSON body) whose "model" names a route or a
- * "provider/model". With cb == NULL the answer is held whole (commit:
- * complete); with cb its parts stream to cb->on_part under the route's
- * commit mode. cancel may be triggered from any thread. Returns 0 (answered),
+ * "provider/model". Without cb->on_part (or cb) the answer is held whole
+ * (commit: complete); with it, parts stream to cb->on_part under the
+ * route's commit mode. cancel may be triggered from any thread. Returns 0 (answered),
  * AIR_EUPSTREAM (every attempt failed: *out has the error body and log),
  * AIR_ECANCELED, AIR_ENOTFOUND (unknown model), AIR_EINVAL / AIR_EPARSE (bad
  * request: *out->body holds the dialect error). *out is set in every case

@@ -10,6 +10,7 @@
 int air__cmd_check(int argc, char **argv);
 int air__cmd_demo(int argc, char **argv);
 int air__cmd_chat(int argc, char **argv);
+int air__cmd_mock(int argc, char **argv);
 int air__cmd_serve(int argc, char **argv);
 
 #endif

@@ -1,145 +1,272 @@
 /*
- * `airetry demo`: the policy engine at work with no keys and no network. A
- * scripted, flaky primary and a healthy fallback stand in for the upstreams;
- * the generic driver (air_call) runs each request on the real clock, and the
- * observers print a live trace of every attempt, wait and failover.
+ * `airetry demo`: no keys, no network. Starts `airetry mock` (a flaky
+ * primary and a healthy fallback), starts `airetry serve` in front of it,
+ * sends a few streaming requests through the gateway and prints a live
+ * trace of each: the tokens as they arrive, then every upstream attempt
+ * with its reason and wait (from the gateway's log line), the time to first
+ * content and the target that answered. Exits 0 when every request was
+ * answered.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
 
 #include "airetry.h"
 #include "cli.h"
+#include "provider.h"
+#include "sse.h"
 
-static const char demo_config[] =
+extern char **environ;
+
+static const char mock_script[] =
+    "models:\n"
+    "  gpt-4o:\n"
+    "    tokens: 10\n"
+    "    delay_ms: 25\n"
+    "    attempts:\n"
+    "      - {status: 429, retry_after: 1}\n"
+    "      - {}\n"
+    "      - {status: 529}\n"
+    "      - {status: 529}\n"
+    "      - {first_delay_ms: 60000}\n"
+    "      - {refusal: true}\n"
+    "  claude-sonnet-4-5: {tokens: 10, delay_ms: 25}\n";
+
+static const char gateway_config[] =
     "providers:\n"
-    "  - {name: primary, api: openai, base_url: http://127.0.0.1:9/v1,\n"
+    "  - {name: primary, api: openai, base_url: \"http://127.0.0.1:%d/v1\",\n"
     "     breaker: {failures: 5}}\n"
-    "  - {name: fallback, api: anthropic, base_url: http://127.0.0.1:9}\n"
+    "  - {name: fallback, api: anthropic, base_url: \"http://127.0.0.1:%d\"}\n"
     "routes:\n"
     "  - name: smart\n"
     "    targets: [primary/gpt-4o, fallback/claude-sonnet-4-5]\n"
-    "    timeouts: {first_chunk_ms: 800, total_ms: 20000}\n"
+    "    timeouts: {first_chunk_ms: 1500}\n"
     "    refusal: {phrases: [\"I'm sorry, but I cannot assist\"]}\n";
 
-/* What the simulated primary does on one attempt. */
-typedef enum behaviour {
-  OK,
-  RATE_LIMIT_1S,   /* 429, retry-after: 1 */
-  RATE_LIMIT_30S,  /* 429, retry-after: 30 (too long to wait) */
-  OVERLOADED,      /* 529 overloaded_error */
-  SILENT,          /* headers, then no content until first_chunk_ms */
-  REFUSAL,         /* leading text matches a refusal phrase */
-} behaviour;
-
-typedef struct scenario {
+typedef struct request {
   const char *title;
-  behaviour primary[4];  /* per attempt on the primary; OK after the list */
-} scenario;
+  bool anthropic;  /* sent in the Anthropic dialect */
+} request;
 
-static const scenario scenarios[] = {
-    {"primary rate-limits once (Retry-After: 1)", {RATE_LIMIT_1S}},
-    {"primary is overloaded twice", {OVERLOADED, OVERLOADED}},
-    {"primary goes silent (no first content)", {SILENT}},
-    {"primary answers with a canned refusal", {REFUSAL}},
-    {"primary asks for 30 s (Retry-After: 30)", {RATE_LIMIT_30S}},
-    {"next request while primary cools down", {OK}},
+static const request requests[] = {
+    {"primary rate-limits (429, Retry-After: 1)", false},
+    {"primary is overloaded twice (529)", false},
+    {"primary goes silent: no first content", true},
+    {"primary answers with a canned refusal", false},
+    {"primary is healthy again", false},
 };
 
-typedef struct demo {
-  const scenario *sc;
-  unsigned primary_calls;
-  air_header hdr;
-  unsigned attempts;
-  unsigned failovers;
-  const char *last_target;
-  char answered_by[64];
-} demo;
+typedef struct child {
+  pid_t pid;
+  int out;  /* its stdout */
+  int err;  /* its stderr (-1: inherited) */
+} child;
 
-static void pause_ms(unsigned ms) {
-  air_cancel_sleep(NULL, ms);
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static int attempt(void *data, const air_attempt_info *info, air_failure *f) {
-  demo *d = data;
-  d->attempts++;
-  if (d->last_target != NULL && strcmp(d->last_target, info->target) != 0)
-    d->failovers++;
-  d->last_target = info->target;
-  if (strncmp(info->target, "primary/", 8) != 0) {
-    pause_ms(60);  /* the fallback streams its answer */
-    return 0;
+static int spawn(const char *exe, char *const argv[], bool capture_err,
+                 child *c) {
+  int out[2], err[2] = {-1, -1};
+  if (pipe(out) != 0) return -1;
+  if (capture_err && pipe(err) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  if (capture_err) {
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addclose(&fa, err[0]);
   }
-  unsigned i = d->primary_calls++;
-  behaviour b = i < 4 ? d->sc->primary[i] : OK;
-  switch (b) {
-    case OK:
-      pause_ms(40);
-      return 0;
-    case RATE_LIMIT_1S:
-    case RATE_LIMIT_30S:
-      pause_ms(15);
-      d->hdr.name = "retry-after";
-      d->hdr.name_len = 11;
-      d->hdr.value = b == RATE_LIMIT_1S ? "1" : "30";
-      d->hdr.value_len = strlen(d->hdr.value);
-      f->status = 429;
-      f->type = "rate_limit_error";
-      f->message = "Rate limit reached for requests";
-      f->headers = &d->hdr;
-      f->n_headers = 1;
-      return 1;
-    case OVERLOADED:
-      pause_ms(20);
-      f->status = 529;
-      f->type = "overloaded_error";
-      f->message = "Overloaded";
-      return 1;
-    case SILENT:
-      pause_ms(800);
-      f->reason = AIR_REASON_TIMEOUT_FIRST_CHUNK;
-      f->message = "no content within first_chunk_ms (800 ms)";
-      return 1;
-    case REFUSAL:
-      pause_ms(30);
-      f->reason = AIR_REASON_REFUSAL;
-      f->status = 200;
-      f->message = "leading text matched \"I'm sorry, but I cannot assist\"";
-      return 1;
+  int rc = posix_spawn(&c->pid, exe, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  if (capture_err) close(err[1]);
+  c->out = out[0];
+  c->err = capture_err ? err[0] : -1;
+  return rc == 0 ? 0 : -1;
+}
+
+/* Reads one line from fd within timeout_ms into buf. */
+static int read_line(int fd, char *buf, size_t n, int timeout_ms) {
+  size_t len = 0;
+  uint64_t until = now_ms() + (uint64_t)timeout_ms;
+  while (len + 1 < n) {
+    int left = (int)(until > now_ms() ? until - now_ms() : 0);
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, left) <= 0) return -1;
+    char ch;
+    if (read(fd, &ch, 1) != 1) return -1;
+    if (ch == '\n') break;
+    buf[len++] = ch;
+  }
+  buf[len] = '\0';
+  return 0;
+}
+
+static int port_of(const char *line) {
+  const char *colon = strrchr(line, ':');
+  return colon ? atoi(colon + 1) : 0;
+}
+
+static void stop(child *c) {
+  if (c->pid <= 0) return;
+  kill(c->pid, SIGTERM);
+  for (int i = 0; i < 100; i++) {
+    if (waitpid(c->pid, NULL, WNOHANG) == c->pid) goto closed;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+  }
+  kill(c->pid, SIGKILL);
+  waitpid(c->pid, NULL, 0);
+closed:
+  close(c->out);
+  if (c->err >= 0) close(c->err);
+  c->pid = 0;
+}
+
+/* ---- one streaming request -------------------------------------------------------- */
+
+typedef struct stream_view {
+  air__sse sse;
+  air__decoder dec;
+  const air__provider_ops *ops;
+  uint64_t start;
+  uint64_t first_ms;
+  unsigned tokens;
+  bool started_line;
+  bool error;
+  char target[128];
+  char attempts[16];
+} stream_view;
+
+static int on_part(void *data, const air_part *p) {
+  stream_view *v = data;
+  if (p->kind == AIR_PART_TEXT && p->text_len > 0) {
+    if (v->first_ms == 0) v->first_ms = now_ms() - v->start;
+    if (!v->started_line) {
+      fputs("    answer: ", stdout);
+      v->started_line = true;
+    }
+    fwrite(p->text, 1, p->text_len, stdout);
+    fflush(stdout);
+    v->tokens++;
+  } else if (p->kind == AIR_PART_ERROR) {
+    v->error = true;
   }
   return 0;
 }
 
-static void on_error(void *data, const air_attempt *a) {
-  (void)data;
-  char status[16] = "";
-  if (a->status) snprintf(status, sizeof(status), "%d", a->status);
-  printf("    attempt %u  %-28s %-20s %-4s %5llu ms", a->n, a->target,
-         air_reason_name(a->reason), status, (unsigned long long)a->ms);
-  if (a->wait_ms > 0)
-    printf("  -> wait %llu ms%s\n", (unsigned long long)a->wait_ms,
-           a->hint ? " (Retry-After)" : " (backoff)");
-  else
-    printf("\n");
-  fflush(stdout);
+static int on_event(void *data, const air__sse_event *ev) {
+  stream_view *v = data;
+  return v->ops->decode_event(&v->dec, ev, on_part, v);
 }
 
-static void on_retry(void *data, const air_attempt_info *next, void **options) {
-  demo *d = data;
-  (void)options;
-  if (d->last_target != NULL && strcmp(d->last_target, next->target) != 0)
-    printf("    -> switch to %s\n", next->target);
-  fflush(stdout);
+static size_t on_body(char *p, size_t size, size_t n, void *data) {
+  stream_view *v = data;
+  air__sse_feed(&v->sse, p, size * n);
+  return size * n;
 }
 
-static void on_settled(void *data, int rc, const air_attempt *log, size_t n) {
-  demo *d = data;
-  if (rc == 0 && n > 0) {
-    const air_attempt *a = &log[n - 1];
-    printf("    attempt %u  %-28s %-20s %-4s %5llu ms\n", a->n, a->target,
-           "answered", "200", (unsigned long long)a->ms);
-    snprintf(d->answered_by, sizeof(d->answered_by), "%s", a->target);
+static size_t on_header(char *p, size_t size, size_t n, void *data) {
+  stream_view *v = data;
+  size_t len = size * n;
+  const char *names[2] = {"x-airetry-target:", "x-airetry-attempts:"};
+  char *dst[2] = {v->target, v->attempts};
+  size_t cap[2] = {sizeof(v->target), sizeof(v->attempts)};
+  for (int i = 0; i < 2; i++) {
+    size_t nl = strlen(names[i]);
+    if (len > nl && strncasecmp(p, names[i], nl) == 0) {
+      const char *s = p + nl;
+      size_t k = len - nl;
+      while (k > 0 && (*s == ' ')) s++, k--;
+      while (k > 0 && (s[k - 1] == '\r' || s[k - 1] == '\n')) k--;
+      if (k >= cap[i]) k = cap[i] - 1;
+      memcpy(dst[i], s, k);
+      dst[i][k] = '\0';
+    }
   }
+  return len;
+}
+
+static long send_request(int port, const request *rq, stream_view *v) {
+  char url[128], body[512];
+  const char *path = rq->anthropic ? "/v1/messages" : "/v1/chat/completions";
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+  snprintf(body, sizeof(body),
+           "{\"model\":\"smart\",\"stream\":true,\"max_tokens\":200,"
+           "\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}");
+  v->ops = rq->anthropic ? &air__provider_anthropic : &air__provider_openai;
+  v->ops->decoder_init(&v->dec);
+  air__sse_init(&v->sse, on_event, v);
+  CURL *e = curl_easy_init();
+  struct curl_slist *h = curl_slist_append(NULL, "content-type: application/json");
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, v);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, v);
+  curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(e, CURLOPT_TIMEOUT, 30L);
+  v->start = now_ms();
+  CURLcode rc = curl_easy_perform(e);
+  long status = 0;
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  air__sse_finish(&v->sse);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(e);
+  air__sse_cleanup(&v->sse);
+  air__decoder_cleanup(&v->dec);
+  return rc == CURLE_OK ? status : -1;
+}
+
+/* Prints the attempts of the gateway's log line for the last request. */
+static void print_attempts(int log_fd) {
+  char line[16384];
+  do {
+    if (read_line(log_fd, line, sizeof(line), 3000) != 0) {
+      printf("    (no log line from the gateway)\n");
+      return;
+    }
+  } while (line[0] != '{');
+  json_t *j = json_loads(line, 0, NULL);
+  json_t *atts = json_object_get(j, "attempts");
+  size_t i;
+  json_t *a;
+  const char *prev = NULL;
+  json_array_foreach(atts, i, a) {
+    const char *target = json_string_value(json_object_get(a, "target"));
+    const char *reason = json_string_value(json_object_get(a, "reason"));
+    json_int_t status = json_integer_value(json_object_get(a, "status"));
+    json_int_t ms = json_integer_value(json_object_get(a, "ms"));
+    json_int_t wait = json_integer_value(json_object_get(a, "wait_ms"));
+    if (prev != NULL && target && strcmp(prev, target) != 0)
+      printf("      -> failover to %s\n", target);
+    printf("      attempt %zu  %-28s %-20s %3lld %6lld ms", i + 1,
+           target ? target : "?", reason ? reason : "?", (long long)status,
+           (long long)ms);
+    if (wait > 0) printf("  -> wait %lld ms", (long long)wait);
+    printf("\n");
+    prev = target;
+  }
+  json_decref(j);
 }
 
 int air__cmd_demo(int argc, char **argv) {
@@ -148,55 +275,83 @@ int air__cmd_demo(int argc, char **argv) {
     fprintf(stderr, "usage: airetry demo\n");
     return AIR_EXIT_USAGE;
   }
-  air_config *cfg = NULL;
-  if (air_config_parse("demo", demo_config, sizeof(demo_config) - 1, NULL, NULL,
-                       &cfg) != 0) {
-    fprintf(stderr, "airetry demo: built-in config did not load\n");
-    return AIR_EXIT_FAIL;
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return AIR_EXIT_FAIL;
+  exe[n] = '\0';
+  char dir[] = "/tmp/airetry-demo-XXXXXX";
+  if (mkdtemp(dir) == NULL) return AIR_EXIT_FAIL;
+  char script[256], config[256];
+  snprintf(script, sizeof(script), "%s/mock.yaml", dir);
+  snprintf(config, sizeof(config), "%s/airetry.yaml", dir);
+  FILE *f = fopen(script, "w");
+  if (f == NULL) return AIR_EXIT_FAIL;
+  fputs(mock_script, f);
+  fclose(f);
+
+  signal(SIGPIPE, SIG_IGN);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  child mock = {0}, gw = {0};
+  int exit_code = AIR_EXIT_FAIL;
+  char line[512];
+  char *margv[] = {exe, "mock", "--listen", "127.0.0.1:0", "--script", script, NULL};
+  if (spawn(exe, margv, false, &mock) != 0 ||
+      read_line(mock.out, line, sizeof(line), 5000) != 0) {
+    fprintf(stderr, "airetry demo: the mock did not start\n");
+    goto out;
   }
-  air_state *st = NULL;
-  if (air_state_new(cfg, &st) != 0) {
-    air_config_free(cfg);
-    return AIR_EXIT_FAIL;
+  int mport = port_of(line);
+  f = fopen(config, "w");
+  if (f == NULL) goto out;
+  fprintf(f, gateway_config, mport, mport);
+  fclose(f);
+  char *gargv[] = {exe, "serve", "--config", config, "--listen", "127.0.0.1:0",
+                   "--workers", "1", NULL};
+  if (spawn(exe, gargv, true, &gw) != 0 ||
+      read_line(gw.out, line, sizeof(line), 5000) != 0) {
+    fprintf(stderr, "airetry demo: the gateway did not start\n");
+    goto out;
   }
-  const air_clock *clk = air_clock_system();
-  printf("airetry demo: route \"smart\" = primary/gpt-4o -> fallback/claude-sonnet-4-5\n"
-         "(simulated upstreams, real clock, default retry rules)\n\n");
-  unsigned answered = 0, attempts = 0, failovers = 0;
-  size_t n_sc = sizeof(scenarios) / sizeof(scenarios[0]);
-  uint64_t t_all = clk->now_ms(NULL);
-  for (size_t i = 0; i < n_sc; i++) {
-    demo d;
-    memset(&d, 0, sizeof(d));
-    d.sc = &scenarios[i];
-    printf("request %zu: %s\n", i + 1, d.sc->title);
+  int gport = port_of(line);
+  printf("airetry demo — no keys, no network\n"
+         "  mock upstream  http://127.0.0.1:%d  (primary: flaky gpt-4o, "
+         "fallback: claude-sonnet-4-5)\n"
+         "  gateway        http://127.0.0.1:%d  route \"smart\" = "
+         "primary/gpt-4o -> fallback/claude-sonnet-4-5\n\n",
+         mport, gport);
+  size_t n_req = sizeof(requests) / sizeof(requests[0]);
+  unsigned answered = 0;
+  uint64_t t_all = now_ms();
+  for (size_t i = 0; i < n_req; i++) {
+    printf("request %zu: %s  [%s, streaming]\n", i + 1, requests[i].title,
+           requests[i].anthropic ? "Anthropic API" : "OpenAI API");
     fflush(stdout);
-    air_call_opts o;
-    memset(&o, 0, sizeof(o));
-    o.fn = attempt;
-    o.data = &d;
-    o.on_error = on_error;
-    o.on_retry = on_retry;
-    o.on_settled = on_settled;
-    uint64_t t0 = clk->now_ms(NULL);
-    int rc = air_call(cfg, st, "smart", &o, NULL, NULL);
-    uint64_t took = clk->now_ms(NULL) - t0;
-    attempts += d.attempts;
-    failovers += d.failovers;
-    if (rc == 0) {
+    stream_view v;
+    memset(&v, 0, sizeof(v));
+    long status = send_request(gport, &requests[i], &v);
+    if (v.started_line) printf("\n");
+    print_attempts(gw.err);
+    bool ok = status == 200 && !v.error && v.tokens > 0;
+    if (ok) {
       answered++;
-      printf("    = answered by %s after %u attempt%s in %llu ms\n\n",
-             d.answered_by, d.attempts, d.attempts == 1 ? "" : "s",
-             (unsigned long long)took);
+      printf("    = answered by %s after %s attempt(s): first content %llu ms, "
+             "%u tokens, %llu ms total\n\n",
+             v.target, v.attempts, (unsigned long long)v.first_ms, v.tokens,
+             (unsigned long long)(now_ms() - v.start));
     } else {
-      printf("    = FAILED: %s\n\n", air_strerror(rc));
+      printf("    = FAILED (HTTP %ld)\n\n", status);
     }
+    fflush(stdout);
   }
-  printf("summary: %u/%zu requests answered, %u upstream attempts, %u failovers, "
-         "%llu ms\n",
-         answered, n_sc, attempts, failovers,
-         (unsigned long long)(clk->now_ms(NULL) - t_all));
-  air_state_free(st);
-  air_config_free(cfg);
-  return answered == n_sc ? AIR_EXIT_OK : AIR_EXIT_FAIL;
+  printf("summary: %u/%zu requests answered through the gateway in %llu ms\n",
+         answered, n_req, (unsigned long long)(now_ms() - t_all));
+  exit_code = answered == n_req ? AIR_EXIT_OK : AIR_EXIT_FAIL;
+out:
+  stop(&gw);
+  stop(&mock);
+  unlink(script);
+  unlink(config);
+  rmdir(dir);
+  curl_global_cleanup();
+  return exit_code;
 }

@@ -14,6 +14,8 @@ static const char usage[] =
     "  check  --config FILE   validate a config and print it resolved\n"
     "  chat   --config FILE --model NAME [--stream] [--system TEXT] PROMPT\n"
     "                         one call with retries and failover\n"
+    "  mock   [--listen HOST:PORT] [--script FILE]\n"
+    "                         the fault-injecting mock provider (docs/mock.md)\n"
     "  demo                   run the scripted failover demo (no keys, no network)\n"
     "\n"
     "  airetry --version | --help\n";
@@ -35,6 +37,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "check") == 0) return air__cmd_check(argc - 1, argv + 1);
   if (strcmp(cmd, "demo") == 0) return air__cmd_demo(argc - 1, argv + 1);
   if (strcmp(cmd, "chat") == 0) return air__cmd_chat(argc - 1, argv + 1);
+  if (strcmp(cmd, "mock") == 0) return air__cmd_mock(argc - 1, argv + 1);
   if (strcmp(cmd, "serve") == 0) return air__cmd_serve(argc - 1, argv + 1);
   fprintf(stderr, "airetry: unknown command '%s'\n\n%s", cmd, usage);
   return AIR_EXIT_USAGE;

@@ -135,6 +135,18 @@ static air_attempt *copy_log(const air_attempt *log, size_t n) {
 
 static void on_end(void *data, const air__exchange_result *r) {
   job *j = data;
+  if (r->committed && r->rc == AIR_EUPSTREAM && j->cb && j->cb->on_part) {
+    /* A failure after commit reaches the part callback once, as an ERROR
+     * part named after the reason (as in air_stream). */
+    air_part err;
+    memset(&err, 0, sizeof(err));
+    err.kind = AIR_PART_ERROR;
+    err.name = air_reason_name(r->reason);
+    err.name_len = strlen(err.name);
+    err.text = r->message ? r->message : "";
+    err.text_len = strlen(err.text);
+    j->cb->on_part(j->cb->data, &err);
+  }
   air_chat_result *res = j->res;
   const air__provider_ops *ops = air__provider_get(j->dialect);
   air__buf body;
@@ -324,7 +336,7 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
     free(j);
     return rc;
   }
-  j->req.stream = cb != NULL;
+  j->req.stream = cb != NULL && cb->on_part != NULL;
   /* An unknown model is the caller's error, found before any worker runs. */
   air_run *probe = NULL;
   air_action act;

@@ -75,6 +75,9 @@ enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT };
 static void step(air__exchange *x);
 static void attempt_failed(air__exchange *x);
 static void on_part_timeout(uv_timer_t *t);
+static void set_fail(air__exchange *x, air_reason reason, int status,
+                     const char *type, const char *code, const char *message,
+                     air_transport_err transport);
 
 static uint64_t now_of(const air__exchange *x) {
   return x->clock->now_ms(x->clock->data);
@@ -86,6 +89,9 @@ static void stop_timers(air__exchange *x) {
 
 static void arm(air__exchange *x, int which, uint64_t deadline,
                 uv_timer_cb cb) {
+  /* uv timers count from the loop's cached time, which is stale after a
+   * slow callback in this iteration: refresh it first. */
+  uv_update_time(x->loop);
   uint64_t now = now_of(x);
   uv_timer_start(&x->timers[which], cb, deadline > now ? deadline - now : 0, 0);
 }
@@ -161,11 +167,33 @@ static int feed_gate(air__exchange *x, const char *raw, size_t raw_len,
   return rc != 0 ? 1 : 0;
 }
 
+/* Copies a part string into buf as a C string. */
+static void part_str(char *buf, size_t cap, const char *p, size_t n) {
+  if (p == NULL) n = 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(buf, p, n);
+  buf[n] = '\0';
+}
+
 static int on_sse(void *data, const air__sse_event *ev) {
   air__exchange *x = data;
   x->n_parts = 0;
   unsigned before = x->dec.malformed;
   x->ops->decode_event(&x->dec, ev, collect, x);
+  if (x->gate.committed && x->dec.error_event) {
+    /* An error event after commit ends the attempt, final; the consumer
+     * hears of it once, through on_end, never as a part. */
+    char type[64] = "", msg[256] = "upstream error event";
+    for (size_t i = 0; i < x->n_parts; i++) {
+      if (x->parts[i].kind != AIR_PART_ERROR) continue;
+      part_str(type, sizeof(type), x->parts[i].name, x->parts[i].name_len);
+      if (x->parts[i].text_len)
+        part_str(msg, sizeof(msg), x->parts[i].text, x->parts[i].text_len);
+    }
+    set_fail(x, air_classify(200, type, NULL, msg, AIR_TRANSPORT_OK), x->status,
+             type, NULL, msg, AIR_TRANSPORT_OK);
+    return 1;
+  }
   return feed_gate(x, ev->raw.p, ev->raw.n, before);
 }
 
@@ -281,6 +309,7 @@ static int on_body(void *data, const char *p, size_t n) {
              "event stream over the size limits", AIR_TRANSPORT_BADBODY);
     return -1;
   }
+  if (x->have_fail) return -1;
   if (x->gate.state == AIR_GATE_FAILED) {
     fail_from_gate(x);
     return -1;
@@ -365,7 +394,7 @@ static void timeout_fail(air__exchange *x, air_reason reason, const char *msg) {
   x->xfer = NULL;
   stop_timers(x);
   x->upstream_ms += now_of(x) - x->attempt_start;
-  set_fail(x, reason, 0, NULL, NULL, msg, AIR_TRANSPORT_OK);
+  set_fail(x, reason, x->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
   attempt_failed(x);
 }
 
@@ -565,6 +594,7 @@ static void step(air__exchange *x) {
         policy_fail(x);
         continue;
       case AIR_ACT_WAIT:
+        uv_update_time(x->loop);
         uv_timer_start(&x->timers[T_WAIT], on_wait_done, x->act.wait_ms, 0);
         return;
       case AIR_ACT_DONE:

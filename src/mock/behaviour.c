@@ -1,0 +1,1202 @@
+/*
+ * The mock's behaviour model (docs/mock.md "Choosing a behaviour"): the
+ * script (YAML, first problem reported with line:column), the model-name
+ * convention, the layering of behaviours per attempt and the log's fault
+ * string. Pure: no I/O, no clock.
+ *
+ * One table of keys drives the script parser, the merge and the fault
+ * description, so a key is added in one place.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "mock.h"
+
+/* Alias expansion is followed at most this many nodes (alias bombs). */
+#define MAX_NODE_VISITS 200000ul
+
+/* ---- the key table ----------------------------------------------------------
+ */
+
+typedef enum ktype {
+  KT_STATUS,  /* int 400..599 */
+  KT_STR,     /* text */
+  KT_NUMSTR,  /* non-negative decimal, kept as written */
+  KT_HEADERS, /* {name: value} */
+  KT_BOOL,
+  KT_MS,      /* uint64 0..AIR_MOCK_MAX_MS */
+  KT_COUNT,   /* uint32 0..AIR_MOCK_MAX_COUNT */
+  KT_COUNT1,  /* uint32 1..AIR_MOCK_MAX_COUNT */
+  KT_TOKENS,  /* uint32 0..AIR_MOCK_MAX_TOKENS */
+  KT_REFUSAL, /* true/false or text */
+  KT_FINISH,  /* stop | length | content_filter */
+} ktype;
+
+/* Where a key may appear: in any behaviour, or in model entries only. */
+enum { SC_BEH = 1, SC_MODEL = 2 };
+
+typedef struct key_desc {
+  const char *name;
+  uint32_t bit;
+  ktype type;
+  size_t off;     /* offset of the field in air__mock_beh */
+  unsigned scope; /* SC_* where the key is allowed */
+  bool fault;     /* named in the log's fault string */
+} key_desc;
+
+#define OFF(f) offsetof(air__mock_beh, f)
+
+/* In docs/mock.md's order, which is also the fault string's order. */
+static const key_desc keys[] = {
+    {"status", AIR_MOCK_K_STATUS, KT_STATUS, OFF(status), SC_BEH, true},
+    {"body", AIR_MOCK_K_BODY, KT_STR, OFF(body), SC_BEH, false},
+    {"code", AIR_MOCK_K_CODE, KT_STR, OFF(code), SC_BEH, false},
+    {"retry_after", AIR_MOCK_K_RETRY_AFTER, KT_NUMSTR, OFF(retry_after), SC_BEH,
+     false},
+    {"retry_after_ms", AIR_MOCK_K_RETRY_AFTER_MS, KT_NUMSTR,
+     OFF(retry_after_ms), SC_BEH, false},
+    {"headers", AIR_MOCK_K_HEADERS, KT_HEADERS, OFF(headers), SC_BEH, false},
+    {"reset", AIR_MOCK_K_RESET, KT_BOOL, OFF(reset), SC_BEH, true},
+    {"hang", AIR_MOCK_K_HANG, KT_BOOL, OFF(hang), SC_BEH, true},
+    {"headers_delay_ms", AIR_MOCK_K_HEADERS_DELAY, KT_MS, OFF(headers_delay_ms),
+     SC_BEH, true},
+    {"first_delay_ms", AIR_MOCK_K_FIRST_DELAY, KT_MS, OFF(first_delay_ms),
+     SC_BEH, true},
+    {"cut_after", AIR_MOCK_K_CUT, KT_COUNT, OFF(cut_after), SC_BEH, true},
+    {"stall_after", AIR_MOCK_K_STALL, KT_COUNT, OFF(stall_after), SC_BEH, true},
+    {"malformed_at", AIR_MOCK_K_MALFORMED, KT_COUNT1, OFF(malformed_at), SC_BEH,
+     true},
+    {"no_done", AIR_MOCK_K_NO_DONE, KT_BOOL, OFF(no_done), SC_BEH, true},
+    {"refusal", AIR_MOCK_K_REFUSAL, KT_REFUSAL, OFF(refusal), SC_BEH, true},
+    {"finish", AIR_MOCK_K_FINISH, KT_FINISH, OFF(finish), SC_BEH, true},
+    {"overload_after", AIR_MOCK_K_OVERLOAD, KT_COUNT, OFF(overload_after),
+     SC_BEH, true},
+    {"tokens", AIR_MOCK_K_TOKENS, KT_TOKENS, OFF(tokens), SC_BEH, false},
+    {"delay_ms", AIR_MOCK_K_DELAY, KT_MS, OFF(delay_ms), SC_BEH, false},
+    {"answer", AIR_MOCK_K_ANSWER, KT_STR, OFF(answer), SC_BEH, false},
+    {"reject_prefill", AIR_MOCK_K_REJECT_PREFILL, KT_BOOL, OFF(reject_prefill),
+     SC_MODEL, false},
+};
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const key_desc *find_key(const char *s, size_t n) {
+  for (size_t i = 0; i < N_KEYS; i++)
+    if (strlen(keys[i].name) == n && memcmp(keys[i].name, s, n) == 0)
+      return &keys[i];
+  return NULL;
+}
+
+static void *field(air__mock_beh *b, const key_desc *k) {
+  return (char *)b + k->off;
+}
+
+static const void *cfield(const air__mock_beh *b, const key_desc *k) {
+  return (const char *)b + k->off;
+}
+
+/* Copies the field of key k from src to dst. */
+static void copy_field(air__mock_beh *dst, const air__mock_beh *src,
+                       const key_desc *k) {
+  switch (k->type) {
+    case KT_STATUS:
+      dst->status = src->status;
+      break;
+    case KT_STR:
+    case KT_NUMSTR:
+    case KT_REFUSAL:
+      *(const char **)field(dst, k) = *(const char *const *)cfield(src, k);
+      break;
+    case KT_HEADERS:
+      dst->headers = src->headers;
+      dst->n_headers = src->n_headers;
+      break;
+    case KT_BOOL:
+      *(bool *)field(dst, k) = *(const bool *)cfield(src, k);
+      break;
+    case KT_MS:
+      *(uint64_t *)field(dst, k) = *(const uint64_t *)cfield(src, k);
+      break;
+    case KT_COUNT:
+    case KT_COUNT1:
+    case KT_TOKENS:
+      *(uint32_t *)field(dst, k) = *(const uint32_t *)cfield(src, k);
+      break;
+    case KT_FINISH:
+      dst->finish = src->finish;
+      break;
+  }
+}
+
+void air__mock_merge(air__mock_beh *b, const air__mock_beh *top) {
+  if (top->set == 0) return;
+  for (size_t i = 0; i < N_KEYS; i++)
+    if (top->set & keys[i].bit) copy_field(b, top, &keys[i]);
+  b->set |= top->set;
+}
+
+air__mock_model air__mock_model_merge(const air__mock_model *under,
+                                      const air__mock_model *over) {
+  air__mock_model m = *over;
+  m.base = under->base;
+  air__mock_merge(&m.base, &over->base);
+  m.has = over->has | under->has;
+  if (!(over->has & AIR_MOCK_M_ATTEMPTS)) {
+    m.attempts = under->attempts;
+    m.n_attempts = under->n_attempts;
+  }
+  if (!(over->has & AIR_MOCK_M_THEN)) m.then = under->then;
+  if (!(over->has & AIR_MOCK_M_FAULT)) {
+    m.fault = under->fault;
+    m.fault_k = under->fault_k;
+    m.window = under->window;
+    m.from_ms = under->from_ms;
+    m.to_ms = under->to_ms;
+  }
+  return m;
+}
+
+void air__mock_select(const air__mock_model *m, unsigned attempt, uint64_t t_ms,
+                      air__mock_beh *out) {
+  *out = m->base;
+  if (attempt >= 1 && attempt <= m->n_attempts)
+    air__mock_merge(out, &m->attempts[attempt - 1]);
+  else
+    air__mock_merge(out, &m->then);
+  if (!(m->has & AIR_MOCK_M_FAULT)) return;
+  if (m->fault_k != 0 && attempt > m->fault_k) return;
+  if (m->window && (t_ms < m->from_ms || t_ms >= m->to_ms)) return;
+  air__mock_merge(out, &m->fault);
+}
+
+/* ---- the fault string ------------------------------------------------------
+ */
+
+static int add_kv_u(air__buf *out, bool *first, const char *k,
+                    unsigned long long v) {
+  int rc = *first ? 0 : air__buf_addc(out, ',');
+  *first = false;
+  if (rc == 0) rc = air__buf_adds(out, k);
+  if (rc == 0) rc = air__buf_addc(out, '=');
+  if (rc == 0) rc = air__buf_addu(out, v);
+  return rc;
+}
+
+static int add_word(air__buf *out, bool *first, const char *w) {
+  int rc = *first ? 0 : air__buf_addc(out, ',');
+  *first = false;
+  return rc == 0 ? air__buf_adds(out, w) : rc;
+}
+
+int air__mock_describe(const air__mock_beh *b, air__buf *out) {
+  bool first = true;
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < N_KEYS; i++) {
+    const key_desc *k = &keys[i];
+    if (!k->fault || !(b->set & k->bit)) continue;
+    switch (k->type) {
+      case KT_STATUS:
+        rc = add_kv_u(out, &first, k->name, (unsigned long long)b->status);
+        break;
+      case KT_BOOL:
+        if (*(const bool *)cfield(b, k)) rc = add_word(out, &first, k->name);
+        break;
+      case KT_MS:
+        rc = add_kv_u(out, &first, k->name, *(const uint64_t *)cfield(b, k));
+        break;
+      case KT_COUNT:
+      case KT_COUNT1:
+        rc = add_kv_u(out, &first, k->name, *(const uint32_t *)cfield(b, k));
+        break;
+      case KT_REFUSAL:
+        if (b->refusal != NULL) rc = add_word(out, &first, "refusal");
+        break;
+      case KT_FINISH:
+        if (b->finish == AIR_FINISH_LENGTH)
+          rc = add_word(out, &first, "finish=length");
+        else if (b->finish == AIR_FINISH_CONTENT_FILTER)
+          rc = add_word(out, &first, "finish=content_filter");
+        break;
+      default:
+        break;
+    }
+  }
+  if (rc == 0 && first) rc = air__buf_adds(out, "ok");
+  return rc;
+}
+
+/* ---- value checks shared by the script and the convention -----------------
+ */
+
+/* Decimal digits only, at most max. */
+static bool parse_uint(const char *s, size_t n, uint64_t max, uint64_t *v) {
+  if (n == 0 || n > 20) return false;
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    uint64_t d = (uint64_t)(s[i] - '0');
+    if (x > (UINT64_MAX - d) / 10) return false;
+    x = x * 10 + d;
+  }
+  if (x > max) return false;
+  *v = x;
+  return true;
+}
+
+/* A non-negative decimal number with an optional fraction: 1, 0.5, 30. */
+static bool is_number(const char *s, size_t n) {
+  size_t i = 0, digits = 0;
+  if (n == 0 || n > 32) return false;
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++, digits++;
+  if (digits == 0) return false;
+  if (i < n && s[i] == '.') {
+    size_t frac = 0;
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) frac++;
+    if (frac == 0) return false;
+  }
+  return i == n;
+}
+
+static bool is_tchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static bool is_token(const char *s, size_t n) {
+  if (n == 0) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!is_tchar(s[i])) return false;
+  return true;
+}
+
+static bool value_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') return false;
+  return true;
+}
+
+/* ---- the script parser -----------------------------------------------------
+ */
+
+typedef struct loc {
+  int line, col;
+} loc;
+
+typedef struct pctx {
+  air__mock_script *s;
+  air__mock_diag *diag;
+  bool failed;
+  bool oom;
+  unsigned long visits;
+} pctx;
+
+static void fail_at(pctx *c, loc at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records the first problem only. */
+static void fail_at(pctx *c, loc at, const char *fmt, ...) {
+  if (c->failed) return;
+  c->failed = true;
+  c->diag->line = at.line;
+  c->diag->column = at.col;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->diag->message, sizeof(c->diag->message), fmt, ap);
+  va_end(ap);
+}
+
+static struct fy_node *deref(pctx *c, struct fy_node *n) {
+  if (n == NULL || c->failed) return NULL;
+  if (++c->visits > MAX_NODE_VISITS) {
+    fail_at(c, (loc){0, 0}, "the script expands to more than %lu nodes",
+            MAX_NODE_VISITS);
+    return NULL;
+  }
+  return fy_node_is_alias(n) ? fy_node_resolve_alias(n) : n;
+}
+
+/* A node's position: its own token, or its first key or item; else fb. */
+static loc node_loc(struct fy_node *n, loc fb) {
+  for (int depth = 0; n != NULL && depth < 64; depth++) {
+    switch (fy_node_get_type(n)) {
+      case FYNT_SCALAR: {
+        struct fy_token *t = fy_node_get_scalar_token(n);
+        const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+        if (m == NULL) return fb;
+        /* libfyaml marks a quoted scalar after its opening quote. */
+        enum fy_node_style st = fy_node_get_style(n);
+        int quoted = (st == FYNS_SINGLE_QUOTED || st == FYNS_DOUBLE_QUOTED) &&
+                     m->column > 0;
+        return (loc){m->line + 1, m->column + 1 - quoted};
+      }
+      case FYNT_MAPPING: {
+        void *it = NULL;
+        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
+        if (p == NULL) break;
+        n = fy_node_pair_key(p);
+        continue;
+      }
+      case FYNT_SEQUENCE: {
+        void *it = NULL;
+        struct fy_node *item = fy_node_sequence_iterate(n, &it);
+        if (item == NULL) break;
+        n = item;
+        continue;
+      }
+      default:
+        return fb;
+    }
+    return fb; /* an empty map or sequence has no token of its own */
+  }
+  return fb;
+}
+
+static bool eqn(const char *s, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static bool is_null(struct fy_node *n) {
+  if (n == NULL) return true;
+  if (fy_node_get_type(n) != FYNT_SCALAR || fy_node_get_style(n) != FYNS_PLAIN)
+    return false;
+  size_t len = 0;
+  const char *s = fy_node_get_scalar(n, &len);
+  return s == NULL || len == 0 || eqn(s, len, "~") || eqn(s, len, "null") ||
+         eqn(s, len, "Null") || eqn(s, len, "NULL");
+}
+
+static bool is_map(struct fy_node *n) {
+  return n != NULL && fy_node_get_type(n) == FYNT_MAPPING;
+}
+
+static bool is_scalar(struct fy_node *n) {
+  return n != NULL && !is_null(n) && fy_node_get_type(n) == FYNT_SCALAR;
+}
+
+static const char *kind(struct fy_node *n) {
+  if (is_null(n)) return "null";
+  switch (fy_node_get_type(n)) {
+    case FYNT_MAPPING:
+      return "a map";
+    case FYNT_SEQUENCE:
+      return "a list";
+    default:
+      return "a scalar";
+  }
+}
+
+static const char *scalar(struct fy_node *n, size_t *len) {
+  const char *s = fy_node_get_scalar(n, len);
+  if (s == NULL) {
+    *len = 0;
+    return "";
+  }
+  return s;
+}
+
+/* A plain scalar true/false; *ok false when it is neither. */
+static bool as_bool(struct fy_node *n, bool *ok) {
+  size_t len;
+  const char *s = scalar(n, &len);
+  *ok = fy_node_get_style(n) == FYNS_PLAIN;
+  if (*ok &&
+      (eqn(s, len, "true") || eqn(s, len, "True") || eqn(s, len, "TRUE")))
+    return true;
+  if (*ok &&
+      (eqn(s, len, "false") || eqn(s, len, "False") || eqn(s, len, "FALSE")))
+    return false;
+  *ok = false;
+  return false;
+}
+
+static void oom(pctx *c) {
+  if (c->failed) return;
+  c->oom = true;
+  fail_at(c, (loc){0, 0}, "out of memory");
+}
+
+static char *dup_text(pctx *c, const char *s, size_t n) {
+  char *p = air__arena_strndup(&c->s->arena, s, n);
+  if (p == NULL) oom(c);
+  return p;
+}
+
+static void parse_headers(pctx *c, struct fy_node *v, loc at, const char *path,
+                          air__mock_beh *b) {
+  if (!is_map(v)) {
+    fail_at(c, at, "%s: expected a map of header: value, got %s", path,
+            kind(v));
+    return;
+  }
+  size_t n = (size_t)fy_node_mapping_item_count(v);
+  if (n > AIR_MOCK_MAX_HEADERS) {
+    fail_at(c, at, "%s: more than %u headers", path, AIR_MOCK_MAX_HEADERS);
+    return;
+  }
+  air__mock_header *h =
+      n ? air__arena_alloc(&c->s->arena, n * sizeof(*h)) : NULL;
+  if (n && h == NULL) {
+    oom(c);
+    return;
+  }
+  void *it = NULL;
+  struct fy_node_pair *p;
+  size_t i = 0;
+  while (i < n && (p = fy_node_mapping_iterate(v, &it)) && !c->failed) {
+    struct fy_node *k = deref(c, fy_node_pair_key(p));
+    struct fy_node *val = deref(c, fy_node_pair_value(p));
+    loc kl = node_loc(k, at);
+    size_t kn = 0, vn = 0;
+    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    if (ks == NULL || !is_token(ks, kn)) {
+      fail_at(c, kl, "%s: a header name must be an HTTP token", path);
+      return;
+    }
+    if (!is_scalar(val)) {
+      fail_at(c, node_loc(val, kl), "%s.%.*s: expected a string, got %s", path,
+              (int)kn, ks, kind(val));
+      return;
+    }
+    const char *vs = scalar(val, &vn);
+    if (!value_ok(vs, vn) || vn > AIR_MOCK_MAX_TEXT_BYTES) {
+      fail_at(c, node_loc(val, kl),
+              "%s.%.*s: a header value may not hold CR, LF or NUL", path,
+              (int)kn, ks);
+      return;
+    }
+    h[i].name = dup_text(c, ks, kn);
+    h[i].value = dup_text(c, vs, vn);
+    i++;
+  }
+  b->headers = h;
+  b->n_headers = i;
+}
+
+/* Parses the value v of key k (at `at`, named path) into b. */
+static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
+                        const char *path, air__mock_beh *b) {
+  loc vl = node_loc(v, at);
+  if (k->type == KT_HEADERS) {
+    parse_headers(c, v, vl, path, b);
+    if (!c->failed) b->set |= k->bit;
+    return;
+  }
+  if (!is_scalar(v)) {
+    fail_at(c, vl, "%s: expected a scalar, got %s", path, kind(v));
+    return;
+  }
+  size_t n;
+  const char *s = scalar(v, &n);
+  uint64_t u = 0;
+  bool ok = true;
+  switch (k->type) {
+    case KT_STATUS:
+      if (!parse_uint(s, n, 599, &u) || u < 400) {
+        fail_at(c, vl, "%s: expected an HTTP status 400..599", path);
+        return;
+      }
+      b->status = (int)u;
+      break;
+    case KT_STR:
+      if (n > AIR_MOCK_MAX_TEXT_BYTES || memchr(s, '\0', n) != NULL) {
+        fail_at(c, vl, "%s: expected a text of at most %u bytes without NUL",
+                path, AIR_MOCK_MAX_TEXT_BYTES);
+        return;
+      }
+      *(const char **)field(b, k) = dup_text(c, s, n);
+      break;
+    case KT_NUMSTR:
+      if (!is_number(s, n)) {
+        fail_at(c, vl, "%s: expected a non-negative number", path);
+        return;
+      }
+      *(const char **)field(b, k) = dup_text(c, s, n);
+      break;
+    case KT_BOOL: {
+      bool x = as_bool(v, &ok);
+      if (!ok) {
+        fail_at(c, vl, "%s: expected true or false", path);
+        return;
+      }
+      *(bool *)field(b, k) = x;
+      break;
+    }
+    case KT_MS:
+      if (!parse_uint(s, n, AIR_MOCK_MAX_MS, &u)) {
+        fail_at(c, vl, "%s: expected milliseconds 0..%u", path,
+                AIR_MOCK_MAX_MS);
+        return;
+      }
+      *(uint64_t *)field(b, k) = u;
+      break;
+    case KT_COUNT:
+    case KT_COUNT1:
+    case KT_TOKENS: {
+      uint64_t lo = k->type == KT_COUNT1 ? 1 : 0;
+      uint64_t hi =
+          k->type == KT_TOKENS ? AIR_MOCK_MAX_TOKENS : AIR_MOCK_MAX_COUNT;
+      if (!parse_uint(s, n, hi, &u) || u < lo) {
+        fail_at(c, vl, "%s: expected an integer %llu..%llu", path,
+                (unsigned long long)lo, (unsigned long long)hi);
+        return;
+      }
+      *(uint32_t *)field(b, k) = (uint32_t)u;
+      break;
+    }
+    case KT_REFUSAL: {
+      bool x = as_bool(v, &ok);
+      if (ok) {
+        b->refusal = x ? AIR_MOCK_REFUSAL_TEXT : NULL;
+      } else if (n == 0 || n > AIR_MOCK_MAX_TEXT_BYTES ||
+                 memchr(s, '\0', n) != NULL) {
+        fail_at(c, vl, "%s: expected true, false or a refusal text", path);
+        return;
+      } else {
+        b->refusal = dup_text(c, s, n);
+      }
+      break;
+    }
+    case KT_FINISH:
+      if (eqn(s, n, "stop")) {
+        b->finish = AIR_FINISH_STOP;
+      } else if (eqn(s, n, "length")) {
+        b->finish = AIR_FINISH_LENGTH;
+      } else if (eqn(s, n, "content_filter")) {
+        b->finish = AIR_FINISH_CONTENT_FILTER;
+      } else {
+        fail_at(c, vl, "%s: expected stop, length or content_filter", path);
+        return;
+      }
+      break;
+    case KT_HEADERS:
+      break;
+  }
+  if (!c->failed) b->set |= k->bit;
+}
+
+static const char *const model_only[] = {"attempts", "then", "flap"};
+
+/* A behaviour map. scope: SC_BEH, or SC_BEH | SC_MODEL for a model entry,
+ * whose selection keys (attempts, then, flap) are handled by the caller:
+ * for those *other receives the pair. */
+typedef void (*other_fn)(pctx *c, void *obj, const char *key, size_t kn,
+                         struct fy_node *v, loc kl, const char *path);
+
+static void parse_beh_map(pctx *c, struct fy_node *map, loc at,
+                          const char *path, unsigned scope, air__mock_beh *b,
+                          other_fn other, void *obj) {
+  memset(b, 0, sizeof(*b));
+  b->finish = AIR_FINISH_STOP;
+  if (is_null(map)) return; /* `name:` alone: healthy */
+  if (!is_map(map)) {
+    fail_at(c, node_loc(map, at), "%s: expected a map, got %s", path,
+            kind(map));
+    return;
+  }
+  void *it = NULL;
+  struct fy_node_pair *p;
+  while ((p = fy_node_mapping_iterate(map, &it)) != NULL && !c->failed) {
+    struct fy_node *k = deref(c, fy_node_pair_key(p));
+    struct fy_node *v = deref(c, fy_node_pair_value(p));
+    if (c->failed) return;
+    loc kl = node_loc(k, at);
+    size_t kn = 0;
+    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    if (ks == NULL) {
+      fail_at(c, kl, "%s: keys must be strings", path);
+      return;
+    }
+    char sub[320];
+    snprintf(sub, sizeof(sub), "%s%s%.*s", path, path[0] ? "." : "",
+             (int)(kn > 64 ? 64 : kn), ks);
+    const key_desc *kd = find_key(ks, kn);
+    if (kd != NULL && (kd->scope & scope)) {
+      parse_value(c, kd, v, kl, sub, b);
+      continue;
+    }
+    bool sel = false;
+    for (size_t i = 0; i < sizeof(model_only) / sizeof(model_only[0]); i++)
+      sel = sel || eqn(ks, kn, model_only[i]);
+    if (sel && (scope & SC_MODEL) && other != NULL) {
+      other(c, obj, ks, kn, v, kl, sub);
+      continue;
+    }
+    if (kd != NULL || sel)
+      fail_at(c, kl, "%s: only allowed in a model entry or defaults", sub);
+    else
+      fail_at(c, kl, "%s: unknown key", sub);
+  }
+}
+
+static const char *const flap_keys[] = {"from_ms", "to_ms", "fault"};
+
+static void parse_flap(pctx *c, air__mock_model *m, struct fy_node *v, loc kl,
+                       const char *path) {
+  loc at = node_loc(v, kl);
+  if (!is_map(v)) {
+    fail_at(c, at, "%s: expected a map {from_ms, to_ms, fault}, got %s", path,
+            kind(v));
+    return;
+  }
+  struct fy_node *val[3] = {NULL, NULL, NULL};
+  loc vl[3] = {at, at, at};
+  void *it = NULL;
+  struct fy_node_pair *p;
+  while ((p = fy_node_mapping_iterate(v, &it)) != NULL && !c->failed) {
+    struct fy_node *k = deref(c, fy_node_pair_key(p));
+    struct fy_node *x = deref(c, fy_node_pair_value(p));
+    loc l = node_loc(k, at);
+    size_t kn = 0;
+    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    size_t i = 0;
+    while (ks != NULL && i < 3 && !eqn(ks, kn, flap_keys[i])) i++;
+    if (ks == NULL || i == 3) {
+      fail_at(c, l, "%s.%.*s: unknown key (flap has from_ms, to_ms, fault)",
+              path, ks ? (int)(kn > 64 ? 64 : kn) : 0, ks ? ks : "");
+      return;
+    }
+    val[i] = x;
+    vl[i] = node_loc(x, l);
+  }
+  if (c->failed) return;
+  uint64_t ms[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    size_t n = 0;
+    const char *s = is_scalar(val[i]) ? scalar(val[i], &n) : NULL;
+    if (val[i] == NULL && i == 0) continue; /* from_ms defaults to 0 */
+    if (val[i] == NULL) {
+      fail_at(c, kl, "%s.to_ms: required", path);
+      return;
+    }
+    if (s == NULL || !parse_uint(s, n, AIR_MOCK_MAX_FLAP_MS, &ms[i])) {
+      fail_at(c, vl[i], "%s.%s: expected milliseconds since reset", path,
+              flap_keys[i]);
+      return;
+    }
+  }
+  if (ms[0] > ms[1]) {
+    fail_at(c, vl[0], "%s: from_ms is after to_ms", path);
+    return;
+  }
+  if (val[2] == NULL) {
+    fail_at(c, kl, "%s.fault: required", path);
+    return;
+  }
+  char sub[320];
+  snprintf(sub, sizeof(sub), "%s.fault", path);
+  parse_beh_map(c, val[2], vl[2], sub, SC_BEH, &m->fault, NULL, NULL);
+  m->has |= AIR_MOCK_M_FAULT;
+  m->fault_k = 0;
+  m->window = true;
+  m->from_ms = ms[0];
+  m->to_ms = ms[1];
+}
+
+static void model_other(pctx *c, void *obj, const char *key, size_t kn,
+                        struct fy_node *v, loc kl, const char *path) {
+  air__mock_model *m = obj;
+  loc at = node_loc(v, kl);
+  if (eqn(key, kn, "then")) {
+    parse_beh_map(c, v, at, path, SC_BEH, &m->then, NULL, NULL);
+    m->has |= AIR_MOCK_M_THEN;
+  } else if (eqn(key, kn, "flap")) {
+    parse_flap(c, m, v, kl, path);
+  } else {
+    if (fy_node_get_type(v) != FYNT_SEQUENCE || is_null(v)) {
+      fail_at(c, at, "%s: expected a list of behaviours, got %s", path,
+              kind(v));
+      return;
+    }
+    size_t n = (size_t)fy_node_sequence_item_count(v);
+    if (n > AIR_MOCK_MAX_ATTEMPTS) {
+      fail_at(c, at, "%s: more than %u attempts", path, AIR_MOCK_MAX_ATTEMPTS);
+      return;
+    }
+    air__mock_beh *list =
+        n ? air__arena_alloc(&c->s->arena, n * sizeof(*list)) : NULL;
+    if (n && list == NULL) {
+      oom(c);
+      return;
+    }
+    void *it = NULL;
+    struct fy_node *item;
+    size_t i = 0;
+    while (i < n && (item = fy_node_sequence_iterate(v, &it)) && !c->failed) {
+      struct fy_node *x = deref(c, item);
+      char sub[320];
+      snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+      if (is_null(x)) {
+        fail_at(c, node_loc(item, at),
+                "%s: expected a behaviour map ({} is healthy)", sub);
+        return;
+      }
+      parse_beh_map(c, x, node_loc(x, at), sub, SC_BEH, &list[i], NULL, NULL);
+      i++;
+    }
+    m->attempts = list;
+    m->n_attempts = i;
+    m->has |= AIR_MOCK_M_ATTEMPTS;
+  }
+}
+
+static void parse_model(pctx *c, struct fy_node *v, loc at, const char *path,
+                        air__mock_model *m) {
+  memset(m, 0, sizeof(*m));
+  m->then.finish = m->fault.finish = AIR_FINISH_STOP;
+  parse_beh_map(c, v, at, path, SC_BEH | SC_MODEL, &m->base, model_other, m);
+}
+
+static int cmp_model(const void *a, const void *b) {
+  return strcmp(((const air__mock_model *)a)->name,
+                ((const air__mock_model *)b)->name);
+}
+
+static void parse_models(pctx *c, struct fy_node *v, loc at) {
+  if (is_null(v)) return;
+  if (!is_map(v)) {
+    fail_at(c, node_loc(v, at),
+            "models: expected a map of model: behaviour, got %s", kind(v));
+    return;
+  }
+  size_t n = (size_t)fy_node_mapping_item_count(v);
+  if (n > AIR_MOCK_MAX_SCRIPT_MODELS) {
+    fail_at(c, at, "models: more than %u models", AIR_MOCK_MAX_SCRIPT_MODELS);
+    return;
+  }
+  air__mock_script *s = c->s;
+  s->models = n ? calloc(n, sizeof(*s->models)) : NULL;
+  if (n && s->models == NULL) {
+    oom(c);
+    return;
+  }
+  void *it = NULL;
+  struct fy_node_pair *p;
+  while (s->n_models < n && (p = fy_node_mapping_iterate(v, &it)) &&
+         !c->failed) {
+    struct fy_node *k = deref(c, fy_node_pair_key(p));
+    struct fy_node *x = deref(c, fy_node_pair_value(p));
+    if (c->failed) break;
+    loc kl = node_loc(k, at);
+    size_t kn = 0;
+    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    if (ks == NULL || kn > AIR_MOCK_MAX_MODEL_BYTES ||
+        memchr(ks, '\0', kn) != NULL) {
+      fail_at(c, kl, "models: a model name must be a string of 1..%u bytes",
+              AIR_MOCK_MAX_MODEL_BYTES);
+      break;
+    }
+    char path[320];
+    snprintf(path, sizeof(path), "models.%.*s", (int)(kn > 64 ? 64 : kn), ks);
+    air__mock_model *m = &s->models[s->n_models];
+    parse_model(c, x, kl, path, m);
+    m->name = dup_text(c, ks, kn);
+    s->n_models++;
+  }
+  if (!c->failed) {
+    /* Sorted for lookup. libfyaml rejects duplicate keys already; this
+     * catches names that differ only in YAML form. */
+    qsort(s->models, s->n_models, sizeof(*s->models), cmp_model);
+    for (size_t i = 1; i < s->n_models; i++)
+      if (strcmp(s->models[i - 1].name, s->models[i].name) == 0) {
+        fail_at(c, (loc){0, 0}, "models: %s is given twice", s->models[i].name);
+        break;
+      }
+  }
+}
+
+static void discard_output(struct fy_diag *diag, void *user, const char *buf,
+                           size_t len) {
+  (void)diag;
+  (void)user;
+  (void)buf;
+  (void)len;
+}
+
+static struct fy_diag *quiet_diag(void) {
+  struct fy_diag_cfg dc;
+  fy_diag_cfg_default(&dc);
+  dc.fp = NULL;
+  dc.output_fn = discard_output;
+  dc.colorize = false;
+  struct fy_diag *d = fy_diag_create(&dc);
+  if (d != NULL) fy_diag_set_collect_errors(d, true);
+  return d;
+}
+
+/* Whether text holds nothing but blanks, comments and document markers
+ * (libfyaml builds no document for it). */
+static bool yaml_blank(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t e = i;
+    while (e < n && s[e] != '\n') e++;
+    size_t j = i;
+    while (j < e && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r')) j++;
+    bool marker = e - j >= 3 && (memcmp(s + j, "---", 3) == 0 ||
+                                 memcmp(s + j, "...", 3) == 0);
+    if (j < e && s[j] != '#' && !marker) return false;
+    i = e + 1;
+  }
+  return true;
+}
+
+static loc offset_loc(const char *s, size_t off) {
+  loc l = {1, 1};
+  for (size_t i = 0; i < off; i++) {
+    if (s[i] == '\n') {
+      l.line++;
+      l.col = 1;
+    } else {
+      l.col++;
+    }
+  }
+  return l;
+}
+
+static void parse_root(pctx *c, struct fy_node *root) {
+  if (is_null(root)) return;
+  if (!is_map(root)) {
+    fail_at(c, node_loc(root, (loc){1, 1}),
+            "the script must be a map with defaults: and models:, got %s",
+            kind(root));
+    return;
+  }
+  struct fy_node *models = NULL;
+  loc models_at = {1, 1};
+  void *it = NULL;
+  struct fy_node_pair *p;
+  while ((p = fy_node_mapping_iterate(root, &it)) != NULL && !c->failed) {
+    struct fy_node *k = deref(c, fy_node_pair_key(p));
+    struct fy_node *v = deref(c, fy_node_pair_value(p));
+    if (c->failed) return;
+    loc kl = node_loc(k, (loc){1, 1});
+    size_t kn = 0;
+    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    if (ks != NULL && eqn(ks, kn, "defaults")) {
+      parse_model(c, v, kl, "defaults", &c->s->defaults);
+    } else if (ks != NULL && eqn(ks, kn, "models")) {
+      models = v;
+      models_at = kl;
+    } else {
+      fail_at(c, kl, "%.*s: unknown key (a script has defaults: and models:)",
+              ks ? (int)(kn > 64 ? 64 : kn) : 0, ks ? ks : "");
+    }
+  }
+  if (!c->failed) parse_models(c, models, models_at);
+}
+
+int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
+                           air__mock_diag *diag) {
+  air__mock_diag scratch;
+  if (diag == NULL) diag = &scratch;
+  memset(diag, 0, sizeof(*diag));
+  *out = NULL;
+  if (n > AIR_MOCK_MAX_SCRIPT_BYTES) {
+    snprintf(diag->message, sizeof(diag->message),
+             "the script is over the limit of %u bytes",
+             AIR_MOCK_MAX_SCRIPT_BYTES);
+    return AIR_ETOOBIG;
+  }
+  air__mock_script *s = calloc(1, sizeof(*s));
+  if (s == NULL) return AIR_ENOMEM;
+  air__arena_init(&s->arena);
+  s->defaults.base.finish = s->defaults.then.finish = s->defaults.fault.finish =
+      AIR_FINISH_STOP;
+  pctx c = {.s = s, .diag = diag};
+  const char *nul = n ? memchr(text, '\0', n) : NULL;
+  if (nul != NULL) {
+    fail_at(&c, offset_loc(text, (size_t)(nul - text)),
+            "the script contains a NUL byte");
+  } else if (n > 0) {
+    struct fy_diag *fd = quiet_diag();
+    struct fy_parse_cfg pc = {.flags = FYPCF_QUIET, .diag = fd};
+    struct fy_document *doc =
+        fd ? fy_document_build_from_string(&pc, text, n) : NULL;
+    void *it = NULL;
+    struct fy_diag_error *e;
+    while (fd != NULL && (e = fy_diag_errors_iterate(fd, &it)) != NULL) {
+      if (e->type < FYET_ERROR) continue;
+      fail_at(&c,
+              (loc){e->line > 0 ? e->line : 0, e->column > 0 ? e->column : 0},
+              "YAML syntax error: %s", e->msg);
+    }
+    if (fd == NULL) {
+      c.oom = true;
+      fail_at(&c, (loc){0, 0}, "out of memory");
+    } else if (doc == NULL && !c.failed && !yaml_blank(text, n)) {
+      fail_at(&c, (loc){0, 0}, "cannot parse the script as YAML");
+    }
+    if (!c.failed && doc != NULL) parse_root(&c, fy_document_root(doc));
+    fy_document_destroy(doc);
+    if (fd != NULL) fy_diag_destroy(fd);
+  }
+  if (c.failed) {
+    int rc = c.oom ? AIR_ENOMEM : AIR_ECONFIG;
+    air__mock_script_free(s);
+    return rc;
+  }
+  for (size_t i = 0; i < s->n_models; i++) {
+    const char *name = s->models[i].name;
+    s->models[i] = air__mock_model_merge(&s->defaults, &s->models[i]);
+    s->models[i].name = name;
+  }
+  *out = s;
+  return 0;
+}
+
+void air__mock_script_free(air__mock_script *s) {
+  if (s == NULL) return;
+  free(s->models);
+  air__arena_cleanup(&s->arena);
+  free(s);
+}
+
+const air__mock_model *air__mock_script_find(const air__mock_script *s,
+                                             const char *name, size_t n) {
+  if (s == NULL || s->n_models == 0) return NULL;
+  size_t lo = 0, hi = s->n_models;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const char *m = s->models[mid].name;
+    size_t mn = strlen(m);
+    int c = memcmp(m, name, mn < n ? mn : n);
+    if (c == 0) c = mn < n ? -1 : (mn > n ? 1 : 0);
+    if (c == 0) return &s->models[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+/* ---- the model-name convention ---------------------------------------------
+ */
+
+typedef enum ctok {
+  CT_RA,
+  CT_RAM,
+  CT_CODE,
+  CT_RESET,
+  CT_HANG,
+  CT_NODONE,
+  CT_REFUSE,
+  CT_LENGTH,
+  CT_FILTER,
+  CT_SILENT,
+  CT_SLOW,
+  CT_CUT,
+  CT_STALL,
+  CT_BAD,
+  CT_OVERLOAD,
+  CT_TOKENS,
+  CT_DELAY,
+  CT_NOPREFILL,
+  CT_K,
+  CT_FLAP,
+} ctok;
+
+typedef struct conv_desc {
+  const char *name; /* "ra" for "ra=S", "reset" for "@reset" */
+  bool value;       /* takes "=VALUE" */
+  ctok tok;
+} conv_desc;
+
+static const conv_desc conv[] = {
+    {"ra", true, CT_RA},
+    {"ram", true, CT_RAM},
+    {"code", true, CT_CODE},
+    {"reset", false, CT_RESET},
+    {"hang", false, CT_HANG},
+    {"nodone", false, CT_NODONE},
+    {"refuse", false, CT_REFUSE},
+    {"length", false, CT_LENGTH},
+    {"filter", false, CT_FILTER},
+    {"silent", true, CT_SILENT},
+    {"slow", true, CT_SLOW},
+    {"cut", true, CT_CUT},
+    {"stall", true, CT_STALL},
+    {"bad", true, CT_BAD},
+    {"overload", true, CT_OVERLOAD},
+    {"tokens", true, CT_TOKENS},
+    {"delay", true, CT_DELAY},
+    {"noprefill", false, CT_NOPREFILL},
+    {"k", true, CT_K},
+    {"flap", true, CT_FLAP},
+};
+
+static int conv_fail(air__mock_diag *d, const char *name, size_t n,
+                     const char *tok, const char *why) {
+  d->line = d->column = 0;
+  snprintf(d->message, sizeof(d->message),
+           "model %.*s: %s '@%.40s' (see airetry mock --help)",
+           (int)(n > 80 ? 80 : n), name, why, tok);
+  return AIR_EINVAL;
+}
+
+/* One token (NUL-terminated, inside storage) into m. */
+static int conv_token(air__mock_model *m, char *tok, const char *name,
+                      size_t name_n, air__mock_diag *d) {
+  size_t tn = strlen(tok);
+  uint64_t u = 0;
+  air__mock_beh *f = &m->fault;
+  if (tn == 3 && parse_uint(tok, 3, 999, &u)) {
+    if (u < 400 || u > 599)
+      return conv_fail(d, name, name_n, tok, "status out of 400..599 in");
+    f->status = (int)u;
+    f->set |= AIR_MOCK_K_STATUS;
+    m->has |= AIR_MOCK_M_FAULT;
+    return 0;
+  }
+  char *eq = strchr(tok, '=');
+  size_t kn = eq ? (size_t)(eq - tok) : tn;
+  const conv_desc *cd = NULL;
+  for (size_t i = 0; i < sizeof(conv) / sizeof(conv[0]); i++)
+    if (conv[i].value == (eq != NULL) && eqn(tok, kn, conv[i].name))
+      cd = &conv[i];
+  if (cd == NULL) return conv_fail(d, name, name_n, tok, "unknown token");
+  const char *v = eq ? eq + 1 : "";
+  size_t vn = strlen(v);
+  bool bad = false;
+  bool fault = true;
+  switch (cd->tok) {
+    case CT_RA:
+    case CT_RAM:
+      bad = !is_number(v, vn);
+      if (cd->tok == CT_RA) {
+        f->retry_after = v;
+        f->set |= AIR_MOCK_K_RETRY_AFTER;
+      } else {
+        f->retry_after_ms = v;
+        f->set |= AIR_MOCK_K_RETRY_AFTER_MS;
+      }
+      break;
+    case CT_CODE:
+      bad = vn == 0;
+      f->code = v;
+      f->set |= AIR_MOCK_K_CODE;
+      break;
+    case CT_RESET:
+      f->reset = true;
+      f->set |= AIR_MOCK_K_RESET;
+      break;
+    case CT_HANG:
+      f->hang = true;
+      f->set |= AIR_MOCK_K_HANG;
+      break;
+    case CT_NODONE:
+      f->no_done = true;
+      f->set |= AIR_MOCK_K_NO_DONE;
+      break;
+    case CT_REFUSE:
+      f->refusal = AIR_MOCK_REFUSAL_TEXT;
+      f->set |= AIR_MOCK_K_REFUSAL;
+      break;
+    case CT_LENGTH:
+    case CT_FILTER:
+      f->finish =
+          cd->tok == CT_LENGTH ? AIR_FINISH_LENGTH : AIR_FINISH_CONTENT_FILTER;
+      f->set |= AIR_MOCK_K_FINISH;
+      break;
+    case CT_SILENT:
+    case CT_SLOW:
+    case CT_DELAY:
+      bad = !parse_uint(v, vn, AIR_MOCK_MAX_MS, &u);
+      if (cd->tok == CT_SILENT) {
+        f->headers_delay_ms = u;
+        f->set |= AIR_MOCK_K_HEADERS_DELAY;
+      } else if (cd->tok == CT_SLOW) {
+        f->first_delay_ms = u;
+        f->set |= AIR_MOCK_K_FIRST_DELAY;
+      } else {
+        m->base.delay_ms = u;
+        m->base.set |= AIR_MOCK_K_DELAY;
+        fault = false;
+      }
+      break;
+    case CT_CUT:
+    case CT_STALL:
+    case CT_OVERLOAD:
+    case CT_BAD:
+      bad = !parse_uint(v, vn, AIR_MOCK_MAX_COUNT, &u) ||
+            (cd->tok == CT_BAD && u < 1);
+      if (cd->tok == CT_CUT) {
+        f->cut_after = (uint32_t)u;
+        f->set |= AIR_MOCK_K_CUT;
+      } else if (cd->tok == CT_STALL) {
+        f->stall_after = (uint32_t)u;
+        f->set |= AIR_MOCK_K_STALL;
+      } else if (cd->tok == CT_OVERLOAD) {
+        f->overload_after = (uint32_t)u;
+        f->set |= AIR_MOCK_K_OVERLOAD;
+      } else {
+        f->malformed_at = (uint32_t)u;
+        f->set |= AIR_MOCK_K_MALFORMED;
+      }
+      break;
+    case CT_TOKENS:
+      bad = !parse_uint(v, vn, AIR_MOCK_MAX_TOKENS, &u);
+      m->base.tokens = (uint32_t)u;
+      m->base.set |= AIR_MOCK_K_TOKENS;
+      fault = false;
+      break;
+    case CT_NOPREFILL:
+      m->base.reject_prefill = true;
+      m->base.set |= AIR_MOCK_K_REJECT_PREFILL;
+      fault = false;
+      break;
+    case CT_K:
+      bad = !parse_uint(v, vn, UINT32_MAX, &u) || u < 1;
+      m->fault_k = (uint32_t)u;
+      fault = false;
+      break;
+    case CT_FLAP: {
+      const char *dash = strchr(v, '-');
+      uint64_t from = 0, to = 0;
+      bad =
+          dash == NULL ||
+          !parse_uint(v, (size_t)(dash - v), AIR_MOCK_MAX_FLAP_MS, &from) ||
+          !parse_uint(dash + 1, strlen(dash + 1), AIR_MOCK_MAX_FLAP_MS, &to) ||
+          from > to;
+      m->window = true;
+      m->from_ms = from;
+      m->to_ms = to;
+      fault = false;
+      break;
+    }
+  }
+  if (bad) return conv_fail(d, name, name_n, tok, "bad value in");
+  if (fault) m->has |= AIR_MOCK_M_FAULT;
+  return 0;
+}
+
+int air__mock_parse_name(const char *name, size_t n, char *storage,
+                         air__mock_model *out, air__mock_diag *diag) {
+  air__mock_diag scratch;
+  if (diag == NULL) diag = &scratch;
+  memset(out, 0, sizeof(*out));
+  out->base.finish = out->then.finish = out->fault.finish = AIR_FINISH_STOP;
+  if (n > 0) memcpy(storage, name, n);
+  storage[n] = '\0';
+  out->name = storage;
+  char *at = memchr(storage, '@', n);
+  if (at == NULL) return 0;
+  if (memchr(storage, '\0', n) != NULL)
+    return conv_fail(diag, name, n, "", "a NUL byte in");
+  *at = '\0';
+  char *tok = at + 1;
+  for (;;) {
+    char *next = strchr(tok, '@');
+    if (next != NULL) *next = '\0';
+    if (*tok == '\0') return conv_fail(diag, name, n, "", "an empty token");
+    int rc = conv_token(out, tok, name, n, diag);
+    if (rc != 0) return rc;
+    if (next == NULL) break;
+    tok = next + 1;
+  }
+  return 0;
+}

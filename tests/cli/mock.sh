@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# `airetry mock` (docs/mock.md) end to end with curl, on 127.0.0.1 only:
+# healthy OpenAI and Anthropic answers (stream and not), faults by model
+# name and by script, the log and /__mock/reset, script diagnostics, and a
+# clean, prompt stop on SIGTERM. Every wait is bounded.
+# Usage: bash mock.sh /path/to/airetry
+set -u
+bin=${1:?usage: mock.sh /path/to/airetry}
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# start NAME ARGS...: starts a mock on an ephemeral port; sets $url, $mock_pid.
+start() {
+  local name=$1
+  shift
+  "$bin" mock --listen 127.0.0.1:0 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  mock_pid=$!
+  pids+=("$mock_pid")
+  url=
+  for _ in $(seq 1 100); do
+    local line
+    line=$(head -n 1 "$tmp/$name.out" 2>/dev/null)
+    if [[ $line =~ ^listening\ on\ (http://127\.0\.0\.1:[0-9]+)$ ]]; then
+      url=${BASH_REMATCH[1]}
+      return 0
+    fi
+    kill -0 "$mock_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "FAIL: $name: the mock did not start: $(cat "$tmp/$name.err")" >&2
+  exit 1
+}
+
+# stop: SIGTERM, and the mock must exit 0 within 3 s.
+stop() {
+  kill -TERM "$mock_pid"
+  for _ in $(seq 1 60); do
+    kill -0 "$mock_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$mock_pid" 2>/dev/null; then
+    fail "the mock did not stop within 3 s of SIGTERM"
+    kill -KILL "$mock_pid"
+  fi
+  wait "$mock_pid"
+  local rc=$?
+  [ "$rc" -eq 0 ] || fail "the mock exited $rc after SIGTERM, want 0"
+}
+
+body() { # body MODEL STREAM [EXTRA_MESSAGES_JSON]
+  printf '{"model":"%s","max_tokens":64,"stream":%s,"messages":[{"role":"user","content":"hi"}%s]}' \
+    "$1" "$2" "${3:-}"
+}
+oa() { curl -s -m 5 "$url/v1/chat/completions" -H 'content-type: application/json' -d "$(body "$@")"; }
+an() { curl -s -m 5 "$url/v1/messages" -H 'content-type: application/json' -d "$(body "$@")"; }
+
+# py CODE: runs python3 with stdin; prints what the code prints.
+py() { python3 -c "$1"; }
+
+# ---- usage ----------------------------------------------------------------
+"$bin" mock --help >"$tmp/help.out" 2>&1 || fail "--help: non-zero exit"
+for w in '@k=K' 'cut_after' '@flap=A-B' 'retry_after'; do
+  grep -q -- "$w" "$tmp/help.out" || fail "--help lacks '$w'"
+done
+"$bin" mock --listen nonsense >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--listen nonsense: want exit 2"
+"$bin" mock --bogus >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--bogus: want exit 2"
+
+# ---- a bad script: FILE:LINE:COL: message, exit 2 --------------------------
+printf 'models:\n  primary:\n    attempts:\n      - {status: 429, retyr_after: 1}\n' >"$tmp/bad.yaml"
+timeout 5 "$bin" mock --listen 127.0.0.1:0 --script "$tmp/bad.yaml" >"$tmp/bad.out" 2>"$tmp/bad.err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "bad script: exit $rc, want 2"
+grep -q "^$tmp/bad.yaml:4:23: models.primary.attempts\[0\].retyr_after: unknown key$" "$tmp/bad.err" ||
+  fail "bad script: diagnostic: $(cat "$tmp/bad.err")"
+[ -s "$tmp/bad.out" ] && fail "bad script: something on stdout"
+
+# ---- no script: healthy answers and the model-name convention -------------
+start plain
+
+[ "$(curl -s -m 5 "$url/healthz")" = ok ] || fail "healthz"
+
+oa gpt-4o true >"$tmp/s.txt"
+py '
+import json, sys
+text, events, done, usage = "", 0, False, None
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if not line.startswith("data: "): continue
+    d = line[6:]
+    if d == "[DONE]": done = True; continue
+    j = json.loads(d)
+    assert j["object"] == "chat.completion.chunk" and j["model"] == "gpt-4o", j
+    assert j["id"].startswith("mock-"), j
+    for c in j["choices"]:
+        if c["delta"].get("content"): text += c["delta"]["content"]; events += 1
+        if c["finish_reason"]: finish = c["finish_reason"]
+assert text == "[gpt-4o] w1 w2 w3 w4 w5 w6 w7 w8", text
+assert events == 9 and finish == "stop" and done, (events, finish, done)
+' <"$tmp/s.txt" || fail "openai stream: $(head -c 400 "$tmp/s.txt")"
+
+oa gpt-4o false | py '
+import json, sys
+j = json.load(sys.stdin)
+m = j["choices"][0]
+assert j["object"] == "chat.completion" and j["model"] == "gpt-4o", j
+assert m["message"]["content"] == "[gpt-4o] w1 w2 w3 w4 w5 w6 w7 w8", m
+assert m["finish_reason"] == "stop" and j["usage"]["completion_tokens"] == 9, j
+' || fail "openai non-stream"
+
+an claude-x@tokens=2 true | py '
+import json, sys
+ev, text = [], ""
+for line in sys.stdin:
+    if line.startswith("event: "): ev.append(line[7:].strip())
+    elif line.startswith("data: "):
+        j = json.loads(line[6:])
+        assert j["type"] == ev[-1], (j, ev)
+        if j["type"] == "content_block_delta": text += j["delta"]["text"]
+        if j["type"] == "message_delta": stop = j["delta"]["stop_reason"]
+assert ev[0] == "message_start" and ev[-1] == "message_stop", ev
+assert text == "[claude-x@tokens=2] w1 w2" and stop == "end_turn", (text, stop)
+' || fail "anthropic stream"
+
+# 429 with retry-after twice (k=2), then an answer.
+for i in 1 2; do
+  curl -s -m 5 -D "$tmp/h$i" -o "$tmp/b$i" "$url/v1/chat/completions" -d "$(body 'gpt-4o@429@ra=1@k=2' false)"
+  grep -qi '^HTTP/1.1 429' "$tmp/h$i" || fail "429 #$i: $(head -1 "$tmp/h$i")"
+  grep -qi '^retry-after: 1' "$tmp/h$i" || fail "429 #$i: no retry-after"
+  py 'import json,sys; assert json.load(sys.stdin)["error"]["type"] == "rate_limit_error"' <"$tmp/b$i" ||
+    fail "429 #$i: body $(cat "$tmp/b$i")"
+done
+oa 'gpt-4o@429@ra=1@k=2' false | grep -q '"finish_reason":"stop"' || fail "429 k=2: third attempt not answered"
+
+# Reset before any header: curl 56 (connection reset by peer).
+oa 'm@reset' true >/dev/null
+rc=$?
+[ "$rc" -eq 56 ] || fail "reset: curl exit $rc, want 56"
+
+# Cut after 2 content events: curl 18 (transfer closed), 2 contents seen.
+oa 'm@cut=2' true >"$tmp/cut.txt"
+rc=$?
+[ "$rc" -eq 18 ] || fail "cut: curl exit $rc, want 18"
+[ "$(grep -c '"content":"[^"]' "$tmp/cut.txt")" -eq 2 ] || fail "cut: $(cat "$tmp/cut.txt")"
+grep -q 'DONE' "$tmp/cut.txt" && fail "cut: [DONE] sent"
+
+# Slow first content: the head and role chunk at once, content after 300 ms.
+t0=$(date +%s%N)
+oa 'm@slow=300@tokens=1' true | grep -q '"content":"\[m@slow' || fail "slow: no content"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -ge 290 ] || fail "slow: answered in $ms ms, want >= 300"
+
+# A hanging request the client gives up on: hung_up in the log.
+curl -s -m 0.5 "$url/v1/messages" -d "$(body 'h@hang' true)" >/dev/null
+rc=$?
+[ "$rc" -eq 28 ] || fail "hang: curl exit $rc, want 28 (timeout)"
+sleep 0.2
+
+curl -s -m 5 "$url/__mock/log" | py '
+import json, sys
+a = json.load(sys.stdin)["attempts"]
+by = {}
+for e in a: by.setdefault(e["model"], []).append(e)
+for e in a:
+    for k in ("t_ms","model","attempt","api","stream","fault","status","hung_up","hung_up_ms","end_ms"):
+        assert k in e, (k, e)
+g = by["gpt-4o"]
+assert [e["attempt"] for e in g] == [1, 2] and g[0]["stream"] and not g[1]["stream"], g
+assert g[0]["fault"] == "ok" and g[0]["status"] == 200 and g[0]["end_ms"] >= g[0]["t_ms"], g
+r = by["gpt-4o@429@ra=1@k=2"]
+assert [(e["attempt"], e["fault"], e["status"]) for e in r] == [(1, "status=429", 429), (2, "status=429", 429), (3, "ok", 200)], r
+assert by["claude-x@tokens=2"][0]["api"] == "anthropic", by
+x = by["m@reset"][0]
+assert x["fault"] == "reset" and x["status"] == 0 and not x["hung_up"], x
+x = by["m@cut=2"][0]
+assert x["fault"] == "cut_after=2" and x["status"] == 200 and x["end_ms"] is not None, x
+x = by["h@hang"][0]
+assert x["fault"] == "hang" and x["status"] == 0 and x["hung_up"], x
+assert x["hung_up_ms"] - x["t_ms"] >= 400 and x["end_ms"] == x["hung_up_ms"], x
+ts = [e["t_ms"] for e in a]
+assert ts == sorted(ts), ts
+' || fail "log: $(curl -s -m 5 "$url/__mock/log" | head -c 1500)"
+
+# Reset: 204, an empty log, attempt numbers start again.
+[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X POST "$url/__mock/reset")" = 204 ] || fail "reset: not 204"
+[ "$(curl -s -m 5 "$url/__mock/log" | py 'import json,sys; print(len(json.load(sys.stdin)["attempts"]))')" = 0 ] ||
+  fail "reset: log not empty"
+oa 'gpt-4o@429@ra=1@k=2' false | grep -q rate_limit_error || fail "reset: attempt counter not reset"
+
+# Bad requests: 400 in the dialect, not logged; unknown paths 404.
+[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/v1/messages" -d '{"model":1}')" = 400 ] || fail "bad body: not 400"
+[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/v2/nothing")" = 404 ] || fail "unknown path: not 404"
+[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/v1/chat/completions")" = 405 ] || fail "GET completions: not 405"
+oa 'm@nonsense' false | grep -q "unknown token '@nonsense'" || fail "bad model token: no 400 naming it"
+
+# SIGTERM with a stalled stream held open: exit 0 promptly.
+oa 'm@stall=1' true >"$tmp/stall.txt" &
+cpid=$!
+sleep 0.3
+stop
+wait "$cpid"
+rc=$?
+[ "$rc" -eq 18 ] || fail "stall + stop: curl exit $rc, want 18"
+grep -q '"content":"\[m@stall' "$tmp/stall.txt" || fail "stall: first content missing"
+[ -s "$tmp/plain.err" ] && fail "stderr not empty: $(head -c 500 "$tmp/plain.err")"
+
+# ---- a script ----------------------------------------------------------------
+cat >"$tmp/s.yaml" <<'EOF'
+defaults: {tokens: 3}
+models:
+  primary:
+    attempts:
+      - {status: 529}
+      - {status: 429, retry_after_ms: 250, headers: {x-mock: yes}}
+      - {refusal: true}
+    then: {answer: "all good"}
+  quota: {status: 429, code: insufficient_quota}
+  flaky:
+    flap: {from_ms: 0, to_ms: 60000, fault: {overload_after: 1}}
+  nopre: {reject_prefill: true}
+EOF
+start script --script "$tmp/s.yaml"
+an primary false | grep -q '"type":"overloaded_error"' || fail "script: attempt 1 not 529"
+curl -s -m 5 -D "$tmp/h" -o /dev/null "$url/v1/messages" -d "$(body primary false)"
+grep -qi '^retry-after-ms: 250' "$tmp/h" || fail "script: no retry-after-ms"
+grep -qi '^x-mock: yes' "$tmp/h" || fail "script: no extra header"
+an primary false | grep -q "I'm sorry, but I cannot assist" || fail "script: no refusal"
+an primary false | grep -q '"text":"all good"' || fail "script: then answer"
+oa quota false | grep -q '"code":"insufficient_quota"' || fail "script: code"
+an flaky true >"$tmp/flaky.txt"
+rc=$?
+[ "$rc" -eq 0 ] || fail "flap overload: curl exit $rc, want 0 (the response ends after the event)"
+grep -q '^event: error$' "$tmp/flaky.txt" && grep -q 'overloaded_error' "$tmp/flaky.txt" ||
+  fail "flap overload: no error event: $(cat "$tmp/flaky.txt")"
+grep -q 'message_stop\|message_delta' "$tmp/flaky.txt" && fail "flap overload: finished after the error"
+# Prefill: the remainder only; refused where reject_prefill.
+oa fallback false ',{"role":"assistant","content":"[fallback] w1"}' |
+  grep -q '"content":" w2 w3"' || fail "prefill: not the remainder"
+[ "$(curl -s -m 5 -o "$tmp/np" -w '%{http_code}' "$url/v1/chat/completions" \
+  -d "$(body nopre false ',{"role":"assistant","content":"[nopre]"}')")" = 400 ] ||
+  fail "reject_prefill: not 400"
+grep -q 'prefill is not supported' "$tmp/np" || fail "reject_prefill: message"
+stop
+
+if [ "$failures" -ne 0 ]; then
+  echo "mock.sh: $failures failure(s)" >&2
+  exit 1
+fi
+echo "mock.sh: ok"
