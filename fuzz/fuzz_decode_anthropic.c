@@ -118,6 +118,17 @@ static bool same(const air__buf *a, const air__buf *b) {
   return a->n == b->n && (a->n == 0 || memcmp(a->p, b->p, a->n) == 0);
 }
 
+/* The encoder writes invalid UTF-8 as U+FFFD, so only valid text is
+ * expected back byte for byte. */
+static bool valid_utf8(const air__buf *b) {
+  for (size_t i = 0; i < b->n;) {
+    size_t k = air__utf8_seq((const unsigned char *)b->p + i, b->n - i);
+    if (k == 0) return false;
+    i += k;
+  }
+  return true;
+}
+
 static void decode_stream(ctx *c, const char *in, size_t n) {
   air__sse p;
   air__sse_init(&p, on_event, c);
@@ -175,7 +186,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   /* The encoder's bytes decode back to the same content (the decoder
    * tracks tool blocks only up to AIR_DECODER_MAX_TOOLS). */
-  if (!c.errored && c.e.next_block <= AIR_DECODER_MAX_TOOLS) {
+  if (!c.errored && c.e.next_block <= AIR_DECODER_MAX_TOOLS &&
+      valid_utf8(&c.text) && valid_utf8(&c.reasoning)) {
     ctx back;
     ctx_init(&back, false);
     decode_stream(&back, c.out.p, c.out.n);

@@ -9,3 +9,4 @@ for b in "$build"/bench_*; do
   echo "-- $(basename "$b")"
   "$b"
 done
+"$(dirname "$0")/../bench/gateway.sh" "$build"  # gateway vs direct (docs/performance.md)

@@ -7,8 +7,11 @@ set -eu
 pkgs=(
   build-essential cmake ninja-build pkg-config clang
   libcurl4-openssl-dev libuv1-dev libjansson-dev libfyaml-dev
-  libcmocka-dev libhiredis-dev libjsmn-dev node-llhttp
+  libcmocka-dev libhiredis-dev libjsmn-dev node-llhttp wrk
 )
+# tests/e2e needs node (20+) and npm: Debian's only where none is installed
+# (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -27,6 +27,7 @@ static void print_diag(void *data, const air_diag *d) {
 static int load_keys(air__gw_cfg *c) {
   const char *var = c->cfg->client_keys_env;
   if (var == NULL) return 0;
+  c->auth = true;  /* fail closed: an unset or empty variable accepts no one */
   const char *v = getenv(var);
   if (v == NULL || *v == '\0') return 0;
   size_t n = 1;
@@ -162,7 +163,8 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   hc.reuseport = true;
   hc.max_body_bytes = cfg->limits.max_body_bytes;
   hc.max_header_bytes = cfg->limits.max_header_bytes;
-  hc.max_connections = cfg->limits.max_connections / g->n_workers + 1;
+  hc.max_connections =
+      (cfg->limits.max_connections + g->n_workers - 1) / g->n_workers;
   hc.idle_timeout_ms = cfg->limits.idle_timeout_ms;
   if (cfg->limits.request_timeout_ms) hc.request_timeout_ms = cfg->limits.request_timeout_ms;
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);
@@ -254,10 +256,6 @@ int air__gateway_run(const air__gateway_opts *o) {
   if (rc != 0) {
     exit_code = 1;
   } else {
-    bool v6 = strchr(host, ':') != NULL;
-    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
-           bound);
-    fflush(stdout);
     uv_loop_t *main_loop = uv_default_loop();
     uv_signal_init(main_loop, &g.sig_term);
     uv_signal_init(main_loop, &g.sig_int);
@@ -267,6 +265,11 @@ int air__gateway_run(const air__gateway_opts *o) {
     uv_signal_start(&g.sig_int, on_stop_signal, SIGINT);
     uv_signal_start(&g.sig_hup, on_hup, SIGHUP);
     signal(SIGPIPE, SIG_IGN);
+    /* Only now, with every signal handled, is the gateway ready. */
+    bool v6 = strchr(host, ':') != NULL;
+    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
+           bound);
+    fflush(stdout);
     for (unsigned i = 0; i < g.n_workers; i++)
       pthread_create(&g.w[i].thread, NULL, worker_main, &g.w[i]);
     uv_run(main_loop, UV_RUN_DEFAULT);

@@ -21,8 +21,10 @@
 /* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
 typedef struct air__gw_cfg {
   air_config *cfg;
-  char **keys;  /* accepted client keys (none: no auth) */
+  char **keys;  /* accepted client keys */
   size_t n_keys;
+  bool auth;    /* client_keys_env is set: callers need one of keys (none
+                   set in the environment: every caller is refused) */
   atomic_int refs;
 } air__gw_cfg;
 

@@ -64,10 +64,50 @@ static const air__http_field json_ct = {"content-type", 12, "application/json", 
 
 /* ---- simple answers ------------------------------------------------------------- */
 
+static void utc_now(char *t, size_t n) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  snprintf(t, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+           ts.tv_nsec / 1000000);
+}
+
+/* The log line of a request the gateway answered itself (DESIGN.md 5: one
+ * line per request, rejected ones included). */
+static void log_rejected(air__http_req *req, air__api dialect, int status,
+                         air_reason reason, const char *message,
+                         const char *rid) {
+  const air__http_request *msg = air__http_req_msg(req);
+  air__buf b;
+  air__buf_init(&b, 64u << 10);
+  char t[64];
+  utc_now(t, sizeof(t));
+  air__buf_adds(&b, "{\"time\":\"");
+  air__buf_adds(&b, t);
+  air__buf_adds(&b, "\",\"request_id\":");
+  air__buf_add_json_str(&b, rid ? rid : "", rid ? strlen(rid) : 0);
+  air__buf_adds(&b, ",\"path\":");
+  air__buf_add_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
+  air__buf_adds(&b, dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
+                                                 : ",\"api\":\"openai\"");
+  air__buf_adds(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
+  air__buf_addu(&b, (unsigned long long)status);
+  air__buf_adds(&b, ",\"reason\":\"");
+  air__buf_adds(&b, air_reason_name(reason));
+  air__buf_adds(&b, "\",\"message\":");
+  air__buf_add_json_str(&b, message, strlen(message));
+  air__buf_adds(&b, "}\n");
+  if (b.p) fwrite(b.p, 1, b.n, stderr);
+  air__buf_cleanup(&b);
+}
+
 /* An error in the caller's dialect, before any exchange. */
 static void respond_error(air__http_req *req, air__api dialect, int status,
                           air_reason reason, const char *message,
                           const char *rid) {
+  log_rejected(req, dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, 1u << 20);
   air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
@@ -75,6 +115,23 @@ static void respond_error(air__http_req *req, air__api dialect, int status,
   air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
                           field("x-request-id", rid ? rid : "")};
   air__http_respond(req, status, f, rid ? 3 : 2, body.p, body.n);
+  air__buf_cleanup(&body);
+}
+
+/* 405 with the Allow header RFC 9110 asks for. */
+static void method_not_allowed(air__http_req *req, air__api dialect,
+                               const char *allow, const char *rid) {
+  air__buf body;
+  air__buf_init(&body, 4096);
+  char m[64];
+  snprintf(m, sizeof(m), "method not allowed: use %s", allow);
+  log_rejected(req, dialect, 405, AIR_REASON_BAD_REQUEST, m, rid);
+  air__provider_get(dialect)->encode_error_body(405, AIR_REASON_BAD_REQUEST, m,
+                                                 NULL, 0, &body);
+  air__http_field f[4] = {json_ct, field("allow", allow),
+                          field("x-should-retry", "false"),
+                          field("x-request-id", rid)};
+  air__http_respond(req, 405, f, 4, body.p, body.n);
   air__buf_cleanup(&body);
 }
 
@@ -99,7 +156,8 @@ static bool key_ok(const air__gw_cfg *c, const char *k, size_t n) {
 }
 
 static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
-  if (c->n_keys == 0) return true;
+  if (!c->auth) return true;
+  if (c->n_keys == 0) return false;
   const air__http_str *h = air__http_find_header(msg, "authorization");
   if (h != NULL && h->n > 7 && strncasecmp(h->p, "Bearer ", 7) == 0)
     return key_ok(c, h->p + 7, h->n - 7);
@@ -138,13 +196,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf b;
   air__buf_init(&b, 1u << 20);
   char t[64];
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
-  snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           ts.tv_nsec / 1000000);
+  utc_now(t, sizeof(t));
   air__buf_adds(&b, "{\"time\":\"");
   air__buf_adds(&b, t);
   air__buf_adds(&b, "\",\"request_id\":\"");
@@ -389,7 +441,7 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
 }
 
 static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,
-                 air__api dialect, air__gw_cfg *cfg) {
+                 air__api dialect, air__gw_cfg *cfg, const char *rid) {
   gw_req *r = calloc(1, sizeof(*r));
   if (r == NULL) {
     air__gw_cfg_release(cfg);
@@ -401,17 +453,10 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   r->req = req;
   r->dialect = dialect;
   r->start_ms = mono_ms();
-  make_rid(w, msg, r->rid, sizeof(r->rid));
+  snprintf(r->rid, sizeof(r->rid), "%s", rid);
   air__aggregate_init(&r->agg);
   air__buf_init(&r->out, 64u << 20);
   air__buf_init(&r->fwd_buf, 64u << 10);
-  if (!authorized(cfg, msg)) {
-    respond_error(req, dialect, 401, AIR_REASON_AUTH,
-                  "invalid or missing API key (Authorization: Bearer, x-api-key)",
-                  r->rid);
-    finish_request(r);
-    return;
-  }
   air_error err;
   memset(&err, 0, sizeof(err));
   if (air__request_parse(dialect, msg->body.p ? msg->body.p : "", msg->body.n,
@@ -457,25 +502,38 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
   air__api dialect = is_msgs ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+  char rid[40];
+  make_rid(w, msg, rid, sizeof(rid));
   if (p.n == 8 && memcmp(p.p, "/healthz", 8) == 0) {
-    respond_text(req, get ? 200 : 405, "text/plain", "ok\n", 3);
-  } else if (!authorized(cfg, msg) && !is_chat && !is_msgs) {
-    respond_error(req, AIR_API_OPENAI, 401, AIR_REASON_AUTH,
-                  "invalid or missing API key", NULL);
+    if (get)
+      respond_text(req, 200, "text/plain", "ok\n", 3);
+    else
+      method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
+  } else if (!authorized(cfg, msg)) {
+    /* Every endpoint but /healthz: the key comes before anything else. */
+    respond_error(req, dialect, 401, AIR_REASON_AUTH,
+                  "invalid or missing API key (Authorization: Bearer, x-api-key)",
+                  rid);
   } else if (is_chat || is_msgs) {
     if (!post) {
-      respond_error(req, dialect, 405, AIR_REASON_BAD_REQUEST, "use POST", NULL);
+      method_not_allowed(req, dialect, "POST", rid);
     } else {
-      chat(w, req, msg, dialect, cfg);
+      chat(w, req, msg, dialect, cfg, rid);
       return; /* chat owns the config reference now */
     }
-  } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0 && get) {
-    models_list(req, cfg->cfg);
-  } else if (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0 && get) {
-    metrics(w, req);
+  } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0) {
+    if (get)
+      models_list(req, cfg->cfg);
+    else
+      method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
+  } else if (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0) {
+    if (get)
+      metrics(w, req);
+    else
+      method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
   } else {
     respond_error(req, AIR_API_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
-                  NULL);
+                  rid);
   }
   air__gw_cfg_release(cfg);
 }

@@ -266,6 +266,7 @@ void air__http_reader_next(air__http_reader *r) {
   r->n_hdrs = 0;
   r->target = r->target_n = 0;
   r->head_bytes = 0;
+  r->fold = 0;
   r->trailer_bytes = 0;
   r->in_field = false;
   r->started = false;
@@ -288,6 +289,27 @@ static air__http_event failed(air__http_reader *r, int status,
   return AIR__HTTP_FAIL;
 }
 
+/*
+ * RFC 9112 5.2: a server must reject obs-fold (a header line continued on a
+ * line that starts with SP or HTAB). llhttp's strict mode folds it into the
+ * value instead, so the head bytes are scanned here, across feeds, up to the
+ * empty line that ends the head.
+ */
+static bool has_obs_fold(air__http_reader *r, const char *p, size_t n) {
+  for (size_t i = 0; i < n && r->fold != 2; i++) {
+    char c = p[i];
+    if (r->fold == 1) {
+      if (c == ' ' || c == '\t') return true;
+      r->fold = c == '\n' ? 2 : c == '\r' ? 3 : 0;
+    } else if (r->fold == 3) {
+      r->fold = c == '\n' ? 2 : 0;
+    } else if (c == '\n') {
+      r->fold = 1;
+    }
+  }
+  return false;
+}
+
 air__http_event air__http_reader_feed(air__http_reader *r, const char *p,
                                       size_t n, size_t *used) {
   *used = 0;
@@ -308,6 +330,10 @@ air__http_event air__http_reader_feed(air__http_reader *r, const char *p,
     u = (at != NULL && at >= p && at <= p + n) ? (size_t)(at - p) : 0;
   }
   *used = u;
+  /* Only bytes llhttp accepted are scanned, so whatever the feed sizes the
+   * first problem in the stream decides the answer. */
+  if (in_head && has_obs_fold(r, p, u))
+    return failed(r, 400, "obs-fold (a header line starting with a blank)");
   if (in_head) r->head_bytes += u;
 
   switch (e) {

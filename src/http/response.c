@@ -150,17 +150,38 @@ static int build_head(air__http_conn *c, air__buf *b, int status,
   return rc;
 }
 
+/* True when the request being read targets the Anthropic endpoint: its
+ * errors then take the Anthropic shape (DESIGN.md 8: the caller's dialect). */
+static bool anthropic_target(const air__http_conn *c) {
+  const air__http_reader *r = &c->rd;
+  return r->head.p != NULL && r->target_n >= 12 &&
+         r->target + 12 <= r->head.n &&
+         memcmp(r->head.p + r->target, "/v1/messages", 12) == 0;
+}
+
 int air__http_write_error(air__http_conn *c, int status, const char *message) {
   air__buf b;
   air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
   air__buf body;
   air__buf_init(&body, 1024);
-  int rc = air__buf_adds(&body, "{\"error\":{\"message\":");
-  if (!rc) rc = air__buf_add_json_str(&body, message, strlen(message));
-  if (!rc)
-    rc = air__buf_adds(&body, status >= 500
-                                  ? ",\"type\":\"server_error\"}}"
-                                  : ",\"type\":\"invalid_request_error\"}}");
+  int rc;
+  if (anthropic_target(c)) {
+    const char *type = status == 413   ? "request_too_large"
+                       : status >= 500 ? "api_error"
+                                       : "invalid_request_error";
+    rc = air__buf_adds(&body, "{\"type\":\"error\",\"error\":{\"type\":\"");
+    if (!rc) rc = air__buf_adds(&body, type);
+    if (!rc) rc = air__buf_adds(&body, "\",\"message\":");
+    if (!rc) rc = air__buf_add_json_str(&body, message, strlen(message));
+    if (!rc) rc = air__buf_adds(&body, "}}");
+  } else {
+    rc = air__buf_adds(&body, "{\"error\":{\"message\":");
+    if (!rc) rc = air__buf_add_json_str(&body, message, strlen(message));
+    if (!rc)
+      rc = air__buf_adds(&body, status >= 500
+                                    ? ",\"type\":\"server_error\"}}"
+                                    : ",\"type\":\"invalid_request_error\"}}");
+  }
   static const air__http_field ct[] = {
       {"content-type", 12, "application/json", 16}};
   c->keep_alive = false;

@@ -65,6 +65,31 @@ int air__buf_addu(air__buf *b, unsigned long long v) {
   return air__buf_add(b, tmp + i, sizeof(tmp) - i);
 }
 
+size_t air__utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  /* bounds of the second byte */
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;       /* no overlongs */
+    if (c == 0xED) hi = 0x9F;       /* no surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;       /* nothing past U+10FFFF */
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t k = 2; k < len; k++)
+    if (s[k] < 0x80 || s[k] > 0xBF) return 0;
+  return len;
+}
+
 int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   size_t start = b->n;
@@ -72,6 +97,19 @@ int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
   size_t run = 0;  /* bytes of s not yet copied, ending at i */
   for (size_t i = 0; rc == 0 && i < n; i++) {
     unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80) {
+      size_t len = air__utf8_seq((const unsigned char *)s + i, n - i);
+      if (len > 0) {
+        run += len;
+        i += len - 1;
+        continue;
+      }
+      /* Invalid UTF-8 never reaches a JSON document: U+FFFD instead. */
+      rc = air__buf_add(b, s + i - run, run);
+      run = 0;
+      if (rc == 0) rc = air__buf_add(b, "\\ufffd", 6);
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\') {
       run++;
       continue;

@@ -25,8 +25,13 @@ int air__buf_adds(air__buf *b, const char *s);  /* a NUL-terminated string */
 int air__buf_addc(air__buf *b, char c);
 int air__buf_addu(air__buf *b, unsigned long long v);  /* decimal */
 /* Appends s as a JSON string literal, quotes included: escapes ", \\ and
- * control bytes; other bytes (UTF-8) pass through unchanged. */
+ * control bytes; valid UTF-8 passes through unchanged, each byte of an
+ * invalid sequence becomes \ufffd, so the result is always valid JSON. */
 int air__buf_add_json_str(air__buf *b, const char *s, size_t n);
+/* The length of the valid UTF-8 sequence at s (1 to 4; n >= 1 bytes
+ * available), or 0 when it is not valid UTF-8 (overlong, surrogate, past
+ * U+10FFFF, truncated). */
+size_t air__utf8_seq(const unsigned char *s, size_t n);
 /* Takes the bytes: returns the buffer (caller frees), leaves b empty. */
 char *air__buf_take(air__buf *b, size_t *n);
 

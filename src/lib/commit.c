@@ -321,6 +321,13 @@ int air__gate_end(air__gate *g, bool clean, uint64_t now_ms) {
   g->last_ms = now_ms;
   if (g->state == AIR_GATE_FAILED || g->state == AIR_GATE_DONE) return 1;
   if (g->state == AIR_GATE_COMMITTED) {
+    if (!clean) {
+      /* Cut after commit: final, and never presented as a success. */
+      g->state = AIR_GATE_FAILED;
+      g->reason = AIR_REASON_NETWORK;
+      g->message = "stream ended before its finish";
+      return 1;
+    }
     g->state = AIR_GATE_DONE;
     return 0;
   }

@@ -114,8 +114,9 @@ int air__gate_malformed(air__gate *g);
 /*
  * The upstream stream ended. clean: the terminator or a FINISH arrived.
  * Before commit a clean end releases everything (an answer with no content
- * is still an answer), an unclean one fails the attempt as `network`. In
- * complete mode this is where the answer is judged. Returns as feed.
+ * is still an answer), an unclean one fails the attempt as `network` (after
+ * commit too: state FAILED with `committed` set). In complete mode this is
+ * where the answer is judged. Returns as feed.
  */
 int air__gate_end(air__gate *g, bool clean, uint64_t now_ms);
 

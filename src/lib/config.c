@@ -8,6 +8,7 @@
  * handed to the caller's callback sorted by position; loading never stops at
  * the first error.
  */
+#include "buf.h"
 #include "config.h"
 
 #include <ctype.h>
@@ -1676,6 +1677,16 @@ static void load_tree(ctx *c, const char *text, size_t len) {
     error_at(c, offset_loc(text, (size_t)(nul - text)),
              "the config contains a NUL byte");
     return;
+  }
+  /* libfyaml 0.7 can loop forever on invalid UTF-8 in a directive line;
+   * a config is text, so invalid UTF-8 anywhere is an error up front. */
+  for (size_t i = 0; i < len;) {
+    size_t k = air__utf8_seq((const unsigned char *)text + i, len - i);
+    if (k == 0) {
+      error_at(c, offset_loc(text, i), "the config is not valid UTF-8");
+      return;
+    }
+    i += k;
   }
   struct fy_diag *diag = quiet_diag();
   if (!diag) {

@@ -181,7 +181,7 @@ static void d_value(const dumper *d, const air__opt *o, const void *obj,
       break;
     case AIR__T_ENUM: {
       int v = *(const int *)field, k = 0;
-      while (o->enums[k] && k < v) k++;
+      while (k < v && o->enums[k]) k++;
       fprintf(f, " %s", o->enums[k] ? o->enums[k] : "?");
       break;
     }

@@ -67,6 +67,7 @@ struct air__exchange {
   unsigned malformed;
   bool has_hint;
   uint64_t hint_ms;
+  const char *key;       /* the attempt's upstream key (environment), or NULL */
   char msg[256];
 };
 
@@ -194,16 +195,43 @@ static int on_sse(void *data, const air__sse_event *ev) {
              type, NULL, msg, AIR_TRANSPORT_OK);
     return 1;
   }
+  if (x->dec.malformed > before) {
+    /* Skipped and counted: never released, not even as raw bytes. */
+    for (unsigned m = before; m < x->dec.malformed; m++) {
+      x->malformed++;
+      if (air__gate_malformed(&x->gate) == 1) return 1;
+    }
+    return 0;
+  }
   return feed_gate(x, ev->raw.p, ev->raw.n, before);
 }
 
 /* ---- the attempt's failure ------------------------------------------------------- */
 
+/*
+ * Copies s into the failure strings, with every occurrence of the attempt's
+ * upstream key replaced by "[redacted]": an upstream that echoes the key it
+ * got (in a 401 message, say) must not leak it to callers or logs.
+ */
 static const char *keep_str(air__exchange *x, const char *s) {
   if (s == NULL) return NULL;
   size_t off = x->strs.n;
-  if (air__buf_add(&x->strs, s, strlen(s) + 1) != 0) return NULL;
-  return (const char *)(uintptr_t)(off + 1);  /* fixed up in fix_strs */
+  size_t kn = x->key ? strlen(x->key) : 0;
+  const char *p = s;
+  int rc = 0;
+  while (rc == 0 && *p) {
+    const char *hit = kn >= 8 ? strstr(p, x->key) : NULL;
+    if (hit == NULL) {
+      rc = air__buf_adds(&x->strs, p);
+      break;
+    }
+    rc = air__buf_add(&x->strs, p, (size_t)(hit - p));
+    if (rc == 0) rc = air__buf_adds(&x->strs, "[redacted]");
+    p = hit + kn;
+  }
+  if (rc == 0) rc = air__buf_addc(&x->strs, '\0');
+  if (rc != 0) return NULL;
+  return (const char *)(uintptr_t)(off + 1);  /* fixed up by fix() */
 }
 
 static const char *fix(const air__exchange *x, const char *off) {
@@ -324,18 +352,26 @@ static int on_body(void *data, const char *p, size_t n) {
   return 0;
 }
 
+/* Feeds one part of a whole response body to the gate at once: its strings
+ * point into the decoder's document, valid only during this callback. */
+static int feed_body_part(void *data, const air_part *p) {
+  air__exchange *x = data;
+  air__gate_event gev = {NULL, 0, p, 1, 0};
+  return air__gate_feed(&x->gate, &gev, now_of(x)) != 0 ? 1 : 0;
+}
+
 /* Decodes a complete non-stream 200 body into one released answer. */
 static void finish_body(air__exchange *x) {
   x->n_parts = 0;
-  unsigned before = x->dec.malformed;
-  if (x->ops->decode_body(&x->dec, x->err.p ? x->err.p : "", x->err.n, collect,
-                          x) != 0) {
+  if (x->ops->decode_body(&x->dec, x->err.p ? x->err.p : "", x->err.n,
+                          feed_body_part, x) != 0 &&
+      x->gate.state != AIR_GATE_FAILED) {
     set_fail(x, AIR_REASON_MALFORMED, 200, NULL, NULL,
              "response is neither an event stream nor a response body",
              AIR_TRANSPORT_BADBODY);
     return;
   }
-  if (feed_gate(x, NULL, 0, before) == 0) air__gate_end(&x->gate, true, now_of(x));
+  if (x->gate.state != AIR_GATE_FAILED) air__gate_end(&x->gate, true, now_of(x));
   if (x->gate.state == AIR_GATE_FAILED) fail_from_gate(x);
 }
 
@@ -450,6 +486,21 @@ static int add_header_s(air__exchange *x, size_t *n, const char *name,
   return add_header(x, n, name, strlen(name), value, strlen(value));
 }
 
+/*
+ * Caller headers named in forward_headers are copied upstream, except those
+ * that carry credentials or HTTP framing, which only airetry sets.
+ */
+static bool forwardable(const char *name, size_t n) {
+  static const char *const never[] = {
+      "authorization", "x-api-key", "host", "content-length",
+      "transfer-encoding", "connection", "content-type", "accept",
+      "anthropic-version", "expect", "upgrade", "te", "trailer",
+      "proxy-authorization", "cookie"};
+  for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+    if (strlen(never[i]) == n && strncasecmp(never[i], name, n) == 0) return false;
+  return true;
+}
+
 /* Prepares and starts the transfer of the current ATTEMPT action. Returns 0
  * when it is in flight, or 1 with x->fail set when it failed at once. */
 static int launch(air__exchange *x) {
@@ -473,8 +524,9 @@ static int launch(air__exchange *x) {
   x->gate.cfg.chunk_ms = t->timeouts.chunk_ms;
 
   const char *key = NULL;
+  x->key = NULL;
   if (p->api_key_env != NULL) {
-    key = getenv(p->api_key_env);
+    key = x->key = getenv(p->api_key_env);
     if (key == NULL || key[0] == '\0') {
       snprintf(x->msg, sizeof(x->msg), "%s is not set: no API key for provider %s",
                p->api_key_env, p->name);
@@ -519,7 +571,7 @@ static int launch(air__exchange *x) {
   if (x->o.req->dialect == p->api) {
     for (const char *const *f = x->o.forward; rc == 0 && f && *f; f++) {
       const char *colon = strchr(*f, ':');
-      if (colon == NULL) continue;
+      if (colon == NULL || !forwardable(*f, (size_t)(colon - *f))) continue;
       const char *v = colon + 1;
       while (*v == ' ') v++;
       rc = add_header(x, &n, *f, (size_t)(colon - *f), v, strlen(v));

@@ -40,6 +40,9 @@ struct poll_ctx {
 struct air__xfer {
   air__transport *t;
   air__xfer *prev, *next;
+  const char *body;   /* the request body (borrowed) */
+  size_t body_len;
+  size_t body_off;    /* sent so far */
   CURL *easy;
   struct curl_slist *headers;
   air__xfer_cb cb;
@@ -128,7 +131,7 @@ static int on_curl_timer(CURLM *multi, long ms, void *userp) {
   if (ms < 0)
     uv_timer_stop(&t->timer);
   else
-    uv_timer_start(&t->timer, on_timer, ms == 0 ? 1 : (uint64_t)ms, 0);
+    uv_timer_start(&t->timer, on_timer, (uint64_t)ms, 0); /* 0: next turn */
   return 0;
 }
 
@@ -145,13 +148,15 @@ int air__transport_new(uv_loop_t *loop, const air__transport_opts *o,
   uv_timer_init(loop, &t->timer);
   t->timer.data = t;
   t->live = 1;
-  long per_host = o && o->max_host_connections > 0 ? o->max_host_connections : 64;
+  /* Transfers per host in flight (HTTP/1.1: connections) and idle
+   * connections kept for reuse are bounded separately. */
+  long per_host = o && o->max_host_connections > 0 ? o->max_host_connections : 4096;
   curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
   curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
   curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
   curl_multi_setopt(t->multi, CURLMOPT_TIMERDATA, t);
   curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, per_host);
-  curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, per_host * 4);
+  curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, 256L);
   if (o && o->max_total_connections > 0)
     curl_multi_setopt(t->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                       o->max_total_connections);
@@ -256,6 +261,22 @@ static size_t on_write(char *buf, size_t size, size_t nmemb, void *userp) {
   return n;
 }
 
+/*
+ * The request body, handed out through a read callback with no seek
+ * callback: libcurl then cannot rewind it, so when a reused keep-alive
+ * connection dies before the response it fails the transfer
+ * (CURLE_SEND_FAIL_REWIND) instead of re-sending the request behind the
+ * engine's back. One attempt is one upstream request.
+ */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *userp) {
+  air__xfer *x = userp;
+  size_t n = size * nitems, left = x->body_len - x->body_off;
+  if (n > left) n = left;
+  if (n > 0) memcpy(buf, x->body + x->body_off, n);
+  x->body_off += n;
+  return n;
+}
+
 /* Hands finished transfers to their owners. */
 static void check_done(air__transport *t) {
   CURLMsg *m;
@@ -330,9 +351,12 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   CURL *e = x->easy;
   curl_easy_setopt(e, CURLOPT_URL, r->url);
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+  x->body = r->body ? r->body : "";
+  x->body_len = r->body ? r->body_len : 0;
   curl_easy_setopt(e, CURLOPT_POST, 1L);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+  curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+  curl_easy_setopt(e, CURLOPT_READDATA, x);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
@@ -344,6 +368,8 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
                    (long)(r->connect_ms ? r->connect_ms : 5000));
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  /* 8 KiB reads: events are small, and the buffer is per open stream. */
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 8192L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_NOPROXY, t->noproxy);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -21,7 +21,7 @@ typedef struct air__transport air__transport;
 typedef struct air__xfer air__xfer;
 
 typedef struct air__transport_opts {
-  long max_host_connections;  /* keep-alive pool per host (0: 64) */
+  long max_host_connections;  /* transfers in flight per host (0: 4096) */
   long max_total_connections; /* 0: unlimited */
 } air__transport_opts;
 
@@ -59,8 +59,7 @@ typedef struct air__xfer_cb {
 typedef struct air__xfer_req {
   const char *url;
   const char *const *headers;  /* "Name: value" lines, NULL-terminated */
-  const char *body;            /* POST body (copied by libcurl? no: must
-                                  outlive the transfer) */
+  const char *body;            /* POST body: must outlive the transfer */
   size_t body_len;
   uint64_t connect_ms;         /* TCP + TLS connect deadline */
 } air__xfer_req;

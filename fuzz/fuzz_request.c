@@ -1,0 +1,147 @@
+/*
+ * libFuzzer target for the caller request decoders of both dialects
+ * (air__request_parse in src/lib/provider.c) and the upstream request
+ * builders (build_request of src/lib/provider_openai.c and
+ * provider_anthropic.c).
+ *
+ * Input layout: one header byte, then the caller's request body.
+ *   h bit 0      the caller's dialect: 0 OpenAI, 1 Anthropic
+ *   h >> 1       picks the override (a JSON object of request fields, as a
+ *                route, target or rule of a config gives one) from OVERRIDES
+ *
+ * A body that parses is built into an upstream body by BOTH providers, with
+ * drop_params false and true and default_max_tokens 4096. A build either
+ * succeeds, giving a JSON object with "stream": true, "model" the upstream
+ * model, an array "messages" (and, per API, stream_options.include_usage
+ * true or a positive integer max_tokens), or fails with AIR_EINVAL, a
+ * message and nothing written. A body that does not parse fails with
+ * AIR_EPARSE or AIR_EINVAL and a message; that message (which may quote
+ * the body's bytes) goes into encode_error_body of both dialects, whose
+ * result must be a JSON object too (see known_bad below).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "airetry.h"
+#include "provider.h"
+
+#define CHECK(cond)       \
+  do {                    \
+    if (!(cond)) abort(); \
+  } while (0)
+
+/* Overrides a config may hold (objects; never model, messages or stream). */
+static const char *const OVERRIDES[] = {
+    NULL,
+    "{\"seed\":1}",
+    "{\"max_tokens\":8192}",
+    "{\"max_tokens\":null,\"temperature\":null}",
+    "{\"temperature\":1.5,\"top_p\":0.9,\"stop\":[\"\\n\\n\"]}",
+    "{\"stream_options\":{\"include_usage\":false},\"metadata\":{\"u\":1}}",
+    "{\"tools\":[],\"tool_choice\":\"auto\"}",
+    "{\"x-unknown\":{\"nested\":[1,\"\\u00e9\",null]}}",
+};
+#define N_OVERRIDES (sizeof OVERRIDES / sizeof OVERRIDES[0])
+
+/* Upstream model names, one per provider. */
+static const char *const MODELS[2] = {"gpt-4o-mini", "claude/sonnet-4.5"};
+
+/* Parses an upstream body and checks what every build must give. */
+static void check_upstream(const air__buf *out, const air__provider_ops *ops,
+                           const char *model) {
+  json_error_t jerr;
+  json_t *v = json_loadb(out->p, out->n, 0, &jerr);
+  CHECK(json_is_object(v));
+  CHECK(json_is_true(json_object_get(v, "stream")));
+  const char *m = json_string_value(json_object_get(v, "model"));
+  CHECK(m != NULL && strcmp(m, model) == 0);
+  CHECK(json_is_array(json_object_get(v, "messages")));
+  if (ops->api == AIR_API_OPENAI) {
+    json_t *so = json_object_get(v, "stream_options");
+    CHECK(json_is_true(json_object_get(so, "include_usage")));
+  } else {
+    json_t *mt = json_object_get(v, "max_tokens");
+    CHECK(json_is_integer(mt) || json_is_real(mt));
+  }
+  json_decref(v);
+}
+
+static void build(const air__request *req, const char *override) {
+  for (int p = 0; p < 2; p++) {
+    const air__provider_ops *ops =
+        p ? &air__provider_anthropic : &air__provider_openai;
+    for (int drop = 0; drop < 2; drop++) {
+      air__build_opts o = {.model = MODELS[p],
+                           .override_json = override,
+                           .drop_params = drop != 0,
+                           .default_max_tokens = 4096};
+      air__buf out;
+      air__buf_init(&out, 1u << 26);
+      air_error err;
+      memset(&err, 0, sizeof(err));
+      int rc = ops->build_request(req, &o, &out, &err);
+      if (rc == 0) {
+        check_upstream(&out, ops, o.model);
+      } else {
+        CHECK(rc == AIR_EINVAL && err.code == rc && err.message[0] != '\0');
+        CHECK(out.n == 0);
+      }
+      air__buf_cleanup(&out);
+    }
+  }
+}
+
+/* The final error body of each dialect for a parse error message. */
+static void error_bodies(const char *message) {
+  /* jansson's error text can quote a cut UTF-8 sequence ("\<0xC3>"): the
+   * encoder must still produce valid JSON (corpus: cut_utf8_escape). */
+  air_attempt log[1] = {{.n = 1,
+                         .target = "openai/gpt-4o",
+                         .reason = AIR_REASON_BAD_REQUEST,
+                         .status = 400,
+                         .message = message,
+                         .request_id = ""}};
+  for (int p = 0; p < 2; p++) {
+    const air__provider_ops *ops =
+        p ? &air__provider_anthropic : &air__provider_openai;
+    air__buf eb;
+    air__buf_init(&eb, 1u << 16);
+    CHECK(ops->encode_error_body(400, AIR_REASON_BAD_REQUEST, message, log, 1,
+                                 &eb) == 0);
+    json_t *v = json_loadb(eb.p, eb.n, 0, NULL);
+    CHECK(json_is_object(v));
+    json_decref(v);
+    air__buf_cleanup(&eb);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  air__api api = (data[0] & 1) ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+  const char *override = OVERRIDES[(data[0] >> 1) % N_OVERRIDES];
+
+  air__request req;
+  air_error err;
+  memset(&err, 0, sizeof(err));
+  int rc =
+      air__request_parse(api, (const char *)data + 1, size - 1, &req, &err);
+  if (rc != 0) {
+    CHECK(rc == AIR_EPARSE || rc == AIR_EINVAL);
+    CHECK(err.code == rc && err.message[0] != '\0');
+    CHECK(memchr(err.message, '\0', sizeof(err.message)) != NULL);
+    error_bodies(err.message);
+    return 0;
+  }
+  CHECK(req.body != NULL && json_is_object(req.body));
+  CHECK(req.dialect == api && req.model != NULL && req.model[0] != '\0');
+  build(&req, override);
+  air__request_cleanup(&req);
+  return 0;
+}

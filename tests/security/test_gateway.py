@@ -1,0 +1,1763 @@
+#!/usr/bin/env python3
+"""Security tests of `airetry serve` (issue 6; the claims are in docs/security.md).
+
+    python3 tests/security/test_gateway.py PATH/TO/airetry [NAME-SUBSTRING...]
+
+Starts `airetry mock`, gateways in front of it and small raw TCP listeners
+(stand-ins for upstreams that record every request head), all on 127.0.0.1
+ephemeral ports, and checks, one named test at a time:
+
+  auth/*       client keys on every endpoint but /healthz, both header forms,
+               both keys; wrong / prefix / longer / empty keys -> 401 in the
+               endpoint's dialect
+  secrets/*    upstream and client keys never in a log line, response (status
+               line, headers, body) or /metrics, in any usual encoding; the
+               upstream key reaches the upstream, the caller's key does not
+  inject/*     CR/LF in forwarded or configured header values never reaches
+               the upstream
+  url/*        the upstream URL comes only from config
+  smuggle/*    ambiguous framing -> 400 and close; the next connection works
+  upstream/*   a hostile upstream: whole-JSON, endless or huge answers
+  limits/*     408 slow requests, 413 bodies, 431 heads, 503 connections
+  listen/*     a non-loopback listen needs client keys or --insecure
+
+Standard library only; every socket is a 127.0.0.1 one and every wait is
+bounded. Prints one "ok"/"FAIL" line per test and exits 1 when any failed.
+Tests that cannot pass yet because of a known gateway bug stay in and fail
+(see docs/security.md, "Findings").
+"""
+
+import base64
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+
+LOCAL = "127.0.0.1"
+
+# ---- secrets -------------------------------------------------------------------
+# Distinctive values with characters that change under URL- and
+# JSON-encoding ('/', '+', '='), so every encoded form differs from the raw one.
+OPENAI_KEY = "sk-UPSTREAMSECRET/openai+7f3a9c1e5b="
+ANTHROPIC_KEY = "sk-ant-UPSTREAMSECRET/anth+2d8e4b6a0c="
+CLIENT_K1 = "ck-CLIENTSECRET/one+91b2c3d4e5="
+CLIENT_K2 = "ck-CLIENTSECRET/two+4d5e6f7788a="  # another length than K1
+SECRETS = [OPENAI_KEY, ANTHROPIC_KEY, CLIENT_K1, CLIENT_K2]
+# Substrings that no output may hold either (catch truncated or wrong-key echoes).
+SECRET_CORES = ["UPSTREAMSECRET", "CLIENTSECRET"]
+
+ENV_SECRETS = {
+    "SECTEST_OPENAI_KEY": OPENAI_KEY,
+    "SECTEST_ANTHROPIC_KEY": ANTHROPIC_KEY,
+    "SECTEST_CLIENT_KEYS": CLIENT_K1 + "," + CLIENT_K2,
+}
+
+# Wrong keys that resemble the real ones.
+WRONG_KEYS = {
+    "same length, last byte changed": CLIENT_K1[:-1] + "X",
+    "prefix of a valid key": CLIENT_K1[:-4],
+    "valid key plus one byte": CLIENT_K1 + "0",
+    "other key's prefix, K1's length": CLIENT_K2[: len(CLIENT_K1)],
+    "both keys joined": CLIENT_K1 + "," + CLIENT_K2,
+    "case changed": CLIENT_K1.upper(),
+    "the upstream key": OPENAI_KEY,
+}
+
+# ---- bookkeeping -----------------------------------------------------------------
+
+WORK = tempfile.mkdtemp(prefix="airetry-security-")
+PROCS = []  # every process started, stopped at the end
+LISTENERS = []
+CAPTURED = []  # (label, bytes): every byte a gateway or the CLI sent us
+CAPTURED_LOCK = threading.Lock()
+RESULTS = []
+FWD_SENSITIVE = set()  # indexes of raw-upstream requests made by that test
+
+
+def capture(label, data):
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    with CAPTURED_LOCK:
+        CAPTURED.append((label, data))
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def short(b, n=300):
+    if isinstance(b, bytes):
+        b = b.decode("utf-8", "replace")
+    return b if len(b) <= n else b[:n] + "..."
+
+
+# ---- processes ------------------------------------------------------------------------
+
+
+class Proc:
+    """A child process whose stdout's first line is `listening on http://H:P`."""
+
+    def __init__(self, name, args, env=None, expect_listen=True, timeout=15.0):
+        self.name = name
+        self.err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
+        self.err_file = open(self.err_path, "wb")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.p = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.err_file,
+            env=full_env,
+        )
+        PROCS.append(self)
+        self.port = None
+        self.host = None
+        self.first_line = ""
+        if expect_listen:
+            line = self.read_line(timeout)
+            self.first_line = line
+            prefix = "listening on http://"
+            if not line.startswith(prefix):
+                self.stop()
+                raise RuntimeError(
+                    "%s did not start: stdout %r, stderr %r"
+                    % (name, line, short(self.stderr(), 800))
+                )
+            hostport = line[len(prefix):].strip()
+            host, _, port = hostport.rpartition(":")
+            self.host = host.strip("[]")
+            self.port = int(port)
+
+    def read_line(self, timeout):
+        fd = self.p.stdout.fileno()
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+        return buf.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+    def stderr(self):
+        if not self.err_file.closed:
+            self.err_file.flush()
+        with open(self.err_path, "rb") as f:
+            return f.read()
+
+    def wait(self, timeout):
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, then SIGKILL after timeout. Returns the exit status."""
+        if self.p.poll() is None:
+            try:
+                self.p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            if self.wait(timeout) is None:
+                self.p.kill()
+                self.p.wait(timeout=5)
+        try:
+            self.p.stdout.close()
+        except Exception:
+            pass
+        if not self.err_file.closed:
+            self.err_file.close()
+        return self.p.returncode
+
+
+def write_config(name, obj):
+    path = os.path.join(WORK, name)
+    with open(path, "w") as f:
+        if isinstance(obj, str):
+            f.write(obj)
+        else:
+            json.dump(obj, f, indent=1)
+    return path
+
+
+def start_gateway(name, cfg, env=None, workers=2, listen=LOCAL + ":0", extra=()):
+    path = write_config(name + ".json", cfg)
+    e = dict(ENV_SECRETS)
+    e.update(env or {})
+    args = [BIN, "serve", "--config", path, "--workers", str(workers)]
+    if listen is not None:
+        args += ["--listen", listen]
+    args += list(extra)
+    return Proc(name, args, env=e)
+
+
+# ---- a raw upstream: records request heads, answers a minimal success ----------------
+
+
+def parse_head(head):
+    """(request line, [(lower name, value)], [raw lines]) of a head (bytes)."""
+    lines = head.split(b"\r\n")
+    fields = []
+    for ln in lines[1:]:
+        name, _, value = ln.partition(b":")
+        fields.append((name.strip().lower().decode("latin-1"),
+                       value.strip().decode("latin-1")))
+    return lines[0].decode("latin-1"), fields, lines
+
+
+OPENAI_OK = {
+    "id": "raw-1", "object": "chat.completion", "created": 0, "model": "raw-model",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "raw ok"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+}
+ANTHROPIC_OK = {
+    "id": "msg_raw", "type": "message", "role": "assistant", "model": "raw-model",
+    "content": [{"type": "text", "text": "raw ok"}], "stop_reason": "end_turn",
+    "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 2},
+}
+
+
+def openai_sse():
+    def chunk(delta, finish=None):
+        return "data: " + json.dumps({
+            "id": "raw-1", "object": "chat.completion.chunk", "created": 0,
+            "model": "raw-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+    return (chunk({"role": "assistant", "content": ""}) + chunk({"content": "raw ok"}) +
+            chunk({}, "stop") + "data: [DONE]\n\n").encode()
+
+
+def anthropic_sse():
+    evs = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_raw", "type": "message", "role": "assistant", "model": "raw-model",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "raw ok"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": 2}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join("event: %s\ndata: %s\n\n" % (n, json.dumps(d)) for n, d in evs).encode()
+
+
+class RawListener:
+    """A TCP listener on 127.0.0.1 that records every request (head, body).
+
+    It answers like a healthy upstream: an event stream in the dialect of
+    the path (the gateway always asks upstreams for a stream). A request
+    whose model contains "jsonbody" gets a whole JSON response instead (some
+    upstreams ignore `stream`), and one whose model contains "echokey" gets
+    what a hostile upstream might send: a 401 whose message repeats the key
+    it was given.
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((LOCAL, 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.connections = 0
+        self.requests = []  # dicts: line, fields, lines, head, body
+        self.stopped = False
+        self.t = threading.Thread(target=self._loop, daemon=True)
+        self.t.start()
+        LISTENERS.append(self)
+
+    def _loop(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        buf = b""
+        head = body = None
+        try:
+            c.settimeout(5)
+            while b"\r\n\r\n" not in buf and len(buf) < (1 << 20):
+                d = c.recv(65536)
+                if not d:
+                    break
+                buf += d
+            head, sep, body = buf.partition(b"\r\n\r\n")
+            if not sep:
+                return
+            line, fields, lines = parse_head(head)
+            hd = dict(fields)
+            if hd.get("expect", "").lower() == "100-continue":
+                c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            if "chunked" in hd.get("transfer-encoding", "").lower():
+                while not body.endswith(b"0\r\n\r\n"):
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    body += d
+            else:
+                # The smallest Content-Length wins: a second, forged one
+                # must not make us wait.
+                cls = [int(v) for n, v in fields if n == "content-length" and v.isdigit()]
+                n = min(cls) if cls else 0
+                while len(body) < n:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    body += d
+            self._record(head, body)
+            head = None
+            self._answer(c, line, hd, body)
+        except OSError:
+            pass
+        finally:
+            if head is not None:
+                self._record(head, body or b"")
+            c.close()
+
+    def _record(self, head, body):
+        line, fields, lines = parse_head(head)
+        with self.lock:
+            self.requests.append({"line": line, "fields": fields, "lines": lines,
+                                  "head": head, "body": body})
+
+    def _answer(self, c, line, hd, body):
+        anthropic = " /v1/messages " in line
+        try:
+            model = json.loads(body).get("model", "")
+        except (ValueError, AttributeError):
+            model = ""
+        ctype = b"application/json"
+        if "hugeline" in model:
+            # An event-stream line that never ends.
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                      b"connection: close\r\n\r\ndata: ")
+            for _ in range(64):  # up to 16 MiB, until the gateway hangs up
+                c.sendall(b"a" * (256 << 10))
+            return
+        if "redirect" in model:
+            loc = (NEVER_URL or "http://127.0.0.1:9/v1") + "/chat/completions"
+            c.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: " + loc.encode() +
+                      b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            return
+        if "hugeerr" in model:
+            n = 16 << 20
+            c.sendall(b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: "
+                      b"application/json\r\ncontent-length: %d\r\n\r\n" % n)
+            for _ in range(n // (256 << 10)):
+                c.sendall(b"x" * (256 << 10))
+            return
+        if "echokey" in model:
+            key = hd.get("x-api-key") or hd.get("authorization", "")
+            if anthropic:
+                obj = {"type": "error", "error": {
+                    "type": "authentication_error",
+                    "message": "invalid x-api-key: " + key}}
+            else:
+                obj = {"error": {"message": "Incorrect API key provided: " + key,
+                                 "type": "invalid_request_error",
+                                 "code": "invalid_api_key"}}
+            status, data = b"401 Unauthorized", json.dumps(obj).encode()
+        elif "jsonbody" in model:
+            obj = ANTHROPIC_OK if anthropic else OPENAI_OK
+            status, data = b"200 OK", json.dumps(obj).encode()
+        else:
+            status, ctype = b"200 OK", b"text/event-stream"
+            data = anthropic_sse() if anthropic else openai_sse()
+        c.sendall(b"HTTP/1.1 " + status + b"\r\ncontent-type: " + ctype +
+                  b"\r\ncontent-length: " + str(len(data)).encode() +
+                  b"\r\nconnection: close\r\n\r\n" + data)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.requests), self.connections
+
+    def stop(self):
+        self.stopped = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# ---- an HTTP/1.1 client on raw sockets --------------------------------------------------
+
+
+class Resp:
+    def __init__(self, raw, eof):
+        self.raw = raw
+        self.eof = eof  # the server closed the connection (within the wait)
+        self.status = 0
+        self.reason = ""
+        self.headers = []
+        self.body = b""
+        self.rest = b""  # bytes after this response (a second response?)
+        head, sep, rest = raw.partition(b"\r\n\r\n")
+        # Skip interim 1xx responses.
+        while sep and head.startswith(b"HTTP/1.1 1"):
+            head, sep, rest = rest.partition(b"\r\n\r\n")
+        if not sep:
+            return
+        lines = head.split(b"\r\n")
+        parts = lines[0].decode("latin-1").split(" ", 2)
+        if len(parts) >= 2 and parts[1].isdigit():
+            self.status = int(parts[1])
+            self.reason = parts[2] if len(parts) > 2 else ""
+        for ln in lines[1:]:
+            n, _, v = ln.partition(b":")
+            self.headers.append((n.strip().lower().decode("latin-1"),
+                                 v.strip().decode("latin-1")))
+        if "chunked" in self.header("transfer-encoding").lower():
+            body = b""
+            while True:
+                size_line, sep2, rest = rest.partition(b"\r\n")
+                if not sep2:
+                    break
+                try:
+                    size = int(size_line.split(b";")[0], 16)
+                except ValueError:
+                    break
+                if size == 0:
+                    _, _, rest = rest.partition(b"\r\n")
+                    break
+                body += rest[:size]
+                rest = rest[size + 2:]
+            self.body, self.rest = body, rest
+        elif self.header("content-length"):
+            n = int(self.header("content-length"))
+            self.body, self.rest = rest[:n], rest[n:]
+        else:
+            self.body = rest
+
+    def header(self, name):
+        for n, v in self.headers:
+            if n == name:
+                return v
+        return ""
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise AssertionError("body is not JSON: %r" % short(self.body))
+
+    def __repr__(self):
+        return "<%d %s>" % (self.status, short(self.raw, 400))
+
+
+def recv_until_close(s, timeout):
+    """Reads until EOF or the deadline. Returns (bytes, eof)."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return data, False
+        s.settimeout(left)
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            return data, False
+        except (ConnectionResetError, BrokenPipeError):
+            return data, True
+        if not d:
+            return data, True
+        data += d
+
+
+def connect(port, timeout=10):
+    s = socket.create_connection((LOCAL, port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def send_raw(port, data, timeout=20, label="raw"):
+    """Sends bytes on a fresh connection, reads until close. Returns Resp."""
+    s = connect(port)
+    try:
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        raw, eof = recv_until_close(s, timeout)
+    finally:
+        s.close()
+    capture(label, raw)
+    return Resp(raw, eof)
+
+
+def request(port, method, path, headers=None, body=None, timeout=30, label=None):
+    """One request with `connection: close`; headers is a list of pairs."""
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+    elif isinstance(body, str):
+        body = body.encode()
+    hs = [("Host", "%s:%d" % (LOCAL, port))]
+    hs += list(headers or [])
+    if body is not None:
+        hs.append(("Content-Type", "application/json"))
+        hs.append(("Content-Length", str(len(body))))
+    hs.append(("Connection", "close"))
+    head = "%s %s HTTP/1.1\r\n" % (method, path)
+    head += "".join("%s: %s\r\n" % (n, v) for n, v in hs) + "\r\n"
+    return send_raw(port, head.encode("latin-1") + (body or b""), timeout,
+                    label or "%s %s" % (method, path))
+
+
+def bearer(k):
+    return [("Authorization", "Bearer " + k)]
+
+
+def xkey(k):
+    return [("x-api-key", k)]
+
+
+def chat_body(model, stream=False, text="hello", **extra):
+    b = {"model": model, "messages": [{"role": "user", "content": text}],
+         "stream": stream}
+    b.update(extra)
+    return b
+
+
+def msgs_body(model, stream=False, text="hello", **extra):
+    b = {"model": model, "max_tokens": 64,
+         "messages": [{"role": "user", "content": text}], "stream": stream}
+    b.update(extra)
+    return b
+
+
+def mock_log(mock):
+    s = connect(mock.port)
+    s.sendall(b"GET /__mock/log HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    raw, _ = recv_until_close(s, 10)
+    s.close()
+    return Resp(raw, True).json()["attempts"]
+
+
+def wait_until(pred, timeout, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+# ---- assertions shared by tests --------------------------------------------------------
+
+
+def assert_openai_error(r, status, what):
+    check(r.status == status, "%s: expected %d, got %r" % (what, status, r))
+    check(r.header("content-type").startswith("application/json"),
+          "%s: content-type %r" % (what, r.header("content-type")))
+    b = r.json()
+    check(isinstance(b.get("error"), dict) and isinstance(b["error"].get("message"), str)
+          and isinstance(b["error"].get("type"), str),
+          "%s: not an OpenAI error body: %r" % (what, short(r.body)))
+    return b
+
+
+def assert_anthropic_error(r, status, etype, what):
+    check(r.status == status, "%s: expected %d, got %r" % (what, status, r))
+    b = r.json()
+    check(b.get("type") == "error" and isinstance(b.get("error"), dict),
+          "%s: not an Anthropic error body: %r" % (what, short(r.body)))
+    check(b["error"].get("type") == etype,
+          "%s: error.type %r, expected %r" % (what, b["error"].get("type"), etype))
+    check(isinstance(b["error"].get("message"), str), "%s: no error.message" % what)
+    return b
+
+
+def assert_closed_error(r, status, what):
+    """A server-found error: the status, a JSON body, and the connection closed."""
+    check(r.status == status, "%s: expected %d, got %r" % (what, status, r))
+    b = r.json()
+    check(isinstance(b.get("error"), dict), "%s: body %r" % (what, short(r.body)))
+    check(r.header("connection").lower() == "close",
+          "%s: no `connection: close` header: %r" % (what, r.headers))
+    check(r.eof, "%s: the connection was not closed" % what)
+    check(b"HTTP/1." not in r.rest,
+          "%s: a second response followed: %r" % (what, short(r.rest)))
+
+
+def forms(secret):
+    """The secret and its encoded forms that must never appear in an output."""
+    out = {secret, urllib.parse.quote(secret, safe=""),
+           urllib.parse.quote_plus(secret), secret.replace("/", "\\/")}
+    raw = secret.encode()
+    for enc in (base64.b64encode, base64.urlsafe_b64encode):
+        for pad in range(3):
+            e = enc(b"\0" * pad + raw).decode().rstrip("=")
+            # The part that depends only on the secret at this alignment.
+            start = 4 if pad else 0
+            out.add(e[start:-3])
+        out.add(enc(raw).decode())
+        out.add(enc(("Bearer " + secret).encode()).decode().rstrip("="))
+    out.discard("")
+    return out
+
+
+def find_secrets(data):
+    """Which secrets (or their forms / cores) occur in data (bytes)."""
+    hits = []
+    for s in SECRETS:
+        for f in forms(s):
+            if f.encode() in data:
+                hits.append("%s (form %r)" % (s, f))
+    for core in SECRET_CORES:
+        for f in (core, base64.b64encode(core.encode()).decode()[:-4]):
+            if f.encode() in data or f.lower().encode() in data.lower():
+                hits.append("core %r" % f)
+    return hits
+
+
+# ---- the test registry ---------------------------------------------------------------
+
+TESTS = []
+
+
+def test(name):
+    def deco(f):
+        TESTS.append((name, f))
+        return f
+    return deco
+
+
+class Fixture:
+    mock = None
+    g = None      # the main gateway: client keys, every provider kind
+    raw = None    # the raw upstream the `raw*` providers point at
+    never = None  # a raw listener no request may ever reach
+
+
+F = Fixture()
+
+SWITCH_ON = ["rate_limit", "overloaded", "server_error", "network", "malformed",
+             "timeout.connect", "timeout.first_byte", "timeout.first_chunk",
+             "timeout.chunk", "timeout.attempt", "context_overflow", "auth", "quota",
+             "not_found", "refusal"]
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind((LOCAL, 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def main_config(mock_port, raw_port):
+    mo = "http://%s:%d/v1" % (LOCAL, mock_port)
+    ma = "http://%s:%d" % (LOCAL, mock_port)
+    return {
+        "listen": LOCAL + ":0",
+        "client_keys_env": "SECTEST_CLIENT_KEYS",
+        "forward_headers": ["anthropic-beta", "openai-organization"],
+        "defaults": {
+            "budget": {"max_total_attempts": 3},
+            "timeouts": {"connect_ms": 2000, "first_byte_ms": 5000,
+                         "first_chunk_ms": 5000, "chunk_ms": 5000},
+            "breaker": {"enabled": False},
+            "rules": [
+                {"on": ["rate_limit", "overloaded", "server_error", "network",
+                        "malformed"], "action": "retry", "max": 1,
+                 "backoff": {"base_ms": 10, "factor": 2, "max_ms": 20,
+                             "jitter": "none"},
+                 "retry_after": {"max_ms": 100}},
+                {"on": SWITCH_ON, "action": "switch"},
+                {"on": ["content_filter", "bad_request", "length"], "action": "fail"},
+            ],
+        },
+        "providers": [
+            {"name": "mock", "api": "openai", "base_url": mo,
+             "api_key_env": "SECTEST_OPENAI_KEY"},
+            {"name": "mocka", "api": "anthropic", "base_url": ma,
+             "api_key_env": "SECTEST_ANTHROPIC_KEY"},
+            {"name": "raw", "api": "openai",
+             "base_url": "http://%s:%d/v1" % (LOCAL, raw_port),
+             "api_key_env": "SECTEST_OPENAI_KEY", "headers": {"x-static": "from-config"}},
+            {"name": "rawa", "api": "anthropic",
+             "base_url": "http://%s:%d" % (LOCAL, raw_port),
+             "api_key_env": "SECTEST_ANTHROPIC_KEY"},
+            {"name": "nokey", "api": "openai", "base_url": mo,
+             "api_key_env": "SECTEST_NOT_SET_KEY"},
+            {"name": "dead", "api": "openai",
+             "base_url": "http://%s:%d/v1" % (LOCAL, closed_port()),
+             "api_key_env": "SECTEST_OPENAI_KEY"},
+        ],
+        "routes": [
+            {"name": "ok", "targets": ["mock/healthy"]},
+            {"name": "ok-anth", "targets": ["mocka/healthy-a"]},
+            {"name": "failover", "targets": ["mock/p@503", "mocka/fallback"]},
+            {"name": "raw", "targets": ["raw/raw-model"]},
+            {"name": "raw-anth", "targets": ["rawa/raw-model"]},
+            {"name": "raw-json", "targets": ["raw/jsonbody"]},
+            {"name": "raw-json-anth", "targets": ["rawa/jsonbody"]},
+            {"name": "echo", "targets": ["raw/echokey"]},
+            {"name": "huge-line", "targets": ["raw/hugeline"]},
+            {"name": "redirect", "targets": ["raw/redirect"]},
+            {"name": "huge-err", "targets": ["raw/hugeerr"]},
+            {"name": "echo-anth", "targets": ["rawa/echokey"]},
+            {"name": "refuse", "targets": ["mock/r@refuse"],
+             "refusal": {"phrases": ["I'm sorry"]}},
+            {"name": "silent", "targets": ["mock/s@silent=5000"],
+             "timeouts": {"first_byte_ms": 150}},
+            {"name": "no-key", "targets": ["nokey/m"]},
+            {"name": "dead", "targets": ["dead/m"]},
+        ],
+    }
+
+
+# ======================================================================================
+# auth/*
+# ======================================================================================
+
+ENDPOINTS = [
+    # (method, path, body, dialect, status with a valid key)
+    ("POST", "/v1/chat/completions", chat_body("ok"), "openai", 200),
+    ("POST", "/v1/messages", msgs_body("ok"), "anthropic", 200),
+    ("GET", "/v1/models", None, "openai", 200),
+    ("GET", "/metrics", None, "openai", 200),
+    ("GET", "/v1/no-such-endpoint", None, "openai", 404),
+    ("POST", "/v1/embeddings", {"model": "ok", "input": "x"}, "openai", 404),
+]
+
+
+def bad_auth_headers():
+    cases = [("no key", [])]
+    for what, k in WRONG_KEYS.items():
+        cases.append(("Bearer " + what, bearer(k)))
+        cases.append(("x-api-key " + what, xkey(k)))
+    cases += [
+        ("empty bearer", [("Authorization", "Bearer ")]),
+        ("bare 'Bearer'", [("Authorization", "Bearer")]),
+        ("empty x-api-key", [("x-api-key", "")]),
+        ("Basic scheme with the key", [("Authorization", "Basic " + base64.b64encode(
+            (":" + CLIENT_K1).encode()).decode())]),
+        ("key without scheme", [("Authorization", CLIENT_K1)]),
+        ("key in the query only", []),  # path gets ?key=K below
+    ]
+    return cases
+
+
+@test("auth/rejected on every endpoint but /healthz, in the endpoint's dialect")
+def t_auth_rejected():
+    for method, path, body, dialect, _ in ENDPOINTS:
+        for what, hs in bad_auth_headers():
+            p = path
+            if what == "key in the query only":
+                p = path + "?key=" + urllib.parse.quote(CLIENT_K1, safe="") + \
+                    "&api_key=" + urllib.parse.quote(CLIENT_K1, safe="")
+            r = request(F.g.port, method, p, hs, body)
+            label = "%s %s with %s" % (method, path, what)
+            if dialect == "anthropic":
+                assert_anthropic_error(r, 401, "authentication_error", label)
+            else:
+                b = assert_openai_error(r, 401, label)
+                check(b["error"]["type"] in ("authentication_error",
+                                             "invalid_request_error"),
+                      "%s: error.type %r" % (label, b["error"]["type"]))
+            check("x-airetry-target" not in dict(r.headers),
+                  "%s: an upstream was tried: %r" % (label, r.headers))
+
+
+@test("auth/no upstream attempt is made for a rejected caller")
+def t_auth_no_upstream():
+    before = len(mock_log(F.mock))
+    reqs_before, _ = F.raw.snapshot()
+    for what, hs in bad_auth_headers()[:6]:
+        request(F.g.port, "POST", "/v1/chat/completions", hs, chat_body("ok"))
+        request(F.g.port, "POST", "/v1/chat/completions", hs, chat_body("raw"))
+        request(F.g.port, "POST", "/v1/messages", hs, msgs_body("ok-anth"))
+    check(len(mock_log(F.mock)) == before, "the mock saw a request of a rejected caller")
+    reqs_after, _ = F.raw.snapshot()
+    check(len(reqs_after) == len(reqs_before),
+          "the raw upstream saw a request of a rejected caller")
+
+
+@test("auth/both keys accepted as Bearer and x-api-key on every endpoint")
+def t_auth_accepted():
+    for method, path, body, dialect, want in ENDPOINTS:
+        for k in (CLIENT_K1, CLIENT_K2):
+            for form, hs in (("Bearer", bearer(k)), ("x-api-key", xkey(k))):
+                r = request(F.g.port, method, path, hs, body)
+                label = "%s %s, %s key #%d" % (method, path, form,
+                                               1 if k == CLIENT_K1 else 2)
+                check(r.status == want, "%s: expected %d, got %r" % (label, want, r))
+
+
+@test("auth/a wrong method on a chat path is also 401 without a key")
+def t_auth_wrong_method():
+    # decisions.md: "Client auth covers every endpoint but /healthz" -- a
+    # request without a key learns nothing, not even which methods exist.
+    for method, path in (("GET", "/v1/chat/completions"), ("GET", "/v1/messages"),
+                         ("DELETE", "/v1/chat/completions")):
+        r = request(F.g.port, method, path, [])
+        check(r.status == 401,
+              "%s %s without a key: expected 401, got %r" % (method, path, r))
+
+
+@test("auth/healthz needs no key")
+def t_auth_healthz():
+    r = request(F.g.port, "GET", "/healthz", [])
+    check(r.status == 200, "GET /healthz: %r" % r)
+    r = request(F.g.port, "GET", "/healthz", bearer(WRONG_KEYS["prefix of a valid key"]))
+    check(r.status == 200, "GET /healthz with a wrong key: %r" % r)
+
+
+@test("auth/client_keys_env naming an unset variable fails closed")
+def t_auth_unset_keys_var():
+    # `airetry check` warns "no client key will be accepted"; the gateway
+    # must then reject every caller rather than serve without auth.
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["client_keys_env"] = "SECTEST_UNSET_CLIENT_KEYS"
+    bad = []
+    for what, env in (("unset", {}), ("empty", {"SECTEST_UNSET_CLIENT_KEYS": ""})):
+        g = start_gateway("gw-keys-" + what, cfg, env=env)
+        try:
+            for method, path, body in (("GET", "/v1/models", None),
+                                       ("POST", "/v1/chat/completions", chat_body("ok"))):
+                r = request(g.port, method, path, [], body)
+                if r.status != 401:
+                    bad.append("variable %s: %s %s without a key -> %d" % (
+                        what, method, path, r.status))
+        finally:
+            g.stop()
+    check(not bad, "client_keys_env is set but serves without auth: " + "; ".join(bad))
+
+
+# ======================================================================================
+# secrets/*
+# ======================================================================================
+
+
+def scenario_requests():
+    """(label, method, path, headers, body) of the whole secrets scenario."""
+    K = bearer(CLIENT_K1)
+    X = xkey(CLIENT_K2)
+    out = []
+    # Successes, every dialect pair, streaming and not.
+    for stream in (False, True):
+        out += [
+            ("ok", "POST", "/v1/chat/completions", K, chat_body("ok", stream)),
+            ("ok-anth", "POST", "/v1/messages", X, msgs_body("ok-anth", stream)),
+            ("cross o->a", "POST", "/v1/chat/completions", X, chat_body("ok-anth", stream)),
+            ("cross a->o", "POST", "/v1/messages", K, msgs_body("ok", stream)),
+            ("failover", "POST", "/v1/chat/completions", K, chat_body("failover", stream)),
+            ("raw", "POST", "/v1/chat/completions", K, chat_body("raw", stream)),
+            ("raw-anth", "POST", "/v1/messages", X, msgs_body("raw-anth", stream)),
+        ]
+    # Failures of every kind.
+    fails = ["mock/f@429", "mock/f@429@code=insufficient_quota", "mock/f@503",
+             "mock/f@529", "mock/f@500", "mock/f@401", "mock/f@403", "mock/f@404",
+             "mock/f@400", "mock/f@reset", "mock/f@bad=1", "mock/f@length",
+             "mock/f@filter", "mock/f@cut=2", "mock/f@overload=2", "mock/f@nodone",
+             "mock/f@429@ra=0.05", "refuse", "silent", "no-key", "dead"]
+    for m in fails:
+        for stream in (False, True):
+            out.append(("fail " + m, "POST", "/v1/chat/completions", K,
+                        chat_body(m, stream)))
+            out.append(("fail " + m, "POST", "/v1/messages", X,
+                        msgs_body(m.replace("mock/", "mocka/"), stream)))
+    # Bad requests.
+    out += [
+        ("bad json", "POST", "/v1/chat/completions", K, b"{not json"),
+        ("bad json a", "POST", "/v1/messages", X, b"{\"model\": "),
+        ("no model", "POST", "/v1/chat/completions", K, {"messages": []}),
+        ("messages not a list", "POST", "/v1/messages", X,
+         {"model": "ok", "max_tokens": 5, "messages": "x"}),
+        ("unknown model", "POST", "/v1/chat/completions", K, chat_body("no-such-route")),
+        ("unknown provider", "POST", "/v1/messages", X, msgs_body("nope/m")),
+        ("n>1 across dialects", "POST", "/v1/chat/completions", K,
+         chat_body("ok-anth", n=3)),
+        ("bad utf-8", "POST", "/v1/chat/completions", K,
+         b'{"model":"ok","messages":[{"role":"user","content":"\xff\xfe"}]}'),
+        ("wrong method", "PUT", "/v1/chat/completions", K, chat_body("ok")),
+    ]
+    # Auth failures with keys that resemble the real ones.
+    for what, k in WRONG_KEYS.items():
+        out.append(("wrong key " + what, "POST", "/v1/chat/completions", bearer(k),
+                    chat_body("ok")))
+        out.append(("wrong key " + what, "POST", "/v1/messages", xkey(k),
+                    msgs_body("ok")))
+        out.append(("wrong key " + what, "GET", "/metrics", bearer(k), None))
+    return out
+
+
+@test("secrets/whole scenario: statuses as expected")
+def t_secrets_scenario():
+    n_ok = n_err = 0
+    for label, method, path, hs, body in scenario_requests():
+        r = request(F.g.port, method, path, hs, body, label="scenario " + label)
+        check(r.status != 0, "%s: no response: %r" % (label, r))
+        check(r.status < 500 or r.status in (502, 503, 504) or label.startswith("fail"),
+              "%s: unexpected %r" % (label, r))
+        if label.startswith("wrong key"):
+            check(r.status == 401, "%s: expected 401, got %r" % (label, r))
+        if r.status == 200:
+            n_ok += 1
+        else:
+            n_err += 1
+    check(n_ok >= 14 and n_err >= 40, "scenario: %d ok, %d errors" % (n_ok, n_err))
+    r = request(F.g.port, "GET", "/metrics", bearer(CLIENT_K2), label="metrics")
+    check(r.status == 200 and b"airetry_requests_total" in r.body, "metrics: %r" % r)
+
+
+@test("secrets/the upstream key reaches the upstream; the caller's key does not")
+def t_secrets_upstream_headers():
+    before, _ = F.raw.snapshot()
+    # The caller presents both header forms; only Bearer K1 authenticates.
+    both = bearer(CLIENT_K1) + xkey(CLIENT_K2)
+    r1 = request(F.g.port, "POST", "/v1/chat/completions", both, chat_body("raw"))
+    r2 = request(F.g.port, "POST", "/v1/messages", both, msgs_body("raw-anth"))
+    r3 = request(F.g.port, "POST", "/v1/messages", xkey(CLIENT_K2), msgs_body("raw"))
+    r4 = request(F.g.port, "POST", "/v1/chat/completions", bearer(CLIENT_K2),
+                 chat_body("raw-anth", stream=True))
+    for r in (r1, r2, r3, r4):
+        check(r.status == 200 and b"raw ok" in r.body, "raw upstream answer: %r" % r)
+    after, _ = F.raw.snapshot()
+    new = after[len(before):]
+    check(len(new) == 4, "raw upstream: %d requests, expected 4" % len(new))
+    for req in new:
+        fields = req["fields"]
+        auth = [v for n, v in fields if n == "authorization"]
+        xk = [v for n, v in fields if n == "x-api-key"]
+        if " /v1/messages " in req["line"]:
+            check(xk == [ANTHROPIC_KEY], "anthropic upstream x-api-key: %r" % xk)
+            check(auth == [], "anthropic upstream got Authorization: %r" % auth)
+            check(any(n == "anthropic-version" for n, _ in fields),
+                  "no anthropic-version upstream")
+        else:
+            check(req["line"].startswith("POST /v1/chat/completions "),
+                  "openai upstream request line %r" % req["line"])
+            check(auth == ["Bearer " + OPENAI_KEY], "openai upstream Authorization: %r" % auth)
+            check(xk == [], "openai upstream got x-api-key: %r" % xk)
+        blob = req["head"] + b"\r\n\r\n" + req["body"]
+        for k in (CLIENT_K1, CLIENT_K2, "CLIENTSECRET"):
+            check(k.encode() not in blob,
+                  "the caller's key %r reached the upstream: %r" % (k, short(req["head"], 800)))
+
+
+@test("upstream/a whole-JSON 200 answer (no event stream) is relayed intact")
+def t_upstream_json_body():
+    # exchange.c finish_body: an upstream that ignores `stream: true`. On a
+    # gateway of its own: a memory error here must not take the main one down.
+    g = start_gateway("gw-json", main_config(F.mock.port, F.raw.port), workers=1)
+    try:
+        bad = upstream_json_body(g)
+    finally:
+        g.stop()
+    check(not bad, "answer garbled (decoded strings used after json_decref?): "
+          + "; ".join(bad))
+
+
+def upstream_json_body(g):
+    bad = []
+    for path, body, want in (
+            ("/v1/chat/completions", chat_body("raw-json"), "openai"),
+            ("/v1/messages", msgs_body("raw-json-anth"), "anthropic"),
+            ("/v1/messages", msgs_body("raw-json"), "anthropic"),
+            ("/v1/chat/completions", chat_body("raw-json-anth"), "openai")):
+        r = request(g.port, "POST", path, bearer(CLIENT_K1), body, label="json-body")
+        if r.status != 200:
+            bad.append("%s %s: %r" % (path, body["model"], r))
+            continue
+        try:
+            b = json.loads(r.body)
+        except ValueError:
+            bad.append("%s %s: not JSON: %r" % (path, body["model"], short(r.body, 200)))
+            continue
+        if want == "openai":
+            text = b["choices"][0]["message"].get("content")
+        else:
+            text = "".join(c.get("text", "") for c in b.get("content", []))
+        hits = find_secrets(r.raw)
+        if hits:
+            bad.append("%s %s: heap bytes with %s" % (path, body["model"], hits[0]))
+        if text != "raw ok" or b.get("model") != "raw-model":
+            bad.append("%s %s: content %r, model %r" % (path, body["model"], text,
+                                                        b.get("model")))
+    return bad
+
+
+@test("upstream/an endless event line or a huge error body is cut, bounded")
+def t_upstream_oversized():
+    for route, mk, path in (("huge-line", chat_body, "/v1/chat/completions"),
+                            ("huge-err", msgs_body, "/v1/messages")):
+        for stream in (False, True):
+            t0 = time.monotonic()
+            r = request(F.g.port, "POST", path, bearer(CLIENT_K1), mk(route, stream),
+                        timeout=60, label="oversized")
+            took = time.monotonic() - t0
+            check(r.status in (500, 502), "%s stream=%s: expected 502 (or the "
+                  "upstream's 500), got %r" % (route, stream, r))
+            check(len(r.raw) < 64 << 10, "%s: %d bytes relayed" % (route, len(r.raw)))
+            check(took < 30, "%s: took %.1f s" % (route, took))
+    r = request(F.g.port, "GET", "/healthz", [])
+    check(r.status == 200, "gateway unhealthy afterwards: %r" % r)
+
+
+@test("secrets/an upstream error that repeats the key is not relayed to the caller")
+def t_secrets_hostile_echo():
+    # A misbehaving upstream puts the key it received into its 401 message;
+    # the gateway relays upstream messages in its error body.
+    leaks = []
+    for path, body, hs in (("/v1/chat/completions", chat_body("echo"), bearer(CLIENT_K1)),
+                           ("/v1/messages", msgs_body("echo-anth"), xkey(CLIENT_K2)),
+                           ("/v1/messages", msgs_body("echo"), xkey(CLIENT_K2)),
+                           ("/v1/chat/completions", chat_body("echo-anth", stream=True),
+                            bearer(CLIENT_K1))):
+        r = request(F.g.port, "POST", path, hs, body, label="hostile-echo")
+        check(r.status == 401, "%s echo: expected the upstream's 401, got %r" % (path, r))
+        hits = find_secrets(r.raw)
+        if hits:
+            leaks.append("%s -> %s in %s" % (path, hits[0], short(r.body, 400)))
+    check(not leaks, "upstream key relayed to the caller: " + "; ".join(leaks))
+
+
+@test("secrets/the CLI does not print keys (check, bad flags)")
+def t_secrets_cli():
+    path = write_config("cli.json", main_config(F.mock.port, F.raw.port))
+    env = dict(os.environ)
+    env.update(ENV_SECRETS)
+    for args in (["check", "--config", path], ["serve", "--config", path, "--bogus"],
+                 ["serve", "--config", path, "--listen", "bad"]):
+        p = subprocess.run([BIN] + args, env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=20)
+        capture("cli " + " ".join(args[:1]), p.stdout + p.stderr)
+        hits = find_secrets(p.stdout + p.stderr)
+        check(not hits, "airetry %s printed %s" % (args[0], hits))
+
+
+# ======================================================================================
+# inject/*
+# ======================================================================================
+
+INJECTIONS = [
+    ("obs-fold", b"anthropic-beta: tools-1\r\n X-Injected: 1\r\n"),
+    ("obs-fold tab", b"anthropic-beta: tools-1\r\n\tX-Injected: 1\r\n"),
+    ("bare CR", b"anthropic-beta: tools-1\rX-Injected: 1\r\n"),
+    ("bare LF", b"anthropic-beta: tools-1\nX-Injected: 1\r\n"),
+    ("NUL", b"anthropic-beta: tools-1\0\r\nX-Injected: 1\r\n"),
+    ("CRLF in openai-organization", b"openai-organization: org\r\n X-Injected: 1\r\n"),
+]
+
+
+def raw_chat(port, path, body, extra_head, key=CLIENT_K1):
+    data = json.dumps(body).encode()
+    head = (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Authorization: Bearer " + key.encode() + b"\r\n" + extra_head +
+            b"Content-Type: application/json\r\nContent-Length: " +
+            str(len(data)).encode() + b"\r\nConnection: close\r\n\r\n")
+    return send_raw(port, head + data, label="inject")
+
+
+def assert_no_injection(reqs, what):
+    for req in reqs:
+        for ln in req["lines"]:
+            check(not ln.lower().startswith(b"x-injected"),
+                  "%s: X-Injected reached the upstream: %r" % (what, short(req["head"], 800)))
+            check(b"\r" not in ln and b"\n" not in ln and b"\0" not in ln,
+                  "%s: a raw CR/LF/NUL inside an upstream header line: %r" % (what, ln))
+
+
+@test("inject/forwarded headers reach same-dialect upstreams (control)")
+def t_inject_control():
+    before, _ = F.raw.snapshot()
+    r = raw_chat(F.g.port, "/v1/messages", msgs_body("raw-anth"),
+                 b"anthropic-beta: tools-2024\r\n")
+    check(r.status == 200, "control: %r" % r)
+    r = raw_chat(F.g.port, "/v1/chat/completions", chat_body("raw"),
+                 b"openai-organization: org-42\r\nX-Not-Listed: 1\r\n")
+    check(r.status == 200, "control: %r" % r)
+    after, _ = F.raw.snapshot()
+    new = after[len(before):]
+    check(len(new) == 2, "control: %d upstream requests" % len(new))
+    f0, f1 = dict(new[0]["fields"]), dict(new[1]["fields"])
+    check(f0.get("anthropic-beta") == "tools-2024", "anthropic-beta not forwarded: %r" % f0)
+    check(f1.get("openai-organization") == "org-42",
+          "openai-organization not forwarded: %r" % f1)
+    check("x-not-listed" not in f1, "a header not in forward_headers was forwarded")
+    check(f1.get("x-static") == "from-config", "provider headers: not sent: %r" % f1)
+
+
+@test("inject/CR/LF in a forwarded header value: 400 or never sent upstream")
+def t_inject_forwarded():
+    for what, head in INJECTIONS:
+        before, _ = F.raw.snapshot()
+        path, body = ("/v1/messages", msgs_body("raw-anth"))
+        if b"openai" in head:
+            path, body = ("/v1/chat/completions", chat_body("raw"))
+        r = raw_chat(F.g.port, path, body, head)
+        after, _ = F.raw.snapshot()
+        new = after[len(before):]
+        if r.status == 400:
+            check(r.eof, "%s: 400 without closing the connection" % what)
+            check(not new, "%s: 400 but the upstream was contacted" % what)
+        else:
+            check(r.status == 200, "%s: expected 400 or 200, got %r" % (what, r))
+        assert_no_injection(new, what)
+
+
+@test("inject/CR/LF in provider headers or forward_headers in the config is an error")
+def t_inject_config():
+    bad_values = {
+        "value CRLF": {"x-static": "a\r\nX-Injected: 1"},
+        "value LF": {"x-static": "a\nX-Injected: 1"},
+        "value CR": {"x-static": "a\rX-Injected: 1"},
+        "name CRLF": {"x-a\r\nX-Injected": "1"},
+    }
+    for what, headers in bad_values.items():
+        cfg = main_config(F.mock.port, F.raw.port)
+        cfg["providers"][2]["headers"] = headers
+        path = write_config("inject-%s.json" % what.replace(" ", "-"), cfg)
+        p = subprocess.run([BIN, "check", "--config", path], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=20, env=dict(os.environ, **ENV_SECRETS))
+        capture("check inject", p.stdout + p.stderr)
+        check(p.returncode != 0, "check accepted provider headers with %s" % what)
+        g = None
+        try:
+            g = start_gateway("gw-inject", cfg)
+        except RuntimeError:
+            g = None  # refused to start: the config error we want
+        if g is not None:
+            before, _ = F.raw.snapshot()
+            r = request(g.port, "POST", "/v1/chat/completions", bearer(CLIENT_K1),
+                        chat_body("raw"))
+            after, _ = F.raw.snapshot()
+            g.stop()
+            assert_no_injection(after[len(before):], "config " + what)
+            raise AssertionError("serve started with provider headers with %s (%r)"
+                                 % (what, r))
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["forward_headers"] = ["anthropic-beta\r\nX-Injected"]
+    path = write_config("inject-fwd.json", cfg)
+    p = subprocess.run([BIN, "check", "--config", path], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=20)
+    check(p.returncode != 0, "check accepted a forward_headers name with CR/LF")
+
+
+@test("inject/forward_headers cannot forward the caller's key or framing headers")
+def t_inject_forward_sensitive():
+    # DESIGN.md 4: "The caller's own Authorization / x-api-key is never
+    # forwarded upstream". A config that lists them (or Host, or framing
+    # headers) must be refused, or the gateway must not forward them.
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["forward_headers"] = ["anthropic-beta", "authorization", "x-api-key", "host",
+                              "content-length", "transfer-encoding", "connection"]
+    try:
+        g = start_gateway("gw-fwd-sensitive", cfg)
+    except RuntimeError:
+        return  # refused: fine
+    try:
+        before, _ = F.raw.snapshot()
+        data = json.dumps(chat_body("raw")).encode()
+        head = ("POST /v1/chat/completions HTTP/1.1\r\nHost: evil.example:8443\r\n"
+                "Authorization: Bearer %s\r\nx-api-key: %s\r\n"
+                "Content-Type: application/json\r\nContent-Length: %d\r\n"
+                "Connection: close\r\n\r\n" % (CLIENT_K1, CLIENT_K2, len(data)))
+        r = send_raw(g.port, head.encode() + data, label="fwd-sensitive")
+        data2 = json.dumps(msgs_body("raw-anth")).encode()
+        head2 = ("POST /v1/messages HTTP/1.1\r\nHost: evil.example\r\n"
+                 "x-api-key: %s\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %d\r\nConnection: close\r\n\r\n" % (CLIENT_K2, len(data2)))
+        r2 = send_raw(g.port, head2.encode() + data2, label="fwd-sensitive")
+        after, _ = F.raw.snapshot()
+    finally:
+        g.stop()
+    new = after[len(before):]
+    FWD_SENSITIVE.update(range(len(before), len(after)))
+    problems = []
+    for req in new:
+        blob = req["head"]
+        for k in (CLIENT_K1, CLIENT_K2):
+            if k.encode() in blob:
+                problems.append("caller key %s forwarded" % k[:16])
+        fields = req["fields"]
+        hosts = [v for n, v in fields if n == "host"]
+        if hosts != ["%s:%d" % (LOCAL, F.raw.port)]:
+            problems.append("Host %r" % hosts)
+        cls = [v for n, v in fields if n == "content-length"]
+        if cls != [str(len(req["body"]))]:
+            problems.append("Content-Length %r for a %d-byte body" % (cls, len(req["body"])))
+        if len([n for n, _ in fields if n in ("authorization", "x-api-key")]) != 1:
+            problems.append("%d auth headers" % len(
+                [n for n, _ in fields if n in ("authorization", "x-api-key")]))
+    check(r.status != 0 and r2.status != 0, "fwd-sensitive: %r %r" % (r, r2))
+    check(not problems, "forward_headers [authorization, x-api-key, host, "
+          "content-length, ...] was accepted and: " + "; ".join(sorted(set(problems))))
+
+
+# ======================================================================================
+# url/*
+# ======================================================================================
+
+NEVER_URL = None  # set in main: http://127.0.0.1:<never>/v1
+
+
+@test("url/unknown provider or a URL as the model -> 404 in the caller's dialect")
+def t_url_unknown_provider():
+    models = ["nosuch/gpt-4o", "never/m", NEVER_URL + "/chat/completions",
+              "http://127.0.0.1:%d" % F.never.port, "//127.0.0.1:%d/x" % F.never.port,
+              "127.0.0.1:%d/m" % F.never.port, "raw2/raw-model", "/raw-model"]
+    for m in models:
+        r = request(F.g.port, "POST", "/v1/chat/completions", bearer(CLIENT_K1),
+                    chat_body(m))
+        assert_openai_error(r, 404, "openai model %r" % m)
+        r = request(F.g.port, "POST", "/v1/messages", xkey(CLIENT_K2), msgs_body(m))
+        assert_anthropic_error(r, 404, "not_found_error", "anthropic model %r" % m)
+
+
+def spoof_headers():
+    nv = "127.0.0.1:%d" % F.never.port
+    return [("X-Forwarded-Host", nv), ("X-Forwarded-Proto", "http"),
+            ("X-Forwarded-Port", str(F.never.port)), ("Forwarded", "host=" + nv),
+            ("X-Airetry-Upstream", NEVER_URL), ("X-Airetry-Base-Url", NEVER_URL),
+            ("X-Original-URL", NEVER_URL + "/chat/completions"),
+            ("X-Rewrite-URL", NEVER_URL), ("X-Host", nv), ("Base-Url", NEVER_URL),
+            ("anthropic-beta", NEVER_URL)]
+
+
+def spoof_fields():
+    return {"base_url": NEVER_URL, "url": NEVER_URL, "api_base": NEVER_URL,
+            "baseURL": NEVER_URL, "endpoint": NEVER_URL, "api_url": NEVER_URL,
+            "upstream": NEVER_URL, "provider": {"base_url": NEVER_URL},
+            "extra_headers": {"Host": "127.0.0.1:%d" % F.never.port}}
+
+
+@test("url/body fields and headers do not move the upstream request")
+def t_url_spoof():
+    before, _ = F.raw.snapshot()
+    mock_before = len(mock_log(F.mock))
+    n = 0
+    # Same dialect only: across dialects the unknown fields are a 400.
+    for route, path, mk in (("raw", "/v1/chat/completions", chat_body),
+                            ("raw-anth", "/v1/messages", msgs_body),
+                            ("ok", "/v1/chat/completions", chat_body),
+                            ("ok-anth", "/v1/messages", msgs_body)):
+        for stream in (False, True):
+            body = mk(route, stream, **spoof_fields())
+            hs = [("Host", "127.0.0.1:%d" % F.never.port)] + spoof_headers()
+            hs += bearer(CLIENT_K1)
+            data = json.dumps(body).encode()
+            head = "POST %s HTTP/1.1\r\n" % path
+            head += "".join("%s: %s\r\n" % h for h in hs)
+            head += ("Content-Type: application/json\r\nContent-Length: %d\r\n"
+                     "Connection: close\r\n\r\n" % len(data))
+            r = send_raw(F.g.port, head.encode() + data, label="spoof")
+            check(r.status == 200, "%s %s stream=%s: %r" % (route, path, stream, r))
+            n += 1
+    after, _ = F.raw.snapshot()
+    new = after[len(before):]
+    check(len(new) == 4, "raw upstream saw %d requests, expected 4" % len(new))
+    for req in new:
+        host = dict(req["fields"]).get("host")
+        check(host == "%s:%d" % (LOCAL, F.raw.port), "upstream Host %r" % host)
+        check(req["line"].split(" ")[1] in ("/v1/chat/completions", "/v1/messages"),
+              "upstream path %r" % req["line"])
+    check(len(mock_log(F.mock)) - mock_before == 4, "the mock did not see 4 requests")
+    _, nc = F.never.snapshot()
+    check(nc == 0, "the never-listener was contacted %d times" % nc)
+
+
+@test("url/an absolute-form request target does not pick the upstream")
+def t_url_absolute_form():
+    before, _ = F.raw.snapshot()
+    data = json.dumps(chat_body("raw")).encode()
+    head = ("POST %s/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\nConnection: close\r\n\r\n"
+            % (NEVER_URL, F.never.port, CLIENT_K1, len(data)))
+    r = send_raw(F.g.port, head.encode() + data, label="absolute-form")
+    check(r.status in (200, 400, 404), "absolute-form: %r" % r)
+    after, _ = F.raw.snapshot()
+    if r.status == 200:
+        check(len(after) == len(before) + 1, "absolute-form: not sent to the raw upstream")
+    _, nc = F.never.snapshot()
+    check(nc == 0, "the never-listener was contacted")
+
+
+@test("url/an upstream redirect is not followed")
+def t_url_redirect():
+    for stream in (False, True):
+        r = request(F.g.port, "POST", "/v1/chat/completions", bearer(CLIENT_K1),
+                    chat_body("redirect", stream))
+        check(r.status >= 300 and r.status != 200, "redirect: %r" % r)
+    time.sleep(0.2)
+    _, nc = F.never.snapshot()
+    check(nc == 0, "the gateway followed the upstream's redirect to the never-listener")
+
+
+@test("url/a model with path characters stays in the body, not the URL")
+def t_url_model_path():
+    before, _ = F.raw.snapshot()
+    for m in ("raw/../../never", "raw/x?y=1#z", "raw/%2e%2e/x", "raw/a b"):
+        r = request(F.g.port, "POST", "/v1/chat/completions", bearer(CLIENT_K1),
+                    chat_body(m))
+        check(r.status in (200, 400), "model %r: %r" % (m, r))
+    after, _ = F.raw.snapshot()
+    for req in after[len(before):]:
+        check(req["line"].split(" ")[1] == "/v1/chat/completions",
+              "upstream request line %r" % req["line"])
+
+
+# ======================================================================================
+# smuggle/*
+# ======================================================================================
+
+SMUGGLED = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + \
+    CLIENT_K1.encode() + b"\r\n\r\n"
+
+
+def post_head(extra):
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Authorization: Bearer " + CLIENT_K1.encode() + b"\r\n" + extra)
+
+
+SMUGGLING = [
+    ("Content-Length with Transfer-Encoding",
+     post_head(b"Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") + SMUGGLED),
+    ("Transfer-Encoding with Content-Length",
+     post_head(b"Transfer-Encoding: chunked\r\nContent-Length: 60\r\n\r\n0\r\n\r\n") + SMUGGLED),
+    ("duplicate differing Content-Length",
+     post_head(b"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}") + SMUGGLED),
+    ("Content-Length list",
+     post_head(b"Content-Length: 2, 40\r\n\r\n{}") + SMUGGLED),
+    ("signed Content-Length", post_head(b"Content-Length: +2\r\n\r\n{}") + SMUGGLED),
+    ("space before the colon", post_head(b"Content-Length : 2\r\n\r\n{}") + SMUGGLED),
+    ("bad chunk size", post_head(b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+     + SMUGGLED),
+    ("chunk size overflow",
+     post_head(b"Transfer-Encoding: chunked\r\n\r\n1000000000000000002\r\n{}\r\n0\r\n\r\n")
+     + SMUGGLED),
+    ("chunked not last",
+     post_head(b"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n") + SMUGGLED),
+    ("unknown transfer coding", post_head(b"Transfer-Encoding: gzip\r\n\r\n") + SMUGGLED),
+    ("obs-fold header", post_head(b"X-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\n{}")
+     + SMUGGLED),
+    ("obs-fold Transfer-Encoding",
+     post_head(b"Content-Length: 2\r\nTransfer-Encoding:\r\n chunked\r\n\r\n{}") + SMUGGLED),
+    ("bare LF line endings",
+     b"POST /v1/chat/completions HTTP/1.1\nHost: x\nContent-Length: 2\n\n{}" + SMUGGLED),
+    ("bare LF in one header line",
+     post_head(b"X-A: 1\nContent-Length: 2\r\n\r\n{}") + SMUGGLED),
+    ("bare CR in a header value", post_head(b"X-A: 1\rB: 2\r\nContent-Length: 2\r\n\r\n{}")
+     + SMUGGLED),
+    ("NUL in a header value", post_head(b"X-A: 1\0\r\nContent-Length: 2\r\n\r\n{}") + SMUGGLED),
+    ("chunk without CRLF after data",
+     post_head(b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n") + SMUGGLED),
+    ("space in the header name",
+     post_head(b"Transfer Encoding: chunked\r\nContent-Length: 2\r\n\r\n{}") + SMUGGLED),
+]
+
+
+@test("smuggle/ambiguous framing -> 400, connection closed, next connection served")
+def t_smuggle():
+    bad = []
+    for what, data in SMUGGLING:
+        # A rejected request is answered and closed at once; 5 s is slack.
+        r = send_raw(F.g.port, data, timeout=5, label="smuggle " + what)
+        try:
+            assert_closed_error(r, 400, what)
+            check(r.raw.count(b"HTTP/1.1 ") == 1,
+                  "%s: more than one response: %r" % (what, short(r.raw, 800)))
+        except AssertionError as e:
+            n = r.raw.count(b"HTTP/1.1 ")
+            bad.append("%s: %s [%d response(s): %s]" % (
+                what, str(e).split(":", 1)[1].strip()[:120], n,
+                ", ".join(m.decode("latin-1")
+                          for m in re.findall(rb"HTTP/1\.1 \d{3}[^\r]*", r.raw))))
+        ok = request(F.g.port, "GET", "/healthz", [])
+        check(ok.status == 200, "%s: the next connection was not served: %r" % (what, ok))
+    check(not bad, "accepted or not closed:\n    " + "\n    ".join(bad))
+
+
+@test("smuggle/pipelined requests after a valid one are answered one by one")
+def t_smuggle_pipeline_control():
+    # Control: the parser is not simply rejecting everything pipelined.
+    one = (b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+           CLIENT_K1.encode() + b"\r\n\r\n")
+    r = send_raw(F.g.port, one + one + one[:-2] + b"Connection: close\r\n\r\n",
+                 label="pipeline")
+    check(r.raw.count(b"HTTP/1.1 200 ") == 3, "pipeline: %r" % short(r.raw, 600))
+
+
+# ======================================================================================
+# limits/*
+# ======================================================================================
+
+LIM = {"max_body_bytes": 2048, "max_header_bytes": 2048, "max_connections": 3,
+       "request_timeout_ms": 1000, "idle_timeout_ms": 60000}
+
+
+def limits_gateway():
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["limits"] = dict(LIM)
+    return start_gateway("gw-limits", cfg, workers=1)
+
+
+class Limits:
+    g = None
+
+
+@test("limits/slow head (slowloris) -> 408 and close")
+def t_limits_slow_head():
+    s = connect(Limits.g.port)
+    t0 = time.monotonic()
+    data = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+    got = b""
+    try:
+        for i in range(len(data)):
+            try:
+                s.sendall(data[i:i + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            r, _, _ = select.select([s], [], [], 0.1)
+            if r:
+                break
+            if time.monotonic() - t0 > 15:
+                break
+        got, eof = recv_until_close(s, 15)
+    finally:
+        s.close()
+    elapsed = time.monotonic() - t0
+    capture("slow head", got)
+    r = Resp(got, eof)
+    assert_closed_error(r, 408, "slow head")
+    check(0.8 <= elapsed <= 12, "slow head: 408 after %.2f s (request_timeout_ms 1000)"
+          % elapsed)
+
+
+@test("limits/slow body -> 408 and close")
+def t_limits_slow_body():
+    s = connect(Limits.g.port)
+    t0 = time.monotonic()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+              + CLIENT_K1.encode() + b"\r\nContent-Length: 1000\r\n\r\n{")
+    try:
+        for _ in range(200):
+            r, _, _ = select.select([s], [], [], 0.1)
+            if r:
+                break
+            try:
+                s.sendall(b" ")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        got, eof = recv_until_close(s, 15)
+    finally:
+        s.close()
+    elapsed = time.monotonic() - t0
+    capture("slow body", got)
+    assert_closed_error(Resp(got, eof), 408, "slow body")
+    check(0.8 <= elapsed <= 12, "slow body: 408 after %.2f s" % elapsed)
+
+
+@test("limits/idle keep-alive connection is not a request timeout")
+def t_limits_idle_not_408():
+    # A connection that sent nothing is not cut by request_timeout_ms.
+    s = connect(Limits.g.port)
+    try:
+        time.sleep(1.6)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got, eof = recv_until_close(s, 10)
+    finally:
+        s.close()
+    check(Resp(got, eof).status == 200, "idle then request: %r" % short(got))
+
+
+@test("limits/body over max_body_bytes -> 413 and close")
+def t_limits_body():
+    big = json.dumps(chat_body("ok", text="x" * 4000)).encode()
+    for what, data in (
+        ("declared", post_head(b"Content-Length: %d\r\n\r\n" % len(big)) + big),
+        ("declared, head only", post_head(b"Content-Length: 100000000\r\n\r\n")),
+        ("chunked", post_head(b"Transfer-Encoding: chunked\r\n\r\n") +
+         b"".join(b"%x\r\n%s\r\n" % (len(big[i:i + 500]), big[i:i + 500])
+                  for i in range(0, len(big), 500)) + b"0\r\n\r\n"),
+        ("without a key", b"POST /v1/messages HTTP/1.1\r\nHost: x\r\n"
+         b"Content-Length: %d\r\n\r\n" % len(big) + big),
+    ):
+        r = send_raw(Limits.g.port, data, label="413 " + what)
+        assert_closed_error(r, 413, "body " + what)
+    ok = json.dumps(chat_body("ok", text="x" * 100)).encode()
+    r = send_raw(Limits.g.port, post_head(b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                                          % len(ok)) + ok)
+    check(r.status == 200, "a body under the limit: %r" % r)
+
+
+@test("limits/head over max_header_bytes -> 431 and close")
+def t_limits_head():
+    for what, extra in (("one big header", b"X-Big: " + b"a" * 3000 + b"\r\n"),
+                        ("many headers", b"".join(b"X-H%d: v\r\n" % i for i in range(400))),
+                        ("long target", None)):
+        if extra is None:
+            data = b"GET /v1/models?" + b"q" * 3000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        else:
+            data = post_head(extra + b"Content-Length: 2\r\n\r\n{}")
+        r = send_raw(Limits.g.port, data, label="431 " + what)
+        assert_closed_error(r, 431, "head " + what)
+
+
+@test("limits/more connections than max_connections -> 503 and close")
+def t_limits_connections():
+    held = []
+    try:
+        for i in range(LIM["max_connections"]):
+            s = connect(Limits.g.port)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.settimeout(10)
+            got = b""
+            while b"ok\n" not in got:
+                d = s.recv(4096)
+                if not d:
+                    break
+                got += d
+            check(b" 200 " in got, "held connection %d: %r" % (i, short(got)))
+            held.append(s)
+        s = connect(Limits.g.port)
+        held.append(s)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, eof = recv_until_close(s, 4)  # a 503 closes at once
+        r = Resp(got, eof)
+        if r.status != 503:
+            extra = connect(Limits.g.port)
+            held.append(extra)
+            extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            g2, e2 = recv_until_close(extra, 4)
+            raise AssertionError(
+                "connection %d of max_connections %d: expected 503, got %r "
+                "(connection %d got %r)" % (LIM["max_connections"] + 1,
+                                           LIM["max_connections"], r,
+                                           LIM["max_connections"] + 2,
+                                           Resp(g2, e2)))
+        assert_closed_error(r, 503, "over max_connections")
+    finally:
+        for s in held:
+            s.close()
+
+    def served():
+        try:
+            return request(Limits.g.port, "GET", "/healthz", [], timeout=5).status == 200
+        except OSError:
+            return False
+    check(wait_until(served, 10, 0.2), "not served again after the connections closed")
+
+
+# ======================================================================================
+# listen/*
+# ======================================================================================
+
+
+def listen_config(with_keys):
+    cfg = {"listen": LOCAL + ":0",
+           "providers": [{"name": "mock", "api": "openai",
+                          "base_url": "http://%s:%d/v1" % (LOCAL, F.mock.port)}],
+           "routes": [{"name": "ok", "targets": ["mock/healthy"]}]}
+    if with_keys:
+        cfg["client_keys_env"] = "SECTEST_CLIENT_KEYS"
+    return cfg
+
+
+def run_serve(cfg_obj, args, env, timeout=10):
+    """Starts serve; returns ('exited', code, stderr) or ('listening', line, stderr)."""
+    path = write_config("listen.json", cfg_obj)
+    full = dict(os.environ)
+    for k in ENV_SECRETS:
+        full.pop(k, None)
+    full.update(env)
+    p = subprocess.Popen([BIN, "serve", "--config", path, "--workers", "1"] + args,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=full)
+    try:
+        fd = p.stdout.fileno()
+        r, _, _ = select.select([fd], [], [], timeout)
+        line = os.read(fd, 4096).decode("utf-8", "replace") if r else ""
+        if line.startswith("listening on "):
+            p.send_signal(signal.SIGTERM)  # at once: no traffic is sent to it
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            err = p.stderr.read().decode("utf-8", "replace")
+            capture("listen stderr", err)
+            return "listening", line.strip(), err
+        try:
+            code = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            return "hung", None, ""
+        err = p.stderr.read().decode("utf-8", "replace")
+        capture("listen stderr", err)
+        return "exited", code, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+@test("listen/non-loopback without client keys is refused (exit 2, a message)")
+def t_listen_refused():
+    cases = [
+        ("--listen 0.0.0.0:0", listen_config(False), ["--listen", "0.0.0.0:0"], {}),
+        ("--listen [::]:0", listen_config(False), ["--listen", "[::]:0"], {}),
+        ("listen: 0.0.0.0:0 in the file", dict(listen_config(False), listen="0.0.0.0:0"),
+         [], {}),
+        ("client_keys_env set, variable unset", listen_config(True),
+         ["--listen", "0.0.0.0:0"], {}),
+        ("client_keys_env set, variable empty", listen_config(True),
+         ["--listen", "0.0.0.0:0"], {"SECTEST_CLIENT_KEYS": ""}),
+        ("client_keys_env set, only commas", listen_config(True),
+         ["--listen", "0.0.0.0:0"], {"SECTEST_CLIENT_KEYS": " , ,"}),
+    ]
+    for what, cfg, args, env in cases:
+        kind, v, err = run_serve(cfg, args, env)
+        check(kind == "exited" and v == 2,
+              "%s: expected exit 2, got %s %r (stderr %r)" % (what, kind, v, short(err)))
+        check("client key" in err.lower() or "insecure" in err.lower(),
+              "%s: no message about client keys: %r" % (what, short(err)))
+
+
+@test("listen/non-loopback starts with --insecure or with client keys")
+def t_listen_allowed():
+    kind, v, err = run_serve(listen_config(False), ["--listen", "0.0.0.0:0", "--insecure"], {})
+    check(kind == "listening" and v.startswith("listening on http://0.0.0.0:"),
+          "--insecure: %s %r %r" % (kind, v, short(err)))
+    kind, v, err = run_serve(listen_config(True), ["--listen", "0.0.0.0:0"],
+                             {"SECTEST_CLIENT_KEYS": CLIENT_K1})
+    check(kind == "listening", "with client keys: %s %r %r" % (kind, v, short(err)))
+    kind, v, err = run_serve(listen_config(False), ["--listen", "127.0.0.1:0"], {})
+    check(kind == "listening", "loopback without keys: %s %r %r" % (kind, v, short(err)))
+
+
+# ======================================================================================
+# the final sweep: every captured byte, every log line
+# ======================================================================================
+
+
+@test("secrets/no key in any log line, response, header or metric")
+def t_secrets_sweep():
+    # Stop the main gateway first so its stderr is complete.
+    for name, proc in (("main gateway", F.g), ("limits gateway", Limits.g)):
+        if proc is not None:
+            proc.stop()
+    texts = list(CAPTURED)
+    for p in PROCS:
+        if p.name.startswith("gw"):
+            texts.append((p.name + " stderr", p.stderr()))
+    check(any(lbl.endswith("stderr") and b'"request_id"' in data for lbl, data in texts),
+          "no gateway log line was captured")
+    leaks = []
+    for label, data in texts:
+        if label in ("hostile-echo", "json-body"):
+            continue  # their own tests report them
+        for hit in find_secrets(data):
+            i = data.find(hit.split(" ")[0].encode())
+            leaks.append("%s: %s%s" % (label, hit,
+                                       (" near %r" % short(data[max(0, i - 80):i + 80]))
+                                       if i >= 0 else ""))
+    check(not leaks, "secrets found:\n    " + "\n    ".join(leaks[:20]))
+    check(F.never.snapshot()[1] == 0, "the never-listener was contacted")
+    reqs, _ = F.raw.snapshot()
+    for i, req in enumerate(reqs):
+        if i in FWD_SENSITIVE:
+            continue  # that test reports its own forwarding
+        blob = req["head"] + b"\r\n\r\n" + req["body"]
+        check(b"CLIENTSECRET" not in blob,
+              "a client key reached the upstream: %r" % short(req["head"], 600))
+
+
+# ======================================================================================
+
+
+def main():
+    global BIN, NEVER_URL
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    BIN = os.path.abspath(sys.argv[1])
+    only = sys.argv[2:]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    failed = 0
+    try:
+        F.raw = RawListener("raw")
+        F.never = RawListener("never")
+        NEVER_URL = "http://%s:%d/v1" % (LOCAL, F.never.port)
+        F.mock = Proc("mock", [BIN, "mock", "--listen", LOCAL + ":0"])
+        F.g = start_gateway("gw-main", main_config(F.mock.port, F.raw.port))
+        Limits.g = limits_gateway()
+        for name, f in TESTS:
+            if only and not any(o in name for o in only) and \
+                    name != "secrets/no key in any log line, response, header or metric":
+                continue
+            t0 = time.monotonic()
+            try:
+                f()
+                RESULTS.append((name, True, ""))
+                print("ok      %-72s %.1fs" % (name, time.monotonic() - t0), flush=True)
+            except Skip as e:
+                print("skip    %s: %s" % (name, e), flush=True)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                failed += 1
+                msg = str(e) if isinstance(e, AssertionError) else traceback.format_exc()
+                RESULTS.append((name, False, msg))
+                print("FAIL    %s\n        %s" % (name, msg.replace("\n", "\n        ")),
+                      flush=True)
+    finally:
+        for p in reversed(PROCS):
+            try:
+                p.stop()
+            except Exception:  # noqa: BLE001
+                pass
+        for lst in LISTENERS:
+            lst.stop()
+    n = len(RESULTS)
+    keep = failed or os.environ.get("SECTEST_KEEP")
+    print("security: %d of %d tests passed%s" % (
+        n - failed, n, " (configs and stderr of every process in %s)" % WORK if keep else ""))
+    if not keep:
+        shutil.rmtree(WORK, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
