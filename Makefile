@@ -58,7 +58,7 @@ fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 install: build
-	@cmake --install $(BUILD)
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 format:
 	@clang-format -i include/*.h src/*/*.[ch] tests/unit/*.c examples/*.c bench/*.c fuzz/*.c
