@@ -16,7 +16,7 @@
 #include "limits.h"
 #include "sse.h"
 
-#define MAX_EVENT_PARTS 64
+#define MAX_EVENT_PARTS 16  /* parts of one SSE event kept inline */
 #define MAX_ERROR_BODY (1u << 20)
 #define MAX_KEPT_HEADERS 32
 #define MAX_REQUEST_HEADERS (AIR_MAX_HEADERS + 16)
@@ -57,8 +57,9 @@ struct air__exchange {
   char *hdr_lines[MAX_REQUEST_HEADERS + 1];
   air__buf hdr_buf;
   air__buf url;
-  air_part parts[MAX_EVENT_PARTS];
-  size_t n_parts;
+  air_part parts_inline[MAX_EVENT_PARTS];
+  air_part *parts;       /* parts_inline, or a heap array for big events */
+  size_t n_parts, cap_parts;
   uint64_t start_ms;
   uint64_t first_content_ms;
   uint64_t wait_ms;      /* time spent in backoff waits */
@@ -146,9 +147,20 @@ static int emit(void *data, const air__gate_event *ev) {
 
 /* ---- decoding ------------------------------------------------------------------- */
 
+/* Gathers the parts of one event; an event with many (parallel tool calls)
+ * moves to a heap array, bounded by AIR_MAX_EVENT_PARTS. */
 static int collect(void *data, const air_part *p) {
   air__exchange *x = data;
-  if (x->n_parts >= MAX_EVENT_PARTS) return 0;  /* absurd event: parts dropped */
+  if (x->n_parts == x->cap_parts) {
+    size_t cap = x->cap_parts * 2;
+    if (cap > AIR_MAX_EVENT_PARTS) return 1;  /* stops decoding: malformed */
+    air_part *a = x->parts == x->parts_inline ? malloc(cap * sizeof(*a))
+                                              : realloc(x->parts, cap * sizeof(*a));
+    if (a == NULL) return 1;
+    if (x->parts == x->parts_inline) memcpy(a, x->parts_inline, sizeof(x->parts_inline));
+    x->parts = a;
+    x->cap_parts = cap;
+  }
   x->parts[x->n_parts++] = *p;
   return 0;
 }
@@ -180,8 +192,9 @@ static int on_sse(void *data, const air__sse_event *ev) {
   air__exchange *x = data;
   x->n_parts = 0;
   unsigned before = x->dec.malformed;
-  x->ops->decode_event(&x->dec, ev, collect, x);
-  if (x->gate.committed && x->dec.error_event) {
+  if (x->ops->decode_event(&x->dec, ev, collect, x) != 0)
+    x->dec.malformed++;  /* over AIR_MAX_EVENT_PARTS: skipped as malformed */
+  if (x->gate.committed && x->dec.error_event && x->dec.malformed == before) {
     /* An error event after commit ends the attempt, final; the consumer
      * hears of it once, through on_end, never as a part. */
     char type[64] = "", msg[256] = "upstream error event";
@@ -704,6 +717,8 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
     free(x);
     return rc;
   }
+  x->parts = x->parts_inline;
+  x->cap_parts = MAX_EVENT_PARTS;
   air__sse_init(&x->sse, on_sse, x);
   air__buf_init(&x->body, 64u << 20);
   air__buf_init(&x->err, MAX_ERROR_BODY);
@@ -753,6 +768,7 @@ static void on_timer_closed(uv_handle_t *h) {
   air__buf_cleanup(&x->strs);
   air__buf_cleanup(&x->hdr_buf);
   air__buf_cleanup(&x->url);
+  if (x->parts != x->parts_inline) free(x->parts);
   air_run_free(x->run);
   free(x);
 }
