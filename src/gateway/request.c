@@ -314,6 +314,13 @@ static int on_event(void *data, const air__gate_event *ev) {
       if (ev->parts[i].kind != AIR_PART_ERROR)
         ops->encode_part(&r->enc, &ev->parts[i], &r->out);
   }
+  /* Written at on_flush: one write per upstream read, not per event. */
+  return 0;
+}
+
+static int on_flush(void *data) {
+  gw_req *r = data;
+  if (!r->stream || !r->began) return 0;
   return flush_out(r);
 }
 
@@ -474,7 +481,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
       .model = r->areq.model,
       .forward = (const char *const *)r->fwd,
   };
-  air__exchange_cb cb = {on_commit, on_event, NULL, on_end, r};
+  air__exchange_cb cb = {on_commit, on_event, on_flush, NULL, on_end, r};
   air__http_req_on_disconnect(req, on_disconnect, r);
   r->starting = true;
   int rc = air__exchange_start(&w->loop, w->t, &o, &cb, &r->x);

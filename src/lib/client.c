@@ -188,7 +188,7 @@ static void start_job(worker *w, job *j) {
       .req = &j->req,
       .model = j->req.model,
   };
-  air__exchange_cb cb = {on_commit, on_event, on_failed, on_end, j};
+  air__exchange_cb cb = {on_commit, on_event, NULL, on_failed, on_end, j};
   j->next = w->active;
   w->active = j;
   int rc = air__exchange_start(&w->loop, w->t, &o, &cb, &j->x);

@@ -358,6 +358,12 @@ static int on_body(void *data, const char *p, size_t n) {
   /* Deadlines: attempt_ms only until commit; the part gap always. */
   if (x->gate.committed) uv_timer_stop(&x->timers[T_ATTEMPT]);
   arm(x, T_PART, air__gate_deadline(&x->gate, NULL), on_part_timeout);
+  if (x->notified && x->cb.on_flush) {
+    x->in_xfer_cb = true;
+    if (x->cb.on_flush(x->cb.data) == 1) x->pause_pending = true;
+    x->in_xfer_cb = false;
+  }
+  if (x->cancel_pending) return -1;
   if (x->pause_pending) {
     x->pause_pending = false;
     air__xfer_pause(x->xfer);

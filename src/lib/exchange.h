@@ -54,6 +54,10 @@ typedef struct air__exchange_cb {
   /* Each released event (raw upstream bytes + decoded parts), in order.
    * Return 1 to pause the upstream until air__exchange_resume. */
   int (*on_event)(void *data, const air__gate_event *ev);
+  /* After the events of one upstream read were handed over (so a consumer
+   * can write them to its client in one go). Return 1 to pause the
+   * upstream until air__exchange_resume. May be NULL. */
+  int (*on_flush)(void *data);
   /* After each failed attempt, once the policy decided (wait_ms is set).
    * May be NULL. */
   void (*on_failed)(void *data, const air_attempt *a);

@@ -1059,14 +1059,18 @@ static size_t fit(const char *s, size_t n, size_t max) {
 
 static void set_ident(air__encoder *e, const char *id, size_t id_n,
                       const char *model, size_t model_n) {
+  /* fit() returns 0 for a NULL string, so id and model are non-NULL
+   * wherever they are copied (the analyzer misses it). */
   size_t k = fit(id, id_n, sizeof(e->id) - 1);
   if (k == 0) {
     memcpy(e->id, DEFAULT_ID, sizeof(DEFAULT_ID));
   } else {
+    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): see above */
     memcpy(e->id, id, k);
     e->id[k] = '\0';
   }
   k = fit(model, model_n, sizeof(e->model) - 1);
+  /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): see above */
   if (k > 0) memcpy(e->model, model, k);
   e->model[k] = '\0';
 }
