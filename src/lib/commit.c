@@ -15,6 +15,21 @@
 /* Part string fields are stored as offsets into g->bytes, tagged here. */
 #define NO_STR ((size_t)-1)
 
+air__gate_cfg air__gate_cfg_of(const air__policy *pol, air__commit commit,
+                               bool json_response) {
+  air__gate_cfg gc = {
+      .commit = commit,
+      .phrases = pol->phrases,
+      .n_phrases = pol->n_phrases,
+      .max_malformed = pol->max_malformed,
+      .malformed = pol->malformed,
+      .json_response = json_response,
+      .first_chunk_ms = pol->timeouts.first_chunk_ms,
+      .chunk_ms = pol->timeouts.chunk_ms,
+  };
+  return gc;
+}
+
 int air__gate_init(air__gate *g, const air__gate_cfg *cfg, air__gate_emit emit,
                    void *data) {
   memset(g, 0, sizeof(*g));

@@ -92,6 +92,12 @@ typedef struct air__gate {
   size_t cap_scratch;
 } air__gate;
 
+/* A gate config from a route's policy: its refusal phrases and malformed
+ * limits, with the given commit mode and JSON check. Deadlines are set per
+ * attempt from the target's timeouts. */
+air__gate_cfg air__gate_cfg_of(const air__policy *pol, air__commit commit,
+                               bool json_response);
+
 /* Returns 0 or AIR_ENOMEM. cfg strings are copied. */
 int air__gate_init(air__gate *g, const air__gate_cfg *cfg, air__gate_emit emit,
                    void *data);

@@ -307,6 +307,8 @@ static void keep_headers(air__exchange *x, const air_header *h, size_t n) {
     x->n_hv++;
   }
   for (size_t i = 0; i < x->n_hv; i++) {
+    /* offs[i] is set for every i < n_hv (air__buf_add never changes n_hv).
+     * NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
     x->hv[i].name = x->kept.p + offs[i][0];
     x->hv[i].value = x->kept.p + offs[i][1];
   }
@@ -708,14 +710,9 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
     return rc;
   }
   const air__policy *pol = air__run_policy(x->run);
-  air__gate_cfg gc = {
-      .commit = o->req->stream ? pol->commit : AIR_COMMIT_COMPLETE,
-      .phrases = pol->phrases,
-      .n_phrases = pol->n_phrases,
-      .max_malformed = pol->max_malformed,
-      .malformed = pol->malformed,
-      .json_response = o->req->json_response,
-  };
+  air__gate_cfg gc = air__gate_cfg_of(
+      pol, o->req->stream ? pol->commit : AIR_COMMIT_COMPLETE,
+      o->req->json_response);
   rc = air__gate_init(&x->gate, &gc, emit, x);
   if (rc != 0) {
     air__gate_cleanup(&x->gate);

@@ -194,14 +194,7 @@ int air_stream(const air_config *cfg, air_state *state, const char *model,
   c.o = opts;
   c.clock = opts->clock ? opts->clock : air_clock_system();
   c.sink.ctx = &c;
-  air__gate_cfg gc = {
-      .commit = pol->commit,
-      .phrases = pol->phrases,
-      .n_phrases = pol->n_phrases,
-      .max_malformed = pol->max_malformed,
-      .malformed = pol->malformed,
-      .json_response = opts->json_response,
-  };
+  air__gate_cfg gc = air__gate_cfg_of(pol, pol->commit, opts->json_response);
   rc = air__gate_init(&c.gate, &gc, emit, &c);
   air_run_free(probe);
   if (rc != 0) {
