@@ -8,7 +8,7 @@ PREFIX     ?= /usr/local
 FUZZ_SECONDS ?= 60
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build build-asan demo check test checksrc bench fuzz install clean format
+.PHONY: all deps build build-asan demo check test checksrc lint bench fuzz install clean format soak
 
 all: build
 
@@ -37,8 +37,14 @@ demo: build
 checksrc:
 	@scripts/checksrc.sh
 
+# cppcheck + clang-tidy (.clang-tidy); clang-tidy reads the release build's
+# compile_commands.json, so the build comes first when it is missing.
+lint: deps
+	@[ -f $(BUILD)/compile_commands.json ] || $(MAKE) --no-print-directory build
+	@scripts/lint.sh $(BUILD)
+
 # Normal build first, then ASan+UBSan; the last line printed is ctest's summary.
-check: deps checksrc build build-asan
+check: deps checksrc lint build build-asan
 	@echo "== tests (release build) =="
 	@cd $(BUILD) && ctest --output-on-failure -j2
 	@echo "== tests (ASan + UBSan) =="
@@ -50,6 +56,12 @@ test: check
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# Soak under faults: 11,000 requests through the gateway in front of a
+# faulty mock, every answer, log line, metric, RSS and fd checked
+# (tests/soak/run.sh; the ~1,000-request profile runs in `make check`).
+soak: build
+	@bash tests/soak/run.sh $(BUILD)/airetry long $(BUILD)/soak
 
 fuzz: deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \

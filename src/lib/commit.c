@@ -369,14 +369,13 @@ int air__gate_release_judged(air__gate *g) {
 }
 
 uint64_t air__gate_deadline(const air__gate *g, air_reason *which) {
-  uint64_t gap = g->last_ms + g->cfg.chunk_ms;
+  /* Until the first content part only first_chunk_ms counts (a reasoning
+   * model may send its start event, then think for a long time); from then
+   * on the gap between events. */
   if (!g->content) {
-    uint64_t first = g->started_ms + g->cfg.first_chunk_ms;
-    if (first <= gap) {
-      if (which) *which = AIR_REASON_TIMEOUT_FIRST_CHUNK;
-      return first;
-    }
+    if (which) *which = AIR_REASON_TIMEOUT_FIRST_CHUNK;
+    return g->started_ms + g->cfg.first_chunk_ms;
   }
   if (which) *which = AIR_REASON_TIMEOUT_CHUNK;
-  return gap;
+  return g->last_ms + g->cfg.chunk_ms;
 }

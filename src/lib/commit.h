@@ -133,7 +133,8 @@ int air__gate_end(air__gate *g, bool clean, uint64_t now_ms);
 int air__gate_release_judged(air__gate *g);
 
 /* The next deadline for the transport to arm, and which reason it is:
- * timeout.first_chunk until the first content part, then timeout.chunk. */
+ * timeout.first_chunk (attempt start + first_chunk_ms) until the first
+ * content part arrives, then timeout.chunk (last event + chunk_ms). */
 uint64_t air__gate_deadline(const air__gate *g, air_reason *which);
 
 #endif

@@ -215,6 +215,8 @@ static void d_value(const dumper *d, const air__opt *o, const void *obj,
       return;
     }
     case AIR__T_RULES:
+      /* pol is non-NULL: d_map skips AIR__B_POLICY options without one.
+       * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
       d_items(d, AIR__SC_RULE, pol->rules, sizeof(air__rule), pol->n_rules,
               indent, false);
       return;

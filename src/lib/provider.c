@@ -218,6 +218,38 @@ void air__parse_error_body(const char *body, size_t n, air__buf *buf,
   if (m >= 0) f->message = buf->p + m;
 }
 
+int air__json_put(json_t *obj, const char *key, json_t *v) {
+  if (v == NULL) return AIR_ENOMEM;
+  return json_object_set_new(obj, key, v) == 0 ? 0 : AIR_ENOMEM;
+}
+
+int air__json_push(json_t *arr, json_t *v) {
+  if (v == NULL) return AIR_ENOMEM;
+  return json_array_append_new(arr, v) == 0 ? 0 : AIR_ENOMEM;
+}
+
+typedef struct dump_ctx {
+  air__buf *out;
+  int rc;
+} dump_ctx;
+
+static int dump_cb(const char *p, size_t n, void *data) {
+  dump_ctx *c = data;
+  c->rc = air__buf_add(c->out, p, n);
+  return c->rc == 0 ? 0 : -1;
+}
+
+int air__json_dump(const json_t *v, size_t flags, air__buf *out) {
+  size_t start = out->n;
+  dump_ctx c = {out, 0};
+  if (json_dump_callback(v, dump_cb, &c, flags) != 0) {
+    out->n = start;
+    if (out->p) out->p[start] = '\0';
+    return c.rc != 0 ? c.rc : AIR_ENOMEM;
+  }
+  return 0;
+}
+
 int air__final_status(air_reason reason, int status) {
   if (status >= 400 && status <= 599) return status;
   switch (reason) {

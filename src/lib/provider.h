@@ -215,6 +215,14 @@ const air__provider_ops *air__provider_get(air__api api);
 void air__parse_error_body(const char *body, size_t n, air__buf *buf,
                            air_failure *f);
 
+/* json_object_set_new / json_array_append_new that report AIR_ENOMEM when v
+ * is NULL (a failed constructor) or the insertion fails. Both steal v. */
+int air__json_put(json_t *obj, const char *key, json_t *v);
+int air__json_push(json_t *arr, json_t *v);
+/* Appends v dumped with jansson flags; on failure out is left as it was and
+ * AIR_ENOMEM or AIR_ETOOBIG is returned. */
+int air__json_dump(const json_t *v, size_t flags, air__buf *out);
+
 /*
  * The HTTP status of a final failure (DESIGN.md 5): the upstream's own when
  * it was an error status, else one that fits the reason (504 for timeouts,

@@ -157,38 +157,9 @@ static int unsupported(const air__build_opts *o, air_error *err,
 }
 
 /* Sets obj[key] = v, taking v; AIR_ENOMEM when v is NULL or the set fails. */
-static int put(json_t *obj, const char *key, json_t *v) {
-  if (v == NULL) return AIR_ENOMEM;
-  return json_object_set_new(obj, key, v) == 0 ? 0 : AIR_ENOMEM;
-}
-
-static int push(json_t *arr, json_t *v) {
-  if (v == NULL) return AIR_ENOMEM;
-  return json_array_append_new(arr, v) == 0 ? 0 : AIR_ENOMEM;
-}
-
-typedef struct dump_ctx {
-  air__buf *b;
-  int rc;
-} dump_ctx;
-
-static int dump_cb(const char *p, size_t n, void *data) {
-  dump_ctx *c = data;
-  c->rc = air__buf_add(c->b, p, n);
-  return c->rc == 0 ? 0 : -1;
-}
-
 /* Appends v as compact JSON; on failure out is left as it was. */
 static int dump_json(const json_t *v, air__buf *out) {
-  size_t start = out->n;
-  dump_ctx c = {out, 0};
-  if (json_dump_callback(v, dump_cb, &c,
-                         JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
-    return c.rc != 0 ? c.rc : AIR_ENOMEM;
-  }
-  return 0;
+  return air__json_dump(v, JSON_COMPACT | JSON_REAL_PRECISION(15), out);
 }
 
 /* Merges o->override_json over root's top-level fields; null removes. */
@@ -219,13 +190,13 @@ static int finish_body(json_t *root, const air__request *req,
                        air_error *err) {
   int rc = apply_override(root, o, err);
   const char *model = o->model != NULL ? o->model : req->model;
-  if (rc == 0) rc = put(root, "model", json_string(model ? model : ""));
-  if (rc == 0) rc = put(root, "stream", json_true());
+  if (rc == 0) rc = air__json_put(root, "model", json_string(model ? model : ""));
+  if (rc == 0) rc = air__json_put(root, "stream", json_true());
   json_t *mt = json_object_get(root, "max_tokens");
   if (rc == 0 && (mt == NULL || json_is_null(mt))) {
     uint32_t dm =
         o->default_max_tokens ? o->default_max_tokens : DEFAULT_MAX_TOKENS;
-    rc = put(root, "max_tokens", json_integer(dm));
+    rc = air__json_put(root, "max_tokens", json_integer(dm));
   }
   if (rc == 0) rc = dump_json(root, out);
   if (rc == AIR_ETOOBIG) rc = invalid(err, "body", "too big");
@@ -251,8 +222,8 @@ static int add_system(xl *x, const char *s, size_t n) {
 static json_t *text_block(const char *s, size_t n) {
   json_t *b = json_object();
   if (b == NULL) return NULL;
-  if (put(b, "type", json_string("text")) != 0 ||
-      put(b, "text", json_stringn(s, n)) != 0) {
+  if (air__json_put(b, "type", json_string("text")) != 0 ||
+      air__json_put(b, "text", json_stringn(s, n)) != 0) {
     json_decref(b);
     return NULL;
   }
@@ -282,27 +253,27 @@ static int xl_image(xl *x, const json_t *part, const char *field,
       rc = invalid(x->err, f,
                    "expected a base64 data URL (data:TYPE;base64,...)");
     } else {
-      rc = put(src, "type", json_string("base64"));
+      rc = air__json_put(src, "type", json_string("base64"));
       if (rc == 0)
-        rc = put(src, "media_type", json_stringn(head, (size_t)(semi - head)));
+        rc = air__json_put(src, "media_type", json_stringn(head, (size_t)(semi - head)));
       if (rc == 0)
-        rc = put(src, "data",
+        rc = air__json_put(src, "data",
                  json_stringn(comma + 1, n - (size_t)(comma + 1 - url)));
     }
   } else if (rc == 0 && ((n >= 7 && strncasecmp(url, "http://", 7) == 0) ||
                          (n >= 8 && strncasecmp(url, "https://", 8) == 0))) {
-    rc = put(src, "type", json_string("url"));
-    if (rc == 0) rc = put(src, "url", json_incref((json_t *)u));
+    rc = air__json_put(src, "type", json_string("url"));
+    if (rc == 0) rc = air__json_put(src, "url", json_incref((json_t *)u));
   } else if (rc == 0) {
     rc = invalid(x->err, f, "expected an http(s) or base64 data URL");
   }
-  if (rc == 0) rc = put(img, "type", json_string("image"));
+  if (rc == 0) rc = air__json_put(img, "type", json_string("image"));
   if (rc == 0) {
-    rc = put(img, "source", src);
+    rc = air__json_put(img, "source", src);
     src = NULL;
   }
   if (rc == 0) {
-    rc = push(blocks, img);
+    rc = air__json_push(blocks, img);
     img = NULL;
   }
   json_decref(src);
@@ -331,7 +302,7 @@ static int xl_part(xl *x, const json_t *part, size_t i, size_t j,
     size_t n = json_string_length(t);
     if (system) return add_system(x, json_string_value(t), n);
     if (n == 0) return 0;
-    return push(blocks, text_block(json_string_value(t), n));
+    return air__json_push(blocks, text_block(json_string_value(t), n));
   }
   if (!system && strcmp(type, "image_url") == 0)
     return xl_image(x, part, field, blocks);
@@ -348,7 +319,7 @@ static int xl_content(xl *x, const json_t *content, size_t i, json_t *blocks,
     const char *s = json_string_value(content);
     size_t n = json_string_length(content);
     if (system) return add_system(x, s, n);
-    return n == 0 ? 0 : push(blocks, text_block(s, n));
+    return n == 0 ? 0 : air__json_push(blocks, text_block(s, n));
   }
   if (!json_is_array(content)) {
     snprintf(field, sizeof(field), "messages[%zu].content", i);
@@ -426,16 +397,16 @@ static int xl_tool_calls(xl *x, const json_t *calls, size_t i, json_t *blocks) {
     }
     json_t *b = json_object();
     int rc = b ? 0 : AIR_ENOMEM;
-    if (rc == 0) rc = put(b, "type", json_string("tool_use"));
-    if (rc == 0) rc = put(b, "id", json_incref((json_t *)id));
-    if (rc == 0) rc = put(b, "name", json_incref((json_t *)name));
+    if (rc == 0) rc = air__json_put(b, "type", json_string("tool_use"));
+    if (rc == 0) rc = air__json_put(b, "id", json_incref((json_t *)id));
+    if (rc == 0) rc = air__json_put(b, "name", json_incref((json_t *)name));
     if (rc == 0) {
-      rc = put(b, "input", input);
+      rc = air__json_put(b, "input", input);
       input = NULL;
     }
     json_decref(input);
     if (rc == 0) {
-      rc = push(blocks, b);
+      rc = air__json_push(blocks, b);
     } else {
       json_decref(b);
     }
@@ -469,14 +440,14 @@ static int xl_tool_result(xl *x, const json_t *m, size_t i, json_t *blocks) {
   }
   json_t *b = json_object();
   if (rc == 0 && (b == NULL || content == NULL)) rc = AIR_ENOMEM;
-  if (rc == 0) rc = put(b, "type", json_string("tool_result"));
-  if (rc == 0) rc = put(b, "tool_use_id", json_incref((json_t *)id));
+  if (rc == 0) rc = air__json_put(b, "type", json_string("tool_result"));
+  if (rc == 0) rc = air__json_put(b, "tool_use_id", json_incref((json_t *)id));
   if (rc == 0) {
-    rc = put(b, "content", content);
+    rc = air__json_put(b, "content", content);
     content = NULL;
   }
   if (rc == 0) {
-    rc = push(blocks, b);
+    rc = air__json_push(blocks, b);
     b = NULL;
   }
   json_decref(content);
@@ -505,13 +476,13 @@ static int xl_push(xl *x, const char *role, json_t *blocks) {
     json_decref(blocks);
     return AIR_ENOMEM;
   }
-  int rc = put(m, "role", json_string(role));
+  int rc = air__json_put(m, "role", json_string(role));
   if (rc == 0) {
-    rc = put(m, "content", blocks);
+    rc = air__json_put(m, "content", blocks);
   } else {
     json_decref(blocks);
   }
-  if (rc == 0) return push(x->msgs, m);
+  if (rc == 0) return air__json_push(x->msgs, m);
   json_decref(m);
   return rc;
 }
@@ -627,24 +598,24 @@ static int xl_tools(xl *x, const json_t *tools, json_t *out) {
       break;
     }
     json_t *a = json_object();
-    rc = a ? put(a, "name", json_incref((json_t *)name)) : AIR_ENOMEM;
+    rc = a ? air__json_put(a, "name", json_incref((json_t *)name)) : AIR_ENOMEM;
     if (rc == 0 && json_is_string(desc))
-      rc = put(a, "description", json_incref((json_t *)desc));
+      rc = air__json_put(a, "description", json_incref((json_t *)desc));
     if (rc == 0) {
       json_t *schema =
           json_is_object(params)
               ? json_deep_copy(params)
               : json_pack("{s:s,s:{}}", "type", "object", "properties");
-      rc = put(a, "input_schema", schema);
+      rc = air__json_put(a, "input_schema", schema);
     }
     if (rc == 0) {
-      rc = push(res, a);
+      rc = air__json_push(res, a);
     } else {
       json_decref(a);
     }
     if (rc != 0) break;
   }
-  if (rc == 0 && json_array_size(res) > 0) return put(out, "tools", res);
+  if (rc == 0 && json_array_size(res) > 0) return air__json_put(out, "tools", res);
   json_decref(res);
   return rc;
 }
@@ -669,7 +640,7 @@ static int xl_tool_choice(xl *x, const json_t *tc, json_t *out) {
       return invalid(x->err, "tool_choice.function.name", "expected a string");
     r = json_pack("{s:s,s:O}", "type", "tool", "name", name);
   }
-  return put(out, "tool_choice", r);
+  return air__json_put(out, "tool_choice", r);
 }
 
 static int xl_stop(xl *x, const json_t *stop, json_t *out) {
@@ -678,7 +649,7 @@ static int xl_stop(xl *x, const json_t *stop, json_t *out) {
   if (seq == NULL) return AIR_ENOMEM;
   int rc = 0;
   if (json_is_string(stop)) {
-    rc = push(seq, json_incref((json_t *)stop));
+    rc = air__json_push(seq, json_incref((json_t *)stop));
   } else if (json_is_array(stop)) {
     size_t i;
     const json_t *s;
@@ -688,14 +659,14 @@ static int xl_stop(xl *x, const json_t *stop, json_t *out) {
         rc = invalid(x->err, field, "expected a string");
         break;
       }
-      rc = push(seq, json_incref((json_t *)s));
+      rc = air__json_push(seq, json_incref((json_t *)s));
       if (rc != 0) break;
     }
   } else {
     rc = invalid(x->err, "stop", "expected a string or an array");
   }
   if (rc == 0 && json_array_size(seq) > 0)
-    return put(out, "stop_sequences", seq);
+    return air__json_put(out, "stop_sequences", seq);
   json_decref(seq);
   return rc;
 }
@@ -756,14 +727,14 @@ static int from_openai(const air__request *req, const air__build_opts *o,
    * caller's fields in the caller's order, stream last. */
   const json_t *mt = json_object_get(body, "max_completion_tokens");
   if (mt == NULL || json_is_null(mt)) mt = json_object_get(body, "max_tokens");
-  if (rc == 0) rc = put(root, "model", json_string(""));
+  if (rc == 0) rc = air__json_put(root, "model", json_string(""));
   if (rc == 0 && json_is_integer(mt) && json_integer_value(mt) > 0)
-    rc = put(root, "max_tokens", json_incref((json_t *)mt));
+    rc = air__json_put(root, "max_tokens", json_incref((json_t *)mt));
 
   if (rc == 0) rc = xl_messages(&x, json_object_get(body, "messages"));
   if (rc == 0 && x.system.n > 0)
-    rc = put(root, "system", json_stringn(x.system.p, x.system.n));
-  if (rc == 0) rc = put(root, "messages", json_incref(x.msgs));
+    rc = air__json_put(root, "system", json_stringn(x.system.p, x.system.n));
+  if (rc == 0) rc = air__json_put(root, "messages", json_incref(x.msgs));
 
   bool no_parallel = false;
   const char *key;
@@ -786,10 +757,10 @@ static int from_openai(const air__request *req, const air__build_opts *o,
         rc = invalid(err, key, "expected a number");
       } else {
         double t = json_number_value(v);
-        rc = put(root, key, json_real(t < 0 ? 0 : t > 1 ? 1 : t));
+        rc = air__json_put(root, key, json_real(t < 0 ? 0 : t > 1 ? 1 : t));
       }
     } else if (strcmp(key, "top_p") == 0) {
-      rc = put(root, key, json_incref(v));
+      rc = air__json_put(root, key, json_incref(v));
     } else if (strcmp(key, "stop") == 0) {
       rc = xl_stop(&x, v, root);
     } else if (strcmp(key, "tools") == 0) {
@@ -800,7 +771,7 @@ static int from_openai(const air__request *req, const air__build_opts *o,
       if (!json_is_string(v))
         rc = invalid(err, key, "expected a string");
       else
-        rc = put(root, "metadata", json_pack("{s:O}", "user_id", v));
+        rc = air__json_put(root, "metadata", json_pack("{s:O}", "user_id", v));
     } else {
       rc = unsupported(o, err, key);
     }
@@ -808,11 +779,11 @@ static int from_openai(const air__request *req, const air__build_opts *o,
   /* parallel_tool_calls false: Anthropic says it on tool_choice. */
   if (rc == 0 && no_parallel && json_object_get(root, "tools") != NULL) {
     if (json_object_get(root, "tool_choice") == NULL)
-      rc = put(root, "tool_choice", json_pack("{s:s}", "type", "auto"));
+      rc = air__json_put(root, "tool_choice", json_pack("{s:s}", "type", "auto"));
     json_t *tc = rc == 0 ? json_object_get(root, "tool_choice") : NULL;
     const char *t = json_string_value(json_object_get(tc, "type"));
     if (t != NULL && strcmp(t, "none") != 0)
-      rc = put(tc, "disable_parallel_tool_use", json_true());
+      rc = air__json_put(tc, "disable_parallel_tool_use", json_true());
   }
   if (rc == 0) rc = finish_body(root, req, o, out, err);
   json_decref(root);
@@ -944,7 +915,7 @@ static int on_message_start(air__decoder *d, const air__json *j, bool *bad,
   const char *id, *model;
   size_t id_n, model_n;
   bool has_in, has_out;
-  uint64_t in, out;
+  uint64_t in = 0, out = 0;
   if (!air__json_is_obj(j, m) ||
       !str_at(j, air__json_get(j, m, "id"), &d->scratch, &id, &id_n) ||
       !str_at(j, air__json_get(j, m, "model"), &d->scratch2, &model,

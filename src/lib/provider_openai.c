@@ -127,29 +127,6 @@ static const char *finish_str(air_finish f) {
 /* ---- build_request
  * -------------------------------------------------------------- */
 
-/* json_object_set_new / json_array_append_new that report AIR_ENOMEM when v
- * is NULL (a failed constructor) or the insertion fails. Both steal v. */
-static int put(json_t *obj, const char *key, json_t *v) {
-  if (v == NULL) return AIR_ENOMEM;
-  return json_object_set_new(obj, key, v) == 0 ? 0 : AIR_ENOMEM;
-}
-
-static int push(json_t *arr, json_t *v) {
-  if (v == NULL) return AIR_ENOMEM;
-  return json_array_append_new(arr, v) == 0 ? 0 : AIR_ENOMEM;
-}
-
-typedef struct dump_ctx {
-  air__buf *out;
-  int rc;
-} dump_ctx;
-
-static int dump_cb(const char *p, size_t n, void *data) {
-  dump_ctx *c = data;
-  c->rc = air__buf_add(c->out, p, n);
-  return c->rc == 0 ? 0 : -1;
-}
-
 /*
  * What every upstream body gets, after the dialect's own fields: the
  * override merged over the top level, then "model", "stream": true and
@@ -169,15 +146,15 @@ static int finish_body(json_t *root, const air__request *req,
     if (rc != 0) return rc;
   }
   const char *model = o->model != NULL ? o->model : req->model;
-  if ((rc = put(root, "model", json_string(model != NULL ? model : ""))) != 0 ||
-      (rc = put(root, "stream", json_true())) != 0)
+  if ((rc = air__json_put(root, "model", json_string(model != NULL ? model : ""))) != 0 ||
+      (rc = air__json_put(root, "stream", json_true())) != 0)
     return rc;
   json_t *so = json_object_get(root, "stream_options");
   if (!json_is_object(so)) {
     so = json_object();
-    if ((rc = put(root, "stream_options", so)) != 0) return rc;
+    if ((rc = air__json_put(root, "stream_options", so)) != 0) return rc;
   }
-  return put(so, "include_usage", json_true());
+  return air__json_put(so, "include_usage", json_true());
 }
 
 /* Translation state: the options and where errors go. */
@@ -266,7 +243,7 @@ static int xl_system(xl *x, json_t *sys, json_t *msgs) {
     return rc;
   }
   json_t *m = json_pack("{s:s, s:o}", "role", "system", "content", content);
-  return push(msgs, m);
+  return air__json_push(msgs, m);
 }
 
 /*
@@ -353,7 +330,7 @@ static int xl_tool_result(xl *x, json_t *blk, const char *path, json_t *msgs) {
                 path);
   }
   if (text == NULL) return AIR_ENOMEM;
-  return push(msgs, json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id",
+  return air__json_push(msgs, json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id",
                               id, "content", text));
 }
 
@@ -364,7 +341,7 @@ static int xl_tool_result(xl *x, json_t *blk, const char *path, json_t *msgs) {
  */
 static int xl_user(xl *x, size_t i, json_t *content, json_t *msgs) {
   if (json_is_string(content))
-    return push(msgs,
+    return air__json_push(msgs,
                 json_pack("{s:s, s:O}", "role", "user", "content", content));
   json_t *parts = json_array();
   if (parts == NULL) return AIR_ENOMEM;
@@ -380,11 +357,11 @@ static int xl_user(xl *x, size_t i, json_t *content, json_t *msgs) {
     if (strcmp(t, "text") == 0) {
       json_t *s = block_text(x, blk, path, &rc);
       if (s == NULL) break;
-      rc = push(parts, json_pack("{s:s, s:O}", "type", "text", "text", s));
+      rc = air__json_push(parts, json_pack("{s:s, s:O}", "type", "text", "text", s));
     } else if (strcmp(t, "image") == 0) {
       json_t *img = NULL;
       rc = xl_image(x, blk, path, &img);
-      if (rc == 0 && img != NULL) rc = push(parts, img);
+      if (rc == 0 && img != NULL) rc = air__json_push(parts, img);
     } else if (strcmp(t, "tool_result") == 0) {
       rc = xl_tool_result(x, blk, path, msgs);
       n_results++;
@@ -404,7 +381,7 @@ static int xl_user(xl *x, size_t i, json_t *content, json_t *msgs) {
     return 0;
   }
   json_t *c = as_content(parts);
-  return push(msgs, json_pack("{s:s, s:o}", "role", "user", "content",
+  return air__json_push(msgs, json_pack("{s:s, s:o}", "role", "user", "content",
                               c != NULL ? c : json_string("")));
 }
 
@@ -420,7 +397,7 @@ static int xl_tool_use(xl *x, json_t *blk, const char *path, json_t *calls) {
   json_t *a = json_string(args != NULL ? args : "{}");
   free(args);
   if (a == NULL) return AIR_ENOMEM;
-  return push(
+  return air__json_push(
       calls, json_pack("{s:O, s:s, s:{s:O, s:o}}", "id", id, "type", "function",
                        "function", "name", name, "arguments", a));
 }
@@ -429,7 +406,7 @@ static int xl_tool_use(xl *x, json_t *blk, const char *path, json_t *calls) {
  * earlier turns have no OpenAI form and are dropped silently. */
 static int xl_assistant(xl *x, size_t i, json_t *content, json_t *msgs) {
   if (json_is_string(content))
-    return push(
+    return air__json_push(
         msgs, json_pack("{s:s, s:O}", "role", "assistant", "content", content));
   json_t *parts = json_array();
   json_t *calls = json_array();
@@ -445,7 +422,7 @@ static int xl_assistant(xl *x, size_t i, json_t *content, json_t *msgs) {
     if (strcmp(t, "text") == 0) {
       json_t *s = block_text(x, blk, path, &rc);
       if (s == NULL) break;
-      rc = push(parts, json_pack("{s:s, s:O}", "type", "text", "text", s));
+      rc = air__json_push(parts, json_pack("{s:s, s:O}", "type", "text", "text", s));
     } else if (strcmp(t, "tool_use") == 0) {
       rc = xl_tool_use(x, blk, path, calls);
     } else if (strcmp(t, "thinking") != 0 &&
@@ -466,16 +443,16 @@ static int xl_assistant(xl *x, size_t i, json_t *content, json_t *msgs) {
     json_decref(c);
     rc = AIR_ENOMEM;
   } else {
-    rc = put(m, "content", c != NULL ? c : json_null());
+    rc = air__json_put(m, "content", c != NULL ? c : json_null());
   }
   if (rc == 0 && json_array_size(calls) > 0)
-    rc = put(m, "tool_calls", json_incref(calls));
+    rc = air__json_put(m, "tool_calls", json_incref(calls));
   json_decref(calls);
   if (rc != 0) {
     json_decref(m);
     return rc;
   }
-  return push(msgs, m);
+  return air__json_push(msgs, m);
 }
 
 static int xl_messages(xl *x, json_t *in, json_t *msgs) {
@@ -530,9 +507,9 @@ static int xl_tools(xl *x, json_t *tools, json_t *out) {
     json_t *desc = json_object_get(t, "description");
     json_t *schema = json_object_get(t, "input_schema");
     if (fn != NULL && json_is_string(desc))
-      rc = put(fn, "description", json_incref(desc));
+      rc = air__json_put(fn, "description", json_incref(desc));
     if (rc == 0 && fn != NULL)
-      rc = put(fn, "parameters",
+      rc = air__json_put(fn, "parameters",
                json_is_object(schema)
                    ? json_incref(schema)
                    : json_pack("{s:s, s:{}}", "type", "object", "properties"));
@@ -541,11 +518,11 @@ static int xl_tools(xl *x, json_t *tools, json_t *out) {
       rc = rc != 0 ? rc : AIR_ENOMEM;
       break;
     }
-    if ((rc = push(arr, json_pack("{s:s, s:o}", "type", "function", "function",
+    if ((rc = air__json_push(arr, json_pack("{s:s, s:o}", "type", "function", "function",
                                   fn))) != 0)
       break;
   }
-  if (rc == 0 && json_array_size(arr) > 0) return put(out, "tools", arr);
+  if (rc == 0 && json_array_size(arr) > 0) return air__json_put(out, "tools", arr);
   json_decref(arr);
   return rc;
 }
@@ -570,9 +547,9 @@ static int xl_tool_choice(xl *x, json_t *tc, json_t *out) {
     return fail(x->err, AIR_EINVAL,
                 "tool_choice.type: expected auto, any, tool or none");
   }
-  int rc = put(out, "tool_choice", v);
+  int rc = air__json_put(out, "tool_choice", v);
   if (rc == 0 && json_is_true(json_object_get(tc, "disable_parallel_tool_use")))
-    rc = put(out, "parallel_tool_calls", json_false());
+    rc = air__json_put(out, "parallel_tool_calls", json_false());
   return rc;
 }
 
@@ -583,7 +560,7 @@ static int xl_metadata(xl *x, json_t *md, json_t *out) {
   json_object_foreach(md, k, v) {
     int rc = 0;
     if (strcmp(k, "user_id") == 0) {
-      if (json_is_string(v)) rc = put(out, "user", json_incref(v));
+      if (json_is_string(v)) rc = air__json_put(out, "user", json_incref(v));
     } else if (!json_is_null(v)) {
       char f[160];
       snprintf(f, sizeof(f), "metadata.%.140s", k);
@@ -598,14 +575,14 @@ static int xl_metadata(xl *x, json_t *md, json_t *out) {
  * stream. */
 static int xl_field(xl *x, const char *k, json_t *v, json_t *out) {
   if (strcmp(k, "max_tokens") == 0 || strcmp(k, "top_p") == 0)
-    return put(out, k, json_incref(v));
+    return air__json_put(out, k, json_incref(v));
   if (strcmp(k, "temperature") == 0) {
     double t = json_number_value(v);
-    if (t >= 0 && t <= 2) return put(out, k, json_incref(v));
-    return put(out, k, json_real(t > 2 ? 2.0 : 0.0));
+    if (t >= 0 && t <= 2) return air__json_put(out, k, json_incref(v));
+    return air__json_put(out, k, json_real(t > 2 ? 2.0 : 0.0));
   }
   if (strcmp(k, "stop_sequences") == 0)
-    return json_array_size(v) > 0 ? put(out, "stop", json_incref(v)) : 0;
+    return json_array_size(v) > 0 ? air__json_put(out, "stop", json_incref(v)) : 0;
   if (strcmp(k, "tools") == 0) return xl_tools(x, v, out);
   if (strcmp(k, "tool_choice") == 0) return xl_tool_choice(x, v, out);
   if (strcmp(k, "metadata") == 0) return xl_metadata(x, v, out);
@@ -641,9 +618,9 @@ static int from_anthropic(const air__request *req, const air__build_opts *o,
   xl x = {o, err};
   json_t *in = req->body;
   json_t *msgs = json_array();
-  int rc = put(out, "model", json_string(""));
+  int rc = air__json_put(out, "model", json_string(""));
   if (rc == 0)
-    rc = msgs != NULL ? put(out, "messages", json_incref(msgs)) : AIR_ENOMEM;
+    rc = msgs != NULL ? air__json_put(out, "messages", json_incref(msgs)) : AIR_ENOMEM;
   if (rc == 0) rc = xl_system(&x, json_object_get(in, "system"), msgs);
   if (rc == 0) rc = xl_messages(&x, json_object_get(in, "messages"), msgs);
   json_decref(msgs);
@@ -678,12 +655,7 @@ static int openai_build_request(const air__request *req,
   }
   if (rc == 0) rc = finish_body(root, req, o, err);
   if (rc == 0) {
-    size_t mark = out->n;
-    dump_ctx c = {out, 0};
-    if (json_dump_callback(root, dump_cb, &c, JSON_COMPACT) != 0) {
-      rc = c.rc != 0 ? c.rc : AIR_ENOMEM;
-      rollback(out, mark);
-    }
+    rc = air__json_dump(root, JSON_COMPACT, out);
   }
   json_decref(root);
   if (rc == AIR_ENOMEM || rc == AIR_ETOOBIG)

@@ -16,6 +16,7 @@
 #include <libfyaml.h>
 
 #include "mock.h"
+#include "yaml.h"
 
 /* Alias expansion is followed at most this many nodes (alias bombs). */
 #define MAX_NODE_VISITS 200000ul
@@ -808,52 +809,9 @@ static void parse_models(pctx *c, struct fy_node *v, loc at) {
   }
 }
 
-static void discard_output(struct fy_diag *diag, void *user, const char *buf,
-                           size_t len) {
-  (void)diag;
-  (void)user;
-  (void)buf;
-  (void)len;
-}
-
-static struct fy_diag *quiet_diag(void) {
-  struct fy_diag_cfg dc;
-  fy_diag_cfg_default(&dc);
-  dc.fp = NULL;
-  dc.output_fn = discard_output;
-  dc.colorize = false;
-  struct fy_diag *d = fy_diag_create(&dc);
-  if (d != NULL) fy_diag_set_collect_errors(d, true);
-  return d;
-}
-
-/* Whether text holds nothing but blanks, comments and document markers
- * (libfyaml builds no document for it). */
-static bool yaml_blank(const char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    size_t e = i;
-    while (e < n && s[e] != '\n') e++;
-    size_t j = i;
-    while (j < e && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r')) j++;
-    bool marker = e - j >= 3 && (memcmp(s + j, "---", 3) == 0 ||
-                                 memcmp(s + j, "...", 3) == 0);
-    if (j < e && s[j] != '#' && !marker) return false;
-    i = e + 1;
-  }
-  return true;
-}
-
 static loc offset_loc(const char *s, size_t off) {
-  loc l = {1, 1};
-  for (size_t i = 0; i < off; i++) {
-    if (s[i] == '\n') {
-      l.line++;
-      l.col = 1;
-    } else {
-      l.col++;
-    }
-  }
+  loc l;
+  air__text_pos(s, off, &l.line, &l.col);
   return l;
 }
 
@@ -907,12 +865,12 @@ int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
   s->defaults.base.finish = s->defaults.then.finish = s->defaults.fault.finish =
       AIR_FINISH_STOP;
   pctx c = {.s = s, .diag = diag};
-  const char *nul = n ? memchr(text, '\0', n) : NULL;
-  if (nul != NULL) {
-    fail_at(&c, offset_loc(text, (size_t)(nul - text)),
-            "the script contains a NUL byte");
+  size_t bad = 0;
+  const char *why = air__yaml_check_text(text, n, &bad);
+  if (why != NULL) {
+    fail_at(&c, offset_loc(text, bad), "the script %s", why);
   } else if (n > 0) {
-    struct fy_diag *fd = quiet_diag();
+    struct fy_diag *fd = air__yaml_quiet_diag();
     struct fy_parse_cfg pc = {.flags = FYPCF_QUIET, .diag = fd};
     struct fy_document *doc =
         fd ? fy_document_build_from_string(&pc, text, n) : NULL;
@@ -927,7 +885,7 @@ int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
     if (fd == NULL) {
       c.oom = true;
       fail_at(&c, (loc){0, 0}, "out of memory");
-    } else if (doc == NULL && !c.failed && !yaml_blank(text, n)) {
+    } else if (doc == NULL && !c.failed && !air__yaml_blank(text, n)) {
       fail_at(&c, (loc){0, 0}, "cannot parse the script as YAML");
     }
     if (!c.failed && doc != NULL) parse_root(&c, fy_document_root(doc));

@@ -17,10 +17,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  startMock, startGateway, gatewayConfig, sleep, thrown, assertCleanExit, stopAll,
+  SLOW, startMock, startGateway, gatewayConfig, sleep, thrown, assertCleanExit, stopAll,
 } from './lib.mjs';
 
-const LIMIT_MS = 100;
+// Under AIRETRY_E2E_SLOW (valgrind) the gateway's reaction is slower too.
+const LIMIT_MS = 100 * SLOW;
 const TOLERANCE_MS = 5;
 
 let mock;
@@ -45,7 +46,7 @@ after(async () => {
 const USER = [{ role: 'user', content: 'stream slowly' }];
 
 // Polls the mock log (bounded) until the attempt of model is hung up.
-async function hungUp(model, ms = 3000) {
+async function hungUp(model, ms = 3000 * SLOW) {
   const end = Date.now() + ms;
   for (;;) {
     const log = await mock.attempts(model);
@@ -65,7 +66,7 @@ function assertClosedInTime(log, clock, abortAt, what) {
   assert.ok(delay <= LIMIT_MS + TOLERANCE_MS, `${what}: upstream closed ${delay.toFixed(1)} ms after the abort`);
 }
 
-test('openai SDK: stream.controller.abort() mid-stream closes the upstream within 100 ms', { timeout: 20000 }, async () => {
+test('openai SDK: stream.controller.abort() mid-stream closes the upstream within 100 ms', { timeout: 20000 * SLOW }, async () => {
   const clock = await mock.reset();
   const stream = await gw.openai().chat.completions.create({ model: 'slow-o', messages: USER, stream: true });
   let n = 0;
@@ -88,7 +89,7 @@ test('openai SDK: stream.controller.abort() mid-stream closes the upstream withi
   assert.equal(line.outcome, 'aborted');
 });
 
-test('anthropic SDK: AbortController mid-stream closes the upstream within 100 ms', { timeout: 20000 }, async () => {
+test('anthropic SDK: AbortController mid-stream closes the upstream within 100 ms', { timeout: 20000 * SLOW }, async () => {
   const clock = await mock.reset();
   const ac = new AbortController();
   const stream = await gw.anthropic().messages.create(
@@ -114,7 +115,7 @@ test('anthropic SDK: AbortController mid-stream closes the upstream within 100 m
   assert.equal((await mock.attempts('ab-a-fb')).length, 0, 'no further attempt');
 });
 
-test('abort while the answer is held before commit closes the upstream within 100 ms', { timeout: 20000 }, async () => {
+test('abort while the answer is held before commit closes the upstream within 100 ms', { timeout: 20000 * SLOW }, async () => {
   const clock = await mock.reset();
   const ac = new AbortController();
   const p = thrown(() => gw.openai().chat.completions.create(
@@ -134,7 +135,7 @@ test('abort while the answer is held before commit closes the upstream within 10
   assert.equal((await mock.attempts('ab-h-fb')).length, 0, 'no further attempt');
 });
 
-test('abort during a Retry-After wait: no further attempt starts', { timeout: 20000 }, async () => {
+test('abort during a Retry-After wait: no further attempt starts', { timeout: 20000 * SLOW }, async () => {
   await mock.reset();
   const ac = new AbortController();
   const t0 = performance.now();

@@ -7,12 +7,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  OpenAI, Anthropic, ASAN, startMock, startGateway, gatewayConfig, canonical,
+  OpenAI, Anthropic, ASAN, SLOW, startMock, startGateway, gatewayConfig, canonical,
   collectOpenAI, collectAnthropic, errAttempts, thrown, assertCleanExit, stopAll, sleep,
 } from './lib.mjs';
 
 // Deadlines of this gateway: a silent or stalled upstream is given up after T.
-const T = ASAN ? 1000 : 500;
+const T = (ASAN ? 1000 : 500) * SLOW;
 const PHRASE = "I'm sorry, but I cannot assist";
 
 /*
@@ -141,7 +141,7 @@ async function call(sdk, model, stream) {
 // Waits (bounded) until every attempt of model has ended in the mock's log.
 async function settledAttempts(model, n) {
   let log = [];
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 100 * SLOW; i++) {
     log = await mock.attempts(model);
     if (log.length >= n && log.every((a) => a.end_ms !== null)) break;
     await sleep(20);
@@ -178,7 +178,7 @@ for (const p of plan) {
   const title = p.alone
     ? `${c.f}: no fallback, ${p.sdk} SDK ${p.stream ? 'streaming' : 'non-streaming'} → ${p.papi === 'mo' ? 'openai' : 'anthropic'} upstream`
     : `${c.f}: with fallback, ${p.sdk} SDK streaming, ${p.papi === 'mo' ? 'openai' : 'anthropic'} primary`;
-  test(title, { timeout: 30000 }, async () => {
+  test(title, { timeout: 30000 * SLOW }, async () => {
     await mock.reset();
     if (p.alone) {
       const target = `${p.papi}/${p.P}`;
@@ -281,7 +281,7 @@ test('anthropic "prompt is too long" is context_overflow: switch', async () => {
   assert.deepEqual(line.attempts.map((a) => a.reason), ['context_overflow', 'ok']);
 });
 
-test('scripted attempts: 429 (hint 20 ms), 529, silent, then the fallback', { timeout: 30000 }, async () => {
+test('scripted attempts: 429 (hint 20 ms), 529, silent, then the fallback', { timeout: 30000 * SLOW }, async () => {
   await mock.reset();
   const { data, response } = await gw.openai().chat.completions
     .create({ model: 'story', messages: USER, stream: true })
@@ -298,7 +298,7 @@ test('scripted attempts: 429 (hint 20 ms), 529, silent, then the fallback', { ti
   assert.ok(log[1].t_ms - log[0].t_ms >= 15, `the 20 ms Retry-After was honoured (${log[1].t_ms - log[0].t_ms} ms)`);
 });
 
-test('Retry-After hints longer than any backoff are honoured: retry-after seconds, x-ratelimit-reset', { timeout: 30000 }, async () => {
+test('Retry-After hints longer than any backoff are honoured: retry-after seconds, x-ratelimit-reset', { timeout: 30000 * SLOW }, async () => {
   // The first rate_limit backoff is at most 500 ms (full jitter); a gap of
   // at least 650 ms between the two attempts can only come from the hint.
   for (const [target, model] of [['mo/rh@429@ra=0.7@k=1', 'rh@429@ra=0.7@k=1'], ['ma/rh2@429@ra=0.7@k=1', 'rh2@429@ra=0.7@k=1'], ['mo/rl-headers', 'rl-headers']]) {
@@ -324,7 +324,7 @@ test('malformed: fail makes one bad event before content a malformed failure (re
   assert.deepEqual(line.attempts.map((a) => a.reason), ['malformed', 'malformed', 'ok']);
 });
 
-test('a flapping upstream: failing inside its window, healthy after it', { timeout: 30000 }, async () => {
+test('a flapping upstream: failing inside its window, healthy after it', { timeout: 30000 * SLOW }, async () => {
   const model = 'mo/flp@503@flap=0-700';
   const t0 = await mock.reset();
   const e = await thrown(() => gw.openai().chat.completions.create({ model, messages: USER }));
@@ -361,7 +361,7 @@ async function rawStream(path, body) {
 for (const f of ['cut=3', 'overload=3', 'stall=3']) {
   for (const [tag, pname] of [['o', 'openai'], ['a', 'anthropic']]) {
     for (const sdk of ['openai', 'anthropic']) {
-      test(`${f} after commit (${pname} upstream): the ${sdk} SDK stream raises, no fallback`, { timeout: 30000 }, async () => {
+      test(`${f} after commit (${pname} upstream): the ${sdk} SDK stream raises, no fallback`, { timeout: 30000 * SLOW }, async () => {
         await mock.reset();
         const route = `ac-${tag}-${f}`;
         let got = '';
@@ -386,7 +386,7 @@ for (const f of ['cut=3', 'overload=3', 'stall=3']) {
   }
 }
 
-test('after commit the raw streams end with an error event and no terminator', { timeout: 30000 }, async () => {
+test('after commit the raw streams end with an error event and no terminator', { timeout: 30000 * SLOW }, async () => {
   await mock.reset();
   const o = await rawStream('/v1/chat/completions', { model: 'ac-a-overload=3', messages: USER, stream: true });
   assert.equal(o.status, 200);
@@ -402,7 +402,7 @@ test('after commit the raw streams end with an error event and no terminator', {
   assert.ok(!a.text.includes('"stop_reason":"end_turn"'));
 });
 
-test('non-streaming callers: cut/overload/stall mid-answer are still before commit → fallback', { timeout: 30000 }, async () => {
+test('non-streaming callers: cut/overload/stall mid-answer are still before commit → fallback', { timeout: 30000 * SLOW }, async () => {
   for (const [f, P, reason] of [['cut=3', 2, 'network'], ['overload=3', 2, 'overloaded'], ['stall=3', 1, 'timeout.chunk']]) {
     for (const [tag, sdk] of [['o', 'anthropic'], ['a', 'openai']]) {
       await mock.reset();
@@ -439,7 +439,7 @@ test('length / content_filter finishes: a streamed answer keeps its finish; a wh
 
 /* ---- the SDKs' own retries ---------------------------------------------------------------- */
 
-test('x-should-retry: false stops the SDKs\' default retries (attempts counted upstream)', { timeout: 30000 }, async () => {
+test('x-should-retry: false stops the SDKs\' default retries (attempts counted upstream)', { timeout: 30000 * SLOW }, async () => {
   await mock.reset();
   const oa = new OpenAI({ baseURL: gw.url + '/v1', apiKey: 'test' }); // default maxRetries (2)
   const an = new Anthropic({ baseURL: gw.url, apiKey: 'test' });
@@ -457,7 +457,7 @@ test('x-should-retry: false stops the SDKs\' default retries (attempts counted u
   assert.equal((await mock.attempts('sr3@hang')).length, 1);
 });
 
-test('a reset on a reused upstream connection is one upstream request per attempt', { timeout: 30000 }, async () => {
+test('a reset on a reused upstream connection is one upstream request per attempt', { timeout: 30000 * SLOW }, async () => {
   // One worker, so that the warm-up request leaves an idle upstream
   // connection in the very transport that handles the next requests.
   const g1 = await startGateway(gatewayConfig(mock.port, { defaults: { breaker: { enabled: false } } }), { workers: 1 });

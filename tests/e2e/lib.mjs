@@ -20,6 +20,9 @@ export const BIN = process.env.AIRETRY_BIN;
 if (!BIN) throw new Error('AIRETRY_BIN is not set (tests/e2e/run.sh sets it)');
 // The ASan+UBSan build is several times slower: tests give it more time.
 export const ASAN = /build-asan/.test(path.resolve(BIN));
+// AIRETRY_E2E_SLOW=N (tests/valgrind/run.sh: the gateway under memcheck)
+// multiplies every wait here; the tests scale their own timeouts by SLOW.
+export const SLOW = Math.max(1, Number(process.env.AIRETRY_E2E_SLOW) || 1);
 
 // A promise resolving to null after ms, on a timer that does not keep the
 // process alive.
@@ -27,8 +30,8 @@ export function later(ms) {
   return new Promise((resolve) => setTimeout(() => resolve(null), ms).unref());
 }
 
-const START_MS = ASAN ? 20000 : 10000; // a process prints its listening line
-const STOP_MS = 10000;                 // SIGTERM to exit, before SIGKILL
+const START_MS = (ASAN ? 20000 : 10000) * SLOW; // a process prints its listening line
+const STOP_MS = 10000 * SLOW;                   // SIGTERM to exit, before SIGKILL
 
 /* ---- the canonical answer (docs/mock.md "The answer") --------------------- */
 
@@ -226,7 +229,7 @@ export async function startGateway(config, { env = {}, workers = 2 } = {}) {
       return out;
     },
     // Waits (bounded) for a log line with this request id.
-    async logFor(rid, ms = 3000) {
+    async logFor(rid, ms = 3000 * SLOW) {
       const end = Date.now() + ms;
       for (;;) {
         const l = g.logLines().find((x) => x.request_id === rid);
@@ -258,9 +261,9 @@ export async function startGateway(config, { env = {}, workers = 2 } = {}) {
     },
     stop: (ms) => stopProcess(p, ms),
     openai: (opts = {}) =>
-      new OpenAI({ baseURL: p.url + '/v1', apiKey: 'test', maxRetries: 0, timeout: 30000, ...opts }),
+      new OpenAI({ baseURL: p.url + '/v1', apiKey: 'test', maxRetries: 0, timeout: 30000 * SLOW, ...opts }),
     anthropic: (opts = {}) =>
-      new Anthropic({ baseURL: p.url, apiKey: 'test', maxRetries: 0, timeout: 30000, ...opts }),
+      new Anthropic({ baseURL: p.url, apiKey: 'test', maxRetries: 0, timeout: 30000 * SLOW, ...opts }),
   };
   return g;
 }
@@ -293,7 +296,7 @@ export async function assertCleanExit(assert, gw, mock) {
 
 // A plain HTTP/1.1 request with node:http (no keep-alive). Resolves
 // {status, headers, body}. Bounded by ms.
-export function request(url, { method = 'GET', headers = {}, body, ms = 15000 } = {}) {
+export function request(url, { method = 'GET', headers = {}, body, ms = 15000 * SLOW } = {}) {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent: false }, (res) => {
       let data = '';
@@ -321,7 +324,7 @@ export function postJSON(url, body, headers = {}) {
 
 // Writes raw bytes to host:port and collects what comes back until the
 // server closes (or ms passes). Resolves {data, closed, ms}.
-export function rawExchange(port, bytes, { ms = 5000 } = {}) {
+export function rawExchange(port, bytes, { ms = 5000 * SLOW } = {}) {
   return new Promise((resolve) => {
     const t0 = performance.now();
     const sock = net.connect(port, '127.0.0.1');

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 
 import {
-  startMock, startGateway, gatewayConfig, canonical, collectOpenAI, sleep, later, thrown, stopAll, request,
+  SLOW, startMock, startGateway, gatewayConfig, canonical, collectOpenAI, sleep, later, thrown, stopAll, request,
 } from './lib.mjs';
 
 let mock;
@@ -29,7 +29,7 @@ after(async () => {
 const USER = [{ role: 'user', content: 'hi' }];
 
 // Polls (bounded) until the gateway's stderr has grown by a line matching re.
-async function waitStderr(re, from, ms = 5000) {
+async function waitStderr(re, from, ms = 5000 * SLOW) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (re.test(gw.p.stderr.slice(from))) return true;
@@ -44,7 +44,7 @@ async function modelIds() {
   return ids;
 }
 
-test('SIGHUP with a broken config keeps the running one', { timeout: 20000 }, async () => {
+test('SIGHUP with a broken config keeps the running one', { timeout: 20000 * SLOW }, async () => {
   const from = gw.p.stderr.length;
   gw.writeConfig('providers: [\n  {name: mo, api: openai, base_url: "http://127.0.0.1:1/v1"}\nroutes: [ {name: new\n');
   process.kill(gw.pid, 'SIGHUP');
@@ -62,7 +62,7 @@ test('SIGHUP with a broken config keeps the running one', { timeout: 20000 }, as
   assert.ok(gw.alive(), 'still running');
 });
 
-test('SIGHUP with a changed config makes a new route available', { timeout: 20000 }, async () => {
+test('SIGHUP with a changed config makes a new route available', { timeout: 20000 * SLOW }, async () => {
   const from = gw.p.stderr.length;
   gw.writeConfig({ ...cfg, routes: [...cfg.routes, { name: 'added', targets: ['ma/lc-added', 'mo/lc-added-fb'] }] });
   process.kill(gw.pid, 'SIGHUP');
@@ -74,7 +74,7 @@ test('SIGHUP with a changed config makes a new route available', { timeout: 2000
   assert.equal(c.choices[0].message.content, canonical('lc-old'));
 });
 
-test('a stream in flight across a SIGHUP completes unchanged', { timeout: 20000 }, async () => {
+test('a stream in flight across a SIGHUP completes unchanged', { timeout: 20000 * SLOW }, async () => {
   const stream = await gw.openai().chat.completions.create({ model: 'mo/lc-hup@tokens=20@delay=20', messages: USER, stream: true });
   const collected = collectOpenAI(stream);
   await sleep(100);
@@ -89,7 +89,7 @@ test('a stream in flight across a SIGHUP completes unchanged', { timeout: 20000 
   assert.equal(e.status, 404, 'the removed route is gone');
 });
 
-test('SIGTERM with a slow stream in flight: the stream completes, new connections are refused, exit 0', { timeout: 30000 }, async () => {
+test('SIGTERM with a slow stream in flight: the stream completes, new connections are refused, exit 0', { timeout: 30000 * SLOW }, async () => {
   const model = 'lc-term@tokens=40@delay=25';
   const { data: stream, response } = await gw.anthropic().messages
     .create({ model: `ma/${model}`, max_tokens: 100, messages: USER, stream: true })
@@ -121,13 +121,13 @@ test('SIGTERM with a slow stream in flight: the stream completes, new connection
   assert.equal(text, canonical(model, 40), 'the stream in flight completed');
   assert.equal(events.at(-1), 'message_stop');
   assert.ok(['ECONNREFUSED', 'ECONNRESET', 'closed'].includes(refused), `a new connection after SIGTERM: ${refused}`);
-  const exit = (await Promise.race([gw.p.exitPromise, later(10000)])) ?? 'timeout';
+  const exit = (await Promise.race([gw.p.exitPromise, later(10000 * SLOW)])) ?? 'timeout';
   assert.deepEqual(exit, { code: 0, signal: null }, `exit: ${JSON.stringify(exit)}\n${gw.diag()}`);
   assert.match(gw.p.stderr, /stopped/);
 });
 
 test('a signal right after the listening line is handled, not fatal', {
-  timeout: 30000,
+  timeout: 30000 * SLOW,
 }, async () => {
   const deaths = [];
   for (let i = 0; i < 5; i++) {

@@ -289,9 +289,12 @@ static void test_chunk_timeout_before_commit(void **state) {
   for (int stream = 0; stream < 2; stream++) {
     assert_int_equal(it_mock_reset(&suite_mock), 0);
     it_client cl;
-    client_for(&cl, "[mo/ck@stall=0, mo/f]",
+    /* The first content part arrives at once but is held (it may still
+     * become the refusal phrase), then the stream stalls: before commit,
+     * the gap after content is chunk_ms, and the policy switches. */
+    client_for(&cl, "[mo/ck@stall=1, mo/f]",
                "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 350}",
-               NULL);
+               "    refusal: {phrases: [\"[ck@stall=1] w1 w2 w3 w4 w5\"]}\n");
     it_call c;
     call(&cl, &c, stream);
     expect_text(&c, "f", 8);
@@ -299,7 +302,7 @@ static void test_chunk_timeout_before_commit(void **state) {
     expect_ms("chunk attempt", (int64_t)c.res->log[0].ms, 350);
     it_log log;
     assert_int_equal(it_mock_log_settled(&suite_mock, 2, 3000, &log), 0);
-    const char *models[] = {"ck@stall=0", "f"};
+    const char *models[] = {"ck@stall=1", "f"};
     assert_true(it_log_models(&log, 2, models));
     assert_true(log.e[0].hung_up);
     it_call_cleanup(&c);
