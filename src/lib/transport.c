@@ -15,6 +15,7 @@
 
 #define MAX_RESPONSE_HEAD (64u << 10)
 #define MAX_HEADERS 128
+#define IDLE_HANDLES 64  /* easy handles kept for reuse, per transport */
 
 typedef struct poll_ctx poll_ctx;
 
@@ -26,6 +27,8 @@ struct air__transport {
   bool closing;
   poll_ctx *polls;     /* watched sockets */
   air__xfer *xfers;    /* transfers in flight */
+  CURL *idle[IDLE_HANDLES];  /* reset easy handles kept for reuse */
+  unsigned n_idle;
   char noproxy[512];
 };
 
@@ -176,7 +179,13 @@ static void xfer_free(air__xfer *x) {
   if (x->prev) x->prev->next = x->next; else t->xfers = x->next;
   if (x->next) x->next->prev = x->prev;
   curl_multi_remove_handle(t->multi, x->easy);
-  curl_easy_cleanup(x->easy);
+  /* A reset handle is as good as a new one and saves its setup. */
+  if (t->n_idle < IDLE_HANDLES && !t->closing) {
+    curl_easy_reset(x->easy);
+    t->idle[t->n_idle++] = x->easy;
+  } else {
+    curl_easy_cleanup(x->easy);
+  }
   curl_slist_free_all(x->headers);
   air__buf_cleanup(&x->head);
   free(x);
@@ -188,11 +197,12 @@ void air__transport_free(air__transport *t) {
    * transfer's x->t is t, so xfer_free unlinks it from t->xfers (the
    * analyzer does not know x->t == t).
    * NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
+  t->closing = true;  /* xfer_free keeps no handle from now on */
   while (t->xfers != NULL) xfer_free(t->xfers);
+  while (t->n_idle > 0) curl_easy_cleanup(t->idle[--t->n_idle]);
   curl_multi_cleanup(t->multi);
   t->multi = NULL;
   while (t->polls != NULL) close_poll(t, t->polls);
-  t->closing = true;
   uv_timer_stop(&t->timer);
   uv_close((uv_handle_t *)&t->timer, on_handle_closed);
 }
@@ -336,7 +346,7 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   x->t = t;
   x->cb = *cb;
   air__buf_init(&x->head, MAX_RESPONSE_HEAD);
-  x->easy = curl_easy_init();
+  x->easy = t->n_idle > 0 ? t->idle[--t->n_idle] : curl_easy_init();
   if (x->easy == NULL) {
     free(x);
     return AIR_ENOMEM;
