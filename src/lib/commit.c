@@ -98,14 +98,14 @@ static size_t keep(air__gate *g, const char *s, size_t n, int *rc) {
 static int hold(air__gate *g, const air__gate_event *ev) {
   if (g->n_held >= AIR_MAX_HOLD_EVENTS) return AIR_ETOOBIG;
   if (g->n_held == g->cap_held) {
-    size_t cap = g->cap_held ? g->cap_held * 2 : 16;
+    size_t cap = g->cap_held ? g->cap_held * 2 : 4;
     air__held *h = realloc(g->held, cap * sizeof(*h));
     if (h == NULL) return AIR_ENOMEM;
     g->held = h;
     g->cap_held = cap;
   }
   if (g->n_parts + ev->n_parts > g->cap_parts) {
-    size_t cap = g->cap_parts ? g->cap_parts : 16;
+    size_t cap = g->cap_parts ? g->cap_parts : 4;
     while (cap < g->n_parts + ev->n_parts) cap *= 2;
     air_part *p = realloc(g->parts, cap * sizeof(*p));
     if (p == NULL) return AIR_ENOMEM;

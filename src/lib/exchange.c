@@ -16,7 +16,7 @@
 #include "limits.h"
 #include "sse.h"
 
-#define MAX_EVENT_PARTS 16  /* parts of one SSE event kept inline */
+#define MAX_EVENT_PARTS 4  /* parts of one SSE event kept inline */
 #define MAX_ERROR_BODY (1u << 20)
 #define MAX_KEPT_HEADERS 32
 #define MAX_REQUEST_HEADERS (AIR_MAX_HEADERS + 16)

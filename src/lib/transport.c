@@ -381,8 +381,8 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
                    (long)(r->connect_ms ? r->connect_ms : 5000));
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-  /* 4 KiB reads: events are small, and the buffer is per open stream. */
-  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
+  /* 2 KiB reads: events are small, and the buffer is per open stream. */
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 2048L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_NOPROXY, t->noproxy);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
