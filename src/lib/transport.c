@@ -193,11 +193,11 @@ static void xfer_free(air__xfer *x) {
 
 void air__transport_free(air__transport *t) {
   if (t == NULL) return;
+  t->closing = true;  /* xfer_free keeps no handle from now on */
   /* Abort transfers still running: their on_done does not fire. Each
    * transfer's x->t is t, so xfer_free unlinks it from t->xfers (the
    * analyzer does not know x->t == t).
    * NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
-  t->closing = true;  /* xfer_free keeps no handle from now on */
   while (t->xfers != NULL) xfer_free(t->xfers);
   while (t->n_idle > 0) curl_easy_cleanup(t->idle[--t->n_idle]);
   curl_multi_cleanup(t->multi);
