@@ -941,13 +941,20 @@ static int on_message_start(air__decoder *d, const air__json *j, bool *bad,
   return emit_usage(d, cb, data);
 }
 
+/* The block index of a content_block_* event, its object member `key` and
+ * that member's "type" string; false when any is missing (malformed). */
+static bool block_member(const air__json *j, const char *key, int *idx,
+                         int *obj, int *type) {
+  *obj = air__json_get(j, 0, key);
+  *type = air__json_get(j, *obj, "type");
+  return index_at(j, 0, idx) && air__json_is_obj(j, *obj) &&
+         air__json_is_str(j, *type);
+}
+
 static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
                           air__part_cb cb, void *data) {
-  int idx;
-  int b = air__json_get(j, 0, "content_block");
-  int t = air__json_get(j, b, "type");
-  if (!index_at(j, 0, &idx) || !air__json_is_obj(j, b) ||
-      !air__json_is_str(j, t)) {
+  int idx, b, t;
+  if (!block_member(j, "content_block", &idx, &b, &t)) {
     *bad = true;
     return 0;
   }
@@ -1004,11 +1011,8 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
 
 static int on_block_delta(air__decoder *d, const air__json *j, bool *bad,
                           air__part_cb cb, void *data) {
-  int idx;
-  int dl = air__json_get(j, 0, "delta");
-  int t = air__json_get(j, dl, "type");
-  if (!index_at(j, 0, &idx) || !air__json_is_obj(j, dl) ||
-      !air__json_is_str(j, t)) {
+  int idx, dl, t;
+  if (!block_member(j, "delta", &idx, &dl, &t)) {
     *bad = true;
     return 0;
   }

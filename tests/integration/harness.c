@@ -583,3 +583,40 @@ void it_call_print(const it_call *c) {
   }
   fprintf(stderr, "  body: %.300s\n", r->body ? r->body : "");
 }
+
+/* ---- the suite's mock and fixtures ---------------------------------------------- */
+
+static it_mock suite_mock;
+static const char *suite_script;
+
+it_mock *it_suite(void) {
+  return &suite_mock;
+}
+
+void it_suite_use_script(const char *script) {
+  suite_script = script;
+}
+
+int it_group_setup(void **state) {
+  (void)state;
+  if (air_global_init() != 0) return -1;
+  return it_mock_start(&suite_mock, suite_script);
+}
+
+int it_group_teardown(void **state) {
+  (void)state;
+  int rc = it_mock_stop(&suite_mock);
+  air_global_cleanup();
+  return rc == 0 ? 0 : -1;
+}
+
+int it_reset_mock(void **state) {
+  (void)state;
+  return it_mock_reset(&suite_mock);
+}
+
+int it_release(void **state) {
+  (void)state;
+  it_release_all();
+  return 0;
+}

@@ -52,6 +52,20 @@ typedef struct it_mock {
  * stdout. script may be NULL. Returns 0 or -1 (the child is then stopped).
  */
 int it_mock_start(it_mock *m, const char *script);
+
+/*
+ * The suite's one mock and the cmocka fixtures every suite uses around it:
+ * it_group_setup (air_global_init, start the mock with the script given to
+ * it_suite_use_script, if any), it_group_teardown (stop it), it_reset_mock
+ * (POST /__mock/reset before a test) and it_release (it_release_all after a
+ * test, so a failed assert leaves no leak for LeakSanitizer to report).
+ */
+it_mock *it_suite(void);
+void it_suite_use_script(const char *script);
+int it_group_setup(void **state);
+int it_group_teardown(void **state);
+int it_reset_mock(void **state);
+int it_release(void **state);
 /* SIGTERM, waitpid bounded by IT_STOP_MS, then SIGKILL. Returns the exit
  * status (0 for a clean exit) or -1. Safe on a mock that never started. */
 int it_mock_stop(it_mock *m);

@@ -26,33 +26,10 @@
 /* air_client_chat returns this soon after the cancel. */
 #define RETURN_MS 100
 
-static it_mock suite_mock;
 
-static int group_setup(void **state) {
-  (void)state;
-  if (air_global_init() != 0) return -1;
-  return it_mock_start(&suite_mock, NULL);
-}
 
-static int group_teardown(void **state) {
-  (void)state;
-  int rc = it_mock_stop(&suite_mock);
-  air_global_cleanup();
-  return rc == 0 ? 0 : -1;
-}
 
-static int reset_mock(void **state) {
-  (void)state;
-  return it_mock_reset(&suite_mock);
-}
 
-/* Releases what a failed assert left behind (only the library's own leaks
- * should reach LeakSanitizer). */
-static int release(void **state) {
-  (void)state;
-  it_release_all();
-  return 0;
-}
 
 #define TIMEOUTS                                                              \
   "defaults:\n"                                                               \
@@ -130,12 +107,12 @@ static void expect_hangup(const it_log *log, size_t i, const canceller *k) {
     it_log_print(log);
     fail_msg("the mock did not see the hang-up");
   }
-  int64_t earliest = (int64_t)(k->at - suite_mock.reset_after);
+  int64_t earliest = (int64_t)(k->at - it_suite()->reset_after);
   int64_t d = e->hung_up_ms - earliest;
   fprintf(
       stderr, "  hang-up %lld ms after the cancel (mock clock, +-%llu)\n",
       (long long)d,
-      (unsigned long long)(suite_mock.reset_after - suite_mock.reset_before));
+      (unsigned long long)(it_suite()->reset_after - it_suite()->reset_before));
   if (d < -CLOCK_SLACK_MS || d > HANGUP_MS) {
     it_log_print(log);
     fail_msg("hang-up %lld ms after the cancel", (long long)d);
@@ -148,7 +125,7 @@ static void test_cancel_while_streaming(void **state) {
   it_client cl;
   assert_int_equal(
       it_client_new(
-          &suite_mock,
+          it_suite(),
           TIMEOUTS "routes:\n"
                    "  - {name: r, targets: [mo/s@delay=100@tokens=40, mo/f]}\n",
           1, &cl),
@@ -173,13 +150,13 @@ static void test_cancel_while_streaming(void **state) {
   assert_int_equal(c.res->n_log, 1);
   assert_int_equal(c.res->log[0].reason, AIR_REASON_ABORTED);
   it_log log;
-  assert_int_equal(it_mock_log_settled(&suite_mock, 1, 2000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
   const char *models[] = {"s@delay=100@tokens=40"};
   assert_true(it_log_models(&log, 1, models));
   expect_hangup(&log, 0, &k);
   it_sleep_ms(250);
   assert_int_equal(c.n_parts, parts);
-  assert_int_equal(it_mock_log(&suite_mock, &log), 0);
+  assert_int_equal(it_mock_log(it_suite(), &log), 0);
   assert_int_equal(log.n, 1);
   it_call_cleanup(&c);
   drop_token(token);
@@ -194,13 +171,13 @@ static void test_cancel_while_hanging(void **state) {
                                         "mo/h@silent=4000", "ma/h@slow=4000"};
   for (int i = 0; i < 4; i++) {
     for (int stream = 0; stream < 2; stream++) {
-      assert_int_equal(it_mock_reset(&suite_mock), 0);
+      assert_int_equal(it_mock_reset(it_suite()), 0);
       char tail[1024];
       snprintf(tail, sizeof(tail),
                TIMEOUTS "routes:\n  - {name: r, targets: [%s, mo/f]}\n",
                targets[i]);
       it_client cl;
-      assert_int_equal(it_client_new(&suite_mock, tail, 1, &cl), 0);
+      assert_int_equal(it_client_new(it_suite(), tail, 1, &cl), 0);
       air_cancel *token = new_token();
       it_call c = {.dialect = AIR_DIALECT_ANTHROPIC,
                    .model = "r",
@@ -215,7 +192,7 @@ static void test_cancel_while_hanging(void **state) {
       assert_int_equal(c.n_parts, 0);
       assert_int_equal(c.n_commit, 0);
       it_log log;
-      assert_int_equal(it_mock_log_settled(&suite_mock, 1, 2000, &log), 0);
+      assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
       assert_int_equal(log.n, 1);
       assert_string_equal(log.e[0].model, targets[i] + 3);
       expect_hangup(&log, 0, &k);
@@ -231,7 +208,7 @@ static void test_cancel_during_backoff(void **state) {
   (void)state;
   it_client cl;
   assert_int_equal(
-      it_client_new(&suite_mock,
+      it_client_new(it_suite(),
                     TIMEOUTS "routes:\n"
                              "  - {name: r, targets: [mo/b@429@ra=3, mo/f]}\n",
                     1, &cl),
@@ -253,7 +230,7 @@ static void test_cancel_during_backoff(void **state) {
   /* Long enough for a retry or a switch to have shown up. */
   it_sleep_ms(500);
   it_log log;
-  assert_int_equal(it_mock_log_settled(&suite_mock, 1, 2000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
   const char *models[] = {"b@429@ra=3"};
   assert_true(it_log_models(&log, 1, models));
   it_call_cleanup(&c);
@@ -266,7 +243,7 @@ static void test_cancel_before_the_call(void **state) {
   (void)state;
   it_client cl;
   assert_int_equal(
-      it_client_new(&suite_mock,
+      it_client_new(it_suite(),
                     TIMEOUTS "routes:\n  - {name: r, targets: [mo/n]}\n", 1,
                     &cl),
       0);
@@ -286,7 +263,7 @@ static void test_cancel_before_the_call(void **state) {
   }
   it_sleep_ms(100);
   it_log log;
-  assert_int_equal(it_mock_log(&suite_mock, &log), 0);
+  assert_int_equal(it_mock_log(it_suite(), &log), 0);
   assert_int_equal(log.n, 0);
   drop_token(token);
   it_client_free(&cl);
@@ -298,7 +275,7 @@ static void test_stop_from_on_part(void **state) {
   it_client cl;
   assert_int_equal(
       it_client_new(
-          &suite_mock,
+          it_suite(),
           TIMEOUTS "routes:\n"
                    "  - {name: r, targets: [ma/p@delay=100@tokens=40, mo/f]}\n",
           1, &cl),
@@ -315,13 +292,13 @@ static void test_stop_from_on_part(void **state) {
   /* The last part was delivered at ~300 ms; the call ended right after. */
   assert_true(c.t_end - c.t_start < 300 + 100 + 300);
   it_log log;
-  assert_int_equal(it_mock_log_settled(&suite_mock, 1, 2000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
   assert_int_equal(log.n, 1);
   assert_true(log.e[0].hung_up);
   assert_true(log.e[0].hung_up_ms - log.e[0].t_ms < 300 + 100 + 200);
   it_sleep_ms(200);
   assert_int_equal(c.n_parts, 4);
-  assert_int_equal(it_mock_log(&suite_mock, &log), 0);
+  assert_int_equal(it_mock_log(it_suite(), &log), 0);
   assert_int_equal(log.n, 1);
   it_call_cleanup(&c);
   it_client_free(&cl);
@@ -345,7 +322,7 @@ static void test_one_token_many_calls(void **state) {
   (void)state;
   it_client cl;
   assert_int_equal(
-      it_client_new(&suite_mock,
+      it_client_new(it_suite(),
                     TIMEOUTS
                     "routes:\n"
                     "  - {name: r, targets: [mo/m@delay=100@tokens=40, mo/f]}\n"
@@ -374,7 +351,7 @@ static void test_one_token_many_calls(void **state) {
     it_call_cleanup(&s[i].c);
   }
   it_log log;
-  assert_int_equal(it_mock_log_settled(&suite_mock, N, 2000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), N, 2000, &log), 0);
   assert_int_equal(log.n, N);
   for (int i = 0; i < N; i++) assert_true(log.e[i].hung_up);
   it_untrack(s);
@@ -387,19 +364,19 @@ static void test_one_token_many_calls(void **state) {
 int main(void) {
   if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_cancel_while_streaming, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_cancel_while_hanging, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_cancel_during_backoff, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_cancel_before_the_call, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_stop_from_on_part, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_one_token_many_calls, reset_mock,
-                                      release),
+      cmocka_unit_test_setup_teardown(test_cancel_while_streaming, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_cancel_while_hanging, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_cancel_during_backoff, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_cancel_before_the_call, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_stop_from_on_part, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_one_token_many_calls, it_reset_mock,
+                                      it_release),
   };
-  return cmocka_run_group_tests_name("client_cancel", tests, group_setup,
-                                     group_teardown);
+  return cmocka_run_group_tests_name("client_cancel", tests, it_group_setup,
+                                     it_group_teardown);
 }

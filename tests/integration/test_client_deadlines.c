@@ -32,33 +32,10 @@
  * the request were written (slow under ASan). */
 #define EARLY_MOCK_MS 60
 
-static it_mock suite_mock;
 
-static int group_setup(void **state) {
-  (void)state;
-  if (air_global_init() != 0) return -1;
-  return it_mock_start(&suite_mock, NULL);
-}
 
-static int group_teardown(void **state) {
-  (void)state;
-  int rc = it_mock_stop(&suite_mock);
-  air_global_cleanup();
-  return rc == 0 ? 0 : -1;
-}
 
-static int reset_mock(void **state) {
-  (void)state;
-  return it_mock_reset(&suite_mock);
-}
 
-/* Releases what a failed assert left behind (only the library's own leaks
- * should reach LeakSanitizer). */
-static int release(void **state) {
-  (void)state;
-  it_release_all();
-  return 0;
-}
 
 /* A client with one route "r" of `targets` and these timeouts. */
 static void client_for(it_client *cl, const char *targets, const char *timeouts,
@@ -73,7 +50,7 @@ static void client_for(it_client *cl, const char *targets, const char *timeouts,
            "    timeouts: %s\n"
            "%s",
            targets, timeouts, extra ? extra : "");
-  assert_int_equal(it_client_new(&suite_mock, tail, 1, cl), 0);
+  assert_int_equal(it_client_new(it_suite(), tail, 1, cl), 0);
 }
 
 static void call(it_client *cl, it_call *c, bool stream) {
@@ -167,7 +144,7 @@ static void test_connect_timeout(void **state) {
     skip();
   }
   for (int with_fallback = 0; with_fallback < 2; with_fallback++) {
-    assert_int_equal(it_mock_reset(&suite_mock), 0);
+    assert_int_equal(it_mock_reset(it_suite()), 0);
     char yaml[2048];
     snprintf(
         yaml, sizeof(yaml),
@@ -181,7 +158,7 @@ static void test_connect_timeout(void **state) {
         "    targets: [mc/x%s]\n"
         "    timeouts: {connect_ms: 200, first_byte_ms: 3000,\n"
         "               first_chunk_ms: 3000, total_ms: 6000}\n",
-        port, suite_mock.port, with_fallback ? ", mo/f" : "");
+        port, it_suite()->port, with_fallback ? ", mo/f" : "");
     it_client cl;
     assert_int_equal(it_client_new_text(yaml, 1, &cl), 0);
     it_call c;
@@ -196,7 +173,7 @@ static void test_connect_timeout(void **state) {
     if (with_fallback) {
       expect_text(&c, "f", 8);
       assert_int_equal(c.res->n_log, 2);
-      assert_int_equal(it_mock_log_settled(&suite_mock, 1, 3000, &log), 0);
+      assert_int_equal(it_mock_log_settled(it_suite(), 1, 3000, &log), 0);
       const char *models[] = {"f"};
       assert_true(it_log_models(&log, 1, models));
     } else {
@@ -205,7 +182,7 @@ static void test_connect_timeout(void **state) {
       assert_int_equal(c.res->status, 504);
       assert_int_equal(c.res->n_log, 1);
       expect_ms("request", (int64_t)(c.t_end - c.t_start), 200);
-      assert_int_equal(it_mock_log(&suite_mock, &log), 0);
+      assert_int_equal(it_mock_log(it_suite(), &log), 0);
       assert_int_equal(log.n, 0);
     }
     it_call_cleanup(&c);
@@ -222,7 +199,7 @@ static void test_first_byte_timeout(void **state) {
   static const char *const faults[] = {"fb@hang", "fb@silent=3000"};
   for (int i = 0; i < 2; i++) {
     for (int stream = 0; stream < 2; stream++) {
-      assert_int_equal(it_mock_reset(&suite_mock), 0);
+      assert_int_equal(it_mock_reset(it_suite()), 0);
       it_client cl;
       char targets[128];
       snprintf(targets, sizeof(targets), "[mo/%s, ma/f]", faults[i]);
@@ -236,7 +213,7 @@ static void test_first_byte_timeout(void **state) {
       assert_int_equal(c.res->log[0].reason, AIR_REASON_TIMEOUT_FIRST_BYTE);
       expect_ms("first_byte attempt", (int64_t)c.res->log[0].ms, 450);
       it_log log;
-      assert_int_equal(it_mock_log_settled(&suite_mock, 2, 3000, &log), 0);
+      assert_int_equal(it_mock_log_settled(it_suite(), 2, 3000, &log), 0);
       const char *models[] = {faults[i], "f"};
       assert_true(it_log_models(&log, 2, models));
       /* The client hung up on the silent upstream when the deadline fired;
@@ -258,7 +235,7 @@ static void test_first_byte_timeout(void **state) {
 static void test_first_chunk_timeout(void **state) {
   (void)state;
   for (int stream = 0; stream < 2; stream++) {
-    assert_int_equal(it_mock_reset(&suite_mock), 0);
+    assert_int_equal(it_mock_reset(it_suite()), 0);
     it_client cl;
     client_for(&cl, "[ma/fc@slow=3000, mo/f]",
                "{first_byte_ms: 3000, first_chunk_ms: 450, chunk_ms: 3000}",
@@ -269,7 +246,7 @@ static void test_first_chunk_timeout(void **state) {
     assert_int_equal(c.res->log[0].reason, AIR_REASON_TIMEOUT_FIRST_CHUNK);
     expect_ms("first_chunk attempt", (int64_t)c.res->log[0].ms, 450);
     it_log log;
-    assert_int_equal(it_mock_log_settled(&suite_mock, 2, 3000, &log), 0);
+    assert_int_equal(it_mock_log_settled(it_suite(), 2, 3000, &log), 0);
     const char *models[] = {"fc@slow=3000", "f"};
     assert_true(it_log_models(&log, 2, models));
     assert_int_equal(log.e[0].status, 200); /* the head came at once */
@@ -287,7 +264,7 @@ static void test_first_chunk_timeout(void **state) {
 static void test_chunk_timeout_before_commit(void **state) {
   (void)state;
   for (int stream = 0; stream < 2; stream++) {
-    assert_int_equal(it_mock_reset(&suite_mock), 0);
+    assert_int_equal(it_mock_reset(it_suite()), 0);
     it_client cl;
     /* The first content part arrives at once but is held (it may still
      * become the refusal phrase), then the stream stalls: before commit,
@@ -301,7 +278,7 @@ static void test_chunk_timeout_before_commit(void **state) {
     assert_int_equal(c.res->log[0].reason, AIR_REASON_TIMEOUT_CHUNK);
     expect_ms("chunk attempt", (int64_t)c.res->log[0].ms, 350);
     it_log log;
-    assert_int_equal(it_mock_log_settled(&suite_mock, 2, 3000, &log), 0);
+    assert_int_equal(it_mock_log_settled(it_suite(), 2, 3000, &log), 0);
     const char *models[] = {"ck@stall=1", "f"};
     assert_true(it_log_models(&log, 2, models));
     assert_true(log.e[0].hung_up);
@@ -313,7 +290,7 @@ static void test_chunk_timeout_before_commit(void **state) {
 /* After commit: ends the stream, final; the caller has the partial text. */
 static void test_chunk_timeout_after_commit(void **state) {
   (void)state;
-  assert_int_equal(it_mock_reset(&suite_mock), 0);
+  assert_int_equal(it_mock_reset(it_suite()), 0);
   it_client cl;
   client_for(&cl, "[ma/ca@stall=4, mo/f]",
              "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 350}",
@@ -327,7 +304,7 @@ static void test_chunk_timeout_after_commit(void **state) {
   /* From the last part received, not from the attempt start. */
   expect_ms("stream", (int64_t)(c.t_end - c.t_commit), 350);
   it_log log;
-  assert_int_equal(it_mock_log_settled(&suite_mock, 1, 3000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), 1, 3000, &log), 0);
   assert_int_equal(log.n, 1);
   assert_true(log.e[0].hung_up);
   it_call_cleanup(&c);
@@ -338,7 +315,7 @@ static void test_chunk_timeout_after_commit(void **state) {
  * chunk_ms; one gap of 600 ms does not. */
 static void test_chunk_is_a_gap(void **state) {
   (void)state;
-  assert_int_equal(it_mock_reset(&suite_mock), 0);
+  assert_int_equal(it_mock_reset(it_suite()), 0);
   it_client cl;
   client_for(&cl, "[mo/g@delay=200, mo/f]",
              "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 350}",
@@ -351,7 +328,7 @@ static void test_chunk_is_a_gap(void **state) {
   it_call_cleanup(&c);
   it_client_free(&cl);
 
-  assert_int_equal(it_mock_reset(&suite_mock), 0);
+  assert_int_equal(it_mock_reset(it_suite()), 0);
   client_for(&cl, "[mo/g@delay=600, mo/f]",
              "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 350}",
              NULL);
@@ -371,7 +348,7 @@ static void test_chunk_is_a_gap(void **state) {
 static void test_attempt_timeout(void **state) {
   (void)state;
   for (int mode = 0; mode < 2; mode++) {
-    assert_int_equal(it_mock_reset(&suite_mock), 0);
+    assert_int_equal(it_mock_reset(it_suite()), 0);
     it_client cl;
     client_for(&cl, "[mo/at@delay=100@tokens=20, ma/f]",
                "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 300,\n"
@@ -384,7 +361,7 @@ static void test_attempt_timeout(void **state) {
     assert_int_equal(c.res->log[0].reason, AIR_REASON_TIMEOUT_ATTEMPT);
     expect_ms("attempt", (int64_t)c.res->log[0].ms, 500);
     it_log log;
-    assert_int_equal(it_mock_log_settled(&suite_mock, 2, 3000, &log), 0);
+    assert_int_equal(it_mock_log_settled(it_suite(), 2, 3000, &log), 0);
     const char *models[] = {"at@delay=100@tokens=20", "f"};
     assert_true(it_log_models(&log, 2, models));
     assert_true(log.e[0].hung_up);
@@ -398,7 +375,7 @@ static void test_attempt_timeout(void **state) {
  * longer than both completes. */
 static void test_request_deadlines_end_at_commit(void **state) {
   (void)state;
-  assert_int_equal(it_mock_reset(&suite_mock), 0);
+  assert_int_equal(it_mock_reset(it_suite()), 0);
   it_client cl;
   client_for(&cl, "[mo/long@delay=100@tokens=10, mo/f]",
              "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 300,\n"
@@ -420,7 +397,7 @@ static void test_request_deadlines_end_at_commit(void **state) {
 static void test_total_timeout(void **state) {
   (void)state;
   for (int stream = 0; stream < 2; stream++) {
-    assert_int_equal(it_mock_reset(&suite_mock), 0);
+    assert_int_equal(it_mock_reset(it_suite()), 0);
     it_client cl;
     client_for(&cl, "[mo/t1@hang, ma/t2@hang, mo/f]",
                "{first_byte_ms: 500, total_ms: 800}", NULL);
@@ -436,7 +413,7 @@ static void test_total_timeout(void **state) {
     assert_int_equal(c.res->log[1].reason, AIR_REASON_TIMEOUT_TOTAL);
     expect_ms("request", (int64_t)(c.t_end - c.t_start), 800);
     it_log log;
-    assert_int_equal(it_mock_log_settled(&suite_mock, 2, 3000, &log), 0);
+    assert_int_equal(it_mock_log_settled(it_suite(), 2, 3000, &log), 0);
     const char *models[] = {"t1@hang", "t2@hang"};
     assert_true(it_log_models(&log, 2, models));
     assert_true(log.e[0].hung_up && log.e[1].hung_up);
@@ -451,7 +428,7 @@ static void test_total_timeout(void **state) {
  * would reach the deadline is not slept, the last failure is final). */
 static void test_total_bounds_waits(void **state) {
   (void)state;
-  assert_int_equal(it_mock_reset(&suite_mock), 0);
+  assert_int_equal(it_mock_reset(it_suite()), 0);
   it_client cl;
   client_for(&cl, "[mo/w@429@ra=1]", "{total_ms: 2500}",
              "    rules:\n"
@@ -465,7 +442,7 @@ static void test_total_bounds_waits(void **state) {
   expect_ms("request", (int64_t)(c.t_end - c.t_start), 2000);
   it_log log;
   it_sleep_ms(100);
-  assert_int_equal(it_mock_log_settled(&suite_mock, 3, 3000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), 3, 3000, &log), 0);
   const char *models[] = {"w@429@ra=1", "w@429@ra=1", "w@429@ra=1"};
   assert_true(it_log_models(&log, 3, models));
   for (int i = 1; i < 3; i++) {
@@ -483,7 +460,7 @@ static void test_total_bounds_waits(void **state) {
  * covers the whole wait. */
 static void test_total_covers_whole_answer(void **state) {
   (void)state;
-  assert_int_equal(it_mock_reset(&suite_mock), 0);
+  assert_int_equal(it_mock_reset(it_suite()), 0);
   it_client cl;
   client_for(&cl, "[mo/tw@delay=100@tokens=10]",
              "{first_byte_ms: 3000, first_chunk_ms: 3000, chunk_ms: 300,\n"
@@ -497,7 +474,7 @@ static void test_total_covers_whole_answer(void **state) {
   expect_ms("request", (int64_t)(c.t_end - c.t_start), 500);
   assert_string_equal(c.res->text, "");
   it_log log;
-  assert_int_equal(it_mock_log_settled(&suite_mock, 1, 3000, &log), 0);
+  assert_int_equal(it_mock_log_settled(it_suite(), 1, 3000, &log), 0);
   assert_int_equal(log.n, 1);
   assert_true(log.e[0].hung_up);
   it_call_cleanup(&c);
@@ -529,7 +506,7 @@ static void test_deadline_after_slow_observer(void **state) {
       expect_ms("first_byte attempt", (int64_t)c.res->log[i].ms, 400);
     }
     it_log log;
-    assert_int_equal(it_mock_log_settled(&suite_mock, 3, 3000, &log), 0);
+    assert_int_equal(it_mock_log_settled(it_suite(), 3, 3000, &log), 0);
     const char *models[] = {"so1@hang", "so2@hang", "f"};
     assert_true(it_log_models(&log, 3, models));
     for (int i = 0; i < 2; i++) {
@@ -544,29 +521,29 @@ static void test_deadline_after_slow_observer(void **state) {
 int main(void) {
   if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_connect_timeout, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_first_byte_timeout, reset_mock,
-                                      release),
-      cmocka_unit_test_setup_teardown(test_first_chunk_timeout, reset_mock,
-                                      release),
+      cmocka_unit_test_setup_teardown(test_connect_timeout, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_first_byte_timeout, it_reset_mock,
+                                      it_release),
+      cmocka_unit_test_setup_teardown(test_first_chunk_timeout, it_reset_mock,
+                                      it_release),
       cmocka_unit_test_setup_teardown(test_chunk_timeout_before_commit,
-                                      reset_mock, release),
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_chunk_timeout_after_commit,
-                                      reset_mock, release),
-      cmocka_unit_test_setup_teardown(test_chunk_is_a_gap, reset_mock, release),
-      cmocka_unit_test_setup_teardown(test_attempt_timeout, reset_mock,
-                                      release),
+                                      it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_chunk_is_a_gap, it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_attempt_timeout, it_reset_mock,
+                                      it_release),
       cmocka_unit_test_setup_teardown(test_request_deadlines_end_at_commit,
-                                      reset_mock, release),
-      cmocka_unit_test_setup_teardown(test_total_timeout, reset_mock, release),
-      cmocka_unit_test_setup_teardown(test_total_bounds_waits, reset_mock,
-                                      release),
+                                      it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_total_timeout, it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_total_bounds_waits, it_reset_mock,
+                                      it_release),
       cmocka_unit_test_setup_teardown(test_total_covers_whole_answer,
-                                      reset_mock, release),
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_deadline_after_slow_observer,
-                                      reset_mock, release),
+                                      it_reset_mock, it_release),
   };
-  return cmocka_run_group_tests_name("client_deadlines", tests, group_setup,
-                                     group_teardown);
+  return cmocka_run_group_tests_name("client_deadlines", tests, it_group_setup,
+                                     it_group_teardown);
 }

@@ -229,21 +229,8 @@ static const fault_case cases[] = {
 /* ---- the runner
  * ------------------------------------------------------------------- */
 
-/* The suite's mock: started by the group setup, shared by every test. */
-static it_mock suite_mock;
 
-static int group_setup(void **state) {
-  (void)state;
-  if (air_global_init() != 0) return -1;
-  return it_mock_start(&suite_mock, IT_SCRIPTS "faults.yaml");
-}
 
-static int group_teardown(void **state) {
-  (void)state;
-  int rc = it_mock_stop(&suite_mock);
-  air_global_cleanup();
-  return rc == 0 ? 0 : -1;
-}
 
 /* Replaces every '$' of tmpl by prov. */
 static void expand(const char *tmpl, const char *prov, char *out, size_t cap) {
@@ -430,7 +417,7 @@ typedef struct table_test {
 
 static void test_table_case(void **state) {
   const table_test *t = *state;
-  run_case(&suite_mock, t->fc, t->combo);
+  run_case(it_suite(), t->fc, t->combo);
 }
 
 /* ---- checks outside the table
@@ -438,7 +425,7 @@ static void test_table_case(void **state) {
 
 /* The client's log for the hinted wait: wait_ms is the hint, flagged. */
 static void test_retry_after_hint_in_log(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   assert_int_equal(it_mock_reset(m), 0);
   it_client cl;
@@ -472,7 +459,7 @@ static void test_retry_after_hint_in_log(void **state) {
 /* A dialect the caller speaks, an upstream that speaks the other: the text
  * is identical and the body is in the caller's dialect. */
 static void test_cross_dialect(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   static const struct {
     air_dialect caller;
@@ -535,7 +522,7 @@ static void test_cross_dialect(void **state) {
 
 /* A failure body of the caller's dialect carries every attempt. */
 static void test_error_body(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   assert_int_equal(it_mock_reset(m), 0);
   it_client cl;
@@ -565,7 +552,7 @@ static void test_error_body(void **state) {
 /* 429, 429, length with max_total_attempts 3: three attempts, final length
  * (the script's fourth attempt would answer in full). */
 static void test_budget(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   for (int stream = 0; stream < 2; stream++) {
     assert_int_equal(it_mock_reset(m), 0);
@@ -611,7 +598,7 @@ static void test_budget(void **state) {
 
 /* A flap window: the fault applies only while the mock's clock is in it. */
 static void test_flap(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   assert_int_equal(it_mock_reset(m), 0);
   uint64_t reset_at = it_now_ms();
@@ -707,7 +694,7 @@ static void *conc_worker(void *p) {
 }
 
 static void test_concurrent_calls(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   assert_int_equal(it_mock_reset(m), 0);
   it_client cl;
@@ -801,7 +788,7 @@ static void test_concurrent_calls(void **state) {
  */
 #define REUSE_ROUNDS 30
 static void test_reset_on_reused_connection(void **state) {
-  it_mock *m = &suite_mock;
+  it_mock *m = it_suite();
   (void)state;
   assert_int_equal(it_mock_reset(m), 0);
   it_client cl;
@@ -841,29 +828,18 @@ static void test_reset_on_reused_connection(void **state) {
   it_client_free(&cl);
 }
 
-static int reset_mock(void **state) {
-  (void)state;
-  return it_mock_reset(&suite_mock);
-}
 
-/* Releases what a failed assert left behind (only the library's own leaks
- * should reach LeakSanitizer). */
-static int release(void **state) {
-  (void)state;
-  it_release_all();
-  return 0;
-}
 
 static const struct CMUnitTest others[] = {
-    cmocka_unit_test_setup_teardown(test_retry_after_hint_in_log, reset_mock,
-                                    release),
-    cmocka_unit_test_setup_teardown(test_cross_dialect, reset_mock, release),
-    cmocka_unit_test_setup_teardown(test_error_body, reset_mock, release),
-    cmocka_unit_test_setup_teardown(test_budget, reset_mock, release),
-    cmocka_unit_test_setup_teardown(test_flap, reset_mock, release),
-    cmocka_unit_test_setup_teardown(test_reset_on_reused_connection, reset_mock,
-                                    release),
-    cmocka_unit_test_setup_teardown(test_concurrent_calls, reset_mock, release),
+    cmocka_unit_test_setup_teardown(test_retry_after_hint_in_log, it_reset_mock,
+                                    it_release),
+    cmocka_unit_test_setup_teardown(test_cross_dialect, it_reset_mock, it_release),
+    cmocka_unit_test_setup_teardown(test_error_body, it_reset_mock, it_release),
+    cmocka_unit_test_setup_teardown(test_budget, it_reset_mock, it_release),
+    cmocka_unit_test_setup_teardown(test_flap, it_reset_mock, it_release),
+    cmocka_unit_test_setup_teardown(test_reset_on_reused_connection, it_reset_mock,
+                                    it_release),
+    cmocka_unit_test_setup_teardown(test_concurrent_calls, it_reset_mock, it_release),
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -872,6 +848,7 @@ static const struct CMUnitTest others[] = {
 /* IT_CASE=glob runs only the matching tests. */
 int main(void) {
   if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_suite_use_script(IT_SCRIPTS "faults.yaml");
   static struct CMUnitTest tests[N_CASES * 4 + N_OTHERS];
   static table_test tt[N_CASES * 4];
   static char names[N_CASES * 4][160];
@@ -884,11 +861,11 @@ int main(void) {
                (combo & (C_SO | C_WO)) ? "openai" : "anthropic");
       tt[n] = (table_test){&cases[i], combo};
       tests[n] =
-          (struct CMUnitTest){names[n], test_table_case, NULL, release, &tt[n]};
+          (struct CMUnitTest){names[n], test_table_case, NULL, it_release, &tt[n]};
       n++;
     }
   }
   for (size_t i = 0; i < N_OTHERS; i++) tests[n++] = others[i];
-  return _cmocka_run_group_tests("client_faults", tests, n, group_setup,
-                                 group_teardown);
+  return _cmocka_run_group_tests("client_faults", tests, n, it_group_setup,
+                                 it_group_teardown);
 }
