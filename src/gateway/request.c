@@ -43,9 +43,8 @@ typedef struct gw_req {
   uint64_t start_ms;
   uint64_t bytes;
   unsigned attempts;
-  char target[2 * AIR_MAX_NAME_BYTES];
   char rid[40];
-  char *fwd[MAX_FORWARD + 1];
+  const char *const *fwd;  /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
 } gw_req;
 
@@ -271,7 +270,6 @@ static int flush_out(gw_req *r) {
 
 static void on_commit(void *data, const air__commit_info *ci) {
   gw_req *r = data;
-  snprintf(r->target, sizeof(r->target), "%s", ci->target);
   r->attempts = ci->attempts;
   r->passthrough = ci->upstream == r->dialect;
   if (!r->stream || r->gone) return;
@@ -280,7 +278,7 @@ static void on_commit(void *data, const air__commit_info *ci) {
   air__http_field f[5] = {field("content-type", "text/event-stream"),
                           field("cache-control", "no-cache"),
                           field("x-airetry-attempts", n),
-                          field("x-airetry-target", r->target),
+                          field("x-airetry-target", ci->target),
                           field("x-request-id", r->rid)};
   if (air__http_begin(r->req, 200, f, 5, -1) != 0) {
     r->gone = true;
@@ -429,22 +427,35 @@ static void make_rid(air__gw_worker *w, const air__http_request *msg, char *out,
   snprintf(out, n, "req_%016llx", (unsigned long long)v);
 }
 
-/* The caller headers named in forward_headers, as "name: value" lines. */
+/* The caller headers named in forward_headers, as "name: value" lines,
+ * then the NULL-terminated array of them (8-aligned), all in fwd_buf. */
 static void collect_forward(gw_req *r, const air__http_request *msg) {
   const air_config *cfg = r->cfg->cfg;
   size_t n = 0;
-  size_t offs[MAX_FORWARD];
+  uintptr_t offs[MAX_FORWARD + 1];
   for (size_t i = 0; i < cfg->n_forward_headers && n < MAX_FORWARD; i++) {
     const air__http_str *h = air__http_find_header(msg, cfg->forward_headers[i]);
     if (h == NULL) continue;
-    offs[n++] = r->fwd_buf.n;
-    air__buf_adds(&r->fwd_buf, cfg->forward_headers[i]);
-    air__buf_adds(&r->fwd_buf, ": ");
-    air__buf_add(&r->fwd_buf, h->p, h->n);
-    air__buf_addc(&r->fwd_buf, '\0');
+    size_t at = r->fwd_buf.n;
+    int rc = air__buf_adds(&r->fwd_buf, cfg->forward_headers[i]);
+    if (rc == 0) rc = air__buf_adds(&r->fwd_buf, ": ");
+    if (rc == 0) rc = air__buf_add(&r->fwd_buf, h->p, h->n);
+    if (rc == 0) rc = air__buf_addc(&r->fwd_buf, '\0');
+    if (rc != 0) break;
+    offs[n++] = at;
   }
-  for (size_t i = 0; i < n; i++) r->fwd[i] = r->fwd_buf.p + offs[i];
-  r->fwd[n] = NULL;
+  r->fwd = NULL;
+  if (n == 0) return;
+  static const char pad[8];
+  size_t at = (r->fwd_buf.n + 7) & ~(size_t)7;
+  offs[n] = 0;
+  if (air__buf_add(&r->fwd_buf, pad, at - r->fwd_buf.n) != 0 ||
+      air__buf_add(&r->fwd_buf, offs, (n + 1) * sizeof(offs[0])) != 0)
+    return;
+  const char **lines = (const char **)(void *)(r->fwd_buf.p + at);
+  for (size_t i = 0; i < n; i++) lines[i] = r->fwd_buf.p + offs[i];
+  lines[n] = NULL;
+  r->fwd = lines;
 }
 
 static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,

@@ -50,13 +50,10 @@ struct air__exchange {
   bool have_fail;
   air__buf body;         /* upstream request body */
   air__buf err;          /* a non-stream response body */
-  air__buf kept;         /* copies of response headers */
+  air__buf kept;         /* copies of response headers, then hv */
   air__buf strs;         /* error strings of the last failure */
-  air_header hv[MAX_KEPT_HEADERS];
+  air_header *hv;        /* the kept headers (inside kept) */
   size_t n_hv;
-  char *hdr_lines[MAX_REQUEST_HEADERS + 1];
-  air__buf hdr_buf;
-  air__buf url;
   air_part parts_inline[MAX_EVENT_PARTS];
   air_part *parts;       /* parts_inline, or a heap array for big events */
   size_t n_parts, cap_parts;
@@ -69,7 +66,6 @@ struct air__exchange {
   bool has_hint;
   uint64_t hint_ms;
   const char *key;       /* the attempt's upstream key (environment), or NULL */
-  char msg[256];
 };
 
 enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT };
@@ -292,26 +288,35 @@ static void fail_from_gate(air__exchange *x) {
 
 static void keep_headers(air__exchange *x, const air_header *h, size_t n) {
   air__buf_reset(&x->kept);
+  x->hv = NULL;
   x->n_hv = 0;
-  /* Two passes: copy, then point (the buffer may move while copying). */
-  size_t offs[MAX_KEPT_HEADERS][2];
-  for (size_t i = 0; i < n && x->n_hv < MAX_KEPT_HEADERS; i++) {
+  /* The strings, then the array (8-aligned) after them in the same buffer,
+   * pointing into it once nothing more moves it: one allocation per
+   * stream, sized to what the upstream sent. */
+  air_header tmp[MAX_KEPT_HEADERS];
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < MAX_KEPT_HEADERS; i++) {
     size_t a = x->kept.n;
     if (air__buf_add(&x->kept, h[i].name, h[i].name_len) != 0) break;
     size_t b = x->kept.n;
     if (air__buf_add(&x->kept, h[i].value, h[i].value_len) != 0) break;
-    offs[x->n_hv][0] = a;
-    offs[x->n_hv][1] = b;
-    x->hv[x->n_hv].name_len = h[i].name_len;
-    x->hv[x->n_hv].value_len = h[i].value_len;
-    x->n_hv++;
+    tmp[k].name = (const char *)(uintptr_t)a;
+    tmp[k].value = (const char *)(uintptr_t)b;
+    tmp[k].name_len = h[i].name_len;
+    tmp[k].value_len = h[i].value_len;
+    k++;
   }
-  for (size_t i = 0; i < x->n_hv; i++) {
-    /* offs[i] is set for every i < n_hv (air__buf_add never changes n_hv).
-     * NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
-    x->hv[i].name = x->kept.p + offs[i][0];
-    x->hv[i].value = x->kept.p + offs[i][1];
+  static const char pad[8];
+  size_t at = (x->kept.n + 7) & ~(size_t)7;
+  if (k == 0 || air__buf_add(&x->kept, pad, at - x->kept.n) != 0 ||
+      air__buf_add(&x->kept, tmp, k * sizeof(tmp[0])) != 0)
+    return;
+  x->hv = (air_header *)(void *)(x->kept.p + at);
+  for (size_t i = 0; i < k; i++) {
+    x->hv[i].name = x->kept.p + (uintptr_t)x->hv[i].name;
+    x->hv[i].value = x->kept.p + (uintptr_t)x->hv[i].value;
   }
+  x->n_hv = k;
 }
 
 static bool is_event_stream(const air_header *h, size_t n) {
@@ -428,9 +433,10 @@ static void on_done(void *data, int rc, air_transport_err kind,
     air_failure f;
     memset(&f, 0, sizeof(f));
     air__parse_error_body(x->err.p, x->err.n, &tmp, &f);
+    char what[64];
     if (f.message == NULL) {
-      snprintf(x->msg, sizeof(x->msg), "upstream answered HTTP %d", x->status);
-      f.message = x->msg;
+      snprintf(what, sizeof(what), "upstream answered HTTP %d", x->status);
+      f.message = what;
     }
     set_fail(x, AIR_REASON_NONE, x->status, f.type, f.code, f.message,
              AIR_TRANSPORT_OK);
@@ -485,26 +491,33 @@ static void on_wait_done(uv_timer_t *t) {
 
 /* ---- attempts ------------------------------------------------------------------------ */
 
-static int add_header(air__exchange *x, size_t *n, const char *name,
-                      size_t name_len, const char *value, size_t value_len) {
-  if (*n >= MAX_REQUEST_HEADERS) return AIR_ETOOBIG;
+/* The upstream request's header lines, built per attempt; libcurl copies
+ * them, so they live on the stack of launch only. */
+typedef struct hdrs {
+  air__buf buf;
+  size_t off[MAX_REQUEST_HEADERS];
+  size_t n;
+} hdrs;
+
+static int add_header(hdrs *hl, const char *name, size_t name_len,
+                      const char *value, size_t value_len) {
+  if (hl->n >= MAX_REQUEST_HEADERS) return AIR_ETOOBIG;
   /* A header value with CR or LF could split the request: never sent. */
   if (memchr(value, '\r', value_len) || memchr(value, '\n', value_len) ||
       memchr(name, '\r', name_len) || memchr(name, '\n', name_len))
     return 0;
-  size_t off = x->hdr_buf.n;
-  int rc = air__buf_add(&x->hdr_buf, name, name_len);
-  if (rc == 0) rc = air__buf_add(&x->hdr_buf, ": ", 2);
-  if (rc == 0) rc = air__buf_add(&x->hdr_buf, value, value_len);
-  if (rc == 0) rc = air__buf_addc(&x->hdr_buf, '\0');
+  size_t off = hl->buf.n;
+  int rc = air__buf_add(&hl->buf, name, name_len);
+  if (rc == 0) rc = air__buf_add(&hl->buf, ": ", 2);
+  if (rc == 0) rc = air__buf_add(&hl->buf, value, value_len);
+  if (rc == 0) rc = air__buf_addc(&hl->buf, '\0');
   if (rc != 0) return rc;
-  x->hdr_lines[(*n)++] = (char *)(uintptr_t)off;
+  hl->off[hl->n++] = off;
   return 0;
 }
 
-static int add_header_s(air__exchange *x, size_t *n, const char *name,
-                        const char *value) {
-  return add_header(x, n, name, strlen(name), value, strlen(value));
+static int add_header_s(hdrs *hl, const char *name, const char *value) {
+  return add_header(hl, name, strlen(name), value, strlen(value));
 }
 
 /*
@@ -522,6 +535,42 @@ static bool forwardable(const char *name, size_t n) {
   return true;
 }
 
+/* The upstream request's headers: ours, the provider's, and the caller's
+ * forwarded ones (same dialect only). */
+static int add_headers(const air__exchange *x, const air__provider *p,
+                       const char *key, hdrs *hl) {
+  int rc = add_header_s(hl, "Content-Type", "application/json");
+  if (rc == 0) rc = add_header_s(hl, "Accept", "text/event-stream");
+  if (rc == 0) rc = add_header_s(hl, "User-Agent", "airetry/" AIR_VERSION);
+  bool has_version = false;
+  for (size_t i = 0; i < p->n_headers; i++)
+    if (strcasecmp(p->headers[i].name, "anthropic-version") == 0) has_version = true;
+  if (rc == 0 && p->api == AIR_API_ANTHROPIC) {
+    if (key != NULL) rc = add_header_s(hl, "x-api-key", key);
+    if (rc == 0 && !has_version)
+      rc = add_header_s(hl, "anthropic-version", "2023-06-01");
+  } else if (rc == 0 && key != NULL) {
+    air__buf bearer;
+    air__buf_init(&bearer, 8192);
+    rc = air__buf_adds(&bearer, "Bearer ");
+    if (rc == 0) rc = air__buf_adds(&bearer, key);
+    if (rc == 0) rc = add_header(hl, "Authorization", 13, bearer.p, bearer.n);
+    air__buf_cleanup(&bearer);
+  }
+  for (size_t i = 0; rc == 0 && i < p->n_headers; i++)
+    rc = add_header_s(hl, p->headers[i].name, p->headers[i].value);
+  if (x->o.req->dialect == p->api) {
+    for (const char *const *f = x->o.forward; rc == 0 && f && *f; f++) {
+      const char *colon = strchr(*f, ':');
+      if (colon == NULL || !forwardable(*f, (size_t)(colon - *f))) continue;
+      const char *v = colon + 1;
+      while (*v == ' ') v++;
+      rc = add_header(hl, *f, (size_t)(colon - *f), v, strlen(v));
+    }
+  }
+  return rc;
+}
+
 /* Prepares and starts the transfer of the current ATTEMPT action. Returns 0
  * when it is in flight, or 1 with x->fail set when it failed at once. */
 static int launch(air__exchange *x) {
@@ -533,10 +582,10 @@ static int launch(air__exchange *x) {
   x->status = 0;
   x->mode = M_NONE;
   x->have_fail = false;
+  x->hv = NULL;
   x->n_hv = 0;
   air__buf_reset(&x->err);
   air__buf_reset(&x->body);
-  air__buf_reset(&x->hdr_buf);
   air__sse_reset(&x->sse);
   air__decoder_cleanup(&x->dec);
   x->ops->decoder_init(&x->dec);
@@ -549,9 +598,10 @@ static int launch(air__exchange *x) {
   if (p->api_key_env != NULL) {
     key = x->key = getenv(p->api_key_env);
     if (key == NULL || key[0] == '\0') {
-      snprintf(x->msg, sizeof(x->msg), "%s is not set: no API key for provider %s",
+      char msg[2 * AIR_MAX_NAME_BYTES + 64];
+      snprintf(msg, sizeof(msg), "%s is not set: no API key for provider %s",
                p->api_key_env, p->name);
-      set_fail(x, AIR_REASON_AUTH, 0, NULL, NULL, x->msg, AIR_TRANSPORT_OK);
+      set_fail(x, AIR_REASON_AUTH, 0, NULL, NULL, msg, AIR_TRANSPORT_OK);
       return 1;
     }
   }
@@ -568,59 +618,36 @@ static int launch(air__exchange *x) {
              err.message, AIR_TRANSPORT_OK);
     return 1;
   }
-  size_t n = 0;
-  int rc = add_header_s(x, &n, "Content-Type", "application/json");
-  if (rc == 0) rc = add_header_s(x, &n, "Accept", "text/event-stream");
-  if (rc == 0) rc = add_header_s(x, &n, "User-Agent", "airetry/" AIR_VERSION);
-  bool has_version = false;
-  for (size_t i = 0; i < p->n_headers; i++)
-    if (strcasecmp(p->headers[i].name, "anthropic-version") == 0) has_version = true;
-  if (rc == 0 && p->api == AIR_API_ANTHROPIC) {
-    if (key != NULL) rc = add_header_s(x, &n, "x-api-key", key);
-    if (rc == 0 && !has_version)
-      rc = add_header_s(x, &n, "anthropic-version", "2023-06-01");
-  } else if (rc == 0 && key != NULL) {
-    air__buf bearer;
-    air__buf_init(&bearer, 8192);
-    rc = air__buf_adds(&bearer, "Bearer ");
-    if (rc == 0) rc = air__buf_adds(&bearer, key);
-    if (rc == 0) rc = add_header(x, &n, "Authorization", 13, bearer.p, bearer.n);
-    air__buf_cleanup(&bearer);
-  }
-  for (size_t i = 0; rc == 0 && i < p->n_headers; i++)
-    rc = add_header_s(x, &n, p->headers[i].name, p->headers[i].value);
-  if (x->o.req->dialect == p->api) {
-    for (const char *const *f = x->o.forward; rc == 0 && f && *f; f++) {
-      const char *colon = strchr(*f, ':');
-      if (colon == NULL || !forwardable(*f, (size_t)(colon - *f))) continue;
-      const char *v = colon + 1;
-      while (*v == ' ') v++;
-      rc = add_header(x, &n, *f, (size_t)(colon - *f), v, strlen(v));
-    }
-  }
-  for (size_t i = 0; i < n; i++)
-    x->hdr_lines[i] = x->hdr_buf.p + (uintptr_t)x->hdr_lines[i];
-  x->hdr_lines[n] = NULL;
-
-  air__buf_reset(&x->url);
+  hdrs hl;
+  air__buf_init(&hl.buf, 64u << 10);
+  hl.n = 0;
+  int rc = add_headers(x, p, key, &hl);
+  const char *lines[MAX_REQUEST_HEADERS + 1];
+  for (size_t i = 0; i < hl.n; i++) lines[i] = hl.buf.p + hl.off[i];
+  lines[hl.n] = NULL;
+  air__buf url;
+  air__buf_init(&url, 8u << 10);
   size_t bl = strlen(p->base_url);
   while (bl > 0 && p->base_url[bl - 1] == '/') bl--;
-  if (rc == 0) rc = air__buf_add(&x->url, p->base_url, bl);
-  if (rc == 0) rc = air__buf_adds(&x->url, x->ops->path);
-  if (rc != 0) {
-    set_fail(x, AIR_REASON_BAD_REQUEST, 0, NULL, NULL,
-             "upstream request over the size limits", AIR_TRANSPORT_OK);
-    return 1;
-  }
+  if (rc == 0) rc = air__buf_add(&url, p->base_url, bl);
+  if (rc == 0) rc = air__buf_adds(&url, x->ops->path);
   air__xfer_req r = {
-      .url = x->url.p,
-      .headers = (const char *const *)x->hdr_lines,
+      .url = url.p,
+      .headers = lines,
       .body = x->body.p,
       .body_len = x->body.n,
       .connect_ms = t->timeouts.connect_ms,
   };
   air__xfer_cb cb = {on_head, on_body, on_done, x};
-  if (air__xfer_start(x->t, &r, &cb, &x->xfer) != 0) {
+  int started = rc == 0 ? air__xfer_start(x->t, &r, &cb, &x->xfer) : rc;
+  air__buf_cleanup(&hl.buf);  /* libcurl keeps copies */
+  air__buf_cleanup(&url);
+  if (rc != 0) {
+    set_fail(x, AIR_REASON_BAD_REQUEST, 0, NULL, NULL,
+             "upstream request over the size limits", AIR_TRANSPORT_OK);
+    return 1;
+  }
+  if (started != 0) {
     set_fail(x, AIR_REASON_NETWORK, 0, NULL, NULL, "could not start the transfer",
              AIR_TRANSPORT_CONNECT);
     return 1;
@@ -727,8 +754,6 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
   air__buf_init(&x->err, MAX_ERROR_BODY);
   air__buf_init(&x->kept, 16u << 10);
   air__buf_init(&x->strs, 8u << 10);
-  air__buf_init(&x->hdr_buf, 64u << 10);
-  air__buf_init(&x->url, 8u << 10);
   for (int i = 0; i < 4; i++) {
     uv_timer_init(loop, &x->timers[i]);
     x->timers[i].data = x;
@@ -769,8 +794,6 @@ static void on_timer_closed(uv_handle_t *h) {
   air__buf_cleanup(&x->err);
   air__buf_cleanup(&x->kept);
   air__buf_cleanup(&x->strs);
-  air__buf_cleanup(&x->hdr_buf);
-  air__buf_cleanup(&x->url);
   if (x->parts != x->parts_inline) free(x->parts);
   air_run_free(x->run);
   free(x);

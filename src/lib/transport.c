@@ -496,6 +496,10 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
   /* 2 KiB reads: events are small, and the buffer is per open stream. */
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 2048L);
+  /* The upload buffer (64 KiB by default) only ever holds a request
+   * body; the smallest curl allows keeps its address space per stream
+   * down. */
+  curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_NOPROXY, t->noproxy);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
