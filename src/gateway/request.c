@@ -63,14 +63,32 @@ static const air__http_field json_ct = {"content-type", 12, "application/json", 
 
 /* ---- simple answers ------------------------------------------------------------- */
 
+/* "YYYY-MM-DDThh:mm:ss.mmmZ" of now into t (at least 25 bytes); the date
+ * and time of day are formatted once per second per thread. */
 static void utc_now(char *t, size_t n) {
+  static _Thread_local time_t sec = -1;
+  static _Thread_local char head[64];  /* "YYYY-MM-DDThh:mm:ss" */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
-  snprintf(t, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           ts.tv_nsec / 1000000);
+  if (ts.tv_sec != sec) {
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    snprintf(head, sizeof(head), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    sec = ts.tv_sec;
+  }
+  long ms = ts.tv_nsec / 1000000;
+  if (n < 25) {
+    if (n > 0) t[0] = '\0';
+    return;
+  }
+  memcpy(t, head, 19);
+  t[19] = '.';
+  t[20] = (char)('0' + ms / 100);
+  t[21] = (char)('0' + ms / 10 % 10);
+  t[22] = (char)('0' + ms % 10);
+  t[23] = 'Z';
+  t[24] = '\0';
 }
 
 /* The log line of a request the gateway answered itself (DESIGN.md 5: one
