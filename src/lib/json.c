@@ -1,4 +1,14 @@
-#define AIR_JSON_IMPL
+/*
+ * The hot-path JSON tokenizer (json.h) and the helpers over its tokens.
+ *
+ * The tokenizer is one pass over the text with an explicit state (the
+ * labels value, after, closing, key and string) instead of recursion: an
+ * open container's token keeps its parent's index in `next` until it
+ * closes, which is when its real `next` becomes known, so no stack is
+ * needed and the depth limit bounds the document, not the C stack. Bytes
+ * are classified by one table; string bodies, most of a stream event, are
+ * scanned 8 bytes at a time.
+ */
 #include "json.h"
 
 #include <stdlib.h>
@@ -6,10 +16,287 @@
 
 #include "airetry.h"
 
-static int count_tokens(const char *js, size_t len) {
-  jsmn_parser p;
-  jsmn_init(&p);
-  return jsmn_parse(&p, js, len, NULL, 0);
+/* Byte classes: one table look-up per byte in the loops below. */
+enum {
+  W = 1, /* white space between tokens: space, tab, CR, LF */
+  S = 2, /* stops a run of plain string bytes: " \ and controls < 0x20 */
+  D = 4, /* decimal digit */
+  H = 8, /* hex digit */
+  SW = S | W,
+  DH = D | H
+};
+
+/* clang-format off */
+static const unsigned char cls[256] = {
+    S,  S,  S,  S,  S,  S,  S,  S,  S,  SW, SW, S,  S,  SW, S,  S,  /* 00 */
+    S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  S,  /* 10 */
+    W,  0,  S,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 20 */
+    DH, DH, DH, DH, DH, DH, DH, DH, DH, DH, 0,  0,  0,  0,  0,  0,  /* 30 */
+    0,  H,  H,  H,  H,  H,  H,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 40 */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  S,  0,  0,  0,  /* 50 */
+    0,  H,  H,  H,  H,  H,  H,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 60 */
+    /* 70-FF: 0 (UTF-8 is not checked here) */
+};
+/* clang-format on */
+
+#define IS(c, k) (cls[(unsigned char)(c)] & (k))
+
+static const char *skip_ws(const char *p, const char *e) {
+  while (p < e && IS(*p, W)) p++;
+  return p;
+}
+
+static const char *skip_digits(const char *p, const char *e) {
+  while (p < e && IS(*p, D)) p++;
+  return p;
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/*
+ * The byte offset of the first stop byte (S) among the 8 at p, or 8 when
+ * there is none (SWAR: a byte's high bit in t is set where a subtraction
+ * borrows, which only a stop byte causes; bytes >= 0x80 are masked out).
+ */
+static unsigned first_stop8(const char *p) {
+  uint64_t x;
+  memcpy(&x, p, 8);
+  uint64_t t = ((x ^ (ONES * '"')) - ONES) | ((x ^ (ONES * '\\')) - ONES) |
+               (x - ONES * 0x20);
+  t &= ~x & HIGHS;
+  if (t == 0) return 8;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* Bytes above the first stop may be flagged too (borrows); the lowest
+   * set bit is exact. */
+  return (unsigned)__builtin_ctzll(t) >> 3;
+#else
+  unsigned i = 0;
+  while (!IS(p[i], S)) i++;
+  return i;
+#endif
+}
+
+/*
+ * p is just past an opening quote: returns the closing quote, or NULL when
+ * the string is unterminated, holds a raw control byte or a bad escape.
+ */
+static const char *scan_string(const char *p, const char *e) {
+  for (;;) {
+    for (;;) {
+      if (e - p < 8) {
+        while (p < e && !IS(*p, S)) p++;
+        if (p == e) return NULL;
+        break;
+      }
+      unsigned i = first_stop8(p);
+      p += i;
+      if (i < 8) break;
+    }
+    if (*p == '"') return p;
+    if (*p != '\\' || e - p < 2) return NULL;
+    switch (p[1]) {
+      case '"':
+      case '\\':
+      case '/':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        p += 2;
+        break;
+      case 'u':
+        if (e - p < 6 || !IS(p[2], H) || !IS(p[3], H) || !IS(p[4], H) ||
+            !IS(p[5], H))
+          return NULL;
+        p += 6;
+        break;
+      default:
+        return NULL;
+    }
+  }
+}
+
+/* p is where a number must start: returns its end, or NULL when the bytes
+ * there do not follow the JSON number grammar. */
+static const char *scan_number(const char *p, const char *e) {
+  if (*p == '-') p++;
+  if (p == e) return NULL;
+  if (*p == '0')
+    p++;
+  else if (IS(*p, D))
+    p = skip_digits(p + 1, e);
+  else
+    return NULL;
+  if (p < e && *p == '.') {
+    p++;
+    if (p == e || !IS(*p, D)) return NULL;
+    p = skip_digits(p + 1, e);
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < e && (*p == '+' || *p == '-')) p++;
+    if (p == e || !IS(*p, D)) return NULL;
+    p = skip_digits(p + 1, e);
+  }
+  return p;
+}
+
+/* Makes room for one more token past n (n == cap): doubles the array,
+ * moving it to the heap the first time. */
+static int grow(air__json *j, int n) {
+  if (j->cap >= AIR_MAX_JSON_TOKENS) return AIR_ETOOBIG;
+  int cap = j->cap > AIR_MAX_JSON_TOKENS / 2 ? AIR_MAX_JSON_TOKENS : j->cap * 2;
+  air__jtok *t;
+  if (j->tok == j->inline_tok) {
+    t = malloc((size_t)cap * sizeof(*t));
+    if (t != NULL) memcpy(t, j->tok, (size_t)n * sizeof(*t));
+  } else {
+    t = realloc(j->tok, (size_t)cap * sizeof(*t));
+  }
+  if (t == NULL) return AIR_ENOMEM;
+  j->tok = t;
+  j->cap = cap;
+  return 0;
+}
+
+/* The tokenizer proper (see the top of the file); j->n is set on success. */
+static int tokenize(air__json *j) {
+  const char *const js = j->js;
+  const char *const e = js + j->len;
+  const char *p = js;
+  air__jtok *t = j->tok;
+  air__jtok *k;
+  int n = 0;
+  int cap = j->cap;
+  int top = -1;   /* the innermost open container, -1 outside any */
+  char closer = 0; /* its closing bracket */
+  int depth = 0;
+  bool is_key;
+  int rc;
+
+  /* White space is skipped only where it is met: compact JSON, the common
+   * case, then costs one look at the byte that is there anyway. */
+value:
+  if (p == e) return AIR_EPARSE;
+  if (IS(*p, W)) {
+    p = skip_ws(p + 1, e);
+    if (p == e) return AIR_EPARSE;
+  }
+  if (n == cap) {
+    if ((rc = grow(j, n)) != 0) return rc;
+    t = j->tok;
+    cap = j->cap;
+  }
+  k = &t[n++];
+  k->start = (int)(p - js);
+  k->size = 0;
+  k->next = n;
+  switch (*p) {
+    case '{':
+    case '[':
+      if (depth == AIR_JSON_MAX_DEPTH) return AIR_EPARSE;
+      depth++;
+      k->type = *p == '{' ? AIR_JSON_OBJ : AIR_JSON_ARR;
+      closer = *p == '{' ? '}' : ']';
+      k->next = top;
+      top = n - 1;
+      p = skip_ws(p + 1, e);
+      if (p == e) return AIR_EPARSE;
+      if (*p == closer) goto closing;
+      if (closer == '}') goto key;
+      k->size = 1;
+      goto value;
+    case '"':
+      k->start++;
+      is_key = false;
+      goto string;
+    case 't':
+      if (e - p < 4 || memcmp(p, "true", 4) != 0) return AIR_EPARSE;
+      k->type = AIR_JSON_TRUE;
+      p += 4;
+      k->end = (int)(p - js);
+      break;
+    case 'f':
+      if (e - p < 5 || memcmp(p, "false", 5) != 0) return AIR_EPARSE;
+      k->type = AIR_JSON_FALSE;
+      p += 5;
+      k->end = (int)(p - js);
+      break;
+    case 'n':
+      if (e - p < 4 || memcmp(p, "null", 4) != 0) return AIR_EPARSE;
+      k->type = AIR_JSON_NULL;
+      p += 4;
+      k->end = (int)(p - js);
+      break;
+    default:
+      if ((p = scan_number(p, e)) == NULL) return AIR_EPARSE;
+      k->type = AIR_JSON_NUM;
+      k->end = (int)(p - js);
+  }
+
+after:
+  /* A value ended: a separator or the closing bracket of top follows. */
+  if (top < 0) {
+    p = skip_ws(p, e);
+    if (p != e) return AIR_EPARSE;
+    j->n = n;
+    return 0;
+  }
+  if (p == e) return AIR_EPARSE;
+  if (IS(*p, W)) {
+    p = skip_ws(p + 1, e);
+    if (p == e) return AIR_EPARSE;
+  }
+  if (*p == ',') {
+    p++;
+    if (closer == '}') goto key;
+    t[top].size++;
+    goto value;
+  }
+  if (*p != closer) return AIR_EPARSE;
+
+closing:
+  /* p is at the closing bracket of top. */
+  k = &t[top];
+  p++;
+  k->end = (int)(p - js);
+  top = k->next;
+  k->next = n;
+  depth--;
+  if (top >= 0) closer = t[top].type == AIR_JSON_OBJ ? '}' : ']';
+  goto after;
+
+key:
+  /* Inside the object top, where a member must start. */
+  if (p < e && IS(*p, W)) p = skip_ws(p + 1, e);
+  if (p == e || *p != '"') return AIR_EPARSE;
+  if (n == cap) {
+    if ((rc = grow(j, n)) != 0) return rc;
+    t = j->tok;
+    cap = j->cap;
+  }
+  t[top].size++;
+  k = &t[n++];
+  k->start = (int)(p + 1 - js);
+  k->size = 0;
+  k->next = n;
+  is_key = true;
+
+string:
+  /* k is the new token, p at its opening quote. One place scans strings,
+   * so that scan_string is inlined. */
+  k->type = AIR_JSON_STR;
+  if ((p = scan_string(p + 1, e)) == NULL) return AIR_EPARSE;
+  k->end = (int)(p - js);
+  p++;
+  if (!is_key) goto after;
+  if (p < e && IS(*p, W)) p = skip_ws(p + 1, e);
+  if (p == e || *p != ':') return AIR_EPARSE;
+  p++;
+  goto value;
 }
 
 int air__json_parse(air__json *j, const char *js, size_t len) {
@@ -17,87 +304,26 @@ int air__json_parse(air__json *j, const char *js, size_t len) {
   j->len = len;
   j->tok = j->inline_tok;
   j->n = 0;
-  jsmn_parser p;
-  jsmn_init(&p);
-  int n = jsmn_parse(&p, js, len, j->tok, AIR_JSON_INLINE_TOKENS);
-  if (n == JSMN_ERROR_NOMEM) {
-    n = count_tokens(js, len);
-    if (n < 0) return AIR_EPARSE;
-    if (n > AIR_MAX_JSON_TOKENS) return AIR_ETOOBIG;
-    j->tok = malloc((size_t)n * sizeof(jsmntok_t));
-    if (j->tok == NULL) {
-      j->tok = j->inline_tok;
-      return AIR_ENOMEM;
-    }
-    jsmn_init(&p);
-    n = jsmn_parse(&p, js, len, j->tok, (unsigned)n);
-  }
-  if (n <= 0) return AIR_EPARSE;
-  j->n = n;
-  /* One value only: its subtree must cover every token, and only white
-   * space may follow it. */
-  if (air__json_skip(j, 0) != n) return AIR_EPARSE;
-  for (size_t k = (size_t)j->tok[0].end; k < len; k++) {
-    char c = js[k];
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return AIR_EPARSE;
-  }
-  return 0;
+  j->cap = AIR_JSON_INLINE_TOKENS;
+  if (len > AIR_MAX_JSON_BYTES) return AIR_ETOOBIG;
+  int rc = tokenize(j);
+  if (rc != 0) air__json_cleanup(j);
+  return rc;
 }
 
 void air__json_cleanup(air__json *j) {
   if (j->tok != j->inline_tok) free(j->tok);
   j->tok = j->inline_tok;
+  j->cap = AIR_JSON_INLINE_TOKENS;
   j->n = 0;
-}
-
-int air__json_skip(const air__json *j, int i) {
-  if (i < 0 || i >= j->n) return j->n;
-  int end = j->tok[i].end;
-  int k = i + 1;
-  while (k < j->n && j->tok[k].start < end) k++;
-  return k;
-}
-
-int air__json_get(const air__json *j, int obj, const char *key) {
-  if (!air__json_is_obj(j, obj)) return -1;
-  int pairs = j->tok[obj].size;
-  int k = obj + 1;
-  for (int p = 0; p < pairs && k < j->n; p++) {
-    if (air__json_eq(j, k, key)) return k + 1 < j->n ? k + 1 : -1;
-    k = air__json_skip(j, k + 1);
-  }
-  return -1;
 }
 
 int air__json_at(const air__json *j, int arr, int idx) {
   if (!air__json_is_arr(j, arr) || idx < 0 || idx >= j->tok[arr].size)
     return -1;
   int k = arr + 1;
-  for (int e = 0; e < idx && k < j->n; e++) k = air__json_skip(j, k);
-  return k < j->n ? k : -1;
-}
-
-bool air__json_is_obj(const air__json *j, int i) {
-  return i >= 0 && i < j->n && j->tok[i].type == JSMN_OBJECT;
-}
-
-bool air__json_is_arr(const air__json *j, int i) {
-  return i >= 0 && i < j->n && j->tok[i].type == JSMN_ARRAY;
-}
-
-bool air__json_is_str(const air__json *j, int i) {
-  return i >= 0 && i < j->n && j->tok[i].type == JSMN_STRING;
-}
-
-bool air__json_is_null(const air__json *j, int i) {
-  if (i < 0 || i >= j->n) return true;
-  return j->tok[i].type == JSMN_PRIMITIVE && j->js[j->tok[i].start] == 'n';
-}
-
-bool air__json_eq(const air__json *j, int i, const char *s) {
-  if (!air__json_is_str(j, i)) return false;
-  size_t n = (size_t)(j->tok[i].end - j->tok[i].start);
-  return strlen(s) == n && memcmp(j->js + j->tok[i].start, s, n) == 0;
+  for (int e = 0; e < idx; e++) k = j->tok[k].next;
+  return k;
 }
 
 const char *air__json_raw(const air__json *j, int i, size_t *n) {
@@ -110,7 +336,7 @@ const char *air__json_raw(const air__json *j, int i, size_t *n) {
 }
 
 bool air__json_int(const air__json *j, int i, int64_t *v) {
-  if (i < 0 || i >= j->n || j->tok[i].type != JSMN_PRIMITIVE) return false;
+  if (i < 0 || i >= j->n || j->tok[i].type != AIR_JSON_NUM) return false;
   const char *p = j->js + j->tok[i].start;
   const char *e = j->js + j->tok[i].end;
   bool neg = false;
