@@ -18,6 +18,11 @@
  * AIR_EPARSE or AIR_EINVAL and a message; that message (which may quote
  * the body's bytes) goes into encode_error_body of both dialects, whose
  * result must be a JSON object too (see known_bad below).
+ *
+ * Differential: the fast validator (request_text.c) may accept only what
+ * the jansson path accepts, with the same model and flags, and every
+ * upstream body built from its text must equal (as JSON) the one built
+ * from the jansson tree, or fail the same way.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,6 +74,41 @@ static void check_upstream(const air__buf *out, const air__provider_ops *ops,
     CHECK(json_is_integer(mt) || json_is_real(mt));
   }
   json_decref(v);
+}
+
+/* The upstream body from a fast-path request equals the tree path's. */
+static void same_builds(const air__request *fast, const air__request *tree,
+                        const char *override) {
+  for (int p = 0; p < 2; p++) {
+    const air__provider_ops *ops =
+        p ? &air__provider_anthropic : &air__provider_openai;
+    for (int drop = 0; drop < 2; drop++) {
+      air__build_opts o = {.model = MODELS[p],
+                           .override_json = override,
+                           .drop_params = drop != 0,
+                           .default_max_tokens = 4096};
+      air__buf a, b;
+      air__buf_init(&a, 1u << 26);
+      air__buf_init(&b, 1u << 26);
+      air_error ea, eb;
+      memset(&ea, 0, sizeof(ea));
+      memset(&eb, 0, sizeof(eb));
+      int ra = ops->build_request(fast, &o, &a, &ea);
+      int rb = ops->build_request(tree, &o, &b, &eb);
+      CHECK(ra == rb);
+      if (ra == 0) {
+        json_t *va = json_loadb(a.p, a.n, JSON_REJECT_DUPLICATES, NULL);
+        json_t *vb = json_loadb(b.p, b.n, JSON_REJECT_DUPLICATES, NULL);
+        CHECK(va != NULL && vb != NULL && json_equal(va, vb));
+        json_decref(va);
+        json_decref(vb);
+      } else {
+        CHECK(strcmp(ea.message, eb.message) == 0);
+      }
+      air__buf_cleanup(&a);
+      air__buf_cleanup(&b);
+    }
+  }
 }
 
 static void build(const air__request *req, const char *override) {
@@ -130,6 +170,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   air__request req;
   air_error err;
   memset(&err, 0, sizeof(err));
+  air__request fast;
+  if (air__request_fast(api, (const char *)data + 1, size - 1, &fast)) {
+    air__request tree;
+    CHECK(air__request_parse_tree(api, (const char *)data + 1, size - 1, &tree,
+                                  &err) == 0);
+    CHECK(strcmp(fast.model, tree.model) == 0 && fast.stream == tree.stream &&
+          fast.include_usage == tree.include_usage &&
+          fast.json_response == tree.json_response && fast.raw != NULL &&
+          tree.raw == NULL);
+    same_builds(&fast, &tree, override);
+    CHECK(json_equal(air__request_body(&fast), tree.body));
+    air__request_cleanup(&tree);
+    air__request_cleanup(&fast);
+  }
   int rc =
       air__request_parse(api, (const char *)data + 1, size - 1, &req, &err);
   if (rc != 0) {
@@ -139,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     error_bodies(err.message);
     return 0;
   }
-  CHECK(req.body != NULL && json_is_object(req.body));
+  CHECK(json_is_object(air__request_body(&req)));
   CHECK(req.dialect == api && req.model != NULL && req.model[0] != '\0');
   build(&req, override);
   air__request_cleanup(&req);

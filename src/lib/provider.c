@@ -23,65 +23,73 @@ static int bad(air_error *err, int code, const char *field, const char *what) {
   return code;
 }
 
-typedef enum ftype { F_BOOL, F_INT_POS, F_NUMBER, F_STRING, F_ARRAY, F_OBJECT,
-                     F_STR_OR_ARRAY, F_STR_OR_OBJ } ftype;
-
-typedef struct field_rule {
-  const char *name;
-  ftype type;
-} field_rule;
 
 /* Known top-level fields and their types; null is accepted for each. */
-static const field_rule openai_fields[] = {
-    {"stream", F_BOOL},          {"max_tokens", F_INT_POS},
-    {"max_completion_tokens", F_INT_POS},
-    {"temperature", F_NUMBER},   {"top_p", F_NUMBER},
-    {"n", F_INT_POS},            {"stop", F_STR_OR_ARRAY},
-    {"tools", F_ARRAY},          {"tool_choice", F_STR_OR_OBJ},
-    {"stream_options", F_OBJECT}, {"response_format", F_OBJECT},
-    {"user", F_STRING},          {"seed", F_NUMBER},
+static const air__field_rule openai_fields[] = {
+    {"stream", AIR_F_BOOL},          {"max_tokens", AIR_F_INT_POS},
+    {"max_completion_tokens", AIR_F_INT_POS},
+    {"temperature", AIR_F_NUMBER},   {"top_p", AIR_F_NUMBER},
+    {"n", AIR_F_INT_POS},            {"stop", AIR_F_STR_OR_ARRAY},
+    {"tools", AIR_F_ARRAY},          {"tool_choice", AIR_F_STR_OR_OBJ},
+    {"stream_options", AIR_F_OBJECT}, {"response_format", AIR_F_OBJECT},
+    {"user", AIR_F_STRING},          {"seed", AIR_F_NUMBER},
 };
 
-static const field_rule anthropic_fields[] = {
-    {"stream", F_BOOL},          {"max_tokens", F_INT_POS},
-    {"temperature", F_NUMBER},   {"top_p", F_NUMBER},
-    {"top_k", F_INT_POS},        {"stop_sequences", F_ARRAY},
-    {"tools", F_ARRAY},          {"tool_choice", F_OBJECT},
-    {"system", F_STR_OR_ARRAY},  {"metadata", F_OBJECT},
-    {"thinking", F_OBJECT},
+static const air__field_rule anthropic_fields[] = {
+    {"stream", AIR_F_BOOL},          {"max_tokens", AIR_F_INT_POS},
+    {"temperature", AIR_F_NUMBER},   {"top_p", AIR_F_NUMBER},
+    {"top_k", AIR_F_INT_POS},        {"stop_sequences", AIR_F_ARRAY},
+    {"tools", AIR_F_ARRAY},          {"tool_choice", AIR_F_OBJECT},
+    {"system", AIR_F_STR_OR_ARRAY},  {"metadata", AIR_F_OBJECT},
+    {"thinking", AIR_F_OBJECT},
 };
 
-static bool type_ok(const json_t *v, ftype t) {
+const air__field_rule *air__field_rules(air__api dialect, size_t *n) {
+  if (dialect == AIR_API_OPENAI) {
+    *n = sizeof(openai_fields) / sizeof(openai_fields[0]);
+    return openai_fields;
+  }
+  *n = sizeof(anthropic_fields) / sizeof(anthropic_fields[0]);
+  return anthropic_fields;
+}
+
+static bool type_ok(const json_t *v, air__field_type t) {
   if (json_is_null(v)) return true;
   switch (t) {
-    case F_BOOL: return json_is_boolean(v);
-    case F_INT_POS: return json_is_integer(v) && json_integer_value(v) > 0;
-    case F_NUMBER: return json_is_number(v);
-    case F_STRING: return json_is_string(v);
-    case F_ARRAY: return json_is_array(v);
-    case F_OBJECT: return json_is_object(v);
-    case F_STR_OR_ARRAY: return json_is_string(v) || json_is_array(v);
-    case F_STR_OR_OBJ: return json_is_string(v) || json_is_object(v);
+    case AIR_F_BOOL: return json_is_boolean(v);
+    case AIR_F_INT_POS: return json_is_integer(v) && json_integer_value(v) > 0;
+    case AIR_F_NUMBER: return json_is_number(v);
+    case AIR_F_STRING: return json_is_string(v);
+    case AIR_F_ARRAY: return json_is_array(v);
+    case AIR_F_OBJECT: return json_is_object(v);
+    case AIR_F_STR_OR_ARRAY: return json_is_string(v) || json_is_array(v);
+    case AIR_F_STR_OR_OBJ: return json_is_string(v) || json_is_object(v);
   }
   return false;
 }
 
-static const char *type_name(ftype t) {
+static const char *type_name(air__field_type t) {
   switch (t) {
-    case F_BOOL: return "expected a boolean";
-    case F_INT_POS: return "expected a positive integer";
-    case F_NUMBER: return "expected a number";
-    case F_STRING: return "expected a string";
-    case F_ARRAY: return "expected an array";
-    case F_OBJECT: return "expected an object";
-    case F_STR_OR_ARRAY: return "expected a string or an array";
-    case F_STR_OR_OBJ: return "expected a string or an object";
+    case AIR_F_BOOL: return "expected a boolean";
+    case AIR_F_INT_POS: return "expected a positive integer";
+    case AIR_F_NUMBER: return "expected a number";
+    case AIR_F_STRING: return "expected a string";
+    case AIR_F_ARRAY: return "expected an array";
+    case AIR_F_OBJECT: return "expected an object";
+    case AIR_F_STR_OR_ARRAY: return "expected a string or an array";
+    case AIR_F_STR_OR_OBJ: return "expected a string or an object";
   }
   return "wrong type";
 }
 
 int air__request_parse(air__api dialect, const char *body, size_t n,
                        air__request *out, air_error *err) {
+  if (air__request_fast(dialect, body, n, out)) return 0;
+  return air__request_parse_tree(dialect, body, n, out, err);
+}
+
+int air__request_parse_tree(air__api dialect, const char *body, size_t n,
+                            air__request *out, air_error *err) {
   memset(out, 0, sizeof(*out));
   out->dialect = dialect;
   json_error_t jerr;
@@ -124,11 +132,8 @@ int air__request_parse(air__api dialect, const char *body, size_t n,
     else if (!json_is_string(role))
       rc = bad(err, AIR_EINVAL, field, "role: expected a string");
   }
-  const field_rule *rules = dialect == AIR_API_OPENAI ? openai_fields
-                                                      : anthropic_fields;
-  size_t n_rules = dialect == AIR_API_OPENAI
-                       ? sizeof(openai_fields) / sizeof(openai_fields[0])
-                       : sizeof(anthropic_fields) / sizeof(anthropic_fields[0]);
+  size_t n_rules = 0;
+  const air__field_rule *rules = air__field_rules(dialect, &n_rules);
   for (size_t i = 0; rc == 0 && i < n_rules; i++) {
     json_t *v = json_object_get(root, rules[i].name);
     if (v != NULL && !type_ok(v, rules[i].type))
@@ -150,8 +155,19 @@ int air__request_parse(air__api dialect, const char *body, size_t n,
   return 0;
 }
 
+json_t *air__request_body(const air__request *r) {
+  if (r->body == NULL && r->raw != NULL) {
+    /* A cache filled on first use; the text passed validation already.
+     * NOLINTNEXTLINE(clang-diagnostic-cast-qual) */
+    air__request *w = (air__request *)(uintptr_t)r;
+    w->body = json_loadb(r->raw, r->raw_n, JSON_REJECT_DUPLICATES, NULL);
+  }
+  return r->body;
+}
+
 void air__request_cleanup(air__request *r) {
   json_decref(r->body);
+  free(r->raw);
   memset(r, 0, sizeof(*r));
 }
 

@@ -21,11 +21,17 @@
 
 /* ---- requests -------------------------------------------------------------- */
 
-/* A caller's request, parsed and validated once. */
+/*
+ * A caller's request, validated once. Its JSON object is either the text
+ * (raw, from the fast validator of request_text.c) with the tree built on
+ * first use (air__request_body), or only the tree (the jansson path).
+ */
 typedef struct air__request {
   air__api dialect;    /* the dialect the caller spoke */
-  json_t *body;        /* the caller's JSON object (owned) */
-  const char *model;   /* body's "model" (borrowed from body) */
+  json_t *body;        /* the JSON object (owned), or NULL until needed */
+  char *raw;           /* the body's text, NUL-terminated (owned), or NULL */
+  size_t raw_n;
+  const char *model;   /* the "model" (borrowed from raw or body) */
   bool stream;         /* the caller asked for a stream */
   bool include_usage;  /* OpenAI: stream_options.include_usage was true */
   bool json_response;  /* OpenAI response_format json_object / json_schema */
@@ -41,7 +47,49 @@ typedef struct air__request {
  */
 int air__request_parse(air__api dialect, const char *body, size_t n,
                        air__request *out, air_error *err);
+/* The same, always with jansson (the path every error message comes from). */
+int air__request_parse_tree(air__api dialect, const char *body, size_t n,
+                            air__request *out, air_error *err);
 void air__request_cleanup(air__request *r);
+/* The request's JSON object, parsed from raw on first use; NULL when out of
+ * memory. */
+json_t *air__request_body(const air__request *r);
+
+/* Known top-level fields of a dialect and their types (null always passes). */
+typedef enum air__field_type {
+  AIR_F_BOOL, AIR_F_INT_POS, AIR_F_NUMBER, AIR_F_STRING, AIR_F_ARRAY, AIR_F_OBJECT,
+  AIR_F_STR_OR_ARRAY, AIR_F_STR_OR_OBJ
+} air__field_type;
+typedef struct air__field_rule {
+  const char *name;
+  air__field_type type;
+} air__field_rule;
+const air__field_rule *air__field_rules(air__api dialect, size_t *n);
+
+/*
+ * request_text.c. air__request_fast validates body without jansson and
+ * fills out (then true), or returns false when it cannot be sure the body
+ * is valid; air__request_parse then decides with jansson.
+ */
+bool air__request_fast(air__api dialect, const char *body, size_t n,
+                       air__request *out);
+
+/* One member to set in a same-dialect upstream body. */
+typedef enum air__patch_how {
+  AIR_PATCH_SET,             /* value replaces the caller's, or is added */
+  AIR_PATCH_DEFAULT,         /* only where the caller's is missing or null */
+  AIR_PATCH_STREAM_OPTIONS   /* the caller's object with include_usage: true */
+} air__patch_how;
+typedef struct air__patch {
+  const char *key;
+  const char *value;         /* JSON text (not for STREAM_OPTIONS) */
+  air__patch_how how;
+} air__patch;
+/* Appends req's text (it must have raw) with the members of set (at most
+ * 8) replaced in place or appended in order. Returns 0 or a buf error
+ * (then out is as it was). */
+int air__request_patch(const air__request *req, const air__patch *set, size_t n_set,
+                       air__buf *out);
 
 typedef struct air__build_opts {
   const char *model;           /* the upstream model name */

@@ -717,7 +717,7 @@ static bool in_list(const char *key, const char *const *list, size_t n) {
 
 static int from_openai(const air__request *req, const air__build_opts *o,
                        air__buf *out, air_error *err) {
-  const json_t *body = req->body;
+  const json_t *body = air__request_body(req);
   xl x = {o, err, json_array(), {0}};
   air__buf_init(&x.system, 64u << 20);
   json_t *root = json_object();
@@ -794,13 +794,36 @@ static int from_openai(const air__request *req, const air__build_opts *o,
   return rc;
 }
 
+/* The caller's text with model, stream and (when missing) max_tokens set:
+ * what finish_body does to a copy of the tree. */
+static int patch_body(const air__request *req, const air__build_opts *o,
+                      air__buf *out, air_error *err) {
+  const char *model = o->model != NULL ? o->model : req->model;
+  char mt[24];
+  snprintf(mt, sizeof(mt), "%u",
+           (unsigned)(o->default_max_tokens ? o->default_max_tokens : DEFAULT_MAX_TOKENS));
+  air__buf mv;
+  air__buf_init(&mv, 1u << 20);
+  int rc = air__buf_add_json_str(&mv, model ? model : "", model ? strlen(model) : 0);
+  const air__patch set[] = {{"model", mv.p, AIR_PATCH_SET},
+                            {"stream", "true", AIR_PATCH_SET},
+                            {"max_tokens", mt, AIR_PATCH_DEFAULT}};
+  if (rc == 0) rc = air__request_patch(req, set, 3, out);
+  air__buf_cleanup(&mv);
+  if (rc == AIR_ETOOBIG) return invalid(err, "body", "too big");
+  return rc;
+}
+
 static int build_request(const air__request *req, const air__build_opts *o,
                          air__buf *out, air_error *err) {
   if (err != NULL) {
     err->code = 0;
     err->message[0] = '\0';
   }
-  if (req == NULL || o == NULL || !json_is_object(req->body))
+  if (req == NULL || o == NULL) return invalid(err, "body", "expected a JSON object");
+  if (req->dialect == AIR_API_ANTHROPIC && req->raw != NULL && o->override_json == NULL)
+    return patch_body(req, o, out, err);
+  if (!json_is_object(air__request_body(req)))
     return invalid(err, "body", "expected a JSON object");
   if (req->dialect == AIR_API_OPENAI) return from_openai(req, o, out, err);
   json_t *root = json_deep_copy(req->body);
@@ -810,7 +833,7 @@ static int build_request(const air__request *req, const air__build_opts *o,
   return rc;
 }
 
-/* ---- decoding: the hot path (jsmn, no allocation)
+/* ---- decoding: the hot path (json.c tokens, no allocation)
  * -------------------------------- */
 
 static void decoder_init(air__decoder *d) {

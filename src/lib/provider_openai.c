@@ -5,7 +5,7 @@
  * decoded into parts, and parts of either upstream encoded for callers that
  * speak OpenAI.
  *
- * Hot path (decode_event, encode_part): jsmn tokens (json.h) and appends to
+ * Hot path (decode_event, encode_part): json.c tokens and appends to
  * bounded buffers. Nothing is allocated per event once the decoder's scratch
  * buffer has grown to the largest escaped event seen. Cold paths
  * (build_request, decode_body, encode_response) use jansson where it helps.
@@ -616,7 +616,7 @@ static int xl_field(xl *x, const char *k, json_t *v, json_t *out) {
 static int from_anthropic(const air__request *req, const air__build_opts *o,
                           json_t *out, air_error *err) {
   xl x = {o, err};
-  json_t *in = req->body;
+  json_t *in = air__request_body(req);
   json_t *msgs = json_array();
   int rc = air__json_put(out, "model", json_string(""));
   if (rc == 0)
@@ -641,10 +641,27 @@ static int from_anthropic(const air__request *req, const air__build_opts *o,
 static int openai_build_request(const air__request *req,
                                 const air__build_opts *o, air__buf *out,
                                 air_error *err) {
-  if (req == NULL || o == NULL || !json_is_object(req->body))
+  if (req == NULL || o == NULL)
+    return fail(err, AIR_EINVAL, "request: expected a parsed request");
+  int rc = 0;
+  if (req->dialect == AIR_API_OPENAI && req->raw != NULL && o->override_json == NULL) {
+    /* The caller's text with model, stream and stream_options set. */
+    const char *model = o->model != NULL ? o->model : req->model;
+    air__buf mv;
+    air__buf_init(&mv, 1u << 20);
+    rc = air__buf_add_json_str(&mv, model ? model : "", model ? strlen(model) : 0);
+    const air__patch set[] = {{"model", mv.p, AIR_PATCH_SET},
+                              {"stream", "true", AIR_PATCH_SET},
+                              {"stream_options", NULL, AIR_PATCH_STREAM_OPTIONS}};
+    if (rc == 0) rc = air__request_patch(req, set, 3, out);
+    air__buf_cleanup(&mv);
+    if (rc != 0)
+      fail(err, rc, "%s", rc == AIR_ENOMEM ? "out of memory" : "request body too large");
+    return rc;
+  }
+  if (!json_is_object(air__request_body(req)))
     return fail(err, AIR_EINVAL, "request: expected a parsed request");
   json_t *root;
-  int rc = 0;
   if (req->dialect == AIR_API_OPENAI) {
     root = json_deep_copy(req->body);
     if (root == NULL) return fail(err, AIR_ENOMEM, "out of memory");

@@ -589,8 +589,7 @@ static void api_request(air__mock *m, air__http_req *req,
     plain_error(req, api, 400, err.message, NULL);
     return;
   }
-  const json_t *mj = json_object_get(r.body, "model");
-  size_t model_n = json_string_length(mj);
+  size_t model_n = strlen(r.model);
   if (model_n > AIR_MOCK_MAX_MODEL_BYTES ||
       memchr(r.model, '\0', model_n) != NULL) {
     air__request_cleanup(&r);
@@ -635,7 +634,7 @@ static void api_request(air__mock *m, air__http_req *req,
     status = bad == AIR_EINVAL ? 400 : 500;
   } else {
     air__mock_select(mm, attempt, t_ms, &x->beh);
-    int has_prefill = air__mock_prefill_text(r.body, &prefill);
+    int has_prefill = air__mock_prefill_text(air__request_body(&r), &prefill);
     rc = air__mock_answer_build(&x->ans, x->model, x->model_n, &x->beh,
                                 has_prefill == 1 ? prefill.p : NULL,
                                 has_prefill == 1 ? prefill.n : 0);

@@ -1299,6 +1299,69 @@ static void test_build_unsupported(void **state) {
                       "messages[0].content[0]: expected id and name strings");
 }
 
+/*
+ * The fast request path (request_text.c) takes ordinary bodies without
+ * jansson and builds the upstream body from the caller's text; what it
+ * cannot be sure of goes the jansson way, with the same result.
+ */
+static void test_request_fast_path(void **state) {
+  (void)state;
+  static const char *const fast[] = {
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+      "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"x\":1},"
+      "\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 \\ud83d\\ude00\"}]}",
+  };
+  static const char *const slow[] = {
+      "{\"model\":\"m\\u0041\",\"messages\":[{\"role\":\"user\"}]}",
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"c\":1,\"c\":2}]}",
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"c\":\"\\u0000\"}]}",
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"c\":\"\\udc00\"}]}",
+      "{\"model\":\"m\",\"seed\":1e999,\"messages\":[{\"role\":\"user\"}]}",
+  };
+  for (size_t i = 0; i < sizeof(fast) / sizeof(fast[0]); i++) {
+    air__request r;
+    air_error err = {0};
+    assert_int_equal(air__request_parse(AIR_API_OPENAI, fast[i], strlen(fast[i]), &r, &err), 0);
+    assert_non_null(r.raw);
+    assert_null(r.body);  /* no tree unless a build needs one */
+    assert_string_equal(r.model, "m");
+    air__buf out;
+    air__buf_init(&out, 1u << 20);
+    air__build_opts o = {.model = "up\"stream"};
+    assert_int_equal(air__provider_openai.build_request(&r, &o, &out, &err), 0);
+    assert_null(r.body);  /* same dialect: built from the text */
+    json_t *v = json_loads(out.p, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "model")), "up\"stream");
+    assert_true(json_is_true(json_object_get(v, "stream")));
+    assert_true(json_is_true(
+        json_object_get(json_object_get(v, "stream_options"), "include_usage")));
+    if (i == 1) {
+      assert_int_equal(json_integer_value(
+                           json_object_get(json_object_get(v, "stream_options"), "x")),
+                       1);
+      const char *c = json_string_value(json_object_get(
+          json_array_get(json_object_get(v, "messages"), 0), "content"));
+      assert_string_equal(c, "h\xc3\xa9 \xf0\x9f\x98\x80");
+    }
+    json_decref(v);
+    air__buf_cleanup(&out);
+    air__request_cleanup(&r);
+  }
+  for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++) {
+    air__request r;
+    air_error err = {0};
+    int rc = air__request_parse(AIR_API_OPENAI, slow[i], strlen(slow[i]), &r, &err);
+    if (rc == 0) {
+      assert_null(r.raw);
+      assert_non_null(r.body);
+      air__request_cleanup(&r);
+    } else {
+      assert_true(err.message[0] != '\0');  /* jansson's words */
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transcripts_decode),
@@ -1313,6 +1376,7 @@ int main(void) {
       cmocka_unit_test(test_build_same_dialect),
       cmocka_unit_test(test_build_from_anthropic),
       cmocka_unit_test(test_build_unsupported),
+      cmocka_unit_test(test_request_fast_path),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
