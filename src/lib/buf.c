@@ -28,7 +28,7 @@ static int grow(air__buf *b, size_t n) {
   if (n > b->max || b->n > b->max - n) return AIR_ETOOBIG;
   size_t need = b->n + n + 1;
   if (need <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 64;
+  size_t cap = b->cap ? b->cap : 256;
   while (cap < need) cap *= 2;
   if (cap > b->max + 1) cap = b->max + 1;
   char *p = realloc(b->p, cap);
