@@ -68,6 +68,7 @@ struct air__xfer {
   bool head_done;
   bool paused;
   bool aborted;       /* on_body asked to stop */
+  bool clean;         /* completed normally: the handle may be reused */
   int status;
   char errbuf[CURL_ERROR_SIZE];
 };
@@ -285,9 +286,11 @@ static void xfer_free(air__xfer *x) {
   if (x->prev) x->prev->next = x->next; else t->xfers = x->next;
   if (x->next) x->next->prev = x->prev;
   curl_multi_remove_handle(t->multi, x->easy);
-  /* A reset handle is as good as a new one and saves its setup. */
-  if (t->n_idle < IDLE_HANDLES && !t->closing) {
-    curl_easy_reset(x->easy);
+  /* A handle keeps the options every transfer shares (setup_handle); the
+   * next transfer sets the rest, so it needs no reset. Only handles of
+   * transfers that completed normally are kept: no pause or abort state
+   * can reach the next one. */
+  if (x->clean && t->n_idle < IDLE_HANDLES && !t->closing) {
     t->idle[t->n_idle++] = x->easy;
   } else {
     curl_easy_cleanup(x->easy);
@@ -437,13 +440,39 @@ static void check_done(air__transport *t) {
         default:
           kind = AIR_TRANSPORT_CLOSED;
       }
-    } else if (!x->head_done) {
-      deliver_head(x);
+    } else {
+      if (!x->head_done) deliver_head(x);
+      x->clean = !x->paused;
     }
     air__xfer_cb cb = x->cb;
     xfer_free(x);
     if (cb.on_done) cb.on_done(cb.data, rc, kind, connect_timeout, msg);
   }
+}
+
+/* The options every transfer of t shares, set once per easy handle. */
+static void setup_handle(air__transport *t, CURL *e) {
+  curl_easy_setopt(e, CURLOPT_POST, 1L);
+  curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  /* 2 KiB reads: events are small, and the buffer is per open stream. */
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 2048L);
+  /* The upload buffer (64 KiB by default) only ever holds a request
+   * body; the smallest curl allows keeps its address space per stream
+   * down. */
+  curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_NOPROXY, t->noproxy);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 }
 
 int air__xfer_start(air__transport *t, const air__xfer_req *r,
@@ -455,7 +484,8 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   x->t = t;
   x->cb = *cb;
   air__buf_init(&x->head, MAX_RESPONSE_HEAD);
-  x->easy = t->n_idle > 0 ? t->idle[--t->n_idle] : curl_easy_init();
+  bool fresh = t->n_idle == 0;
+  x->easy = fresh ? curl_easy_init() : t->idle[--t->n_idle];
   if (x->easy == NULL) {
     free(x);
     return AIR_ENOMEM;
@@ -471,45 +501,22 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
     x->headers = l;
   }
   CURL *e = x->easy;
+  if (fresh) setup_handle(t, e);
   curl_easy_setopt(e, CURLOPT_URL, r->url);
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
   x->body = r->body ? r->body : "";
   x->body_len = r->body ? r->body_len : 0;
-  curl_easy_setopt(e, CURLOPT_POST, 1L);
-  curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
   curl_easy_setopt(e, CURLOPT_READDATA, x);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
-  curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_socket);
-  curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    (long)(r->connect_ms ? r->connect_ms : 5000));
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-  /* 2 KiB reads: events are small, and the buffer is per open stream. */
-  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 2048L);
-  /* The upload buffer (64 KiB by default) only ever holds a request
-   * body; the smallest curl allows keeps its address space per stream
-   * down. */
-  curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
-  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(e, CURLOPT_NOPROXY, t->noproxy);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
   /* Never "Expect: 100-continue": it costs a round trip per request. */
   struct curl_slist *l = curl_slist_append(x->headers, "Expect:");
-  if (l != NULL) {
-    x->headers = l;
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
-  }
+  if (l != NULL) x->headers = l;
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
   if (curl_multi_add_handle(t->multi, e) != CURLM_OK) {
     curl_easy_cleanup(e);
     curl_slist_free_all(x->headers);
