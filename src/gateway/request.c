@@ -298,7 +298,8 @@ static void on_commit(void *data, const air__commit_info *ci) {
                           field("x-airetry-attempts", n),
                           field("x-airetry-target", ci->target),
                           field("x-request-id", r->rid)};
-  if (air__http_begin(r->req, 200, f, 5, -1) != 0) {
+  /* The head leaves with the first events (on_flush follows at once). */
+  if (air__http_begin_lazy(r->req, 200, f, 5) != 0) {
     r->gone = true;
     air__exchange_cancel(r->x);
     return;
@@ -363,8 +364,9 @@ static void on_end(void *data, const air__exchange_result *res) {
                               res->message && *res->message ? res->message
                                                             : air_reason_name(res->reason),
                               &r->out);
-    flush_out(r);
-    air__http_end(r->req);
+    r->bytes += r->out.n;
+    air__http_end_with(r->req, r->out.p, r->out.n);
+    air__buf_reset(&r->out);
     r->finished = true;
     if (res->rc != 0) outcome = "error_after_commit";
   } else if (res->rc == 0) {

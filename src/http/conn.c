@@ -39,6 +39,7 @@ static void conn_close(air__http_conn *c);
 
 static void conn_free(air__http_conn *c) {
   air__http_server *s = c->srv;
+  free(c->req.lazy_head);
   air__http_reader_cleanup(&c->rd);
   air__buf_cleanup(&c->in);
   air__http_server_conn_freed(s, c);
@@ -247,6 +248,7 @@ static void dispatch(air__http_conn *c) {
   const air__http_request *m = air__http_reader_msg(&c->rd);
   c->state = AIR__CONN_HANDLING;
   set_timer(c, T_NONE, 0);
+  free(c->req.lazy_head);
   memset(&c->req, 0, sizeof(c->req));
   c->req.conn = c;
   c->req.head_only = air__http_str_eq(m->method, "HEAD");
@@ -415,6 +417,9 @@ static void write_cb(uv_write_t *w, int status) {
 
 void air__http_conn_finish(air__http_conn *c, int how) {
   c->held = false;
+  free(c->req.lazy_head); /* a head never followed by bytes is not sent */
+  c->req.lazy_head = NULL;
+  c->req.lazy_n = 0;
   if (how == AIR__FINISH_HANG && c->state == AIR__CONN_HANDLING && !c->gone) {
     c->hung = true;
     start_reading(c); /* to see the client leave; bytes are discarded */

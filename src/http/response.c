@@ -2,6 +2,7 @@
  * The answering API: response heads, full and streamed bodies, the
  * server's own error responses, and the fault-injection endings.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "airetry.h"
@@ -267,9 +268,35 @@ int air__http_respond(air__http_req *req, int status,
   return rc;
 }
 
+/* Writes bufs, after the lazy head when one is pending (one write). */
+static int send_bufs(air__http_req *req, const uv_buf_t *bufs, unsigned n, bool capped) {
+  if (req->lazy_head == NULL) return air__http_conn_write(req->conn, bufs, n, capped);
+  uv_buf_t all[6];
+  all[0] = air__http_buf(req->lazy_head, req->lazy_n);
+  for (unsigned i = 0; i < n && i < 5; i++) all[i + 1] = bufs[i];
+  int rc = air__http_conn_write(req->conn, all, n + 1, false);
+  free(req->lazy_head);
+  req->lazy_head = NULL;
+  req->lazy_n = 0;
+  return rc;
+}
+
+static int begin(air__http_req *req, int status, const air__http_field *fields,
+                 size_t n_fields, int64_t length, bool lazy);
+
 int air__http_begin(air__http_req *req, int status,
                     const air__http_field *fields, size_t n_fields,
                     int64_t length) {
+  return begin(req, status, fields, n_fields, length, false);
+}
+
+int air__http_begin_lazy(air__http_req *req, int status,
+                         const air__http_field *fields, size_t n_fields) {
+  return begin(req, status, fields, n_fields, -1, true);
+}
+
+static int begin(air__http_req *req, int status, const air__http_field *fields,
+                 size_t n_fields, int64_t length, bool lazy) {
   air__http_conn *c = req->conn;
   int rc = check_live(req);
   if (rc != 0) return rc;
@@ -287,7 +314,12 @@ int air__http_begin(air__http_req *req, int status,
   air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
   rc = build_head(c, &b, status, fields, n_fields, framing,
                   length < 0 ? 0 : (uint64_t)length);
-  if (rc == 0) {
+  if (rc == 0 && lazy) {
+    size_t n;
+    req->lazy_head = air__buf_take(&b, &n);
+    req->lazy_n = n;
+    if (req->lazy_head == NULL) rc = AIR_ENOMEM;
+  } else if (rc == 0) {
     uv_buf_t buf = air__http_buf(b.p, b.n);
     rc = air__http_conn_write(c, &buf, 1, false);
   }
@@ -302,8 +334,8 @@ int air__http_begin(air__http_req *req, int status,
   return 0;
 }
 
-/* Writes "<hex size>\r\n" + the bytes + "\r\n". */
-static int write_chunk(air__http_conn *c, const void *p, size_t n) {
+/* Writes "<hex size>\r\n" + the bytes + "\r\n" (+ the last chunk). */
+static int write_chunk(air__http_req *req, const void *p, size_t n, bool last) {
   static const char hex[] = "0123456789abcdef";
   char size[24];
   size_t i = sizeof(size);
@@ -314,13 +346,13 @@ static int write_chunk(air__http_conn *c, const void *p, size_t n) {
     size[--i] = hex[v & 15];
     v >>= 4;
   } while (v != 0);
-  uv_buf_t bufs[3] = {air__http_buf(size + i, (sizeof(size) - i)),
-                      air__http_buf(p, n), air__http_buf("\r\n", 2)};
-  return air__http_conn_write(c, bufs, 3, true);
+  uv_buf_t bufs[4] = {air__http_buf(size + i, (sizeof(size) - i)),
+                      air__http_buf(p, n), air__http_buf("\r\n", 2),
+                      air__http_buf("0\r\n\r\n", 5)};
+  return send_bufs(req, bufs, last ? 4 : 3, true);
 }
 
-int air__http_write(air__http_req *req, const void *p, size_t n) {
-  air__http_conn *c = req->conn;
+static int write_body(air__http_req *req, const void *p, size_t n, bool last) {
   int rc = check_live(req);
   if (rc != 0) return rc;
   if (req->resp == AIR__RESP_NONE) return AIR_ESTATE;
@@ -333,14 +365,34 @@ int air__http_write(air__http_req *req, const void *p, size_t n) {
     return 0;
   }
   if (req->resp == AIR__RESP_CHUNKED) {
-    rc = write_chunk(c, p, n);
+    rc = write_chunk(req, p, n, last);
   } else {
     uv_buf_t buf = air__http_buf(p, n);
-    rc = air__http_conn_write(c, &buf, 1, true);
+    rc = send_bufs(req, &buf, 1, true);
   }
   if (rc != 0) return rc;
   if (req->resp == AIR__RESP_FIXED) req->left -= n;
   if (air__http_req_queued(req) > 0) req->want_drain = true;
+  return 0;
+}
+
+int air__http_write(air__http_req *req, const void *p, size_t n) {
+  return write_body(req, p, n, false);
+}
+
+int air__http_end_with(air__http_req *req, const void *p, size_t n) {
+  if (n == 0 || req->resp != AIR__RESP_CHUNKED || req->head_only) {
+    int rc = air__http_write(req, p, n);
+    if (rc == 0) return air__http_end(req);
+    air__http_abort(req);
+    return rc;
+  }
+  int rc = write_body(req, p, n, true);
+  if (rc != 0) {
+    air__http_conn_finish(req->conn, AIR__FINISH_CUT);
+    return rc;
+  }
+  air__http_conn_finish(req->conn, AIR__FINISH_DONE);
   return 0;
 }
 
@@ -362,7 +414,9 @@ int air__http_end(air__http_req *req) {
   }
   if (req->resp == AIR__RESP_CHUNKED && !req->head_only) {
     uv_buf_t buf = air__http_buf("0\r\n\r\n", 5);
-    rc = air__http_conn_write(c, &buf, 1, false);
+    rc = send_bufs(req, &buf, 1, false);
+  } else if (req->lazy_head != NULL) {
+    rc = send_bufs(req, NULL, 0, false);
   }
   air__http_conn_finish(c, AIR__FINISH_DONE);
   return rc;

@@ -209,6 +209,14 @@ int air__http_begin(air__http_req *req, int status,
                     int64_t length);
 
 /*
+ * The same for a streamed body (length -1), but the head is kept and sent
+ * in one write with the first body bytes or the end: the caller must write
+ * or end without waiting (a head never followed by either is not sent).
+ */
+int air__http_begin_lazy(air__http_req *req, int status,
+                         const air__http_field *fields, size_t n_fields);
+
+/*
  * Appends n bytes to the body begun by air__http_begin and flushes them
  * (one chunk when chunked; n == 0 does nothing). The bytes are copied.
  * Returns 0 (see air__http_req_queued for backpressure), AIR_ECANCELED,
@@ -224,6 +232,10 @@ int air__http_write(air__http_req *req, const void *p, size_t n);
  * written (the connection is cut as by abort).
  */
 int air__http_end(air__http_req *req);
+/* air__http_write of the last bytes and air__http_end in one write (a
+ * chunked body's last chunk goes with them). Terminal; returns as they do
+ * (a failed write cuts the response). */
+int air__http_end_with(air__http_req *req, const void *p, size_t n);
 
 /*
  * Terminal, fault injection: the response stops here unfinished (a

@@ -232,6 +232,19 @@ static void on_request(void *data, air__http_req *req,
     char *big = calloc(1, 4u << 20);
     CHECK_SRV(f, air__http_respond(req, 200, NULL, 0, big, 4u << 20) == 0);
     free(big);
+  } else if (air__http_str_eq(p, "/lazy") || air__http_str_eq(p, "/lazy-empty") ||
+             air__http_str_eq(p, "/lazy-abort")) {
+    air__http_field fl[] = {field("content-type", "text/event-stream")};
+    CHECK_SRV(f, (air__http_begin_lazy(req, 200, fl, 1)) == 0);
+    CHECK_SRV(f, (air__http_begin_lazy(req, 200, fl, 1)) == AIR_ESTATE);
+    if (air__http_str_eq(p, "/lazy")) {
+      CHECK_SRV(f, (air__http_write(req, "data: 1\n\n", 9)) == 0);
+      CHECK_SRV(f, (air__http_end_with(req, "data: 2\n\n", 9)) == 0);
+    } else if (air__http_str_eq(p, "/lazy-empty")) {
+      CHECK_SRV(f, (air__http_end(req)) == 0);
+    } else {
+      air__http_abort(req);
+    }
   } else if (air__http_str_eq(p, "/reset")) {
     air__http_reset(req);
   } else if (air__http_str_eq(p, "/hang")) {
@@ -821,6 +834,37 @@ static void test_streamed_response(void **state) {
   hangup(c);
 }
 
+/* begin_lazy: the head leaves with the first bytes (or the end), never
+ * alone; end_with sends the last bytes and the last chunk together. */
+static void test_lazy_head(void **state) {
+  fixture *f = *state;
+  start(f);
+  client *c = dial(f->port);
+  send_str(c, "GET /lazy HTTP/1.1\r\nHost: t\r\n\r\n");
+  resp r;
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  assert_true(r.chunked);
+  assert_int_equal(r.body_n, 18);
+  assert_memory_equal(r.body, "data: 1\n\ndata: 2\n\n", 18);
+  resp_free(&r);
+  send_str(c, "GET /lazy-empty HTTP/1.1\r\nHost: t\r\n\r\n");
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  assert_int_equal(r.body_n, 0);
+  resp_free(&r);
+  get_ok(c, "/hello", "hello"); /* still usable */
+  hangup(c);
+  /* A head never followed by bytes is never sent: the client sees the
+   * connection close with no response at all. */
+  c = dial(f->port);
+  set_timeout(c->fd, 2000);
+  send_str(c, "GET /lazy-abort HTTP/1.1\r\nHost: t\r\n\r\n");
+  char b[64];
+  assert_int_equal(recv(c->fd, b, sizeof(b), 0), 0);
+  hangup(c);
+}
+
 static void test_stream_http10(void **state) {
   fixture *f = *state;
   start(f);
@@ -1287,6 +1331,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pipelined, setup, teardown),
       cmocka_unit_test_setup_teardown(test_streamed_response, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stream_http10, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lazy_head, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_half_close_gets_response, setup,
                                       teardown),
