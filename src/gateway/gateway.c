@@ -3,6 +3,7 @@
  * per-request work (endpoints, auth, the exchange and its translation to
  * the caller's dialect) is in request.c.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,10 +96,71 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
   return c;
 }
 
+/* ---- the request log --------------------------------------------------------------- */
+
+#define LOG_FLUSH_BYTES (64u << 10)  /* written at once past this */
+#define LOG_WRITE_BYTES 4096         /* PIPE_BUF: one write is never interleaved */
+
+static _Thread_local air__gw_worker *log_worker;
+
+/* Writes whole lines to stderr, at most LOG_WRITE_BYTES per write (a line
+ * longer than that alone), so lines of two workers never mix. */
+static void write_lines(const char *p, size_t n) {
+  while (n > 0) {
+    size_t k = n;
+    if (k > LOG_WRITE_BYTES) {
+      k = LOG_WRITE_BYTES;
+      while (k > 0 && p[k - 1] != '\n') k--;
+      if (k == 0) {
+        const char *nl = memchr(p, '\n', n);
+        k = nl ? (size_t)(nl - p) + 1 : n;
+      }
+    }
+    size_t done = 0;
+    while (done < k) {
+      ssize_t w = write(STDERR_FILENO, p + done, k - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return; /* stderr is gone: the lines are dropped */
+      done += (size_t)w;
+    }
+    p += k;
+    n -= k;
+  }
+}
+
+static void flush_log(air__gw_worker *w) {
+  if (w->log.n == 0) return;
+  write_lines(w->log.p, w->log.n);
+  air__buf_reset(&w->log);
+}
+
+static void on_log_flush(uv_prepare_t *h) { flush_log(h->data); }
+
+void air__gw_log(const char *p, size_t n) {
+  air__gw_worker *w = log_worker;
+  if (w == NULL || !w->log_ready) {
+    write_lines(p, n);
+    return;
+  }
+  if (air__buf_add(&w->log, p, n) != 0) {
+    flush_log(w);
+    if (air__buf_add(&w->log, p, n) != 0) write_lines(p, n);
+  }
+  if (w->log.n >= LOG_FLUSH_BYTES) flush_log(w);
+}
+
+static void log_close(air__gw_worker *w) {
+  if (!w->log_ready) return;
+  flush_log(w);
+  w->log_ready = false;
+  uv_close((uv_handle_t *)&w->log_flush, NULL);
+}
+
 /* ---- workers -------------------------------------------------------------------- */
 
 static void on_server_stopped(void *data) {
   air__gw_worker *w = data;
+  log_close(w);
   air__transport_free(w->t);
   w->t = NULL;
   uv_close((uv_handle_t *)&w->async, NULL);
@@ -115,7 +177,10 @@ static void on_worker_async(uv_async_t *a) {
 
 static void *worker_main(void *arg) {
   air__gw_worker *w = arg;
+  log_worker = w;
   uv_run(&w->loop, UV_RUN_DEFAULT);
+  flush_log(w);
+  log_worker = NULL;
   return NULL;
 }
 
@@ -154,6 +219,12 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   w->loop_ready = true;
   uv_async_init(&w->loop, &w->async, on_worker_async);
   w->async.data = w;
+  air__buf_init(&w->log, 1u << 20);
+  uv_prepare_init(&w->loop, &w->log_flush);
+  w->log_flush.data = w;
+  uv_prepare_start(&w->log_flush, on_log_flush);
+  uv_unref((uv_handle_t *)&w->log_flush); /* never keeps the loop alive */
+  w->log_ready = true;
   int rc = air__transport_new(&w->loop, NULL, &w->t);
   if (rc != 0) return rc;
   air__http_config hc;
@@ -287,11 +358,13 @@ int air__gateway_run(const air__gateway_opts *o) {
         uv_run(&w->loop, UV_RUN_NOWAIT);
       }
       if (w->t) air__transport_free(w->t);
+      log_close(w);
       uv_close((uv_handle_t *)&w->async, NULL);
       uv_run(&w->loop, UV_RUN_DEFAULT);
     }
     if (w->srv) air__http_server_free(w->srv);
     uv_loop_close(&w->loop);
+    air__buf_cleanup(&w->log);
   }
   free(g.w);
   air__metrics_free(g.metrics);

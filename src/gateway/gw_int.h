@@ -42,6 +42,9 @@ typedef struct air__gw_worker {
   bool stop_sent;
   uint64_t seed;  /* request ids */
   uint64_t seq;
+  uv_prepare_t log_flush; /* writes the lines of a loop turn before it waits */
+  bool log_ready;
+  air__buf log;          /* log lines not yet written */
 } air__gw_worker;
 
 struct air__gateway {
@@ -63,5 +66,9 @@ void air__gw_cfg_release(air__gw_cfg *c);
 
 /* The HTTP handler of every worker (data: the air__gw_worker). */
 void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg);
+/* One log line (with its newline) to stderr: on a worker thread it is
+ * written with the other lines of the same loop turn, before the loop
+ * waits again; lines are never split or interleaved. */
+void air__gw_log(const char *p, size_t n);
 
 #endif

@@ -116,7 +116,7 @@ static void log_rejected(air__http_req *req, air__api dialect, int status,
   air__buf_adds(&b, "\",\"message\":");
   air__buf_add_json_str(&b, message, strlen(message));
   air__buf_adds(&b, "}\n");
-  if (b.p) fwrite(b.p, 1, b.n, stderr);
+  if (b.p) air__gw_log(b.p, b.n);
   air__buf_cleanup(&b);
 }
 
@@ -255,7 +255,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_adds(&b, ",\"malformed\":");
   air__buf_addu(&b, res->malformed);
   air__buf_adds(&b, "}\n");
-  if (b.p) fwrite(b.p, 1, b.n, stderr);
+  if (b.p) air__gw_log(b.p, b.n);
   air__buf_cleanup(&b);
 }
 
