@@ -134,7 +134,11 @@ static void flush_log(air__gw_worker *w) {
   air__buf_reset(&w->log);
 }
 
-static void on_log_flush(uv_prepare_t *h) { flush_log(h->data); }
+/* Before the loop waits: the turn's streamed events, then its log lines. */
+static void on_log_flush(uv_prepare_t *h) {
+  air__gw_flush(h->data);
+  flush_log(h->data);
+}
 
 void air__gw_log(const char *p, size_t n) {
   air__gw_worker *w = log_worker;

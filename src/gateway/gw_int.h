@@ -43,6 +43,7 @@ typedef struct air__gw_worker {
   uint64_t seed;  /* request ids */
   uint64_t seq;
   uv_prepare_t log_flush; /* writes the lines of a loop turn before it waits */
+  struct gw_req *pending; /* streamed requests with events to write this turn */
   bool log_ready;
   air__buf log;          /* log lines not yet written */
 } air__gw_worker;
@@ -70,5 +71,7 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
  * written with the other lines of the same loop turn, before the loop
  * waits again; lines are never split or interleaved. */
 void air__gw_log(const char *p, size_t n);
+/* Writes the streamed events the worker's requests produced this loop turn. */
+void air__gw_flush(air__gw_worker *w);
 
 #endif

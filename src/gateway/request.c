@@ -40,6 +40,8 @@ typedef struct gw_req {
   bool starting;      /* inside air__exchange_start */
   bool ended;         /* on_end ran */
   bool finished;      /* the HTTP request was finished */
+  bool pending;       /* on w->pending: out is written at the end of the turn */
+  struct gw_req *pend_prev, *pend_next;
   uint64_t start_ms;
   uint64_t bytes;
   unsigned attempts;
@@ -335,10 +337,43 @@ static int on_event(void *data, const air__gate_event *ev) {
   return 0;
 }
 
+static void unpend(gw_req *r) {
+  if (!r->pending) return;
+  if (r->pend_prev) r->pend_prev->pend_next = r->pend_next; else r->w->pending = r->pend_next;
+  if (r->pend_next) r->pend_next->pend_prev = r->pend_prev;
+  r->pending = false;
+  r->pend_prev = r->pend_next = NULL;
+}
+
+/*
+ * The events of an upstream read are written when the loop turn ends (air__gw_flush,
+ * before the loop waits), so the events of every read of one turn, and the
+ * end when it comes in the same turn, reach the client in one write. A
+ * backlog near HIGH_WATER is written at once (and may pause the upstream).
+ */
 static int on_flush(void *data) {
   gw_req *r = data;
-  if (!r->stream || !r->began) return 0;
-  return flush_out(r);
+  if (!r->stream || !r->began || r->gone || r->out.n == 0) return 0;
+  if (air__http_req_queued(r->req) + r->out.n > HIGH_WATER / 2) {
+    unpend(r);
+    return flush_out(r);
+  }
+  if (!r->pending) {
+    r->pending = true;
+    r->pend_prev = NULL;
+    r->pend_next = r->w->pending;
+    if (r->w->pending) r->w->pending->pend_prev = r;
+    r->w->pending = r;
+  }
+  return 0;
+}
+
+void air__gw_flush(air__gw_worker *w) {
+  while (w->pending != NULL) {
+    gw_req *r = w->pending;
+    unpend(r);  /* before the write: a failed one may end and free r */
+    flush_out(r);
+  }
 }
 
 static void finish_request(gw_req *r);
@@ -416,6 +451,7 @@ static void on_disconnect(void *data, air__http_req *req) {
 }
 
 static void finish_request(gw_req *r) {
+  unpend(r);
   air__request_cleanup(&r->areq);
   air__aggregate_cleanup(&r->agg);
   air__buf_cleanup(&r->out);
