@@ -855,6 +855,16 @@ static void test_lazy_head(void **state) {
   resp_free(&r);
   get_ok(c, "/hello", "hello"); /* still usable */
   hangup(c);
+  /* HTTP/1.0: no chunks; the body ends with the connection. */
+  c = dial(f->port);
+  send_str(c, "GET /lazy HTTP/1.0\r\n\r\n");
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  assert_false(r.chunked);
+  assert_int_equal(r.body_n, 18);
+  assert_memory_equal(r.body, "data: 1\n\ndata: 2\n\n", 18);
+  resp_free(&r);
+  hangup(c);
   /* A head never followed by bytes is never sent: the client sees the
    * connection close with no response at all. */
   c = dial(f->port);
