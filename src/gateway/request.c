@@ -502,11 +502,9 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
   }
   r->fwd = NULL;
   if (n == 0) return;
-  static const char pad[8];
-  size_t at = (r->fwd_buf.n + 7) & ~(size_t)7;
+  size_t at;
   offs[n] = 0;
-  if (air__buf_add(&r->fwd_buf, pad, at - r->fwd_buf.n) != 0 ||
-      air__buf_add(&r->fwd_buf, offs, (n + 1) * sizeof(offs[0])) != 0)
+  if (air__buf_add_aligned(&r->fwd_buf, offs, (n + 1) * sizeof(offs[0]), &at) != 0)
     return;
   const char **lines = (const char **)(void *)(r->fwd_buf.p + at);
   for (size_t i = 0; i < n; i++) lines[i] = r->fwd_buf.p + offs[i];

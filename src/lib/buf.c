@@ -47,6 +47,19 @@ int air__buf_add(air__buf *b, const void *p, size_t n) {
   return 0;
 }
 
+int air__buf_add_aligned(air__buf *b, const void *p, size_t n, size_t *at) {
+  static const char pad[8];
+  size_t start = b->n;
+  *at = (b->n + 7) & ~(size_t)7;
+  int rc = air__buf_add(b, pad, *at - b->n);
+  if (rc == 0) rc = air__buf_add(b, p, n);
+  if (rc != 0 && b->p != NULL) {
+    b->n = start;
+    b->p[start] = '\0';
+  }
+  return rc;
+}
+
 int air__buf_adds(air__buf *b, const char *s) {
   return air__buf_add(b, s, strlen(s));
 }

@@ -32,6 +32,10 @@ int air__buf_add_json_str(air__buf *b, const char *s, size_t n);
  * available), or 0 when it is not valid UTF-8 (overlong, surrogate, past
  * U+10FFFF, truncated). */
 size_t air__utf8_seq(const unsigned char *s, size_t n);
+/* Appends n bytes at the next 8-aligned offset (zero padding before them),
+ * stored in *at: for an array of pointers kept after the strings it points
+ * into, fixed up once nothing more is appended. Returns as air__buf_add. */
+int air__buf_add_aligned(air__buf *b, const void *p, size_t n, size_t *at);
 /* Takes the bytes: returns the buffer (caller frees), leaves b empty. */
 char *air__buf_take(air__buf *b, size_t *n);
 

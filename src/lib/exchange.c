@@ -306,10 +306,8 @@ static void keep_headers(air__exchange *x, const air_header *h, size_t n) {
     tmp[k].value_len = h[i].value_len;
     k++;
   }
-  static const char pad[8];
-  size_t at = (x->kept.n + 7) & ~(size_t)7;
-  if (k == 0 || air__buf_add(&x->kept, pad, at - x->kept.n) != 0 ||
-      air__buf_add(&x->kept, tmp, k * sizeof(tmp[0])) != 0)
+  size_t at;
+  if (k == 0 || air__buf_add_aligned(&x->kept, tmp, k * sizeof(tmp[0]), &at) != 0)
     return;
   x->hv = (air_header *)(void *)(x->kept.p + at);
   for (size_t i = 0; i < k; i++) {

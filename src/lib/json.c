@@ -370,8 +370,7 @@ static int hexval(char c) {
   return -1;
 }
 
-/* Reads 4 hex digits at p (bounds checked by the caller); -1 if bad. */
-static long hex4(const char *p) {
+long air__json_hex4(const char *p) {
   long v = 0;
   for (int k = 0; k < 4; k++) {
     int h = hexval(p[k]);
@@ -425,12 +424,12 @@ int air__json_str(const air__json *j, int i, air__buf *out) {
       case 'b': rc = air__buf_addc(out, '\b'); break;
       case 'f': rc = air__buf_addc(out, '\f'); break;
       case 'u': {
-        long cp = e - p >= 4 ? hex4(p) : -1;
+        long cp = e - p >= 4 ? air__json_hex4(p) : -1;
         if (cp < 0) return AIR_EPARSE;
         p += 4;
         if (cp >= 0xD800 && cp <= 0xDBFF && e - p >= 6 && p[0] == '\\' &&
             p[1] == 'u') {
-          long lo = hex4(p + 2);
+          long lo = air__json_hex4(p + 2);
           if (lo >= 0xDC00 && lo <= 0xDFFF) {
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             p += 6;

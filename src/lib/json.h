@@ -145,6 +145,9 @@ static inline bool air__json_eqn(const air__json *j, int i, const char *s,
 static inline bool air__json_eq(const air__json *j, int i, const char *s) {
   return air__json_eqn(j, i, s, strlen(s));
 }
+/* The 4 hex digits at p (the caller checked they are there); -1 if one is
+ * not a hex digit. */
+long air__json_hex4(const char *p);
 /* The raw bytes of token i (a string without its quotes). */
 const char *air__json_raw(const air__json *j, int i, size_t *n);
 /* An integer number token (no fraction/exponent) into *v. */

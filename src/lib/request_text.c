@@ -17,20 +17,6 @@
 
 #define MAX_FAST_KEYS 64  /* duplicate keys are checked pairwise up to this */
 
-static bool is_key(const air__json *j, int i, const char *key, size_t n) {
-  const air__jtok *t = &j->tok[i];
-  return (size_t)(t->end - t->start) == n && memcmp(j->js + t->start, key, n) == 0;
-}
-
-static unsigned long hex4(const unsigned char *p) {
-  unsigned long v = 0;
-  for (int k = 0; k < 4; k++) {
-    unsigned c = p[k];
-    v = v * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  return v;
-}
-
 /* A string token jansson reads the same way: valid UTF-8, escapes that
  * decode to neither NUL nor a lone surrogate. */
 static bool str_ok(const air__json *j, int i) {
@@ -52,12 +38,12 @@ static bool str_ok(const air__json *j, int i) {
       p += 2;
       continue;
     }
-    unsigned long cp = hex4(p + 2);
+    long cp = air__json_hex4((const char *)p + 2);
     p += 6;
     if (cp == 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return false;
     if (cp >= 0xD800 && cp <= 0xDBFF) {
       if (e - p < 6 || p[0] != '\\' || p[1] != 'u') return false;
-      unsigned long lo = hex4(p + 2);
+      long lo = air__json_hex4((const char *)p + 2);
       if (lo < 0xDC00 || lo > 0xDFFF) return false;
       p += 6;
     }
@@ -91,18 +77,13 @@ static bool doc_ok(const air__json *j) {
       if (memchr(j->js + key->start, '\\', (size_t)(key->end - key->start)))
         return false;
       for (int o = 0; o < m; o++)
-        if (is_key(j, keys[o], j->js + key->start, (size_t)(key->end - key->start)))
+        if (air__json_eqn(j, keys[o], j->js + key->start, (size_t)(key->end - key->start)))
           return false;
       keys[m] = k;
       k = j->tok[k + 1].next;
     }
   }
   return true;
-}
-
-/* The value of key in the object at obj, or -1. */
-static int get(const air__json *j, int obj, const char *key) {
-  return air__json_get(j, obj, key);
 }
 
 static bool is_type(const air__json *j, int i, int type) {
@@ -140,19 +121,19 @@ bool air__request_fast(air__api dialect, const char *body, size_t n,
     return false;
   }
   bool ok = is_type(&j, 0, AIR_JSON_OBJ) && doc_ok(&j);
-  int model = ok ? get(&j, 0, "model") : -1;
-  int msgs = ok ? get(&j, 0, "messages") : -1;
+  int model = ok ? air__json_get(&j, 0, "model") : -1;
+  int msgs = ok ? air__json_get(&j, 0, "messages") : -1;
   size_t model_n = 0;
   const char *model_p = NULL;
   ok = ok && is_type(&j, model, AIR_JSON_STR) &&
        air__json_plain(&j, model, &model_p, &model_n) && model_n > 0 &&
        is_type(&j, msgs, AIR_JSON_ARR) && j.tok[msgs].size > 0;
   for (int k = msgs + 1, m = 0; ok && m < j.tok[msgs].size; m++, k = j.tok[k].next)
-    ok = is_type(&j, k, AIR_JSON_OBJ) && is_type(&j, get(&j, k, "role"), AIR_JSON_STR);
+    ok = is_type(&j, k, AIR_JSON_OBJ) && is_type(&j, air__json_get(&j, k, "role"), AIR_JSON_STR);
   size_t n_rules = 0;
   const air__field_rule *rules = air__field_rules(dialect, &n_rules);
   for (size_t i = 0; ok && i < n_rules; i++)
-    ok = field_ok(&j, get(&j, 0, rules[i].name), rules[i].type);
+    ok = field_ok(&j, air__json_get(&j, 0, rules[i].name), rules[i].type);
   if (!ok) {
     air__json_cleanup(&j);
     return false;
@@ -172,12 +153,12 @@ bool air__request_fast(air__api dialect, const char *body, size_t n,
   out->raw = raw;
   out->raw_n = n;
   out->model = raw + n + 1;
-  out->stream = is_type(&j, get(&j, 0, "stream"), AIR_JSON_TRUE);
-  int so = get(&j, 0, "stream_options");
+  out->stream = is_type(&j, air__json_get(&j, 0, "stream"), AIR_JSON_TRUE);
+  int so = air__json_get(&j, 0, "stream_options");
   out->include_usage =
-      is_type(&j, so, AIR_JSON_OBJ) && is_type(&j, get(&j, so, "include_usage"), AIR_JSON_TRUE);
-  int rf = get(&j, 0, "response_format");
-  int rft = is_type(&j, rf, AIR_JSON_OBJ) ? get(&j, rf, "type") : -1;
+      is_type(&j, so, AIR_JSON_OBJ) && is_type(&j, air__json_get(&j, so, "include_usage"), AIR_JSON_TRUE);
+  int rf = air__json_get(&j, 0, "response_format");
+  int rft = is_type(&j, rf, AIR_JSON_OBJ) ? air__json_get(&j, rf, "type") : -1;
   out->json_response = is_type(&j, rft, AIR_JSON_STR) &&
                        (air__json_eq(&j, rft, "json_object") ||
                         air__json_eq(&j, rft, "json_schema"));
@@ -213,7 +194,7 @@ static int add_stream_options(air__buf *out, const air__json *j, int so) {
   bool first = true;
   if (is_type(j, so, AIR_JSON_OBJ)) {
     for (int k = so + 1, m = 0; rc == 0 && m < j->tok[so].size; m++, k = j->tok[k + 1].next) {
-      if (is_key(j, k, "include_usage", 13)) continue;
+      if (air__json_eqn(j, k, "include_usage", 13)) continue;
       const char *v;
       size_t vn;
       raw_value(j, k + 1, &v, &vn);
@@ -244,7 +225,7 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
     size_t kn = (size_t)(j.tok[k].end - j.tok[k].start);
     const air__patch *p = NULL;
     for (size_t s = 0; s < n_set && p == NULL; s++)
-      if (is_key(&j, k, set[s].key, strlen(set[s].key))) {
+      if (air__json_eq(&j, k, set[s].key)) {
         p = &set[s];
         seen[s] = true;
       }
