@@ -42,6 +42,7 @@ struct air__metrics {
   uint64_t retries;
   uint64_t switches;
   uint64_t malformed;
+  uint64_t worker_restarts;
   histogram first_content;
   histogram total;
   histogram self;
@@ -53,6 +54,12 @@ int air__metrics_new(air__metrics **out) {
   pthread_mutex_init(&m->mu, NULL);
   *out = m;
   return 0;
+}
+
+void air__metrics_set_worker_restarts(air__metrics *m, uint64_t n) {
+  pthread_mutex_lock(&m->mu);
+  m->worker_restarts = n;
+  pthread_mutex_unlock(&m->mu);
 }
 
 static void counter_free(counter *c) {
@@ -233,6 +240,9 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
                            m->switches);
   rc = rc || render_scalar(out, "airetry_malformed_events_total",
                            "Malformed upstream events skipped.", m->malformed);
+  rc = rc || render_scalar(out, "airetry_worker_restarts_total",
+                           "Worker processes the supervisor replaced after they "
+                           "died.", m->worker_restarts);
   rc = rc || air__buf_adds(out,
                            "# HELP airetry_breaker_state Breaker per target: "
                            "0 closed, 1 open, 2 half-open.\n"

@@ -25,6 +25,11 @@ void air__metrics_request(air__metrics *m, const char *route,
                           uint64_t total_ms, uint64_t self_ms,
                           unsigned malformed);
 
+/* The number of times the supervisor replaced a dead worker process before
+ * this one started (DESIGN.md 5, Supervision); rendered as
+ * airetry_worker_restarts_total. Set once, at worker start. */
+void air__metrics_set_worker_restarts(air__metrics *m, uint64_t n);
+
 /* Appends the exposition text; breaker states are read from st at now_ms for
  * the targets seen so far. Returns 0 or a buf error. */
 int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
