@@ -56,7 +56,9 @@ static uint64_t mono_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* A response header; a NULL value is sent empty, never dereferenced. */
 static air__http_field field(const char *name, const char *value) {
+  if (value == NULL) value = "";
   air__http_field f = {name, strlen(name), value, strlen(value)};
   return f;
 }
@@ -409,10 +411,10 @@ static void on_end(void *data, const air__exchange_result *res) {
     r->agg.created = (uint64_t)time(NULL);
     ops->encode_response(&r->agg, &r->out);
     air__http_field f[4] = {json_ct, field("x-airetry-attempts", n),
-                            field("x-airetry-target", res->target),
-                            field("x-request-id", r->rid)};
+                            field("x-request-id", r->rid),
+                            field("x-airetry-target", res->answered)};
     r->bytes += r->out.n;
-    air__http_respond(r->req, 200, f, 4, r->out.p, r->out.n);
+    air__http_respond(r->req, 200, f, res->answered ? 4 : 3, r->out.p, r->out.n);
     r->finished = true;
   } else {
     status = air__final_status(res->reason, res->status);
@@ -422,13 +424,13 @@ static void on_end(void *data, const air__exchange_result *res) {
     char ra[24];
     snprintf(ra, sizeof(ra), "%llu",
              (unsigned long long)((res->retry_after_ms + 999) / 1000));
-    air__http_field f[6] = {json_ct, field("x-should-retry", "false"),
+    /* x-airetry-target names only a target that answered: none did. */
+    air__http_field f[5] = {json_ct, field("x-should-retry", "false"),
                             field("x-airetry-attempts", n),
-                            field("x-airetry-target", res->target),
                             field("x-request-id", r->rid), field("retry-after", ra)};
     bool hint = res->has_retry_after && (status == 429 || status == 503);
     r->bytes += r->out.n;
-    air__http_respond(r->req, status, f, hint ? 6 : 5, r->out.p, r->out.n);
+    air__http_respond(r->req, status, f, hint ? 5 : 4, r->out.p, r->out.n);
     r->finished = true;
   }
   uint64_t self = res->total_ms > res->upstream_wait_ms

@@ -66,6 +66,10 @@ struct air__exchange {
   bool has_hint;
   uint64_t hint_ms;
   const char *key;       /* the attempt's upstream key (environment), or NULL */
+  const char *att_target;  /* the current (or last) attempt's target and 1-based */
+  unsigned att_no;         /* number: a judged answer released after the run
+                              stopped still names the attempt that made it */
+  const char *answered;    /* the target whose answer was released, or NULL */
 };
 
 enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT };
@@ -110,6 +114,7 @@ static void end(air__exchange *x, int rc) {
   const air_attempt *last = n ? air_run_attempt(x->run, n - 1) : NULL;
   r.message = last && rc != 0 ? last->message : "";
   r.target = last ? last->target : "";
+  r.answered = x->answered;
   r.log = n ? air_run_attempt(x->run, 0) : NULL;
   r.n_log = n;
   r.has_retry_after = x->has_hint;
@@ -128,9 +133,10 @@ static int emit(void *data, const air__gate_event *ev) {
   if (!x->notified) {
     x->notified = true;
     x->first_content_ms = now_of(x) - x->start_ms;
+    x->answered = x->att_target;
     air__commit_info ci = {
-        .target = x->act.target,
-        .attempts = x->act.attempt,
+        .target = x->att_target,
+        .attempts = x->att_no,
         .upstream = x->ops ? x->ops->api : AIR_API_OPENAI,
         .ms = x->first_content_ms,
     };
@@ -576,6 +582,8 @@ static int launch(air__exchange *x) {
   const air_config *cfg = x->o.cfg;
   const air__provider *p = &cfg->providers[t->provider];
   x->ops = air__provider_get(p->api);
+  x->att_target = x->act.target;
+  x->att_no = x->act.attempt;
   x->attempt_start = now_of(x);
   x->status = 0;
   x->mode = M_NONE;

@@ -39,7 +39,10 @@ typedef struct air__exchange_result {
   const char *message;      /* failures: the last failure's message */
   bool has_retry_after;     /* a Retry-After hint of the last failure */
   uint64_t retry_after_ms;
-  const char *target;       /* the last attempt's target */
+  const char *target;       /* the last attempt's target ("" when none) */
+  const char *answered;     /* the target whose answer was released (it
+                               answered: committed, or a judged answer
+                               returned as it is), NULL when none did */
   const air_attempt *log;   /* every attempt */
   size_t n_log;
   uint64_t first_content_ms;  /* since start; 0 when nothing was released */

@@ -22,7 +22,8 @@ struct stream_ctx {
   const air_clock *clock;
   air__gate gate;
   air_stream_sink sink;
-  const air_attempt_info *info;
+  air_attempt_info info;  /* a copy: a judged answer is released after the
+                             attempt's own info is gone (settle_fail) */
   bool notified;       /* on_commit fired */
   bool stop;           /* on_part asked to stop */
   air_reason late;     /* an error event after commit */
@@ -46,7 +47,7 @@ static int emit(void *data, const air__gate_event *ev) {
   stream_ctx *c = data;
   if (!c->notified) {
     c->notified = true;
-    if (c->o->on_commit) c->o->on_commit(c->o->data, c->info);
+    if (c->o->on_commit) c->o->on_commit(c->o->data, &c->info);
   }
   for (size_t i = 0; i < ev->n_parts; i++)
     if (deliver(c, &ev->parts[i]) != 0) return 1;
@@ -126,7 +127,7 @@ static void fail_after_commit(stream_ctx *c, air__outcome *out) {
 static void stream_attempt(void *ctx, const air_attempt_info *info,
                            const air_run *run, air__outcome *out) {
   stream_ctx *c = ctx;
-  c->info = info;
+  c->info = *info;
   /* Per-part deadlines are the target's own (a slow reasoning model may
    * have a longer first_chunk_ms). */
   const air__target *t = air__run_target(run);

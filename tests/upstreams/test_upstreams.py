@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Ordinary upstream answers that nobody here wrote, through `airetry serve`.
+
+    python3 tests/upstreams/test_upstreams.py PATH/TO/airetry [NAME-SUBSTRING...]
+
+A raw upstream (a small HTTP/1.1 server on 127.0.0.1, standard library only)
+answers every request with the exact bytes of a script chosen by the request's
+"model"; gateways sit in front of it. Each case is sent by an OpenAI and an
+Anthropic caller, streamed and not, and checked: the caller gets one
+well-formed answer in its dialect (a judged answer returned as it is, or a
+clean error), `x-airetry-target` names only a target that answered, and the
+gateway is still alive and never printed a sanitizer report (issue 10: an
+answer whose only events end with `finish_reason: content_filter` killed the
+process).
+
+Prints one "ok"/"FAIL" line per test and exits 1 when any failed.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+LOCAL = "127.0.0.1"
+WORK = tempfile.mkdtemp(prefix="airetry-upstreams-")
+PROCS = []
+RESULTS = []
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+# ---- the scripted upstream -------------------------------------------------------
+
+
+def oa_chunk(delta, finish=None, usage=None, choices=True):
+    obj = {"id": "chatcmpl-x1", "object": "chat.completion.chunk",
+           "created": 1, "model": "up-model"}
+    obj["choices"] = ([{"index": 0, "delta": delta, "finish_reason": finish}]
+                      if choices else [])
+    if usage is not None:
+        obj["usage"] = usage
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def an_event(name, obj):
+    return (b"event: " + name.encode() + b"\ndata: " + json.dumps(obj).encode()
+            + b"\n\n")
+
+
+USAGE = {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}
+
+
+def oa_finish_only(finish):
+    """Role chunk, then the finish, usage and [DONE]: no content at all."""
+    return (oa_chunk({"role": "assistant", "content": ""})
+            + oa_chunk({}, finish)
+            + oa_chunk(None, usage=USAGE, choices=False)
+            + b"data: [DONE]\n\n")
+
+
+def an_finish_only(stop_reason):
+    """message_start, message_delta with the stop reason, message_stop."""
+    return (an_event("message_start", {"type": "message_start", "message": {
+        "id": "msg_x1", "type": "message", "role": "assistant",
+        "model": "up-model", "content": [], "stop_reason": None,
+        "usage": {"input_tokens": 3, "output_tokens": 0}}})
+        + an_event("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": stop_reason}, "usage": {"output_tokens": 0}})
+        + an_event("message_stop", {"type": "message_stop"}))
+
+
+SSE = [("content-type", "text/event-stream")]
+SCRIPTS = {
+    # model -> (status, headers, body)
+    "oa-filter-only": (200, SSE, oa_finish_only("content_filter")),
+    "oa-length-only": (200, SSE, oa_finish_only("length")),
+    "an-length-only": (200, SSE, an_finish_only("max_tokens")),
+    "an-refusal-only": (200, SSE, an_finish_only("refusal")),
+}
+
+
+class Upstream:
+    """Answers each request with SCRIPTS[model] (404 for an unknown one)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind((LOCAL, 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        c.settimeout(10)
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                n = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        n = int(v.strip())
+                while len(buf) < n:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                body, buf = buf[:n], buf[n:]
+                model = json.loads(body or b"{}").get("model", "")
+                status, headers, out = SCRIPTS.get(
+                    model, (404, [("content-type", "application/json")],
+                            b'{"error":{"message":"no such model","type":"not_found"}}'))
+                resp = "HTTP/1.1 %d X\r\ncontent-length: %d\r\n" % (status, len(out))
+                resp += "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
+                c.sendall(resp.encode() + out)
+        except (OSError, ValueError):
+            pass
+        finally:
+            c.close()
+
+
+# ---- the gateway ----------------------------------------------------------------------
+
+
+class Gateway:
+    def __init__(self, binary, config):
+        path = os.path.join(WORK, "gw-%d.yaml" % len(PROCS))
+        with open(path, "w") as f:
+            f.write(config)
+        self.err_path = path + ".stderr"
+        self.err = open(self.err_path, "wb")
+        self.p = subprocess.Popen([binary, "serve", "--config", path, "--listen",
+                                   LOCAL + ":0"], stdout=subprocess.PIPE,
+                                  stderr=self.err, stdin=subprocess.DEVNULL)
+        PROCS.append(self.p)
+        line = self.p.stdout.readline().decode()
+        check(line.startswith("listening on http://"), "gateway did not start: %r" % line)
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def alive(self):
+        check(self.p.poll() is None,
+              "the gateway died (exit %r): %s" % (self.p.returncode, self.stderr()[-2000:]))
+        status, _, body = request(self.port, "GET", "/healthz", None)
+        check(status == 200, "/healthz answered %d" % status)
+        text = self.stderr()
+        for bad in ("runtime error", "AddressSanitizer", "LeakSanitizer"):
+            check(bad not in text, "sanitizer report in the gateway's stderr:\n" + text[-3000:])
+
+
+def request(port, method, path, body, headers=None):
+    """One request on a fresh connection; (status, headers dict, body bytes).
+    The response is read until the server closes or the framing ends."""
+    s = socket.create_connection((LOCAL, port), timeout=10)
+    data = json.dumps(body).encode() if body is not None else b""
+    h = {"host": "x", "content-length": str(len(data)), "connection": "close",
+         "content-type": "application/json"}
+    h.update(headers or {})
+    s.sendall(("%s %s HTTP/1.1\r\n" % (method, path)).encode()
+              + "".join("%s: %s\r\n" % kv for kv in h.items()).encode() + b"\r\n" + data)
+    raw = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        raw += d
+    s.close()
+    check(b"\r\n\r\n" in raw, "no complete response head: %r" % raw[:300])
+    head, rest = raw.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    hs = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        hs[k.strip().lower()] = v.strip()
+    if hs.get("transfer-encoding", "").lower() == "chunked":
+        out = b""
+        while True:
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                break
+            out += rest[:size]
+            rest = rest[size + 2:]
+        rest = out
+    return status, hs, rest
+
+
+def sse_events(body):
+    """[(event name or None, data string)] of an event stream."""
+    out = []
+    for block in body.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        name, data = None, []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+        out.append((name, "\n".join(data)))
+    return out
+
+
+# ---- the cases ------------------------------------------------------------------------
+
+TESTS = []
+
+
+def test(name):
+    def deco(fn):
+        TESTS.append((name, fn))
+        return fn
+    return deco
+
+
+def config(up, commit="first_content"):
+    return """providers:
+  - {name: oa, api: openai, base_url: http://%s:%d/v1}
+  - {name: an, api: anthropic, base_url: http://%s:%d}
+defaults: {commit: %s}
+routes:
+  - {name: filter, targets: [oa/oa-filter-only]}
+  - {name: length, targets: [oa/oa-length-only]}
+  - {name: an-length, targets: [an/an-length-only]}
+  - {name: an-refusal, targets: [an/an-refusal-only]}
+""" % (LOCAL, up.port, LOCAL, up.port, commit)
+
+
+def openai_call(gw, model, stream):
+    return request(gw.port, "POST", "/v1/chat/completions",
+                   {"model": model, "stream": stream,
+                    "messages": [{"role": "user", "content": "hi"}]})
+
+
+def anthropic_call(gw, model, stream):
+    return request(gw.port, "POST", "/v1/messages",
+                   {"model": model, "stream": stream, "max_tokens": 16,
+                    "messages": [{"role": "user", "content": "hi"}]},
+                   {"anthropic-version": "2023-06-01"})
+
+
+def check_judged_openai(status, hs, body, stream, target, finish):
+    """A judged answer (content-free, with finish `finish`) returned as it is."""
+    check(status == 200, "status %d: %r" % (status, body[:500]))
+    check(hs.get("x-airetry-target") == target, "x-airetry-target %r" % hs.get("x-airetry-target"))
+    if stream:
+        ev = sse_events(body)
+        check(ev and ev[-1][1] == "[DONE]", "no [DONE] at the end: %r" % body[-300:])
+        finishes = [json.loads(d)["choices"][0].get("finish_reason") for _, d in ev[:-1]
+                    if d.startswith("{") and json.loads(d).get("choices")]
+        check(finish in finishes, "finish %s not in %r" % (finish, finishes))
+        check(not any(json.loads(d).get("error") for _, d in ev[:-1]), "an error event: %r" % body)
+    else:
+        b = json.loads(body)
+        check(b["choices"][0]["finish_reason"] == finish, "finish: %r" % b)
+        check(not b["choices"][0]["message"].get("content"), "content: %r" % b)
+
+
+def check_judged_anthropic(status, hs, body, stream, target, stop):
+    check(status == 200, "status %d: %r" % (status, body[:500]))
+    check(hs.get("x-airetry-target") == target, "x-airetry-target %r" % hs.get("x-airetry-target"))
+    if stream:
+        ev = sse_events(body)
+        names = [n for n, _ in ev]
+        check(names and names[-1] == "message_stop", "no message_stop at the end: %r" % names)
+        check("error" not in names, "an error event: %r" % body)
+        deltas = [json.loads(d)["delta"].get("stop_reason") for n, d in ev if n == "message_delta"]
+        check(stop in deltas, "stop_reason %s not in %r" % (stop, deltas))
+    else:
+        b = json.loads(body)
+        check(b["stop_reason"] == stop, "stop_reason: %r" % b)
+
+
+@test("judged/content_filter-only stream returned as it is (both commit modes)")
+def t_filter_only(binary, up):
+    for commit in ("first_content", "complete"):
+        gw = Gateway(binary, config(up, commit))
+        for stream in (True, False):
+            st, hs, body = openai_call(gw, "filter", stream)
+            check_judged_openai(st, hs, body, stream, "oa/oa-filter-only", "content_filter")
+            gw.alive()
+            st, hs, body = anthropic_call(gw, "filter", stream)
+            check_judged_anthropic(st, hs, body, stream, "oa/oa-filter-only", "refusal")
+            gw.alive()
+
+
+@test("judged/length-only stream returned as it is, OpenAI and Anthropic upstreams")
+def t_length_only(binary, up):
+    gw = Gateway(binary, config(up))
+    for stream in (True, False):
+        st, hs, body = openai_call(gw, "length", stream)
+        check_judged_openai(st, hs, body, stream, "oa/oa-length-only", "length")
+        st, hs, body = openai_call(gw, "an-length", stream)
+        check_judged_openai(st, hs, body, stream, "an/an-length-only", "length")
+        st, hs, body = anthropic_call(gw, "an-length", stream)
+        check_judged_anthropic(st, hs, body, stream, "an/an-length-only", "max_tokens")
+        gw.alive()
+
+
+@test("error/a refusal stop before content is a clean error naming no target")
+def t_refusal_only(binary, up):
+    gw = Gateway(binary, config(up))
+    for stream in (True, False):
+        st, hs, body = openai_call(gw, "an-refusal", stream)
+        check(400 <= st < 600, "status %d" % st)
+        b = json.loads(body)
+        check("error" in b and b["error"]["message"], "error body: %r" % b)
+        check("x-airetry-target" not in hs, "x-airetry-target on an error: %r" % hs)
+        check(hs.get("x-should-retry") == "false", "x-should-retry: %r" % hs)
+        st, hs, body = anthropic_call(gw, "an-refusal", stream)
+        b = json.loads(body)
+        check(b.get("type") == "error", "error body: %r" % b)
+        check("x-airetry-target" not in hs, "x-airetry-target on an error: %r" % hs)
+        gw.alive()
+
+
+def main():
+    binary = sys.argv[1]
+    only = sys.argv[2:]
+    up = Upstream()
+    failed = 0
+    try:
+        for name, fn in TESTS:
+            if only and not any(o in name for o in only):
+                continue
+            t0 = time.monotonic()
+            try:
+                fn(binary, up)
+                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
+            except Exception:
+                failed += 1
+                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
+    finally:
+        up.stop = True
+        up.sock.close()
+        for p in PROCS:
+            if p.poll() is None:
+                p.terminate()
+        for p in PROCS:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    n = len([1 for name, _ in TESTS if not only or any(o in name for o in only)])
+    print("%d passed, %d failed" % (n - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
