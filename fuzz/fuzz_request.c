@@ -13,7 +13,8 @@
  * drop_params false and true and default_max_tokens 4096. A build either
  * succeeds, giving a JSON object with "stream": true, "model" the upstream
  * model, an array "messages" (and, per API, stream_options.include_usage
- * true or a positive integer max_tokens), or fails with AIR_EINVAL, a
+ * true or a positive integer max_tokens), or fails with AIR_EINVAL (or
+ * AIR_ENOTSUP: a field the target cannot express), a
  * message and nothing written. A body that does not parse fails with
  * AIR_EPARSE or AIR_EINVAL and a message; that message (which may quote
  * the body's bytes) goes into encode_error_body of both dialects, whose
@@ -128,7 +129,8 @@ static void build(const air__request *req, const char *override) {
       if (rc == 0) {
         check_upstream(&out, ops, o.model);
       } else {
-        CHECK(rc == AIR_EINVAL && err.code == rc && err.message[0] != '\0');
+        CHECK((rc == AIR_EINVAL || rc == AIR_ENOTSUP) && err.code == rc &&
+              err.message[0] != '\0');
         CHECK(out.n == 0);
       }
       air__buf_cleanup(&out);

@@ -36,6 +36,7 @@ typedef enum air_errno {
   AIR_EIO = -8,        /* file or socket I/O failed */
   AIR_EPARSE = -9,     /* input could not be parsed */
   AIR_ESTATE = -10,    /* call not allowed in the object's current state */
+  AIR_ENOTSUP = -11,   /* the target cannot express the request (skipped) */
 } air_errno;
 
 /* Static, never NULL; "unknown error" for values outside the enum. */
@@ -223,6 +224,12 @@ typedef struct air_attempt {
   uint64_t ms;             /* duration of the attempt */
   uint64_t wait_ms;        /* wait before the next attempt (0 if none) */
   bool hint;               /* wait_ms came from a Retry-After hint */
+  /* Outcome `skipped` (DESIGN.md 2.1): the target cannot express the
+   * request, nothing was sent. Such an entry is not numbered (n is 0),
+   * reason is NONE and message says why; field names the field. It counts
+   * towards no budget, rule max or breaker, nor x-airetry-attempts. */
+  bool skipped;
+  const char *field;       /* skipped: the field; NULL otherwise */
 } air_attempt;
 
 /* A failure reported by one attempt. Strings may be NULL; not retained. */

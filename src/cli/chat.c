@@ -27,6 +27,10 @@ static void print_diag(void *data, const air_diag *d) {
 
 static void on_failed(void *data, const air_attempt *a) {
   (void)data;
+  if (a->skipped) {
+    fprintf(stderr, "airetry: skipped %s: %s\n", a->target, a->message);
+    return;
+  }
   fprintf(stderr, "airetry: attempt %u %s: %s", a->n, a->target,
           air_reason_name(a->reason));
   if (a->status) fprintf(stderr, " (HTTP %d)", a->status);
@@ -131,11 +135,17 @@ int air__cmd_chat(int argc, char **argv) {
             res ? res->body : "");
     exit_code = AIR_EXIT_USAGE;
   } else {
-    fprintf(stderr, "airetry: failed after %zu attempt%s (%s, HTTP %d):\n",
-            res ? res->n_log : 0, res && res->n_log == 1 ? "" : "s",
-            res ? air_reason_name(res->reason) : "?", res ? res->status : 0);
+    unsigned made = 0;
+    for (size_t i = 0; res && i < res->n_log; i++) made += !res->log[i].skipped;
+    fprintf(stderr, "airetry: failed after %u attempt%s (%s, HTTP %d):\n", made,
+            made == 1 ? "" : "s", res ? air_reason_name(res->reason) : "?",
+            res ? res->status : 0);
     for (size_t i = 0; res && i < res->n_log; i++) {
       const air_attempt *a = &res->log[i];
+      if (a->skipped) {
+        fprintf(stderr, "  -  %-32s skipped: %s\n", a->target, a->message);
+        continue;
+      }
       fprintf(stderr, "  %u  %-32s %-20s %3d  %6llu ms  %s\n", a->n, a->target,
               air_reason_name(a->reason), a->status, (unsigned long long)a->ms,
               a->message);

@@ -234,6 +234,12 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
     if (i) air__buf_addc(&b, ',');
     air__buf_adds(&b, "{\"target\":");
     air__buf_add_json_str(&b, a->target, strlen(a->target));
+    if (a->skipped) {
+      air__buf_adds(&b, ",\"outcome\":\"skipped\",\"field\":");
+      air__buf_add_json_str(&b, a->field ? a->field : "", a->field ? strlen(a->field) : 0);
+      air__buf_addc(&b, '}');
+      continue;
+    }
     air__buf_adds(&b, ",\"reason\":\"");
     air__buf_adds(&b, a->reason ? air_reason_name(a->reason) : "ok");
     air__buf_adds(&b, "\",\"status\":");
@@ -388,7 +394,7 @@ static void on_end(void *data, const air__exchange_result *res) {
   const char *outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted"
                                                                        : "error";
   char n[16];
-  snprintf(n, sizeof(n), "%zu", res->n_log);
+  snprintf(n, sizeof(n), "%u", res->n_attempts);
   if (r->gone || res->rc == AIR_ECANCELED) {
     status = 499;
     if (!r->finished) air__http_abort(r->req);

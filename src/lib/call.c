@@ -23,6 +23,7 @@ void air_attempt_log_free(air_attempt *log, size_t n) {
     free((char *)log[i].target);
     free((char *)log[i].message);
     free((char *)log[i].request_id);
+    free((char *)log[i].field);
   }
   free(log);
 }
@@ -38,8 +39,10 @@ static air_attempt *copy_log(const air_run *run, size_t *n_out) {
     log[i].target = dup_str(log[i].target);
     log[i].message = dup_str(log[i].message);
     log[i].request_id = dup_str(log[i].request_id);
+    log[i].field = log[i].field ? dup_str(log[i].field) : NULL;
     *n_out = i + 1;
-    if (!log[i].target || !log[i].message || !log[i].request_id) {
+    if (!log[i].target || !log[i].message || !log[i].request_id ||
+        (log[i].skipped && !log[i].field)) {
       air_attempt_log_free(log, i + 1);
       *n_out = 0;
       return NULL;

@@ -129,6 +129,7 @@ static air_attempt *copy_log(const air_attempt *log, size_t n) {
     out[i].target = dupn(log[i].target, strlen(log[i].target));
     out[i].message = dupn(log[i].message, strlen(log[i].message));
     out[i].request_id = dupn(log[i].request_id, strlen(log[i].request_id));
+    out[i].field = log[i].field ? dupn(log[i].field, strlen(log[i].field)) : NULL;
   }
   return out;
 }

@@ -38,8 +38,11 @@ struct air_run {
   enum phase phase;
   unsigned attempts;
   unsigned cur;  /* route index of the target of the current attempt */
+  int cause_rule;  /* the rule whose max the current attempt used, or -1 */
+  unsigned n_real; /* log entries that are not skipped */
   bool probe;    /* the current attempt holds a half-open probe slot */
   const char *next_override;  /* for the attempt after a WAIT */
+  int wait_rule;              /* the retry rule of that WAIT */
   unsigned n_order;
   unsigned order[AIR_MAX_TARGETS];  /* route indices, sticky target first */
   bool tried[AIR_MAX_TARGETS];
@@ -148,6 +151,8 @@ static int start_attempt(air_run *run, unsigned idx, bool probe,
   }
   const air__target *t = &run->route->targets[idx];
   run->attempts++;
+  run->n_real++;
+  run->cause_rule = -1;
   run->cur = idx;
   run->probe = probe;
   run->tried[idx] = true;
@@ -349,6 +354,7 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
 
   const air__policy *pol = run->pol;
   size_t n_rules = pol->n_rules < AIR_MAX_RULES ? pol->n_rules : AIR_MAX_RULES;
+  int rc;
   for (size_t i = 0; i < n_rules; i++) {
     const air__rule *r = &pol->rules[i];
     if (!rule_matches(r, reason, f->status, f->message)) continue;
@@ -358,7 +364,9 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
         return finish(run, reason, f->status, act);
       case AIR_RULE_SWITCH:
         run->rule_used[i]++;
-        return switch_target(run, r->to, r->override_json, now_ms, act);
+        rc = switch_target(run, r->to, r->override_json, now_ms, act);
+        if (act->kind == AIR_ACT_ATTEMPT) run->cause_rule = (int)i;
+        return rc;
       case AIR_RULE_RETRY:
         break;
     }
@@ -374,6 +382,7 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
     /* No attempt could follow a wait that reaches the deadline. */
     if (wait >= remaining) return finish(run, reason, f->status, act);
     run->rule_used[i]++;
+    run->wait_rule = (int)i;
     e->wait_ms = wait;
     e->hint = hint;
     run->next_override = merge_override(run, t, r->override_json);
@@ -445,7 +454,40 @@ int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act) {
   if (run->phase != P_WAIT) return AIR_ESTATE;
   if (now_ms >= run->deadline_ms)
     return finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, act);
-  return start_attempt(run, run->cur, false, run->next_override, now_ms, act);
+  int rc = start_attempt(run, run->cur, false, run->next_override, now_ms, act);
+  if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) run->cause_rule = run->wait_rule;
+  return rc;
+}
+
+int air__run_skip(air_run *run, const char *field, const char *message,
+                  uint64_t now_ms, air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  air_attempt *e = &run->log[run->n_log - 1];
+  const air__target *t = &run->route->targets[run->cur];
+  e->n = 0;
+  e->skipped = true;
+  e->reason = AIR_REASON_NONE;
+  e->status = 0;
+  e->ms = now_ms - e->start_ms;
+  e->field = keep(run, field);
+  e->message = keep(run, message);
+  if (run->probe) air__breaker_release(run->st, t->name);
+  run->probe = false;
+  run->attempts--;
+  run->n_real--;
+  if (run->cause_rule >= 0 && run->rule_used[run->cause_rule] > 0)
+    run->rule_used[run->cause_rule]--;
+  run->cause_rule = -1;
+  if (run->n_real == 0 && run->last_reason == AIR_REASON_NONE) {
+    run->last_reason = AIR_REASON_BAD_REQUEST;
+    run->last_status = 400;
+  }
+  return switch_target(run, NULL, NULL, now_ms, act);
+}
+
+unsigned air__run_attempts(const air_run *run) {
+  return run == NULL ? 0 : run->attempts;
 }
 
 int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {

@@ -70,6 +70,8 @@ struct air__exchange {
   unsigned att_no;         /* number: a judged answer released after the run
                               stopped still names the attempt that made it */
   const char *answered;    /* the target whose answer was released, or NULL */
+  const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
+  const char *skip_msg;
 };
 
 enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT };
@@ -100,6 +102,23 @@ static void arm(air__exchange *x, int which, uint64_t deadline,
 
 /* ---- ending ---------------------------------------------------------------------- */
 
+/* "no target of this route can express the request: FIELD (TARGET), ..."
+ * for a request whose every target was skipped; kept in x->strs. */
+static const char *skipped_message(air__exchange *x, size_t n) {
+  air__buf_reset(&x->strs);
+  int rc = air__buf_adds(&x->strs, "no target can express this request:");
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    const air_attempt *a = air_run_attempt(x->run, i);
+    rc = air__buf_adds(&x->strs, i ? ", " : " ");
+    if (rc == 0) rc = air__buf_adds(&x->strs, a->field ? a->field : "");
+    if (rc == 0) rc = air__buf_adds(&x->strs, " (");
+    if (rc == 0) rc = air__buf_adds(&x->strs, a->target);
+    if (rc == 0) rc = air__buf_addc(&x->strs, ')');
+  }
+  if (rc == 0) rc = air__buf_addc(&x->strs, '\0');
+  return rc == 0 ? x->strs.p : "no target can express this request";
+}
+
 static void end(air__exchange *x, int rc) {
   if (x->ended) return;
   x->ended = true;
@@ -111,9 +130,18 @@ static void end(air__exchange *x, int rc) {
   r.reason = rc == 0 ? AIR_REASON_NONE : x->act.reason;
   r.status = rc == 0 ? 200 : x->act.status;
   size_t n = air_run_attempt_count(x->run);
-  const air_attempt *last = n ? air_run_attempt(x->run, n - 1) : NULL;
+  /* The final error is the last real failure (skipped entries are not
+   * attempts); when every target was skipped, a message naming them. */
+  const air_attempt *last = NULL;
+  for (size_t i = n; i > 0 && last == NULL; i--) {
+    const air_attempt *a = air_run_attempt(x->run, i - 1);
+    if (!a->skipped) last = a;
+  }
   r.message = last && rc != 0 ? last->message : "";
   r.target = last ? last->target : "";
+  if (last == NULL && n > 0 && rc == AIR_EUPSTREAM)
+    r.message = skipped_message(x, n);
+  r.n_attempts = air__run_attempts(x->run);
   r.answered = x->answered;
   r.log = n ? air_run_attempt(x->run, 0) : NULL;
   r.n_log = n;
@@ -576,7 +604,8 @@ static int add_headers(const air__exchange *x, const air__provider *p,
 }
 
 /* Prepares and starts the transfer of the current ATTEMPT action. Returns 0
- * when it is in flight, or 1 with x->fail set when it failed at once. */
+ * when it is in flight, 1 with x->fail set when it failed at once, or 2
+ * when the target cannot express the request (skip_field / skip_msg). */
 static int launch(air__exchange *x) {
   const air__target *t = air__run_target(x->run);
   const air_config *cfg = x->o.cfg;
@@ -619,7 +648,17 @@ static int launch(air__exchange *x) {
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
   };
-  if (x->ops->build_request(x->o.req, &bo, &x->body, &err) != 0) {
+  int built = x->ops->build_request(x->o.req, &bo, &x->body, &err);
+  if (built == AIR_ENOTSUP) {
+    /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
+    char field[AIR_MAX_NAME_BYTES];
+    air__unsupported_field(err.message, field, sizeof(field));
+    air__buf_reset(&x->strs);
+    x->skip_field = keep_str(x, field);
+    x->skip_msg = keep_str(x, err.message);
+    return 2;
+  }
+  if (built != 0) {
     set_fail(x, AIR_REASON_BAD_REQUEST, 400, "invalid_request_error", NULL,
              err.message, AIR_TRANSPORT_OK);
     return 1;
@@ -675,6 +714,15 @@ static void policy_fail(air__exchange *x) {
   if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, failed));
 }
 
+/* launch() found that the target cannot express the request: the run goes
+ * on without it, and the observer hears of the skipped entry. */
+static void skip_target(air__exchange *x) {
+  size_t skipped = air_run_attempt_count(x->run) - 1;
+  air__run_skip(x->run, fix(x, x->skip_field), fix(x, x->skip_msg), now_of(x),
+                &x->act);
+  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, skipped));
+}
+
 /* The attempt failed (x->fail): before commit the policy decides. */
 static void attempt_failed(air__exchange *x) {
   uint64_t now = now_of(x);
@@ -696,9 +744,16 @@ static void step(air__exchange *x) {
   for (;;) {
     switch (x->act.kind) {
       case AIR_ACT_ATTEMPT:
-        if (launch(x) == 0) return;
-        policy_fail(x);
-        continue;
+        switch (launch(x)) {
+          case 0:
+            return;
+          case 2:
+            skip_target(x);
+            continue;
+          default:
+            policy_fail(x);
+            continue;
+        }
       case AIR_ACT_WAIT:
         uv_update_time(x->loop);
         uv_timer_start(&x->timers[T_WAIT], on_wait_done, x->act.wait_ms, 0);

@@ -43,8 +43,9 @@ typedef struct air__exchange_result {
   const char *answered;     /* the target whose answer was released (it
                                answered: committed, or a judged answer
                                returned as it is), NULL when none did */
-  const air_attempt *log;   /* every attempt */
+  const air_attempt *log;   /* every attempt, and skipped targets */
   size_t n_log;
+  unsigned n_attempts;      /* attempts made (skipped entries not counted) */
   uint64_t first_content_ms;  /* since start; 0 when nothing was released */
   uint64_t total_ms;
   uint64_t upstream_wait_ms;  /* time spent waiting for upstreams and backoffs */

@@ -411,3 +411,12 @@ int air__aggregate_add(air__aggregate *a, const air_part *p) {
   }
   return 0;
 }
+
+void air__unsupported_field(const char *message, char *out, size_t cap) {
+  if (cap == 0) return;
+  const char *end = strstr(message, AIR__NOT_SUPPORTED);
+  size_t n = end ? (size_t)(end - message) : strlen(message);
+  if (n >= cap) n = cap - 1;
+  memcpy(out, message, n);
+  out[n] = '\0';
+}

@@ -188,6 +188,13 @@ typedef struct air__encoder {
 
 /* ---- the ops table -------------------------------------------------------------- */
 
+/* Between the field and the API in an AIR_ENOTSUP message. */
+#define AIR__NOT_SUPPORTED ": not supported by "
+
+/* The field named by an AIR_ENOTSUP message into out (NUL-terminated,
+ * truncated to cap); the whole message when it has no such form. */
+void air__unsupported_field(const char *message, char *out, size_t cap);
+
 typedef struct air__provider_ops {
   air__api api;
   const char *name;  /* "openai", "anthropic" */
@@ -202,9 +209,12 @@ typedef struct air__provider_ops {
    * tool_choice, stop sequences, max tokens (o->default_max_tokens where
    * Anthropic needs one), temperature (clamped to the API's range), top_p.
    * Within one dialect unknown fields pass through unchanged; across
-   * dialects a field the API cannot express is AIR_EINVAL naming it in
-   * err->message ("n: not supported by anthropic upstreams"), unless
-   * o->drop_params.
+   * dialects a field that is only a hint to a provider (seed, logprobs,
+   * service_tier, metadata, top_k, ...: DESIGN.md 5, docs/config.md) is
+   * dropped, and one that changes the answer and that the API cannot
+   * express is AIR_ENOTSUP with err->message "FIELD" AIR__NOT_SUPPORTED
+   * "API upstreams" (the target is then skipped), unless o->drop_params
+   * drops it too. A request that is invalid in itself is AIR_EINVAL.
    */
   int (*build_request)(const air__request *req, const air__build_opts *o,
                        air__buf *out, air_error *err);

@@ -20,16 +20,17 @@
  *     else max_tokens, or else o->default_max_tokens) -> max_tokens,
  *     temperature clamped to 0..1, top_p, user -> metadata.user_id,
  *     parallel_tool_calls false -> tool_choice.disable_parallel_tool_use;
- *   - silently removed (no effect, or no meaning upstream): stream_options,
- *     store, metadata, n 1, logprobs false, top_logprobs 0,
- *     presence_penalty 0, frequency_penalty 0, logit_bias {},
- *     response_format {"type": "text"}, parallel_tool_calls true, null
- *     values; a message's "name";
- *   - not expressible, so AIR_EINVAL "FIELD: not supported by anthropic
- *     upstreams" unless o->drop_params (then dropped): n > 1, logprobs,
- *     top_logprobs, presence_penalty, frequency_penalty, logit_bias, seed,
- *     response_format json_object / json_schema, every other top-level field
- *     (reasoning_effort, service_tier, audio, functions, ...), message roles
+ *   - silently removed (no effect, no meaning upstream, or only a hint to a
+ *     provider, DESIGN.md 5): stream_options, store, metadata, seed,
+ *     logprobs, top_logprobs, presence_penalty, frequency_penalty,
+ *     logit_bias, service_tier, prompt_cache_key, safety_identifier,
+ *     prediction, n 1, response_format {"type": "text"},
+ *     parallel_tool_calls true, null values; a message's "name";
+ *   - not expressible, so AIR_ENOTSUP "FIELD: not supported by anthropic
+ *     upstreams" (the target is skipped) unless o->drop_params (then
+ *     dropped): n > 1, response_format json_object / json_schema, every
+ *     other top-level field
+ *     (reasoning_effort, audio, functions, ...), message roles
  *     other than system/developer/user/assistant/tool, a message's
  *     function_call, content parts other than text/image_url/refusal (named
  *     by their payload key, "messages[1].content[0].input_audio"), tools of a
@@ -153,7 +154,7 @@ static int invalid(air_error *err, const char *field, const char *what) {
 static int unsupported(const air__build_opts *o, air_error *err,
                        const char *field) {
   if (o->drop_params) return 0;
-  return fail(err, AIR_EINVAL, field, "not supported by anthropic upstreams");
+  return fail(err, AIR_ENOTSUP, field, "not supported by anthropic upstreams");
 }
 
 /* Sets obj[key] = v, taking v; AIR_ENOMEM when v is NULL or the set fails. */
@@ -677,13 +678,6 @@ static bool is_noop(const char *key, const json_t *v) {
   if (json_is_null(v)) return true;
   if (strcmp(key, "n") == 0)
     return json_is_integer(v) && json_integer_value(v) == 1;
-  if (strcmp(key, "logprobs") == 0) return json_is_false(v);
-  if (strcmp(key, "top_logprobs") == 0 ||
-      strcmp(key, "presence_penalty") == 0 ||
-      strcmp(key, "frequency_penalty") == 0)
-    return json_is_number(v) && json_number_value(v) == 0;
-  if (strcmp(key, "logit_bias") == 0)
-    return json_is_object(v) && json_object_size(v) == 0;
   if (strcmp(key, "response_format") == 0) {
     const char *t = json_string_value(json_object_get(v, "type"));
     return t != NULL && strcmp(t, "text") == 0;
@@ -693,18 +687,16 @@ static bool is_noop(const char *key, const json_t *v) {
 }
 
 /* Fields removed without a word whatever their value. */
+/* Passed over: ours to set, or only a hint to a provider (DESIGN.md 5:
+ * dropped for a target that lacks them, never a reason to skip it). */
 static const char *const ignored_fields[] = {
-    "model", "stream", "stream_options", "store", "metadata"};
+    "model", "stream", "stream_options", "store", "metadata", "seed",
+    "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
+    "logit_bias", "service_tier", "prompt_cache_key", "safety_identifier",
+    "prediction"};
 
 /* Fields whose default is accepted (is_noop) and any other value is not. */
-static const char *const noop_fields[] = {"n",
-                                          "logprobs",
-                                          "top_logprobs",
-                                          "presence_penalty",
-                                          "frequency_penalty",
-                                          "logit_bias",
-                                          "seed",
-                                          "response_format",
+static const char *const noop_fields[] = {"n", "response_format",
                                           "parallel_tool_calls"};
 
 static bool in_list(const char *key, const char *const *list, size_t n) {
@@ -1633,6 +1625,12 @@ static int encode_error_body(int status, air_reason reason, const char *message,
     if (i > 0) rc = air__buf_addc(out, ',');
     if (rc == 0) rc = air__buf_add(out, LIT("{\"target\":"));
     if (rc == 0) rc = add_cstr(out, at->target);
+    if (rc == 0 && at->skipped) {
+      rc = air__buf_add(out, LIT(",\"outcome\":\"skipped\",\"field\":"));
+      if (rc == 0) rc = add_cstr(out, at->field);
+      if (rc == 0) rc = air__buf_addc(out, '}');
+      continue;
+    }
     if (rc == 0) rc = air__buf_add(out, LIT(",\"reason\":"));
     if (rc == 0) rc = add_cstr(out, rn != NULL ? rn : "none");
     if (rc == 0) rc = air__buf_add(out, LIT(",\"status\":"));

@@ -167,7 +167,7 @@ typedef struct xl {
  * AIR_EINVAL naming it. */
 static int unsupported(xl *x, const char *field) {
   if (x->o->drop_params) return 0;
-  return fail(x->err, AIR_EINVAL, "%s: not supported by openai upstreams",
+  return fail(x->err, AIR_ENOTSUP, "%s" AIR__NOT_SUPPORTED "openai upstreams",
               field);
 }
 
@@ -553,22 +553,11 @@ static int xl_tool_choice(xl *x, json_t *tc, json_t *out) {
   return rc;
 }
 
-/* metadata.user_id -> user; other metadata keys are unsupported. */
-static int xl_metadata(xl *x, json_t *md, json_t *out) {
-  const char *k;
-  json_t *v;
-  json_object_foreach(md, k, v) {
-    int rc = 0;
-    if (strcmp(k, "user_id") == 0) {
-      if (json_is_string(v)) rc = air__json_put(out, "user", json_incref(v));
-    } else if (!json_is_null(v)) {
-      char f[160];
-      snprintf(f, sizeof(f), "metadata.%.140s", k);
-      rc = unsupported(x, f);
-    }
-    if (rc != 0) return rc;
-  }
-  return 0;
+/* metadata.user_id -> user; other metadata is only a hint to the
+ * provider (DESIGN.md 5): dropped. */
+static int xl_metadata(json_t *md, json_t *out) {
+  json_t *v = json_object_get(md, "user_id");
+  return json_is_string(v) ? air__json_put(out, "user", json_incref(v)) : 0;
 }
 
 /* One top-level Anthropic field other than model, messages, system and
@@ -585,11 +574,16 @@ static int xl_field(xl *x, const char *k, json_t *v, json_t *out) {
     return json_array_size(v) > 0 ? air__json_put(out, "stop", json_incref(v)) : 0;
   if (strcmp(k, "tools") == 0) return xl_tools(x, v, out);
   if (strcmp(k, "tool_choice") == 0) return xl_tool_choice(x, v, out);
-  if (strcmp(k, "metadata") == 0) return xl_metadata(x, v, out);
+  if (strcmp(k, "metadata") == 0) return xl_metadata(v, out);
   if (strcmp(k, "thinking") == 0) {
     const char *t = json_string_value(json_object_get(v, "type"));
     if (t != NULL && strcmp(t, "disabled") == 0) return 0;
   }
+  /* Only hints to a provider (DESIGN.md 5): dropped, never skipped. */
+  static const char *const hints[] = {"top_k", "service_tier",
+                                      "context_management", "cache_control"};
+  for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+    if (strcmp(k, hints[i]) == 0) return 0;
   char f[160];
   snprintf(f, sizeof(f), "%.150s", k);
   return unsupported(x, f);
@@ -607,11 +601,12 @@ static int xl_field(xl *x, const char *k, json_t *v, json_t *out) {
  *   tools, tool_choice (+ disable_parallel_tool_use -> parallel_tool_calls
  *   false), stop_sequences -> stop, max_tokens, temperature clamped to
  *   0..2, top_p, metadata.user_id -> user; thinking {type: disabled} is
- *   dropped. cache_control and citations of blocks are hints without an
- *   OpenAI form and are ignored. Anything else (top_k, thinking, server
- *   tools, document blocks, unknown fields, ...) is unsupported: AIR_EINVAL
- *   naming the first one, in the caller's key order, or dropped with
- *   drop_params. A null field counts as absent.
+ *   dropped. Hints without an OpenAI form are dropped (DESIGN.md 5): other
+ *   metadata, top_k, service_tier, context_management, cache_control and
+ *   citations of blocks. Anything else (thinking, server tools, document
+ *   blocks, unknown fields, ...) is unsupported: AIR_ENOTSUP naming the
+ *   first one, in the caller's key order (the target is skipped), or
+ *   dropped with drop_params. A null field counts as absent.
  */
 static int from_anthropic(const air__request *req, const air__build_opts *o,
                           json_t *out, air_error *err) {
@@ -1385,7 +1380,8 @@ static int cstr(air__buf *out, const char *s) {
 }
 
 /* encode_error_body: {"error":{"message","type","code","param":null,
- * "attempts":[{"target","reason","status","ms","request_id"}]}}. The
+ * "attempts":[{"target","reason","status","ms","request_id"}]}} (a skipped
+ * target: {"target","outcome":"skipped","field"}). The
  * status is the response's; the body does not repeat it. */
 static int openai_encode_error_body(int status, air_reason reason,
                                     const char *message, const air_attempt *log,
@@ -1401,6 +1397,12 @@ static int openai_encode_error_body(int status, air_reason reason,
     if (i > 0) TRY(air__buf_addc(out, ','));
     TRY(air__buf_add(out, LIT("{\"target\":")));
     TRY(cstr(out, log[i].target));
+    if (log[i].skipped) {
+      TRY(air__buf_add(out, LIT(",\"outcome\":\"skipped\",\"field\":")));
+      TRY(cstr(out, log[i].field));
+      TRY(air__buf_addc(out, '}'));
+      continue;
+    }
     TRY(air__buf_add(out, LIT(",\"reason\":")));
     TRY(cstr(out, rn != NULL ? rn : "unknown"));
     TRY(air__buf_add(out, LIT(",\"status\":")));

@@ -16,6 +16,7 @@ const char *air_strerror(int err) {
     case AIR_EIO: return "I/O error";
     case AIR_EPARSE: return "parse error";
     case AIR_ESTATE: return "not allowed in this state";
+    case AIR_ENOTSUP: return "the target cannot express the request";
     default: return "unknown error";
   }
 }

@@ -8,6 +8,7 @@
 
 #include "backoff.h"
 #include "config.h"
+#include "engine.h"
 
 #define PROVIDERS                                        \
   "providers:\n"                                         \
@@ -665,6 +666,76 @@ static void test_target_override_merges_with_rule(void **s) {
   fx_end(&fx);
 }
 
+/* ---- skipped targets (DESIGN.md 2.1) ---------------------------------------- */
+
+#define SKIP_ROUTE                                                        \
+  PROVIDERS                                                               \
+  "routes:\n"                                                             \
+  "  - name: r\n"                                                         \
+  "    targets: [p/a, q/b, p/c, p/d]\n"                                   \
+  "    budget: {max_total_attempts: 3}\n"                                 \
+  "    rules: [{on: [overloaded], action: switch, max: 1}]\n"             \
+  "  - name: only\n"                                                      \
+  "    targets: [q/b]\n"
+
+/* A skip is not numbered and counts towards neither the budget nor the
+ * rule's max: with both spent by a skip, p/d would never be tried. */
+static void test_skip_counts_nothing(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, SKIP_ROUTE, "r");
+  expect_attempt(&fx, 1, "p/a");
+  fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
+  expect_attempt(&fx, 2, "q/b");
+  assert_int_equal(air__run_skip(fx.run, "n", "n: not supported", fx.now, &fx.act), 0);
+  expect_attempt(&fx, 2, "p/c");
+  fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
+  expect_attempt(&fx, 3, "p/d");
+  assert_int_equal(air__run_attempts(fx.run), 3);
+  fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
+  expect_fail(&fx, AIR_REASON_OVERLOADED);
+  assert_int_equal(air_run_attempt_count(fx.run), 4);
+  const air_attempt *sk = air_run_attempt(fx.run, 1);
+  assert_true(sk->skipped);
+  assert_int_equal(sk->n, 0);
+  assert_string_equal(sk->field, "n");
+  assert_string_equal(sk->target, "q/b");
+  assert_int_equal(air_run_attempt(fx.run, 2)->n, 2);
+  fx_end(&fx);
+}
+
+/* Every target skipped: bad_request, status 400, no attempt made. */
+static void test_skip_all_is_bad_request(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, SKIP_ROUTE, "only");
+  expect_attempt(&fx, 1, "q/b");
+  assert_int_equal(air__run_skip(fx.run, "n", "n: not supported", fx.now, &fx.act), 0);
+  expect_fail(&fx, AIR_REASON_BAD_REQUEST);
+  assert_int_equal(fx.act.status, 400);
+  assert_int_equal(air__run_attempts(fx.run), 0);
+  fx_end(&fx);
+}
+
+/* A skipped probe frees its half-open slot: the next request probes. */
+static void test_skip_releases_probe(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, BREAKER_CFG, "r");
+  for (int i = 0; i < 3; i++) {
+    if (i > 0) fx_new_run(&fx, "r");
+    fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
+  }
+  fx.now += 10000;
+  fx_new_run(&fx, "r");
+  expect_attempt(&fx, 1, "p/a"); /* the probe */
+  assert_int_equal(air__run_skip(fx.run, "n", "n: not supported", fx.now, &fx.act), 0);
+  expect_attempt(&fx, 1, "p/b");
+  fx_new_run(&fx, "r");
+  expect_attempt(&fx, 1, "p/a"); /* probes again */
+  fx_end(&fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shared_budget_429_429_length),
@@ -688,6 +759,9 @@ int main(void) {
       cmocka_unit_test(test_sticky_off_by_default),
       cmocka_unit_test(test_direct_target_and_unknown_model),
       cmocka_unit_test(test_target_override_merges_with_rule),
+      cmocka_unit_test(test_skip_counts_nothing),
+      cmocka_unit_test(test_skip_all_is_bad_request),
+      cmocka_unit_test(test_skip_releases_probe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1115,6 +1115,33 @@ static void test_build_from_openai(void **state) {
   }
 }
 
+/* Fields that are only hints to a provider (DESIGN.md 5) are dropped for
+ * an Anthropic target, never a reason to skip it (no drop_params needed). */
+static void test_build_hints_dropped(void **state) {
+  (void)state;
+  static const char *const hints[] = {
+      "\"logprobs\":true",           "\"top_logprobs\":3",
+      "\"presence_penalty\":0.5",    "\"frequency_penalty\":-1",
+      "\"logit_bias\":{\"50256\":-100}", "\"seed\":7",
+      "\"service_tier\":\"flex\"",   "\"prompt_cache_key\":\"k\"",
+      "\"safety_identifier\":\"s\""};
+  for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+             "\"Hi\"}],%s}",
+             hints[i]);
+    int rc;
+    air_error err;
+    json_t *v = build(AIR_API_OPENAI, body, &base_opts, &rc, &err, NULL);
+    if (rc != 0) fail_msg("hint %s: %s", hints[i], err.message);
+    assert_json(v,
+                "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
+                "\"content\":\"Hi\"}],\"stream\":true,\"max_tokens\":4096}");
+    json_decref(v);
+  }
+}
+
 static void test_build_unsupported(void **state) {
   (void)state;
   static const struct {
@@ -1122,12 +1149,6 @@ static void test_build_unsupported(void **state) {
     const char *field; /* the name the error must give */
   } cases[] = {
       {"\"n\":2", "n"},
-      {"\"logprobs\":true", "logprobs"},
-      {"\"top_logprobs\":3", "top_logprobs"},
-      {"\"presence_penalty\":0.5", "presence_penalty"},
-      {"\"frequency_penalty\":-1", "frequency_penalty"},
-      {"\"logit_bias\":{\"50256\":-100}", "logit_bias"},
-      {"\"seed\":7", "seed"},
       {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
       {"\"reasoning_effort\":\"high\"", "reasoning_effort"},
       {"\"x_unknown\":1", "x_unknown"},
@@ -1145,8 +1166,8 @@ static void test_build_unsupported(void **state) {
     air_error err;
     json_t *v = build(AIR_API_OPENAI, body, &base_opts, &rc, &err, NULL);
     assert_null(v);
-    assert_int_equal(rc, AIR_EINVAL);
-    assert_int_equal(err.code, AIR_EINVAL);
+    assert_int_equal(rc, AIR_ENOTSUP);
+    assert_int_equal(err.code, AIR_ENOTSUP);
     snprintf(want, sizeof(want), "%s: not supported by anthropic upstreams",
              cases[i].field);
     assert_string_equal(err.message, want);
@@ -1530,6 +1551,7 @@ int main(void) {
       cmocka_unit_test(test_build_same_dialect),
       cmocka_unit_test(test_build_from_openai),
       cmocka_unit_test(test_build_unsupported),
+      cmocka_unit_test(test_build_hints_dropped),
       cmocka_unit_test(test_build_invalid),
       cmocka_unit_test(test_encoder_corners),
       cmocka_unit_test(test_encode_response),

@@ -1215,17 +1215,35 @@ static void test_build_from_anthropic(void **state) {
   }
 }
 
+/* Hints without an OpenAI form (DESIGN.md 5) are dropped, never a reason
+ * to skip the target; metadata.user_id still becomes user. */
+static void test_build_hints_dropped(void **state) {
+  (void)state;
+  const char *body =
+      "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+      "\"content\":\"x\"}],\"top_k\":5,\"service_tier\":\"auto\","
+      "\"context_management\":{\"edits\":[]},"
+      "\"metadata\":{\"user_id\":\"u\",\"tenant\":\"t\"}}";
+  int rc;
+  air_error err;
+  json_t *v = build(AIR_API_ANTHROPIC, body, "o", NULL, false, &rc, &err);
+  if (rc != 0) fail_msg("%s", err.message);
+  assert_null(json_object_get(v, "top_k"));
+  assert_null(json_object_get(v, "service_tier"));
+  assert_null(json_object_get(v, "context_management"));
+  assert_null(json_object_get(v, "metadata"));
+  assert_string_equal(json_string_value(json_object_get(v, "user")), "u");
+  json_decref(v);
+}
+
 static void test_build_unsupported(void **state) {
   (void)state;
   static const struct {
     const char *body, *field;
   } cases[] = {
-      {"\"top_k\":5", "top_k: not supported by openai upstreams"},
       {"\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}",
        "thinking: not supported by openai upstreams"},
       {"\"frobnicate\":true", "frobnicate: not supported by openai upstreams"},
-      {"\"metadata\":{\"user_id\":\"u\",\"tenant\":\"t\"}",
-       "metadata.tenant: not supported by openai upstreams"},
       {"\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\"}]",
        "tools[0] (type web_search_20250305): not supported by openai "
        "upstreams"},
@@ -1241,8 +1259,8 @@ static void test_build_unsupported(void **state) {
     air_error err;
     json_t *v = build(AIR_API_ANTHROPIC, body, "o", NULL, false, &rc, &err);
     assert_null(v);
-    assert_int_equal(rc, AIR_EINVAL);
-    assert_int_equal(err.code, AIR_EINVAL);
+    assert_int_equal(rc, AIR_ENOTSUP);
+    assert_int_equal(err.code, AIR_ENOTSUP);
     assert_string_equal(err.message, cases[i].field);
     /* drop_params: the field is gone, the rest is there. */
     v = build(AIR_API_ANTHROPIC, body, "o", NULL, true, &rc, &err);
@@ -1376,6 +1394,7 @@ int main(void) {
       cmocka_unit_test(test_build_same_dialect),
       cmocka_unit_test(test_build_from_anthropic),
       cmocka_unit_test(test_build_unsupported),
+      cmocka_unit_test(test_build_hints_dropped),
       cmocka_unit_test(test_request_fast_path),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

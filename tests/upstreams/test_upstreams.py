@@ -77,6 +77,27 @@ def an_finish_only(stop_reason):
         + an_event("message_stop", {"type": "message_stop"}))
 
 
+def oa_answer(text):
+    return (oa_chunk({"role": "assistant", "content": ""})
+            + oa_chunk({"content": text}) + oa_chunk({}, "stop")
+            + b"data: [DONE]\n\n")
+
+
+def an_answer(text):
+    return (an_event("message_start", {"type": "message_start", "message": {
+        "id": "msg_x2", "type": "message", "role": "assistant",
+        "model": "up-model", "content": [], "stop_reason": None,
+        "usage": {"input_tokens": 3, "output_tokens": 0}}})
+        + an_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                           "content_block": {"type": "text", "text": ""}})
+        + an_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "text_delta", "text": text}})
+        + an_event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        + an_event("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": "end_turn"}, "usage": {"output_tokens": 2}})
+        + an_event("message_stop", {"type": "message_stop"}))
+
+
 SSE = [("content-type", "text/event-stream")]
 SCRIPTS = {
     # model -> (status, headers, body)
@@ -84,6 +105,8 @@ SCRIPTS = {
     "oa-length-only": (200, SSE, oa_finish_only("length")),
     "an-length-only": (200, SSE, an_finish_only("max_tokens")),
     "an-refusal-only": (200, SSE, an_finish_only("refusal")),
+    "oa-ok": (200, SSE, oa_answer("hello from openai")),
+    "an-ok": (200, SSE, an_answer("hello from anthropic")),
 }
 
 
@@ -96,6 +119,8 @@ class Upstream:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.stop = False
+        self.seen = {}  # model -> requests received
+        self.lock = threading.Lock()
         threading.Thread(target=self.loop, daemon=True).start()
 
     def loop(self):
@@ -129,6 +154,8 @@ class Upstream:
                     buf += d
                 body, buf = buf[:n], buf[n:]
                 model = json.loads(body or b"{}").get("model", "")
+                with self.lock:
+                    self.seen[model] = self.seen.get(model, 0) + 1
                 status, headers, out = SCRIPTS.get(
                     model, (404, [("content-type", "application/json")],
                             b'{"error":{"message":"no such model","type":"not_found"}}'))
@@ -249,6 +276,8 @@ routes:
   - {name: length, targets: [oa/oa-length-only]}
   - {name: an-length, targets: [an/an-length-only]}
   - {name: an-refusal, targets: [an/an-refusal-only]}
+  - {name: skip-first, targets: [an/an-ok, oa/oa-ok]}
+  - {name: skip-all, targets: [an/an-ok]}
 """ % (LOCAL, up.port, LOCAL, up.port, commit)
 
 
@@ -338,6 +367,72 @@ def t_refusal_only(binary, up):
         check(b.get("type") == "error", "error body: %r" % b)
         check("x-airetry-target" not in hs, "x-airetry-target on an error: %r" % hs)
         gw.alive()
+
+
+def log_lines(gw):
+    out = []
+    for line in gw.stderr().splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def log_line(gw, rid):
+    """The request's log line; it is written after the response, so this
+    polls the gateway's stderr (bounded: 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        hit = [l for l in log_lines(gw) if l.get("request_id") == rid]
+        if hit:
+            return hit[0]
+        check(time.monotonic() < deadline, "no log line for %s" % rid)
+        time.sleep(0.02)
+
+
+@test("skipped/a target that cannot express the request is skipped, not counted, never sent to")
+def t_skipped(binary, up):
+    gw = Gateway(binary, config(up))
+    before = dict(up.seen)
+    body = {"model": "skip-first", "n": 2, "stream": False,
+            "messages": [{"role": "user", "content": "hi"}]}
+    st, hs, out = request(gw.port, "POST", "/v1/chat/completions", body)
+    check(st == 200, "status %d: %r" % (st, out[:300]))
+    check(hs.get("x-airetry-target") == "oa/oa-ok", "target %r" % hs.get("x-airetry-target"))
+    check(hs.get("x-airetry-attempts") == "1", "attempts %r" % hs.get("x-airetry-attempts"))
+    check(up.seen.get("an-ok", 0) == before.get("an-ok", 0), "the skipped target was called")
+    line = log_line(gw, hs.get("x-request-id"))
+    atts = line["attempts"]
+    check(atts[0] == {"target": "an/an-ok", "outcome": "skipped", "field": "n"},
+          "log attempts %r" % atts)
+    check(atts[1]["target"] == "oa/oa-ok" and atts[1]["reason"] == "ok", "log %r" % atts)
+    # Every target skipped: 400 naming the field and the target.
+    body["model"] = "skip-all"
+    for stream in (False, True):
+        body["stream"] = stream
+        st, hs, out = request(gw.port, "POST", "/v1/chat/completions", body)
+        check(st == 400, "status %d: %r" % (st, out[:300]))
+        b = json.loads(out)
+        check(b["error"]["attempts"] == [{"target": "an/an-ok", "outcome": "skipped",
+                                          "field": "n"}], "attempts %r" % b)
+        check("n" in b["error"]["message"] and "an/an-ok" in b["error"]["message"],
+              "message %r" % b["error"]["message"])
+        check("x-airetry-target" not in hs, "x-airetry-target: %r" % hs)
+        check(hs.get("x-airetry-attempts") == "0", "attempts %r" % hs.get("x-airetry-attempts"))
+    check(up.seen.get("an-ok", 0) == before.get("an-ok", 0), "the skipped target was called")
+    gw.alive()
+
+
+@test("hints/seed, logprobs, service_tier are dropped for an Anthropic target, not skipped")
+def t_hints(binary, up):
+    gw = Gateway(binary, config(up))
+    body = {"model": "skip-all", "seed": 7, "logprobs": True, "top_logprobs": 2,
+            "service_tier": "auto", "stream": False,
+            "messages": [{"role": "user", "content": "hi"}]}
+    st, hs, out = request(gw.port, "POST", "/v1/chat/completions", body)
+    check(st == 200, "status %d: %r" % (st, out[:300]))
+    check(json.loads(out)["choices"][0]["message"]["content"] == "hello from anthropic",
+          "answer %r" % out)
+    gw.alive()
 
 
 def main():
