@@ -292,13 +292,16 @@ int air__gate_malformed(air__gate *g) {
   g->malformed++;
   if (g->cfg.malformed == AIR_MALFORMED_FAIL ||
       g->malformed > g->cfg.max_malformed) {
+    const char *why = g->cfg.malformed == AIR_MALFORMED_FAIL
+                          ? "a malformed event (malformed: fail)"
+                          : "more malformed events than max_malformed";
     if (g->state == AIR_GATE_COMMITTED) {
       g->state = AIR_GATE_FAILED;
       g->reason = AIR_REASON_MALFORMED;
-      g->message = "too many malformed events";
+      g->message = why;
       return 1;
     }
-    return fail(g, AIR_REASON_MALFORMED, "too many malformed events", false);
+    return fail(g, AIR_REASON_MALFORMED, why, false);
   }
   return 0;
 }

@@ -308,6 +308,26 @@ static const char *keep(air_run *run, const char *s) {
   return p ? p : "";
 }
 
+/*
+ * The message a caller and the log see for a failed attempt (DESIGN.md 5):
+ * "TARGET: DETAIL (REASON)", the detail being what the attempt reported
+ * (the upstream's own message, or ours), bounded by AIR_MAX_MESSAGE_BYTES.
+ * It names the upstream and the reason in words; rules that match on
+ * `message` see the attempt's own message, not this one.
+ */
+static const char *plain_message(air_run *run, const char *target,
+                                 const char *detail, air_reason reason) {
+  char buf[AIR_MAX_MESSAGE_BYTES];
+  const char *rn = air_reason_name(reason);
+  if (detail == NULL || detail[0] == '\0') detail = "failed";
+  int n = snprintf(buf, sizeof(buf), "%s: %.*s (%s)", target,
+                   (int)(sizeof(buf) / 2), detail, rn ? rn : "unknown");
+  if (n < 0) return "";
+  size_t len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+  const char *p = air__arena_strndup(&run->arena, buf, len);
+  return p ? p : "";
+}
+
 static bool is_timeout(air_reason r) {
   return r >= AIR_REASON_TIMEOUT_CONNECT && r <= AIR_REASON_TIMEOUT_TOTAL;
 }
@@ -407,7 +427,7 @@ static air_reason record_failure(air_run *run, const air_failure *f,
   e->reason = reason;
   e->status = f->status;
   e->ms = now_ms - e->start_ms;
-  e->message = keep(run, f->message);
+  e->message = plain_message(run, e->target, f->message, reason);
   e->request_id = keep(run, f->request_id);
   run->last_reason = reason;
   run->last_status = f->status;

@@ -420,25 +420,46 @@ static void check_done(air__transport *t) {
       msg = "aborted by the consumer";
     } else if (res != CURLE_OK) {
       rc = AIR_EIO;
-      msg = curl_easy_strerror(res);
+      kind = AIR_TRANSPORT_CONNECT;
+      /* Our own words: no libcurl string ever reaches a caller. */
       switch (res) {
         case CURLE_OPERATION_TIMEDOUT:
           connect_timeout = true;
-          kind = AIR_TRANSPORT_CONNECT;
+          msg = "no connection within connect_ms";
           break;
         case CURLE_COULDNT_CONNECT:
+          msg = "connection refused or host unreachable";
+          break;
         case CURLE_COULDNT_RESOLVE_HOST:
+          msg = "host name did not resolve";
+          break;
         case CURLE_COULDNT_RESOLVE_PROXY:
+          msg = "proxy name did not resolve";
+          break;
         case CURLE_SSL_CONNECT_ERROR:
+          msg = "TLS handshake failed";
+          break;
         case CURLE_PEER_FAILED_VERIFICATION:
-          kind = AIR_TRANSPORT_CONNECT;
+          msg = "TLS certificate not trusted";
           break;
         case CURLE_WRITE_ERROR:
           kind = AIR_TRANSPORT_BADBODY;
           msg = "response head over the limit";
           break;
+        case CURLE_GOT_NOTHING:
+          kind = AIR_TRANSPORT_CLOSED;
+          msg = "connection closed before any response";
+          break;
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+          kind = AIR_TRANSPORT_CLOSED;
+          msg = x->head_done ? "connection reset during the response"
+                             : "connection reset before the response";
+          break;
         default:
           kind = AIR_TRANSPORT_CLOSED;
+          msg = x->head_done ? "connection closed before the response was complete"
+                             : "connection closed before the response";
       }
     } else {
       if (!x->head_done) deliver_head(x);

@@ -136,7 +136,7 @@ static void test_observers_and_options(void **st) {
   assert_int_equal(log[0].reason, AIR_REASON_OVERLOADED);
   assert_int_equal(log[0].status, 503);
   assert_int_equal(log[0].wait_ms, 10000);
-  assert_string_equal(log[0].message, "scripted failure");
+  assert_string_equal(log[0].message, "p/a: scripted failure (overloaded)");
   assert_int_equal(log[1].reason, AIR_REASON_SERVER_ERROR);
   assert_string_equal(log[2].target, "p/b");
   assert_int_equal(log[2].reason, AIR_REASON_NONE);

@@ -319,7 +319,8 @@ static void test_no_rule_matches_fails_with_original(void **s) {
   expect_fail(&fx, AIR_REASON_SERVER_ERROR);
   assert_int_equal(fx.act.status, 502);
   const air_attempt *a = air_run_attempt(fx.run, 0);
-  assert_string_equal(a->message, "bad gateway");
+  /* The message names the upstream and the reason (DESIGN.md 5). */
+  assert_string_equal(a->message, "p/a: bad gateway (server_error)");
   assert_string_equal(a->request_id, "req_123");
   assert_int_equal(air_run_attempt_count(fx.run), 1);
   fx_end(&fx);

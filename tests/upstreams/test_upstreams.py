@@ -107,7 +107,13 @@ SCRIPTS = {
     "an-refusal-only": (200, SSE, an_finish_only("refusal")),
     "oa-ok": (200, SSE, oa_answer("hello from openai")),
     "an-ok": (200, SSE, an_answer("hello from anthropic")),
+    # the head promises more bytes than come: the connection then closes
+    "oa-cut": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
+               + oa_chunk({"content": "partial"})),
+    "oa-bad-event": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
+                     + b"data: {not json\n\n" + oa_answer("after the bad one")),
 }
+CUT = {"oa-cut"}
 
 
 class Upstream:
@@ -159,9 +165,12 @@ class Upstream:
                 status, headers, out = SCRIPTS.get(
                     model, (404, [("content-type", "application/json")],
                             b'{"error":{"message":"no such model","type":"not_found"}}'))
-                resp = "HTTP/1.1 %d X\r\ncontent-length: %d\r\n" % (status, len(out))
+                declared = len(out) + (100 if model in CUT else 0)
+                resp = "HTTP/1.1 %d X\r\ncontent-length: %d\r\n" % (status, declared)
                 resp += "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
                 c.sendall(resp.encode() + out)
+                if model in CUT:
+                    return
         except (OSError, ValueError):
             pass
         finally:
@@ -266,8 +275,18 @@ def test(name):
     return deco
 
 
+def closed_port():
+    """A 127.0.0.1 port with nothing listening (bound, then closed)."""
+    s = socket.socket()
+    s.bind((LOCAL, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def config(up, commit="first_content"):
     return """providers:
+  - {name: nobody, api: openai, base_url: http://127.0.0.1:%d/v1}
   - {name: oa, api: openai, base_url: http://%s:%d/v1}
   - {name: an, api: anthropic, base_url: http://%s:%d}
 defaults: {commit: %s}
@@ -278,7 +297,10 @@ routes:
   - {name: an-refusal, targets: [an/an-refusal-only]}
   - {name: skip-first, targets: [an/an-ok, oa/oa-ok]}
   - {name: skip-all, targets: [an/an-ok]}
-""" % (LOCAL, up.port, LOCAL, up.port, commit)
+  - {name: cut, targets: [oa/oa-cut]}
+  - {name: bad-event, targets: [oa/oa-bad-event], malformed: fail}
+  - {name: refused, targets: [nobody/x]}
+""" % (closed_port(), LOCAL, up.port, LOCAL, up.port, commit)
 
 
 def openai_call(gw, model, stream):
@@ -432,6 +454,49 @@ def t_hints(binary, up):
     check(st == 200, "status %d: %r" % (st, out[:300]))
     check(json.loads(out)["choices"][0]["message"]["content"] == "hello from anthropic",
           "answer %r" % out)
+    gw.alive()
+
+
+LIBCURL_WORDS = ("Transferred a partial file", "Couldn't connect", "Failure when receiving",
+                 "Server returned nothing", "curl", "Recv failure", "partial file")
+
+
+def check_plain(message, target, reason):
+    for w in LIBCURL_WORDS:
+        check(w.lower() not in message.lower(), "library text in %r" % message)
+    check(target in message and "(%s)" % reason in message,
+          "message %r names neither %s nor (%s)" % (message, target, reason))
+
+
+@test("messages/callers are told the reason and the upstream in plain words, never libcurl's")
+def t_messages(binary, up):
+    gw = Gateway(binary, config(up))
+    # Nothing listens: before any response.
+    st, hs, out = openai_call(gw, "refused", False)
+    check(st == 502, "status %d" % st)
+    check_plain(json.loads(out)["error"]["message"], "nobody/x", "network")
+    st, hs, out = anthropic_call(gw, "refused", False)
+    check_plain(json.loads(out)["error"]["message"], "nobody/x", "network")
+    # Cut after commit: the error event names the upstream and the reason.
+    st, hs, out = openai_call(gw, "cut", True)
+    check(st == 200, "status %d" % st)
+    ev = sse_events(out)
+    check(ev[-1][1] != "[DONE]", "a cut stream ended cleanly: %r" % out)
+    err = json.loads(ev[-1][1])["error"]
+    check_plain(err["message"], "oa/oa-cut", "network")
+    st, hs, out = anthropic_call(gw, "cut", True)
+    ev = sse_events(out)
+    check(ev[-1][0] == "error", "no error event: %r" % out)
+    check_plain(json.loads(ev[-1][1])["error"]["message"], "oa/oa-cut", "network")
+    # Not streamed: the answer never completed.
+    st, hs, out = openai_call(gw, "cut", False)
+    check(st == 502, "status %d: %r" % (st, out))
+    check_plain(json.loads(out)["error"]["message"], "oa/oa-cut", "network")
+    # malformed: fail after one bad event says so, not "too many".
+    st, hs, out = openai_call(gw, "bad-event", False)
+    m = json.loads(out)["error"]["message"]
+    check_plain(m, "oa/oa-bad-event", "malformed")
+    check("too many" not in m and "malformed: fail" in m, "message %r" % m)
     gw.alive()
 
 
