@@ -17,6 +17,10 @@
 #include "sse.h"
 
 #define MAX_EVENT_PARTS 4  /* parts of one SSE event kept inline */
+/* An error (non-200) body is diagnostic only: its first MAX_ERROR_BODY
+ * bytes are kept for classification and the rest is read and dropped. A
+ * whole 200 body is an answer: bounded by AIR_MAX_RESPONSE_BYTES, past it
+ * the attempt fails (malformed), never a silently shortened answer. */
 #define MAX_ERROR_BODY (1u << 20)
 #define MAX_KEPT_HEADERS 32
 #define MAX_REQUEST_HEADERS (AIR_MAX_HEADERS + 16)
@@ -375,9 +379,14 @@ static int on_body(void *data, const char *p, size_t n) {
   air__exchange *x = data;
   if (x->cancel_pending) return -1;
   if (x->mode != M_SSE) {
+    if (x->status != 200) {
+      size_t room = x->err.n < MAX_ERROR_BODY ? MAX_ERROR_BODY - x->err.n : 0;
+      if (room == 0) return 0;
+      return air__buf_add(&x->err, p, n < room ? n : room) == 0 ? 0 : -1;
+    }
     if (air__buf_add(&x->err, p, n) == 0) return 0;
     set_fail(x, AIR_REASON_MALFORMED, x->status, NULL, NULL,
-             "response body over the limit", AIR_TRANSPORT_BADBODY);
+             "response body over max_response_bytes", AIR_TRANSPORT_BADBODY);
     return -1;
   }
   x->in_xfer_cb = true;
@@ -812,7 +821,7 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
   x->cap_parts = MAX_EVENT_PARTS;
   air__sse_init(&x->sse, on_sse, x);
   air__buf_init(&x->body, 64u << 20);
-  air__buf_init(&x->err, MAX_ERROR_BODY);
+  air__buf_init(&x->err, AIR_MAX_RESPONSE_BYTES);
   air__buf_init(&x->kept, 16u << 10);
   air__buf_init(&x->strs, 8u << 10);
   for (int i = 0; i < 4; i++) {

@@ -24,6 +24,7 @@
 #define AIR_MAX_SSE_RAW_BYTES (8u << 20)    /* one event's bytes as received */
 #define AIR_MAX_HOLD_BYTES (4u << 20)       /* held before commit (first_content) */
 #define AIR_MAX_COMPLETE_BYTES (64u << 20)  /* one whole attempt (commit: complete) */
+#define AIR_MAX_RESPONSE_BYTES (64u << 20)  /* a whole (non-stream) 200 body */
 #define AIR_MAX_HOLD_EVENTS 65536           /* events held before commit */
 #define AIR_MAX_EVENT_PARTS 4096          /* parts decoded from one event */
 

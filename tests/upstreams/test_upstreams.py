@@ -99,6 +99,7 @@ def an_answer(text):
 
 
 SSE = [("content-type", "text/event-stream")]
+BIG_TEXT = "0123456789abcdef" * (3 * 65536)
 SCRIPTS = {
     # model -> (status, headers, body)
     "oa-filter-only": (200, SSE, oa_finish_only("content_filter")),
@@ -112,6 +113,15 @@ SCRIPTS = {
                + oa_chunk({"content": "partial"})),
     "oa-bad-event": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
                      + b"data: {not json\n\n" + oa_answer("after the bad one")),
+    # a whole JSON answer of 3 MiB (over the old 1 MiB cap, under 64 MiB)
+    "oa-big-json": (200, [("content-type", "application/json")], json.dumps({
+        "id": "chatcmpl-big", "object": "chat.completion", "created": 1,
+        "model": "up-model", "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant",
+                                                      "content": BIG_TEXT}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()),
+    # an overload whose (non-JSON) body is 2 MiB: still an overload
+    "oa-big-503": (503, [("content-type", "text/html")], b"<p>busy</p>" * 200000),
 }
 CUT = {"oa-cut"}
 
@@ -300,6 +310,10 @@ routes:
   - {name: cut, targets: [oa/oa-cut]}
   - {name: bad-event, targets: [oa/oa-bad-event], malformed: fail}
   - {name: refused, targets: [nobody/x]}
+  - {name: big, targets: [oa/oa-big-json]}
+  - name: big-503
+    targets: [oa/oa-big-503]
+    rules: [{on: [overloaded], action: fail}]
 """ % (closed_port(), LOCAL, up.port, LOCAL, up.port, commit)
 
 
@@ -497,6 +511,25 @@ def t_messages(binary, up):
     m = json.loads(out)["error"]["message"]
     check_plain(m, "oa/oa-bad-event", "malformed")
     check("too many" not in m and "malformed: fail" in m, "message %r" % m)
+    gw.alive()
+
+
+@test("caps/a whole 3 MiB JSON answer is returned whole; a 2 MiB 503 body is still an overload")
+def t_caps(binary, up):
+    gw = Gateway(binary, config(up))
+    for stream in (False, True):
+        st, hs, out = openai_call(gw, "big", stream)
+        check(st == 200, "status %d: %r" % (st, out[:300]))
+        if stream:
+            text = "".join(json.loads(d)["choices"][0]["delta"].get("content") or ""
+                           for _, d in sse_events(out)[:-1]
+                           if json.loads(d).get("choices"))
+        else:
+            text = json.loads(out)["choices"][0]["message"]["content"]
+        check(text == BIG_TEXT, "answer of %d bytes, want %d" % (len(text), len(BIG_TEXT)))
+    st, hs, out = openai_call(gw, "big-503", False)
+    check(st == 503, "status %d: %r" % (st, out[:300]))
+    check(json.loads(out)["error"]["attempts"][0]["reason"] == "overloaded", "body %r" % out[:300])
     gw.alive()
 
 
