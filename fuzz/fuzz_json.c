@@ -3,7 +3,8 @@
  *
  * The input is one JSON text, tokenized by air__json_parse, then:
  *   1. the result is checked: 0, AIR_EPARSE or AIR_ETOOBIG, and on failure
- *      no tokens and no heap array left;
+ *      no tokens and no heap array left; air__json_validate gives the same
+ *      answer (past the token limit, whatever the grammar says);
  *   2. on success every token is walked from the root: each container's
  *      members are where size and next say, each token's bytes lie inside
  *      its parent's and look like its type, only white space and exactly
@@ -307,6 +308,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = air__json_parse(&j, js, size);
   CHECK(rc == 0 || rc == AIR_EPARSE || rc == AIR_ETOOBIG);
   if (rc != 0) CHECK(j.n == 0 && j.tok == j.inline_tok);
+  /* The token-free validator agrees (it has no token limit). */
+  int vrc = air__json_validate(js, size);
+  CHECK(rc == AIR_ETOOBIG ? (vrc == 0 || vrc == AIR_EPARSE) : vrc == rc);
 
   walk w = {.j = &j, .js = js};
   air__buf_init(&w.s, (size_t)1 << 26);

@@ -445,3 +445,76 @@ int air__json_str(const air__json *j, int i, air__buf *out) {
   }
   return rc;
 }
+
+/*
+ * Validation only (no tokens, no allocation): the same grammar as tokenize,
+ * with a stack of the open brackets (AIR_JSON_MAX_DEPTH bytes). Linear in
+ * len, so a whole 64 MiB answer is judged without building anything.
+ */
+int air__json_validate(const char *js, size_t len) {
+  char stack[AIR_JSON_MAX_DEPTH];
+  int depth = 0;
+  const char *p = js;
+  const char *const e = js + len;
+  if (len > AIR_MAX_JSON_BYTES) return AIR_ETOOBIG;
+
+value:
+  p = skip_ws(p, e);
+  if (p == e) return AIR_EPARSE;
+  switch (*p) {
+    case '{':
+    case '[':
+      if (depth == AIR_JSON_MAX_DEPTH) return AIR_EPARSE;
+      stack[depth++] = *p == '{' ? '}' : ']';
+      p = skip_ws(p + 1, e);
+      if (p == e) return AIR_EPARSE;
+      if (*p == stack[depth - 1]) {
+        p++;
+        depth--;
+        goto after;
+      }
+      if (stack[depth - 1] == '}') goto key;
+      goto value;
+    case '"':
+      if ((p = scan_string(p + 1, e)) == NULL) return AIR_EPARSE;
+      p++;
+      break;
+    case 't':
+      if (e - p < 4 || memcmp(p, "true", 4) != 0) return AIR_EPARSE;
+      p += 4;
+      break;
+    case 'f':
+      if (e - p < 5 || memcmp(p, "false", 5) != 0) return AIR_EPARSE;
+      p += 5;
+      break;
+    case 'n':
+      if (e - p < 4 || memcmp(p, "null", 4) != 0) return AIR_EPARSE;
+      p += 4;
+      break;
+    default:
+      if ((p = scan_number(p, e)) == NULL) return AIR_EPARSE;
+  }
+
+after:
+  p = skip_ws(p, e);
+  if (depth == 0) return p == e ? 0 : AIR_EPARSE;
+  if (p == e) return AIR_EPARSE;
+  if (*p == ',') {
+    p++;
+    if (stack[depth - 1] == '}') goto key;
+    goto value;
+  }
+  if (*p != stack[depth - 1]) return AIR_EPARSE;
+  p++;
+  depth--;
+  goto after;
+
+key:
+  p = skip_ws(p, e);
+  if (p == e || *p != '"') return AIR_EPARSE;
+  if ((p = scan_string(p + 1, e)) == NULL) return AIR_EPARSE;
+  p = skip_ws(p + 1, e);
+  if (p == e || *p != ':') return AIR_EPARSE;
+  p++;
+  goto value;
+}

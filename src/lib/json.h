@@ -81,6 +81,11 @@ typedef struct air__json {
 int air__json_parse(air__json *j, const char *js, size_t len);
 void air__json_cleanup(air__json *j);
 
+/* Whether the len bytes at js are one JSON document by the grammar of
+ * air__json_parse, without keeping tokens (no allocation, no token limit,
+ * linear): 0, AIR_EPARSE or AIR_ETOOBIG (len over AIR_MAX_JSON_BYTES). */
+int air__json_validate(const char *js, size_t len);
+
 /*
  * The helpers below take any token index: out of range (-1 included, what
  * a failed look-up returns) reads as a missing value. The small, hot ones
