@@ -76,9 +76,9 @@ static void check_json(const air__buf *b) {
 
 static void trace_str(air__buf *t, const char *p, size_t n) {
   CHECK(n == 0 || p != NULL);
-  air__buf_addu(t, n);
-  air__buf_addc(t, ':');
-  if (n) air__buf_add(t, p, n);
+  air__buf_putu(t, n);
+  air__buf_putc(t, ':');
+  if (n) air__buf_put(t, p, n);
 }
 
 static int on_part(void *data, const air_part *p) {
@@ -91,15 +91,15 @@ static int on_part(void *data, const air_part *p) {
   if (p->kind == AIR_PART_TEXT || p->kind == AIR_PART_REASONING ||
       p->kind == AIR_PART_REFUSAL || p->kind == AIR_PART_TOOL_DELTA)
     CHECK(p->text_len > 0);
-  air__buf_addu(&r->trace, (unsigned)p->kind);
-  air__buf_addu(&r->trace, (unsigned)p->index);
+  air__buf_putu(&r->trace, (unsigned)p->kind);
+  air__buf_putu(&r->trace, (unsigned)p->index);
   trace_str(&r->trace, p->text, p->text_len);
   trace_str(&r->trace, p->id, p->id_len);
   trace_str(&r->trace, p->name, p->name_len);
   trace_str(&r->trace, p->finish_raw, p->finish_raw_len);
-  air__buf_addu(&r->trace, p->input_tokens);
-  air__buf_addu(&r->trace, p->output_tokens);
-  air__buf_addc(&r->trace, '\n');
+  air__buf_putu(&r->trace, p->input_tokens);
+  air__buf_putu(&r->trace, p->output_tokens);
+  air__buf_putc(&r->trace, '\n');
   if (r->trace.n > (1u << 20)) air__buf_reset(&r->trace);
 
   int rc = air__aggregate_add(&r->a, p);

@@ -41,6 +41,8 @@ typedef struct gw_req {
   bool ended;         /* on_end ran */
   bool finished;      /* the HTTP request was finished */
   bool pending;       /* on w->pending: out is written at the end of the turn */
+  bool lost;          /* bytes of the answer could not be kept (a buffer
+                         limit or memory): never reported as a success */
   struct gw_req *pend_prev, *pend_next;
   uint64_t start_ms;
   uint64_t bytes;
@@ -105,22 +107,22 @@ static void log_rejected(air__http_req *req, air__api dialect, int status,
   air__buf_init(&b, 64u << 10);
   char t[64];
   utc_now(t, sizeof(t));
-  air__buf_adds(&b, "{\"time\":\"");
-  air__buf_adds(&b, t);
-  air__buf_adds(&b, "\",\"request_id\":");
-  air__buf_add_json_str(&b, rid ? rid : "", rid ? strlen(rid) : 0);
-  air__buf_adds(&b, ",\"path\":");
-  air__buf_add_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
-  air__buf_adds(&b, dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
+  air__buf_puts(&b, "{\"time\":\"");
+  air__buf_puts(&b, t);
+  air__buf_puts(&b, "\",\"request_id\":");
+  air__buf_put_json_str(&b, rid ? rid : "", rid ? strlen(rid) : 0);
+  air__buf_puts(&b, ",\"path\":");
+  air__buf_put_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
+  air__buf_puts(&b, dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
                                                  : ",\"api\":\"openai\"");
-  air__buf_adds(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
-  air__buf_addu(&b, (unsigned long long)status);
-  air__buf_adds(&b, ",\"reason\":\"");
-  air__buf_adds(&b, air_reason_name(reason));
-  air__buf_adds(&b, "\",\"message\":");
-  air__buf_add_json_str(&b, message, strlen(message));
-  air__buf_adds(&b, "}\n");
-  if (b.p) air__gw_log(b.p, b.n);
+  air__buf_puts(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
+  air__buf_putu(&b, (unsigned long long)status);
+  air__buf_puts(&b, ",\"reason\":\"");
+  air__buf_puts(&b, air_reason_name(reason));
+  air__buf_puts(&b, "\",\"message\":");
+  air__buf_put_json_str(&b, message, strlen(message));
+  air__buf_puts(&b, "}\n");
+  if (air__buf_error(&b) == 0) air__gw_log(b.p, b.n);
   air__buf_cleanup(&b);
 }
 
@@ -189,14 +191,20 @@ static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
 static void models_list(air__http_req *req, const air_config *cfg) {
   air__buf b;
   air__buf_init(&b, 16u << 20);
-  air__buf_adds(&b, "{\"object\":\"list\",\"data\":[");
+  air__buf_puts(&b, "{\"object\":\"list\",\"data\":[");
   for (size_t i = 0; i < cfg->n_routes; i++) {
-    if (i) air__buf_addc(&b, ',');
-    air__buf_adds(&b, "{\"id\":");
-    air__buf_add_json_str(&b, cfg->routes[i].name, strlen(cfg->routes[i].name));
-    air__buf_adds(&b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
+    if (i) air__buf_putc(&b, ',');
+    air__buf_puts(&b, "{\"id\":");
+    air__buf_put_json_str(&b, cfg->routes[i].name, strlen(cfg->routes[i].name));
+    air__buf_puts(&b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
   }
-  air__buf_adds(&b, "]}");
+  air__buf_puts(&b, "]}");
+  if (air__buf_error(&b) != 0) {
+    air__buf_cleanup(&b);
+    respond_error(req, AIR_API_OPENAI, 503, AIR_REASON_OVERLOADED,
+                  "the model list is over the gateway's limits", NULL);
+    return;
+  }
   air__http_field f[1] = {json_ct};
   air__http_respond(req, 200, f, 1, b.p, b.n);
   air__buf_cleanup(&b);
@@ -205,7 +213,11 @@ static void models_list(air__http_req *req, const air_config *cfg) {
 static void metrics(air__gw_worker *w, air__http_req *req) {
   air__buf b;
   air__buf_init(&b, 64u << 20);
-  air__metrics_render(w->g->metrics, w->g->state, mono_ms(), &b);
+  if (air__metrics_render(w->g->metrics, w->g->state, mono_ms(), &b) != 0) {
+    air__buf_cleanup(&b);
+    respond_text(req, 503, "text/plain", "metrics over the limits\n", 24);
+    return;
+  }
   respond_text(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.n);
   air__buf_cleanup(&b);
 }
@@ -218,54 +230,69 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_init(&b, 1u << 20);
   char t[64];
   utc_now(t, sizeof(t));
-  air__buf_adds(&b, "{\"time\":\"");
-  air__buf_adds(&b, t);
-  air__buf_adds(&b, "\",\"request_id\":\"");
-  air__buf_adds(&b, r->rid);
-  air__buf_adds(&b, "\",\"route\":");
+  air__buf_puts(&b, "{\"time\":\"");
+  air__buf_puts(&b, t);
+  air__buf_puts(&b, "\",\"request_id\":\"");
+  air__buf_puts(&b, r->rid);
+  air__buf_puts(&b, "\",\"route\":");
   const char *model = r->areq.model ? r->areq.model : "";
-  air__buf_add_json_str(&b, model, strlen(model));
-  air__buf_adds(&b, r->dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
+  air__buf_put_json_str(&b, model, strlen(model));
+  air__buf_puts(&b, r->dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
                                                     : ",\"api\":\"openai\"");
-  air__buf_adds(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
-  air__buf_adds(&b, ",\"attempts\":[");
+  air__buf_puts(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
+  air__buf_puts(&b, ",\"attempts\":[");
   for (size_t i = 0; i < res->n_log; i++) {
     const air_attempt *a = &res->log[i];
-    if (i) air__buf_addc(&b, ',');
-    air__buf_adds(&b, "{\"target\":");
-    air__buf_add_json_str(&b, a->target, strlen(a->target));
+    if (i) air__buf_putc(&b, ',');
+    air__buf_puts(&b, "{\"target\":");
+    air__buf_put_json_str(&b, a->target, strlen(a->target));
     if (a->skipped) {
-      air__buf_adds(&b, ",\"outcome\":\"skipped\",\"field\":");
-      air__buf_add_json_str(&b, a->field ? a->field : "", a->field ? strlen(a->field) : 0);
-      air__buf_addc(&b, '}');
+      air__buf_puts(&b, ",\"outcome\":\"skipped\",\"field\":");
+      air__buf_put_json_str(&b, a->field ? a->field : "", a->field ? strlen(a->field) : 0);
+      air__buf_putc(&b, '}');
       continue;
     }
-    air__buf_adds(&b, ",\"reason\":\"");
-    air__buf_adds(&b, a->reason ? air_reason_name(a->reason) : "ok");
-    air__buf_adds(&b, "\",\"status\":");
-    air__buf_addu(&b, (unsigned long long)a->status);
-    air__buf_adds(&b, ",\"ms\":");
-    air__buf_addu(&b, a->ms);
+    air__buf_puts(&b, ",\"reason\":\"");
+    air__buf_puts(&b, a->reason ? air_reason_name(a->reason) : "ok");
+    air__buf_puts(&b, "\",\"status\":");
+    air__buf_putu(&b, (unsigned long long)a->status);
+    air__buf_puts(&b, ",\"ms\":");
+    air__buf_putu(&b, a->ms);
     if (a->wait_ms) {
-      air__buf_adds(&b, ",\"wait_ms\":");
-      air__buf_addu(&b, a->wait_ms);
+      air__buf_puts(&b, ",\"wait_ms\":");
+      air__buf_putu(&b, a->wait_ms);
     }
-    air__buf_addc(&b, '}');
+    air__buf_putc(&b, '}');
   }
-  air__buf_adds(&b, "],\"outcome\":\"");
-  air__buf_adds(&b, outcome);
-  air__buf_adds(&b, "\",\"status\":");
-  air__buf_addu(&b, (unsigned long long)status);
-  air__buf_adds(&b, ",\"first_content_ms\":");
-  air__buf_addu(&b, res->first_content_ms);
-  air__buf_adds(&b, ",\"total_ms\":");
-  air__buf_addu(&b, res->total_ms);
-  air__buf_adds(&b, ",\"bytes\":");
-  air__buf_addu(&b, r->bytes);
-  air__buf_adds(&b, ",\"malformed\":");
-  air__buf_addu(&b, res->malformed);
-  air__buf_adds(&b, "}\n");
-  if (b.p) air__gw_log(b.p, b.n);
+  air__buf_puts(&b, "],\"outcome\":\"");
+  air__buf_puts(&b, outcome);
+  air__buf_puts(&b, "\",\"status\":");
+  air__buf_putu(&b, (unsigned long long)status);
+  air__buf_puts(&b, ",\"first_content_ms\":");
+  air__buf_putu(&b, res->first_content_ms);
+  air__buf_puts(&b, ",\"total_ms\":");
+  air__buf_putu(&b, res->total_ms);
+  air__buf_puts(&b, ",\"bytes\":");
+  air__buf_putu(&b, r->bytes);
+  air__buf_puts(&b, ",\"malformed\":");
+  air__buf_putu(&b, res->malformed);
+  air__buf_puts(&b, "}\n");
+  if (air__buf_error(&b) != 0) {
+    /* Over the line's limit (a huge attempt log): the line without it. */
+    air__buf_reset(&b);
+    air__buf_puts(&b, "{\"time\":\"");
+    air__buf_puts(&b, t);
+    air__buf_puts(&b, "\",\"request_id\":\"");
+    air__buf_puts(&b, r->rid);
+    air__buf_puts(&b, "\",\"attempts_omitted\":");
+    air__buf_putu(&b, res->n_log);
+    air__buf_puts(&b, ",\"outcome\":\"");
+    air__buf_puts(&b, outcome);
+    air__buf_puts(&b, "\",\"status\":");
+    air__buf_putu(&b, (unsigned long long)status);
+    air__buf_puts(&b, "}\n");
+  }
+  if (air__buf_error(&b) == 0) air__gw_log(b.p, b.n);
   air__buf_cleanup(&b);
 }
 
@@ -319,10 +346,23 @@ static void on_commit(void *data, const air__commit_info *ci) {
                                                (uint64_t)time(NULL));
 }
 
+/* Part of the answer could not be kept: the request ends without a
+ * success (a non-streamed caller gets an error, a streamed one a cut
+ * connection: never a clean end of a shortened answer). */
+static void lose(gw_req *r) {
+  r->lost = true;
+  if (r->x != NULL && !r->ended) air__exchange_cancel(r->x);
+}
+
 static int on_event(void *data, const air__gate_event *ev) {
   gw_req *r = data;
+  if (r->lost) return 0;
   if (!r->stream) {
-    for (size_t i = 0; i < ev->n_parts; i++) air__aggregate_add(&r->agg, &ev->parts[i]);
+    for (size_t i = 0; i < ev->n_parts; i++)
+      if (air__aggregate_add(&r->agg, &ev->parts[i]) != 0) {
+        lose(r);
+        break;
+      }
     return 0;
   }
   if (!r->began || r->gone) return 0;
@@ -334,12 +374,13 @@ static int on_event(void *data, const air__gate_event *ev) {
   if (r->passthrough && ev->raw != NULL) {
     if (ev->flags & (AIR_EV_TERMINATOR | AIR_EV_ERROR)) return 0;
     if ((ev->flags & AIR_EV_USAGE_ONLY) && !r->areq.include_usage) return 0;
-    air__buf_add(&r->out, ev->raw, ev->raw_len);
+    if (air__buf_add(&r->out, ev->raw, ev->raw_len) != 0) lose(r);
   } else {
     const air__provider_ops *ops = air__provider_get(r->dialect);
-    for (size_t i = 0; i < ev->n_parts; i++)
-      if (ev->parts[i].kind != AIR_PART_ERROR)
-        ops->encode_part(&r->enc, &ev->parts[i], &r->out);
+    for (size_t i = 0; i < ev->n_parts && !r->lost; i++)
+      if (ev->parts[i].kind != AIR_PART_ERROR &&
+          ops->encode_part(&r->enc, &ev->parts[i], &r->out) != 0)
+        lose(r);
   }
   /* Written at on_flush: one write per upstream read, not per event. */
   return 0;
@@ -395,27 +436,41 @@ static void on_end(void *data, const air__exchange_result *res) {
                                                                        : "error";
   char n[16];
   snprintf(n, sizeof(n), "%u", res->n_attempts);
-  if (r->gone || res->rc == AIR_ECANCELED) {
+  bool answer = false;  /* a whole answer for a non-streamed caller is ready */
+  if (!r->gone && !r->began && res->rc == 0 && !r->lost) {
+    air__buf_reset(&r->out);
+    r->agg.created = (uint64_t)time(NULL);
+    answer = ops->encode_response(&r->agg, &r->out) == 0;
+  }
+  if (r->gone || (res->rc == AIR_ECANCELED && !r->lost)) {
     status = 499;
     if (!r->finished) air__http_abort(r->req);
     r->finished = true;
   } else if (r->began) {
-    if (res->rc == 0)
-      ops->encode_end(&r->enc, &r->out);
+    int erc = AIR_ETOOBIG;
+    if (r->lost)
+      ;
+    else if (res->rc == 0)
+      erc = ops->encode_end(&r->enc, &r->out);
     else
-      ops->encode_error_event(&r->enc, res->reason,
-                              res->message && *res->message ? res->message
-                                                            : air_reason_name(res->reason),
-                              &r->out);
-    r->bytes += r->out.n;
-    air__http_end_with(r->req, r->out.p, r->out.n);
+      erc = ops->encode_error_event(&r->enc, res->reason,
+                                    res->message && *res->message
+                                        ? res->message
+                                        : air_reason_name(res->reason),
+                                    &r->out);
+    if (erc != 0) {
+      /* The end cannot be written: the connection is cut, so the caller
+       * never sees a clean end of a shortened answer. */
+      air__http_abort(r->req);
+      outcome = "error_after_commit";
+    } else {
+      r->bytes += r->out.n;
+      air__http_end_with(r->req, r->out.p, r->out.n);
+      if (res->rc != 0) outcome = "error_after_commit";
+    }
     air__buf_reset(&r->out);
     r->finished = true;
-    if (res->rc != 0) outcome = "error_after_commit";
-  } else if (res->rc == 0) {
-    air__buf_reset(&r->out);
-    r->agg.created = (uint64_t)time(NULL);
-    ops->encode_response(&r->agg, &r->out);
+  } else if (answer) {
     air__http_field f[4] = {json_ct, field("x-airetry-attempts", n),
                             field("x-request-id", r->rid),
                             field("x-airetry-target", res->answered)};
@@ -423,10 +478,26 @@ static void on_end(void *data, const air__exchange_result *res) {
     air__http_respond(r->req, 200, f, res->answered ? 4 : 3, r->out.p, r->out.n);
     r->finished = true;
   } else {
-    status = air__final_status(res->reason, res->status);
+    air_reason reason = res->reason;
+    const char *message = res->message;
+    char m[AIR_MAX_NAME_BYTES + 64];
+    if (res->rc == 0 || r->lost) {
+      /* The answer came but cannot be passed on whole. */
+      reason = AIR_REASON_MALFORMED;
+      snprintf(m, sizeof(m), "%s: the answer is over the gateway's limits (malformed)",
+               res->answered ? res->answered : res->target);
+      message = m;
+      outcome = "error";
+    }
+    status = air__final_status(reason, res->rc == 0 || r->lost ? 0 : res->status);
     air__buf_reset(&r->out);
-    ops->encode_error_body(status, res->reason, res->message, res->log, res->n_log,
-                           &r->out);
+    if (ops->encode_error_body(status, reason, message, res->log, res->n_log,
+                               &r->out) != 0) {
+      /* Over the limits itself (a huge attempt log): the error alone. */
+      air__buf_reset(&r->out);
+      if (ops->encode_error_body(status, reason, message, NULL, 0, &r->out) != 0)
+        air__buf_reset(&r->out);
+    }
     char ra[24];
     snprintf(ra, sizeof(ra), "%llu",
              (unsigned long long)((res->retry_after_ms + 999) / 1000));
@@ -436,7 +507,8 @@ static void on_end(void *data, const air__exchange_result *res) {
                             field("x-request-id", r->rid), field("retry-after", ra)};
     bool hint = res->has_retry_after && (status == 429 || status == 503);
     r->bytes += r->out.n;
-    air__http_respond(r->req, status, f, hint ? 5 : 4, r->out.p, r->out.n);
+    air__http_respond(r->req, status, f, hint ? 5 : 4, r->out.p ? r->out.p : "",
+                      r->out.n);
     r->finished = true;
   }
   uint64_t self = res->total_ms > res->upstream_wait_ms

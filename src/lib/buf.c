@@ -9,6 +9,7 @@ void air__buf_init(air__buf *b, size_t max) {
   b->n = 0;
   b->cap = 0;
   b->max = max;
+  b->err = 0;
 }
 
 void air__buf_cleanup(air__buf *b) {
@@ -20,6 +21,7 @@ void air__buf_cleanup(air__buf *b) {
 
 void air__buf_reset(air__buf *b) {
   b->n = 0;
+  b->err = 0;
   if (b->p) b->p[0] = '\0';
 }
 
@@ -40,7 +42,10 @@ static int grow(air__buf *b, size_t n) {
 
 int air__buf_add(air__buf *b, const void *p, size_t n) {
   int rc = grow(b, n);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    if (b->err == 0) b->err = rc;
+    return rc;
+  }
   if (n > 0) memcpy(b->p + b->n, p, n);
   b->n += n;
   b->p[b->n] = '\0';

@@ -26,18 +26,18 @@ static bool normalize(const char *s, size_t n, bool skip_ws, air__buf *out) {
         return true;
       unsigned char c1 = (unsigned char)s[i + 1], c2 = (unsigned char)s[i + 2];
       if (c1 == 0x80 && (c2 == 0x98 || c2 == 0x99)) {
-        air__buf_addc(out, '\'');
+        air__buf_putc(out, '\'');
         i += 2;
         continue;
       }
       if (c1 == 0x80 && (c2 == 0x9C || c2 == 0x9D)) {
-        air__buf_addc(out, '"');
+        air__buf_putc(out, '"');
         i += 2;
         continue;
       }
     }
     if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
-    air__buf_addc(out, (char)c);
+    air__buf_putc(out, (char)c);
   }
   return false;
 }

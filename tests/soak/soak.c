@@ -193,12 +193,12 @@ static const profile *find_profile(const char *name) {
 /* The canonical answer of a model with n tokens (docs/mock.md). */
 static void canonical(const target *t, air__buf *out) {
   air__buf_reset(out);
-  air__buf_addc(out, '[');
-  air__buf_adds(out, t->model);
-  air__buf_addc(out, ']');
+  air__buf_putc(out, '[');
+  air__buf_puts(out, t->model);
+  air__buf_putc(out, ']');
   for (int i = 1; i <= t->tokens; i++) {
-    air__buf_adds(out, " w");
-    air__buf_addu(out, (unsigned long long)i);
+    air__buf_puts(out, " w");
+    air__buf_putu(out, (unsigned long long)i);
   }
 }
 

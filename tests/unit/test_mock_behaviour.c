@@ -257,13 +257,13 @@ static void test_script_limits(void **state) {
    * long walk and a large allocation. */
   air__buf y;
   air__buf_init(&y, 1 << 20);
-  air__buf_adds(&y, "defaults: {attempts: &x [");
-  for (int i = 0; i < 1000; i++) air__buf_adds(&y, i ? ", {}" : "{}");
-  air__buf_adds(&y, "]}\nmodels:\n");
+  air__buf_puts(&y, "defaults: {attempts: &x [");
+  for (int i = 0; i < 1000; i++) air__buf_puts(&y, i ? ", {}" : "{}");
+  air__buf_puts(&y, "]}\nmodels:\n");
   for (int i = 0; i < 300; i++) {
     char line[64];
     snprintf(line, sizeof(line), "  m%d: {attempts: *x}\n", i);
-    air__buf_adds(&y, line);
+    air__buf_puts(&y, line);
   }
   int rc = air__mock_script_parse(y.p, y.n, &s, &d);
   assert_int_equal(rc, AIR_ECONFIG);

@@ -105,7 +105,7 @@ static const char *finish_word(air_finish f) {
 static void part_line(air__buf *b, const air_part *p) {
   switch (p->kind) {
     case AIR_PART_START:
-      air__buf_adds(b, "START");
+      air__buf_puts(b, "START");
       add_str(b, p->id, p->id_len);
       add_str(b, p->name, p->name_len);
       break;
@@ -113,7 +113,7 @@ static void part_line(air__buf *b, const air_part *p) {
     case AIR_PART_REASONING:
     case AIR_PART_REFUSAL:
     case AIR_PART_TOOL_DELTA:
-      air__buf_adds(b, p->kind == AIR_PART_TEXT        ? "TEXT"
+      air__buf_puts(b, p->kind == AIR_PART_TEXT        ? "TEXT"
                        : p->kind == AIR_PART_REASONING ? "REASONING"
                        : p->kind == AIR_PART_REFUSAL   ? "REFUSAL"
                                                        : "TOOL_DELTA");
@@ -121,23 +121,23 @@ static void part_line(air__buf *b, const air_part *p) {
       add_str(b, p->text, p->text_len);
       break;
     case AIR_PART_TOOL_START:
-      air__buf_adds(b, "TOOL_START");
+      air__buf_puts(b, "TOOL_START");
       add_num(b, p->index);
       add_str(b, p->id, p->id_len);
       add_str(b, p->name, p->name_len);
       break;
     case AIR_PART_FINISH:
-      air__buf_adds(b, "FINISH ");
-      air__buf_adds(b, finish_word(p->finish));
+      air__buf_puts(b, "FINISH ");
+      air__buf_puts(b, finish_word(p->finish));
       add_str(b, p->finish_raw, p->finish_raw_len);
       break;
     case AIR_PART_USAGE:
-      air__buf_adds(b, "USAGE");
+      air__buf_puts(b, "USAGE");
       add_num(b, (long long)p->input_tokens);
       add_num(b, (long long)p->output_tokens);
       break;
     case AIR_PART_ERROR:
-      air__buf_adds(b, "ERROR");
+      air__buf_puts(b, "ERROR");
       add_str(b, p->name, p->name_len);
       add_str(b, p->text, p->text_len);
       break;
@@ -618,15 +618,15 @@ static void test_decode_scratch_stable(void **state) {
   /* Long escaped strings so scratch would have to grow several times. */
   air__buf js;
   air__buf_init(&js, 1u << 20);
-  air__buf_adds(&js,
+  air__buf_puts(&js,
                 "{\"id\":\"id\\u00e9\",\"model\":\"m\\n\",\"choices\":[{"
                 "\"index\":0,\"delta\":{\"content\":\"");
-  for (int i = 0; i < 2000; i++) air__buf_adds(&js, "\\u00e9\\n");
-  air__buf_adds(&js,
+  for (int i = 0; i < 2000; i++) air__buf_puts(&js, "\\u00e9\\n");
+  air__buf_puts(&js,
                 "\",\"tool_calls\":[{\"index\":0,\"id\":\"c\\t\",\"function\""
                 ":{\"name\":\"n\\\"\",\"arguments\":\"");
-  for (int i = 0; i < 3000; i++) air__buf_adds(&js, "\\\"x");
-  air__buf_adds(&js, "\"}}]}}]}");
+  for (int i = 0; i < 3000; i++) air__buf_puts(&js, "\\\"x");
+  air__buf_puts(&js, "\"}}]}}]}");
   air__sse_event ev = ev_of(js.p);
   keep k = {0};
   assert_int_equal(OPS->decode_event(&d, &ev, on_part_keep, &k), 0);
