@@ -4,6 +4,7 @@
  * the caller's dialect) is in request.c.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,39 +106,15 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
 
 /* ---- the request log --------------------------------------------------------------- */
 
-#define LOG_FLUSH_BYTES (64u << 10)  /* written at once past this */
-#define LOG_WRITE_BYTES 4096         /* PIPE_BUF: one write is never interleaved */
+#define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
 
 static _Thread_local air__gw_worker *log_worker;
+static _Thread_local air__log *log_ring; /* the worker process's main thread */
 
-/* Writes whole lines to stderr, at most LOG_WRITE_BYTES per write (a line
- * longer than that alone), so lines of two workers never mix. */
-static void write_lines(const char *p, size_t n) {
-  while (n > 0) {
-    size_t k = n;
-    if (k > LOG_WRITE_BYTES) {
-      k = LOG_WRITE_BYTES;
-      while (k > 0 && p[k - 1] != '\n') k--;
-      if (k == 0) {
-        const char *nl = memchr(p, '\n', n);
-        k = nl ? (size_t)(nl - p) + 1 : n;
-      }
-    }
-    size_t done = 0;
-    while (done < k) {
-      ssize_t w = write(STDERR_FILENO, p + done, k - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return; /* stderr is gone: the lines are dropped */
-      done += (size_t)w;
-    }
-    p += k;
-    n -= k;
-  }
-}
-
+/* The turn's lines go to the log thread: never a write(2) on a loop. */
 static void flush_log(air__gw_worker *w) {
   if (w->log.n == 0) return;
-  write_lines(w->log.p, w->log.n);
+  air__log_put(w->g->log, w->log.p, w->log.n);
   air__buf_reset(&w->log);
 }
 
@@ -150,14 +127,28 @@ static void on_log_flush(uv_prepare_t *h) {
 void air__gw_log(const char *p, size_t n) {
   air__gw_worker *w = log_worker;
   if (w == NULL || !w->log_ready) {
-    write_lines(p, n);
+    air__log_put(w ? w->g->log : log_ring, p, n);
     return;
   }
   if (air__buf_add(&w->log, p, n) != 0) {
     flush_log(w);
-    if (air__buf_add(&w->log, p, n) != 0) write_lines(p, n);
+    if (air__buf_add(&w->log, p, n) != 0) air__log_put(w->g->log, p, n);
   }
   if (w->log.n >= LOG_FLUSH_BYTES) flush_log(w);
+}
+
+/* One line of the worker process's own (signals, reloads) through the log
+ * thread; printf-style, cut at 1 KiB. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof(line) - 2 ? (size_t)n : sizeof(line) - 2;
+  line[len++] = '\n';
+  air__gw_log(line, len);
 }
 
 static void log_close(air__gw_worker *w) {
@@ -251,13 +242,9 @@ static void apply_reload(air__gw_worker *w) {
   bool last = g->reload_left > 0 && --g->reload_left == 0;
   size_t routes = g->cur->cfg->n_routes;
   pthread_mutex_unlock(&g->mu);
-  if (last) {
-    char line[512];
-    int n = snprintf(line, sizeof(line),
-                     "airetry serve: SIGHUP: reloaded %s (%zu routes)\n",
-                     g->config_path, routes);
-    if (n > 0) air__gw_log(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-  }
+  if (last)
+    say("airetry serve: SIGHUP: reloaded %s (%zu routes)", g->config_path,
+        routes);
 }
 
 static void on_worker_async(uv_async_t *a) {
@@ -336,9 +323,8 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
 
 static void on_stop_signal(uv_signal_t *s, int signum) {
   air__gateway *g = s->data;
-  fprintf(stderr, "airetry serve: %s: stopping (grace %llu ms)\n",
-          signum == SIGINT ? "SIGINT" : "SIGTERM",
-          (unsigned long long)g->grace_ms);
+  say("airetry serve: %s: stopping (grace %llu ms)",
+      signum == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)g->grace_ms);
   atomic_store(&g->stopping, true);
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
   uv_close((uv_handle_t *)&g->sig_term, NULL);
@@ -367,9 +353,8 @@ static void on_hup(uv_signal_t *s, int signum) {
   int errors = 0;
   air__gw_cfg *c = cfg_load(g->config_path, &errors, true);
   if (c == NULL) {
-    fprintf(stderr, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
-                    "running config\n",
-            g->config_path, errors, errors == 1 ? "" : "s");
+    say("airetry serve: SIGHUP: %s has %d error%s; keeping the running config",
+        g->config_path, errors, errors == 1 ? "" : "s");
     return;
   }
   if (!keys_ok(g, c, "SIGHUP: ")) {
@@ -413,9 +398,14 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   g->page = page;
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
   g->w = calloc(g->n_workers, sizeof(air__gw_worker));
-  int rc = g->w ? air_state_new(g->cur->cfg, &g->state) : AIR_ENOMEM;
+  int rc = g->w ? air__log_start(AIR__LOG_RING_BYTES, &g->log) : AIR_ENOMEM;
+  log_ring = g->log;
+  if (rc == 0) rc = air_state_new(g->cur->cfg, &g->state);
   if (rc == 0) rc = air__metrics_new(&g->metrics);
-  if (rc == 0) air__metrics_set_worker_restarts(g->metrics, restarts);
+  if (rc == 0) {
+    air__metrics_set_worker_restarts(g->metrics, restarts);
+    air__metrics_watch_log_drops(g->metrics, air__log_dropped(g->log));
+  }
   for (unsigned i = 0; rc == 0 && i < g->n_workers; i++)
     rc = worker_init(g, &g->w[i], i, restarts);
   int exit_code = 0;
@@ -472,10 +462,14 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     }
     for (unsigned i = 0; i < started; i++) pthread_join(g->w[i].thread, NULL);
     uv_loop_close(main_loop);
-    if (exit_code == 0) fprintf(stderr, "airetry serve: stopped\n");
+    if (exit_code == 0) say("airetry serve: stopped");
   }
   close(ready_fd);
   worker_cleanup(g, ran);
+  /* Last: every line accepted so far reaches stderr before the exit. */
+  log_ring = NULL;
+  air__log_stop(g->log);
+  g->log = NULL;
   curl_global_cleanup();
   return exit_code;
 }

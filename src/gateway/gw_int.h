@@ -18,6 +18,27 @@
 #include "server.h"
 #include "transport.h"
 
+/* ---- the log thread (log.c) --------------------------------------------------- */
+
+#define AIR__LOG_RING_BYTES (4u << 20) /* lines waiting for stderr */
+#define AIR__LOG_WRITE_BYTES 4096      /* PIPE_BUF: one write is never interleaved */
+
+typedef struct air__log air__log;
+
+/* Starts the process's log thread with a ring of cap bytes. Returns 0 or
+ * AIR_ENOMEM (no thread then). */
+int air__log_start(size_t cap, air__log **out);
+/* Hands whole lines over without waiting on stderr (a mutex for a memcpy);
+ * a line that does not fit is dropped and counted. Any thread. l NULL or
+ * stopped: written at once. */
+void air__log_put(air__log *l, const char *p, size_t n);
+/* Lines dropped so far (for /metrics). */
+const _Atomic uint64_t *air__log_dropped(const air__log *l);
+/* Writes every line accepted so far, then ends the thread and frees l. */
+void air__log_stop(air__log *l);
+/* Writes lines to stderr now, whole, at most AIR__LOG_WRITE_BYTES a write. */
+void air__log_write_lines(const char *p, size_t n);
+
 /* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
 typedef struct air__gw_cfg {
   air_config *cfg;
@@ -105,6 +126,7 @@ struct air__gateway {
   int port;
   int *fds;               /* n_workers listening sockets */
   air__sup_page *page;    /* worker: its requests in flight */
+  air__log *log;          /* worker: the log thread */
   pthread_mutex_t mu;  /* guards cur, cfg_gen, reload_left */
   air__gw_cfg *cur;
   uint64_t cfg_gen;       /* incremented by each accepted reload */
