@@ -4,6 +4,7 @@
  * the caller's dialect) is in request.c.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +14,17 @@
 
 #include <curl/curl.h>
 
+#include "backoff.h"
 #include "gw_int.h"
 
 /* ---- config snapshots ---------------------------------------------------------- */
 
+/* errors[0]: errors counted; errors[1]: nonzero prints errors only (the
+ * worker re-reads a file the supervisor already reported on). */
 static void print_diag(void *data, const air_diag *d) {
   int *errors = data;
-  if (d->severity == AIR_DIAG_ERROR) (*errors)++;
+  if (d->severity == AIR_DIAG_ERROR) errors[0]++;
+  else if (errors[1]) return;
   fprintf(stderr, "%s:%d:%d: %s%s\n", d->file, d->line, d->column,
           d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
 }
@@ -54,10 +59,13 @@ static int load_keys(air__gw_cfg *c) {
   return 0;
 }
 
-static air__gw_cfg *cfg_load(const char *path, int *errors) {
+static air__gw_cfg *cfg_load(const char *path, int *errors, bool quiet) {
   air_config *cfg = NULL;
+  int counts[2] = {0, quiet};
   *errors = 0;
-  if (air_config_load(path, print_diag, errors, &cfg) != 0 || cfg == NULL) {
+  int rc = air_config_load(path, print_diag, counts, &cfg);
+  *errors = counts[0];
+  if (rc != 0 || cfg == NULL) {
     if (*errors == 0) {
       fprintf(stderr, "airetry serve: cannot read %s\n", path);
       *errors = 1;
@@ -98,39 +106,15 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
 
 /* ---- the request log --------------------------------------------------------------- */
 
-#define LOG_FLUSH_BYTES (64u << 10)  /* written at once past this */
-#define LOG_WRITE_BYTES 4096         /* PIPE_BUF: one write is never interleaved */
+#define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
 
 static _Thread_local air__gw_worker *log_worker;
+static _Thread_local air__log *log_ring; /* the worker process's main thread */
 
-/* Writes whole lines to stderr, at most LOG_WRITE_BYTES per write (a line
- * longer than that alone), so lines of two workers never mix. */
-static void write_lines(const char *p, size_t n) {
-  while (n > 0) {
-    size_t k = n;
-    if (k > LOG_WRITE_BYTES) {
-      k = LOG_WRITE_BYTES;
-      while (k > 0 && p[k - 1] != '\n') k--;
-      if (k == 0) {
-        const char *nl = memchr(p, '\n', n);
-        k = nl ? (size_t)(nl - p) + 1 : n;
-      }
-    }
-    size_t done = 0;
-    while (done < k) {
-      ssize_t w = write(STDERR_FILENO, p + done, k - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return; /* stderr is gone: the lines are dropped */
-      done += (size_t)w;
-    }
-    p += k;
-    n -= k;
-  }
-}
-
+/* The turn's lines go to the log thread: never a write(2) on a loop. */
 static void flush_log(air__gw_worker *w) {
   if (w->log.n == 0) return;
-  write_lines(w->log.p, w->log.n);
+  air__log_put(w->g->log, w->log.p, w->log.n);
   air__buf_reset(&w->log);
 }
 
@@ -143,14 +127,28 @@ static void on_log_flush(uv_prepare_t *h) {
 void air__gw_log(const char *p, size_t n) {
   air__gw_worker *w = log_worker;
   if (w == NULL || !w->log_ready) {
-    write_lines(p, n);
+    air__log_put(w ? w->g->log : log_ring, p, n);
     return;
   }
   if (air__buf_add(&w->log, p, n) != 0) {
     flush_log(w);
-    if (air__buf_add(&w->log, p, n) != 0) write_lines(p, n);
+    if (air__buf_add(&w->log, p, n) != 0) air__log_put(w->g->log, p, n);
   }
   if (w->log.n >= LOG_FLUSH_BYTES) flush_log(w);
+}
+
+/* One line of the worker process's own (signals, reloads) through the log
+ * thread; printf-style, cut at 1 KiB. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof(line) - 2 ? (size_t)n : sizeof(line) - 2;
+  line[len++] = '\n';
+  air__gw_log(line, len);
 }
 
 static void log_close(air__gw_worker *w) {
@@ -158,34 +156,6 @@ static void log_close(air__gw_worker *w) {
   flush_log(w);
   w->log_ready = false;
   uv_close((uv_handle_t *)&w->log_flush, NULL);
-}
-
-/* ---- workers -------------------------------------------------------------------- */
-
-static void on_server_stopped(void *data) {
-  air__gw_worker *w = data;
-  log_close(w);
-  air__transport_free(w->t);
-  w->t = NULL;
-  uv_close((uv_handle_t *)&w->async, NULL);
-}
-
-static void on_worker_async(uv_async_t *a) {
-  air__gw_worker *w = a->data;
-  if (atomic_load(&w->g->stopping) && !w->stop_sent) {
-    w->stop_sent = true;
-    if (air__http_server_stop(w->srv, on_server_stopped, w) != 0)
-      on_server_stopped(w);
-  }
-}
-
-static void *worker_main(void *arg) {
-  air__gw_worker *w = arg;
-  log_worker = w;
-  uv_run(&w->loop, UV_RUN_DEFAULT);
-  flush_log(w);
-  log_worker = NULL;
-  return NULL;
 }
 
 /* Host and port of "HOST:PORT" / "[V6]:PORT" into host (brackets dropped). */
@@ -213,12 +183,111 @@ static bool is_loopback(const char *host) {
          strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
+/* The check a start and a reload share (DESIGN.md 5): without client keys
+ * only a loopback address, unless --insecure. Logs the refusal. */
+static bool keys_ok(const air__gateway *g, const air__gw_cfg *c,
+                    const char *what) {
+  if (is_loopback(g->host) || c->n_keys > 0 || g->insecure) return true;
+  fprintf(stderr,
+          "airetry serve: %srefusing to listen on %s without client keys "
+          "(set client_keys_env, or pass --insecure)%s\n",
+          what, g->host, *what ? "; keeping the running config" : "");
+  return false;
+}
+
+/* The HTTP limits of cfg for one of the n worker threads. */
+static void http_limits(const air__gateway *g, const air_config *cfg,
+                        air__http_config *hc) {
+  hc->max_body_bytes = cfg->limits.max_body_bytes;
+  hc->max_header_bytes = cfg->limits.max_header_bytes;
+  hc->max_connections =
+      (cfg->limits.max_connections + g->n_workers - 1) / g->n_workers;
+  hc->idle_timeout_ms = cfg->limits.idle_timeout_ms;
+  if (cfg->limits.request_timeout_ms)
+    hc->request_timeout_ms = cfg->limits.request_timeout_ms;
+}
+
+int air__gw_inflight_begin(air__gw_worker *w, const char *rid) {
+  return air__sup_inflight_add(w->g->page, rid);
+}
+
+void air__gw_inflight_end(air__gw_worker *w, int handle) {
+  air__sup_inflight_remove(w->g->page, handle);
+}
+
+/* ---- worker threads ------------------------------------------------------------- */
+
+static void on_server_stopped(void *data) {
+  air__gw_worker *w = data;
+  log_close(w);
+  air__transport_free(w->t);
+  w->t = NULL;
+  uv_close((uv_handle_t *)&w->async, NULL);
+}
+
+/* Applies the limits of a reloaded config to new connections; the last
+ * thread to do so logs the reload, so the line means "in force". */
+static void apply_reload(air__gw_worker *w) {
+  air__gateway *g = w->g;
+  pthread_mutex_lock(&g->mu);
+  if (g->cfg_gen == w->cfg_gen) {
+    pthread_mutex_unlock(&g->mu);
+    return;
+  }
+  air__http_config hc;
+  air__http_config_init(&hc);
+  http_limits(g, g->cur->cfg, &hc);
+  air__http_server_set_limits(w->srv, &hc);
+  w->cfg_gen = g->cfg_gen;
+  bool last = g->reload_left > 0 && --g->reload_left == 0;
+  size_t routes = g->cur->cfg->n_routes;
+  pthread_mutex_unlock(&g->mu);
+  if (last)
+    say("airetry serve: SIGHUP: reloaded %s (%zu routes)", g->config_path,
+        routes);
+}
+
+static void on_worker_async(uv_async_t *a) {
+  air__gw_worker *w = a->data;
+  if (atomic_load(&w->g->stopping)) {
+    if (!w->stop_sent) {
+      w->stop_sent = true;
+      if (air__http_server_stop(w->srv, on_server_stopped, w) != 0)
+        on_server_stopped(w);
+    }
+    return;
+  }
+  apply_reload(w);
+}
+
+static void *worker_main(void *arg) {
+  air__gw_worker *w = arg;
+  log_worker = w;
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  flush_log(w);
+  log_worker = NULL;
+  return NULL;
+}
+
+/* Request ids must differ between worker processes, even two forked in
+ * the same second with a recycled pid: pid, restart count, the realtime
+ * clock in ns and the thread index, mixed. */
+static uint64_t worker_seed(unsigned id, uint64_t restarts) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec * 1000000000u ^
+               (uint64_t)ts.tv_nsec ^ (restarts << 48) ^ ((uint64_t)id << 56);
+  return air__splitmix64(&x);
+}
+
 static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
-                       const char *host, int port) {
+                       uint64_t restarts) {
   const air_config *cfg = g->cur->cfg;
   w->g = g;
   w->id = id;
-  w->seed = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ ((uint64_t)id << 56);
+  w->seed = worker_seed(id, restarts);
+  w->cfg_gen = g->cfg_gen;
+  w->listen_fd = g->fds[id];
   if (uv_loop_init(&w->loop) != 0) return AIR_ENOMEM;
   w->loop_ready = true;
   uv_async_init(&w->loop, &w->async, on_worker_async);
@@ -233,34 +302,29 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   if (rc != 0) return rc;
   air__http_config hc;
   air__http_config_init(&hc);
-  hc.host = host;
-  hc.port = port;
-  hc.reuseport = true;
-  hc.max_body_bytes = cfg->limits.max_body_bytes;
-  hc.max_header_bytes = cfg->limits.max_header_bytes;
-  hc.max_connections =
-      (cfg->limits.max_connections + g->n_workers - 1) / g->n_workers;
-  hc.idle_timeout_ms = cfg->limits.idle_timeout_ms;
-  if (cfg->limits.request_timeout_ms) hc.request_timeout_ms = cfg->limits.request_timeout_ms;
+  hc.host = g->host;
+  hc.port = g->port;
+  http_limits(g, cfg, &hc);
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);
   if (rc != 0) return rc;
   int uv_err = 0;
-  rc = air__http_server_listen(w->srv, &uv_err);
+  /* The socket is the supervisor's; this process's copy is the server's. */
+  rc = air__http_server_listen_fd(w->srv, w->listen_fd, &uv_err);
+  w->listen_fd = -1;
   if (rc != 0) {
-    fprintf(stderr, "airetry serve: cannot listen on %s:%d: %s\n", host, port,
-            uv_strerror(uv_err));
+    fprintf(stderr, "airetry serve: cannot listen on %s:%d: %s\n", g->host,
+            g->port, uv_strerror(uv_err));
     return rc;
   }
   return 0;
 }
 
-/* ---- signals -------------------------------------------------------------------- */
+/* ---- signals (in the worker process) ------------------------------------------- */
 
 static void on_stop_signal(uv_signal_t *s, int signum) {
   air__gateway *g = s->data;
-  fprintf(stderr, "airetry serve: %s: stopping (grace %llu ms)\n",
-          signum == SIGINT ? "SIGINT" : "SIGTERM",
-          (unsigned long long)g->grace_ms);
+  say("airetry serve: %s: stopping (grace %llu ms)",
+      signum == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)g->grace_ms);
   atomic_store(&g->stopping, true);
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
   uv_close((uv_handle_t *)&g->sig_term, NULL);
@@ -268,94 +332,46 @@ static void on_stop_signal(uv_signal_t *s, int signum) {
   uv_close((uv_handle_t *)&g->sig_hup, NULL);
 }
 
+/* Swaps in c (a validated snapshot) and asks every thread to apply its
+ * limits. */
+static void swap_cfg(air__gateway *g, air__gw_cfg *c) {
+  pthread_mutex_lock(&g->mu);
+  air__gw_cfg *old = g->cur;
+  g->cur = c;
+  g->cfg_gen++;
+  g->reload_left = g->n_workers;
+  pthread_mutex_unlock(&g->mu);
+  air__gw_cfg_release(old);
+}
+
+/* The worker's reload: the supervisor validated the file and reported on
+ * it already; this re-reads it (errors only are printed, as the file may
+ * have changed in between) and applies it. */
 static void on_hup(uv_signal_t *s, int signum) {
   (void)signum;
   air__gateway *g = s->data;
   int errors = 0;
-  air__gw_cfg *c = cfg_load(g->config_path, &errors);
+  air__gw_cfg *c = cfg_load(g->config_path, &errors, true);
   if (c == NULL) {
-    fprintf(stderr, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
-                    "running config\n",
-            g->config_path, errors, errors == 1 ? "" : "s");
+    say("airetry serve: SIGHUP: %s has %d error%s; keeping the running config",
+        g->config_path, errors, errors == 1 ? "" : "s");
     return;
   }
-  pthread_mutex_lock(&g->mu);
-  air__gw_cfg *old = g->cur;
-  g->cur = c;
-  pthread_mutex_unlock(&g->mu);
-  air__gw_cfg_release(old);
-  fprintf(stderr, "airetry serve: SIGHUP: reloaded %s (%zu routes)\n",
-          g->config_path, c->cfg->n_routes);
+  if (!keys_ok(g, c, "SIGHUP: ")) {
+    air__gw_cfg_release(c);
+    return;
+  }
+  swap_cfg(g, c);
+  for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
 }
 
-/* ---- run ------------------------------------------------------------------------ */
+/* ---- the worker process ----------------------------------------------------------- */
 
-int air__gateway_run(const air__gateway_opts *o) {
-  air__gateway g;
-  memset(&g, 0, sizeof(g));
-  g.config_path = o->config_path;
-  int errors = 0;
-  g.cur = cfg_load(o->config_path, &errors);
-  if (g.cur == NULL) return 2;
-  const char *listen = o->listen ? o->listen : air_config_listen(g.cur->cfg);
-  char host[256];
-  int port = 0;
-  if (split_listen(listen, host, sizeof(host), &port) != 0) {
-    fprintf(stderr, "airetry serve: bad listen address '%s' (HOST:PORT)\n", listen);
-    air__gw_cfg_release(g.cur);
-    return 2;
-  }
-  if (!is_loopback(host) && g.cur->n_keys == 0 && !o->insecure) {
-    fprintf(stderr,
-            "airetry serve: refusing to listen on %s without client keys "
-            "(set client_keys_env, or pass --insecure)\n", host);
-    air__gw_cfg_release(g.cur);
-    return 2;
-  }
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
-  pthread_mutex_init(&g.mu, NULL);
-  atomic_init(&g.stopping, false);
-  g.grace_ms = AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  g.n_workers = o->workers ? o->workers : (cores > 0 ? (unsigned)cores : 1);
-  if (g.n_workers > 64) g.n_workers = 64;
-  g.w = calloc(g.n_workers, sizeof(air__gw_worker));
-  int rc = g.w ? air_state_new(g.cur->cfg, &g.state) : AIR_ENOMEM;
-  if (rc == 0) rc = air__metrics_new(&g.metrics);
-  int bound = port;
-  for (unsigned i = 0; rc == 0 && i < g.n_workers; i++) {
-    rc = worker_init(&g, &g.w[i], i, host, bound);
-    if (rc == 0 && i == 0) bound = air__http_server_port(g.w[0].srv);
-  }
-  int exit_code = 0;
-  if (rc != 0) {
-    exit_code = 1;
-  } else {
-    uv_loop_t *main_loop = uv_default_loop();
-    uv_signal_init(main_loop, &g.sig_term);
-    uv_signal_init(main_loop, &g.sig_int);
-    uv_signal_init(main_loop, &g.sig_hup);
-    g.sig_term.data = g.sig_int.data = g.sig_hup.data = &g;
-    uv_signal_start(&g.sig_term, on_stop_signal, SIGTERM);
-    uv_signal_start(&g.sig_int, on_stop_signal, SIGINT);
-    uv_signal_start(&g.sig_hup, on_hup, SIGHUP);
-    signal(SIGPIPE, SIG_IGN);
-    /* Only now, with every signal handled, is the gateway ready. */
-    bool v6 = strchr(host, ':') != NULL;
-    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
-           bound);
-    fflush(stdout);
-    for (unsigned i = 0; i < g.n_workers; i++)
-      pthread_create(&g.w[i].thread, NULL, worker_main, &g.w[i]);
-    uv_run(main_loop, UV_RUN_DEFAULT);
-    for (unsigned i = 0; i < g.n_workers; i++) pthread_join(g.w[i].thread, NULL);
-    uv_loop_close(main_loop);
-    fprintf(stderr, "airetry serve: stopped\n");
-  }
-  for (unsigned i = 0; g.w && i < g.n_workers; i++) {
-    air__gw_worker *w = &g.w[i];
+static void worker_cleanup(air__gateway *g, bool ran) {
+  for (unsigned i = 0; g->w && i < g->n_workers; i++) {
+    air__gw_worker *w = &g->w[i];
     if (!w->loop_ready) continue;
-    if (rc != 0) {
+    if (!ran) {
       /* Never ran: close what was opened on this loop. */
       if (w->srv) {
         air__http_server_stop(w->srv, NULL, NULL);
@@ -370,11 +386,180 @@ int air__gateway_run(const air__gateway_opts *o) {
     uv_loop_close(&w->loop);
     air__buf_cleanup(&w->log);
   }
-  free(g.w);
-  air__metrics_free(g.metrics);
-  air_state_free(g.state);
+  free(g->w);
+  g->w = NULL;
+  air__metrics_free(g->metrics);
+  air_state_free(g->state);
+}
+
+static int worker_process(void *data, int ready_fd, uint64_t restarts,
+                          air__sup_page *page) {
+  air__gateway *g = data;
+  g->page = page;
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
+  g->w = calloc(g->n_workers, sizeof(air__gw_worker));
+  int rc = g->w ? air__log_start(AIR__LOG_RING_BYTES, &g->log) : AIR_ENOMEM;
+  log_ring = g->log;
+  if (rc == 0) rc = air_state_new(g->cur->cfg, &g->state);
+  if (rc == 0) rc = air__metrics_new(&g->metrics);
+  if (rc == 0) {
+    air__metrics_set_worker_restarts(g->metrics, restarts);
+    air__metrics_watch_log_drops(g->metrics, air__log_dropped(g->log));
+  }
+  for (unsigned i = 0; rc == 0 && i < g->n_workers; i++)
+    rc = worker_init(g, &g->w[i], i, restarts);
+  int exit_code = 0;
+  bool ran = false;
+  if (rc != 0) {
+    exit_code = 1;
+  } else {
+    uv_loop_t *main_loop = uv_default_loop();
+    uv_signal_init(main_loop, &g->sig_term);
+    uv_signal_init(main_loop, &g->sig_int);
+    uv_signal_init(main_loop, &g->sig_hup);
+    g->sig_term.data = g->sig_int.data = g->sig_hup.data = g;
+    uv_signal_start(&g->sig_term, on_stop_signal, SIGTERM);
+    uv_signal_start(&g->sig_int, on_stop_signal, SIGINT);
+    uv_signal_start(&g->sig_hup, on_hup, SIGHUP);
+    signal(SIGPIPE, SIG_IGN);
+    unsigned started = 0;
+    for (; started < g->n_workers; started++) {
+      int e = pthread_create(&g->w[started].thread, NULL, worker_main,
+                             &g->w[started]);
+      if (e != 0) {
+        fprintf(stderr, "airetry serve: cannot start worker thread %u: %s\n",
+                started, strerror(e));
+        break;
+      }
+    }
+    ran = true;
+    if (started == g->n_workers) {
+      /* Every signal is handled and every thread runs: ready to serve. */
+      unsigned char b = 1;
+      ssize_t w = write(ready_fd, &b, 1);
+      (void)w;
+      uv_run(main_loop, UV_RUN_DEFAULT);
+    } else {
+      /* Stop the threads that started; the ones that did not never ran
+       * their loop, which worker_cleanup closes. */
+      exit_code = 1;
+      atomic_store(&g->stopping, true);
+      for (unsigned i = 0; i < started; i++) uv_async_send(&g->w[i].async);
+      uv_close((uv_handle_t *)&g->sig_term, NULL);
+      uv_close((uv_handle_t *)&g->sig_int, NULL);
+      uv_close((uv_handle_t *)&g->sig_hup, NULL);
+      uv_run(main_loop, UV_RUN_DEFAULT);
+      for (unsigned i = started; i < g->n_workers; i++) {
+        air__gw_worker *w = &g->w[i];
+        air__http_server_stop(w->srv, NULL, NULL);
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+        if (w->t) air__transport_free(w->t);
+        w->t = NULL;
+        log_close(w);
+        uv_close((uv_handle_t *)&w->async, NULL);
+        uv_run(&w->loop, UV_RUN_DEFAULT);
+      }
+    }
+    for (unsigned i = 0; i < started; i++) pthread_join(g->w[i].thread, NULL);
+    uv_loop_close(main_loop);
+    if (exit_code == 0) say("airetry serve: stopped");
+  }
+  close(ready_fd);
+  worker_cleanup(g, ran);
+  /* Last: every line accepted so far reaches stderr before the exit. */
+  log_ring = NULL;
+  air__log_stop(g->log);
+  g->log = NULL;
+  curl_global_cleanup();
+  return exit_code;
+}
+
+/* ---- the supervisor's side -------------------------------------------------------- */
+
+/* SIGHUP in the supervisor: the new config must pass every check a start
+ * would (DESIGN.md 5, Reload); a changed listen is reported, not applied. */
+static bool sup_reload(void *data) {
+  air__gateway *g = data;
+  int errors = 0;
+  air__gw_cfg *c = cfg_load(g->config_path, &errors, false);
+  if (c == NULL) {
+    fprintf(stderr, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
+                    "running config\n",
+            g->config_path, errors, errors == 1 ? "" : "s");
+    return false;
+  }
+  if (!keys_ok(g, c, "SIGHUP: ")) {
+    air__gw_cfg_release(c);
+    return false;
+  }
+  const char *was = air_config_listen(g->cur->cfg);
+  const char *now = air_config_listen(c->cfg);
+  if (strcmp(was, now) != 0) {
+    if (g->listen_opt != NULL)
+      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
+                      "--listen %s is in force; not applied\n",
+              was, now, g->listen_opt);
+    else
+      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s): "
+                      "needs a restart; still listening on %s:%d\n",
+              was, now, g->host, g->port);
+  }
+  swap_cfg(g, c);
+  return true;
+}
+
+static void announce(void *data) {
+  air__gateway *g = data;
+  bool v6 = strchr(g->host, ':') != NULL;
+  printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", g->host,
+         v6 ? "]" : "", g->port);
+  fflush(stdout);
+}
+
+int air__gateway_run(const air__gateway_opts *o) {
+  air__gateway g;
+  memset(&g, 0, sizeof(g));
+  g.config_path = o->config_path;
+  g.listen_opt = o->listen;
+  g.insecure = o->insecure;
+  int errors = 0;
+  g.cur = cfg_load(o->config_path, &errors, false);
+  if (g.cur == NULL) return 2;
+  const char *listen = o->listen ? o->listen : air_config_listen(g.cur->cfg);
+  if (split_listen(listen, g.host, sizeof(g.host), &g.port) != 0) {
+    fprintf(stderr, "airetry serve: bad listen address '%s' (HOST:PORT)\n", listen);
+    air__gw_cfg_release(g.cur);
+    return 2;
+  }
+  if (!keys_ok(&g, g.cur, "")) {
+    air__gw_cfg_release(g.cur);
+    return 2;
+  }
+  pthread_mutex_init(&g.mu, NULL);
+  atomic_init(&g.stopping, false);
+  g.grace_ms = AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  g.n_workers = o->workers ? o->workers : (cores > 0 ? (unsigned)cores : 1);
+  if (g.n_workers > 64) g.n_workers = 64;
+  int exit_code = 1;
+  g.fds = calloc(g.n_workers, sizeof(int));
+  int err = 0;
+  int rc = g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &g.port, &err)
+                 : AIR_ENOMEM;
+  if (rc == AIR_EINVAL) {
+    fprintf(stderr, "airetry serve: bad listen address '%s' (an IP address)\n",
+            listen);
+    exit_code = 2;
+  } else if (rc != 0) {
+    fprintf(stderr, "airetry serve: cannot listen on %s:%d: %s\n", g.host,
+            g.port, strerror(err));
+  } else {
+    air__sup sup = {worker_process, sup_reload, announce, &g};
+    exit_code = air__sup_run(&sup);
+    for (unsigned i = 0; i < g.n_workers; i++) close(g.fds[i]);
+  }
+  free(g.fds);
   air__gw_cfg_release(g.cur);
   pthread_mutex_destroy(&g.mu);
-  curl_global_cleanup();
   return exit_code;
 }

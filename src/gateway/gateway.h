@@ -1,8 +1,11 @@
 /*
  * `airetry serve`: the OpenAI- and Anthropic-compatible gateway (DESIGN.md
- * 5). Worker threads each run one uv loop with an HTTP server (SO_REUSEPORT
- * on one port) and one upstream transport; they share the config (reloaded
- * on SIGHUP), the breaker/sticky state and the metrics. Every caller
+ * 5). A supervisor process binds one listening socket per worker thread
+ * (SO_REUSEPORT on one port) and forks a worker process, replaced when it
+ * dies (supervisor.c). In the worker, threads each run one uv loop with an
+ * HTTP server on its socket and one upstream transport; they share the
+ * config (reloaded on SIGHUP), the breaker/sticky state, the metrics and
+ * the log thread (log.c). Every caller
  * request becomes an exchange (src/lib/exchange.h); the gateway adds
  * routing, auth, limits, dialect translation, metrics and the log line.
  */
@@ -21,8 +24,10 @@ typedef struct air__gateway_opts {
 /*
  * Runs until SIGTERM or SIGINT, then stops accepting, lets requests in
  * flight finish (up to the grace period) and returns the exit code: 0 after
- * a clean stop, 2 for a config or usage error, 1 when it cannot listen.
- * The first line on stdout is "listening on http://HOST:PORT".
+ * a clean stop, 2 for a config or usage error, 1 when it cannot listen or
+ * the first worker cannot start. The first line on stdout is "listening on
+ * http://HOST:PORT", printed once a worker can serve. Forks: call it from
+ * a single-threaded process.
  */
 int air__gateway_run(const air__gateway_opts *o);
 

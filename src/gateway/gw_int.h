@@ -18,6 +18,27 @@
 #include "server.h"
 #include "transport.h"
 
+/* ---- the log thread (log.c) --------------------------------------------------- */
+
+#define AIR__LOG_RING_BYTES (4u << 20) /* lines waiting for stderr */
+#define AIR__LOG_WRITE_BYTES 4096      /* PIPE_BUF: one write is never interleaved */
+
+typedef struct air__log air__log;
+
+/* Starts the process's log thread with a ring of cap bytes. Returns 0 or
+ * AIR_ENOMEM (no thread then). */
+int air__log_start(size_t cap, air__log **out);
+/* Hands whole lines over without waiting on stderr (a mutex for a memcpy);
+ * a line that does not fit is dropped and counted. Any thread. l NULL or
+ * stopped: written at once. */
+void air__log_put(air__log *l, const char *p, size_t n);
+/* Lines dropped so far (for /metrics). */
+const _Atomic uint64_t *air__log_dropped(const air__log *l);
+/* Writes every line accepted so far, then ends the thread and frees l. */
+void air__log_stop(air__log *l);
+/* Writes lines to stderr now, whole, at most AIR__LOG_WRITE_BYTES a write. */
+void air__log_write_lines(const char *p, size_t n);
+
 /* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
 typedef struct air__gw_cfg {
   air_config *cfg;
@@ -29,6 +50,53 @@ typedef struct air__gw_cfg {
 } air__gw_cfg;
 
 typedef struct air__gateway air__gateway;
+
+/* ---- supervision (supervisor.c) ---------------------------------------------- */
+
+#define AIR__SUP_BACKLOG 511 /* listen(2) backlog of each socket */
+#define AIR__SUP_SLOTS 320   /* request ids tracked in flight */
+
+/* One request id in flight: state 0 free, 1 being written, 2 set. */
+typedef struct air__sup_slot {
+  atomic_uint state;
+  char rid[44];
+} air__sup_slot;
+
+/* The page the worker writes and the supervisor reads after its death
+ * (mmap MAP_SHARED before fork). */
+typedef struct air__sup_page {
+  atomic_uint untracked; /* in flight but no slot was free */
+  air__sup_slot slot[AIR__SUP_SLOTS];
+} air__sup_page;
+
+typedef struct air__sup {
+  /* In the forked worker: serves on the inherited sockets, writes one
+   * byte to ready_fd once it can serve, returns its exit code. */
+  int (*worker)(void *data, int ready_fd, uint64_t restarts,
+                air__sup_page *page);
+  /* In the supervisor, on SIGHUP: validates and keeps the new config (the
+   * one later workers start with); true: forward SIGHUP to the worker. */
+  bool (*reload)(void *data);
+  /* In the supervisor, once, when the first worker is ready. */
+  void (*announce)(void *data);
+  void *data;
+} air__sup;
+
+/* Binds n listening sockets to host (an IP literal) and port with
+ * SO_REUSEPORT (port 0: one ephemeral port, shared by all). Returns 0
+ * (*bound_port set), AIR_EINVAL (not an IP literal) or AIR_EIO; *err
+ * holds the errno. On failure no socket is left open. */
+int air__sup_bind(const char *host, int port, unsigned n, int *fds,
+                  int *bound_port, int *err);
+/* Runs the supervisor until the worker drained after SIGTERM/SIGINT (0) or
+ * the first worker failed to start (its exit status). */
+int air__sup_run(air__sup *s);
+air__sup_page *air__sup_page_new(void);
+void air__sup_page_free(air__sup_page *p);
+/* Records a request id in flight; returns the slot for _remove (-1: counted
+ * only). Thread-safe, lock-free. */
+int air__sup_inflight_add(air__sup_page *p, const char *rid);
+void air__sup_inflight_remove(air__sup_page *p, int slot);
 
 typedef struct air__gw_worker {
   air__gateway *g;
@@ -46,12 +114,23 @@ typedef struct air__gw_worker {
   struct gw_req *pending; /* streamed requests with events to write this turn */
   bool log_ready;
   air__buf log;          /* log lines not yet written */
+  uint64_t cfg_gen;      /* the config generation whose limits srv has */
+  int listen_fd;         /* the supervisor's socket for this thread */
 } air__gw_worker;
 
 struct air__gateway {
   const char *config_path;
-  pthread_mutex_t mu;  /* guards cur */
+  const char *listen_opt; /* --listen, or NULL */
+  bool insecure;
+  char host[256];         /* the bound address (supervisor and worker) */
+  int port;
+  int *fds;               /* n_workers listening sockets */
+  air__sup_page *page;    /* worker: its requests in flight */
+  air__log *log;          /* worker: the log thread */
+  pthread_mutex_t mu;  /* guards cur, cfg_gen, reload_left */
   air__gw_cfg *cur;
+  uint64_t cfg_gen;       /* incremented by each accepted reload */
+  unsigned reload_left;   /* worker threads yet to apply cfg_gen's limits */
   air_state *state;
   air__metrics *metrics;
   air__gw_worker *w;
@@ -73,5 +152,9 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
 void air__gw_log(const char *p, size_t n);
 /* Writes the streamed events the worker's requests produced this loop turn. */
 void air__gw_flush(air__gw_worker *w);
+/* Tracks a request id in flight for the supervisor's death report;
+ * returns the handle for air__gw_inflight_end. */
+int air__gw_inflight_begin(air__gw_worker *w, const char *rid);
+void air__gw_inflight_end(air__gw_worker *w, int handle);
 
 #endif

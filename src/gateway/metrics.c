@@ -5,6 +5,7 @@
  * into one "other" series instead of growing without end.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct air__metrics {
   uint64_t switches;
   uint64_t malformed;
   uint64_t worker_restarts;
+  const _Atomic uint64_t *log_dropped;
   histogram first_content;
   histogram total;
   histogram self;
@@ -59,6 +61,13 @@ int air__metrics_new(air__metrics **out) {
 void air__metrics_set_worker_restarts(air__metrics *m, uint64_t n) {
   pthread_mutex_lock(&m->mu);
   m->worker_restarts = n;
+  pthread_mutex_unlock(&m->mu);
+}
+
+void air__metrics_watch_log_drops(air__metrics *m,
+                                  const _Atomic uint64_t *dropped) {
+  pthread_mutex_lock(&m->mu);
+  m->log_dropped = dropped;
   pthread_mutex_unlock(&m->mu);
 }
 
@@ -243,6 +252,9 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   rc = rc || render_scalar(out, "airetry_worker_restarts_total",
                            "Worker processes the supervisor replaced after they "
                            "died.", m->worker_restarts);
+  rc = rc || render_scalar(out, "airetry_log_lines_dropped_total",
+                           "Log lines dropped because stderr did not keep up.",
+                           m->log_dropped ? atomic_load(m->log_dropped) : 0);
   rc = rc || air__buf_adds(out,
                            "# HELP airetry_breaker_state Breaker per target: "
                            "0 closed, 1 open, 2 half-open.\n"

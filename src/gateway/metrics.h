@@ -8,6 +8,7 @@
 #ifndef AIR_GW_METRICS_H
 #define AIR_GW_METRICS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "airetry.h"
@@ -29,6 +30,11 @@ void air__metrics_request(air__metrics *m, const char *route,
  * this one started (DESIGN.md 5, Supervision); rendered as
  * airetry_worker_restarts_total. Set once, at worker start. */
 void air__metrics_set_worker_restarts(air__metrics *m, uint64_t n);
+
+/* Renders *dropped (log lines the log thread's ring had no room for) as
+ * airetry_log_lines_dropped_total; the counter outlives m. */
+void air__metrics_watch_log_drops(air__metrics *m,
+                                  const _Atomic uint64_t *dropped);
 
 /* Appends the exposition text; breaker states are read from st at now_ms for
  * the targets seen so far. Returns 0 or a buf error. */

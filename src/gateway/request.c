@@ -48,6 +48,7 @@ typedef struct gw_req {
   uint64_t bytes;
   unsigned attempts;
   char rid[40];
+  int inflight;       /* air__gw_inflight_begin's handle */
   const char *const *fwd;  /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
 } gw_req;
@@ -531,6 +532,7 @@ static void on_disconnect(void *data, air__http_req *req) {
 }
 
 static void finish_request(gw_req *r) {
+  air__gw_inflight_end(r->w, r->inflight);
   unpend(r);
   air__request_cleanup(&r->areq);
   air__aggregate_cleanup(&r->agg);
@@ -606,6 +608,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   r->dialect = dialect;
   r->start_ms = mono_ms();
   snprintf(r->rid, sizeof(r->rid), "%s", rid);
+  r->inflight = air__gw_inflight_begin(w, r->rid);
   air__aggregate_init(&r->agg);
   air__buf_init(&r->out, 64u << 20);
   air__buf_init(&r->fwd_buf, 64u << 10);

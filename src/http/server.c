@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "airetry.h"
 #include "http_int.h"
@@ -143,6 +145,57 @@ int air__http_server_listen(air__http_server *s, int *uv_err) {
   }
   s->listener = t;
   return 0;
+}
+
+int air__http_server_listen_fd(air__http_server *s, int fd, int *uv_err) {
+  int dummy;
+  if (uv_err == NULL) uv_err = &dummy;
+  *uv_err = 0;
+  if (s->listener != NULL || s->stopping) return AIR_ESTATE;
+  uv_tcp_t *t = calloc(1, sizeof(*t));
+  if (t == NULL) return AIR_ENOMEM;
+  int rc = uv_tcp_init(s->loop, t);
+  if (rc != 0) {
+    free(t);
+    *uv_err = rc;
+    return AIR_EIO;
+  }
+  rc = uv_tcp_open(t, (uv_os_sock_t)fd);
+  t->data = s;
+  if (rc == 0) rc = uv_listen((uv_stream_t *)t, s->cfg.backlog, on_connection);
+  if (rc == 0) {
+    struct sockaddr_storage bound;
+    int len = (int)sizeof(bound);
+    rc = uv_tcp_getsockname(t, (struct sockaddr *)&bound, &len);
+    if (rc == 0) {
+      if (bound.ss_family == AF_INET6)
+        s->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+      else
+        s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    }
+  }
+  if (rc != 0) {
+    uv_os_fd_t got;
+    bool opened = uv_fileno((uv_handle_t *)t, &got) == 0;
+    t->data = NULL;
+    uv_close((uv_handle_t *)t, free_handle); /* closes fd when opened */
+    if (!opened) close(fd);
+    *uv_err = rc;
+    return AIR_EIO;
+  }
+  s->listener = t;
+  return 0;
+}
+
+void air__http_server_set_limits(air__http_server *s,
+                                 const air__http_config *cfg) {
+  if (cfg->max_body_bytes) s->cfg.max_body_bytes = cfg->max_body_bytes;
+  if (cfg->max_header_bytes) s->cfg.max_header_bytes = cfg->max_header_bytes;
+  if (cfg->max_headers) s->cfg.max_headers = cfg->max_headers;
+  if (cfg->max_connections) s->cfg.max_connections = cfg->max_connections;
+  if (cfg->idle_timeout_ms) s->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
+  if (cfg->request_timeout_ms)
+    s->cfg.request_timeout_ms = cfg->request_timeout_ms;
 }
 
 int air__http_server_port(const air__http_server *s) {

@@ -124,6 +124,26 @@ int air__http_server_new(uv_loop_t *loop, const air__http_config *cfg,
  */
 int air__http_server_listen(air__http_server *s, int *uv_err);
 
+/*
+ * Listens on fd, a socket already bound and listening (e.g. by a
+ * supervisor process: DESIGN.md 5, Supervision), instead of binding
+ * cfg.host:cfg.port. The server takes fd over (it is closed with the
+ * listener; a process that shares the socket keeps its own descriptor).
+ * Returns as air__http_server_listen; fd is closed on failure too.
+ */
+int air__http_server_listen_fd(air__http_server *s, int fd, int *uv_err);
+
+/*
+ * Replaces the request limits (max_body_bytes, max_header_bytes,
+ * max_headers, max_connections, idle_timeout_ms, request_timeout_ms) by
+ * those of cfg; other fields of cfg are ignored. Connections accepted
+ * from now on read and get timed with the new limits; a connection
+ * already open keeps its body and head limits, its next timer uses the
+ * new timeouts. A zero limit keeps the old one. On the server's loop.
+ */
+void air__http_server_set_limits(air__http_server *s,
+                                 const air__http_config *cfg);
+
 /* The port bound by a successful listen (the ephemeral one for port 0). */
 int air__http_server_port(const air__http_server *s);
 

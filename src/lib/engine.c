@@ -276,7 +276,8 @@ int air_run_new(const air_config *cfg, air_state *state, const char *model,
 
   unsigned n = (unsigned)route->n_targets;
   if (n > AIR_MAX_TARGETS) n = AIR_MAX_TARGETS;
-  unsigned first = air__sticky_take(state, route->name, &run->pol->sticky, now_ms);
+  unsigned first = air__sticky_take(state, route->name, &run->pol->sticky,
+                                    route->targets, n, now_ms);
   if (first >= n) first = 0;
   run->order[run->n_order++] = first;
   for (unsigned i = 0; i < n; i++)
@@ -461,8 +462,8 @@ int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act) {
                       AIR_REASON_NONE, run->probe, now_ms);
   run->probe = false;
   if (run->route != &run->direct)
-    air__sticky_settle(run->st, run->route->name, &run->pol->sticky, run->cur,
-                       now_ms);
+    air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
+                       t->name, run->cur == 0, now_ms);
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_DONE;

@@ -25,7 +25,7 @@ typedef struct entry {
   uint64_t open_until;  /* open: probes allowed from then on */
   /* sticky */
   bool sticky;
-  unsigned index;
+  char *target;         /* the sticky target's name (owned) */
   uint64_t since;
   uint32_t used;        /* requests started since it became sticky */
   char kind;
@@ -89,6 +89,7 @@ void air_state_free(air_state *st) {
     entry *e = st->buckets[i];
     while (e != NULL) {
       entry *next = e->next;
+      free(e->target);
       free(e);
       e = next;
     }
@@ -213,7 +214,9 @@ void air__breaker_cool(air_state *st, const char *target, uint64_t until_ms) {
 }
 
 unsigned air__sticky_take(air_state *st, const char *route,
-                          const air__sticky_cfg *cfg, uint64_t now_ms) {
+                          const air__sticky_cfg *cfg,
+                          const air__target *targets, size_t n,
+                          uint64_t now_ms) {
   if (st == NULL || cfg == NULL || !cfg->enabled) return 0;
   unsigned index = 0;
   pthread_mutex_lock(&st->mu);
@@ -221,11 +224,13 @@ unsigned air__sticky_take(air_state *st, const char *route,
   if (e != NULL && e->sticky) {
     bool expired = (cfg->after_ms > 0 && now_ms - e->since >= cfg->after_ms) ||
                    (cfg->requests > 0 && e->used >= cfg->requests);
-    if (expired) {
-      e->sticky = false;
+    size_t i = 1;
+    while (!expired && i < n && strcmp(targets[i].name, e->target) != 0) i++;
+    if (expired || i >= n) {
+      e->sticky = false; /* over, or its target left the route */
     } else {
       e->used++;
-      index = e->index;
+      index = (unsigned)i;
     }
   }
   pthread_mutex_unlock(&st->mu);
@@ -233,21 +238,30 @@ unsigned air__sticky_take(air_state *st, const char *route,
 }
 
 void air__sticky_settle(air_state *st, const char *route,
-                        const air__sticky_cfg *cfg, unsigned index,
-                        uint64_t now_ms) {
+                        const air__sticky_cfg *cfg, const char *target,
+                        bool first, uint64_t now_ms) {
   if (st == NULL || cfg == NULL || !cfg->enabled) return;
+  bool clear = first || target == NULL;
   pthread_mutex_lock(&st->mu);
-  entry *e = lookup(st, KIND_ROUTE, route, index != 0);
+  entry *e = lookup(st, KIND_ROUTE, route, !clear);
   if (e != NULL) {
-    if (index == 0) {
+    if (clear) {
       e->sticky = false;
-    } else if (!e->sticky || e->index != index) {
+    } else if (!e->sticky || strcmp(e->target, target) != 0) {
       /* A new stickiness starts its window now; a request that confirms the
        * current one does not extend it (it still returns to the first). */
-      e->sticky = true;
-      e->index = index;
-      e->since = now_ms;
-      e->used = 0;
+      size_t n = strlen(target);
+      char *copy = malloc(n + 1);
+      if (copy == NULL) {
+        e->sticky = false; /* no memory: not sticky rather than wrong */
+      } else {
+        memcpy(copy, target, n + 1);
+        free(e->target);
+        e->target = copy;
+        e->sticky = true;
+        e->since = now_ms;
+        e->used = 0;
+      }
     }
   }
   pthread_mutex_unlock(&st->mu);

@@ -51,16 +51,22 @@ void air__breaker_cool(air_state *st, const char *target, uint64_t until_ms);
 bool air__breaker_counts(air_reason r);
 
 /*
- * Sticky routes. air__sticky_take returns the index of the target a new
- * request of route should start on (0 when not sticky) and counts the request
- * against cfg->requests. air__sticky_settle records the target index a
- * request succeeded on: a non-zero index makes the route sticky to it from
- * now_ms, index 0 clears it.
+ * Sticky routes, kept by target name so a reload that reorders, adds or
+ * removes targets never sends traffic to another target (DESIGN.md 5,
+ * Reload). air__sticky_take returns the index in targets[0..n) of the
+ * target a new request of route should start on (0 when not sticky, and
+ * when the sticky target is no longer in the list: that ends the
+ * stickiness) and counts the request against cfg->requests.
+ * air__sticky_settle records the target a request succeeded on: a target
+ * other than the route's first makes the route sticky to it from now_ms,
+ * NULL or the first clears it.
  */
 unsigned air__sticky_take(air_state *st, const char *route,
-                          const air__sticky_cfg *cfg, uint64_t now_ms);
+                          const air__sticky_cfg *cfg,
+                          const air__target *targets, size_t n,
+                          uint64_t now_ms);
 void air__sticky_settle(air_state *st, const char *route,
-                        const air__sticky_cfg *cfg, unsigned index,
-                        uint64_t now_ms);
+                        const air__sticky_cfg *cfg, const char *target,
+                        bool first, uint64_t now_ms);
 
 #endif

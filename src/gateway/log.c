@@ -1,0 +1,154 @@
+/*
+ * The log thread of a gateway worker process (DESIGN.md 5, Logs). Loop
+ * threads hand whole lines over to a bounded ring under a mutex held only
+ * for a memcpy; one thread per process writes them to stderr. So a stalled
+ * stderr (a pipe nobody reads) stalls only this thread: lines that do not
+ * fit in the ring are dropped and counted, requests go on. stderr's file
+ * description is shared with the parent shell and is never made
+ * non-blocking: the writes here simply block while the reader is away.
+ *
+ * Writes carry whole lines, at most AIR__LOG_WRITE_BYTES each (PIPE_BUF, so
+ * a write is never interleaved with another process's; a longer line goes
+ * alone). air__log_stop writes every line accepted before it returns.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gw_int.h"
+
+struct air__log {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char *ring;
+  size_t cap, head, len; /* bytes [head, head+len) mod cap hold lines */
+  char *scratch;         /* the writer's copy (cap bytes) */
+  bool stop;
+  pthread_t thread;
+  _Atomic uint64_t dropped;
+};
+
+void air__log_write_lines(const char *p, size_t n) {
+  while (n > 0) {
+    size_t k = n;
+    if (k > AIR__LOG_WRITE_BYTES) {
+      k = AIR__LOG_WRITE_BYTES;
+      while (k > 0 && p[k - 1] != '\n') k--;
+      if (k == 0) {
+        const char *nl = memchr(p, '\n', n);
+        k = nl ? (size_t)(nl - p) + 1 : n;
+      }
+    }
+    size_t done = 0;
+    while (done < k) {
+      ssize_t w = write(STDERR_FILENO, p + done, k - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return; /* stderr is gone: the lines are dropped */
+      done += (size_t)w;
+    }
+    p += k;
+    n -= k;
+  }
+}
+
+static void *log_main(void *arg) {
+  air__log *l = arg;
+  pthread_mutex_lock(&l->mu);
+  for (;;) {
+    while (l->len == 0 && !l->stop) pthread_cond_wait(&l->cv, &l->mu);
+    if (l->len == 0) break; /* stopping and nothing left */
+    size_t n = l->len;
+    size_t first = l->cap - l->head < n ? l->cap - l->head : n;
+    memcpy(l->scratch, l->ring + l->head, first);
+    memcpy(l->scratch + first, l->ring, n - first);
+    l->head = (l->head + n) % l->cap;
+    l->len = 0;
+    pthread_mutex_unlock(&l->mu);
+    air__log_write_lines(l->scratch, n); /* never under the mutex */
+    pthread_mutex_lock(&l->mu);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+int air__log_start(size_t cap, air__log **out) {
+  *out = NULL;
+  air__log *l = calloc(1, sizeof(*l));
+  if (l == NULL) return AIR_ENOMEM;
+  l->cap = cap;
+  l->ring = malloc(cap);
+  l->scratch = malloc(cap);
+  atomic_init(&l->dropped, 0);
+  if (l->ring == NULL || l->scratch == NULL) goto fail;
+  if (pthread_mutex_init(&l->mu, NULL) != 0) goto fail;
+  if (pthread_cond_init(&l->cv, NULL) != 0) {
+    pthread_mutex_destroy(&l->mu);
+    goto fail;
+  }
+  if (pthread_create(&l->thread, NULL, log_main, l) != 0) {
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    goto fail;
+  }
+  *out = l;
+  return 0;
+fail:
+  free(l->ring);
+  free(l->scratch);
+  free(l);
+  return AIR_ENOMEM;
+}
+
+void air__log_put(air__log *l, const char *p, size_t n) {
+  if (l == NULL) {
+    air__log_write_lines(p, n);
+    return;
+  }
+  uint64_t dropped = 0;
+  pthread_mutex_lock(&l->mu);
+  if (l->stop) {
+    pthread_mutex_unlock(&l->mu);
+    air__log_write_lines(p, n); /* after the thread: synchronously */
+    return;
+  }
+  bool added = false;
+  while (n > 0) {
+    const char *nl = memchr(p, '\n', n);
+    size_t k = nl ? (size_t)(nl - p) + 1 : n;
+    if (k <= l->cap - l->len) {
+      size_t at = (l->head + l->len) % l->cap;
+      size_t first = l->cap - at < k ? l->cap - at : k;
+      memcpy(l->ring + at, p, first);
+      memcpy(l->ring, p + first, k - first);
+      l->len += k;
+      added = true;
+    } else {
+      dropped++;
+    }
+    p += k;
+    n -= k;
+  }
+  if (added) pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  if (dropped) atomic_fetch_add(&l->dropped, dropped);
+}
+
+const _Atomic uint64_t *air__log_dropped(const air__log *l) {
+  return &l->dropped;
+}
+
+void air__log_stop(air__log *l) {
+  if (l == NULL) return;
+  pthread_mutex_lock(&l->mu);
+  l->stop = true;
+  pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  pthread_join(l->thread, NULL);
+  pthread_cond_destroy(&l->cv);
+  pthread_mutex_destroy(&l->mu);
+  free(l->ring);
+  free(l->scratch);
+  free(l);
+}

@@ -1,0 +1,512 @@
+#!/usr/bin/env python3
+"""Supervision, reload and log tests of `airetry serve` (DESIGN.md 5).
+
+    python3 tests/supervisor/test_supervisor.py PATH/TO/airetry [NAME-SUBSTRING...]
+
+Starts `airetry mock` and gateways in front of it on 127.0.0.1 ephemeral
+ports and checks, one named test at a time:
+
+  crash/*    a worker killed by SIGSEGV under load: served again within 1 s,
+             no in-flight answer completes, the supervisor logs the signal
+             and the request ids, /metrics counts the restart; then SIGHUP
+             and SIGTERM go through the supervisor
+  backoff/*  repeated deaths are restarted after a logged, growing delay
+  reload/*   a reload is validated as a start (non-loopback without keys
+             refused), a listen change is reported, limits apply to the
+             next request
+  log/*      a stalled stderr pipe never stalls requests; lines flow again
+             once it is read; ring overflow is counted
+
+Standard library only; every wait is a bounded poll. Prints one "ok"/"FAIL"
+line per test and exits 1 when any failed.
+"""
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+LOCAL = "127.0.0.1"
+WORK = tempfile.mkdtemp(prefix="airetry-supervisor-")
+PROCS = []
+RESULTS = []
+BIN = None
+MOCK = None
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def wait_until(pred, timeout, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+class Proc:
+    """A child whose stdout's first line is `listening on http://H:P`.
+    stderr goes to a file, or to a pipe nobody reads (stall_stderr)."""
+
+    def __init__(self, name, args, env=None, stall_stderr=False, timeout=20.0):
+        self.name = name
+        self.err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
+        self.err_file = None if stall_stderr else open(self.err_path, "wb")
+        full = dict(os.environ)
+        full.update(env or {})
+        self.p = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if stall_stderr else self.err_file, env=full)
+        PROCS.append(self)
+        line = self.read_line(timeout)
+        prefix = "listening on http://"
+        if not line.startswith(prefix):
+            self.stop()
+            raise RuntimeError("%s did not start: %r %r" % (name, line, self.stderr()[-800:]))
+        host, _, port = line[len(prefix):].strip().rpartition(":")
+        self.port = int(port)
+
+    def read_line(self, timeout):
+        fd = self.p.stdout.fileno()
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+        return buf.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+    def stderr(self):
+        if self.err_file is None:
+            return b""
+        self.err_file.flush()
+        with open(self.err_path, "rb") as f:
+            return f.read()
+
+    def stop(self, timeout=15.0):
+        if self.p.poll() is None:
+            try:
+                self.p.send_signal(signal.SIGTERM)
+                self.p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(timeout=5)
+        for f in (self.p.stdout, self.p.stderr, self.err_file):
+            try:
+                if f is not None:
+                    f.close()
+            except Exception:
+                pass
+        return self.p.returncode
+
+
+def children(pid):
+    """Child pids of pid (the supervisor's worker)."""
+    out = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out += [int(x) for x in f.read().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return out
+
+
+def worker_of(gw, not_pid=None, timeout=5.0):
+    """The supervisor's one live worker pid (other than not_pid)."""
+    found = []
+
+    def pred():
+        ks = [k for k in children(gw.p.pid) if k != not_pid]
+        found[:] = ks
+        return len(ks) == 1
+    check(wait_until(pred, timeout), "no worker under %d (saw %r)" % (gw.p.pid, found))
+    return found[0]
+
+
+def write_config(name, obj):
+    path = os.path.join(WORK, name)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+    return path
+
+
+def base_config(**extra):
+    cfg = {"listen": LOCAL + ":0",
+           "providers": [{"name": "mock", "api": "openai",
+                          "base_url": "http://%s:%d/v1" % (LOCAL, MOCK.port)}],
+           "routes": [{"name": "fast", "targets": ["mock/fast"]},
+                      # 40 tokens 100 ms apart: a 4 s stream
+                      {"name": "slowstream", "targets": ["mock/s@delay=100@tokens=40"]},
+                      # no content for 20 s (non-streamed: the whole answer)
+                      {"name": "slowwhole", "targets": ["mock/w@slow=20000"]}]}
+    cfg.update(extra)
+    return cfg
+
+
+def start_gateway(name, cfg, args=(), env=None, workers=2, stall_stderr=False):
+    path = write_config(name + ".json", cfg)
+    a = [BIN, "serve", "--config", path, "--workers", str(workers)] + list(args)
+    return Proc(name, a, env=env, stall_stderr=stall_stderr), path
+
+
+# ---- HTTP over raw sockets -----------------------------------------------------------
+
+
+class Exchange:
+    """One request with `connection: close`, read to EOF on a thread."""
+
+    def __init__(self, port, method, path, body=None, headers=(), timeout=30):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        hs = [("Host", "x")] + list(headers)
+        if body is not None:
+            hs += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        hs.append(("Connection", "close"))
+        head = "%s %s HTTP/1.1\r\n" % (method, path)
+        head += "".join("%s: %s\r\n" % h for h in hs) + "\r\n"
+        self.data = b""
+        self.eof = False
+        self.error = None
+        self.sock = socket.create_connection((LOCAL, port), timeout=timeout)
+        self.sock.sendall(head.encode("latin-1") + (body or b""))
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        try:
+            while True:
+                d = self.sock.recv(65536)
+                if not d:
+                    break
+                self.data += d
+            self.eof = True
+        except OSError as e:  # a reset is a close too
+            self.error = e
+            self.eof = True
+        finally:
+            self.sock.close()
+
+    def wait(self, timeout):
+        self.t.join(timeout)
+        return self.eof
+
+    def status(self):
+        m = re.match(rb"HTTP/1\.[01] (\d{3})", self.data)
+        return int(m.group(1)) if m else None
+
+    def body(self):
+        head, _, body = self.data.partition(b"\r\n\r\n")
+        if b"transfer-encoding: chunked" in head.lower():
+            out, rest = b"", body
+            while rest:
+                line, _, rest = rest.partition(b"\r\n")
+                try:
+                    n = int(line.split(b";")[0], 16)
+                except ValueError:
+                    break
+                out += rest[:n]
+                rest = rest[n + 2:]
+            return out
+        return body
+
+
+def request(port, method, path, body=None, headers=(), timeout=30):
+    x = Exchange(port, method, path, body, headers, timeout)
+    check(x.wait(timeout), "%s %s: no answer in %ss" % (method, path, timeout))
+    return x
+
+
+def chat(model, stream=False, size=0):
+    b = {"model": model, "messages": [{"role": "user", "content": "hi" + "x" * size}],
+         "stream": stream}
+    return b
+
+
+def metric(port, name):
+    r = request(port, "GET", "/metrics", timeout=10)
+    m = re.search(rb"^" + re.escape(name.encode()) + rb" (\d+)$", r.body(), re.M)
+    return int(m.group(1)) if m else None
+
+
+def assert_served(port, what):
+    r = request(port, "POST", "/v1/chat/completions", chat("fast"), timeout=10)
+    check(r.status() == 200 and b'"choices"' in r.body(),
+          "%s: %r" % (what, r.data[:300]))
+
+
+# ---- tests ---------------------------------------------------------------------------
+
+TESTS = []
+
+
+def test(name):
+    def deco(f):
+        TESTS.append((name, f))
+        return f
+    return deco
+
+
+@test("crash/SIGSEGV under load: served again within 1 s, nothing truncated, logged, counted; then HUP and TERM")
+def t_crash():
+    cfg = base_config()
+    # Under ASan the worker must die by the signal, not by ASan's report.
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    gw, path = start_gateway("crash", cfg, env={
+        "ASAN_OPTIONS": (asan + ":" if asan else "") + "handle_segv=0"})
+    check(metric(gw.port, "airetry_worker_restarts_total") == 0, "restarts not 0 at start")
+    inflight = []
+    for i in range(6):
+        inflight.append(("stream", Exchange(gw.port, "POST", "/v1/chat/completions",
+                                            chat("slowstream", stream=True),
+                                            [("x-request-id", "inflight-s%d" % i)])))
+    for i in range(4):
+        inflight.append(("whole", Exchange(gw.port, "POST", "/v1/chat/completions",
+                                           chat("slowwhole"),
+                                           [("x-request-id", "inflight-w%d" % i)])))
+    # Every streamed one committed (content flowing), every whole one reached the mock.
+    check(wait_until(lambda: all(b"w1" in x.data for k, x in inflight if k == "stream"), 10),
+          "streams did not start")
+    check(wait_until(lambda: sum(1 for a in mock_log() if a["model"].startswith("w@")) >= 4, 10),
+          "whole requests did not reach the mock")
+    worker = worker_of(gw)
+    os.kill(worker, signal.SIGSEGV)
+    t0 = time.monotonic()
+
+    def healthy():
+        try:
+            r = request(gw.port, "GET", "/healthz", timeout=1)
+            return r.status() == 200
+        except OSError:
+            return False
+    check(wait_until(healthy, 1.0, 0.01), "/healthz not answered within 1 s of the kill")
+    assert_served(gw.port, "chat after the crash")
+    took = time.monotonic() - t0
+    check(took <= 1.0, "served again only after %.2f s" % took)
+    for kind, x in inflight:
+        check(x.wait(5), "%s request not closed after the crash" % kind)
+        if kind == "stream":
+            check(b"[DONE]" not in x.data, "a cut stream ended with [DONE]: %r" % x.data[-200:])
+        else:
+            ok = False
+            if x.status() == 200:
+                try:
+                    json.loads(x.body())
+                    ok = True
+                except ValueError:
+                    pass
+            check(not ok, "a whole answer completed across the crash: %r" % x.data[:200])
+    check(metric(gw.port, "airetry_worker_restarts_total") == 1, "restarts not 1")
+    err = gw.stderr().decode("utf-8", "replace")
+    line = [ln for ln in err.splitlines() if "died" in ln]
+    check(len(line) == 1 and "SIGSEGV" in line[0] and "signal 11" in line[0],
+          "death line: %r" % err[-1500:])
+    for i in range(6):
+        check("inflight-s%d" % i in line[0], "id inflight-s%d not logged: %r" % (i, line[0]))
+    for i in range(4):
+        check("inflight-w%d" % i in line[0], "id inflight-w%d not logged: %r" % (i, line[0]))
+    # SIGHUP through the supervisor: a new route becomes routable.
+    r = request(gw.port, "POST", "/v1/chat/completions", chat("added"))
+    check(r.status() == 404, "route 'added' before reload: %r" % r.data[:200])
+    cfg["routes"].append({"name": "added", "targets": ["mock/added"]})
+    write_config("crash.json", cfg)
+    gw.p.send_signal(signal.SIGHUP)
+    check(wait_until(lambda: b"SIGHUP: reloaded" in gw.stderr(), 5), "no reload line")
+    r = request(gw.port, "POST", "/v1/chat/completions", chat("added"))
+    check(r.status() == 200, "route 'added' after reload: %r" % r.data[:200])
+    # SIGTERM: a stream in flight finishes, then the supervisor exits 0.
+    x = Exchange(gw.port, "POST", "/v1/chat/completions", chat("slowstream", stream=True))
+    check(wait_until(lambda: b"w1" in x.data, 10), "stream did not start")
+    gw.p.send_signal(signal.SIGTERM)
+    try:
+        code = gw.p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        code = None
+    check(x.wait(5) and b"[DONE]" in x.data, "stream in flight not drained: %r" % x.data[-200:])
+    check(code == 0, "supervisor exit %r after SIGTERM" % code)
+    check(children(gw.p.pid) == [], "worker left behind")
+
+
+@test("crash/request ids differ between worker incarnations")
+def t_ids():
+    gw, _ = start_gateway("ids", base_config(), workers=1)
+    ids = set()
+    for _ in range(3):
+        r = request(gw.port, "POST", "/v1/chat/completions", chat("fast"))
+        m = re.search(rb"x-request-id: (\S+)", r.data, re.I)
+        check(m, "no x-request-id")
+        check(m.group(1) not in ids, "request id %r repeated" % m.group(1))
+        ids.add(m.group(1))
+        w = worker_of(gw)
+        os.kill(w, signal.SIGKILL)
+        worker_of(gw, not_pid=w)
+        check(wait_until(lambda: b"died" in gw.stderr(), 5), "no death line")
+    check(gw.stop() == 0, "exit status")
+
+
+@test("backoff/a worker killed 4 times quickly is restarted after a logged delay")
+def t_backoff():
+    gw, _ = start_gateway("backoff", base_config(), workers=1)
+    pid = None
+    for i in range(4):
+        w = worker_of(gw, not_pid=pid, timeout=10)
+        # Killing the same worker twice would count one death.
+        os.kill(w, signal.SIGKILL)
+        pid = w
+        check(wait_until(lambda: gw.stderr().count(b"died") >= i + 1, 10),
+              "death %d not logged" % (i + 1))
+    err = gw.stderr().decode()
+    delays = [int(m) for m in re.findall(r"restarting in (\d+) ms", err)]
+    check(len(delays) >= 2 and delays[-1] > delays[0],
+          "no growing logged delay: %r" % err[-1500:])
+    # It still comes back.
+    worker_of(gw, not_pid=pid, timeout=10)
+    assert_served(gw.port, "after the backoff")
+    check(gw.stop() == 0, "exit status")
+
+
+@test("reload/non-loopback without client keys is refused and the old config kept")
+def t_reload_keys():
+    env = {"SUPTEST_KEYS": "ck-supervisor-1"}
+    cfg = base_config(client_keys_env="SUPTEST_KEYS")
+    gw, path = start_gateway("keys", cfg, ["--listen", "0.0.0.0:0"], env=env)
+    auth = [("Authorization", "Bearer ck-supervisor-1")]
+    r = request(gw.port, "POST", "/v1/chat/completions", chat("fast"), auth)
+    check(r.status() == 200, "with key: %r" % r.data[:200])
+    del cfg["client_keys_env"]
+    cfg["routes"].append({"name": "added", "targets": ["mock/added"]})
+    write_config("keys.json", cfg)
+    gw.p.send_signal(signal.SIGHUP)
+    check(wait_until(lambda: b"refusing" in gw.stderr(), 5),
+          "no refusal logged: %r" % gw.stderr()[-800:])
+    check(b"keeping the running config" in gw.stderr(), "not said: keeping")
+    r = request(gw.port, "POST", "/v1/chat/completions", chat("fast"))
+    check(r.status() == 401, "without key after refused reload: %r" % r.data[:200])
+    r = request(gw.port, "POST", "/v1/chat/completions", chat("added"), auth)
+    check(r.status() == 404, "route of the refused config is served: %r" % r.data[:200])
+    check(gw.stop() == 0, "exit status")
+
+
+@test("reload/a listen change is reported as needing a restart; limits apply to the next request")
+def t_reload_listen_limits():
+    cfg = base_config()
+    gw, path = start_gateway("limits", cfg)
+    big = chat("fast", size=4000)
+    r = request(gw.port, "POST", "/v1/chat/completions", big)
+    check(r.status() == 200, "4 kB body before reload: %r" % r.data[:200])
+    cfg["listen"] = LOCAL + ":1"
+    cfg["limits"] = {"max_body_bytes": 2048}
+    write_config("limits.json", cfg)
+    gw.p.send_signal(signal.SIGHUP)
+    check(wait_until(lambda: b"SIGHUP: reloaded" in gw.stderr(), 5), "no reload line")
+    err = gw.stderr().decode()
+    check("listen changed" in err and "needs a restart" in err, "listen: %r" % err[-800:])
+    r = request(gw.port, "POST", "/v1/chat/completions", big)
+    check(r.status() == 413, "4 kB body after max_body_bytes 2048: %r" % r.data[:200])
+    assert_served(gw.port, "small body after reload")
+    check(gw.stop() == 0, "exit status")
+
+
+LONG_MODEL = "mock/" + "f" * 1000
+
+
+@test("log/a stalled stderr pipe never stalls requests; lines flow once read; drops counted")
+def t_log_stall():
+    gw, _ = start_gateway("stall", base_config(), stall_stderr=True)
+    # Fill the pipe (64 KiB) and the ring: every request logs a line.
+    t0 = time.monotonic()
+    n = 0
+    while n < 200 or (metric(gw.port, "airetry_log_lines_dropped_total") or 0) == 0:
+        check(n < 60000, "the log ring never overflowed")
+        # A direct provider/model with a long name: a ~3 kB log line each.
+        xs = [Exchange(gw.port, "POST", "/v1/chat/completions", chat(LONG_MODEL),
+                       [("x-request-id", "stall-%d" % (n + k))])
+              for k in range(50)]
+        for x in xs:
+            check(x.wait(10), "request stalled behind stderr")
+            check(x.status() == 200, "request failed: %r" % x.data[:200])
+        n += 50
+        if n == 200:
+            took = time.monotonic() - t0
+            check(took < 20, "200 requests took %.1f s" % took)
+    # Read the pipe again: lines flow (a new request's line arrives).
+    fd = gw.p.stderr.fileno()
+    os.set_blocking(fd, False)
+    got = b""
+
+    def drain():
+        nonlocal got
+        while True:
+            try:
+                d = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not d:
+                return
+            got += d
+    check(wait_until(lambda: (drain(), b"stall-" in got)[1], 10), "no line after reading")
+    request(gw.port, "POST", "/v1/chat/completions", chat("fast"),
+            [("x-request-id", "after-the-stall")])
+    check(wait_until(lambda: (drain(), b"after-the-stall" in got)[1], 10),
+          "the line of a request after the stall never came")
+    check(b"stall-" in got and b"\"request_id\"" in got, "lines: %r" % got[:300])
+    for ln in got.split(b"\n")[1:-1]:
+        check(ln.startswith(b"{") or ln.startswith(b"airetry"), "mixed line: %r" % ln[:200])
+    check(gw.stop() == 0, "exit status")
+
+
+# ---- main ------------------------------------------------------------------------------
+
+
+def mock_log():
+    r = request(MOCK.port, "GET", "/__mock/log", timeout=10)
+    return json.loads(r.body())["attempts"]
+
+
+def main():
+    global BIN, MOCK
+    BIN = os.path.abspath(sys.argv[1])
+    only = sys.argv[2:]
+    failed = 0
+    try:
+        MOCK = Proc("mock", [BIN, "mock", "--listen", LOCAL + ":0"])
+        for name, f in TESTS:
+            if only and not any(s in name for s in only):
+                continue
+            t0 = time.monotonic()
+            before = len(PROCS)
+            try:
+                f()
+                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
+            except Exception:
+                failed += 1
+                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
+            finally:
+                for p in PROCS[before:]:
+                    p.stop()
+    finally:
+        for p in PROCS:
+            p.stop()
+        shutil.rmtree(WORK, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
