@@ -23,6 +23,8 @@ typedef struct job {
   air__request req;
   const air_chat_cb *cb;
   atomic_bool cancel;
+  air_cancel *token;         /* the caller's, or NULL */
+  air__cancel_watcher watch; /* on token until the job is done */
   air__exchange *x;
   air__aggregate agg;
   air__api dialect;
@@ -43,6 +45,7 @@ struct worker {
   job *incoming;     /* under mu */
   bool stopping;     /* under mu */
   job *active;       /* loop thread only */
+  bool closed;       /* loop thread only: async closed, the loop ends */
   bool started;
 };
 
@@ -89,7 +92,13 @@ static void unlink_active(worker *w, job *j) {
     }
 }
 
+/*
+ * The job is over: its token stops watching it first (so no cancel reaches
+ * this worker once the caller may have returned and the client may be
+ * freed), then the caller wakes. j is the caller's after this.
+ */
 static void finish_job(job *j, int rc) {
+  air__cancel_unwatch(j->token, &j->watch);
   pthread_mutex_lock(&j->mu);
   j->rc = rc;
   j->done = true;
@@ -171,10 +180,18 @@ static void on_end(void *data, const air__exchange_result *r) {
                    r->rc == 0 ? j->agg.text.n : 0);
   res->text_len = r->rc == 0 ? j->agg.text.n : 0;
   res->finish = j->agg.finish;
-  unlink_active(j->w, j);
+  worker *w = j->w;
+  unlink_active(w, j);
   air__exchange_free(j->x);
   j->x = NULL;
   finish_job(j, r->rc);
+  /* The last call ended while air_client_free waits: let on_async close. */
+  if (w->active == NULL && !w->closed) {
+    pthread_mutex_lock(&w->mu);
+    bool stopping = w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    if (stopping) uv_async_send(&w->async);
+  }
 }
 
 static void start_job(worker *w, job *j) {
@@ -200,6 +217,7 @@ static void start_job(worker *w, job *j) {
 
 static void on_async(uv_async_t *a) {
   worker *w = a->data;
+  if (w->closed) return;
   pthread_mutex_lock(&w->mu);
   job *in = w->incoming;
   w->incoming = NULL;
@@ -222,9 +240,12 @@ static void on_async(uv_async_t *a) {
       }
     }
   }
+  /* Stopping: once the calls in flight ended (on_end wakes us again for
+   * the last one), close what keeps the loop alive. */
   if (stopping && w->active == NULL) {
     air__transport_free(w->t);
     w->t = NULL;
+    w->closed = true;
     uv_close((uv_handle_t *)&w->async, NULL);
   }
 }
@@ -365,7 +386,10 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   atomic_init(&j->cancel, false);
   worker *w = &c->w[atomic_fetch_add(&c->next, 1) % c->n];
   j->w = w;
-  air__cancel_watch(cancel, on_cancel, j);
+  j->token = cancel;
+  j->watch.fn = on_cancel;
+  j->watch.data = j;
+  air__cancel_watch(cancel, &j->watch);
   pthread_mutex_lock(&w->mu);
   j->next = w->incoming;
   w->incoming = j;
@@ -375,7 +399,6 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   pthread_mutex_lock(&j->mu);
   while (!j->done) pthread_cond_wait(&j->cv, &j->mu);
   pthread_mutex_unlock(&j->mu);
-  air__cancel_unwatch(cancel, on_cancel, j);
 
   rc = j->rc;
   if (j->res->body == NULL) {
