@@ -760,6 +760,13 @@ static void policy_copy(ctx *c, air__policy *dst, const air__policy *src) {
   }
 }
 
+/* Frees a secret after overwriting it, so it does not linger in the heap. */
+static void free_secret(char *s) {
+  if (!s) return;
+  for (volatile char *p = s; *p; p++) *p = 0;
+  free(s);
+}
+
 void air_config_free(air_config *cfg) {
   if (!cfg) return;
   free(cfg->file);
@@ -770,6 +777,7 @@ void air_config_free(air_config *cfg) {
     free(p->name);
     free(p->base_url);
     free(p->api_key_env);
+    free_secret(p->api_key);
     for (size_t j = 0; j < p->n_headers; j++) {
       free(p->headers[j].name);
       free(p->headers[j].value);
@@ -1502,7 +1510,9 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
     }
     if (p->api_key_env) {
       const char *val = getenv(p->api_key_env);
-      if (!val || !val[0])
+      if (val && val[0])
+        p->api_key = xstrndup(c, val, strlen(val));
+      else
         warn_at(c, node_loc(deref(c, sn.val[i_env]), il),
                 "%s.api_key_env: %s is not set in the environment; attempts "
                 "on provider '%s' will fail with reason auth",

@@ -551,6 +551,42 @@ static void missing_env_is_a_warning(void **state) {
   air_config_free(cfg);
 }
 
+/* The key is read once, at load: unsetting the variable afterwards (or
+ * changing it) does not change the loaded config; the dump never shows it. */
+static void api_key_resolved_at_load(void **state) {
+  (void)state;
+  setenv("AIR_TEST_LOAD_KEY", "sk-loaded-at-start-456", 1);
+  unsetenv("AIR_TEST_SURELY_UNSET_KEY");
+  setenv("AIR_TEST_EMPTY_KEY", "", 1);
+  diags ds;
+  air_config *cfg = NULL;
+  int rc = parse(
+      "providers:\n"
+      "  - {name: a, api: openai, api_key_env: AIR_TEST_LOAD_KEY}\n"
+      "  - {name: b, api: openai, api_key_env: AIR_TEST_SURELY_UNSET_KEY}\n"
+      "  - {name: c, api: openai, api_key_env: AIR_TEST_EMPTY_KEY}\n"
+      "  - {name: d, api: openai}\n",
+      &ds, &cfg);
+  assert_int_equal(rc, 0);
+  assert_int_equal(ds.errors, 0);
+  assert_int_equal(ds.warnings, 2);
+  unsetenv("AIR_TEST_LOAD_KEY");
+  assert_non_null(cfg->providers[0].api_key);
+  assert_string_equal(cfg->providers[0].api_key, "sk-loaded-at-start-456");
+  assert_null(cfg->providers[1].api_key);
+  assert_null(cfg->providers[2].api_key);
+  assert_null(cfg->providers[3].api_key);
+  setenv("AIR_TEST_LOAD_KEY", "sk-changed-later", 1);
+  assert_string_equal(cfg->providers[0].api_key, "sk-loaded-at-start-456");
+  char *out = dump_text(cfg);
+  assert_null(strstr(out, "sk-loaded-at-start-456"));
+  assert_null(strstr(out, "sk-changed-later"));
+  free(out);
+  unsetenv("AIR_TEST_LOAD_KEY");
+  unsetenv("AIR_TEST_EMPTY_KEY");
+  air_config_free(cfg);
+}
+
 static void yaml_syntax_error_has_position(void **state) {
   (void)state;
   diags ds;
@@ -812,6 +848,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(json_input_works),
       cmocka_unit_test(every_error_reported_with_position),
       cmocka_unit_test(missing_env_is_a_warning),
+      cmocka_unit_test(api_key_resolved_at_load),
       cmocka_unit_test(yaml_syntax_error_has_position),
       cmocka_unit_test(oversized_config_is_toobig),
       cmocka_unit_test(limits_are_enforced),
