@@ -463,11 +463,25 @@ static bool json_number(const char *s, size_t n, bool *integer) {
   return i == n;
 }
 
+/* An RFC 9110 token. Explicit bounds: strchr would find a NUL (a YAML
+ * "\0") in its own terminator and take it for a token character. */
 static bool header_token(const char *s, size_t n) {
+  static const char extra[] = "!#$%&'*+-.^_`|~";
   if (n == 0) return false;
   for (size_t i = 0; i < n; i++) {
     unsigned char ch = (unsigned char)s[i];
-    if (!isalnum(ch) && !strchr("!#$%&'*+-.^_`|~", ch)) return false;
+    if (!isalnum(ch) && memchr(extra, ch, sizeof(extra) - 1) == NULL)
+      return false;
+  }
+  return true;
+}
+
+/* A header value that is one line: no control byte but HTAB (so no NUL, CR
+ * or LF, which would end or split the header on the wire). */
+static bool header_value_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return false;
   }
   return true;
 }
@@ -1130,8 +1144,7 @@ static void parse_headers(ctx *c, const air__opt *o, struct fy_node *v, loc at,
       continue;
     }
     const char *vs = is_scalar(val) ? scalar(val, &vn) : NULL;
-    if (!vs || vn > MAX_HEADER_VALUE_BYTES || memchr(vs, '\r', vn) ||
-        memchr(vs, '\n', vn) || memchr(vs, '\0', vn)) {
+    if (!vs || vn > MAX_HEADER_VALUE_BYTES || !header_value_ok(vs, vn)) {
       error_at(c, node_loc(val, kl),
                "%s.%s: expected a header value (one line, at most %u bytes)",
                path, shown(sv, sizeof sv, ks, kn),
