@@ -483,7 +483,11 @@ typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_diale
  */
 typedef struct air_client air_client;
 int air_client_new(const air_config *cfg, unsigned workers, air_client **out);
-/* Waits for calls in flight to end; no call may start during it. */
+/*
+ * Waits for the calls in flight to end, each as it would have (its own
+ * deadlines bound it; trigger its cancel token to end it at once), then
+ * frees the client. No call may start during or after it.
+ */
 void air_client_free(air_client *c);
 
 /* The outcome of one chat call. Free with air_chat_result_free. */

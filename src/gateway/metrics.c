@@ -1,8 +1,21 @@
 /*
- * Counters keyed by label strings live in small open lists (routes and
- * targets come from the config, so there are few); label values are
- * escaped when rendered. Bounded: past MAX_SERIES new label sets are folded
- * into one "other" series instead of growing without end.
+ * Series live in cells, one per (kind, name): a route cell counts requests
+ * per outcome, a target cell attempts per reason. Cells are made once, the
+ * first time a configured name is counted, and live until air__metrics_free,
+ * so a request that still runs under an old config snapshot counts into the
+ * same cells as the new one, and a name kept across a reload keeps counting
+ * up. Names are copied: nothing points into a config.
+ *
+ * Finding a cell takes no lock: an open-addressing table of atomic cell
+ * pointers, read with acquire loads. Inserts (under mu) publish a cell with
+ * a release store; a table past half full is copied into one twice as large
+ * and published the same way; the old one is kept until air__metrics_free
+ * because a reader may still be probing it (a reader that misses there
+ * takes the locked path and looks again in the current table). Counters are
+ * relaxed atomics: each is exact, a render is not a snapshot of all of them.
+ *
+ * Bounded: at most MAX_CELLS cells (every name of a large config, many
+ * reloads over); past that, new names count as "other".
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,37 +25,55 @@
 
 #include "metrics.h"
 
-#define MAX_SERIES 4096
+#define MAX_CELLS 65536
+#define FIRST_CAP 64 /* slots of the first table (a power of two) */
 #define N_BUCKETS 12
 
 static const double bucket_s[N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                            0.5,   1,    2.5,   5,    10,  30};
 
-typedef struct series {
-  char *a;  /* first label value */
-  char *b;  /* second label value (may be NULL) */
-  uint64_t n;
-} series;
+/* Request outcomes, in render order; the last one takes unknown strings. */
+static const char *const outcomes[] = {"ok",      "error",    "error_after_commit",
+                                       "aborted", "rejected", "other"};
+#define N_OUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
 
-typedef struct counter {
-  series *s;
-  size_t n, cap;
-} counter;
+/* Slots of a cell: a route's outcomes or a target's reasons (0: "ok"). */
+#define N_SLOTS \
+  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES : (size_t)AIR_REASON__COUNT)
+
+enum kind { K_ROUTE, K_TARGET };
+
+typedef struct cell {
+  struct cell *next_all; /* every cell, oldest first (under mu) */
+  enum kind kind;
+  uint64_t hash;
+  size_t len;
+  _Atomic uint64_t n[N_SLOTS];
+  char name[]; /* NUL-terminated */
+} cell;
+
+typedef struct table {
+  struct table *retired; /* older tables, freed with the metrics */
+  size_t cap;            /* a power of two */
+  _Atomic(cell *) slot[];
+} table;
 
 typedef struct histogram {
-  uint64_t buckets[N_BUCKETS];
-  uint64_t count;
-  double sum_s;
+  _Atomic uint64_t buckets[N_BUCKETS];
+  _Atomic uint64_t count;
+  _Atomic uint64_t sum_ms;
 } histogram;
 
 struct air__metrics {
-  pthread_mutex_t mu;
-  counter requests;  /* route, outcome */
-  counter attempts;  /* target, reason */
-  counter targets;   /* target (breaker gauge), n unused */
-  uint64_t retries;
-  uint64_t switches;
-  uint64_t malformed;
+  pthread_mutex_t mu; /* inserts, the cell list, render, worker_restarts */
+  _Atomic(table *) tab;
+  cell *first, *last; /* every cell (under mu) */
+  size_t n_cells;     /* under mu */
+  cell *other_route;  /* the "other" cells, made at start */
+  cell *other_target;
+  _Atomic uint64_t retries;
+  _Atomic uint64_t switches;
+  _Atomic uint64_t malformed;
   uint64_t worker_restarts;
   const _Atomic uint64_t *log_dropped;
   histogram first_content;
@@ -50,10 +81,105 @@ struct air__metrics {
   histogram self;
 };
 
+static uint64_t hash_name(enum kind k, const char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)k;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static cell *find_in(const table *t, enum kind k, uint64_t h, const char *p,
+                     size_t n) {
+  size_t mask = t->cap - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    cell *c = atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
+    if (c == NULL) return NULL;
+    if (c->hash == h && c->kind == k && c->len == n && memcmp(c->name, p, n) == 0)
+      return c;
+  }
+}
+
+static table *table_new(size_t cap) {
+  table *t = calloc(1, sizeof(*t) + cap * sizeof(t->slot[0]));
+  if (t == NULL) return NULL;
+  t->cap = cap;
+  for (size_t i = 0; i < cap; i++) atomic_init(&t->slot[i], NULL);
+  return t;
+}
+
+/* Under mu: puts c into t (which has a free slot). */
+static void place(table *t, cell *c) {
+  size_t mask = t->cap - 1;
+  size_t i = (size_t)c->hash & mask;
+  while (atomic_load_explicit(&t->slot[i], memory_order_relaxed) != NULL)
+    i = (i + 1) & mask;
+  atomic_store_explicit(&t->slot[i], c, memory_order_release);
+}
+
+/*
+ * Under mu: the cell (k, p[0..n)), made when missing. NULL when no memory
+ * or MAX_CELLS are made (the caller counts "other").
+ */
+static cell *insert_locked(air__metrics *m, enum kind k, const char *p,
+                           size_t n) {
+  uint64_t h = hash_name(k, p, n);
+  table *t = atomic_load_explicit(&m->tab, memory_order_relaxed);
+  cell *c = find_in(t, k, h, p, n);
+  if (c != NULL || m->n_cells >= MAX_CELLS) return c;
+  if ((m->n_cells + 1) * 2 > t->cap) {
+    table *bigger = table_new(t->cap * 2);
+    if (bigger == NULL) return NULL;
+    for (cell *x = m->first; x != NULL; x = x->next_all) place(bigger, x);
+    bigger->retired = t;
+    atomic_store_explicit(&m->tab, bigger, memory_order_release);
+    t = bigger;
+  }
+  c = calloc(1, sizeof(*c) + n + 1);
+  if (c == NULL) return NULL;
+  c->kind = k;
+  c->hash = h;
+  c->len = n;
+  memcpy(c->name, p, n);
+  for (size_t i = 0; i < N_SLOTS; i++) atomic_init(&c->n[i], 0);
+  if (m->last != NULL)
+    m->last->next_all = c;
+  else
+    m->first = c;
+  m->last = c;
+  m->n_cells++;
+  place(t, c);
+  return c;
+}
+
+/* The cell of a configured name: lock-free when it exists already. */
+static cell *cell_of(air__metrics *m, enum kind k, const char *p, size_t n) {
+  table *t = atomic_load_explicit(&m->tab, memory_order_acquire);
+  cell *c = find_in(t, k, hash_name(k, p, n), p, n);
+  if (c != NULL) return c;
+  pthread_mutex_lock(&m->mu);
+  c = insert_locked(m, k, p, n);
+  pthread_mutex_unlock(&m->mu);
+  return c != NULL ? c : k == K_ROUTE ? m->other_route : m->other_target;
+}
+
 int air__metrics_new(air__metrics **out) {
   air__metrics *m = calloc(1, sizeof(*m));
   if (m == NULL) return AIR_ENOMEM;
+  table *t = table_new(FIRST_CAP);
+  if (t == NULL) {
+    free(m);
+    return AIR_ENOMEM;
+  }
   pthread_mutex_init(&m->mu, NULL);
+  atomic_init(&m->tab, t);
+  m->other_route = insert_locked(m, K_ROUTE, "other", 5);
+  m->other_target = insert_locked(m, K_TARGET, "other", 5);
+  if (m->other_route == NULL || m->other_target == NULL) {
+    air__metrics_free(m);
+    return AIR_ENOMEM;
+  }
   *out = m;
   return 0;
 }
@@ -71,103 +197,85 @@ void air__metrics_watch_log_drops(air__metrics *m,
   pthread_mutex_unlock(&m->mu);
 }
 
-static void counter_free(counter *c) {
-  for (size_t i = 0; i < c->n; i++) {
-    free(c->s[i].a);
-    free(c->s[i].b);
-  }
-  free(c->s);
-}
-
 void air__metrics_free(air__metrics *m) {
   if (m == NULL) return;
-  counter_free(&m->requests);
-  counter_free(&m->attempts);
-  counter_free(&m->targets);
+  for (cell *c = m->first; c != NULL;) {
+    cell *next = c->next_all;
+    free(c);
+    c = next;
+  }
+  for (table *t = atomic_load(&m->tab); t != NULL;) {
+    table *older = t->retired;
+    free(t);
+    t = older;
+  }
   pthread_mutex_destroy(&m->mu);
   free(m);
-}
-
-static char *dup_or_null(const char *s) {
-  if (s == NULL) return NULL;
-  size_t n = strlen(s) + 1;
-  char *p = malloc(n);
-  if (p) memcpy(p, s, n);
-  return p;
-}
-
-static bool same(const char *x, const char *y) {
-  if (x == NULL || y == NULL) return x == y;
-  return strcmp(x, y) == 0;
-}
-
-/* Adds v to the series (a, b), creating it (or "other" when full). */
-static void add(counter *c, const char *a, const char *b, uint64_t v) {
-  for (size_t i = 0; i < c->n; i++)
-    if (same(c->s[i].a, a) && same(c->s[i].b, b)) {
-      c->s[i].n += v;
-      return;
-    }
-  if (c->n >= MAX_SERIES) {
-    a = "other";
-    b = b ? "other" : NULL;
-    for (size_t i = 0; i < c->n; i++)
-      if (same(c->s[i].a, a) && same(c->s[i].b, b)) {
-        c->s[i].n += v;
-        return;
-      }
-  }
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 16;
-    series *s = realloc(c->s, cap * sizeof(*s));
-    if (s == NULL) return;
-    c->s = s;
-    c->cap = cap;
-  }
-  series *s = &c->s[c->n];
-  s->a = dup_or_null(a);
-  s->b = dup_or_null(b);
-  if (s->a == NULL || (b != NULL && s->b == NULL)) {
-    free(s->a);
-    free(s->b);
-    return;
-  }
-  s->n = v;
-  c->n++;
 }
 
 static void observe(histogram *h, uint64_t ms) {
   double s = (double)ms / 1000.0;
   for (int i = 0; i < N_BUCKETS; i++)
-    if (s <= bucket_s[i]) h->buckets[i]++;
-  h->count++;
-  h->sum_s += s;
+    if (s <= bucket_s[i])
+      atomic_fetch_add_explicit(&h->buckets[i], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->sum_ms, ms, memory_order_relaxed);
 }
 
-void air__metrics_request(air__metrics *m, const char *route,
-                          const char *outcome, const air_attempt *log,
-                          size_t n, uint64_t first_content_ms,
-                          uint64_t total_ms, uint64_t self_ms,
-                          unsigned malformed) {
-  pthread_mutex_lock(&m->mu);
-  add(&m->requests, route, outcome, 1);
-  for (size_t i = 0; i < n; i++) {
-    const char *r = log[i].reason == AIR_REASON_NONE ? "ok"
-                                                     : air_reason_name(log[i].reason);
-    add(&m->attempts, log[i].target, r, 1);
-    add(&m->targets, log[i].target, NULL, 0);
-    if (i > 0) {
-      if (strcmp(log[i].target, log[i - 1].target) == 0)
-        m->retries++;
-      else
-        m->switches++;
-    }
+static void bump(_Atomic uint64_t *v, uint64_t by) {
+  atomic_fetch_add_explicit(v, by, memory_order_relaxed);
+}
+
+/* Whether some route of cfg lists the target named p[0..n). Linear in the
+ * config's targets; only "provider/model" requests ask. */
+static bool target_configured(const air_config *cfg, const char *p, size_t n) {
+  for (size_t i = 0; i < cfg->n_routes; i++) {
+    const air__route *r = &cfg->routes[i];
+    for (size_t k = 0; k < r->n_targets; k++)
+      if (strlen(r->targets[k].name) == n && memcmp(r->targets[k].name, p, n) == 0)
+        return true;
   }
-  m->malformed += malformed;
+  return false;
+}
+
+void air__metrics_request(air__metrics *m, const air_config *cfg,
+                          const char *model, const char *outcome,
+                          const air_attempt *log, size_t n,
+                          uint64_t first_content_ms, uint64_t total_ms,
+                          uint64_t self_ms, unsigned malformed) {
+  if (m == NULL) return;
+  if (model == NULL) model = "";
+  size_t mlen = strlen(model);
+  /* A route: its name and its targets' names. A configured target asked
+   * for directly: its name. Anything else: "other", for every attempt. */
+  bool route = cfg != NULL && air__config_route(cfg, model, mlen) != NULL;
+  bool named = route || (cfg != NULL && memchr(model, '/', mlen) != NULL &&
+                         target_configured(cfg, model, mlen));
+  cell *rc = named ? cell_of(m, K_ROUTE, model, mlen) : m->other_route;
+  size_t o = 0;
+  while (o + 1 < N_OUTCOMES && (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
+    o++;
+  bump(&rc->n[o], 1);
+  cell *tc = named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
+  const char *prev = NULL;  /* the target of the attempt before */
+  for (size_t i = 0; i < n; i++) {
+    if (log[i].skipped) continue;  /* not an attempt (DESIGN.md 2.1) */
+    const char *t = log[i].target ? log[i].target : "";
+    if (route) tc = cell_of(m, K_TARGET, t, strlen(t));
+    size_t r = (size_t)log[i].reason;
+    if (r < (size_t)AIR_REASON__COUNT) bump(&tc->n[r], 1);
+    if (prev != NULL) {
+      if (strcmp(t, prev) == 0)
+        bump(&m->retries, 1);
+      else
+        bump(&m->switches, 1);
+    }
+    prev = t;
+  }
+  bump(&m->malformed, malformed);
   if (first_content_ms > 0) observe(&m->first_content, first_content_ms);
   observe(&m->total, total_ms);
   observe(&m->self, self_ms);
-  pthread_mutex_unlock(&m->mu);
 }
 
 /* A label value: backslash, quote and newline escaped. */
@@ -184,21 +292,30 @@ static int add_label(air__buf *out, const char *v) {
   return rc ? rc : air__buf_addc(out, '"');
 }
 
+/* One counter family: every non-zero slot of every cell of kind k. */
 static int render_counter(air__buf *out, const char *name, const char *help,
-                          const counter *c, const char *la, const char *lb) {
+                          const air__metrics *m, enum kind k, const char *la,
+                          const char *lb) {
   int rc = air__buf_adds(out, "# HELP ");
   rc = rc || air__buf_adds(out, name) || air__buf_addc(out, ' ') ||
        air__buf_adds(out, help) || air__buf_adds(out, "\n# TYPE ") ||
        air__buf_adds(out, name) || air__buf_adds(out, " counter\n");
-  for (size_t i = 0; rc == 0 && i < c->n; i++) {
-    rc = air__buf_adds(out, name) || air__buf_addc(out, '{') ||
-         air__buf_adds(out, la) || air__buf_addc(out, '=') ||
-         add_label(out, c->s[i].a);
-    if (rc == 0 && lb != NULL)
-      rc = air__buf_addc(out, ',') || air__buf_adds(out, lb) ||
-           air__buf_addc(out, '=') || add_label(out, c->s[i].b);
-    rc = rc || air__buf_adds(out, "} ") || air__buf_addu(out, c->s[i].n) ||
-         air__buf_addc(out, '\n');
+  size_t slots = k == K_ROUTE ? N_OUTCOMES : (size_t)AIR_REASON__COUNT;
+  for (const cell *c = m->first; rc == 0 && c != NULL; c = c->next_all) {
+    if (c->kind != k) continue;
+    for (size_t i = 0; rc == 0 && i < slots; i++) {
+      uint64_t v = atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
+      if (v == 0) continue;
+      const char *b = k == K_ROUTE ? outcomes[i]
+                      : i == 0     ? "ok"
+                                   : air_reason_name((air_reason)i);
+      rc = air__buf_adds(out, name) || air__buf_addc(out, '{') ||
+           air__buf_adds(out, la) || air__buf_addc(out, '=') ||
+           add_label(out, c->name) || air__buf_addc(out, ',') ||
+           air__buf_adds(out, lb) || air__buf_addc(out, '=') ||
+           add_label(out, b) || air__buf_adds(out, "} ") ||
+           air__buf_addu(out, v) || air__buf_addc(out, '\n');
+    }
   }
   return rc;
 }
@@ -213,6 +330,8 @@ static int render_scalar(air__buf *out, const char *name, const char *help,
          air__buf_addc(out, '\n');
 }
 
+/* Bucket counts are read one by one while requests go on: each read is
+ * clamped to the one before, so the exposition stays cumulative. */
 static int render_histogram(air__buf *out, const char *name, const char *help,
                             const histogram *h) {
   char line[160];
@@ -220,15 +339,24 @@ static int render_histogram(air__buf *out, const char *name, const char *help,
            air__buf_addc(out, ' ') || air__buf_adds(out, help) ||
            air__buf_adds(out, "\n# TYPE ") || air__buf_adds(out, name) ||
            air__buf_adds(out, " histogram\n");
+  uint64_t prev = 0;
   for (int i = 0; rc == 0 && i < N_BUCKETS; i++) {
+    uint64_t v = atomic_load_explicit(&((histogram *)h)->buckets[i],
+                                      memory_order_relaxed);
+    if (v < prev) v = prev;
+    prev = v;
     snprintf(line, sizeof(line), "%s_bucket{le=\"%g\"} %llu\n", name,
-             bucket_s[i], (unsigned long long)h->buckets[i]);
+             bucket_s[i], (unsigned long long)v);
     rc = air__buf_adds(out, line);
   }
+  uint64_t count = atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
+  if (count < prev) count = prev;
+  uint64_t sum_ms = atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
   snprintf(line, sizeof(line),
-           "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
-           (unsigned long long)h->count, name, h->sum_s, name,
-           (unsigned long long)h->count);
+           "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %llu.%03u\n%s_count %llu\n",
+           name, (unsigned long long)count, name,
+           (unsigned long long)(sum_ms / 1000), (unsigned)(sum_ms % 1000), name,
+           (unsigned long long)count);
   return rc ? rc : air__buf_adds(out, line);
 }
 
@@ -236,19 +364,20 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
                         air__buf *out) {
   pthread_mutex_lock(&m->mu);
   int rc = render_counter(out, "airetry_requests_total",
-                          "Requests by route and outcome.", &m->requests,
+                          "Requests by route and outcome.", m, K_ROUTE,
                           "route", "outcome");
   rc = rc || render_counter(out, "airetry_attempts_total",
                             "Upstream attempts by target and reason (ok: answered).",
-                            &m->attempts, "target", "reason");
+                            m, K_TARGET, "target", "reason");
   rc = rc || render_scalar(out, "airetry_retries_total",
                            "Attempts on the same target as the one before.",
-                           m->retries);
+                           atomic_load_explicit(&m->retries, memory_order_relaxed));
   rc = rc || render_scalar(out, "airetry_switches_total",
                            "Attempts on another target than the one before.",
-                           m->switches);
+                           atomic_load_explicit(&m->switches, memory_order_relaxed));
   rc = rc || render_scalar(out, "airetry_malformed_events_total",
-                           "Malformed upstream events skipped.", m->malformed);
+                           "Malformed upstream events skipped.",
+                           atomic_load_explicit(&m->malformed, memory_order_relaxed));
   rc = rc || render_scalar(out, "airetry_worker_restarts_total",
                            "Worker processes the supervisor replaced after they "
                            "died.", m->worker_restarts);
@@ -259,11 +388,12 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
                            "# HELP airetry_breaker_state Breaker per target: "
                            "0 closed, 1 open, 2 half-open.\n"
                            "# TYPE airetry_breaker_state gauge\n");
-  for (size_t i = 0; rc == 0 && i < m->targets.n; i++) {
-    air_breaker_mode b = air_state_breaker(st, m->targets.s[i].a, now_ms);
+  for (const cell *c = m->first; rc == 0 && c != NULL; c = c->next_all) {
+    if (c->kind != K_TARGET || c == m->other_target) continue;
+    air_breaker_mode b = air_state_breaker(st, c->name, now_ms);
     int v = b == AIR_BREAKER_OPEN ? 1 : b == AIR_BREAKER_HALF_OPEN ? 2 : 0;
     rc = air__buf_adds(out, "airetry_breaker_state{target=") ||
-         add_label(out, m->targets.s[i].a) || air__buf_adds(out, "} ") ||
+         add_label(out, c->name) || air__buf_adds(out, "} ") ||
          air__buf_addu(out, (unsigned long long)v) || air__buf_addc(out, '\n');
   }
   rc = rc || render_histogram(out, "airetry_first_content_seconds",

@@ -2,8 +2,14 @@
  * Gateway metrics in the Prometheus text format (DESIGN.md 5): requests by
  * route and outcome, attempts by target and reason, retries, switches,
  * breaker state per target, and histograms of time to first content, total
- * time and gateway self-time. One object shared by every worker thread; each
- * call takes its mutex briefly (one update per finished request).
+ * time and gateway self-time. One object shared by every worker thread for
+ * the life of the process (across reloads, so counters never go back).
+ *
+ * Labels are only names the request's config defines: a model that is not
+ * a route, and a "provider/model" that no route lists, count as "other".
+ * The request path takes no lock: series are found in a hash table read
+ * without locks and counted with relaxed atomics; a lock is taken only the
+ * first time a configured name is counted, and by air__metrics_render.
  */
 #ifndef AIR_GW_METRICS_H
 #define AIR_GW_METRICS_H
@@ -13,18 +19,25 @@
 
 #include "airetry.h"
 #include "buf.h"
+#include "config.h"
 
 typedef struct air__metrics air__metrics;
 
 int air__metrics_new(air__metrics **out);
 void air__metrics_free(air__metrics *m);
 
-/* One finished request. outcome: "ok", "error", "aborted", "rejected". */
-void air__metrics_request(air__metrics *m, const char *route,
-                          const char *outcome, const air_attempt *log,
-                          size_t n, uint64_t first_content_ms,
-                          uint64_t total_ms, uint64_t self_ms,
-                          unsigned malformed);
+/*
+ * One finished request. cfg: the config snapshot the request ran under
+ * (borrowed for the call; nothing of it is kept), which decides whether
+ * model and the log's targets are labelled by name or as "other". outcome:
+ * "ok", "error", "error_after_commit", "aborted", "rejected" (anything else
+ * is counted as "other"). Thread-safe, lock-free once each name was seen.
+ */
+void air__metrics_request(air__metrics *m, const air_config *cfg,
+                          const char *model, const char *outcome,
+                          const air_attempt *log, size_t n,
+                          uint64_t first_content_ms, uint64_t total_ms,
+                          uint64_t self_ms, unsigned malformed);
 
 /* The number of times the supervisor replaced a dead worker process before
  * this one started (DESIGN.md 5, Supervision); rendered as
@@ -37,7 +50,7 @@ void air__metrics_watch_log_drops(air__metrics *m,
                                   const _Atomic uint64_t *dropped);
 
 /* Appends the exposition text; breaker states are read from st at now_ms for
- * the targets seen so far. Returns 0 or a buf error. */
+ * the targets counted so far. Returns 0 or a buf error. */
 int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
                         air__buf *out);
 

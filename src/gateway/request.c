@@ -515,9 +515,10 @@ static void on_end(void *data, const air__exchange_result *res) {
   uint64_t self = res->total_ms > res->upstream_wait_ms
                       ? res->total_ms - res->upstream_wait_ms
                       : 0;
-  air__metrics_request(r->w->g->metrics, r->areq.model ? r->areq.model : "",
-                       outcome, res->log, res->n_log, res->first_content_ms,
-                       res->total_ms, self, res->malformed);
+  air__metrics_request(r->w->g->metrics, r->cfg->cfg,
+                       r->areq.model ? r->areq.model : "", outcome, res->log,
+                       res->n_log, res->first_content_ms, res->total_ms, self,
+                       res->malformed);
   log_line(r, res, status, outcome);
   air__exchange_free(r->x);
   r->x = NULL;

@@ -15,8 +15,7 @@ struct air_cancel {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   atomic_bool set;
-  air__cancel_fn fn[AIR_CANCEL_MAX_WATCHERS];
-  void *fn_data[AIR_CANCEL_MAX_WATCHERS];
+  air__cancel_watcher *watchers; /* under mu; a doubly linked list */
 };
 
 int air_cancel_new(air_cancel **out) {
@@ -50,36 +49,34 @@ void air_cancel_trigger(air_cancel *c) {
   pthread_mutex_lock(&c->mu);
   atomic_store(&c->set, true);
   pthread_cond_broadcast(&c->cv);
-  for (int i = 0; i < AIR_CANCEL_MAX_WATCHERS; i++)
-    if (c->fn[i] != NULL) c->fn[i](c->fn_data[i]);
+  for (air__cancel_watcher *w = c->watchers; w != NULL; w = w->next)
+    w->fn(w->data);
   pthread_mutex_unlock(&c->mu);
 }
 
-int air__cancel_watch(air_cancel *c, air__cancel_fn fn, void *data) {
-  if (c == NULL) return 0;
-  int rc = AIR_ETOOBIG;
+void air__cancel_watch(air_cancel *c, air__cancel_watcher *w) {
+  if (c == NULL || w == NULL) return;
   pthread_mutex_lock(&c->mu);
-  for (int i = 0; i < AIR_CANCEL_MAX_WATCHERS; i++) {
-    if (c->fn[i] == NULL) {
-      c->fn[i] = fn;
-      c->fn_data[i] = data;
-      rc = 0;
-      break;
-    }
-  }
-  if (rc == 0 && atomic_load(&c->set)) fn(data);
+  w->prev = NULL;
+  w->next = c->watchers;
+  if (c->watchers != NULL) c->watchers->prev = w;
+  c->watchers = w;
+  w->linked = true;
+  if (atomic_load(&c->set)) w->fn(w->data);
   pthread_mutex_unlock(&c->mu);
-  return rc;
 }
 
-void air__cancel_unwatch(air_cancel *c, air__cancel_fn fn, void *data) {
-  if (c == NULL) return;
+void air__cancel_unwatch(air_cancel *c, air__cancel_watcher *w) {
+  if (c == NULL || w == NULL) return;
   pthread_mutex_lock(&c->mu);
-  for (int i = 0; i < AIR_CANCEL_MAX_WATCHERS; i++) {
-    if (c->fn[i] == fn && c->fn_data[i] == data) {
-      c->fn[i] = NULL;
-      c->fn_data[i] = NULL;
-    }
+  if (w->linked) {
+    if (w->prev != NULL)
+      w->prev->next = w->next;
+    else
+      c->watchers = w->next;
+    if (w->next != NULL) w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    w->linked = false;
   }
   pthread_mutex_unlock(&c->mu);
 }

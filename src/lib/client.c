@@ -23,12 +23,15 @@ typedef struct job {
   air__request req;
   const air_chat_cb *cb;
   atomic_bool cancel;
+  air_cancel *token;         /* the caller's, or NULL */
+  air__cancel_watcher watch; /* on token until the job is done */
   air__exchange *x;
   air__aggregate agg;
   air__api dialect;
   air_chat_result *res;
   int rc;
   bool done;
+  bool lost;  /* part of the answer could not be kept: never a success */
   pthread_mutex_t mu;
   pthread_cond_t cv;
 } job;
@@ -43,6 +46,7 @@ struct worker {
   job *incoming;     /* under mu */
   bool stopping;     /* under mu */
   job *active;       /* loop thread only */
+  bool closed;       /* loop thread only: async closed, the loop ends */
   bool started;
 };
 
@@ -89,7 +93,13 @@ static void unlink_active(worker *w, job *j) {
     }
 }
 
+/*
+ * The job is over: its token stops watching it first (so no cancel reaches
+ * this worker once the caller may have returned and the client may be
+ * freed), then the caller wakes. j is the caller's after this.
+ */
 static void finish_job(job *j, int rc) {
+  air__cancel_unwatch(j->token, &j->watch);
   pthread_mutex_lock(&j->mu);
   j->rc = rc;
   j->done = true;
@@ -105,7 +115,11 @@ static void on_commit(void *data, const air__commit_info *ci) {
 static int on_event(void *data, const air__gate_event *ev) {
   job *j = data;
   for (size_t i = 0; i < ev->n_parts; i++) {
-    air__aggregate_add(&j->agg, &ev->parts[i]);
+    if (air__aggregate_add(&j->agg, &ev->parts[i]) != 0) {
+      j->lost = true;
+      air__exchange_cancel(j->x);
+      break;
+    }
     if (j->cb && j->cb->on_part && j->cb->on_part(j->cb->data, &ev->parts[i]) != 0) {
       atomic_store(&j->cancel, true);
       air__exchange_cancel(j->x);
@@ -158,24 +172,47 @@ static void on_end(void *data, const air__exchange_result *r) {
   res->log = copy_log(r->log, r->n_log);
   res->n_log = res->log ? r->n_log : 0;
   res->target = dupn(r->target, strlen(r->target));
-  if (r->rc == 0) {
+  int rc = r->rc;
+  if (rc == 0 && !j->lost && ops->encode_response(&j->agg, &body) == 0) {
     res->status = 200;
-    ops->encode_response(&j->agg, &body);
   } else {
-    res->status = air__final_status(r->reason, r->status);
-    ops->encode_error_body(res->status, r->reason, r->message, r->log, r->n_log,
-                           &body);
+    air_reason reason = r->reason;
+    const char *message = r->message;
+    int status = r->status;
+    if (rc == 0 || j->lost) {
+      /* The answer came but could not be kept whole. */
+      rc = AIR_EUPSTREAM;
+      reason = res->reason = AIR_REASON_MALFORMED;
+      message = "the answer is over the client's limits (malformed)";
+      status = 0;
+    }
+    air__buf_reset(&body);
+    res->status = air__final_status(reason, status);
+    if (ops->encode_error_body(res->status, reason, message, r->log, r->n_log,
+                               &body) != 0) {
+      air__buf_reset(&body);
+      if (ops->encode_error_body(res->status, reason, message, NULL, 0, &body) != 0)
+        air__buf_reset(&body);
+    }
   }
   res->body = body.p ? air__buf_take(&body, &res->body_len) : dupn("", 0);
   air__buf_cleanup(&body);
-  res->text = dupn(r->rc == 0 && j->agg.text.p ? j->agg.text.p : "",
-                   r->rc == 0 ? j->agg.text.n : 0);
-  res->text_len = r->rc == 0 ? j->agg.text.n : 0;
+  res->text = dupn(rc == 0 && j->agg.text.p ? j->agg.text.p : "",
+                   rc == 0 ? j->agg.text.n : 0);
+  res->text_len = rc == 0 ? j->agg.text.n : 0;
   res->finish = j->agg.finish;
-  unlink_active(j->w, j);
+  worker *w = j->w;
+  unlink_active(w, j);
   air__exchange_free(j->x);
   j->x = NULL;
-  finish_job(j, r->rc);
+  finish_job(j, rc);
+  /* The last call ended while air_client_free waits: let on_async close. */
+  if (w->active == NULL && !w->closed) {
+    pthread_mutex_lock(&w->mu);
+    bool stopping = w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    if (stopping) uv_async_send(&w->async);
+  }
 }
 
 static void start_job(worker *w, job *j) {
@@ -201,6 +238,7 @@ static void start_job(worker *w, job *j) {
 
 static void on_async(uv_async_t *a) {
   worker *w = a->data;
+  if (w->closed) return;
   pthread_mutex_lock(&w->mu);
   job *in = w->incoming;
   w->incoming = NULL;
@@ -223,9 +261,12 @@ static void on_async(uv_async_t *a) {
       }
     }
   }
+  /* Stopping: once the calls in flight ended (on_end wakes us again for
+   * the last one), close what keeps the loop alive. */
   if (stopping && w->active == NULL) {
     air__transport_free(w->t);
     w->t = NULL;
+    w->closed = true;
     uv_close((uv_handle_t *)&w->async, NULL);
   }
 }
@@ -366,7 +407,10 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   atomic_init(&j->cancel, false);
   worker *w = &c->w[atomic_fetch_add(&c->next, 1) % c->n];
   j->w = w;
-  air__cancel_watch(cancel, on_cancel, j);
+  j->token = cancel;
+  j->watch.fn = on_cancel;
+  j->watch.data = j;
+  air__cancel_watch(cancel, &j->watch);
   pthread_mutex_lock(&w->mu);
   j->next = w->incoming;
   w->incoming = j;
@@ -376,7 +420,6 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   pthread_mutex_lock(&j->mu);
   while (!j->done) pthread_cond_wait(&j->cv, &j->mu);
   pthread_mutex_unlock(&j->mu);
-  air__cancel_unwatch(cancel, on_cancel, j);
 
   rc = j->rc;
   if (j->res->body == NULL) {

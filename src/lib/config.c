@@ -463,11 +463,25 @@ static bool json_number(const char *s, size_t n, bool *integer) {
   return i == n;
 }
 
+/* An RFC 9110 token. Explicit bounds: strchr would find a NUL (a YAML
+ * "\0") in its own terminator and take it for a token character. */
 static bool header_token(const char *s, size_t n) {
+  static const char extra[] = "!#$%&'*+-.^_`|~";
   if (n == 0) return false;
   for (size_t i = 0; i < n; i++) {
     unsigned char ch = (unsigned char)s[i];
-    if (!isalnum(ch) && !strchr("!#$%&'*+-.^_`|~", ch)) return false;
+    if (!isalnum(ch) && memchr(extra, ch, sizeof(extra) - 1) == NULL)
+      return false;
+  }
+  return true;
+}
+
+/* A header value that is one line: no control byte but HTAB (so no NUL, CR
+ * or LF, which would end or split the header on the wire). */
+static bool header_value_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return false;
   }
   return true;
 }
@@ -760,6 +774,13 @@ static void policy_copy(ctx *c, air__policy *dst, const air__policy *src) {
   }
 }
 
+/* Frees a secret after overwriting it, so it does not linger in the heap. */
+static void free_secret(char *s) {
+  if (!s) return;
+  for (volatile char *p = s; *p; p++) *p = 0;
+  free(s);
+}
+
 void air_config_free(air_config *cfg) {
   if (!cfg) return;
   free(cfg->file);
@@ -770,6 +791,7 @@ void air_config_free(air_config *cfg) {
     free(p->name);
     free(p->base_url);
     free(p->api_key_env);
+    free_secret(p->api_key);
     for (size_t j = 0; j < p->n_headers; j++) {
       free(p->headers[j].name);
       free(p->headers[j].value);
@@ -1122,8 +1144,7 @@ static void parse_headers(ctx *c, const air__opt *o, struct fy_node *v, loc at,
       continue;
     }
     const char *vs = is_scalar(val) ? scalar(val, &vn) : NULL;
-    if (!vs || vn > MAX_HEADER_VALUE_BYTES || memchr(vs, '\r', vn) ||
-        memchr(vs, '\n', vn) || memchr(vs, '\0', vn)) {
+    if (!vs || vn > MAX_HEADER_VALUE_BYTES || !header_value_ok(vs, vn)) {
       error_at(c, node_loc(val, kl),
                "%s.%s: expected a header value (one line, at most %u bytes)",
                path, shown(sv, sizeof sv, ks, kn),
@@ -1502,7 +1523,9 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
     }
     if (p->api_key_env) {
       const char *val = getenv(p->api_key_env);
-      if (!val || !val[0])
+      if (val && val[0])
+        p->api_key = xstrndup(c, val, strlen(val));
+      else
         warn_at(c, node_loc(deref(c, sn.val[i_env]), il),
                 "%s.api_key_env: %s is not set in the environment; attempts "
                 "on provider '%s' will fail with reason auth",

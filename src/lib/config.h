@@ -100,6 +100,10 @@ typedef struct air__provider {
   air__api api;
   char *base_url;
   char *api_key_env;  /* NULL when unset */
+  /* api_key_env's value, read once when the config is loaded (so a reload
+   * reads it again); NULL when the variable is unset or empty. A secret:
+   * never logged, never printed (it is not in the option table). */
+  char *api_key;
   air__kv *headers;
   size_t n_headers;
   air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */

@@ -133,11 +133,19 @@ static int finish(air_run *run, air_reason reason, int status, air_action *act) 
   return 0;
 }
 
+/*
+ * Starts an attempt on target idx. probe: pick acquired the target's
+ * half-open probe slot for it; every return without an attempt (the log is
+ * full, no memory) gives the slot back, or the target would never be
+ * admitted again.
+ */
 static int start_attempt(air_run *run, unsigned idx, bool probe,
                          const char *override, uint64_t now_ms,
                          air_action *act) {
-  if (run->n_log >= AIR_MAX_ATTEMPT_LOG)
+  if (run->n_log >= AIR_MAX_ATTEMPT_LOG) {
+    if (probe) air__breaker_release(run->st, run->route->targets[idx].name);
     return finish(run, run->last_reason, run->last_status, act);
+  }
   if (run->n_log == run->cap_log) {
     size_t cap = run->cap_log ? run->cap_log * 2 : 8;
     if (cap > AIR_MAX_ATTEMPT_LOG) cap = AIR_MAX_ATTEMPT_LOG;

@@ -640,7 +640,7 @@ static int launch(air__exchange *x) {
   const char *key = NULL;
   x->key = NULL;
   if (p->api_key_env != NULL) {
-    key = x->key = getenv(p->api_key_env);
+    key = x->key = p->api_key; /* read at config load (config.h) */
     if (key == NULL || key[0] == '\0') {
       char msg[2 * AIR_MAX_NAME_BYTES + 64];
       snprintf(msg, sizeof(msg), "%s is not set: no API key for provider %s",

@@ -159,7 +159,7 @@ typedef struct air__aggregate {
 void air__aggregate_init(air__aggregate *a);
 void air__aggregate_cleanup(air__aggregate *a);
 /* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
-int air__aggregate_add(air__aggregate *a, const air_part *p);
+AIR__WUR int air__aggregate_add(air__aggregate *a, const air_part *p);
 
 /* ---- encoding for the caller ------------------------------------------------- */
 

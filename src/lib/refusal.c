@@ -21,9 +21,11 @@ static bool normalize(const char *s, size_t n, bool skip_ws, air__buf *out) {
     while (i < n && is_space((unsigned char)s[i])) i++;
   for (; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c == 0xE2) {
-      if (i + 1 >= n || (i + 2 >= n && (unsigned char)s[i + 1] == 0x80))
-        return true;
+    if (c == 0xE2 && (i + 1 == n || (i + 2 == n && (unsigned char)s[i + 1] == 0x80)))
+      return true;
+    /* E2 80 98/99/9C/9D; an E2 followed by one byte that is not 80 at the
+     * end is no quote (and nothing past s[n - 1] is read). */
+    if (c == 0xE2 && i + 2 < n) {
       unsigned char c1 = (unsigned char)s[i + 1], c2 = (unsigned char)s[i + 2];
       if (c1 == 0x80 && (c2 == 0x98 || c2 == 0x99)) {
         air__buf_putc(out, '\'');

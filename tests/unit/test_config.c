@@ -551,6 +551,75 @@ static void missing_env_is_a_warning(void **state) {
   air_config_free(cfg);
 }
 
+/* The key is read once, at load: unsetting the variable afterwards (or
+ * changing it) does not change the loaded config; the dump never shows it. */
+static void api_key_resolved_at_load(void **state) {
+  (void)state;
+  setenv("AIR_TEST_LOAD_KEY", "sk-loaded-at-start-456", 1);
+  unsetenv("AIR_TEST_SURELY_UNSET_KEY");
+  setenv("AIR_TEST_EMPTY_KEY", "", 1);
+  diags ds;
+  air_config *cfg = NULL;
+  int rc = parse(
+      "providers:\n"
+      "  - {name: a, api: openai, api_key_env: AIR_TEST_LOAD_KEY}\n"
+      "  - {name: b, api: openai, api_key_env: AIR_TEST_SURELY_UNSET_KEY}\n"
+      "  - {name: c, api: openai, api_key_env: AIR_TEST_EMPTY_KEY}\n"
+      "  - {name: d, api: openai}\n",
+      &ds, &cfg);
+  assert_int_equal(rc, 0);
+  assert_int_equal(ds.errors, 0);
+  assert_int_equal(ds.warnings, 2);
+  unsetenv("AIR_TEST_LOAD_KEY");
+  assert_non_null(cfg->providers[0].api_key);
+  assert_string_equal(cfg->providers[0].api_key, "sk-loaded-at-start-456");
+  assert_null(cfg->providers[1].api_key);
+  assert_null(cfg->providers[2].api_key);
+  assert_null(cfg->providers[3].api_key);
+  setenv("AIR_TEST_LOAD_KEY", "sk-changed-later", 1);
+  assert_string_equal(cfg->providers[0].api_key, "sk-loaded-at-start-456");
+  char *out = dump_text(cfg);
+  assert_null(strstr(out, "sk-loaded-at-start-456"));
+  assert_null(strstr(out, "sk-changed-later"));
+  free(out);
+  unsetenv("AIR_TEST_LOAD_KEY");
+  unsetenv("AIR_TEST_EMPTY_KEY");
+  air_config_free(cfg);
+}
+
+/* Header names and values reach the wire: a NUL (YAML "\0"), CR or LF, a
+ * control byte or a non-token name is an error at the key or value. */
+static void header_names_and_values_are_checked(void **state) {
+  (void)state;
+  diags ds;
+  air_config *cfg = NULL;
+  int rc = parse(
+      "providers:\n"
+      "  - name: a\n"
+      "    api: openai\n"
+      "    headers:\n"
+      "      \"x-a\\0b\": v\n"
+      "      \"x-c\\rd\": v\n"
+      "      \"x e\": v\n"
+      "      x-ok: \"a\\0b\"\n"
+      "      x-ok2: \"a\\x01b\"\n"
+      "      x-ok3: \"a\\nb\"\n"
+      "      x-fine: \"tab\\tand text\"\n"
+      "forward_headers: [\"x-f\\0g\"]\n",
+      &ds, &cfg);
+  assert_int_equal(rc, AIR_ECONFIG);
+  assert_null(cfg);
+  expect_diag(&ds, AIR_DIAG_ERROR, 5, 7, "is not a header name");
+  expect_diag(&ds, AIR_DIAG_ERROR, 6, 7, "is not a header name");
+  expect_diag(&ds, AIR_DIAG_ERROR, 7, 7, "is not a header name");
+  expect_diag(&ds, AIR_DIAG_ERROR, 8, 13, "expected a header value");
+  expect_diag(&ds, AIR_DIAG_ERROR, 9, 14, "expected a header value");
+  expect_diag(&ds, AIR_DIAG_ERROR, 10, 14, "expected a header value");
+  expect_diag(&ds, AIR_DIAG_ERROR, 12, 19, "is not a header name");
+  assert_int_equal(ds.errors, 7);
+  for (size_t i = 0; i < ds.n; i++) assert_null(memchr(ds.d[i].msg, '\r', strlen(ds.d[i].msg)));
+}
+
 static void yaml_syntax_error_has_position(void **state) {
   (void)state;
   diags ds;
@@ -812,6 +881,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(json_input_works),
       cmocka_unit_test(every_error_reported_with_position),
       cmocka_unit_test(missing_env_is_a_warning),
+      cmocka_unit_test(api_key_resolved_at_load),
+      cmocka_unit_test(header_names_and_values_are_checked),
       cmocka_unit_test(yaml_syntax_error_has_position),
       cmocka_unit_test(oversized_config_is_toobig),
       cmocka_unit_test(limits_are_enforced),

@@ -9,6 +9,7 @@
 #include "backoff.h"
 #include "config.h"
 #include "engine.h"
+#include "limits.h"
 
 #define PROVIDERS                                        \
   "providers:\n"                                         \
@@ -514,6 +515,59 @@ static void test_breaker_probe_failure_and_release(void **s) {
   fx_end(&fx);
 }
 
+/*
+ * A run that reaches the attempt-log cap just as a switch picks a half-open
+ * target has taken its probe slot and ends without an attempt: the slot is
+ * given back, so a later run is admitted as the probe.
+ */
+#define LOG_CAP_CFG                                                      \
+  "providers:\n"                                                         \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n"        \
+  "     breaker: {failures: 1, open_ms: 10000}}\n"                       \
+  "routes:\n"                                                            \
+  "  - name: r\n"                                                        \
+  "    targets: [p/a, p/b]\n"                                            \
+  "    budget: {max_total_attempts: unlimited}\n"                        \
+  "    rules:\n"                                                         \
+  "      - {on: [refusal], action: retry, max: unlimited,\n"             \
+  "         backoff: {base_ms: 1, factor: 1, max_ms: 1, jitter: none}}\n" \
+  "      - {on: [rate_limit], action: switch}\n"                         \
+  "  - {name: rb, targets: [p/b], rules: [{on: [server_error], action: fail}]}\n" \
+  "  - {name: rbc, targets: [p/b, p/c]}\n"
+
+static void test_probe_released_at_attempt_log_cap(void **s) {
+  (void)s;
+  run_fx fx;
+  /* p/b opens, then turns half-open. */
+  fx_start(&fx, LOG_CAP_CFG, "rb");
+  expect_attempt(&fx, 1, "p/b");
+  fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
+  expect_fail(&fx, AIR_REASON_SERVER_ERROR);
+  fx.now += 10000;
+  assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now), AIR_BREAKER_HALF_OPEN);
+  /* Retries on p/a (refusals are no verdict) until the log is full. */
+  fx_new_run(&fx, "r");
+  for (unsigned n = 1; n < AIR_MAX_ATTEMPT_LOG; n++) {
+    assert_int_equal(fx.act.kind, AIR_ACT_ATTEMPT);
+    fx_fail(&fx, AIR_REASON_REFUSAL, 200, NULL, 0);
+    assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
+    fx.now += fx.act.wait_ms;
+    assert_int_equal(air_run_wait_done(fx.run, fx.now, &fx.act), 0);
+  }
+  expect_attempt(&fx, AIR_MAX_ATTEMPT_LOG, "p/a");
+  /* The last one fails with a reason that switches: p/b is picked (its
+   * probe slot taken), but the log is full, so the run ends. */
+  fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
+  expect_fail(&fx, AIR_REASON_RATE_LIMIT);
+  assert_int_equal(air_run_attempt_count(fx.run), AIR_MAX_ATTEMPT_LOG);
+  /* A later run is admitted on p/b as the probe (not skipped for p/c). */
+  fx_new_run(&fx, "rbc");
+  expect_attempt(&fx, 1, "p/b");
+  assert_int_equal(air_run_succeed(fx.run, fx.now, &fx.act), 0);
+  assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now), AIR_BREAKER_CLOSED);
+  fx_end(&fx);
+}
+
 static void test_all_open_tries_soonest(void **s) {
   (void)s;
   run_fx fx;
@@ -753,6 +807,7 @@ int main(void) {
       cmocka_unit_test(test_deadlines_and_total_clipping),
       cmocka_unit_test(test_breaker_cycle),
       cmocka_unit_test(test_breaker_probe_failure_and_release),
+      cmocka_unit_test(test_probe_released_at_attempt_log_cap),
       cmocka_unit_test(test_all_open_tries_soonest),
       cmocka_unit_test(test_quota_opens_for_quota_open_ms),
       cmocka_unit_test(test_sticky_after_ms),

@@ -1,6 +1,8 @@
 /* Refusal phrase detection over leading text (DESIGN.md 3.2). */
 #include "helpers.h"
 
+#include <stdlib.h>
+
 #include "refusal.h"
 
 static char *phrases[] = {"I'm sorry, but I cannot assist", "I can't help with"};
@@ -76,6 +78,37 @@ static void test_anywhere(void **s) {
   air__refusal_cleanup(&r);
 }
 
+/*
+ * Text that ends exactly at the end of its buffer (a malloc'd copy of
+ * exactly n bytes, so ASan sees a read past it), for every way it can end
+ * inside or just after a possible typographic quote.
+ */
+static void test_text_ending_at_buffer_end(void **s) {
+  (void)s;
+  static const char *const tails[] = {
+      "I can\xE2",         "I can\xE2\x80",       "I can\xE2" "A",
+      "I can\xE2\x80\x99", "I can\xE2\x81",       "\xE2",
+      "\xE2" "A",          "\xE2\x80\x9C",       "I can\xE2\x80\x99t help with",
+  };
+  for (size_t k = 0; k < sizeof(tails) / sizeof(tails[0]); k++) {
+    size_t n = strlen(tails[k]);
+    char *t = malloc(n);
+    assert_non_null(t);
+    memcpy(t, tails[k], n);
+    air__refusal r;
+    assert_int_equal(air__refusal_init(&r, phrases, 2), 0);
+    bool last = k == sizeof(tails) / sizeof(tails[0]) - 1;
+    assert_int_equal(air__refusal_anywhere(&r, t, n), last);
+    air__refusal_verdict v = air__refusal_feed(&r, t, n);
+    assert_int_equal(v, last ? AIR_REFUSAL_MATCH
+                        : k == 2 || k == 4 || k == 6 || k == 7
+                            ? AIR_REFUSAL_CLEAR
+                            : AIR_REFUSAL_UNDECIDED);
+    air__refusal_cleanup(&r);
+    free(t);
+  }
+}
+
 static void test_long_whitespace_is_bounded(void **s) {
   (void)s;
   air__refusal r;
@@ -98,6 +131,7 @@ int main(void) {
       cmocka_unit_test(test_divergence_clears_early),
       cmocka_unit_test(test_verdict_is_final_and_reset),
       cmocka_unit_test(test_anywhere),
+      cmocka_unit_test(test_text_ending_at_buffer_end),
       cmocka_unit_test(test_long_whitespace_is_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
