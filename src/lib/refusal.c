@@ -77,6 +77,26 @@ int air__refusal_init(air__refusal *r, char *const *phrases, size_t n) {
     if (len > r->longest) r->longest = len;
   }
   r->n = n;
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += r->lens[i];
+  r->fail = malloc((total ? total : 1) * sizeof(size_t));
+  r->at = malloc(n * sizeof(size_t));
+  if (r->fail == NULL || r->at == NULL) {
+    air__refusal_cleanup(r);
+    return AIR_ENOMEM;
+  }
+  for (size_t i = 0, off = 0; i < n; off += r->lens[i], i++) {
+    /* fail[k]: the longest proper border of the phrase's first k + 1 bytes. */
+    const char *ph = r->phrases[i];
+    size_t *f = r->fail + off;
+    r->at[i] = off;
+    if (r->lens[i] > 0) f[0] = 0;
+    for (size_t k = 1, b = 0; k < r->lens[i]; k++) {
+      while (b > 0 && ph[k] != ph[b]) b = f[b - 1];
+      if (ph[k] == ph[b]) b++;
+      f[k] = b;
+    }
+  }
   r->verdict = AIR_REFUSAL_UNDECIDED;
   return 0;
 }
@@ -88,6 +108,8 @@ void air__refusal_cleanup(air__refusal *r) {
   for (size_t i = 0; i < r->n; i++) free(r->phrases[i]);
   free(r->phrases);
   free(r->lens);
+  free(r->fail);
+  free(r->at);
   air__buf_cleanup(&r->lead);
   air__buf_cleanup(&r->norm);
   memset(r, 0, sizeof(*r));
@@ -131,18 +153,38 @@ air__refusal_verdict air__refusal_feed(air__refusal *r, const char *text,
   return r->verdict;
 }
 
+/* The normalized byte at text[*i] (as normalize), advancing *i past it. */
+static unsigned char next_norm(const char *s, size_t n, size_t *i) {
+  unsigned char c = (unsigned char)s[*i];
+  if (c == 0xE2 && *i + 2 < n && (unsigned char)s[*i + 1] == 0x80) {
+    unsigned char c2 = (unsigned char)s[*i + 2];
+    if (c2 == 0x98 || c2 == 0x99 || c2 == 0x9C || c2 == 0x9D) {
+      *i += 3;
+      return c2 == 0x98 || c2 == 0x99 ? '\'' : '"';
+    }
+  }
+  (*i)++;
+  return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
 bool air__refusal_anywhere(const air__refusal *r, const char *text, size_t n) {
   if (r->n == 0 || n == 0) return false;
-  air__buf b;
-  air__buf_init(&b, (size_t)1 << 30);
-  normalize(text, n, false, &b);
-  bool hit = false;
-  for (size_t i = 0; i < r->n && !hit && b.p != NULL; i++) {
-    size_t pl = r->lens[i];
-    if (pl == 0 || pl > b.n) continue;
-    for (size_t k = 0; k + pl <= b.n && !hit; k++)
-      hit = memcmp(b.p + k, r->phrases[i], pl) == 0;
+  size_t state[AIR_MAX_PHRASES];  /* bytes of each phrase matched so far */
+  size_t np = r->n < AIR_MAX_PHRASES ? r->n : AIR_MAX_PHRASES;
+  memset(state, 0, np * sizeof(state[0]));
+  for (size_t i = 0; i < n;) {
+    char c = (char)next_norm(text, n, &i);
+    for (size_t k = 0; k < np; k++) {
+      size_t pl = r->lens[k];
+      if (pl == 0) continue;
+      const char *ph = r->phrases[k];
+      const size_t *f = r->fail + r->at[k];
+      size_t b = state[k];
+      while (b > 0 && c != ph[b]) b = f[b - 1];
+      if (c == ph[b]) b++;
+      if (b == pl) return true;
+      state[k] = b;
+    }
   }
-  air__buf_cleanup(&b);
-  return hit;
+  return false;
 }

@@ -24,6 +24,8 @@ typedef enum air__refusal_verdict {
 typedef struct air__refusal {
   char **phrases;   /* normalized copies (owned) */
   size_t *lens;
+  size_t *fail;     /* KMP failure links, phrase i's at fail + at[i] (owned) */
+  size_t *at;
   size_t n;
   size_t longest;   /* in normalized bytes */
   air__buf lead;    /* leading raw text seen so far (bounded) */
@@ -41,7 +43,9 @@ void air__refusal_reset(air__refusal *r);
  * no phrases the verdict is CLEAR at once. */
 air__refusal_verdict air__refusal_feed(air__refusal *r, const char *text,
                                        size_t n);
-/* True when some phrase occurs anywhere in text (complete mode). */
+/* True when some phrase occurs anywhere in text (complete mode). One pass
+ * over text, normalizing as it goes (no copy), advancing a KMP matcher per
+ * phrase: O(len(text) x phrases), no allocation. */
 bool air__refusal_anywhere(const air__refusal *r, const char *text, size_t n);
 
 #endif

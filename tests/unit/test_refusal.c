@@ -124,6 +124,50 @@ static void test_long_whitespace_is_bounded(void **s) {
   air__refusal_cleanup(&r);
 }
 
+/* Matching anywhere against a naive search over the normalized text:
+ * overlapping and self-similar phrases (where a matcher that restarts
+ * wrongly misses), quotes folded mid-text, phrases at the very end. */
+static void test_anywhere_matches_naive(void **s) {
+  (void)s;
+  char *ph[] = {"aab", "abab", "I\xe2\x80\x99m sorry", "zz"};
+  air__refusal r;
+  assert_int_equal(air__refusal_init(&r, ph, 4), 0);
+  static const struct {
+    const char *text;
+    bool hit;
+  } cases[] = {
+      {"aaab", true},        {"aab", true},   {"abaab", true},
+      {"ababab", true},      {"abaabb", true}, {"aba", false},
+      {"xx I'M SORRY", true}, {"x i\xe2\x80\x98m sorry!", true},
+      {"im sorry", false},   {"z", false},    {"yzz", true},
+      {"a a b", false},      {"", false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    size_t n = strlen(cases[i].text);
+    /* Exactly n bytes on the heap: nothing past the end is read (ASan). */
+    char *t = malloc(n ? n : 1);
+    assert_non_null(t);
+    memcpy(t, cases[i].text, n);
+    if (air__refusal_anywhere(&r, t, n) != cases[i].hit)
+      fail_msg("'%s': want %d", cases[i].text, cases[i].hit);
+    free(t);
+  }
+  /* A long text: the phrase at the very end of 1 MiB of near misses. */
+  size_t big = (size_t)1 << 20;
+  char *t = malloc(big);
+  assert_non_null(t);
+  for (size_t i = 0; i < big; i++) t[i] = i % 2 ? 'b' : 'a';
+  t[big - 3] = 'a';
+  t[big - 2] = 'a';
+  t[big - 1] = 'b';
+  assert_true(air__refusal_anywhere(&r, t, big));
+  t[big - 1] = 'a';
+  t[big - 2] = 'b'; /* ...abab still matches "abab" */
+  assert_true(air__refusal_anywhere(&r, t, big));
+  free(t);
+  air__refusal_cleanup(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_match_across_pieces),
@@ -131,6 +175,7 @@ int main(void) {
       cmocka_unit_test(test_divergence_clears_early),
       cmocka_unit_test(test_verdict_is_final_and_reset),
       cmocka_unit_test(test_anywhere),
+      cmocka_unit_test(test_anywhere_matches_naive),
       cmocka_unit_test(test_text_ending_at_buffer_end),
       cmocka_unit_test(test_long_whitespace_is_bounded),
   };
