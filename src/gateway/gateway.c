@@ -242,6 +242,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
       (cfg->limits.max_connections + g->n_workers - 1) / g->n_workers;
   hc.idle_timeout_ms = cfg->limits.idle_timeout_ms;
   if (cfg->limits.request_timeout_ms) hc.request_timeout_ms = cfg->limits.request_timeout_ms;
+  hc.on_head = air__gw_head;
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);
   if (rc != 0) return rc;
   int uv_err = 0;

@@ -9,7 +9,8 @@ ephemeral ports, and checks, one named test at a time:
 
   auth/*       client keys on every endpoint but /healthz, both header forms,
                both keys; wrong / prefix / longer / empty keys -> 401 in the
-               endpoint's dialect
+               endpoint's dialect; checked at the head: 401 and close before
+               any body byte (never 100 Continue)
   secrets/*    upstream and client keys never in a log line, response (status
                line, headers, body) or /metrics, in any usual encoding; the
                upstream key reaches the upstream, the caller's key does not
@@ -839,6 +840,71 @@ def t_auth_healthz():
     check(r.status == 200, "GET /healthz: %r" % r)
     r = request(F.g.port, "GET", "/healthz", bearer(WRONG_KEYS["prefix of a valid key"]))
     check(r.status == 200, "GET /healthz with a wrong key: %r" % r)
+
+
+GIB = 1073741824
+
+
+def big_head(path, key, extra=b""):
+    """A POST head declaring a 1 GiB body (never sent)."""
+    auth = b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b""
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Content-Type: application/json\r\n" + extra +
+            b"Content-Length: %d\r\n\r\n" % GIB)
+
+
+def head_only(port, data, label, timeout=10):
+    """Sends a head, never its body; reads until the server closes."""
+    s = connect(port)
+    try:
+        s.sendall(data)
+        raw, eof = recv_until_close(s, timeout)
+    finally:
+        s.close()
+    capture(label, raw)
+    return Resp(raw, eof)
+
+
+class BigBody:
+    g = None  # a gateway whose max_body_bytes lets a 1 GiB head through
+
+
+def big_body_gateway():
+    if BigBody.g is None:
+        cfg = main_config(F.mock.port, F.raw.port)
+        cfg["limits"] = {"max_body_bytes": GIB}
+        BigBody.g = start_gateway("gw-bigbody", cfg, workers=1)
+    return BigBody.g
+
+
+@test("auth/a 1 GiB head with a wrong key: 401 and close before any body byte")
+def t_auth_before_body():
+    # DESIGN.md 5 "Auth before body": the key is checked at the head; the
+    # caller gets 401 (never 100 Continue) and the close without sending
+    # a body byte. Before the fix the gateway waited for the gigabyte.
+    g = big_body_gateway()
+    wrong = WRONG_KEYS["same length, last byte changed"]
+    for what, path, key, extra, dialect in (
+        ("wrong key", "/v1/chat/completions", wrong, b"", "openai"),
+        ("no key", "/v1/chat/completions", None, b"", "openai"),
+        ("wrong key, Anthropic", "/v1/messages", wrong, b"", "anthropic"),
+        ("wrong key, Expect: 100-continue", "/v1/chat/completions", wrong,
+         b"Expect: 100-continue\r\n", "openai"),
+        ("no key, Expect: 100-continue, Anthropic", "/v1/messages", None,
+         b"Expect: 100-continue\r\n", "anthropic"),
+    ):
+        r = head_only(g.port, big_head(path, key, extra), "auth before body " + what)
+        label = "1 GiB head, " + what
+        check(b"100 Continue" not in r.raw, "%s: got 100 Continue: %r" % (label, r))
+        if dialect == "anthropic":
+            assert_anthropic_error(r, 401, "authentication_error", label)
+        else:
+            assert_openai_error(r, 401, label)
+        check(r.header("connection").lower() == "close",
+              "%s: no `connection: close`: %r" % (label, r.headers))
+        check(r.eof, "%s: the connection was not closed without the body" % label)
+    ok = request(g.port, "GET", "/healthz", [])
+    check(ok.status == 200, "the gateway after the 1 GiB heads: %r" % ok)
 
 
 @test("auth/client_keys_env naming an unset variable fails closed")
