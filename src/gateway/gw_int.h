@@ -57,6 +57,7 @@ struct air__gateway {
   air__gw_worker *w;
   unsigned n_workers;
   atomic_bool stopping;
+  atomic_size_t inflight_body;  /* body bytes being read by every worker */
   uint64_t grace_ms;
   uv_signal_t sig_term, sig_int, sig_hup;
 };
