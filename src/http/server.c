@@ -156,10 +156,6 @@ size_t air__http_server_connections(const air__http_server *s) {
   return s->n_conns;
 }
 
-size_t air__http_server_inflight_body(const air__http_server *s) {
-  return atomic_load_explicit(s->inflight, memory_order_relaxed);
-}
-
 static void stop_timer_closed(uv_handle_t *h) {
   air__http_server *s = h->data;
   s->stop_timer_open = false;

@@ -179,10 +179,6 @@ size_t air__http_server_connections(const air__http_server *s);
 int air__http_server_stop(air__http_server *s, void (*on_stopped)(void *data),
                           void *data);
 
-/* Bytes of request bodies being read right now, on every server sharing
- * this server's count (see max_inflight_body_bytes). */
-size_t air__http_server_inflight_body(const air__http_server *s);
-
 /* Frees a server that never listened successfully or has stopped. */
 void air__http_server_free(air__http_server *s);
 
