@@ -205,6 +205,7 @@ static void http_limits(const air__gateway *g, const air_config *cfg,
   hc->idle_timeout_ms = cfg->limits.idle_timeout_ms;
   if (cfg->limits.request_timeout_ms)
     hc->request_timeout_ms = cfg->limits.request_timeout_ms;
+  hc->max_inflight_body_bytes = cfg->limits.max_inflight_body_bytes;
 }
 
 int air__gw_inflight_begin(air__gw_worker *w, const char *rid) {
@@ -305,6 +306,8 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   hc.host = g->host;
   hc.port = g->port;
   http_limits(g, cfg, &hc);
+  hc.on_head = air__gw_head;
+  hc.inflight_body = &g->inflight_body;
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);
   if (rc != 0) return rc;
   int uv_err = 0;
@@ -537,6 +540,7 @@ int air__gateway_run(const air__gateway_opts *o) {
   }
   pthread_mutex_init(&g.mu, NULL);
   atomic_init(&g.stopping, false);
+  atomic_init(&g.inflight_body, 0);
   g.grace_ms = AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   g.n_workers = o->workers ? o->workers : (cores > 0 ? (unsigned)cores : 1);

@@ -136,6 +136,7 @@ struct air__gateway {
   air__gw_worker *w;
   unsigned n_workers;
   atomic_bool stopping;
+  atomic_size_t inflight_body;  /* body bytes being read by every worker */
   uint64_t grace_ms;
   uv_signal_t sig_term, sig_int, sig_hup;
 };
@@ -146,6 +147,8 @@ void air__gw_cfg_release(air__gw_cfg *c);
 
 /* The HTTP handler of every worker (data: the air__gw_worker). */
 void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg);
+/* The head hook of every worker: client auth before the body is read. */
+void air__gw_head(void *data, air__http_head *h, const air__http_request *msg);
 /* One log line (with its newline) to stderr: on a worker thread it is
  * written with the other lines of the same loop turn, before the loop
  * waits again; lines are never split or interleaved. */

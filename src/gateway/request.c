@@ -100,10 +100,9 @@ static void utc_now(char *t, size_t n) {
 
 /* The log line of a request the gateway answered itself (DESIGN.md 5: one
  * line per request, rejected ones included). */
-static void log_rejected(air__http_req *req, air__api dialect, int status,
-                         air_reason reason, const char *message,
+static void log_rejected(const air__http_request *msg, air__api dialect,
+                         int status, air_reason reason, const char *message,
                          const char *rid) {
-  const air__http_request *msg = air__http_req_msg(req);
   air__buf b;
   air__buf_init(&b, 64u << 10);
   char t[64];
@@ -131,7 +130,7 @@ static void log_rejected(air__http_req *req, air__api dialect, int status,
 static void respond_error(air__http_req *req, air__api dialect, int status,
                           air_reason reason, const char *message,
                           const char *rid) {
-  log_rejected(req, dialect, status, reason, message, rid);
+  log_rejected(air__http_req_msg(req), dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, 1u << 20);
   air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
@@ -149,7 +148,8 @@ static void method_not_allowed(air__http_req *req, air__api dialect,
   air__buf_init(&body, 4096);
   char m[64];
   snprintf(m, sizeof(m), "method not allowed: use %s", allow);
-  log_rejected(req, dialect, 405, AIR_REASON_BAD_REQUEST, m, rid);
+  log_rejected(air__http_req_msg(req), dialect, 405, AIR_REASON_BAD_REQUEST, m,
+               rid);
   air__provider_get(dialect)->encode_error_body(405, AIR_REASON_BAD_REQUEST, m,
                                                  NULL, 0, &body);
   air__http_field f[4] = {json_ct, field("allow", allow),
@@ -649,6 +649,42 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   }
 }
 
+#define AUTH_MESSAGE "invalid or missing API key (Authorization: Bearer, x-api-key)"
+
+static bool is_healthz(air__http_str p) {
+  return p.n == 8 && memcmp(p.p, "/healthz", 8) == 0;
+}
+
+/*
+ * The head hook (DESIGN.md 5 "Auth before body"): the client key is checked
+ * when the head arrives; an unauthorised caller gets 401 in the endpoint's
+ * dialect with `connection: close`, before any body byte is read and
+ * instead of `100 Continue`. air__gw_handle checks again (a SIGHUP may have
+ * changed the keys while the body was read).
+ */
+void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
+  air__gw_worker *w = data;
+  if (is_healthz(msg->path)) return;
+  air__gw_cfg *cfg = air__gw_cfg_get(w->g);
+  bool ok = authorized(cfg, msg);
+  air__gw_cfg_release(cfg);
+  if (ok) return;
+  air__http_str p = msg->path;
+  bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
+  air__api dialect = is_msgs ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+  char rid[40];
+  make_rid(w, msg, rid, sizeof(rid));
+  log_rejected(msg, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
+  air__buf body;
+  air__buf_init(&body, 4096);
+  air__provider_get(dialect)->encode_error_body(401, AIR_REASON_AUTH, AUTH_MESSAGE,
+                                                 NULL, 0, &body);
+  air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
+                          field("x-request-id", rid)};
+  air__http_head_reject(h, 401, f, 3, body.p ? body.p : "", body.n);
+  air__buf_cleanup(&body);
+}
+
 void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg) {
   air__gw_worker *w = data;
   air__gw_cfg *cfg = air__gw_cfg_get(w->g);
@@ -660,16 +696,14 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   air__api dialect = is_msgs ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
-  if (p.n == 8 && memcmp(p.p, "/healthz", 8) == 0) {
+  if (is_healthz(p)) {
     if (get)
       respond_text(req, 200, "text/plain", "ok\n", 3);
     else
       method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
   } else if (!authorized(cfg, msg)) {
     /* Every endpoint but /healthz: the key comes before anything else. */
-    respond_error(req, dialect, 401, AIR_REASON_AUTH,
-                  "invalid or missing API key (Authorization: Bearer, x-api-key)",
-                  rid);
+    respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
   } else if (is_chat || is_msgs) {
     if (!post) {
       method_not_allowed(req, dialect, "POST", rid);

@@ -10,6 +10,13 @@
  * it drops to zero, so a handler may finish its request from anywhere,
  * including its disconnect callback, and never sees freed memory.
  *
+ * Body accounting: `charged` is what this connection added to the
+ * server's shared count of body bytes being read (srv->inflight): the
+ * declared Content-Length when the head is accepted, a chunked body's bytes
+ * as they come. It is given back (body_release) when the handler finishes
+ * the request, when a request fails or the connection starts closing, and
+ * when the connection is closed or freed while no handler holds the body.
+ *
  * Re-entrancy: handler callbacks (request, disconnect, drain) are only ever
  * called from libuv callbacks, never from inside a call the handler made.
  * So the next request of a keep-alive connection is started from the
@@ -37,8 +44,38 @@ enum {
 static void conn_process(air__http_conn *c);
 static void conn_close(air__http_conn *c);
 
+/* Adds n body bytes to the shared count unless that would pass the bound.
+ * Returns true when they were added. */
+static bool body_charge(air__http_conn *c, size_t n) {
+  atomic_size_t *count = c->srv->inflight;
+  size_t max = c->srv->cfg.max_inflight_body_bytes;
+  if (max == 0) max = SIZE_MAX;
+  size_t cur = atomic_load_explicit(count, memory_order_relaxed);
+  do {
+    if (n > max || cur > max - n) return false;
+  } while (!atomic_compare_exchange_weak_explicit(
+      count, &cur, cur + n, memory_order_relaxed, memory_order_relaxed));
+  c->charged += n;
+  return true;
+}
+
+/* Gives back every byte this connection counted. */
+static void body_release(air__http_conn *c) {
+  if (c->charged == 0) return;
+  atomic_fetch_sub_explicit(c->srv->inflight, c->charged, memory_order_relaxed);
+  c->charged = 0;
+}
+
+/* The reader's admit callback: a body growing to `total` bytes. */
+static int body_admit(void *data, size_t total) {
+  air__http_conn *c = data;
+  if (total <= c->charged) return 0; /* reserved at the head */
+  return body_charge(c, total - c->charged) ? 0 : AIR_ETOOBIG;
+}
+
 static void conn_free(air__http_conn *c) {
   air__http_server *s = c->srv;
+  body_release(c);
   free(c->req.lazy_head);
   air__http_reader_cleanup(&c->rd);
   air__buf_cleanup(&c->in);
@@ -95,6 +132,7 @@ static void conn_close(air__http_conn *c) {
   if (c->state == AIR__CONN_CLOSED) return;
   c->state = AIR__CONN_CLOSED;
   c->timer_kind = T_NONE;
+  if (!c->held) body_release(c); /* else when the handler finishes */
   if (c->reading) uv_read_stop((uv_stream_t *)&c->tcp);
   c->reading = false;
   uv_timer_stop(&c->timer);
@@ -203,6 +241,8 @@ static void conn_close_graceful(air__http_conn *c) {
   if (c->state == AIR__CONN_CLOSED || c->state == AIR__CONN_CLOSING) return;
   c->state = AIR__CONN_CLOSING;
   c->wait_drain = false;
+  body_release(c); /* never held here: no request is read any more */
+  air__http_reader_drop_body(&c->rd);
   air__buf_cleanup(&c->in);
   c->in_off = 0;
   start_reading(c);
@@ -260,6 +300,38 @@ static void dispatch(air__http_conn *c) {
   s->on_request(s->data, &c->req, m);
 }
 
+/*
+ * A request's head is complete: the head hook may answer it, then its
+ * declared body is reserved, then `100 Continue` is sent when asked for.
+ * Returns false when the request was answered and the connection is
+ * closing (nothing more is read).
+ */
+static bool head_admit(air__http_conn *c) {
+  air__http_server *s = c->srv;
+  const air__http_request *m = air__http_reader_msg(&c->rd);
+  if (s->cfg.on_head != NULL) {
+    air__http_head h = {c, false};
+    s->cfg.on_head(s->data, &h, m);
+    if (h.answered || c->state != AIR__CONN_READING) {
+      conn_close_graceful(c);
+      return false;
+    }
+  }
+  if (m->content_length > 0 && !body_charge(c, (size_t)m->content_length)) {
+    air__http_write_error(c, 503,
+                          "server busy: too many request bodies being read, "
+                          "retry later");
+    conn_close_graceful(c);
+    return false;
+  }
+  if (m->expect_continue) {
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    uv_buf_t b = air__http_buf(cont, sizeof(cont) - 1);
+    air__http_conn_write(c, &b, 1, false);
+  }
+  return true;
+}
+
 /* Drops the bytes of `in` already parsed, frees a large empty buffer. */
 static void compact(air__http_conn *c) {
   air__buf *b = &c->in;
@@ -297,12 +369,7 @@ static void conn_process(air__http_conn *c) {
     if (ev == AIR__HTTP_MORE) break;
     if (ev == AIR__HTTP_HEAD) {
       again = true;
-      const air__http_request *m = air__http_reader_msg(&c->rd);
-      if (m->expect_continue) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        uv_buf_t b = air__http_buf(cont, sizeof(cont) - 1);
-        air__http_conn_write(c, &b, 1, false);
-      }
+      if (!head_admit(c)) break;
       continue;
     }
     if (ev == AIR__HTTP_DONE) {
@@ -417,6 +484,7 @@ static void write_cb(uv_write_t *w, int status) {
 
 void air__http_conn_finish(air__http_conn *c, int how) {
   c->held = false;
+  body_release(c);        /* the handler is done with the body */
   free(c->req.lazy_head); /* a head never followed by bytes is not sent */
   c->req.lazy_head = NULL;
   c->req.lazy_n = 0;
@@ -453,6 +521,7 @@ void air__http_conn_accept(air__http_server *s) {
   c->srv = s;
   air__http_reader_init(&c->rd, s->cfg.max_header_bytes, s->cfg.max_headers,
                         s->cfg.max_body_bytes);
+  air__http_reader_set_admit(&c->rd, body_admit, c);
   air__buf_init(&c->in, s->cfg.max_pending_bytes);
   uv_tcp_init(s->loop, &c->tcp);
   uv_timer_init(s->loop, &c->timer);

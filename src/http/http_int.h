@@ -42,6 +42,12 @@ struct air__http_req {
   size_t lazy_n;
 };
 
+/* What the head hook gets: the connection whose request head is complete. */
+struct air__http_head {
+  air__http_conn *conn;
+  bool answered; /* air__http_head_reject was called */
+};
+
 /* Connection states. */
 enum {
   AIR__CONN_READING,  /* reading a request (or idle between requests) */
@@ -81,6 +87,7 @@ struct air__http_conn {
   bool wait_drain;   /* the next request waits for the write queue */
   bool processing;   /* inside conn_process (no re-entry) */
   bool rejecting;    /* over max_connections: answered 503 */
+  size_t charged;    /* body bytes counted in srv->inflight (see conn.c) */
 };
 
 struct air__http_server {
@@ -101,6 +108,8 @@ struct air__http_server {
   size_t n_rejecting;
   void (*on_stopped)(void *data);
   void *stopped_data;
+  atomic_size_t *inflight; /* cfg.inflight_body, or &own_inflight */
+  atomic_size_t own_inflight;
   char *slab; /* AIR_HTTP_READ_BYTES: every read lands here */
   time_t date_at;
   char date[48]; /* the date header value for date_at */
@@ -129,7 +138,9 @@ int air__http_conn_write(air__http_conn *c, const uv_buf_t *bufs,
 void air__http_conn_finish(air__http_conn *c, int how);
 
 /* response.c */
-/* Writes an error response with a JSON body and connection: close. */
+/* Writes an error response with a JSON body (the Anthropic shape for a
+ * request to /v1/messages) and connection: close; a 503 also carries
+ * `retry-after: 1`. */
 int air__http_write_error(air__http_conn *c, int status, const char *message);
 
 /* server.c */

@@ -202,6 +202,13 @@ static int on_headers_complete(llhttp_t *p) {
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   air__http_reader *r = p->data;
+  if (r->admit != NULL && n > 0 &&
+      (n > r->max_body_bytes || r->body.n > r->max_body_bytes - n))
+    return fail(r, 413, "request body too large");
+  if (r->admit != NULL && n > 0 && r->admit(r->admit_data, r->body.n + n) != 0)
+    return fail(r, 503,
+                "server busy: too many request bodies being read, "
+                "retry later");
   int rc = air__buf_add(&r->body, at, n);
   if (rc == AIR_ETOOBIG) return fail(r, 413, "request body too large");
   if (rc != 0) return fail(r, 500, "out of memory");
@@ -251,6 +258,18 @@ void air__http_reader_cleanup(air__http_reader *r) {
   r->offs = NULL;
   r->hdrs = NULL;
   r->n_hdrs = r->cap_hdrs = 0;
+}
+
+void air__http_reader_set_admit(air__http_reader *r, air__http_admit_cb cb,
+                                void *data) {
+  r->admit = cb;
+  r->admit_data = data;
+}
+
+void air__http_reader_drop_body(air__http_reader *r) {
+  air__buf_cleanup(&r->body);
+  r->msg.body.p = "";
+  r->msg.body.n = 0;
 }
 
 static void shrink(air__buf *b) {

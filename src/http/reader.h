@@ -63,6 +63,13 @@ typedef enum air__http_event {
   AIR__HTTP_FAIL,     /* bad or oversized request: answer status, close */
 } air__http_event;
 
+/*
+ * Asked before the body grows to `total` bytes (optional, see
+ * air__http_reader_set_admit): 0 keeps the bytes, anything else fails the
+ * request with 503 (the process is reading too many bodies at once).
+ */
+typedef int (*air__http_admit_cb)(void *data, size_t total);
+
 /* A request header stored with offsets into the head buffer. */
 typedef struct air__http_hdr_off {
   size_t name, name_n, value, value_n;
@@ -85,6 +92,8 @@ typedef struct air__http_reader {
   bool in_field;           /* inside a header name (pieces are appended) */
   bool started;            /* a byte of this request was fed */
   air__http_request msg;
+  air__http_admit_cb admit; /* NULL: every body byte up to the max */
+  void *admit_data;
   int status;        /* after AIR__HTTP_FAIL: 400, 413, 417, ... */
   const char *error; /* after AIR__HTTP_FAIL: a static message */
 } air__http_reader;
@@ -93,6 +102,14 @@ typedef struct air__http_reader {
 void air__http_reader_init(air__http_reader *r, size_t max_header_bytes,
                            size_t max_headers, size_t max_body_bytes);
 void air__http_reader_cleanup(air__http_reader *r);
+
+/* Sets the callback asked before every growth of a body (NULL: none). */
+void air__http_reader_set_admit(air__http_reader *r, air__http_admit_cb cb,
+                                void *data);
+
+/* Frees the body of the current request (after its handler is done with
+ * it): msg.body becomes empty. */
+void air__http_reader_drop_body(air__http_reader *r);
 
 /*
  * Parses up to n bytes of p and stops at the first event. *used receives
@@ -105,6 +122,7 @@ void air__http_reader_cleanup(air__http_reader *r);
  *       Content-Length with Transfer-Encoding, duplicate Content-Length,
  *       bad chunk sizes, bare LF, invalid tokens), 413 body over
  *       max_body_bytes (at the head already when Content-Length says so),
+ *   503 refused by the admit callback,
  *   417 an Expect other than 100-continue, 431 head or trailers over
  *       max_header_bytes or more than max_headers headers, 500 out of
  *       memory, 505 an HTTP version other than 1.0 and 1.1.

@@ -168,6 +168,7 @@ int air__http_write_error(air__http_conn *c, int status, const char *message) {
   int rc;
   if (anthropic_target(c)) {
     const char *type = status == 413   ? "request_too_large"
+                       : status == 503 ? "overloaded_error"
                        : status >= 500 ? "api_error"
                                        : "invalid_request_error";
     rc = air__buf_adds(&body, "{\"type\":\"error\",\"error\":{\"type\":\"");
@@ -184,16 +185,43 @@ int air__http_write_error(air__http_conn *c, int status, const char *message) {
                                     : ",\"type\":\"invalid_request_error\"}}");
   }
   static const air__http_field ct[] = {
-      {"content-type", 12, "application/json", 16}};
+      {"content-type", 12, "application/json", 16},
+      {"retry-after", 11, "1", 1}};
   c->keep_alive = false;
   if (!rc)
-    rc = build_head(c, &b, status, ct, 1, AIR__RESP_FIXED, (uint64_t)body.n);
+    rc = build_head(c, &b, status, ct, status == 503 ? 2 : 1, AIR__RESP_FIXED,
+                    (uint64_t)body.n);
   if (!rc) {
     uv_buf_t bufs[2] = {air__http_buf(b.p, b.n), air__http_buf(body.p, body.n)};
     rc = air__http_conn_write(c, bufs, 2, false);
   }
   air__buf_cleanup(&b);
   air__buf_cleanup(&body);
+  return rc;
+}
+
+int air__http_head_reject(air__http_head *h, int status,
+                          const air__http_field *fields, size_t n_fields,
+                          const void *body, size_t body_n) {
+  air__http_conn *c = h->conn;
+  if (h->answered) return AIR_ESTATE;
+  h->answered = true;
+  if (status < 400 || status > 599) {
+    air__http_write_error(c, 500, "internal error: invalid response");
+    return AIR_EINVAL;
+  }
+  c->keep_alive = false; /* the body that follows is never read */
+  air__buf b;
+  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  int rc = build_head(c, &b, status, fields, n_fields, AIR__RESP_FIXED,
+                      (uint64_t)body_n);
+  if (rc == 0) {
+    uv_buf_t bufs[2] = {air__http_buf(b.p, b.n), air__http_buf(body, body_n)};
+    rc = air__http_conn_write(c, bufs, body_n == 0 ? 1 : 2, false);
+  } else if (rc == AIR_EINVAL || rc == AIR_ETOOBIG) {
+    air__http_write_error(c, status, reason_phrase(status));
+  }
+  air__buf_cleanup(&b);
   return rc;
 }
 

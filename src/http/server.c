@@ -35,6 +35,7 @@ void air__http_config_init(air__http_config *cfg) {
   cfg->request_timeout_ms = AIR_HTTP_DEFAULT_REQUEST_TIMEOUT_MS;
   cfg->linger_ms = AIR_HTTP_DEFAULT_LINGER_MS;
   cfg->shutdown_timeout_ms = AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  cfg->max_inflight_body_bytes = AIR_HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES;
 }
 
 /* Copies the host literal, without the brackets of "[::1]", and resolves
@@ -79,6 +80,8 @@ int air__http_server_new(uv_loop_t *loop, const air__http_config *cfg,
   s->loop = loop;
   s->cfg = *cfg;
   s->cfg.host = s->host;
+  atomic_init(&s->own_inflight, 0);
+  s->inflight = cfg->inflight_body ? cfg->inflight_body : &s->own_inflight;
   if (s->cfg.max_pending_bytes < AIR_HTTP_READ_BYTES)
     s->cfg.max_pending_bytes = AIR_HTTP_READ_BYTES;
   s->on_request = on_request;
@@ -196,6 +199,8 @@ void air__http_server_set_limits(air__http_server *s,
   if (cfg->idle_timeout_ms) s->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
   if (cfg->request_timeout_ms)
     s->cfg.request_timeout_ms = cfg->request_timeout_ms;
+  if (cfg->max_inflight_body_bytes)
+    s->cfg.max_inflight_body_bytes = cfg->max_inflight_body_bytes;
 }
 
 int air__http_server_port(const air__http_server *s) {

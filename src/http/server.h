@@ -14,6 +14,18 @@
  * servers, each on its own loop and thread (or process), with `reuseport`
  * set and the same port (the kernel spreads connections over them).
  *
+ * Auth before body (DESIGN.md 5): when a request's head is complete, and
+ * before any byte of its body is read or `100 Continue` is sent, the
+ * optional head hook (air__http_config.on_head) may answer the request at
+ * once (air__http_head_reject: `connection: close`, the body is never
+ * read). Then the body is reserved against the process-wide bound on the
+ * bytes of request bodies being read (max_inflight_body_bytes, one counter
+ * shared by every server of the process): a declared Content-Length at the
+ * head, a chunked body as it grows; a request that would pass it gets 503
+ * with `retry-after: 1` and `connection: close`, its body unread. The bytes
+ * are released when the handler finishes the request or the connection
+ * closes.
+ *
  * Connections: keep-alive; requests are handled strictly one at a time in
  * order (pipelined requests wait, buffered, until the previous response
  * has ended and been flushed); the socket is read during a response, so a
@@ -23,13 +35,17 @@
  * for 5xx) and `connection: close`:
  *   400 malformed request or smuggling pattern, 408 request not complete
  *   within request_timeout_ms of its first byte, 413 body too large,
- *   417 unsupported Expect, 431 head too large, 503 over max_connections,
- *   505 HTTP version. An idle keep-alive connection is closed after
- *   idle_timeout_ms without a response.
+ *   417 unsupported Expect, 431 head too large, 503 over max_connections
+ *   or over max_inflight_body_bytes (with `retry-after: 1`), 505 HTTP
+ *   version. Requests to /v1/messages get the Anthropic error shape
+ *   {"type":"error","error":{"type":"...","message":"..."}} instead. An
+ *   idle keep-alive connection is closed after idle_timeout_ms without a
+ *   response.
  */
 #ifndef AIR_HTTP_SERVER_H
 #define AIR_HTTP_SERVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,10 +65,24 @@
 #define AIR_HTTP_DEFAULT_MAX_QUEUED_BYTES 67108864u /* unsent response */
 #define AIR_HTTP_DEFAULT_LINGER_MS 2000u
 #define AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
+#define AIR_HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES 268435456u /* 256 MiB */
 #define AIR_HTTP_MAX_HOST_BYTES 255 /* the listen host literal */
 #define AIR_HTTP_MAX_REJECTING 64   /* excess connections answered 503 */
 #define AIR_HTTP_READ_BYTES 65536   /* one socket read */
 #define AIR_HTTP_MAX_RESPONSE_HEAD_BYTES 65536 /* status line + headers */
+
+typedef struct air__http_head air__http_head;
+
+/*
+ * The head hook: called once per request on the loop's thread, with the
+ * server's `data`, when the head is complete and before any byte of the
+ * body is read (or `100 Continue` sent). `head` holds the head only (its
+ * body is empty); it and `h` are valid during the call only. Returning
+ * without calling air__http_head_reject lets the request go on; the
+ * handler still gets it once its body is read.
+ */
+typedef void (*air__http_head_cb)(void *data, air__http_head *h,
+                                  const air__http_request *head);
 
 typedef struct air__http_config {
   const char *host; /* IPv4 or IPv6 literal ("::1" or "[::1]"); copied */
@@ -76,6 +106,13 @@ typedef struct air__http_config {
                                    an error response is not lost to a RST */
   uint64_t shutdown_timeout_ms; /* stop: then connections are closed; 0:
                                    wait for every response */
+  size_t max_inflight_body_bytes; /* bytes of request bodies being read,
+                                     summed over every server that shares
+                                     `inflight_body`; over it: 503. 0: no
+                                     bound */
+  atomic_size_t *inflight_body;   /* the shared count (its owner outlives the
+                                     servers); NULL: the server's own */
+  air__http_head_cb on_head;      /* optional, see air__http_head_cb */
 } air__http_config;
 
 /* Fills cfg with the defaults, listening on 127.0.0.1:8080. */
@@ -164,6 +201,25 @@ int air__http_server_stop(air__http_server *s, void (*on_stopped)(void *data),
 
 /* Frees a server that never listened successfully or has stopped. */
 void air__http_server_free(air__http_server *s);
+
+/* ---- the head hook --------------------------------------------------------
+ */
+
+/*
+ * From inside the head hook only: answers the request now with status
+ * (400..599), the fields and a body of body_n bytes (copied), and
+ * `connection: close`; its body is never read, no `100 Continue` is sent,
+ * the handler never sees it, and the connection is closed once the answer
+ * is sent. Fields as in air__http_respond. Returns 0; AIR_ESTATE (already
+ * answered: nothing more is sent); AIR_EINVAL (a status outside 400..599:
+ * a 500 is sent instead; a bad field: a plain JSON error with the status);
+ * AIR_ETOOBIG (head too large: the same plain error); AIR_ECANCELED or
+ * AIR_ENOMEM (the write failed: the connection is closed). In every case
+ * the request is not read further.
+ */
+int air__http_head_reject(air__http_head *h, int status,
+                          const air__http_field *fields, size_t n_fields,
+                          const void *body, size_t body_n);
 
 /* ---- the request a handler holds ---------------------------------------- */
 

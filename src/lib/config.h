@@ -144,6 +144,7 @@ typedef struct air__limits {
   uint64_t max_connections;
   uint64_t idle_timeout_ms;
   uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
+  uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
 } air__limits;
 
 struct air_config {

@@ -172,6 +172,16 @@ static const air__opt opts[] = {
      .def = "30000",
      .doc = "Extension: the whole request (head and body) must arrive "
             "within this time of its first byte, else 408."},
+    {.name = "max_inflight_body_bytes",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_inflight_body_bytes),
+     MS(1024, 1ull << 40),
+     .def = "268435456",
+     .doc = "Bytes of request bodies being read at once, summed over every "
+            "connection of the process (a declared Content-Length counts "
+            "from the head); a request that would pass it gets 503 with "
+            "retry-after: 1, its body unread."},
 
     /* ---- state ---- */
     {.name = "redis",

@@ -9,7 +9,8 @@ ephemeral ports, and checks, one named test at a time:
 
   auth/*       client keys on every endpoint but /healthz, both header forms,
                both keys; wrong / prefix / longer / empty keys -> 401 in the
-               endpoint's dialect
+               endpoint's dialect; checked at the head: 401 and close before
+               any body byte (never 100 Continue)
   secrets/*    upstream and client keys never in a log line, response (status
                line, headers, body) or /metrics, in any usual encoding; the
                upstream key reaches the upstream, the caller's key does not
@@ -18,7 +19,8 @@ ephemeral ports, and checks, one named test at a time:
   url/*        the upstream URL comes only from config
   smuggle/*    ambiguous framing -> 400 and close; the next connection works
   upstream/*   a hostile upstream: whole-JSON, endless or huge answers
-  limits/*     408 slow requests, 413 bodies, 431 heads, 503 connections
+  limits/*     408 slow requests, 413 bodies, 431 heads, 503 connections,
+               503 for bodies over max_inflight_body_bytes (process-wide)
   listen/*     a non-loopback listen needs client keys or --insecure
 
 Standard library only; every socket is a 127.0.0.1 one and every wait is
@@ -841,6 +843,71 @@ def t_auth_healthz():
     check(r.status == 200, "GET /healthz with a wrong key: %r" % r)
 
 
+GIB = 1073741824
+
+
+def big_head(path, key, extra=b""):
+    """A POST head declaring a 1 GiB body (never sent)."""
+    auth = b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b""
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Content-Type: application/json\r\n" + extra +
+            b"Content-Length: %d\r\n\r\n" % GIB)
+
+
+def head_only(port, data, label, timeout=10):
+    """Sends a head, never its body; reads until the server closes."""
+    s = connect(port)
+    try:
+        s.sendall(data)
+        raw, eof = recv_until_close(s, timeout)
+    finally:
+        s.close()
+    capture(label, raw)
+    return Resp(raw, eof)
+
+
+class BigBody:
+    g = None  # a gateway whose max_body_bytes lets a 1 GiB head through
+
+
+def big_body_gateway():
+    if BigBody.g is None:
+        cfg = main_config(F.mock.port, F.raw.port)
+        cfg["limits"] = {"max_body_bytes": GIB}
+        BigBody.g = start_gateway("gw-bigbody", cfg, workers=1)
+    return BigBody.g
+
+
+@test("auth/a 1 GiB head with a wrong key: 401 and close before any body byte")
+def t_auth_before_body():
+    # DESIGN.md 5 "Auth before body": the key is checked at the head; the
+    # caller gets 401 (never 100 Continue) and the close without sending
+    # a body byte. Before the fix the gateway waited for the gigabyte.
+    g = big_body_gateway()
+    wrong = WRONG_KEYS["same length, last byte changed"]
+    for what, path, key, extra, dialect in (
+        ("wrong key", "/v1/chat/completions", wrong, b"", "openai"),
+        ("no key", "/v1/chat/completions", None, b"", "openai"),
+        ("wrong key, Anthropic", "/v1/messages", wrong, b"", "anthropic"),
+        ("wrong key, Expect: 100-continue", "/v1/chat/completions", wrong,
+         b"Expect: 100-continue\r\n", "openai"),
+        ("no key, Expect: 100-continue, Anthropic", "/v1/messages", None,
+         b"Expect: 100-continue\r\n", "anthropic"),
+    ):
+        r = head_only(g.port, big_head(path, key, extra), "auth before body " + what)
+        label = "1 GiB head, " + what
+        check(b"100 Continue" not in r.raw, "%s: got 100 Continue: %r" % (label, r))
+        if dialect == "anthropic":
+            assert_anthropic_error(r, 401, "authentication_error", label)
+        else:
+            assert_openai_error(r, 401, label)
+        check(r.header("connection").lower() == "close",
+              "%s: no `connection: close`: %r" % (label, r.headers))
+        check(r.eof, "%s: the connection was not closed without the body" % label)
+    ok = request(g.port, "GET", "/healthz", [])
+    check(ok.status == 200, "the gateway after the 1 GiB heads: %r" % ok)
+
+
 @test("auth/client_keys_env naming an unset variable fails closed")
 def t_auth_unset_keys_var():
     # `airetry check` warns "no client key will be accepted"; the gateway
@@ -1519,6 +1586,76 @@ def t_limits_body():
     r = send_raw(Limits.g.port, post_head(b"Content-Length: %d\r\nConnection: close\r\n\r\n"
                                           % len(ok)) + ok)
     check(r.status == 200, "a body under the limit: %r" % r)
+
+
+INFLIGHT = 100000  # limits.max_inflight_body_bytes of the gateway below
+HELD = 60000       # what one request declares: two do not fit
+
+
+def padded(obj, n):
+    """obj as JSON, padded with spaces to exactly n bytes."""
+    b = json.dumps(obj).encode()
+    check(len(b) <= n, "padded: %d > %d" % (len(b), n))
+    return b + b" " * (n - len(b))
+
+
+@test("limits/request bodies being read are bounded process-wide -> 503, retry-after")
+def t_limits_inflight_bodies():
+    # DESIGN.md 5: max_inflight_body_bytes counts the bodies of every
+    # connection of every worker. A holds 60000 of 100000 (its 100 Continue
+    # says the head was taken); every other request declaring 60000, on
+    # whichever of the two workers, gets 503 without its body being read.
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["limits"] = {"max_inflight_body_bytes": INFLIGHT}
+    g = start_gateway("gw-inflight", cfg, workers=2)
+    try:
+        a = connect(g.port)
+        a.sendall(post_head(b"Expect: 100-continue\r\nContent-Length: %d\r\n"
+                            b"Connection: close\r\n\r\n" % HELD))
+        a.settimeout(10)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            d = a.recv(4096)
+            check(d, "A: closed before 100 Continue: %r" % short(got))
+            got += d
+        check(got.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "A: %r" % short(got))
+        body = padded(chat_body("ok"), HELD)
+        for i in range(12):
+            anth = i % 3 == 2
+            if anth:
+                data = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " +
+                        CLIENT_K1.encode() + b"\r\nContent-Length: %d\r\n\r\n" % HELD +
+                        padded(msgs_body("ok-anth"), HELD))
+            else:
+                data = post_head(b"Content-Length: %d\r\n\r\n" % HELD) + body
+            r = send_raw(g.port, data, label="inflight %d" % i)
+            label = "B%d (%s) while A holds %d of %d" % (
+                i, "anthropic" if anth else "openai", HELD, INFLIGHT)
+            if anth:
+                assert_anthropic_error(r, 503, "overloaded_error", label)
+            else:
+                assert_openai_error(r, 503, label)
+            check(r.header("retry-after") == "1", "%s: retry-after %r" % (
+                label, r.header("retry-after")))
+            check(r.header("connection").lower() == "close" and r.eof,
+                  "%s: not closed: %r" % (label, r.headers))
+        a.sendall(body)
+        raw, eof = recv_until_close(a, 20)
+        a.close()
+        check(Resp(raw, eof).status == 200, "A with its body: %r" % short(raw))
+        # A's bytes came back: the same request is read again (the release
+        # follows A's answer on the worker's loop: a bounded poll).
+        statuses = []
+
+        def accepted():
+            r = send_raw(g.port, post_head(b"Content-Length: %d\r\nConnection: close"
+                                           b"\r\n\r\n" % HELD) + body,
+                         label="inflight after")
+            statuses.append(r.status)
+            return r.status == 200
+        check(wait_until(accepted, 10, 0.05), "after A: %r" % statuses[-5:])
+    finally:
+        g.stop()
 
 
 @test("limits/head over max_header_bytes -> 431 and close")

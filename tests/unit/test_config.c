@@ -207,6 +207,7 @@ static void builtin_defaults_are_design_3(void **state) {
   assert_int_equal(cfg->limits.max_connections, 10000);
   assert_int_equal(cfg->limits.idle_timeout_ms, 75000);
   assert_int_equal(cfg->limits.request_timeout_ms, 30000);
+  assert_int_equal(cfg->limits.max_inflight_body_bytes, 268435456);
   assert_int_equal(cfg->n_providers, 0);
   assert_int_equal(cfg->n_routes, 0);
   air_config_free(cfg);
@@ -406,7 +407,8 @@ static void misc_values(void **state) {
       "forward_headers: [Anthropic-Beta, openai-project]\n"
       "drop_params: true\n"
       "default_max_tokens: 1024\n"
-      "limits: {max_body_bytes: 2048, request_timeout_ms: 5}\n"
+      "limits: {max_body_bytes: 2048, request_timeout_ms: 5,\n"
+      "         max_inflight_body_bytes: 1048576}\n"
       "x-anchors:\n"
       "  targets: &t [p/a, p/b]\n"
       "providers:\n"
@@ -425,6 +427,7 @@ static void misc_values(void **state) {
   assert_int_equal(cfg->default_max_tokens, 1024);
   assert_int_equal(cfg->limits.max_body_bytes, 2048);
   assert_int_equal(cfg->limits.request_timeout_ms, 5);
+  assert_int_equal(cfg->limits.max_inflight_body_bytes, 1048576);
   assert_int_equal(cfg->limits.max_header_bytes, 65536);
   assert_int_equal(cfg->providers[0].n_headers, 2);
   assert_string_equal(cfg->providers[0].headers[1].name, "OpenAI-Beta");
@@ -717,6 +720,28 @@ static void limits_are_enforced(void **state) {
   free(t);
 }
 
+/* limits.max_inflight_body_bytes: 1024 to 1 TiB (default in
+ * builtin_defaults_are_design_3, a value in misc_values). */
+static void inflight_body_bounds(void **state) {
+  (void)state;
+  diags ds;
+  air_config *cfg = NULL;
+  assert_int_equal(
+      parse("limits:\n  max_inflight_body_bytes: 1023\n", &ds, &cfg),
+      AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 2, 28,
+              "limits.max_inflight_body_bytes: 1023 is out of range (1024 to "
+              "1099511627776)");
+  assert_int_equal(ds.errors, 1);
+  assert_int_equal(
+      parse("limits: {max_inflight_body_bytes: 1099511627777}\n", &ds, &cfg),
+      AIR_ECONFIG);
+  assert_int_equal(ds.errors, 1);
+  cfg = good("limits: {max_inflight_body_bytes: 1099511627776}\n");
+  assert_int_equal(cfg->limits.max_inflight_body_bytes, 1ull << 40);
+  air_config_free(cfg);
+}
+
 static void unknown_keys_and_types(void **state) {
   (void)state;
   diags ds;
@@ -886,6 +911,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(yaml_syntax_error_has_position),
       cmocka_unit_test(oversized_config_is_toobig),
       cmocka_unit_test(limits_are_enforced),
+      cmocka_unit_test(inflight_body_bounds),
       cmocka_unit_test(unknown_keys_and_types),
       cmocka_unit_test(warnings_for_ignored_rule_keys),
       cmocka_unit_test(defaults_rule_to_checked_per_route),

@@ -73,6 +73,9 @@ typedef struct fixture {
   int bad; /* failed server-side checks */
   size_t drain_written;
   int drains, queued_seen;
+  int heads;              /* head hook calls */
+  size_t head_body_n;     /* body bytes the last head hook saw */
+  atomic_size_t inflight; /* cfg.inflight_body when a test sets it */
 } fixture;
 
 static void lock(fixture *f) {
@@ -268,6 +271,24 @@ static void on_request(void *data, air__http_req *req,
   }
 }
 
+/* The head hook of the auth tests: `x-key: good` or a 401 at once. */
+static void on_head(void *data, air__http_head *h, const air__http_request *m) {
+  fixture *f = data;
+  lock(f);
+  f->heads++;
+  f->head_body_n = m->body.n;
+  unlock(f);
+  const air__http_str *k = air__http_find_header(m, "x-key");
+  if (k != NULL && air__http_str_eq(*k, "good")) return;
+  static const char body[] = "{\"error\":{\"message\":\"bad key\"}}";
+  air__http_field fl[] = {field("content-type", "application/json"),
+                          field("connection", "keep-alive")};
+  CHECK_SRV(f,
+            air__http_head_reject(h, 401, fl, 2, body, sizeof(body) - 1) == 0);
+  CHECK_SRV(f, air__http_head_reject(h, 401, fl, 2, body, sizeof(body) - 1) ==
+                   AIR_ESTATE);
+}
+
 static void on_stopped(void *data) {
   fixture *f = data;
   uv_close((uv_handle_t *)&f->stop_async, NULL);
@@ -338,6 +359,7 @@ static void start(fixture *f) {
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   pthread_mutex_init(&f->mu, NULL);
+  atomic_init(&f->inflight, 0);
   test_cfg(&f->cfg);
   *state = f;
   return 0;
@@ -1278,6 +1300,208 @@ static void test_stop_forces_held_requests(void **state) {
   hangup(h);
 }
 
+/* Reads the 401 of the head hook: connection: close, then EOF, though the
+ * body was never sent. */
+static void expect_head_401(client *c) {
+  resp r;
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 401);
+  assert_null(strstr(r.head, "100 Continue"));
+  char v[64];
+  assert_string_equal(hdr(&r, "connection", v, sizeof(v)), "close");
+  assert_int_equal(r.body_n, strlen("{\"error\":{\"message\":\"bad key\"}}"));
+  assert_memory_equal(r.body, "{\"error\":{\"message\":\"bad key\"}}",
+                      r.body_n);
+  resp_free(&r);
+  assert_int_equal(wait_eof(c), 0);
+}
+
+/* DESIGN.md 5 "Auth before body": the head hook answers before any body
+ * byte is read or buffered, and before `100 Continue`. */
+static void test_auth_before_body(void **state) {
+  fixture *f = *state;
+  f->cfg.on_head = on_head;
+  f->cfg.max_body_bytes = 1u << 30; /* the 1 GiB head passes the 413 check */
+  f->cfg.max_inflight_body_bytes = (size_t)3 << 30; /* and the 503 one */
+  f->cfg.inflight_body = &f->inflight;
+  start(f);
+
+  /* 1 GiB declared with a bad key, and some body bytes right behind the
+   * head: 401 and close at once; nothing of the body is counted. */
+  client *c = dial(f->port);
+  char junk[32768];
+  memset(junk, 'x', sizeof(junk));
+  send_str(c,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nX-Key: bad\r\n"
+           "Content-Length: 1073741824\r\n\r\n");
+  send_bytes(c, junk, sizeof(junk));
+  expect_head_401(c);
+  hangup(c);
+  lock(f);
+  assert_int_equal(f->heads, 1);
+  assert_int_equal(f->head_body_n, 0);
+  assert_int_equal(f->requests, 0);
+  unlock(f);
+  assert_int_equal(atomic_load(&f->inflight), 0);
+
+  /* the head alone, no key: the same, without waiting for the body */
+  c = dial(f->port);
+  send_str(c,
+           "POST /echo HTTP/1.1\r\nHost: t\r\n"
+           "Content-Length: 1073741824\r\n\r\n");
+  expect_head_401(c);
+  hangup(c);
+
+  /* Expect: 100-continue with a bad key: the 401, never a 100 */
+  c = dial(f->port);
+  send_str(c,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nX-Key: bad\r\n"
+           "Expect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n");
+  expect_head_401(c);
+  hangup(c);
+  /* chunked, with a chunk behind the head */
+  c = dial(f->port);
+  send_str(c,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nX-Key: bad\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n8000\r\n");
+  send_bytes(c, junk, sizeof(junk));
+  expect_head_401(c);
+  hangup(c);
+  lock(f);
+  assert_int_equal(f->heads, 4);
+  assert_int_equal(f->requests, 0);
+  unlock(f);
+  assert_int_equal(atomic_load(&f->inflight), 0);
+
+  /* a good key: as before (100, the body, keep-alive) */
+  c = dial(f->port);
+  send_str(c,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nX-Key: good\r\n"
+           "Expect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+  resp r;
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 100);
+  resp_free(&r);
+  send_str(c, "body");
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  assert_memory_equal(r.body, "body", 4);
+  char v[64];
+  assert_string_equal(hdr(&r, "connection", v, sizeof(v)), "keep-alive");
+  resp_free(&r);
+  send_str(c, "GET /hello HTTP/1.1\r\nHost: t\r\nX-Key: good\r\n\r\n");
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  resp_free(&r);
+  /* a bad key on a kept connection: 401 and close */
+  send_str(c, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
+  expect_head_401(c);
+  hangup(c);
+  lock(f);
+  assert_int_equal(f->requests, 2);
+  unlock(f);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 0, 2000);
+}
+
+static void expect_busy(client *c) {
+  resp r;
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 503);
+  char v[64];
+  assert_string_equal(hdr(&r, "connection", v, sizeof(v)), "close");
+  assert_string_equal(hdr(&r, "retry-after", v, sizeof(v)), "1");
+  r.body[r.body_n] = '\0';
+  assert_non_null(strstr(r.body, "\"type\":\"server_error\""));
+  resp_free(&r);
+  assert_int_equal(wait_eof(c), 0);
+}
+
+/* limits.max_inflight_body_bytes: the bodies being read, over every
+ * connection (and every server sharing the count), are bounded. */
+static void test_inflight_body_bound(void **state) {
+  fixture *f = *state;
+  f->cfg.max_inflight_body_bytes = 3000;
+  f->cfg.inflight_body = &f->inflight;
+  start(f);
+  char junk[4096];
+  memset(junk, 'x', sizeof(junk));
+
+  /* A: 2000 declared, 500 sent; reserved once the head is read */
+  client *a = dial(f->port);
+  send_str(a, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n");
+  send_bytes(a, junk, 500);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 2000, 3000);
+
+  /* B: 2000 more would pass 3000: 503 at the head, body unread */
+  client *b = dial(f->port);
+  send_str(b, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n");
+  expect_busy(b);
+  hangup(b);
+  /* chunked: refused as it grows past the bound */
+  b = dial(f->port);
+  send_str(b,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+           "\r\n200\r\n");
+  send_bytes(b, junk, 512);
+  send_str(b, "\r\n600\r\n");
+  send_bytes(b, junk, 1536);
+  send_str(b, "\r\n0\r\n\r\n");
+  expect_busy(b);
+  hangup(b);
+  assert_int_equal(atomic_load(&f->inflight), 2000);
+
+  /* a body that fits beside A is read and answered; its bytes come back */
+  b = dial(f->port);
+  send_str(b, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 900\r\n\r\n");
+  send_bytes(b, junk, 900);
+  resp r;
+  assert_int_equal(read_resp(b, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  assert_int_equal(r.body_n, 900);
+  resp_free(&r);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 2000, 3000);
+
+  /* A ends: answered, released; then B's 2000 is accepted */
+  send_bytes(a, junk, 1500);
+  assert_int_equal(read_resp(a, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  assert_int_equal(r.body_n, 2000);
+  resp_free(&r);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 0, 3000);
+  send_str(b, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n");
+  send_bytes(b, junk, 2000);
+  assert_int_equal(read_resp(b, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  resp_free(&r);
+  hangup(b);
+
+  /* a client that leaves in the middle of its body gives its bytes back */
+  send_str(a, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2500\r\n\r\n");
+  send_bytes(a, junk, 10);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 2500, 3000);
+  hangup(a);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 0, 3000);
+
+  /* the count is shared: bytes another server holds count here too */
+  atomic_store(&f->inflight, 2500);
+  client *c = dial(f->port);
+  send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 600\r\n\r\n");
+  expect_busy(c);
+  hangup(c);
+  atomic_store(&f->inflight, 0);
+  c = dial(f->port);
+  send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 600\r\n\r\n");
+  send_bytes(c, junk, 600);
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  resp_free(&r);
+  hangup(c);
+  WAIT_FOR(f, atomic_load(&f->inflight) == 0, 3000);
+  lock(f);
+  assert_int_equal(f->requests, 4);
+  unlock(f);
+}
+
 static void test_config_errors(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -1362,6 +1586,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_stop_lets_requests_finish, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_stop_forces_held_requests, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_auth_before_body, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_inflight_body_bound, setup,
                                       teardown),
       cmocka_unit_test(test_config_errors),
   };
