@@ -56,6 +56,24 @@ async function hungUp(model, ms = 3000 * SLOW) {
   }
 }
 
+// "Nothing more happened", observed rather than waited for: polls (bounded)
+// until the gateway wrote the log line of the route's request (a request is
+// logged when it ends, after which it starts nothing) and every attempt in
+// the mock's log has ended; returns that line and a fresh read of the log.
+async function finished(route, ms = 5000 * SLOW) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const line = gw.logLines().find((l) => l.route === route);
+    const open = (await mock.log()).filter((a) => a.end_ms === null);
+    if ((line && open.length === 0) || Date.now() > end) {
+      assert.ok(line, `the request of route ${route} is logged`);
+      assert.deepEqual(open, [], 'every upstream attempt ended');
+      return { line, log: await mock.log() };
+    }
+    await sleep(10);
+  }
+}
+
 function assertClosedInTime(log, clock, abortAt, what) {
   assert.equal(log.length, 1, `exactly one upstream attempt: ${JSON.stringify(log)}`);
   const a = log[0];
@@ -82,10 +100,8 @@ test('openai SDK: stream.controller.abort() mid-stream closes the upstream withi
   assert.equal(n, 3);
   const log = await hungUp('ab-o@tokens=200@delay=20');
   assertClosedInTime(log, clock, abortAt, 'openai mid-stream');
-  await sleep(300);
-  assert.equal((await mock.attempts('ab-o-fb')).length, 0, 'no further attempt');
-  const line = gw.logLines().find((l) => l.route === 'slow-o');
-  assert.ok(line, 'the aborted request is logged');
+  const { line, log: all } = await finished('slow-o');
+  assert.equal(all.length, 1, `no further attempt: ${JSON.stringify(all)}`);
   assert.equal(line.outcome, 'aborted');
 });
 
@@ -111,8 +127,8 @@ test('anthropic SDK: AbortController mid-stream closes the upstream within 100 m
   assert.ok(abortAt > 0, `${e?.message}`);
   const log = await hungUp('ab-a@tokens=200@delay=20');
   assertClosedInTime(log, clock, abortAt, 'anthropic mid-stream');
-  await sleep(300);
-  assert.equal((await mock.attempts('ab-a-fb')).length, 0, 'no further attempt');
+  const { log: all } = await finished('slow-a');
+  assert.equal(all.length, 1, `no further attempt: ${JSON.stringify(all)}`);
 });
 
 test('abort while the answer is held before commit closes the upstream within 100 ms', { timeout: 20000 * SLOW }, async () => {
@@ -122,17 +138,17 @@ test('abort while the answer is held before commit closes the upstream within 10
     { model: 'held', messages: USER, stream: true },
     { signal: ac.signal },
   ));
-  // Wait until the upstream attempt is open, then a little more.
-  for (let i = 0; i < 200 && (await mock.attempts('ab-h@slow=20000')).length === 0; i++) await sleep(10);
-  await sleep(150);
+  // Wait (bounded) until the upstream attempt is open at the mock.
+  const end = Date.now() + 5000 * SLOW;
+  while ((await mock.attempts('ab-h@slow=20000')).length === 0 && Date.now() < end) await sleep(10);
   const abortAt = performance.now();
   ac.abort();
   const e = await p;
   assert.ok(!e.didNotThrow, 'the SDK call was aborted');
   const log = await hungUp('ab-h@slow=20000');
   assertClosedInTime(log, clock, abortAt, 'held before commit');
-  await sleep(300);
-  assert.equal((await mock.attempts('ab-h-fb')).length, 0, 'no further attempt');
+  const { log: all } = await finished('held');
+  assert.equal(all.length, 1, `no further attempt: ${JSON.stringify(all)}`);
 });
 
 test('abort during a Retry-After wait: no further attempt starts', { timeout: 20000 * SLOW }, async () => {
@@ -143,18 +159,18 @@ test('abort during a Retry-After wait: no further attempt starts', { timeout: 20
     { model: 'waiting', max_tokens: 50, messages: USER },
     { signal: ac.signal },
   ));
-  for (let i = 0; i < 200 && (await mock.attempts('ab-w@429@ram=2000')).length === 0; i++) await sleep(10);
-  await sleep(100);
+  // Wait (bounded) until the mock sent its 429 (the attempt ended): the
+  // gateway's 2 s Retry-After wait follows.
+  const end = Date.now() + 5000 * SLOW;
+  const sent429 = async () => (await mock.attempts('ab-w@429@ram=2000')).some((a) => a.end_ms !== null);
+  while (!(await sent429()) && Date.now() < end) await sleep(10);
   ac.abort();
   const e = await p;
   assert.ok(!e.didNotThrow);
   assert.ok(performance.now() - t0 < 1500, 'the SDK call ended at the abort, not after the wait');
-  // Look once the 2 s hint has expired: a retry would have arrived by then.
-  await sleep(Math.max(0, t0 + 2600 - performance.now()));
-  assert.equal((await mock.attempts('ab-w@429@ram=2000')).length, 1, 'the retry never started');
-  assert.equal((await mock.attempts('ab-w-fb')).length, 0, 'no switch either');
-  const line = gw.logLines().find((l) => l.route === 'waiting');
-  assert.ok(line, 'logged');
+  const { line, log: all } = await finished('waiting');
+  assert.equal(all.filter((a) => a.model === 'ab-w@429@ram=2000').length, 1, 'the retry never started');
+  assert.equal(all.filter((a) => a.model === 'ab-w-fb').length, 0, 'no switch either');
   assert.equal(line.outcome, 'aborted');
 });
 

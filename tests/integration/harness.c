@@ -37,6 +37,16 @@ void it_sleep_ms(unsigned ms) {
   }
 }
 
+int it_wait_for(bool (*cond)(void *data), void *data, unsigned timeout_ms) {
+  uint64_t until = it_now_ms() + timeout_ms;
+  for (unsigned i = 0; i < timeout_ms / IT_POLL_MS + 2; i++) {
+    if (cond(data)) return 0;
+    if (it_now_ms() >= until) break;
+    it_sleep_ms(IT_POLL_MS);
+  }
+  return cond(data) ? 0 : -1;
+}
+
 /* ---- tracked objects
  * ---------------------------------------------------------- */
 
@@ -391,6 +401,34 @@ int it_mock_log_settled(const it_mock *m, size_t n, unsigned timeout_ms,
   return -1;
 }
 
+int it_mock_log_exactly(const it_mock *m, size_t n, unsigned timeout_ms,
+                        it_log *log) {
+  int rc = it_mock_log_settled(m, n, timeout_ms, log);
+  if (rc == 0) rc = it_mock_log(m, log);
+  bool open = false;
+  for (size_t k = 0; k < log->n; k++) open = open || log->e[k].end_ms < 0;
+  if (rc != 0 || log->n != n || open) {
+    fprintf(stderr, "harness: expected exactly %zu ended attempts\n", n);
+    it_log_print(log);
+    return -1;
+  }
+  return 0;
+}
+
+int it_mock_open(const it_mock *m, const char *model) {
+  it_log *log = malloc(sizeof(*log));
+  if (log == NULL || it_mock_log(m, log) != 0) {
+    free(log);
+    return -1;
+  }
+  int open = 0;
+  for (size_t k = 0; k < log->n; k++)
+    open += log->e[k].end_ms < 0 &&
+            (model == NULL || strcmp(log->e[k].model, model) == 0);
+  free(log);
+  return open;
+}
+
 void it_log_print(const it_log *log) {
   fprintf(stderr, "mock log (%zu):\n", log->n);
   for (size_t i = 0; i < log->n; i++) {
@@ -497,6 +535,7 @@ static int cb_part(void *data, const air_part *p) {
   switch (p->kind) {
     case AIR_PART_TEXT:
       c->n_text++;
+      __atomic_fetch_add(&c->ev_text, 1u, __ATOMIC_SEQ_CST);
       if (c->text_n + p->text_len < sizeof(c->text)) {
         memcpy(c->text + c->text_n, p->text, p->text_len);
         c->text_n += p->text_len;
@@ -528,6 +567,7 @@ static void cb_failed(void *data, const air_attempt *a) {
   it_call *c = data;
   (void)a;
   c->n_failed++;
+  __atomic_fetch_add(&c->ev_failed, 1u, __ATOMIC_SEQ_CST);
   if (c->failed_sleep_ms) it_sleep_ms(c->failed_sleep_ms);
 }
 
@@ -554,6 +594,14 @@ int it_chat(air_client *client, it_call *c) {
   c->t_end = it_now_ms();
   it_track(c->res, free_result);
   return c->rc;
+}
+
+unsigned it_call_texts(const it_call *c) {
+  return __atomic_load_n(&c->ev_text, __ATOMIC_SEQ_CST);
+}
+
+unsigned it_call_failures(const it_call *c) {
+  return __atomic_load_n(&c->ev_failed, __ATOMIC_SEQ_CST);
 }
 
 void it_call_cleanup(it_call *c) {

@@ -104,6 +104,18 @@ int it_mock_log(const it_mock *m, it_log *log);
 int it_mock_log_settled(const it_mock *m, size_t n, unsigned timeout_ms,
                         it_log *log);
 /*
+ * "Nothing more reached the mock": it_mock_log_settled for n entries, then
+ * one more fetch of the log (a new connection to the mock, opened after
+ * everything the client sent before the call: an attempt still on its way
+ * shows up in it) which must still hold exactly n entries, all ended.
+ * Returns 0, or -1 with the difference printed (*log holds the last fetch).
+ */
+int it_mock_log_exactly(const it_mock *m, size_t n, unsigned timeout_ms,
+                        it_log *log);
+/* Entries of the log still open (end_ms null) whose model is model (NULL:
+ * any model); -1 when the log cannot be read. */
+int it_mock_open(const it_mock *m, const char *model);
+/*
  * Checks that the log's models are exactly the n names given, in order.
  * Prints the difference and returns false otherwise.
  */
@@ -127,6 +139,12 @@ void it_release_all(void);
 /* Monotonic milliseconds, the clock the client's attempt log uses. */
 uint64_t it_now_ms(void);
 void it_sleep_ms(unsigned ms);
+/*
+ * The one way a test waits: polls cond(data) every IT_POLL_MS until it
+ * returns true or timeout_ms passed. Returns 0 when it held, -1 otherwise.
+ */
+#define IT_POLL_MS 2u
+int it_wait_for(bool (*cond)(void *data), void *data, unsigned timeout_ms);
 
 /* The canonical answer of docs/mock.md: "[M] w1 w2 ... wN" into buf. */
 void it_answer(const char *model, unsigned tokens, char *buf, size_t cap);
@@ -174,10 +192,16 @@ typedef struct it_call {
   unsigned n_failed;       /* on_failed calls */
   uint64_t t_start, t_end; /* it_now_ms around air_client_chat */
   uint64_t t_commit;       /* it_now_ms at on_commit */
+  /* n_text and n_failed as other threads may read them while the call
+   * runs (it_call_texts, it_call_failures). */
+  unsigned ev_text, ev_failed;
 } it_call;
 
 /* Runs c->model through the client. Sets every out field. Returns rc. */
 int it_chat(air_client *client, it_call *c);
+/* The atomic counts, for a thread that waits on the call's progress. */
+unsigned it_call_texts(const it_call *c);
+unsigned it_call_failures(const it_call *c);
 /* Frees c->res. */
 void it_call_cleanup(it_call *c);
 /* Prints the client's attempt log of c (for failing tests). */

@@ -1,6 +1,8 @@
 /*
  * Cancellation (DESIGN.md 3.4) against `airetry mock`: a cancel token
- * triggered from another thread ends air_client_chat at once in every
+ * triggered from another thread, once the call reached the phase under test
+ * (an event: parts delivered, a failure reported, the attempt open at the
+ * mock), ends air_client_chat at once in every
  * phase, the upstream transfer is closed at once (the mock saw the hang-up
  * within 100 ms of the cancel, on its own clock), and nothing follows it:
  * no retry, no switch, no further part.
@@ -26,11 +28,6 @@
 /* air_client_chat returns this soon after the cancel. */
 #define RETURN_MS 100
 
-
-
-
-
-
 #define TIMEOUTS                                                              \
   "defaults:\n"                                                               \
   "  breaker: {enabled: false}\n"                                             \
@@ -54,31 +51,62 @@ static void drop_token(air_cancel *t) {
   air_cancel_free(t);
 }
 
-/* Triggers a token after delay_ms, from its own thread. */
+/*
+ * Triggers a token from its own thread when an event has happened: the call
+ * delivered `texts` text parts, or reported `failures` failed attempts, or
+ * the mock's log shows `open` attempts of `model` (NULL: any) in flight.
+ * The wait is a bounded poll (EVENT_MS); an event that never comes is
+ * reported by expect_event, and the token is triggered anyway so the call
+ * ends.
+ */
+#define EVENT_MS 10000u
+
 typedef struct canceller {
   pthread_t th;
   air_cancel *token;
-  unsigned delay_ms;
-  uint64_t at; /* it_now_ms when triggered */
+  /* the event (0 / NULL: not this one) */
+  const it_call *call;
+  unsigned texts, failures;
+  int open;
+  const char *model;
+  /* what happened */
+  bool missed;       /* the event did not come within EVENT_MS */
+  uint64_t at;       /* it_now_ms when triggered */
+  unsigned texts_at; /* text parts delivered when triggered */
 } canceller;
+
+static bool event_came(void *p) {
+  canceller *k = p;
+  if (k->texts && it_call_texts(k->call) < k->texts) return false;
+  if (k->failures && it_call_failures(k->call) < k->failures) return false;
+  if (k->open && it_mock_open(it_suite(), k->model) < k->open) return false;
+  return true;
+}
 
 static void *cancel_main(void *p) {
   canceller *k = p;
-  it_sleep_ms(k->delay_ms);
+  k->missed = it_wait_for(event_came, k, EVENT_MS) != 0;
   k->at = it_now_ms();
+  if (k->call != NULL) k->texts_at = it_call_texts(k->call);
   air_cancel_trigger(k->token);
   return NULL;
 }
 
-static void cancel_after(canceller *k, air_cancel *token, unsigned delay_ms) {
-  memset(k, 0, sizeof(*k));
+/* Starts the canceller thread of k (its event fields set by the caller). */
+static void cancel_on(canceller *k, air_cancel *token) {
   k->token = token;
-  k->delay_ms = delay_ms;
   assert_int_equal(pthread_create(&k->th, NULL, cancel_main, k), 0);
+}
+
+static void expect_event(const canceller *k) {
+  if (k->missed)
+    fail_msg("the event the cancel waited for did not come in %u ms",
+             EVENT_MS);
 }
 
 /* The call ended as a cancel, promptly. */
 static void expect_cancelled(const it_call *c, const canceller *k) {
+  expect_event(k);
   if (c->rc != AIR_ECANCELED) it_call_print(c);
   assert_int_equal(c->rc, AIR_ECANCELED);
   assert_non_null(c->res);
@@ -135,14 +163,20 @@ static void test_cancel_while_streaming(void **state) {
                .model = "r",
                .stream = true,
                .cancel = token};
-  canceller k;
-  cancel_after(&k, token, 450);
+  /* Cancelled while the answer streams: after its fourth text part. */
+  canceller k = {.call = &c, .texts = 4};
+  cancel_on(&k, token);
   it_chat(cl.client, &c);
   pthread_join(k.th, NULL);
   expect_cancelled(&c, &k);
-  /* What arrived before the cancel, and nothing after it. */
+  /* What arrived before the cancel, and nothing after it (one part may
+   * have been on its way to on_part while the token was triggered). */
   unsigned parts = c.n_parts;
-  assert_true(c.n_text >= 3 && c.n_text <= 7);
+  if (c.n_text < 4 || c.n_text > k.texts_at + 1) {
+    fprintf(stderr, "%u text parts, %u when cancelled\n", c.n_text,
+            k.texts_at);
+    fail();
+  }
   char full[512];
   it_answer("s@delay=100@tokens=40", 40, full, sizeof(full));
   assert_memory_equal(c.text, full, c.text_n);
@@ -150,14 +184,11 @@ static void test_cancel_while_streaming(void **state) {
   assert_int_equal(c.res->n_log, 1);
   assert_int_equal(c.res->log[0].reason, AIR_REASON_ABORTED);
   it_log log;
-  assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
+  assert_int_equal(it_mock_log_exactly(it_suite(), 1, 2000, &log), 0);
   const char *models[] = {"s@delay=100@tokens=40"};
   assert_true(it_log_models(&log, 1, models));
   expect_hangup(&log, 0, &k);
-  it_sleep_ms(250);
   assert_int_equal(c.n_parts, parts);
-  assert_int_equal(it_mock_log(it_suite(), &log), 0);
-  assert_int_equal(log.n, 1);
   it_call_cleanup(&c);
   drop_token(token);
   it_client_free(&cl);
@@ -183,8 +214,9 @@ static void test_cancel_while_hanging(void **state) {
                    .model = "r",
                    .stream = stream,
                    .cancel = token};
-      canceller k;
-      cancel_after(&k, token, 300);
+      /* Cancelled while the mock holds the attempt open. */
+      canceller k = {.open = 1, .model = targets[i] + 3};
+      cancel_on(&k, token);
       it_chat(cl.client, &c);
       pthread_join(k.th, NULL);
       fprintf(stderr, "  %s %s\n", targets[i], stream ? "streaming" : "whole");
@@ -192,8 +224,7 @@ static void test_cancel_while_hanging(void **state) {
       assert_int_equal(c.n_parts, 0);
       assert_int_equal(c.n_commit, 0);
       it_log log;
-      assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
-      assert_int_equal(log.n, 1);
+      assert_int_equal(it_mock_log_exactly(it_suite(), 1, 2000, &log), 0);
       assert_string_equal(log.e[0].model, targets[i] + 3);
       expect_hangup(&log, 0, &k);
       it_call_cleanup(&c);
@@ -218,8 +249,9 @@ static void test_cancel_during_backoff(void **state) {
                .model = "r",
                .stream = true,
                .cancel = token};
-  canceller k;
-  cancel_after(&k, token, 400);
+  /* Cancelled in the 3 s wait that follows the first failure. */
+  canceller k = {.call = &c, .failures = 1};
+  cancel_on(&k, token);
   it_chat(cl.client, &c);
   pthread_join(k.th, NULL);
   expect_cancelled(&c, &k);
@@ -227,10 +259,9 @@ static void test_cancel_during_backoff(void **state) {
   assert_int_equal(c.res->log[0].reason, AIR_REASON_RATE_LIMIT);
   assert_int_equal(c.res->log[0].wait_ms, 3000);
   assert_int_equal(c.n_failed, 1);
-  /* Long enough for a retry or a switch to have shown up. */
-  it_sleep_ms(500);
+  /* No retry or switch reached the mock. */
   it_log log;
-  assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
+  assert_int_equal(it_mock_log_exactly(it_suite(), 1, 2000, &log), 0);
   const char *models[] = {"b@429@ra=3"};
   assert_true(it_log_models(&log, 1, models));
   it_call_cleanup(&c);
@@ -261,10 +292,8 @@ static void test_cancel_before_the_call(void **state) {
     assert_int_equal(c.n_parts, 0);
     it_call_cleanup(&c);
   }
-  it_sleep_ms(100);
   it_log log;
-  assert_int_equal(it_mock_log(it_suite(), &log), 0);
-  assert_int_equal(log.n, 0);
+  assert_int_equal(it_mock_log_exactly(it_suite(), 0, 2000, &log), 0);
   drop_token(token);
   it_client_free(&cl);
 }
@@ -292,14 +321,10 @@ static void test_stop_from_on_part(void **state) {
   /* The last part was delivered at ~300 ms; the call ended right after. */
   assert_true(c.t_end - c.t_start < 300 + 100 + 300);
   it_log log;
-  assert_int_equal(it_mock_log_settled(it_suite(), 1, 2000, &log), 0);
-  assert_int_equal(log.n, 1);
+  assert_int_equal(it_mock_log_exactly(it_suite(), 1, 2000, &log), 0);
   assert_true(log.e[0].hung_up);
   assert_true(log.e[0].hung_up_ms - log.e[0].t_ms < 300 + 100 + 200);
-  it_sleep_ms(200);
   assert_int_equal(c.n_parts, 4);
-  assert_int_equal(it_mock_log(it_suite(), &log), 0);
-  assert_int_equal(log.n, 1);
   it_call_cleanup(&c);
   it_client_free(&cl);
 }
@@ -342,8 +367,9 @@ static void test_one_token_many_calls(void **state) {
                        .cancel = token};
     assert_int_equal(pthread_create(&s[i].th, NULL, shared_main, &s[i]), 0);
   }
-  canceller k;
-  cancel_after(&k, token, 400);
+  /* Cancelled when all N attempts are in flight at the mock. */
+  canceller k = {.open = N};
+  cancel_on(&k, token);
   pthread_join(k.th, NULL);
   for (int i = 0; i < N; i++) pthread_join(s[i].th, NULL);
   for (int i = 0; i < N; i++) {
@@ -351,8 +377,7 @@ static void test_one_token_many_calls(void **state) {
     it_call_cleanup(&s[i].c);
   }
   it_log log;
-  assert_int_equal(it_mock_log_settled(it_suite(), N, 2000, &log), 0);
-  assert_int_equal(log.n, N);
+  assert_int_equal(it_mock_log_exactly(it_suite(), N, 2000, &log), 0);
   for (int i = 0; i < N; i++) assert_true(log.e[i].hung_up);
   it_untrack(s);
   free(s);

@@ -441,8 +441,7 @@ static void test_total_bounds_waits(void **state) {
   assert_true(c.t_end - c.t_start < 2500);
   expect_ms("request", (int64_t)(c.t_end - c.t_start), 2000);
   it_log log;
-  it_sleep_ms(100);
-  assert_int_equal(it_mock_log_settled(it_suite(), 3, 3000, &log), 0);
+  assert_int_equal(it_mock_log_exactly(it_suite(), 3, 3000, &log), 0);
   const char *models[] = {"w@429@ra=1", "w@429@ra=1", "w@429@ra=1"};
   assert_true(it_log_models(&log, 3, models));
   for (int i = 1; i < 3; i++) {

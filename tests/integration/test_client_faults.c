@@ -573,8 +573,8 @@ static void test_budget(void **state) {
     it_call c = {.dialect = AIR_DIALECT_OPENAI, .model = "r", .stream = stream};
     it_chat(cl.client, &c);
     it_log log;
-    it_sleep_ms(100); /* a fourth attempt, if any, would show up */
-    assert_int_equal(it_mock_log_settled(m, 3, 3000, &log), 0);
+    /* Three attempts and no fourth reached the mock. */
+    assert_int_equal(it_mock_log_exactly(m, 3, 3000, &log), 0);
     const char *models[] = {"budget", "budget", "budget"};
     assert_true(it_log_models(&log, 3, models));
     assert_int_equal(log.e[0].status, 429);
@@ -596,12 +596,19 @@ static void test_budget(void **state) {
   }
 }
 
+/* The mock's clock is past 700 ms (the end of the flap window). Its zero
+ * came before reset_after, which it_now_ms truncated: 1 ms on top, and 1
+ * for the mock's own truncation of its clock. */
+static bool flap_over(void *data) {
+  const it_mock *m = data;
+  return it_now_ms() >= m->reset_after + 700 + 2;
+}
+
 /* A flap window: the fault applies only while the mock's clock is in it. */
 static void test_flap(void **state) {
   it_mock *m = it_suite();
   (void)state;
   assert_int_equal(it_mock_reset(m), 0);
-  uint64_t reset_at = it_now_ms();
   it_client cl;
   assert_int_equal(
       it_client_new(m,
@@ -615,9 +622,12 @@ static void test_flap(void **state) {
   it_chat(cl.client, &c1);
   assert_int_equal(c1.rc, 0);
   assert_string_equal(c1.text, "[f] w1 w2 w3 w4 w5 w6 w7 w8");
-  uint64_t elapsed = it_now_ms() - reset_at;
-  assert_true(elapsed < 650);
-  it_sleep_ms((unsigned)(800 - elapsed));
+  /* The first call ran inside the window (the mock's zero is no earlier
+   * than reset_before)... */
+  assert_true(it_now_ms() - m->reset_before < 700);
+  /* ...the second one after it: the mock's zero is no later than
+   * reset_after. */
+  assert_int_equal(it_wait_for(flap_over, m, 2000), 0);
   it_call c2 = {.dialect = AIR_DIALECT_OPENAI, .model = "r", .stream = true};
   it_chat(cl.client, &c2);
   assert_int_equal(c2.rc, 0);

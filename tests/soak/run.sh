@@ -9,7 +9,8 @@
 #
 # short: ~1,000 requests (ctest soak/short); long: 11,000 (make soak).
 # The driver defaults to the `soak` binary beside airetry. The ASan build
-# runs the same checks at a lower rate. AIRETRY_SOAK_SEED replays a run.
+# runs the same checks at a lower rate. AIRETRY_SOAK_SEED replays a run
+# (the short profile's default seed is fixed, see below).
 # Every wait is bounded; the processes are stopped on any exit. The work
 # folder is kept (and named) when the soak fails.
 set -u
@@ -30,7 +31,13 @@ asan=0
 if ldd "$bin" 2>/dev/null | grep -q libasan || [[ "$bin" == *build-asan* ]]; then
   asan=1
 fi
-seed="${AIRETRY_SOAK_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}"
+# The short profile (ctest soak/short, `make check`) replays a fixed seed:
+# under 592213 request soak-592213-209 is aborted 0 ms after it is started,
+# often before its connection to the gateway exists (issue 10: the driver
+# then expected a log line for a request the gateway never received). The
+# long profile draws a new seed per run. AIRETRY_SOAK_SEED overrides both.
+if [ "$profile" = short ]; then default_seed=592213; else default_seed=""; fi
+seed="${AIRETRY_SOAK_SEED:-${default_seed:-$(( $(date +%s%N) / 1000 % 1000000 ))}}"
 if [ "$profile" = short ]; then run_limit=240; else run_limit=900; fi
 start_limit=20
 rate_args=()

@@ -32,7 +32,10 @@
  *   - aborted: what arrived before the abort is a prefix of the answer.
  * At the end:
  *   - the gateway's stderr holds exactly one log line per request (matched
- *     by the x-request-id the driver sets) whose route, dialect, stream
+ *     by the x-request-id the driver sets; a request aborted before it had
+ *     wholly left the driver may have none: the gateway never received
+ *     it — every failure about an aborted request names the phase it was
+ *     aborted in) whose route, dialect, stream
  *     flag, status, outcome and attempt count agree with what the driver
  *     saw, within the budget;
  *   - the mock's log has as many attempts per model (and per error status)
@@ -371,6 +374,18 @@ static int write_config(int mock_port, const char *path) {
 
 enum { ABORT_NONE, ABORT_TIMED, ABORT_PARTS };
 enum { K_NONE, K_OK, K_ERR_AFTER_COMMIT, K_ERROR, K_ABORTED, K_BAD };
+/* Where an aborted request was, as the driver saw it when it let go. */
+enum {
+  P_CONNECTING, /* no connection to the gateway yet */
+  P_SENDING,    /* connected, the request not wholly sent */
+  P_WAITING,    /* request sent, no response head */
+  P_HEAD,       /* head received, no text yet */
+  P_STREAMING,  /* text received */
+  P_COUNT
+};
+static const char *const PHASES[P_COUNT] = {
+    "connecting", "sending the request", "waiting for the head",
+    "after the head, before text", "streaming text"};
 
 /* What request i is (drawn from the seed) and what became of it. */
 typedef struct result {
@@ -378,6 +393,7 @@ typedef struct result {
   unsigned char abort_mode, abort_parts;
   unsigned short abort_ms;
   unsigned char kind;     /* K_* */
+  unsigned char phase;    /* P_*, of an aborted request */
   signed char target;     /* x-airetry-target's index in the route, -1 */
   short status;           /* HTTP status, 0 none */
   short attempts_hdr;     /* x-airetry-attempts, -1 none */
@@ -399,6 +415,7 @@ typedef struct inflight {
   air__buf text;
   air__buf raw;
   bool error_seen, after_end, too_big;
+  bool connected; /* a connection (new or reused) carries the request */
   unsigned text_parts, error_parts;
   air_finish fin;
 } inflight;
@@ -450,6 +467,17 @@ static void draw_requests(run *R) {
       x->route = (unsigned char)rng_below(&s, N_PLAIN_ROUTES);
     }
   }
+}
+
+/*
+ * Whether the gateway must have logged request x. A request the driver
+ * aborted before it had wholly left (no connection yet, or the request
+ * still being written) may never have reached the gateway as a request:
+ * the gateway then saw a connection close, or a partial request, and has
+ * nothing to log. Every other request has exactly one line.
+ */
+static bool line_required(const result *x) {
+  return x->kind != K_ABORTED || x->phase >= P_WAITING;
 }
 
 static void rid_of(const run *R, int i, char *out, size_t n) {
@@ -532,6 +560,15 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *data) {
   return n;
 }
 
+/* libcurl has a connection for the request and is about to send it. */
+static int on_prereq(void *data, char *ip, char *local_ip, int port,
+                     int local_port) {
+  inflight *f = data;
+  (void)ip, (void)local_ip, (void)port, (void)local_port;
+  f->connected = true;
+  return CURL_PREREQFUNC_OK;
+}
+
 static CURL *easy_new(void) {
   CURL *h = curl_easy_init();
   if (h == NULL) return NULL;
@@ -612,6 +649,8 @@ static int start_request(run *R, int i) {
   curl_easy_setopt(f->h, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(f->h, CURLOPT_WRITEDATA, f);
   curl_easy_setopt(f->h, CURLOPT_PRIVATE, f);
+  curl_easy_setopt(f->h, CURLOPT_PREREQFUNCTION, on_prereq);
+  curl_easy_setopt(f->h, CURLOPT_PREREQDATA, f);
   x->t_send = mono_ms();
   if (curl_multi_add_handle(R->m, f->h) != CURLM_OK) {
     fprintf(stderr, "soak: curl_multi_add_handle failed\n");
@@ -815,6 +854,20 @@ static void abort_request(run *R, inflight *f) {
   result *x = &R->res[f->idx];
   x->t_abort = mono_ms();
   x->kind = K_ABORTED;
+  curl_off_t sent = 0;
+  long code = 0;
+  curl_easy_getinfo(f->h, CURLINFO_SIZE_UPLOAD_T, &sent);
+  curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &code);
+  if (f->text_parts > 0)
+    x->phase = P_STREAMING;
+  else if (code != 0)
+    x->phase = P_HEAD;
+  else if (sent >= (curl_off_t)strlen(f->body))
+    x->phase = P_WAITING;
+  else if (f->connected)
+    x->phase = P_SENDING;
+  else
+    x->phase = P_CONNECTING;
   x->target = f->target[0]
                   ? (signed char)target_index(&ROUTES[x->route], f->target)
                   : -1;
@@ -862,7 +915,13 @@ static void drive(run *R, int from, int to) {
     double now = mono_ms();
     while (next < to && R->in_flight < R->conc &&
            now >= t0 + (double)(next - from) * 1000.0 / R->rate) {
-      start_request(R, next++);
+      int i = next++;
+      start_request(R, i);
+      /* A timed abort at 0 ms lets go before libcurl ran at all: the
+       * request never leaves the driver (phase connecting), which the
+       * checks must accept as a request the gateway never saw. */
+      if (R->res[i].abort_mode == ABORT_TIMED && R->res[i].abort_ms == 0)
+        check_aborts(R);
       if (next % RSS_EVERY == 0 && R->n_trend < MAX_TREND)
         R->trend[R->n_trend++] = proc_rss_kib(R->pid);
     }
@@ -977,27 +1036,31 @@ static int proc_fds(int pid) {
   return n;
 }
 
-/* Waits (bounded) until the gateway wrote a log line per request sent and
- * the mock has no open upstream connection; then closes the driver's own
- * connections to the gateway (a new multi handle) and lets it see that. */
+/* Waits (bounded) until the gateway wrote a log line per request of the
+ * first `sent` that must have one (line_required) and the mock has no open
+ * upstream attempt; then closes the driver's own connections to the
+ * gateway (a new multi handle) and lets it see that. Both conditions are
+ * polled together under the one bound, and the mock's log counted only
+ * when it was read. */
 static void settle(run *R, int sent, air__buf *b) {
   double end = mono_ms() + SETTLE_MS;
+  size_t required = 0;
+  for (int i = 0; i < sent; i++) required += line_required(&R->res[i]);
   size_t lines = 0, entries = 0;
-  long open = -1;
-  while (mono_ms() < end) {
+  long open = -1; /* -1: the mock's log could not be read */
+  for (;;) {
     lines = count_log_lines(R, b);
-    if (lines >= (size_t)sent) break;
-    sleep_ms(50);
-  }
-  while (mono_ms() < end) {
     open = mock_open_entries(R, b, &entries);
-    if (open == 0) break;
+    if ((lines >= required && open == 0) || mono_ms() >= end) break;
     sleep_ms(50);
   }
-  if (lines < (size_t)sent)
-    fail("settle: %zu log lines for %d requests after %d ms", lines, sent,
-         SETTLE_MS);
-  if (open != 0)
+  if (lines < required)
+    fail("settle: %zu log lines for %d requests (%zu must have one) after "
+         "%d ms",
+         lines, sent, required, SETTLE_MS);
+  if (open < 0)
+    fail("settle: the mock's log could not be read");
+  else if (open > 0)
     fail(
         "settle: %ld of %zu upstream attempts still open in the mock's log "
         "after %d ms",
@@ -1172,16 +1235,27 @@ static void final_checks(run *R, air__buf *b) {
     }
     p = nl ? nl + 1 : end;
   }
-  unsigned n_missing = 0;
+  unsigned n_missing = 0, n_unsent = 0;
   for (int i = 0; i < total; i++) {
     result *x = &R->res[i];
     char rid[64];
     rid_of(R, i, rid, sizeof(rid));
     json_t *l = by_req[i];
+    if (l == NULL && !line_required(x)) {
+      n_unsent++; /* never reached the gateway as a request */
+      continue;
+    }
     if (l == NULL) {
       n_missing++;
-      fail("gateway log: no line for %s (%s, kind %d)", rid,
-           ROUTES[x->route].name, x->kind);
+      if (x->kind == K_ABORTED)
+        fail("gateway log: no line for %s (%s, aborted by the client %.0f ms "
+             "after sending, %s; %s)",
+             rid, ROUTES[x->route].name, x->t_abort - x->t_send,
+             PHASES[x->phase],
+             x->abort_mode == ABORT_PARTS ? "abort after parts" : "timed abort");
+      else
+        fail("gateway log: no line for %s (%s, kind %d)", rid,
+             ROUTES[x->route].name, x->kind);
       continue;
     }
     const route *r = &ROUTES[x->route];
@@ -1416,13 +1490,11 @@ static void final_checks(run *R, air__buf *b) {
       }
       if (best < 0) {
         fail(
-            "abort: %s (outcome %s, %zu attempts, last on %s): no upstream "
-            "attempt on "
-            "%s started between its send (%.0f ms) and %d ms after its abort "
-            "(%.0f ms, "
-            "mock clock)",
-            rid, outc, na, t, model, x->t_send - R->t_reset, ABORT_LATE_MS,
-            x->t_abort - R->t_reset);
+            "abort: %s (outcome %s, %zu attempts, last on %s; aborted %s): "
+            "no upstream attempt on %s started between its send (%.0f ms) "
+            "and %d ms after its abort (%.0f ms, mock clock)",
+            rid, outc, na, t, PHASES[x->phase], model, x->t_send - R->t_reset,
+            ABORT_LATE_MS, x->t_abort - R->t_reset);
         continue;
       }
       claimed[best] = 1;
@@ -1432,11 +1504,10 @@ static void final_checks(run *R, air__buf *b) {
       if (json_is_null(em) ||
           (double)json_integer_value(em) > abort_m + slack + ABORT_GRACE_MS)
         fail(
-            "abort: %s (outcome %s) aborted at %.0f ms (mock clock); its "
-            "upstream attempt "
-            "on %s (t_ms %.0f, fault %s) ended at %lld ms (-1: never), hung_up "
-            "%d",
-            rid, outc, abort_m, model, best_t,
+            "abort: %s (outcome %s) aborted %s at %.0f ms (mock clock); its "
+            "upstream attempt on %s (t_ms %.0f, fault %s) ended at %lld ms "
+            "(-1: never), hung_up %d",
+            rid, outc, PHASES[x->phase], abort_m, model, best_t,
             json_string_value(json_object_get(e, "fault")),
             json_is_null(em) ? -1LL : (long long)json_integer_value(em),
             json_is_true(json_object_get(e, "hung_up")));
@@ -1472,14 +1543,23 @@ static void final_checks(run *R, air__buf *b) {
           "error_after_commit %u, aborted %u\n",
           log_outcomes[K_ABORTED][0], log_outcomes[K_ABORTED][1],
           log_outcomes[K_ABORTED][2], log_outcomes[K_ABORTED][3]);
+  unsigned by_phase[P_COUNT] = {0};
+  for (int i = 0; i < total; i++)
+    if (R->res[i].kind == K_ABORTED) by_phase[R->res[i].phase]++;
+  fprintf(stderr, "soak: aborted requests by phase:");
+  for (int k = 0; k < P_COUNT; k++)
+    fprintf(stderr, "%s %s %u", k ? "," : "", PHASES[k], by_phase[k]);
+  fputc('\n', stderr);
   fprintf(
       stderr,
       "soak: upstream attempts: gateway log %llu, mock %llu (%llu hung up); "
       "retries "
-      "%llu, switches %llu; log lines missing %u; other stderr lines %llu\n",
+      "%llu, switches %llu; log lines missing %u; aborted before the request "
+      "left the driver (no line) %u; other stderr lines %llu\n",
       (unsigned long long)gw_attempts, (unsigned long long)mock_attempts,
       (unsigned long long)hung_up, (unsigned long long)retries,
-      (unsigned long long)switches, n_missing, (unsigned long long)other_lines);
+      (unsigned long long)switches, n_missing, n_unsent,
+      (unsigned long long)other_lines);
   fprintf(stderr, "soak: attempts by reason:");
   for (size_t i = 0; i < att_t.n; i++) {
     /* Sums over targets per reason, printed once per reason. */

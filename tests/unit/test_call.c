@@ -68,7 +68,8 @@ static int scripted(void *data, const air_attempt_info *info, air_failure *f) {
 static void on_error(void *data, const air_attempt *a) {
   script *s = data;
   assert_int_not_equal(a->reason, AIR_REASON_NONE);
-  s->errors++;
+  /* Atomic: a canceller thread waits on it. */
+  __atomic_fetch_add(&s->errors, 1u, __ATOMIC_SEQ_CST);
 }
 
 static void on_retry(void *data, const air_attempt_info *next, void **options) {
@@ -189,23 +190,34 @@ static void test_deadline_is_a_timeout_not_a_cancel(void **st) {
   air_config_free(cfg);
 }
 
-typedef struct canceller {
-  air_cancel *c;
-  unsigned delay_ms;
-} canceller;
-
-static void *cancel_later(void *arg) {
-  canceller *k = arg;
-  struct timespec ts = {0, (long)k->delay_ms * 1000000L};
-  nanosleep(&ts, NULL);
-  air_cancel_trigger(k->c);
-  return NULL;
-}
-
 static uint64_t mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Triggers c once the script saw `errors` failed attempts (on_error ran:
+ * the driver is about to wait), polling every 1 ms for at most 10 s. */
+typedef struct canceller {
+  air_cancel *c;
+  script *s;
+  unsigned errors;
+  bool missed; /* the failure never came */
+} canceller;
+
+static void *cancel_on_error(void *arg) {
+  canceller *k = arg;
+  uint64_t until = mono_ms() + 10000;
+  while (__atomic_load_n(&k->s->errors, __ATOMIC_SEQ_CST) < k->errors) {
+    if (mono_ms() >= until) {
+      k->missed = true;
+      break;
+    }
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  air_cancel_trigger(k->c);
+  return NULL;
 }
 
 static void test_cancel_during_wait_ends_it_at_once(void **st) {
@@ -217,15 +229,16 @@ static void test_cancel_during_wait_ends_it_at_once(void **st) {
   script s = {.plan = plan, .n_plan = 2, .expect_cancel = c};
   air_call_opts o = make_opts(&s, NULL); /* the real clock: a 10 s backoff */
   o.cancel = c;
-  canceller k = {c, 50};
+  canceller k = {.c = c, .s = &s, .errors = 1};
   pthread_t th;
   uint64_t t0 = mono_ms();
-  assert_int_equal(pthread_create(&th, NULL, cancel_later, &k), 0);
+  assert_int_equal(pthread_create(&th, NULL, cancel_on_error, &k), 0);
   air_attempt *log = NULL;
   size_t n = 0;
   int rc = air_call(cfg, NULL, "r", &o, &log, &n);
   uint64_t took = mono_ms() - t0;
   pthread_join(th, NULL);
+  assert_false(k.missed);
   assert_int_equal(rc, AIR_ECANCELED);
   assert_true(took < 2000);  /* not the 10 s backoff */
   assert_int_equal(s.calls, 1); /* no further attempt */

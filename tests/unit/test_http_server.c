@@ -920,8 +920,8 @@ static void test_backpressure(void **state) {
   start(f);
   client *c = dial_rcvbuf(f->port, 4096);
   send_str(c, "GET /drain HTTP/1.1\r\nHost: t\r\n\r\n");
+  /* The server queued bytes and waits for the drain callback. */
   WAIT_FOR(f, f->queued_seen >= 1, 2000);
-  sleep_ms(100); /* the server is waiting for the drain callback */
   resp r;
   assert_int_equal(read_resp(c, &r, false), 0);
   assert_int_equal(r.status, 200);
@@ -940,8 +940,13 @@ static void test_half_close_gets_response(void **state) {
   start(f);
   client *c = dial_rcvbuf(f->port, 4096);
   send_str(c, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
-  WAIT_FOR(f, f->requests == 1, 2000);
-  sleep_ms(50); /* the response is queued in the server */
+  /* The first byte of the response arrived: the server answered, and the
+   * rest of the 4 MiB is queued there. */
+  char first;
+  assert_int_equal(recv(c->fd, &first, 1, MSG_PEEK), 1);
+  lock(f);
+  assert_int_equal(f->requests, 1);
+  unlock(f);
   shutdown(c->fd, SHUT_WR);
   resp r;
   assert_int_equal(read_resp(c, &r, false), 0);
@@ -1074,8 +1079,10 @@ static void test_request_timeout(void **state) {
   client *c = dial(f->port);
   uint64_t t0 = now_ms();
   send_str(c, "GET /hello HTTP/1.1\r\nHost: t\r\n");
-  sleep_ms(100);
-  send_str(c, "X-Slow: 1\r\n"); /* trickling does not extend the deadline */
+  /* The scenario's pace, not a synchronisation: one more header line half
+   * way to the deadline (trickling does not extend it). */
+  while (now_ms() < t0 + 100) sleep_ms(1);
+  send_str(c, "X-Slow: 1\r\n");
   expect_error(c, 408);
   uint64_t took = now_ms() - t0;
   assert_true(took >= 190 && took < 1500);
@@ -1149,7 +1156,10 @@ static void test_disconnect_while_held(void **state) {
   client *c = dial(f->port);
   send_str(c, "GET /hold HTTP/1.1\r\nHost: t\r\n\r\n");
   WAIT_FOR(f, f->held, 2000);
-  sleep_ms(50);
+  /* A request on another connection, answered: the server's loop has gone
+   * past the held one, and reported no disconnect for it. */
+  client *other = dial(f->port);
+  get_ok(other, "/hello", "hello");
   lock(f);
   assert_int_equal(f->disconnects, 0);
   unlock(f);
@@ -1163,7 +1173,8 @@ static void test_disconnect_while_held(void **state) {
   assert_false(f->held);
   unlock(f);
   hangup(c);
-  sleep_ms(50);
+  get_ok(other, "/hello", "hello"); /* the loop went on: no second report */
+  hangup(other);
   lock(f);
   assert_int_equal(f->disconnects, 1); /* once */
   unlock(f);
