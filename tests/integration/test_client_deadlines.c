@@ -116,7 +116,12 @@ static int full_listener(int fds[FILLERS + 1]) {
     fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
     connect(s, (struct sockaddr *)&a, sizeof(a));
   }
-  it_sleep_ms(50);
+  /* Wait until each filler's handshake is done (or refused), not a fixed
+   * time: a filler still in progress would make the probe's verdict early. */
+  for (int i = 1; i <= FILLERS; i++) {
+    struct pollfd pf = {fds[i], POLLOUT, 0};
+    (void)poll(&pf, 1, 1000);
+  }
   /* Probe: a connect that completes within 300 ms means no cooperation. */
   int p = socket(AF_INET, SOCK_STREAM, 0);
   if (p < 0) return 0;

@@ -125,9 +125,22 @@ if ! gw_url="$(wait_listening "$work/gateway.out" "$gw_pid")"; then
   exit 1
 fi
 
+# `serve` is a supervisor; requests are served by its one worker process,
+# whose memory and descriptors the driver watches.
+worker_pid=""
+for _ in $(seq 1 100); do
+  worker_pid="$(cat /proc/"$gw_pid"/task/*/children 2>/dev/null | awk '{print $1; exit}')"
+  [ -n "$worker_pid" ] && break
+  sleep 0.05
+done
+if [ -z "$worker_pid" ]; then
+  echo "soak: no worker process under the gateway (pid $gw_pid)" >&2
+  exit 1
+fi
+
 rc=0
 timeout -k 5 "$run_limit" "$driver" run --profile "$profile" --seed "$seed" \
-  --gateway "$gw_url" --mock "$mock_url" --pid "$gw_pid" \
+  --gateway "$gw_url" --mock "$mock_url" --pid "$worker_pid" \
   --log "$work/gateway.log" "${rate_args[@]}" || rc=$?
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "soak: the driver did not finish within ${run_limit} s" >&2

@@ -1068,7 +1068,15 @@ static void settle(run *R, int sent, air__buf *b) {
   curl_multi_cleanup(R->m);
   R->m = curl_multi_init();
   curl_multi_setopt(R->m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)R->conc);
-  sleep_ms(300);
+  /* The gateway closes its side as it sees ours close: poll its descriptor
+   * count until two reads in a row agree (bounded by 1 s). */
+  int before = proc_fds(R->pid);
+  for (double fd_end = mono_ms() + 1000; mono_ms() < fd_end;) {
+    sleep_ms(20);
+    int now = proc_fds(R->pid);
+    if (now == before) break;
+    before = now;
+  }
 }
 
 /* ---- the checks at the end ----------------------------------------------- */
