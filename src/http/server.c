@@ -100,6 +100,22 @@ static void on_connection(uv_stream_t *server, int status) {
   air__http_conn_accept(s);
 }
 
+/* Listens on t (bound or opened) and learns the port it listens on; a uv
+ * error code. */
+static int start_listening(air__http_server *s, uv_tcp_t *t) {
+  int rc = uv_listen((uv_stream_t *)t, s->cfg.backlog, on_connection);
+  if (rc != 0) return rc;
+  struct sockaddr_storage bound;
+  int len = (int)sizeof(bound);
+  rc = uv_tcp_getsockname(t, (struct sockaddr *)&bound, &len);
+  if (rc != 0) return rc;
+  if (bound.ss_family == AF_INET6)
+    s->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+  else
+    s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+  return 0;
+}
+
 int air__http_server_listen(air__http_server *s, int *uv_err) {
   int dummy;
   if (uv_err == NULL) uv_err = &dummy;
@@ -128,18 +144,7 @@ int air__http_server_listen(air__http_server *s, int *uv_err) {
   }
   if (rc == 0) rc = uv_tcp_bind(t, sa, 0);
   t->data = s;
-  if (rc == 0) rc = uv_listen((uv_stream_t *)t, s->cfg.backlog, on_connection);
-  if (rc == 0) {
-    struct sockaddr_storage bound;
-    int len = (int)sizeof(bound);
-    rc = uv_tcp_getsockname(t, (struct sockaddr *)&bound, &len);
-    if (rc == 0) {
-      if (bound.ss_family == AF_INET6)
-        s->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-      else
-        s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    }
-  }
+  if (rc == 0) rc = start_listening(s, t);
   if (rc != 0) {
     t->data = NULL;
     uv_close((uv_handle_t *)t, free_handle);
@@ -165,18 +170,7 @@ int air__http_server_listen_fd(air__http_server *s, int fd, int *uv_err) {
   }
   rc = uv_tcp_open(t, (uv_os_sock_t)fd);
   t->data = s;
-  if (rc == 0) rc = uv_listen((uv_stream_t *)t, s->cfg.backlog, on_connection);
-  if (rc == 0) {
-    struct sockaddr_storage bound;
-    int len = (int)sizeof(bound);
-    rc = uv_tcp_getsockname(t, (struct sockaddr *)&bound, &len);
-    if (rc == 0) {
-      if (bound.ss_family == AF_INET6)
-        s->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-      else
-        s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    }
-  }
+  if (rc == 0) rc = start_listening(s, t);
   if (rc != 0) {
     uv_os_fd_t got;
     bool opened = uv_fileno((uv_handle_t *)t, &got) == 0;
