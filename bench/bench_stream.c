@@ -100,7 +100,7 @@ static double run(const char *name, const air__provider_ops *up,
     up->decoder_init(&c.dec);
     if (down) down->encoder_init(&c.enc, &req, 1718000000);
     air__buf_init(&c.out, 1u << 20);
-    air__gate_cfg gc = {.commit = AIR_COMMIT_FIRST_CONTENT, .max_malformed = 3,
+    air__gate_cfg gc = {.commit = AIR__COMMIT_FIRST_CONTENT, .max_malformed = 3,
                         .first_chunk_ms = 30000, .chunk_ms = 30000};
     air__gate_init(&c.gate, &gc, emit, &c);
     air__gate_begin(&c.gate, 0);
@@ -113,7 +113,7 @@ static double run(const char *name, const air__provider_ops *up,
       done += per;
     }
     med[r] = (double)(ns_now() - t0) / (double)done;
-    if (c.bytes == 0 || c.gate.state != AIR_GATE_COMMITTED) {
+    if (c.bytes == 0 || c.gate.state != AIR__GATE_COMMITTED) {
       fprintf(stderr, "bench_stream: %s produced nothing\n", name);
       exit(1);
     }

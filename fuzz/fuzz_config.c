@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the config loader (src/lib/config.c, config_dump.c).
+ * libFuzzer target for the config loader (src/config/config.c, config_dump.c).
  *
  * The input is a config file (YAML or JSON). It is loaded with
  * air_config_parse; every diagnostic must be well formed, and the result

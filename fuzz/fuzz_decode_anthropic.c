@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the Anthropic codec (src/lib/provider_anthropic.c).
+ * libFuzzer target for the Anthropic codec (src/codec/provider_anthropic.c).
  *
  * The input is taken as an upstream byte stream: parsed by air__sse, every
  * event goes through decode_event, every part is checked and handed to the
@@ -54,7 +54,7 @@ static void check_part(const air_part *p) {
   switch (p->kind) {
     case AIR_PART_TOOL_START:
     case AIR_PART_TOOL_DELTA:
-      CHECK(p->index >= 0 && p->index < AIR_DECODER_MAX_TOOLS);
+      CHECK(p->index >= 0 && p->index < AIR__DECODER_MAX_TOOLS);
       CHECK(p->kind == AIR_PART_TOOL_START || p->text_len > 0);
       break;
     case AIR_PART_TEXT:
@@ -185,8 +185,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_response(&c.agg);
 
   /* The encoder's bytes decode back to the same content (the decoder
-   * tracks tool blocks only up to AIR_DECODER_MAX_TOOLS). */
-  if (!c.errored && c.e.next_block <= AIR_DECODER_MAX_TOOLS &&
+   * tracks tool blocks only up to AIR__DECODER_MAX_TOOLS). */
+  if (!c.errored && c.e.next_block <= AIR__DECODER_MAX_TOOLS &&
       valid_utf8(&c.text) && valid_utf8(&c.reasoning)) {
     ctx back;
     ctx_init(&back, false);
@@ -208,8 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctx_cleanup(&b);
 
   /* The whole input as a caller request of either dialect. */
-  check_build(AIR_API_ANTHROPIC, data, size);
-  check_build(AIR_API_OPENAI, data, size);
+  check_build(AIR__API_ANTHROPIC, data, size);
+  check_build(AIR__API_OPENAI, data, size);
 
   /* An error body with the input as message (NUL-terminated copy). */
   char *msg = malloc(size + 1);

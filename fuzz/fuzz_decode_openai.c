@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the OpenAI dialect (src/lib/provider_openai.c).
+ * libFuzzer target for the OpenAI dialect (src/codec/provider_openai.c).
  *
  * The input is used four ways:
  *   1. as an upstream event stream: parsed by air__sse (fed at once, then
@@ -85,7 +85,7 @@ static int on_part(void *data, const air_part *p) {
   run *r = data;
   CHECK(p->kind >= AIR_PART_START && p->kind <= AIR_PART_ERROR);
   if (p->kind == AIR_PART_TOOL_START || p->kind == AIR_PART_TOOL_DELTA)
-    CHECK(p->index >= 0 && p->index < AIR_DECODER_MAX_TOOLS);
+    CHECK(p->index >= 0 && p->index < AIR__DECODER_MAX_TOOLS);
   if (p->kind == AIR_PART_FINISH)
     CHECK(p->finish != AIR_FINISH_NONE && p->finish_raw_len > 0);
   if (p->kind == AIR_PART_TEXT || p->kind == AIR_PART_REASONING ||
@@ -124,7 +124,7 @@ static int on_event(void *data, const air__sse_event *ev) {
 }
 
 static void run_init(run *r, bool include_usage) {
-  air__request req = {.dialect = AIR_API_OPENAI,
+  air__request req = {.dialect = AIR__API_OPENAI,
                       .include_usage = include_usage};
   OPS->decoder_init(&r->d);
   OPS->encoder_init(&r->e, &req, 1718000000);
@@ -187,7 +187,7 @@ static void requests(const uint8_t *in, size_t n) {
   for (int dia = 0; dia < 2; dia++) {
     air__request req;
     air_error err;
-    air__api api = dia ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+    air__api api = dia ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
     if (air__request_parse(api, (const char *)in, n, &req, &err) != 0) continue;
     for (int drop = 0; drop < 2; drop++) {
       air__build_opts o = {.model = "gpt-4o",

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the hot-path JSON tokenizer (src/lib/json.c).
+ * libFuzzer target for the hot-path JSON tokenizer (src/stream/json.c).
  *
  * The input is one JSON text, tokenized by air__json_parse, then:
  *   1. the result is checked: 0, AIR_EPARSE or AIR_ETOOBIG, and on failure
@@ -19,7 +19,7 @@
  *      (jansson's reader passes over some outside strings), keys with
  *      \u0000 (jansson refuses them even with JSON_ALLOW_NUL), \u escapes of
  *      surrogates (jansson rejects lone ones, json.c decodes them to
- *      U+FFFD), more than AIR_JSON_MAX_DEPTH brackets (jansson allows 2048
+ *      U+FFFD), more than AIR__JSON_MAX_DEPTH brackets (jansson allows 2048
  *      levels), numbers jansson cannot hold (16+ digits in a row, an
  *      exponent of 3+ digits) and AIR_ETOOBIG.
  * libFuzzer passes an exact-size buffer, so ASan reports any read past len.
@@ -67,10 +67,10 @@ static void gap(const char *js, int from, int to, char sep) {
 
 /* The bytes of token i, quotes included for a string. */
 static int ext_start(const air__json *j, int i) {
-  return j->tok[i].start - (j->tok[i].type == AIR_JSON_STR);
+  return j->tok[i].start - (j->tok[i].type == AIR__JSON_STR);
 }
 static int ext_end(const air__json *j, int i) {
-  return j->tok[i].end + (j->tok[i].type == AIR_JSON_STR);
+  return j->tok[i].end + (j->tok[i].type == AIR__JSON_STR);
 }
 
 static bool raw_is(const walk *w, int i, const char *lit) {
@@ -103,7 +103,7 @@ static void check_key(walk *w, int obj, int k) {
   const char *raw = air__json_raw(j, k, &n);
   int r = air__json_getn(j, obj, raw, n);
   CHECK(r > obj + 1 && r <= k + 1);
-  CHECK(j->tok[r - 1].type == AIR_JSON_STR && j->tok[r - 1].next == r);
+  CHECK(j->tok[r - 1].type == AIR__JSON_STR && j->tok[r - 1].next == r);
   size_t rn;
   const char *rr = air__json_raw(j, r - 1, &rn);
   CHECK(rn == n && memcmp(rr, raw, n) == 0);
@@ -125,21 +125,21 @@ static int check_tree(walk *w, int i, int lo, int hi, int depth) {
   const air__jtok *t = &j->tok[i];
   CHECK(lo <= ext_start(j, i) && t->start <= t->end && ext_end(j, i) <= hi);
   CHECK(air__json_skip(j, i) == t->next);
-  CHECK(air__json_is_obj(j, i) == (t->type == AIR_JSON_OBJ));
-  CHECK(air__json_is_arr(j, i) == (t->type == AIR_JSON_ARR));
-  CHECK(air__json_is_str(j, i) == (t->type == AIR_JSON_STR));
-  CHECK(air__json_is_null(j, i) == (t->type == AIR_JSON_NULL));
-  if (t->type != AIR_JSON_OBJ && t->type != AIR_JSON_ARR) {
+  CHECK(air__json_is_obj(j, i) == (t->type == AIR__JSON_OBJ));
+  CHECK(air__json_is_arr(j, i) == (t->type == AIR__JSON_ARR));
+  CHECK(air__json_is_str(j, i) == (t->type == AIR__JSON_STR));
+  CHECK(air__json_is_null(j, i) == (t->type == AIR__JSON_NULL));
+  if (t->type != AIR__JSON_OBJ && t->type != AIR__JSON_ARR) {
     CHECK(t->size == 0 && t->next == i + 1);
     CHECK(air__json_get(j, i, "") == -1 && air__json_at(j, i, 0) == -1);
   }
   int64_t v;
-  if (t->type != AIR_JSON_NUM) CHECK(!air__json_int(j, i, &v));
+  if (t->type != AIR__JSON_NUM) CHECK(!air__json_int(j, i, &v));
   switch (t->type) {
-    case AIR_JSON_OBJ:
-    case AIR_JSON_ARR: {
-      bool obj = t->type == AIR_JSON_OBJ;
-      CHECK(depth <= AIR_JSON_MAX_DEPTH);
+    case AIR__JSON_OBJ:
+    case AIR__JSON_ARR: {
+      bool obj = t->type == AIR__JSON_OBJ;
+      CHECK(depth <= AIR__JSON_MAX_DEPTH);
       CHECK(t->end - t->start >= 2);
       CHECK(w->js[t->start] == (obj ? '{' : '['));
       CHECK(w->js[t->end - 1] == (obj ? '}' : ']'));
@@ -150,7 +150,7 @@ static int check_tree(walk *w, int i, int lo, int hi, int depth) {
         if (obj) {
           CHECK(c < j->n);
           const air__jtok *k = &j->tok[c];
-          CHECK(k->type == AIR_JSON_STR && k->size == 0 && k->next == c + 1);
+          CHECK(k->type == AIR__JSON_STR && k->size == 0 && k->next == c + 1);
           CHECK(ext_start(j, c) >= at && ext_end(j, c) <= t->end - 1);
           gap(w->js, at, ext_start(j, c), m ? ',' : 0);
           check_str(w, c);
@@ -173,23 +173,23 @@ static int check_tree(walk *w, int i, int lo, int hi, int depth) {
       if (!obj) CHECK(air__json_at(j, i, t->size) == -1);
       return c;
     }
-    case AIR_JSON_STR:
+    case AIR__JSON_STR:
       check_str(w, i);
       return i + 1;
-    case AIR_JSON_NUM: {
+    case AIR__JSON_NUM: {
       const char *p = w->js + t->start;
       CHECK(t->end > t->start && (*p == '-' || (*p >= '0' && *p <= '9')));
       for (int k = t->start; k < t->end; k++)
         CHECK(strchr("0123456789+-.eE", w->js[k]) != NULL && w->js[k]);
       return i + 1;
     }
-    case AIR_JSON_TRUE:
+    case AIR__JSON_TRUE:
       CHECK(raw_is(w, i, "true"));
       return i + 1;
-    case AIR_JSON_FALSE:
+    case AIR__JSON_FALSE:
       CHECK(raw_is(w, i, "false"));
       return i + 1;
-    case AIR_JSON_NULL:
+    case AIR__JSON_NULL:
       CHECK(raw_is(w, i, "null"));
       return i + 1;
     default:
@@ -202,7 +202,7 @@ static void same_tree(walk *w, int i, const json_t *v) {
   const air__json *j = w->j;
   const air__jtok *t = &j->tok[i];
   switch (t->type) {
-    case AIR_JSON_OBJ: {
+    case AIR__JSON_OBJ: {
       CHECK(json_is_object(v));
       /* Fewer in jansson when keys repeat (the last one wins there). */
       CHECK(json_object_size(v) <= (size_t)t->size);
@@ -216,7 +216,7 @@ static void same_tree(walk *w, int i, const json_t *v) {
       }
       return;
     }
-    case AIR_JSON_ARR: {
+    case AIR__JSON_ARR: {
       CHECK(json_is_array(v) && json_array_size(v) == (size_t)t->size);
       int c = i + 1;
       for (size_t k = 0; k < json_array_size(v); k++) {
@@ -225,12 +225,12 @@ static void same_tree(walk *w, int i, const json_t *v) {
       }
       return;
     }
-    case AIR_JSON_STR:
+    case AIR__JSON_STR:
       check_str(w, i);
       CHECK(json_is_string(v) && json_string_length(v) == w->s.n);
       CHECK(w->s.n == 0 || memcmp(json_string_value(v), w->s.p, w->s.n) == 0);
       return;
-    case AIR_JSON_NUM: {
+    case AIR__JSON_NUM: {
       int64_t x;
       CHECK(json_is_number(v));
       if (json_is_integer(v))
@@ -239,13 +239,13 @@ static void same_tree(walk *w, int i, const json_t *v) {
         CHECK(!air__json_int(j, i, &x));
       return;
     }
-    case AIR_JSON_TRUE:
+    case AIR__JSON_TRUE:
       CHECK(json_is_true(v));
       return;
-    case AIR_JSON_FALSE:
+    case AIR__JSON_FALSE:
       CHECK(json_is_false(v));
       return;
-    case AIR_JSON_NULL:
+    case AIR__JSON_NULL:
       CHECK(json_is_null(v));
       return;
     default:
@@ -258,7 +258,7 @@ static void same_tree(walk *w, int i, const json_t *v) {
 static bool nul_in_key(walk *w) {
   const air__json *j = w->j;
   for (int i = 0; i < j->n; i++) {
-    if (j->tok[i].type != AIR_JSON_OBJ) continue;
+    if (j->tok[i].type != AIR__JSON_OBJ) continue;
     for (int c = i + 1; c < j->tok[i].next; c = j->tok[c + 1].next) {
       check_str(w, c);
       if (w->s.n && memchr(w->s.p, '\0', w->s.n) != NULL) return true;
@@ -297,7 +297,7 @@ static bool comparable(const uint8_t *d, size_t n) {
     }
     i++;
   }
-  return brackets <= AIR_JSON_MAX_DEPTH;
+  return brackets <= AIR__JSON_MAX_DEPTH;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -315,8 +315,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   walk w = {.j = &j, .js = js};
   air__buf_init(&w.s, (size_t)1 << 26);
   if (rc == 0) {
-    CHECK(j.n >= 1 && j.n <= AIR_MAX_JSON_TOKENS);
-    CHECK(j.n > AIR_JSON_INLINE_TOKENS || j.tok == j.inline_tok);
+    CHECK(j.n >= 1 && j.n <= AIR__MAX_JSON_TOKENS);
+    CHECK(j.n > AIR__JSON_INLINE_TOKENS || j.tok == j.inline_tok);
     gap(js, 0, ext_start(&j, 0), 0);
     gap(js, ext_end(&j, 0), (int)size, 0);
     CHECK(check_tree(&w, 0, 0, (int)size, 1) == j.n);

@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int r2 = air_retry_after(h, n, walls[k], &w2);
     if (r1 != 0 && r1 != 1) abort();
     if (r1 != r2 || (r1 == 1 && w1 != w2)) abort();
-    if (r1 == 1 && w1 > AIR_MAX_RETRY_AFTER_MS) abort();
+    if (r1 == 1 && w1 > AIR__MAX_RETRY_AFTER_MS) abort();
   }
 
   for (size_t k = 0; k < n; k++) {

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the event-stream parser (src/lib/sse.c).
+ * libFuzzer target for the event-stream parser (src/stream/sse.c).
  *
  * Input layout: a 6-byte header, then the stream.
  *   h[0] bit 0   use the small limits below instead of the named maxima

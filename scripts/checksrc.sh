@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Rejects the functions STYLE.md 6 bans from the tree (as curl's checksrc does).
+# Rejects the functions STYLE.md 6 bans from the tree (as curl's checksrc does)
+# and includes that climb out of a layer with '..'.
 # snprintf/vsnprintf are fine: the pattern needs the banned name whole.
 set -u
 cd "$(dirname "$0")/.."
@@ -11,6 +12,15 @@ bad=$(grep -rnE --include='*.c' --include='*.h' \
 if [ -n "$bad" ]; then
   echo "checksrc: banned functions (STYLE.md 6):" >&2
   echo "$bad" >&2
+  exit 1
+fi
+# Layers (DESIGN.md 1): a header is found through the including layer's own
+# include directories, never by a relative path around them.
+rel=$(grep -rnE --include='*.c' --include='*.h' '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.\.' \
+  "${existing[@]}")
+if [ -n "$rel" ]; then
+  echo "checksrc: '..' in an #include (each layer sees only the headers it may use):" >&2
+  echo "$rel" >&2
   exit 1
 fi
 echo "checksrc: ok"

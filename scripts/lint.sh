@@ -33,8 +33,8 @@ echo "== cppcheck =="
 # the project's own headers (macros, struct layouts).
 if ! cppcheck --enable=warning,portability,performance --error-exitcode=1 \
      --inline-suppr --suppress=missingIncludeSystem --quiet -j "$jobs" \
-     -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc/lib -Isrc/http -Isrc/gateway \
-     -Isrc/mock src; then
+     -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc/core -Isrc/state -Isrc/stream -Isrc/codec \
+     -Isrc/config -Isrc/drive -Isrc/net -Isrc/http -Isrc/gateway -Isrc/mock src; then
   echo "lint: cppcheck found problems (above)" >&2
   status=1
 fi

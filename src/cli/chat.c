@@ -76,7 +76,7 @@ int air__cmd_chat(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
-      return AIR_EXIT_OK;
+      return AIR__EXIT_OK;
     } else if (strcmp(a, "--stream") == 0) {
       stream = true;
     } else if ((strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) && i + 1 < argc) {
@@ -87,23 +87,23 @@ int air__cmd_chat(int argc, char **argv) {
       system = argv[++i];
     } else if (a[0] == '-' && a[1] != '\0') {
       fprintf(stderr, "airetry chat: unknown or incomplete option '%s'\n%s", a, usage);
-      return AIR_EXIT_USAGE;
+      return AIR__EXIT_USAGE;
     } else if (prompt == NULL) {
       prompt = a;
     } else {
       fprintf(stderr, "airetry chat: one PROMPT only (quote it)\n%s", usage);
-      return AIR_EXIT_USAGE;
+      return AIR__EXIT_USAGE;
     }
   }
   if (config == NULL || model == NULL || prompt == NULL) {
     fputs(usage, stderr);
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   int errors = 0;
   air_config *cfg = NULL;
   if (air_config_load(config, print_diag, &errors, &cfg) != 0 || cfg == NULL) {
     if (errors == 0) fprintf(stderr, "airetry chat: cannot read %s\n", config);
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   char *body = build_body(model, system, prompt);
   air_client *client = NULL;
@@ -112,7 +112,7 @@ int air__cmd_chat(int argc, char **argv) {
     fprintf(stderr, "airetry chat: out of memory\n");
     free(body);
     air_config_free(cfg);
-    return AIR_EXIT_FAIL;
+    return AIR__EXIT_FAIL;
   }
   air_chat_cb cb = {on_commit, on_part, on_failed, NULL};
   air_chat_cb quiet = {NULL, NULL, on_failed, NULL};
@@ -120,7 +120,7 @@ int air__cmd_chat(int argc, char **argv) {
   int rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body), NULL,
                            stream ? &cb : &quiet, &res);
   /* Without --stream the answer is printed whole, once it is complete. */
-  int exit_code = AIR_EXIT_OK;
+  int exit_code = AIR__EXIT_OK;
   if (rc == 0) {
     if (!stream) fwrite(res->text, 1, res->text_len, stdout);
     fputc('\n', stdout);
@@ -133,7 +133,7 @@ int air__cmd_chat(int argc, char **argv) {
   } else if (rc == AIR_ENOTFOUND || rc == AIR_EINVAL || rc == AIR_EPARSE) {
     fprintf(stderr, "airetry chat: %.*s\n", res ? (int)res->body_len : 0,
             res ? res->body : "");
-    exit_code = AIR_EXIT_USAGE;
+    exit_code = AIR__EXIT_USAGE;
   } else {
     unsigned made = 0;
     for (size_t i = 0; res && i < res->n_log; i++) made += !res->log[i].skipped;
@@ -150,7 +150,7 @@ int air__cmd_chat(int argc, char **argv) {
               air_reason_name(a->reason), a->status, (unsigned long long)a->ms,
               a->message);
     }
-    exit_code = AIR_EXIT_FAIL;
+    exit_code = AIR__EXIT_FAIL;
   }
   air_chat_result_free(res);
   air_client_free(client);

@@ -46,12 +46,12 @@ int air__cmd_check(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(check_usage, stdout);
-      return AIR_EXIT_OK;
+      return AIR__EXIT_OK;
     }
     if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "airetry check: %s needs a FILE\n\n%s", a, check_usage);
-        return AIR_EXIT_USAGE;
+        return AIR__EXIT_USAGE;
       }
       path = argv[++i];
     } else if (strncmp(a, "--config=", 9) == 0) {
@@ -59,13 +59,13 @@ int air__cmd_check(int argc, char **argv) {
     } else {
       fprintf(stderr, "airetry check: unexpected argument '%s'\n\n%s", a,
               check_usage);
-      return AIR_EXIT_USAGE;
+      return AIR__EXIT_USAGE;
     }
   }
   if (!path || !path[0]) {
     fprintf(stderr, "airetry check: --config FILE is required\n\n%s",
             check_usage);
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   check_counts n = {0, 0};
   air_config *cfg = NULL;
@@ -73,13 +73,13 @@ int air__cmd_check(int argc, char **argv) {
   if (rc != 0) {
     fprintf(stderr, "airetry check: %s: %s (%u error%s)\n", path,
             air_strerror(rc), n.errors, n.errors == 1 ? "" : "s");
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   air_config_dump(cfg, stdout);
   air_config_free(cfg);
   if (fflush(stdout) != 0) {
     perror("airetry check: stdout");
-    return AIR_EXIT_FAIL;
+    return AIR__EXIT_FAIL;
   }
-  return AIR_EXIT_OK;
+  return AIR__EXIT_OK;
 }

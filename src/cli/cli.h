@@ -1,11 +1,11 @@
 /* The airetry subcommands. Each returns the process exit code. */
-#ifndef AIR_CLI_H
-#define AIR_CLI_H
+#ifndef AIR__CLI_H
+#define AIR__CLI_H
 
 /* Exit codes shared by every subcommand. */
-#define AIR_EXIT_OK 0
-#define AIR_EXIT_FAIL 1   /* upstream failure after all attempts */
-#define AIR_EXIT_USAGE 2  /* usage or config error */
+#define AIR__EXIT_OK 0
+#define AIR__EXIT_FAIL 1   /* upstream failure after all attempts */
+#define AIR__EXIT_USAGE 2  /* usage or config error */
 
 int air__cmd_check(int argc, char **argv);
 int air__cmd_demo(int argc, char **argv);

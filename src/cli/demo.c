@@ -25,8 +25,7 @@
 
 #include "airetry.h"
 #include "cli.h"
-#include "provider.h"
-#include "sse.h"
+#include "mock.h"
 
 extern char **environ;
 
@@ -143,9 +142,7 @@ closed:
 /* ---- one streaming request -------------------------------------------------------- */
 
 typedef struct stream_view {
-  air__sse sse;
-  air__decoder dec;
-  const air__provider_ops *ops;
+  air__stream_reader *reader;
   uint64_t start;
   uint64_t first_ms;
   unsigned tokens;
@@ -172,14 +169,10 @@ static int on_part(void *data, const air_part *p) {
   return 0;
 }
 
-static int on_event(void *data, const air__sse_event *ev) {
-  stream_view *v = data;
-  return v->ops->decode_event(&v->dec, ev, on_part, v);
-}
-
 static size_t on_body(char *p, size_t size, size_t n, void *data) {
   stream_view *v = data;
-  air__sse_feed(&v->sse, p, size * n);
+  if (v->reader == NULL || air__stream_reader_feed(v->reader, p, size * n) != 0)
+    return 0; /* no reader, or a broken stream: curl stops */
   return size * n;
 }
 
@@ -211,9 +204,7 @@ static long send_request(int port, const request *rq, stream_view *v) {
   snprintf(body, sizeof(body),
            "{\"model\":\"smart\",\"stream\":true,\"max_tokens\":200,"
            "\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}");
-  v->ops = rq->anthropic ? &air__provider_anthropic : &air__provider_openai;
-  v->ops->decoder_init(&v->dec);
-  air__sse_init(&v->sse, on_event, v);
+  v->reader = air__stream_reader_new(rq->anthropic, on_part, v);
   CURL *e = curl_easy_init();
   struct curl_slist *h = curl_slist_append(NULL, "content-type: application/json");
   curl_easy_setopt(e, CURLOPT_URL, url);
@@ -229,11 +220,10 @@ static long send_request(int port, const request *rq, stream_view *v) {
   CURLcode rc = curl_easy_perform(e);
   long status = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-  air__sse_finish(&v->sse);
+  air__stream_reader_free(v->reader);
+  v->reader = NULL;
   curl_slist_free_all(h);
   curl_easy_cleanup(e);
-  air__sse_cleanup(&v->sse);
-  air__decoder_cleanup(&v->dec);
   return rc == CURLE_OK ? status : -1;
 }
 
@@ -273,26 +263,26 @@ int air__cmd_demo(int argc, char **argv) {
   (void)argv;
   if (argc > 1) {
     fprintf(stderr, "usage: airetry demo\n");
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0) return AIR_EXIT_FAIL;
+  if (n <= 0) return AIR__EXIT_FAIL;
   exe[n] = '\0';
   char dir[] = "/tmp/airetry-demo-XXXXXX";
-  if (mkdtemp(dir) == NULL) return AIR_EXIT_FAIL;
+  if (mkdtemp(dir) == NULL) return AIR__EXIT_FAIL;
   char script[256], config[256];
   snprintf(script, sizeof(script), "%s/mock.yaml", dir);
   snprintf(config, sizeof(config), "%s/airetry.yaml", dir);
   FILE *f = fopen(script, "w");
-  if (f == NULL) return AIR_EXIT_FAIL;
+  if (f == NULL) return AIR__EXIT_FAIL;
   fputs(mock_script, f);
   fclose(f);
 
   signal(SIGPIPE, SIG_IGN);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   child mock = {0}, gw = {0};
-  int exit_code = AIR_EXIT_FAIL;
+  int exit_code = AIR__EXIT_FAIL;
   char line[512];
   char *margv[] = {exe, "mock", "--listen", "127.0.0.1:0", "--script", script, NULL};
   if (spawn(exe, margv, false, &mock) != 0 ||
@@ -345,7 +335,7 @@ int air__cmd_demo(int argc, char **argv) {
   }
   printf("summary: %u/%zu requests answered through the gateway in %llu ms\n",
          answered, n_req, (unsigned long long)(now_ms() - t_all));
-  exit_code = answered == n_req ? AIR_EXIT_OK : AIR_EXIT_FAIL;
+  exit_code = answered == n_req ? AIR__EXIT_OK : AIR__EXIT_FAIL;
 out:
   stop(&gw);
   stop(&mock);

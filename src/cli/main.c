@@ -23,16 +23,16 @@ static const char usage[] =
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
     fputs(usage, stdout);
-    return AIR_EXIT_OK;
+    return AIR__EXIT_OK;
   }
   if (strcmp(cmd, "--version") == 0) {
     printf("airetry %s\n", AIR_VERSION);
-    return AIR_EXIT_OK;
+    return AIR__EXIT_OK;
   }
   if (strcmp(cmd, "check") == 0) return air__cmd_check(argc - 1, argv + 1);
   if (strcmp(cmd, "demo") == 0) return air__cmd_demo(argc - 1, argv + 1);
@@ -40,5 +40,5 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "mock") == 0) return air__cmd_mock(argc - 1, argv + 1);
   if (strcmp(cmd, "serve") == 0) return air__cmd_serve(argc - 1, argv + 1);
   fprintf(stderr, "airetry: unknown command '%s'\n\n%s", cmd, usage);
-  return AIR_EXIT_USAGE;
+  return AIR__EXIT_USAGE;
 }

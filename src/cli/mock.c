@@ -146,7 +146,7 @@ static int read_file(const char *path, size_t max, char **out, size_t *n) {
 static int load_script(const char *path, air__mock_script **out) {
   char *text = NULL;
   size_t n = 0;
-  int rc = read_file(path, AIR_MOCK_MAX_SCRIPT_BYTES, &text, &n);
+  int rc = read_file(path, AIR__MOCK_MAX_SCRIPT_BYTES, &text, &n);
   if (rc != 0) {
     fprintf(stderr, "%s: %s\n", path,
             rc == AIR_ETOOBIG
@@ -174,7 +174,7 @@ int air__cmd_mock(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(mock_usage, stdout);
-      return AIR_EXIT_OK;
+      return AIR__EXIT_OK;
     }
     const char **dst = NULL;
     if (strcmp(a, "-l") == 0 || strcmp(a, "--listen") == 0) {
@@ -190,11 +190,11 @@ int air__cmd_mock(int argc, char **argv) {
     } else {
       fprintf(stderr, "airetry mock: unexpected argument '%s'\n\n%s", a,
               mock_usage);
-      return AIR_EXIT_USAGE;
+      return AIR__EXIT_USAGE;
     }
     if (i + 1 >= argc) {
       fprintf(stderr, "airetry mock: %s needs a value\n\n%s", a, mock_usage);
-      return AIR_EXIT_USAGE;
+      return AIR__EXIT_USAGE;
     }
     *dst = argv[++i];
   }
@@ -203,11 +203,11 @@ int air__cmd_mock(int argc, char **argv) {
   if (split_listen(listen, host, sizeof(host), &port) != 0) {
     fprintf(stderr, "airetry mock: --listen: expected HOST:PORT, got '%s'\n",
             listen);
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   air__mock_script *script = NULL;
   if (script_path != NULL && load_script(script_path, &script) != 0)
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
 
   signal(SIGPIPE, SIG_IGN);
   uv_loop_t *loop = uv_default_loop();
@@ -221,7 +221,7 @@ int air__cmd_mock(int argc, char **argv) {
         rc == AIR_EIO && uv_err != 0 ? uv_strerror(uv_err) : air_strerror(rc));
     air__mock_script_free(script);
     uv_loop_close(loop);
-    return rc == AIR_EINVAL ? AIR_EXIT_USAGE : AIR_EXIT_FAIL;
+    return rc == AIR_EINVAL ? AIR__EXIT_USAGE : AIR__EXIT_FAIL;
   }
   bool v6 = strchr(host, ':') != NULL;
   printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
@@ -238,5 +238,5 @@ int air__cmd_mock(int argc, char **argv) {
   int close_rc = uv_loop_close(loop);
   if (close_rc != 0)
     fprintf(stderr, "airetry mock: handles left open at exit\n");
-  return AIR_EXIT_OK;
+  return AIR__EXIT_OK;
 }

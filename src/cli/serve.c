@@ -21,7 +21,7 @@ int air__cmd_serve(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
-      return AIR_EXIT_OK;
+      return AIR__EXIT_OK;
     } else if ((strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) && i + 1 < argc) {
       o.config_path = argv[++i];
     } else if (strcmp(a, "--listen") == 0 && i + 1 < argc) {
@@ -33,17 +33,17 @@ int air__cmd_serve(int argc, char **argv) {
       long n = strtol(argv[++i], &end, 10);
       if (end == argv[i] || *end != '\0' || n < 1 || n > 64) {
         fprintf(stderr, "airetry serve: --workers takes 1 to 64\n");
-        return AIR_EXIT_USAGE;
+        return AIR__EXIT_USAGE;
       }
       o.workers = (unsigned)n;
     } else {
       fprintf(stderr, "airetry serve: unknown or incomplete option '%s'\n%s", a, usage);
-      return AIR_EXIT_USAGE;
+      return AIR__EXIT_USAGE;
     }
   }
   if (o.config_path == NULL) {
     fputs(usage, stderr);
-    return AIR_EXIT_USAGE;
+    return AIR__EXIT_USAGE;
   }
   return air__gateway_run(&o);
 }

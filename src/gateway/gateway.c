@@ -541,7 +541,7 @@ int air__gateway_run(const air__gateway_opts *o) {
   pthread_mutex_init(&g.mu, NULL);
   atomic_init(&g.stopping, false);
   atomic_init(&g.inflight_body, 0);
-  g.grace_ms = AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  g.grace_ms = AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   g.n_workers = o->workers ? o->workers : (cores > 0 ? (unsigned)cores : 1);
   if (g.n_workers > 64) g.n_workers = 64;

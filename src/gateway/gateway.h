@@ -6,11 +6,11 @@
  * HTTP server on its socket and one upstream transport; they share the
  * config (reloaded on SIGHUP), the breaker/sticky state, the metrics and
  * the log thread (log.c). Every caller
- * request becomes an exchange (src/lib/exchange.h); the gateway adds
+ * request becomes an exchange (src/net/exchange.h); the gateway adds
  * routing, auth, limits, dialect translation, metrics and the log line.
  */
-#ifndef AIR_GATEWAY_H
-#define AIR_GATEWAY_H
+#ifndef AIR__GATEWAY_H
+#define AIR__GATEWAY_H
 
 #include <stdbool.h>
 

@@ -1,6 +1,6 @@
 /* Internals shared by gateway.c (process, workers) and request.c. */
-#ifndef AIR_GW_INT_H
-#define AIR_GW_INT_H
+#ifndef AIR__GW_INT_H
+#define AIR__GW_INT_H
 
 #include <pthread.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "airetry.h"
-#include "config.h"
+#include "policy.h"
 #include "exchange.h"
 #include "gateway.h"
 #include "metrics.h"

@@ -11,15 +11,15 @@
  * without locks and counted with relaxed atomics; a lock is taken only the
  * first time a configured name is counted, and by air__metrics_render.
  */
-#ifndef AIR_GW_METRICS_H
-#define AIR_GW_METRICS_H
+#ifndef AIR__GW_METRICS_H
+#define AIR__GW_METRICS_H
 
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "airetry.h"
 #include "buf.h"
-#include "config.h"
+#include "policy.h"
 
 typedef struct air__metrics air__metrics;
 

@@ -113,7 +113,7 @@ static void log_rejected(const air__http_request *msg, air__api dialect,
   air__buf_put_json_str(&b, rid ? rid : "", rid ? strlen(rid) : 0);
   air__buf_puts(&b, ",\"path\":");
   air__buf_put_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
-  air__buf_puts(&b, dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
+  air__buf_puts(&b, dialect == AIR__API_ANTHROPIC ? ",\"api\":\"anthropic\""
                                                  : ",\"api\":\"openai\"");
   air__buf_puts(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
   air__buf_putu(&b, (unsigned long long)status);
@@ -202,7 +202,7 @@ static void models_list(air__http_req *req, const air_config *cfg) {
   air__buf_puts(&b, "]}");
   if (air__buf_error(&b) != 0) {
     air__buf_cleanup(&b);
-    respond_error(req, AIR_API_OPENAI, 503, AIR_REASON_OVERLOADED,
+    respond_error(req, AIR__API_OPENAI, 503, AIR_REASON_OVERLOADED,
                   "the model list is over the gateway's limits", NULL);
     return;
   }
@@ -238,7 +238,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_puts(&b, "\",\"route\":");
   const char *model = r->areq.model ? r->areq.model : "";
   air__buf_put_json_str(&b, model, strlen(model));
-  air__buf_puts(&b, r->dialect == AIR_API_ANTHROPIC ? ",\"api\":\"anthropic\""
+  air__buf_puts(&b, r->dialect == AIR__API_ANTHROPIC ? ",\"api\":\"anthropic\""
                                                     : ",\"api\":\"openai\"");
   air__buf_puts(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
   air__buf_puts(&b, ",\"attempts\":[");
@@ -373,8 +373,8 @@ static int on_event(void *data, const air__gate_event *ev) {
     r->enc.passthrough = r->passthrough;
   }
   if (r->passthrough && ev->raw != NULL) {
-    if (ev->flags & (AIR_EV_TERMINATOR | AIR_EV_ERROR)) return 0;
-    if ((ev->flags & AIR_EV_USAGE_ONLY) && !r->areq.include_usage) return 0;
+    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) return 0;
+    if ((ev->flags & AIR__EV_USAGE_ONLY) && !r->areq.include_usage) return 0;
     if (air__buf_add(&r->out, ev->raw, ev->raw_len) != 0) lose(r);
   } else {
     const air__provider_ops *ops = air__provider_get(r->dialect);
@@ -481,7 +481,7 @@ static void on_end(void *data, const air__exchange_result *res) {
   } else {
     air_reason reason = res->reason;
     const char *message = res->message;
-    char m[AIR_MAX_NAME_BYTES + 64];
+    char m[AIR__MAX_NAME_BYTES + 64];
     if (res->rc == 0 || r->lost) {
       /* The answer came but cannot be passed on whole. */
       reason = AIR_REASON_MALFORMED;
@@ -671,7 +671,7 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   if (ok) return;
   air__http_str p = msg->path;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
-  air__api dialect = is_msgs ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+  air__api dialect = is_msgs ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   log_rejected(msg, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
@@ -693,14 +693,14 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   air__http_str p = msg->path;
   bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
-  air__api dialect = is_msgs ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+  air__api dialect = is_msgs ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   if (is_healthz(p)) {
     if (get)
       respond_text(req, 200, "text/plain", "ok\n", 3);
     else
-      method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
+      method_not_allowed(req, AIR__API_OPENAI, "GET, HEAD", rid);
   } else if (!authorized(cfg, msg)) {
     /* Every endpoint but /healthz: the key comes before anything else. */
     respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
@@ -715,14 +715,14 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
     if (get)
       models_list(req, cfg->cfg);
     else
-      method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
+      method_not_allowed(req, AIR__API_OPENAI, "GET, HEAD", rid);
   } else if (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0) {
     if (get)
       metrics(w, req);
     else
-      method_not_allowed(req, AIR_API_OPENAI, "GET, HEAD", rid);
+      method_not_allowed(req, AIR__API_OPENAI, "GET, HEAD", rid);
   } else {
-    respond_error(req, AIR_API_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
+    respond_error(req, AIR__API_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
                   rid);
   }
   air__gw_cfg_release(cfg);

@@ -39,7 +39,7 @@ enum {
 };
 
 /* Unread buffers above this are freed once empty, not kept. */
-#define AIR_HTTP_KEEP_IN_BYTES 16384
+#define AIR__HTTP_KEEP_IN_BYTES 16384
 
 static void conn_process(air__http_conn *c);
 static void conn_close(air__http_conn *c);
@@ -158,7 +158,7 @@ static void conn_reset(air__http_conn *c) {
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   air__http_conn *c = h->data;
   (void)suggested;
-  size_t want = AIR_HTTP_READ_BYTES;
+  size_t want = AIR__HTTP_READ_BYTES;
   if (c->state == AIR__CONN_READING ||
       (c->state == AIR__CONN_HANDLING && !c->hung)) {
     size_t room = c->in.max - c->in.n;
@@ -337,7 +337,7 @@ static void compact(air__http_conn *c) {
   air__buf *b = &c->in;
   if (c->in_off == 0) return;
   if (c->in_off >= b->n) {
-    if (b->cap > AIR_HTTP_KEEP_IN_BYTES)
+    if (b->cap > AIR__HTTP_KEEP_IN_BYTES)
       air__buf_cleanup(b);
     else
       air__buf_reset(b);
@@ -541,7 +541,7 @@ void air__http_conn_accept(air__http_server *s) {
   if (s->n_conns - s->n_rejecting > s->cfg.max_connections) {
     c->rejecting = true;
     s->n_rejecting++;
-    if (s->n_rejecting > AIR_HTTP_MAX_REJECTING) {
+    if (s->n_rejecting > AIR__HTTP_MAX_REJECTING) {
       conn_close(c);
       return;
     }

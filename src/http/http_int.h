@@ -3,8 +3,8 @@
  * connection: reading, timers, closing) and response.c (the answering API).
  * Nothing outside src/http includes this file.
  */
-#ifndef AIR_HTTP_INT_H
-#define AIR_HTTP_INT_H
+#ifndef AIR__HTTP_INT_H
+#define AIR__HTTP_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -93,7 +93,7 @@ struct air__http_conn {
 struct air__http_server {
   uv_loop_t *loop;
   air__http_config cfg;
-  char host[AIR_HTTP_MAX_HOST_BYTES + 1];
+  char host[AIR__HTTP_MAX_HOST_BYTES + 1];
   struct sockaddr_storage addr;
   air__http_handler on_request;
   void *data;
@@ -110,7 +110,7 @@ struct air__http_server {
   void *stopped_data;
   atomic_size_t *inflight; /* cfg.inflight_body, or &own_inflight */
   atomic_size_t own_inflight;
-  char *slab; /* AIR_HTTP_READ_BYTES: every read lands here */
+  char *slab; /* AIR__HTTP_READ_BYTES: every read lands here */
   time_t date_at;
   char date[48]; /* the date header value for date_at */
 };

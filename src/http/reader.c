@@ -11,7 +11,7 @@
 #include "reader.h"
 
 /* Buffers larger than this are freed between requests, not kept. */
-#define AIR_HTTP_KEEP_BYTES 16384
+#define AIR__HTTP_KEEP_BYTES 16384
 
 enum {
   PH_IDLE, /* no byte of the request yet */
@@ -273,7 +273,7 @@ void air__http_reader_drop_body(air__http_reader *r) {
 }
 
 static void shrink(air__buf *b) {
-  if (b->cap > AIR_HTTP_KEEP_BYTES)
+  if (b->cap > AIR__HTTP_KEEP_BYTES)
     air__buf_cleanup(b);
   else
     air__buf_reset(b);

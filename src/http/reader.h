@@ -10,8 +10,8 @@
  * head (method, target, header names and values) by max_header_bytes, the
  * number of headers by max_headers, the body by max_body_bytes.
  */
-#ifndef AIR_HTTP_READER_H
-#define AIR_HTTP_READER_H
+#ifndef AIR__HTTP_READER_H
+#define AIR__HTTP_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -162,7 +162,7 @@ static bool anthropic_target(const air__http_conn *c) {
 
 int air__http_write_error(air__http_conn *c, int status, const char *message) {
   air__buf b;
-  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
   air__buf body;
   air__buf_init(&body, 1024);
   int rc;
@@ -212,7 +212,7 @@ int air__http_head_reject(air__http_head *h, int status,
   }
   c->keep_alive = false; /* the body that follows is never read */
   air__buf b;
-  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
   int rc = build_head(c, &b, status, fields, n_fields, AIR__RESP_FIXED,
                       (uint64_t)body_n);
   if (rc == 0) {
@@ -279,7 +279,7 @@ int air__http_respond(air__http_req *req, int status,
   }
   bool no_body = req->head_only || status == 204 || status == 304;
   air__buf b;
-  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
   rc = build_head(c, &b, status, fields, n_fields, AIR__RESP_FIXED,
                   (uint64_t)body_n);
   if (rc == 0) {
@@ -339,7 +339,7 @@ static int begin(air__http_req *req, int status, const air__http_field *fields,
   bool keep = c->keep_alive;
   if (framing == AIR__RESP_EOF) c->keep_alive = false;
   air__buf b;
-  air__buf_init(&b, AIR_HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
   rc = build_head(c, &b, status, fields, n_fields, framing,
                   length < 0 ? 0 : (uint64_t)length);
   if (rc == 0 && lazy) {

@@ -25,17 +25,17 @@ void air__http_config_init(air__http_config *cfg) {
   cfg->host = "127.0.0.1";
   cfg->port = 8080;
   cfg->backlog = 511;
-  cfg->max_body_bytes = AIR_HTTP_DEFAULT_MAX_BODY_BYTES;
-  cfg->max_header_bytes = AIR_HTTP_DEFAULT_MAX_HEADER_BYTES;
-  cfg->max_headers = AIR_HTTP_DEFAULT_MAX_HEADERS;
-  cfg->max_connections = AIR_HTTP_DEFAULT_MAX_CONNECTIONS;
-  cfg->max_pending_bytes = AIR_HTTP_DEFAULT_MAX_PENDING_BYTES;
-  cfg->max_queued_bytes = AIR_HTTP_DEFAULT_MAX_QUEUED_BYTES;
-  cfg->idle_timeout_ms = AIR_HTTP_DEFAULT_IDLE_TIMEOUT_MS;
-  cfg->request_timeout_ms = AIR_HTTP_DEFAULT_REQUEST_TIMEOUT_MS;
-  cfg->linger_ms = AIR_HTTP_DEFAULT_LINGER_MS;
-  cfg->shutdown_timeout_ms = AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
-  cfg->max_inflight_body_bytes = AIR_HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES;
+  cfg->max_body_bytes = AIR__HTTP_DEFAULT_MAX_BODY_BYTES;
+  cfg->max_header_bytes = AIR__HTTP_DEFAULT_MAX_HEADER_BYTES;
+  cfg->max_headers = AIR__HTTP_DEFAULT_MAX_HEADERS;
+  cfg->max_connections = AIR__HTTP_DEFAULT_MAX_CONNECTIONS;
+  cfg->max_pending_bytes = AIR__HTTP_DEFAULT_MAX_PENDING_BYTES;
+  cfg->max_queued_bytes = AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES;
+  cfg->idle_timeout_ms = AIR__HTTP_DEFAULT_IDLE_TIMEOUT_MS;
+  cfg->request_timeout_ms = AIR__HTTP_DEFAULT_REQUEST_TIMEOUT_MS;
+  cfg->linger_ms = AIR__HTTP_DEFAULT_LINGER_MS;
+  cfg->shutdown_timeout_ms = AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  cfg->max_inflight_body_bytes = AIR__HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES;
 }
 
 /* Copies the host literal, without the brackets of "[::1]", and resolves
@@ -47,7 +47,7 @@ static int parse_host(air__http_server *s, const char *host, int port) {
     host++;
     n -= 2;
   }
-  if (n == 0 || n > AIR_HTTP_MAX_HOST_BYTES) return AIR_EINVAL;
+  if (n == 0 || n > AIR__HTTP_MAX_HOST_BYTES) return AIR_EINVAL;
   memcpy(s->host, host, n);
   s->host[n] = '\0';
   memset(&s->addr, 0, sizeof(s->addr));
@@ -72,7 +72,7 @@ int air__http_server_new(uv_loop_t *loop, const air__http_config *cfg,
     free(s);
     return rc;
   }
-  s->slab = malloc(AIR_HTTP_READ_BYTES);
+  s->slab = malloc(AIR__HTTP_READ_BYTES);
   if (s->slab == NULL) {
     free(s);
     return AIR_ENOMEM;
@@ -82,8 +82,8 @@ int air__http_server_new(uv_loop_t *loop, const air__http_config *cfg,
   s->cfg.host = s->host;
   atomic_init(&s->own_inflight, 0);
   s->inflight = cfg->inflight_body ? cfg->inflight_body : &s->own_inflight;
-  if (s->cfg.max_pending_bytes < AIR_HTTP_READ_BYTES)
-    s->cfg.max_pending_bytes = AIR_HTTP_READ_BYTES;
+  if (s->cfg.max_pending_bytes < AIR__HTTP_READ_BYTES)
+    s->cfg.max_pending_bytes = AIR__HTTP_READ_BYTES;
   s->on_request = on_request;
   s->data = data;
   *out = s;

@@ -42,8 +42,8 @@
  *   idle keep-alive connection is closed after idle_timeout_ms without a
  *   response.
  */
-#ifndef AIR_HTTP_SERVER_H
-#define AIR_HTTP_SERVER_H
+#ifndef AIR__HTTP_SERVER_H
+#define AIR__HTTP_SERVER_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -55,21 +55,21 @@
 #include "reader.h"
 
 /* Defaults of air__http_config (DESIGN.md 4 `limits:`), and named maxima. */
-#define AIR_HTTP_DEFAULT_MAX_BODY_BYTES 33554432u /* 32 MiB */
-#define AIR_HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
-#define AIR_HTTP_DEFAULT_MAX_CONNECTIONS 10000u
-#define AIR_HTTP_DEFAULT_IDLE_TIMEOUT_MS 75000u
-#define AIR_HTTP_DEFAULT_REQUEST_TIMEOUT_MS 30000u
-#define AIR_HTTP_DEFAULT_MAX_HEADERS 256u
-#define AIR_HTTP_DEFAULT_MAX_PENDING_BYTES 1048576u /* read ahead */
-#define AIR_HTTP_DEFAULT_MAX_QUEUED_BYTES 67108864u /* unsent response */
-#define AIR_HTTP_DEFAULT_LINGER_MS 2000u
-#define AIR_HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
-#define AIR_HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES 268435456u /* 256 MiB */
-#define AIR_HTTP_MAX_HOST_BYTES 255 /* the listen host literal */
-#define AIR_HTTP_MAX_REJECTING 64   /* excess connections answered 503 */
-#define AIR_HTTP_READ_BYTES 65536   /* one socket read */
-#define AIR_HTTP_MAX_RESPONSE_HEAD_BYTES 65536 /* status line + headers */
+#define AIR__HTTP_DEFAULT_MAX_BODY_BYTES 33554432u /* 32 MiB */
+#define AIR__HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
+#define AIR__HTTP_DEFAULT_MAX_CONNECTIONS 10000u
+#define AIR__HTTP_DEFAULT_IDLE_TIMEOUT_MS 75000u
+#define AIR__HTTP_DEFAULT_REQUEST_TIMEOUT_MS 30000u
+#define AIR__HTTP_DEFAULT_MAX_HEADERS 256u
+#define AIR__HTTP_DEFAULT_MAX_PENDING_BYTES 1048576u /* read ahead */
+#define AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES 67108864u /* unsent response */
+#define AIR__HTTP_DEFAULT_LINGER_MS 2000u
+#define AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
+#define AIR__HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES 268435456u /* 256 MiB */
+#define AIR__HTTP_MAX_HOST_BYTES 255 /* the listen host literal */
+#define AIR__HTTP_MAX_REJECTING 64   /* excess connections answered 503 */
+#define AIR__HTTP_READ_BYTES 65536   /* one socket read */
+#define AIR__HTTP_MAX_RESPONSE_HEAD_BYTES 65536 /* status line + headers */
 
 typedef struct air__http_head air__http_head;
 
@@ -94,7 +94,7 @@ typedef struct air__http_config {
   size_t max_headers;           /* header fields in one request */
   size_t max_connections;       /* open client connections; more get 503 */
   size_t max_pending_bytes;     /* bytes read ahead while a request is
-                                   handled (>= AIR_HTTP_READ_BYTES); when
+                                   handled (>= AIR__HTTP_READ_BYTES); when
                                    full the socket is not read until then */
   size_t max_queued_bytes;      /* unsent response bytes per connection;
                                    a write past it fails with AIR_ETOOBIG */
@@ -263,7 +263,7 @@ size_t air__http_req_queued(const air__http_req *req);
  * owns the framing). Returns 0; AIR_ECANCELED (client gone); AIR_EINVAL
  * (status, a name that is not a token, a value holding CR, LF or NUL: a
  * 500 is sent instead); AIR_ETOOBIG (head over
- * AIR_HTTP_MAX_RESPONSE_HEAD_BYTES: a 500 is sent instead); AIR_ESTATE (a
+ * AIR__HTTP_MAX_RESPONSE_HEAD_BYTES: a 500 is sent instead); AIR_ESTATE (a
  * streamed response was begun: the connection is cut as by abort). In
  * every case the request is released.
  */

@@ -9,15 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock.h"
+#include "mock_int.h"
 #include "provider.h"
 
 #define LIT(s) s, sizeof(s) - 1
 
 /* The answer text's maximum: the longest canonical answer fits. */
 #define ANSWER_MAX_BYTES                                      \
-  (AIR_MOCK_MAX_MODEL_BYTES + 4u + AIR_MOCK_MAX_TOKENS * 9u + \
-   AIR_MOCK_MAX_TEXT_BYTES)
+  (AIR__MOCK_MAX_MODEL_BYTES + 4u + AIR__MOCK_MAX_TOKENS * 9u + \
+   AIR__MOCK_MAX_TEXT_BYTES)
 
 void air__mock_answer_init(air__mock_answer *a) {
   memset(a, 0, sizeof(*a));
@@ -55,9 +55,9 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
   a->prefill = false;
   int rc = 0;
   const char *src = NULL;
-  if ((b->set & AIR_MOCK_K_REFUSAL) && b->refusal != NULL)
+  if ((b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL)
     src = b->refusal;
-  else if ((b->set & AIR_MOCK_K_ANSWER) && b->answer != NULL)
+  else if ((b->set & AIR__MOCK_K_ANSWER) && b->answer != NULL)
     src = b->answer;
   if (src != NULL) {
     size_t n = strlen(src);
@@ -68,7 +68,7 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
     if (rc == 0) a->n = split(src, n, a->ends);
   } else {
     uint32_t tokens =
-        (b->set & AIR_MOCK_K_TOKENS) ? b->tokens : AIR_MOCK_DEFAULT_TOKENS;
+        (b->set & AIR__MOCK_K_TOKENS) ? b->tokens : AIR__MOCK_DEFAULT_TOKENS;
     a->ends = malloc(((size_t)tokens + 1) * sizeof(*a->ends));
     if (a->ends == NULL) return AIR_ENOMEM;
     rc = air__buf_addc(&a->text, '[');
@@ -83,7 +83,7 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
   }
   if (rc != 0) return rc;
   a->last = a->n;
-  if ((b->set & AIR_MOCK_K_FINISH) && b->finish == AIR_FINISH_LENGTH &&
+  if ((b->set & AIR__MOCK_K_FINISH) && b->finish == AIR_FINISH_LENGTH &&
       a->n > 0)
     a->last = a->n / 2 > 0 ? a->n / 2 : 1;
   if (prefill != NULL && p_n > 0 && p_n <= a->text.n &&
@@ -194,7 +194,7 @@ static int add_cstr(air__buf *out, const char *s) {
 static int error_json(air__api api, const char *type, const char *code,
                       const char *message, air__buf *out) {
   int rc;
-  if (api == AIR_API_ANTHROPIC) {
+  if (api == AIR__API_ANTHROPIC) {
     rc = air__buf_add(out, LIT("{\"type\":\"error\",\"error\":{\"type\":"));
     if (rc == 0) rc = add_cstr(out, type);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"message\":"));
@@ -220,7 +220,7 @@ int air__mock_error_body(air__api api, int status, const char *code,
 }
 
 int air__mock_overload_event(air__api api, air__buf *out) {
-  int rc = api == AIR_API_ANTHROPIC
+  int rc = api == AIR__API_ANTHROPIC
                ? air__buf_add(out, LIT("event: error\ndata: "))
                : air__buf_add(out, LIT("data: "));
   if (rc == 0)
@@ -230,7 +230,7 @@ int air__mock_overload_event(air__api api, air__buf *out) {
 }
 
 int air__mock_malformed_event(air__api api, air__buf *out) {
-  if (api == AIR_API_ANTHROPIC)
+  if (api == AIR__API_ANTHROPIC)
     return air__buf_add(out,
                         LIT("event: content_block_delta\ndata: {\"broken\n\n"));
   return air__buf_add(out, LIT("data: {\"broken\n\n"));

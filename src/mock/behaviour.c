@@ -15,7 +15,7 @@
 
 #include <libfyaml.h>
 
-#include "mock.h"
+#include "mock_int.h"
 #include "yaml.h"
 
 /* Alias expansion is followed at most this many nodes (alias bombs). */
@@ -30,10 +30,10 @@ typedef enum ktype {
   KT_NUMSTR,  /* non-negative decimal, kept as written */
   KT_HEADERS, /* {name: value} */
   KT_BOOL,
-  KT_MS,      /* uint64 0..AIR_MOCK_MAX_MS */
-  KT_COUNT,   /* uint32 0..AIR_MOCK_MAX_COUNT */
-  KT_COUNT1,  /* uint32 1..AIR_MOCK_MAX_COUNT */
-  KT_TOKENS,  /* uint32 0..AIR_MOCK_MAX_TOKENS */
+  KT_MS,      /* uint64 0..AIR__MOCK_MAX_MS */
+  KT_COUNT,   /* uint32 0..AIR__MOCK_MAX_COUNT */
+  KT_COUNT1,  /* uint32 1..AIR__MOCK_MAX_COUNT */
+  KT_TOKENS,  /* uint32 0..AIR__MOCK_MAX_TOKENS */
   KT_REFUSAL, /* true/false or text */
   KT_FINISH,  /* stop | length | content_filter */
 } ktype;
@@ -54,33 +54,33 @@ typedef struct key_desc {
 
 /* In docs/mock.md's order, which is also the fault string's order. */
 static const key_desc keys[] = {
-    {"status", AIR_MOCK_K_STATUS, KT_STATUS, OFF(status), SC_BEH, true},
-    {"body", AIR_MOCK_K_BODY, KT_STR, OFF(body), SC_BEH, false},
-    {"code", AIR_MOCK_K_CODE, KT_STR, OFF(code), SC_BEH, false},
-    {"retry_after", AIR_MOCK_K_RETRY_AFTER, KT_NUMSTR, OFF(retry_after), SC_BEH,
+    {"status", AIR__MOCK_K_STATUS, KT_STATUS, OFF(status), SC_BEH, true},
+    {"body", AIR__MOCK_K_BODY, KT_STR, OFF(body), SC_BEH, false},
+    {"code", AIR__MOCK_K_CODE, KT_STR, OFF(code), SC_BEH, false},
+    {"retry_after", AIR__MOCK_K_RETRY_AFTER, KT_NUMSTR, OFF(retry_after), SC_BEH,
      false},
-    {"retry_after_ms", AIR_MOCK_K_RETRY_AFTER_MS, KT_NUMSTR,
+    {"retry_after_ms", AIR__MOCK_K_RETRY_AFTER_MS, KT_NUMSTR,
      OFF(retry_after_ms), SC_BEH, false},
-    {"headers", AIR_MOCK_K_HEADERS, KT_HEADERS, OFF(headers), SC_BEH, false},
-    {"reset", AIR_MOCK_K_RESET, KT_BOOL, OFF(reset), SC_BEH, true},
-    {"hang", AIR_MOCK_K_HANG, KT_BOOL, OFF(hang), SC_BEH, true},
-    {"headers_delay_ms", AIR_MOCK_K_HEADERS_DELAY, KT_MS, OFF(headers_delay_ms),
+    {"headers", AIR__MOCK_K_HEADERS, KT_HEADERS, OFF(headers), SC_BEH, false},
+    {"reset", AIR__MOCK_K_RESET, KT_BOOL, OFF(reset), SC_BEH, true},
+    {"hang", AIR__MOCK_K_HANG, KT_BOOL, OFF(hang), SC_BEH, true},
+    {"headers_delay_ms", AIR__MOCK_K_HEADERS_DELAY, KT_MS, OFF(headers_delay_ms),
      SC_BEH, true},
-    {"first_delay_ms", AIR_MOCK_K_FIRST_DELAY, KT_MS, OFF(first_delay_ms),
+    {"first_delay_ms", AIR__MOCK_K_FIRST_DELAY, KT_MS, OFF(first_delay_ms),
      SC_BEH, true},
-    {"cut_after", AIR_MOCK_K_CUT, KT_COUNT, OFF(cut_after), SC_BEH, true},
-    {"stall_after", AIR_MOCK_K_STALL, KT_COUNT, OFF(stall_after), SC_BEH, true},
-    {"malformed_at", AIR_MOCK_K_MALFORMED, KT_COUNT1, OFF(malformed_at), SC_BEH,
+    {"cut_after", AIR__MOCK_K_CUT, KT_COUNT, OFF(cut_after), SC_BEH, true},
+    {"stall_after", AIR__MOCK_K_STALL, KT_COUNT, OFF(stall_after), SC_BEH, true},
+    {"malformed_at", AIR__MOCK_K_MALFORMED, KT_COUNT1, OFF(malformed_at), SC_BEH,
      true},
-    {"no_done", AIR_MOCK_K_NO_DONE, KT_BOOL, OFF(no_done), SC_BEH, true},
-    {"refusal", AIR_MOCK_K_REFUSAL, KT_REFUSAL, OFF(refusal), SC_BEH, true},
-    {"finish", AIR_MOCK_K_FINISH, KT_FINISH, OFF(finish), SC_BEH, true},
-    {"overload_after", AIR_MOCK_K_OVERLOAD, KT_COUNT, OFF(overload_after),
+    {"no_done", AIR__MOCK_K_NO_DONE, KT_BOOL, OFF(no_done), SC_BEH, true},
+    {"refusal", AIR__MOCK_K_REFUSAL, KT_REFUSAL, OFF(refusal), SC_BEH, true},
+    {"finish", AIR__MOCK_K_FINISH, KT_FINISH, OFF(finish), SC_BEH, true},
+    {"overload_after", AIR__MOCK_K_OVERLOAD, KT_COUNT, OFF(overload_after),
      SC_BEH, true},
-    {"tokens", AIR_MOCK_K_TOKENS, KT_TOKENS, OFF(tokens), SC_BEH, false},
-    {"delay_ms", AIR_MOCK_K_DELAY, KT_MS, OFF(delay_ms), SC_BEH, false},
-    {"answer", AIR_MOCK_K_ANSWER, KT_STR, OFF(answer), SC_BEH, false},
-    {"reject_prefill", AIR_MOCK_K_REJECT_PREFILL, KT_BOOL, OFF(reject_prefill),
+    {"tokens", AIR__MOCK_K_TOKENS, KT_TOKENS, OFF(tokens), SC_BEH, false},
+    {"delay_ms", AIR__MOCK_K_DELAY, KT_MS, OFF(delay_ms), SC_BEH, false},
+    {"answer", AIR__MOCK_K_ANSWER, KT_STR, OFF(answer), SC_BEH, false},
+    {"reject_prefill", AIR__MOCK_K_REJECT_PREFILL, KT_BOOL, OFF(reject_prefill),
      SC_MODEL, false},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -146,12 +146,12 @@ air__mock_model air__mock_model_merge(const air__mock_model *under,
   m.base = under->base;
   air__mock_merge(&m.base, &over->base);
   m.has = over->has | under->has;
-  if (!(over->has & AIR_MOCK_M_ATTEMPTS)) {
+  if (!(over->has & AIR__MOCK_M_ATTEMPTS)) {
     m.attempts = under->attempts;
     m.n_attempts = under->n_attempts;
   }
-  if (!(over->has & AIR_MOCK_M_THEN)) m.then = under->then;
-  if (!(over->has & AIR_MOCK_M_FAULT)) {
+  if (!(over->has & AIR__MOCK_M_THEN)) m.then = under->then;
+  if (!(over->has & AIR__MOCK_M_FAULT)) {
     m.fault = under->fault;
     m.fault_k = under->fault_k;
     m.window = under->window;
@@ -168,7 +168,7 @@ void air__mock_select(const air__mock_model *m, unsigned attempt, uint64_t t_ms,
     air__mock_merge(out, &m->attempts[attempt - 1]);
   else
     air__mock_merge(out, &m->then);
-  if (!(m->has & AIR_MOCK_M_FAULT)) return;
+  if (!(m->has & AIR__MOCK_M_FAULT)) return;
   if (m->fault_k != 0 && attempt > m->fault_k) return;
   if (m->window && (t_ms < m->from_ms || t_ms >= m->to_ms)) return;
   air__mock_merge(out, &m->fault);
@@ -434,8 +434,8 @@ static void parse_headers(pctx *c, struct fy_node *v, loc at, const char *path,
     return;
   }
   size_t n = (size_t)fy_node_mapping_item_count(v);
-  if (n > AIR_MOCK_MAX_HEADERS) {
-    fail_at(c, at, "%s: more than %u headers", path, AIR_MOCK_MAX_HEADERS);
+  if (n > AIR__MOCK_MAX_HEADERS) {
+    fail_at(c, at, "%s: more than %u headers", path, AIR__MOCK_MAX_HEADERS);
     return;
   }
   air__mock_header *h =
@@ -463,7 +463,7 @@ static void parse_headers(pctx *c, struct fy_node *v, loc at, const char *path,
       return;
     }
     const char *vs = scalar(val, &vn);
-    if (!value_ok(vs, vn) || vn > AIR_MOCK_MAX_TEXT_BYTES) {
+    if (!value_ok(vs, vn) || vn > AIR__MOCK_MAX_TEXT_BYTES) {
       fail_at(c, node_loc(val, kl),
               "%s.%.*s: a header value may not hold CR, LF or NUL", path,
               (int)kn, ks);
@@ -503,9 +503,9 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       b->status = (int)u;
       break;
     case KT_STR:
-      if (n > AIR_MOCK_MAX_TEXT_BYTES || memchr(s, '\0', n) != NULL) {
+      if (n > AIR__MOCK_MAX_TEXT_BYTES || memchr(s, '\0', n) != NULL) {
         fail_at(c, vl, "%s: expected a text of at most %u bytes without NUL",
-                path, AIR_MOCK_MAX_TEXT_BYTES);
+                path, AIR__MOCK_MAX_TEXT_BYTES);
         return;
       }
       *(const char **)field(b, k) = dup_text(c, s, n);
@@ -527,9 +527,9 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       break;
     }
     case KT_MS:
-      if (!parse_uint(s, n, AIR_MOCK_MAX_MS, &u)) {
+      if (!parse_uint(s, n, AIR__MOCK_MAX_MS, &u)) {
         fail_at(c, vl, "%s: expected milliseconds 0..%u", path,
-                AIR_MOCK_MAX_MS);
+                AIR__MOCK_MAX_MS);
         return;
       }
       *(uint64_t *)field(b, k) = u;
@@ -539,7 +539,7 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
     case KT_TOKENS: {
       uint64_t lo = k->type == KT_COUNT1 ? 1 : 0;
       uint64_t hi =
-          k->type == KT_TOKENS ? AIR_MOCK_MAX_TOKENS : AIR_MOCK_MAX_COUNT;
+          k->type == KT_TOKENS ? AIR__MOCK_MAX_TOKENS : AIR__MOCK_MAX_COUNT;
       if (!parse_uint(s, n, hi, &u) || u < lo) {
         fail_at(c, vl, "%s: expected an integer %llu..%llu", path,
                 (unsigned long long)lo, (unsigned long long)hi);
@@ -551,8 +551,8 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
     case KT_REFUSAL: {
       bool x = as_bool(v, &ok);
       if (ok) {
-        b->refusal = x ? AIR_MOCK_REFUSAL_TEXT : NULL;
-      } else if (n == 0 || n > AIR_MOCK_MAX_TEXT_BYTES ||
+        b->refusal = x ? AIR__MOCK_REFUSAL_TEXT : NULL;
+      } else if (n == 0 || n > AIR__MOCK_MAX_TEXT_BYTES ||
                  memchr(s, '\0', n) != NULL) {
         fail_at(c, vl, "%s: expected true, false or a refusal text", path);
         return;
@@ -673,7 +673,7 @@ static void parse_flap(pctx *c, air__mock_model *m, struct fy_node *v, loc kl,
       fail_at(c, kl, "%s.to_ms: required", path);
       return;
     }
-    if (s == NULL || !parse_uint(s, n, AIR_MOCK_MAX_FLAP_MS, &ms[i])) {
+    if (s == NULL || !parse_uint(s, n, AIR__MOCK_MAX_FLAP_MS, &ms[i])) {
       fail_at(c, vl[i], "%s.%s: expected milliseconds since reset", path,
               flap_keys[i]);
       return;
@@ -690,7 +690,7 @@ static void parse_flap(pctx *c, air__mock_model *m, struct fy_node *v, loc kl,
   char sub[320];
   snprintf(sub, sizeof(sub), "%s.fault", path);
   parse_beh_map(c, val[2], vl[2], sub, SC_BEH, &m->fault, NULL, NULL);
-  m->has |= AIR_MOCK_M_FAULT;
+  m->has |= AIR__MOCK_M_FAULT;
   m->fault_k = 0;
   m->window = true;
   m->from_ms = ms[0];
@@ -703,7 +703,7 @@ static void model_other(pctx *c, void *obj, const char *key, size_t kn,
   loc at = node_loc(v, kl);
   if (eqn(key, kn, "then")) {
     parse_beh_map(c, v, at, path, SC_BEH, &m->then, NULL, NULL);
-    m->has |= AIR_MOCK_M_THEN;
+    m->has |= AIR__MOCK_M_THEN;
   } else if (eqn(key, kn, "flap")) {
     parse_flap(c, m, v, kl, path);
   } else {
@@ -713,8 +713,8 @@ static void model_other(pctx *c, void *obj, const char *key, size_t kn,
       return;
     }
     size_t n = (size_t)fy_node_sequence_item_count(v);
-    if (n > AIR_MOCK_MAX_ATTEMPTS) {
-      fail_at(c, at, "%s: more than %u attempts", path, AIR_MOCK_MAX_ATTEMPTS);
+    if (n > AIR__MOCK_MAX_ATTEMPTS) {
+      fail_at(c, at, "%s: more than %u attempts", path, AIR__MOCK_MAX_ATTEMPTS);
       return;
     }
     air__mock_beh *list =
@@ -740,7 +740,7 @@ static void model_other(pctx *c, void *obj, const char *key, size_t kn,
     }
     m->attempts = list;
     m->n_attempts = i;
-    m->has |= AIR_MOCK_M_ATTEMPTS;
+    m->has |= AIR__MOCK_M_ATTEMPTS;
   }
 }
 
@@ -764,8 +764,8 @@ static void parse_models(pctx *c, struct fy_node *v, loc at) {
     return;
   }
   size_t n = (size_t)fy_node_mapping_item_count(v);
-  if (n > AIR_MOCK_MAX_SCRIPT_MODELS) {
-    fail_at(c, at, "models: more than %u models", AIR_MOCK_MAX_SCRIPT_MODELS);
+  if (n > AIR__MOCK_MAX_SCRIPT_MODELS) {
+    fail_at(c, at, "models: more than %u models", AIR__MOCK_MAX_SCRIPT_MODELS);
     return;
   }
   air__mock_script *s = c->s;
@@ -784,10 +784,10 @@ static void parse_models(pctx *c, struct fy_node *v, loc at) {
     loc kl = node_loc(k, at);
     size_t kn = 0;
     const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
-    if (ks == NULL || kn > AIR_MOCK_MAX_MODEL_BYTES ||
+    if (ks == NULL || kn > AIR__MOCK_MAX_MODEL_BYTES ||
         memchr(ks, '\0', kn) != NULL) {
       fail_at(c, kl, "models: a model name must be a string of 1..%u bytes",
-              AIR_MOCK_MAX_MODEL_BYTES);
+              AIR__MOCK_MAX_MODEL_BYTES);
       break;
     }
     char path[320];
@@ -853,10 +853,10 @@ int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
   if (diag == NULL) diag = &scratch;
   memset(diag, 0, sizeof(*diag));
   *out = NULL;
-  if (n > AIR_MOCK_MAX_SCRIPT_BYTES) {
+  if (n > AIR__MOCK_MAX_SCRIPT_BYTES) {
     snprintf(diag->message, sizeof(diag->message),
              "the script is over the limit of %u bytes",
-             AIR_MOCK_MAX_SCRIPT_BYTES);
+             AIR__MOCK_MAX_SCRIPT_BYTES);
     return AIR_ETOOBIG;
   }
   air__mock_script *s = calloc(1, sizeof(*s));
@@ -1006,8 +1006,8 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     if (u < 400 || u > 599)
       return conv_fail(d, name, name_n, tok, "status out of 400..599 in");
     f->status = (int)u;
-    f->set |= AIR_MOCK_K_STATUS;
-    m->has |= AIR_MOCK_M_FAULT;
+    f->set |= AIR__MOCK_K_STATUS;
+    m->has |= AIR__MOCK_M_FAULT;
     return 0;
   }
   char *eq = strchr(tok, '=');
@@ -1027,52 +1027,52 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       bad = !is_number(v, vn);
       if (cd->tok == CT_RA) {
         f->retry_after = v;
-        f->set |= AIR_MOCK_K_RETRY_AFTER;
+        f->set |= AIR__MOCK_K_RETRY_AFTER;
       } else {
         f->retry_after_ms = v;
-        f->set |= AIR_MOCK_K_RETRY_AFTER_MS;
+        f->set |= AIR__MOCK_K_RETRY_AFTER_MS;
       }
       break;
     case CT_CODE:
       bad = vn == 0;
       f->code = v;
-      f->set |= AIR_MOCK_K_CODE;
+      f->set |= AIR__MOCK_K_CODE;
       break;
     case CT_RESET:
       f->reset = true;
-      f->set |= AIR_MOCK_K_RESET;
+      f->set |= AIR__MOCK_K_RESET;
       break;
     case CT_HANG:
       f->hang = true;
-      f->set |= AIR_MOCK_K_HANG;
+      f->set |= AIR__MOCK_K_HANG;
       break;
     case CT_NODONE:
       f->no_done = true;
-      f->set |= AIR_MOCK_K_NO_DONE;
+      f->set |= AIR__MOCK_K_NO_DONE;
       break;
     case CT_REFUSE:
-      f->refusal = AIR_MOCK_REFUSAL_TEXT;
-      f->set |= AIR_MOCK_K_REFUSAL;
+      f->refusal = AIR__MOCK_REFUSAL_TEXT;
+      f->set |= AIR__MOCK_K_REFUSAL;
       break;
     case CT_LENGTH:
     case CT_FILTER:
       f->finish =
           cd->tok == CT_LENGTH ? AIR_FINISH_LENGTH : AIR_FINISH_CONTENT_FILTER;
-      f->set |= AIR_MOCK_K_FINISH;
+      f->set |= AIR__MOCK_K_FINISH;
       break;
     case CT_SILENT:
     case CT_SLOW:
     case CT_DELAY:
-      bad = !parse_uint(v, vn, AIR_MOCK_MAX_MS, &u);
+      bad = !parse_uint(v, vn, AIR__MOCK_MAX_MS, &u);
       if (cd->tok == CT_SILENT) {
         f->headers_delay_ms = u;
-        f->set |= AIR_MOCK_K_HEADERS_DELAY;
+        f->set |= AIR__MOCK_K_HEADERS_DELAY;
       } else if (cd->tok == CT_SLOW) {
         f->first_delay_ms = u;
-        f->set |= AIR_MOCK_K_FIRST_DELAY;
+        f->set |= AIR__MOCK_K_FIRST_DELAY;
       } else {
         m->base.delay_ms = u;
-        m->base.set |= AIR_MOCK_K_DELAY;
+        m->base.set |= AIR__MOCK_K_DELAY;
         fault = false;
       }
       break;
@@ -1080,31 +1080,31 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     case CT_STALL:
     case CT_OVERLOAD:
     case CT_BAD:
-      bad = !parse_uint(v, vn, AIR_MOCK_MAX_COUNT, &u) ||
+      bad = !parse_uint(v, vn, AIR__MOCK_MAX_COUNT, &u) ||
             (cd->tok == CT_BAD && u < 1);
       if (cd->tok == CT_CUT) {
         f->cut_after = (uint32_t)u;
-        f->set |= AIR_MOCK_K_CUT;
+        f->set |= AIR__MOCK_K_CUT;
       } else if (cd->tok == CT_STALL) {
         f->stall_after = (uint32_t)u;
-        f->set |= AIR_MOCK_K_STALL;
+        f->set |= AIR__MOCK_K_STALL;
       } else if (cd->tok == CT_OVERLOAD) {
         f->overload_after = (uint32_t)u;
-        f->set |= AIR_MOCK_K_OVERLOAD;
+        f->set |= AIR__MOCK_K_OVERLOAD;
       } else {
         f->malformed_at = (uint32_t)u;
-        f->set |= AIR_MOCK_K_MALFORMED;
+        f->set |= AIR__MOCK_K_MALFORMED;
       }
       break;
     case CT_TOKENS:
-      bad = !parse_uint(v, vn, AIR_MOCK_MAX_TOKENS, &u);
+      bad = !parse_uint(v, vn, AIR__MOCK_MAX_TOKENS, &u);
       m->base.tokens = (uint32_t)u;
-      m->base.set |= AIR_MOCK_K_TOKENS;
+      m->base.set |= AIR__MOCK_K_TOKENS;
       fault = false;
       break;
     case CT_NOPREFILL:
       m->base.reject_prefill = true;
-      m->base.set |= AIR_MOCK_K_REJECT_PREFILL;
+      m->base.set |= AIR__MOCK_K_REJECT_PREFILL;
       fault = false;
       break;
     case CT_K:
@@ -1117,8 +1117,8 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       uint64_t from = 0, to = 0;
       bad =
           dash == NULL ||
-          !parse_uint(v, (size_t)(dash - v), AIR_MOCK_MAX_FLAP_MS, &from) ||
-          !parse_uint(dash + 1, strlen(dash + 1), AIR_MOCK_MAX_FLAP_MS, &to) ||
+          !parse_uint(v, (size_t)(dash - v), AIR__MOCK_MAX_FLAP_MS, &from) ||
+          !parse_uint(dash + 1, strlen(dash + 1), AIR__MOCK_MAX_FLAP_MS, &to) ||
           from > to;
       m->window = true;
       m->from_ms = from;
@@ -1128,7 +1128,7 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     }
   }
   if (bad) return conv_fail(d, name, name_n, tok, "bad value in");
-  if (fault) m->has |= AIR_MOCK_M_FAULT;
+  if (fault) m->has |= AIR__MOCK_M_FAULT;
   return 0;
 }
 

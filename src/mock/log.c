@@ -1,13 +1,13 @@
 /*
  * The mock's attempt log (docs/mock.md "The log") and per-model attempt
- * counters. Both are bounded: the log is a ring of AIR_MOCK_MAX_LOG
+ * counters. Both are bounded: the log is a ring of AIR__MOCK_MAX_LOG
  * entries (the oldest is dropped and counted), the counters an
- * open-addressing table of at most AIR_MOCK_MAX_MODELS names. Pure.
+ * open-addressing table of at most AIR__MOCK_MAX_MODELS names. Pure.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock.h"
+#include "mock_int.h"
 
 #define LIT(s) s, sizeof(s) - 1
 #define RING_MIN 256u
@@ -92,7 +92,7 @@ int air__mock_log_count(air__mock_log *l, const char *model, size_t n,
       j = (j + 1) & (l->counts_cap - 1);
     }
   }
-  if (l->counts_n >= AIR_MOCK_MAX_MODELS) return AIR_ETOOBIG;
+  if (l->counts_n >= AIR__MOCK_MAX_MODELS) return AIR_ETOOBIG;
   if ((l->counts_n + 1) * 2 > l->counts_cap && grow_counts(l) != 0)
     return AIR_ENOMEM;
   char *name = malloc(n + 1);
@@ -108,13 +108,13 @@ int air__mock_log_count(air__mock_log *l, const char *model, size_t n,
   return 0;
 }
 
-/* Makes room for one more entry: grows the ring up to AIR_MOCK_MAX_LOG,
+/* Makes room for one more entry: grows the ring up to AIR__MOCK_MAX_LOG,
  * then drops the oldest. */
 static int make_room(air__mock_log *l) {
   if (l->n < l->cap) return 0;
-  if (l->cap < AIR_MOCK_MAX_LOG) {
+  if (l->cap < AIR__MOCK_MAX_LOG) {
     size_t cap = l->cap ? l->cap * 2 : RING_MIN;
-    if (cap > AIR_MOCK_MAX_LOG) cap = AIR_MOCK_MAX_LOG;
+    if (cap > AIR__MOCK_MAX_LOG) cap = AIR__MOCK_MAX_LOG;
     air__mock_entry *r = malloc(cap * sizeof(*r));
     if (r == NULL) return AIR_ENOMEM;
     /* n <= cap always, so cap > 0 whenever the loop runs.
@@ -149,7 +149,7 @@ air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
                                    unsigned attempt, air__api api, bool stream,
                                    const char *fault) {
   if (make_room(l) != 0) return NULL;
-  size_t mn = fit(model, model_n, AIR_MOCK_MAX_LOG_MODEL_BYTES);
+  size_t mn = fit(model, model_n, AIR__MOCK_MAX_LOG_MODEL_BYTES);
   size_t fn = strlen(fault);
   char *m = malloc(mn + 1);
   char *f = malloc(fn + 1);
@@ -198,7 +198,7 @@ int air__mock_log_json(const air__mock_log *l, air__buf *out) {
     if (rc == 0) rc = air__buf_add(out, LIT(",\"attempt\":"));
     if (rc == 0) rc = air__buf_addu(out, e->attempt);
     if (rc == 0)
-      rc = air__buf_adds(out, e->api == AIR_API_ANTHROPIC
+      rc = air__buf_adds(out, e->api == AIR__API_ANTHROPIC
                                   ? ",\"api\":\"anthropic\""
                                   : ",\"api\":\"openai\"");
     if (rc == 0)

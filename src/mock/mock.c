@@ -19,14 +19,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "mock.h"
+#include "mock_int.h"
 #include "provider.h"
 #include "server.h"
 
 #define LIT(s) s, sizeof(s) - 1
 #define FLUSH_BYTES 65536u        /* batch events up to this, then write */
 #define LOG_JSON_MAX (256u << 20) /* GET /__mock/log body */
-#define MAX_FIELDS (6 + AIR_MOCK_MAX_HEADERS)
+#define MAX_FIELDS (6 + AIR__MOCK_MAX_HEADERS)
 #define SHUTDOWN_MS 2000u
 
 typedef struct xchg xchg;
@@ -169,12 +169,12 @@ static size_t fields(const xchg *x, air__http_field *f, const char *ctype) {
   if (strcmp(ctype, "text/event-stream") == 0)
     n = add_field(f, n, "cache-control", "no-cache");
   n = add_field(
-      f, n, x->api == AIR_API_ANTHROPIC ? "request-id" : "x-request-id", x->id);
-  if ((b->set & AIR_MOCK_K_RETRY_AFTER) && b->retry_after != NULL)
+      f, n, x->api == AIR__API_ANTHROPIC ? "request-id" : "x-request-id", x->id);
+  if ((b->set & AIR__MOCK_K_RETRY_AFTER) && b->retry_after != NULL)
     n = add_field(f, n, "retry-after", b->retry_after);
-  if ((b->set & AIR_MOCK_K_RETRY_AFTER_MS) && b->retry_after_ms != NULL)
+  if ((b->set & AIR__MOCK_K_RETRY_AFTER_MS) && b->retry_after_ms != NULL)
     n = add_field(f, n, "retry-after-ms", b->retry_after_ms);
-  for (size_t i = 0; (b->set & AIR_MOCK_K_HEADERS) && i < b->n_headers; i++)
+  for (size_t i = 0; (b->set & AIR__MOCK_K_HEADERS) && i < b->n_headers; i++)
     n = add_field(f, n, b->headers[i].name, b->headers[i].value);
   return n;
 }
@@ -184,11 +184,11 @@ static void respond_error(xchg *x, int status, const char *message) {
   const air__mock_beh *b = &x->beh;
   air__buf_reset(&x->out);
   int rc = 0;
-  if ((b->set & AIR_MOCK_K_BODY) && b->body != NULL && message == NULL)
+  if ((b->set & AIR__MOCK_K_BODY) && b->body != NULL && message == NULL)
     rc = air__buf_adds(&x->out, b->body);
   else
     rc = air__mock_error_body(x->api, status,
-                              (b->set & AIR_MOCK_K_CODE) ? b->code : NULL,
+                              (b->set & AIR__MOCK_K_CODE) ? b->code : NULL,
                               message, &x->out);
   if (rc != 0) status = 500;
   air__http_field f[MAX_FIELDS];
@@ -216,7 +216,7 @@ static int put_text(xchg *x, size_t token) {
 }
 
 static air_finish finish_of(const air__mock_beh *b) {
-  return (b->set & AIR_MOCK_K_FINISH) ? b->finish : AIR_FINISH_STOP;
+  return (b->set & AIR__MOCK_K_FINISH) ? b->finish : AIR_FINISH_STOP;
 }
 
 /* The clean end of a stream: finish, usage and (unless no_done) the
@@ -230,12 +230,12 @@ static int put_end(xchg *x) {
   if (rc == 0) rc = put_part(x, &use);
   size_t at = x->out.n;
   if (rc == 0) rc = x->ops->encode_end(&x->enc, &x->out);
-  if (rc != 0 || !((x->beh.set & AIR_MOCK_K_NO_DONE) && x->beh.no_done))
+  if (rc != 0 || !((x->beh.set & AIR__MOCK_K_NO_DONE) && x->beh.no_done))
     return rc;
   static const char done_oa[] = "data: [DONE]\n\n";
   static const char done_an[] =
       "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-  const char *t = x->api == AIR_API_ANTHROPIC ? done_an : done_oa;
+  const char *t = x->api == AIR__API_ANTHROPIC ? done_an : done_oa;
   size_t tn = strlen(t);
   if (x->out.n - at >= tn && memcmp(x->out.p + x->out.n - tn, t, tn) == 0) {
     x->out.n -= tn;
@@ -291,11 +291,11 @@ static void step(xchg *x) {
   const air__mock_beh *b = &x->beh;
   x->phase = P_STREAM;
   for (;;) {
-    if (has(x, AIR_MOCK_K_CUT) && x->sent == at_most(x, b->cut_after)) {
+    if (has(x, AIR__MOCK_K_CUT) && x->sent == at_most(x, b->cut_after)) {
       if (flush(x) == 0) cut(x, false);
       return;
     }
-    if (has(x, AIR_MOCK_K_OVERLOAD) &&
+    if (has(x, AIR__MOCK_K_OVERLOAD) &&
         x->sent == at_most(x, b->overload_after)) {
       /* The error event ends the response: its last chunk is sent, so the
        * client sees the event, not a transport error (as the real APIs). */
@@ -309,12 +309,12 @@ static void step(xchg *x) {
       }
       return;
     }
-    if (has(x, AIR_MOCK_K_STALL) && x->sent == at_most(x, b->stall_after)) {
+    if (has(x, AIR__MOCK_K_STALL) && x->sent == at_most(x, b->stall_after)) {
       if (flush(x) == 0) x->phase = P_HOLD;
       return;
     }
     int rc = 0;
-    if (has(x, AIR_MOCK_K_MALFORMED) && !x->malformed_sent &&
+    if (has(x, AIR__MOCK_K_MALFORMED) && !x->malformed_sent &&
         (b->malformed_at == x->sent + 1 || x->sent == x->total)) {
       rc = air__mock_malformed_event(x->api, &x->out);
       x->malformed_sent = true;
@@ -343,7 +343,7 @@ static void step(xchg *x) {
     }
     if (x->out.n >= FLUSH_BYTES) {
       if (flush(x) != 0) return;
-      if (air__http_req_queued(x->req) > AIR_MOCK_QUEUE_HIGH) {
+      if (air__http_req_queued(x->req) > AIR__MOCK_QUEUE_HIGH) {
         x->phase = P_DRAIN;
         return;
       }
@@ -379,14 +379,14 @@ static void stream_begin(xchg *x) {
                     .name = x->model,
                     .name_len = x->model_n};
   rc = put_part(x, &start);
-  if (rc == 0 && x->api == AIR_API_ANTHROPIC) rc = put_message_start(x);
+  if (rc == 0 && x->api == AIR__API_ANTHROPIC) rc = put_message_start(x);
   if (rc != 0) {
     cut(x, false);
     return;
   }
   if (flush(x) != 0) return;
   x->total = x->ans.last - x->ans.first;
-  if (has(x, AIR_MOCK_K_FIRST_DELAY) && x->beh.first_delay_ms > 0)
+  if (has(x, AIR__MOCK_K_FIRST_DELAY) && x->beh.first_delay_ms > 0)
     arm(x, P_STREAM, x->beh.first_delay_ms);
   else
     step(x);
@@ -422,7 +422,7 @@ static void body(xchg *x) {
   air__buf_reset(&x->out);
   if (rc == 0) rc = x->ops->encode_response(&a, &x->out);
   air__aggregate_cleanup(&a);
-  if (rc == 0 && has(x, AIR_MOCK_K_MALFORMED)) {
+  if (rc == 0 && has(x, AIR__MOCK_K_MALFORMED)) {
     x->out.n /= 2;
     rc = air__buf_add(&x->out, LIT("{\"broken"));
   }
@@ -432,7 +432,7 @@ static void body(xchg *x) {
   }
   air__http_field f[MAX_FIELDS];
   size_t n = fields(x, f, "application/json");
-  if (!has(x, AIR_MOCK_K_CUT) && !has(x, AIR_MOCK_K_STALL)) {
+  if (!has(x, AIR__MOCK_K_CUT) && !has(x, AIR__MOCK_K_STALL)) {
     rc = air__http_respond(x->req, 200, f, n, x->out.p, x->out.n);
     x->req = NULL;
     log_status(x, 200);
@@ -448,7 +448,7 @@ static void body(xchg *x) {
   log_status(x, 200);
   x->out.n /= 2;
   if (flush(x) != 0) return;
-  if (has(x, AIR_MOCK_K_CUT))
+  if (has(x, AIR__MOCK_K_CUT))
     cut(x, false);
   else
     x->phase = P_HOLD;
@@ -457,7 +457,7 @@ static void body(xchg *x) {
 /* After headers_delay_ms: what the behaviour does first. */
 static void head(xchg *x) {
   const air__mock_beh *b = &x->beh;
-  if (has(x, AIR_MOCK_K_RESET) && b->reset) {
+  if (has(x, AIR__MOCK_K_RESET) && b->reset) {
     air__http_reset(x->req);
     x->req = NULL;
     log_status(x, 0);
@@ -465,20 +465,20 @@ static void head(xchg *x) {
     done(x);
     return;
   }
-  if (has(x, AIR_MOCK_K_HANG) && b->hang) {
+  if (has(x, AIR__MOCK_K_HANG) && b->hang) {
     x->phase = P_HOLD;
     return;
   }
-  if (has(x, AIR_MOCK_K_STATUS)) {
+  if (has(x, AIR__MOCK_K_STATUS)) {
     respond_error(x, b->status, NULL);
     return;
   }
   if (!x->stream) {
-    if (has(x, AIR_MOCK_K_OVERLOAD)) {
+    if (has(x, AIR__MOCK_K_OVERLOAD)) {
       respond_error(x, 529, NULL);
       return;
     }
-    if (has(x, AIR_MOCK_K_FIRST_DELAY) && b->first_delay_ms > 0) {
+    if (has(x, AIR__MOCK_K_FIRST_DELAY) && b->first_delay_ms > 0) {
       arm(x, P_BODY_WAIT, b->first_delay_ms);
       return;
     }
@@ -570,7 +570,7 @@ static xchg *xchg_new(air__mock *m, air__http_req *req, air__api api,
   x->model = model;
   x->model_n = n;
   air__mock_answer_init(&x->ans);
-  air__buf_init(&x->out, AIR_HTTP_DEFAULT_MAX_QUEUED_BYTES / 2);
+  air__buf_init(&x->out, AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES / 2);
   uv_timer_init(m->loop, &x->timer);
   x->timer.data = x;
   x->next = m->live;
@@ -590,7 +590,7 @@ static void api_request(air__mock *m, air__http_req *req,
     return;
   }
   size_t model_n = strlen(r.model);
-  if (model_n > AIR_MOCK_MAX_MODEL_BYTES ||
+  if (model_n > AIR__MOCK_MAX_MODEL_BYTES ||
       memchr(r.model, '\0', model_n) != NULL) {
     air__request_cleanup(&r);
     plain_error(req, api, 400, "model: too long for the mock (or holds NUL)",
@@ -626,7 +626,7 @@ static void api_request(air__mock *m, air__http_req *req,
   const char *message = NULL;
   int status = 400;
   air__buf prefill, fault;
-  air__buf_init(&prefill, AIR_MOCK_MAX_PREFILL_BYTES);
+  air__buf_init(&prefill, AIR__MOCK_MAX_PREFILL_BYTES);
   air__buf_init(&fault, 1024);
   if (bad != 0) {
     fault_word = "bad_model_name";
@@ -642,7 +642,7 @@ static void api_request(air__mock *m, air__http_req *req,
       fault_word = "error";
       message = "mock: cannot build the answer";
       status = 500;
-    } else if (x->ans.prefill && (x->beh.set & AIR_MOCK_K_REJECT_PREFILL) &&
+    } else if (x->ans.prefill && (x->beh.set & AIR__MOCK_K_REJECT_PREFILL) &&
                x->beh.reject_prefill) {
       fault_word = "reject_prefill";
       message = "prefill is not supported";
@@ -663,7 +663,7 @@ static void api_request(air__mock *m, air__http_req *req,
     respond_error(x, status, message);
     return;
   }
-  if (has(x, AIR_MOCK_K_HEADERS_DELAY) && x->beh.headers_delay_ms > 0)
+  if (has(x, AIR__MOCK_K_HEADERS_DELAY) && x->beh.headers_delay_ms > 0)
     arm(x, P_HEAD_WAIT, x->beh.headers_delay_ms);
   else
     head(x);
@@ -683,18 +683,18 @@ static void on_request(void *data, air__http_req *req,
   bool get = method_is(msg, "GET") || method_is(msg, "HEAD");
   bool post = method_is(msg, "POST");
   if (m->stopping) {
-    plain_error(req, AIR_API_OPENAI, 503, "mock: stopping", NULL);
+    plain_error(req, AIR__API_OPENAI, 503, "mock: stopping", NULL);
   } else if (path_is(msg, "/v1/chat/completions") ||
              path_is(msg, "/v1/messages")) {
     air__api api =
-        path_is(msg, "/v1/messages") ? AIR_API_ANTHROPIC : AIR_API_OPENAI;
+        path_is(msg, "/v1/messages") ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
     if (post)
       api_request(m, req, msg, api);
     else
       plain_error(req, api, 405, "use POST", "POST");
   } else if (path_is(msg, "/__mock/log")) {
     if (!get) {
-      plain_error(req, AIR_API_OPENAI, 405, "use GET", "GET, HEAD");
+      plain_error(req, AIR__API_OPENAI, 405, "use GET", "GET, HEAD");
       return;
     }
     air__buf b;
@@ -702,11 +702,11 @@ static void on_request(void *data, air__http_req *req,
     if (air__mock_log_json(&m->log, &b) == 0)
       plain(req, 200, "application/json", NULL, NULL, b.p, b.n);
     else
-      plain_error(req, AIR_API_OPENAI, 500, "mock: the log is too large", NULL);
+      plain_error(req, AIR__API_OPENAI, 500, "mock: the log is too large", NULL);
     air__buf_cleanup(&b);
   } else if (path_is(msg, "/__mock/reset")) {
     if (!post) {
-      plain_error(req, AIR_API_OPENAI, 405, "use POST", "POST");
+      plain_error(req, AIR__API_OPENAI, 405, "use POST", "POST");
       return;
     }
     air__mock_log_reset(&m->log);
@@ -717,9 +717,9 @@ static void on_request(void *data, air__http_req *req,
     if (get)
       plain(req, 200, "text/plain", NULL, NULL, "ok", 2);
     else
-      plain_error(req, AIR_API_OPENAI, 405, "use GET", "GET, HEAD");
+      plain_error(req, AIR__API_OPENAI, 405, "use GET", "GET, HEAD");
   } else {
-    plain_error(req, AIR_API_OPENAI, 404, "mock: no such endpoint", NULL);
+    plain_error(req, AIR__API_OPENAI, 404, "mock: no such endpoint", NULL);
   }
 }
 

@@ -1,147 +1,21 @@
 /*
- * `airetry mock` (docs/mock.md): an OpenAI- and Anthropic-compatible fake
- * provider that misbehaves on purpose.
- *
- *   behaviour.c  the behaviour model: script loading (YAML, diagnostics with
- *                line:column), the model-name convention, the choice of a
- *                behaviour per attempt, the log's fault description. Pure.
- *   answer.c     the answer's tokens, prefill, and the bytes of streamed and
- *                whole answers and error bodies in either dialect. Pure.
- *   log.c        the attempt log and the per-model attempt counters. Pure.
- *   mock.c       the server glue on src/http: routing, one state machine
- *                (one uv timer) per response, disconnects, shutdown.
- *
- * Everything runs on one uv loop; nothing here is thread-safe.
+ * `airetry mock` (docs/mock.md) as the CLI sees it: load a script, run the
+ * fake provider on a uv loop, and read a streamed answer in either dialect
+ * (reader.c, for `airetry demo`). The rest of the mock is in mock_int.h.
  */
-#ifndef AIR_MOCK_H
-#define AIR_MOCK_H
+#ifndef AIR__MOCK_H
+#define AIR__MOCK_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-#include <jansson.h>
 #include <uv.h>
 
 #include "airetry.h"
-#include "arena.h"
-#include "buf.h"
-#include "config.h"
 
-/* ---- named maxima (docs/mock.md "Limits") ------------------------------ */
+#define AIR__MOCK_MAX_SCRIPT_BYTES (4u << 20)
 
-#define AIR_MOCK_MAX_LOG 100000u          /* log entries kept; oldest dropped */
-#define AIR_MOCK_MAX_MODELS 100000u       /* model names counted since reset */
-#define AIR_MOCK_MAX_MODEL_BYTES 1024u    /* a request's model name */
-#define AIR_MOCK_MAX_LOG_MODEL_BYTES 256u /* a model name as kept in the log \
-                                           */
-#define AIR_MOCK_MAX_SCRIPT_BYTES (4u << 20)
-#define AIR_MOCK_MAX_SCRIPT_MODELS 4096u /* entries under models: */
-#define AIR_MOCK_MAX_ATTEMPTS 10000u     /* behaviours in one attempts: list */
-#define AIR_MOCK_MAX_HEADERS 32u         /* headers: of one behaviour */
-#define AIR_MOCK_MAX_TOKENS 100000u      /* tokens: N */
-#define AIR_MOCK_MAX_TEXT_BYTES 65536u   /* answer:, refusal:, body:, code: */
-#define AIR_MOCK_MAX_MS 86400000u        /* every *_ms / delay (one day) */
-#define AIR_MOCK_MAX_COUNT 1000000u      /* cut_after, stall_after, ... */
-#define AIR_MOCK_MAX_FLAP_MS 1000000000000ull
-#define AIR_MOCK_MAX_PREFILL_BYTES (1u << 20)
-#define AIR_MOCK_QUEUE_HIGH (256u << 10) /* unsent bytes: pause the stream */
-#define AIR_MOCK_DEFAULT_TOKENS 8u
-#define AIR_MOCK_REFUSAL_TEXT \
-  "I'm sorry, but I cannot assist with that request."
-
-/* ---- the behaviour model (behaviour.c) ---------------------------------- */
-
-/* One bit per behaviour key: which keys a layer sets (see air__mock_merge). */
-enum {
-  AIR_MOCK_K_STATUS = 1u << 0,
-  AIR_MOCK_K_BODY = 1u << 1,
-  AIR_MOCK_K_CODE = 1u << 2,
-  AIR_MOCK_K_RETRY_AFTER = 1u << 3,
-  AIR_MOCK_K_RETRY_AFTER_MS = 1u << 4,
-  AIR_MOCK_K_HEADERS = 1u << 5,
-  AIR_MOCK_K_RESET = 1u << 6,
-  AIR_MOCK_K_HANG = 1u << 7,
-  AIR_MOCK_K_HEADERS_DELAY = 1u << 8,
-  AIR_MOCK_K_FIRST_DELAY = 1u << 9,
-  AIR_MOCK_K_CUT = 1u << 10,
-  AIR_MOCK_K_STALL = 1u << 11,
-  AIR_MOCK_K_MALFORMED = 1u << 12,
-  AIR_MOCK_K_NO_DONE = 1u << 13,
-  AIR_MOCK_K_REFUSAL = 1u << 14,
-  AIR_MOCK_K_FINISH = 1u << 15,
-  AIR_MOCK_K_OVERLOAD = 1u << 16,
-  AIR_MOCK_K_TOKENS = 1u << 17,
-  AIR_MOCK_K_DELAY = 1u << 18,
-  AIR_MOCK_K_ANSWER = 1u << 19,
-  AIR_MOCK_K_REJECT_PREFILL = 1u << 20,
-};
-
-typedef struct air__mock_header {
-  const char *name;
-  const char *value;
-} air__mock_header;
-
-/*
- * A behaviour: what one response does. `set` says which keys were given;
- * a key whose bit is clear is "not given" whatever its field holds. Strings
- * are borrowed (from the script's arena or a parsed model name) and
- * NUL-terminated. `{}` (set == 0) is healthy.
- */
-typedef struct air__mock_beh {
-  uint32_t set;
-  int status;              /* 400..599 */
-  const char *body;        /* replaces the error body */
-  const char *code;        /* OpenAI error.code */
-  const char *retry_after; /* header value as written: "1", "0.5" */
-  const char *retry_after_ms;
-  const air__mock_header *headers;
-  size_t n_headers;
-  bool reset, hang, no_done, reject_prefill;
-  uint64_t headers_delay_ms, first_delay_ms, delay_ms;
-  uint32_t cut_after, stall_after, malformed_at, overload_after;
-  uint32_t tokens;
-  const char *refusal; /* the refusal text; NULL: no refusal */
-  air_finish finish;   /* STOP, LENGTH or CONTENT_FILTER */
-  const char *answer;
-} air__mock_beh;
-
-/* Which of a model's selection parts were given (for the defaults merge). */
-enum {
-  AIR_MOCK_M_ATTEMPTS = 1u << 0,
-  AIR_MOCK_M_THEN = 1u << 1,
-  AIR_MOCK_M_FAULT = 1u << 2,
-};
-
-/*
- * A model's behaviours. For attempt A at time T (ms since reset) the
- * behaviour is, later layers overriding earlier ones key by key:
- *   base, then attempts[A-1] (A <= n_attempts) or `then`, then `fault`
- *   when has & FAULT, (fault_k == 0 or A <= fault_k) and (no window or
- *   from_ms <= T < to_ms).
- * A script's `flap:` is a fault with a window; the model-name convention's
- * faults are a fault with `k=` and `flap=` limits.
- */
-typedef struct air__mock_model {
-  const char *name;
-  uint32_t has; /* AIR_MOCK_M_* */
-  air__mock_beh base;
-  const air__mock_beh *attempts;
-  size_t n_attempts;
-  air__mock_beh then;
-  air__mock_beh fault;
-  uint32_t fault_k; /* 0: every attempt */
-  bool window;
-  uint64_t from_ms, to_ms;
-} air__mock_model;
-
-/* A loaded script: models sorted by name; defaults already merged in. */
-typedef struct air__mock_script {
-  air__arena arena;
-  air__mock_model defaults;
-  air__mock_model *models;
-  size_t n_models;
-} air__mock_script;
+typedef struct air__mock_script air__mock_script;
 
 /* The first problem found in a script or model name. */
 typedef struct air__mock_diag {
@@ -154,159 +28,12 @@ typedef struct air__mock_diag {
  * Parses a script (docs/mock.md "Script") of n bytes. Returns 0 and sets
  * *out (free with air__mock_script_free); AIR_ECONFIG with the first
  * problem in *diag (YAML syntax, unknown key, wrong type, out of range,
- * duplicate model); AIR_ETOOBIG over AIR_MOCK_MAX_SCRIPT_BYTES; AIR_ENOMEM.
+ * duplicate model); AIR_ETOOBIG over AIR__MOCK_MAX_SCRIPT_BYTES; AIR_ENOMEM.
  * Empty text is a script with no models.
  */
 int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
                            air__mock_diag *diag);
 void air__mock_script_free(air__mock_script *s);
-
-/* The script's merged entry for exactly this model name, or NULL. */
-const air__mock_model *air__mock_script_find(const air__mock_script *s,
-                                             const char *name, size_t n);
-
-/*
- * The model-name convention (docs/mock.md): "NAME@tok@tok...". storage
- * receives a copy of the name (at least n + 1 bytes) that *out's strings
- * point into; it must outlive *out. A name without '@' gives a model with
- * nothing set. Returns 0, or AIR_EINVAL with a message naming the bad token
- * in diag->message (line and column 0).
- */
-int air__mock_parse_name(const char *name, size_t n, char *storage,
-                         air__mock_model *out, air__mock_diag *diag);
-
-/* Layers `top` over `*b`: every key set in top replaces b's. */
-void air__mock_merge(air__mock_beh *b, const air__mock_beh *top);
-
-/* Returns `under` with `over` merged over it (see air__mock_model), for
- * script defaults under an entry or a convention model. */
-air__mock_model air__mock_model_merge(const air__mock_model *under,
-                                      const air__mock_model *over);
-
-/* The behaviour of attempt (1-based) at t_ms since reset. */
-void air__mock_select(const air__mock_model *m, unsigned attempt, uint64_t t_ms,
-                      air__mock_beh *out);
-
-/* The log's "fault" string for a behaviour as applied ("ok", "status=429",
- * "status=429,retry_after=1", "cut_after=3", ...). Returns 0 or a buf error. */
-int air__mock_describe(const air__mock_beh *b, air__buf *out);
-
-/* ---- the answer (answer.c) ----------------------------------------------- */
-
-/*
- * The tokens of an answer: text holds them back to back, ends[i] is the
- * end offset of token i. Tokens [first, last) are the ones sent.
- */
-typedef struct air__mock_answer {
-  air__buf text;
-  size_t *ends;
-  size_t n;
-  size_t first;
-  size_t last;
-  bool prefill; /* a prefill of this answer was found */
-} air__mock_answer;
-
-void air__mock_answer_init(air__mock_answer *a);
-void air__mock_answer_cleanup(air__mock_answer *a);
-
-/*
- * Builds the answer of behaviour b for model (m_n bytes): the refusal text,
- * else `answer`, else the canonical "[M] w1 ... wN", split into tokens at
- * spaces (each space kept in front of its word); a `length` finish keeps
- * half the tokens (at least one). prefill (p_n bytes, may be NULL): the
- * text of a trailing assistant message; when non-empty and a prefix of the
- * whole answer, sending starts at the first token boundary at or after its
- * end and a->prefill is set. Returns 0, AIR_ENOMEM or AIR_ETOOBIG.
- */
-int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
-                           const air__mock_beh *b, const char *prefill,
-                           size_t p_n);
-
-/*
- * The text of a trailing assistant message of a parsed request body (its
- * string content, or its text parts / blocks joined) into out. Returns 1
- * when there is one, 0 when the last message is not an assistant message
- * with text, or a buf error.
- */
-int air__mock_prefill_text(const json_t *body, air__buf *out);
-
-/* The error "type" of an HTTP status (docs/mock.md table). */
-const char *air__mock_error_type(int status);
-
-/* An error body in the dialect for status (code: OpenAI error.code or
- * NULL; message NULL: the status's default message). */
-int air__mock_error_body(air__api api, int status, const char *code,
-                         const char *message, air__buf *out);
-
-/* A mid-stream overloaded_error event in the dialect. */
-int air__mock_overload_event(air__api api, air__buf *out);
-
-/* A malformed event in the dialect (bytes that do not decode). */
-int air__mock_malformed_event(air__api api, air__buf *out);
-
-/* ---- the log (log.c) ------------------------------------------------------
- */
-
-typedef struct air__mock_entry {
-  uint64_t id; /* unique for the process: finds it again */
-  uint64_t t_ms;
-  char *model; /* owned, at most AIR_MOCK_MAX_LOG_MODEL_BYTES */
-  unsigned attempt;
-  air__api api;
-  bool stream;
-  char *fault; /* owned */
-  int status;
-  bool hung_up;
-  uint64_t hung_up_ms;
-  bool ended;
-  uint64_t end_ms;
-} air__mock_entry;
-
-typedef struct air__mock_count {
-  char *name; /* owned; NULL: empty slot */
-  unsigned n;
-} air__mock_count;
-
-/*
- * Every attempt since the last reset, oldest first, in a ring of at most
- * AIR_MOCK_MAX_LOG entries (past it the oldest is dropped and counted), and
- * the attempt counter of each model name.
- */
-typedef struct air__mock_log {
-  air__mock_entry *ring;
-  size_t cap, head, n;
-  uint64_t next_id;
-  uint64_t dropped;
-  air__mock_count *counts;
-  size_t counts_cap, counts_n;
-} air__mock_log;
-
-void air__mock_log_init(air__mock_log *l);
-void air__mock_log_cleanup(air__mock_log *l);
-/* Forgets every entry and counter (entry ids are never reused). */
-void air__mock_log_reset(air__mock_log *l);
-
-/*
- * Counts one more attempt of model (n bytes) and returns its number
- * (1-based) in *attempt. AIR_ETOOBIG when AIR_MOCK_MAX_MODELS names are
- * already counted; AIR_ENOMEM.
- */
-int air__mock_log_count(air__mock_log *l, const char *model, size_t n,
-                        unsigned *attempt);
-
-/* Appends an entry (model and fault are copied, the model cut to
- * AIR_MOCK_MAX_LOG_MODEL_BYTES) and returns it; NULL when out of memory.
- * The pointer is valid until the next add or reset; keep e->id. */
-air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
-                                   const char *model, size_t model_n,
-                                   unsigned attempt, air__api api, bool stream,
-                                   const char *fault);
-
-/* The entry with id, or NULL when it was reset or dropped. */
-air__mock_entry *air__mock_log_find(air__mock_log *l, uint64_t id);
-
-/* The log as docs/mock.md's JSON into out. */
-int air__mock_log_json(const air__mock_log *l, air__buf *out);
 
 /* ---- the server (mock.c) ---------------------------------------------------
  */
@@ -337,5 +64,23 @@ int air__mock_port(const air__mock *m);
  */
 void air__mock_stop(air__mock *m, void (*on_stopped)(void *data), void *data);
 void air__mock_free(air__mock *m);
+
+/* ---- reading a streamed answer (reader.c) ----------------------------------
+ * What a client of the gateway receives, decoded with the dialect's own
+ * codec: every part of every event reaches on_part (text, finish, an error
+ * event as AIR_PART_ERROR). */
+
+typedef struct air__stream_reader air__stream_reader;
+
+/* A reader of an Anthropic (anthropic true) or OpenAI event stream; NULL
+ * when out of memory. */
+air__stream_reader *air__stream_reader_new(bool anthropic,
+                                           int (*on_part)(void *data,
+                                                          const air_part *p),
+                                           void *data);
+/* Feeds bytes as they arrive; 0, or a parser error (the stream is broken). */
+int air__stream_reader_feed(air__stream_reader *r, const char *p, size_t n);
+/* Ends the stream (a last event without its blank line) and frees r. */
+void air__stream_reader_free(air__stream_reader *r);
 
 #endif

@@ -7,8 +7,8 @@
  * The helpers do not call cmocka asserts (some run on other threads): they
  * return 0 or -1 and print what went wrong to stderr.
  */
-#ifndef AIR_IT_HARNESS_H
-#define AIR_IT_HARNESS_H
+#ifndef AIR__IT_HARNESS_H
+#define AIR__IT_HARNESS_H
 
 #include <stdbool.h>
 #include <stddef.h>

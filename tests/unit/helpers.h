@@ -2,8 +2,8 @@
  * Shared helpers for the unit tests: config from YAML text, a fake clock and
  * a seeded random source. Header-only so each test stays one file.
  */
-#ifndef AIR_TEST_HELPERS_H
-#define AIR_TEST_HELPERS_H
+#ifndef AIR__TEST_HELPERS_H
+#define AIR__TEST_HELPERS_H
 
 #include <setjmp.h>
 #include <stdarg.h>

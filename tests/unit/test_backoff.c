@@ -1,4 +1,4 @@
-/* Unit tests for src/lib/backoff.c: backoff tables, jitter, rng helpers. */
+/* Unit tests for src/core/backoff.c: backoff tables, jitter, rng helpers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,59 +44,59 @@ static void test_splitmix64_reference(void **state) {
 
 static void test_none_table(void **state) {
   (void)state;
-  air__backoff b = {500, 2.0, 8000, AIR_JITTER_NONE};
+  air__backoff b = {500, 2.0, 8000, AIR__JITTER_NONE};
   const uint64_t want[] = {500, 1000, 2000, 4000, 8000, 8000, 8000};
   for (unsigned n = 1; n <= 7; n++)
     assert_int_equal(air__backoff_wait(&b, n, NULL), want[n - 1]);
   /* n = 0 counts as the first wait. */
   assert_int_equal(air__backoff_wait(&b, 0, NULL), 500);
 
-  air__backoff b2 = {250, 2.0, 4000, AIR_JITTER_NONE};
+  air__backoff b2 = {250, 2.0, 4000, AIR__JITTER_NONE};
   const uint64_t want2[] = {250, 500, 1000, 2000, 4000, 4000};
   for (unsigned n = 1; n <= 6; n++)
     assert_int_equal(air__backoff_wait(&b2, n, NULL), want2[n - 1]);
 
   /* Non-integer factor: fractions of a ms are dropped. */
-  air__backoff b3 = {100, 1.5, 1000, AIR_JITTER_NONE};
+  air__backoff b3 = {100, 1.5, 1000, AIR__JITTER_NONE};
   const uint64_t want3[] = {100, 150, 225, 337, 506, 759, 1000};
   for (unsigned n = 1; n <= 7; n++)
     assert_int_equal(air__backoff_wait(&b3, n, NULL), want3[n - 1]);
 
   /* factor 1: constant; base above max: clipped at once. */
-  air__backoff b4 = {300, 1.0, 8000, AIR_JITTER_NONE};
+  air__backoff b4 = {300, 1.0, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&b4, 100, NULL), 300);
-  air__backoff b5 = {9000, 2.0, 8000, AIR_JITTER_NONE};
+  air__backoff b5 = {9000, 2.0, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&b5, 1, NULL), 8000);
 }
 
 /* Huge n saturates at max_ms: no overflow, NaN or wrap to a small value. */
 static void test_saturation(void **state) {
   (void)state;
-  air__backoff b = {500, 2.0, 8000, AIR_JITTER_NONE};
+  air__backoff b = {500, 2.0, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&b, 1000, NULL), 8000);
   assert_int_equal(air__backoff_wait(&b, UINT32_MAX, NULL), 8000);
   assert_int_equal(air__backoff_wait(&b, 64, NULL), 8000);
   assert_int_equal(air__backoff_wait(&b, 65, NULL), 8000);
 
   /* max_ms at the top of the range: the value still never wraps. */
-  air__backoff big = {UINT64_MAX / 2, 2.0, UINT64_MAX, AIR_JITTER_NONE};
+  air__backoff big = {UINT64_MAX / 2, 2.0, UINT64_MAX, AIR__JITTER_NONE};
   assert_true(air__backoff_wait(&big, 1000, NULL) == UINT64_MAX);
   assert_true(air__backoff_wait(&big, 3, NULL) == UINT64_MAX);
 
-  air__backoff inf = {500, INFINITY, 8000, AIR_JITTER_NONE};
+  air__backoff inf = {500, INFINITY, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&inf, 1, NULL), 500);
   assert_int_equal(air__backoff_wait(&inf, 2, NULL), 8000);
 
-  air__backoff zero = {0, INFINITY, 8000, AIR_JITTER_NONE};
+  air__backoff zero = {0, INFINITY, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&zero, 5, NULL), 0);
 
-  air__backoff nan_factor = {500, NAN, 8000, AIR_JITTER_NONE};
+  air__backoff nan_factor = {500, NAN, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&nan_factor, 9, NULL), 500);
 
   /* Full jitter at saturation stays within [0, max]. */
   uint64_t seed = 7;
   air_rng r = splitmix(&seed);
-  air__backoff full = {500, 2.0, 8000, AIR_JITTER_FULL};
+  air__backoff full = {500, 2.0, 8000, AIR__JITTER_FULL};
   for (int i = 0; i < 1000; i++)
     assert_true(air__backoff_wait(&full, 1000, &r) <= 8000);
 }
@@ -106,7 +106,7 @@ static void test_full_exact(void **state) {
   (void)state;
   uint64_t seed = 42;
   air_rng r = splitmix(&seed);
-  air__backoff b = {500, 2.0, 8000, AIR_JITTER_FULL};
+  air__backoff b = {500, 2.0, 8000, AIR__JITTER_FULL};
   const uint64_t want[] = {73, 313, 168, 542, 7279, 4974};
   for (unsigned n = 1; n <= 6; n++)
     assert_int_equal(air__backoff_wait(&b, n, &r), want[n - 1]);
@@ -116,7 +116,7 @@ static void test_equal_exact(void **state) {
   (void)state;
   uint64_t seed = 42;
   air_rng r = splitmix(&seed);
-  air__backoff b = {500, 2.0, 8000, AIR_JITTER_EQUAL};
+  air__backoff b = {500, 2.0, 8000, AIR__JITTER_EQUAL};
   const uint64_t want[] = {472, 789, 1959, 2570, 4183, 6511};
   for (unsigned n = 1; n <= 6; n++)
     assert_int_equal(air__backoff_wait(&b, n, &r), want[n - 1]);
@@ -126,9 +126,9 @@ static void test_jitter_bounds(void **state) {
   (void)state;
   uint64_t seed = 0xdeadbeef;
   air_rng r = splitmix(&seed);
-  air__backoff full = {500, 2.0, 8000, AIR_JITTER_FULL};
-  air__backoff equal = {500, 2.0, 8000, AIR_JITTER_EQUAL};
-  air__backoff odd = {3, 1.0, 8000, AIR_JITTER_EQUAL};
+  air__backoff full = {500, 2.0, 8000, AIR__JITTER_FULL};
+  air__backoff equal = {500, 2.0, 8000, AIR__JITTER_EQUAL};
+  air__backoff odd = {3, 1.0, 8000, AIR__JITTER_EQUAL};
   int full_low = 0, full_high = 0, eq_low = 0, eq_high = 0;
   int odd_seen[4] = {0};
   for (int i = 0; i < 20000; i++) {
@@ -157,10 +157,10 @@ static void test_none_draws_nothing(void **state) {
   (void)state;
   script s = {NULL, 0, 0};
   air_rng r = {script_next, &s};
-  air__backoff b = {500, 2.0, 8000, AIR_JITTER_NONE};
+  air__backoff b = {500, 2.0, 8000, AIR__JITTER_NONE};
   assert_int_equal(air__backoff_wait(&b, 3, &r), 2000);
   assert_int_equal(s.next, 0);
-  air__backoff full = {500, 2.0, 8000, AIR_JITTER_FULL};
+  air__backoff full = {500, 2.0, 8000, AIR__JITTER_FULL};
   assert_int_equal(air__backoff_wait(&full, 2, NULL), 1000);
 }
 

@@ -1,4 +1,4 @@
-/* Unit tests for src/lib/classify.c: one table row per classification case. */
+/* Unit tests for src/core/classify.c: one table row per classification case. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -45,7 +45,7 @@ static void gate_new(air__gate *g, out *o, air__commit mode, bool json) {
   memset(o, 0, sizeof(*o));
   air__gate_cfg cfg = {
       .commit = mode, .phrases = phrases, .n_phrases = 1, .max_malformed = 2,
-      .malformed = AIR_MALFORMED_SKIP, .json_response = json,
+      .malformed = AIR__MALFORMED_SKIP, .json_response = json,
       .first_chunk_ms = 3000, .chunk_ms = 1000};
   assert_int_equal(air__gate_init(g, &cfg, emit, o), 0);
   air__gate_begin(g, 100);
@@ -75,19 +75,19 @@ static void test_holds_until_first_content(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   assert_int_equal(feed1(&g, kind(AIR_PART_START), "a"), 0);
   assert_int_equal(feed1(&g, text(""), "b"), 0);  /* empty: not content */
   assert_int_equal(o.events, 0);
-  assert_int_equal(g.state, AIR_GATE_HOLDING);
+  assert_int_equal(g.state, AIR__GATE_HOLDING);
   assert_int_equal(feed1(&g, text("Hello"), "c"), 0);
   /* Everything held is released in order, raw bytes with it. */
-  assert_int_equal(g.state, AIR_GATE_COMMITTED);
+  assert_int_equal(g.state, AIR__GATE_COMMITTED);
   assert_string_equal(o.log, "[a]S[b][c]Hello");
   assert_int_equal(feed1(&g, text(" world"), NULL), 0);
   assert_int_equal(feed1(&g, finish(AIR_FINISH_STOP), NULL), 0);
   assert_int_equal(air__gate_end(&g, true, 300), 0);
-  assert_int_equal(g.state, AIR_GATE_DONE);
+  assert_int_equal(g.state, AIR__GATE_DONE);
   assert_string_equal(o.log, "[a]S[b][c]Hello worldF");
   air__gate_cleanup(&g);
 }
@@ -96,12 +96,12 @@ static void test_refusal_phrase_fails_with_nothing_released(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   feed1(&g, kind(AIR_PART_START), NULL);
   assert_int_equal(feed1(&g, text("I'm sorry, "), NULL), 0);
-  assert_int_equal(g.state, AIR_GATE_HOLDING);
+  assert_int_equal(g.state, AIR__GATE_HOLDING);
   assert_int_equal(feed1(&g, text("but I cannot assist with that"), NULL), 1);
-  assert_int_equal(g.state, AIR_GATE_FAILED);
+  assert_int_equal(g.state, AIR__GATE_FAILED);
   assert_int_equal(g.reason, AIR_REASON_REFUSAL);
   assert_int_equal(o.events, 0);
   /* Next attempt: a real answer that starts like the phrase. */
@@ -109,7 +109,7 @@ static void test_refusal_phrase_fails_with_nothing_released(void **s) {
   assert_int_equal(feed1(&g, text("I'm sorry"), NULL), 0);
   assert_int_equal(o.events, 0);
   assert_int_equal(feed1(&g, text(" for the delay: here it is"), NULL), 0);
-  assert_int_equal(g.state, AIR_GATE_COMMITTED);
+  assert_int_equal(g.state, AIR__GATE_COMMITTED);
   assert_string_equal(o.log, "I'm sorry for the delay: here it is");
   air__gate_cleanup(&g);
 }
@@ -118,7 +118,7 @@ static void test_short_answer_that_is_a_phrase_prefix_is_released_at_end(void **
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   feed1(&g, text("I'm"), NULL);
   feed1(&g, finish(AIR_FINISH_STOP), NULL);
   assert_int_equal(o.events, 0);
@@ -131,16 +131,16 @@ static void test_non_text_first_content_commits_at_once(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   air_part t = {.kind = AIR_PART_TOOL_START, .name = "get_weather", .name_len = 11};
   assert_int_equal(feed1(&g, t, NULL), 0);
-  assert_int_equal(g.state, AIR_GATE_COMMITTED);
+  assert_int_equal(g.state, AIR__GATE_COMMITTED);
   assert_string_equal(o.log, "T(get_weather)");
   air__gate_begin(&g, 0);
   memset(&o, 0, sizeof(o));
   air_part r = {.kind = AIR_PART_REASONING, .text = "hm", .text_len = 2};
   assert_int_equal(feed1(&g, r, NULL), 0);
-  assert_int_equal(g.state, AIR_GATE_COMMITTED);
+  assert_int_equal(g.state, AIR__GATE_COMMITTED);
   air__gate_cleanup(&g);
 }
 
@@ -148,7 +148,7 @@ static void test_soft_failures_before_content(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   assert_int_equal(feed1(&g, finish(AIR_FINISH_LENGTH), NULL), 1);
   assert_int_equal(g.reason, AIR_REASON_LENGTH);
   assert_true(g.judged);
@@ -182,7 +182,7 @@ static void test_malformed_budget(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   assert_int_equal(air__gate_malformed(&g), 0);
   assert_int_equal(air__gate_malformed(&g), 0);
   assert_int_equal(air__gate_malformed(&g), 1);  /* more than max_malformed 2 */
@@ -190,8 +190,8 @@ static void test_malformed_budget(void **s) {
   air__gate_cleanup(&g);
   /* malformed: fail */
   memset(&o, 0, sizeof(o));
-  air__gate_cfg cfg = {.commit = AIR_COMMIT_FIRST_CONTENT, .max_malformed = 3,
-                       .malformed = AIR_MALFORMED_FAIL, .chunk_ms = 1, .first_chunk_ms = 1};
+  air__gate_cfg cfg = {.commit = AIR__COMMIT_FIRST_CONTENT, .max_malformed = 3,
+                       .malformed = AIR__MALFORMED_FAIL, .chunk_ms = 1, .first_chunk_ms = 1};
   assert_int_equal(air__gate_init(&g, &cfg, emit, &o), 0);
   air__gate_begin(&g, 0);
   assert_int_equal(air__gate_malformed(&g), 1);
@@ -202,7 +202,7 @@ static void test_complete_mode_judges_then_releases(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_COMPLETE, false);
+  gate_new(&g, &o, AIR__COMMIT_COMPLETE, false);
   feed1(&g, text("Hello"), NULL);
   feed1(&g, text(" there"), NULL);
   assert_int_equal(o.events, 0);
@@ -230,7 +230,7 @@ static void test_complete_mode_json_check(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_COMPLETE, true);
+  gate_new(&g, &o, AIR__COMMIT_COMPLETE, true);
   feed1(&g, text("{\"a\": "), NULL);
   feed1(&g, finish(AIR_FINISH_STOP), NULL);
   assert_int_equal(air__gate_end(&g, true, 0), 1);
@@ -248,7 +248,7 @@ static void test_deadline_bookkeeping(void **s) {
   (void)s;
   air__gate g;
   out o;
-  gate_new(&g, &o, AIR_COMMIT_FIRST_CONTENT, false);
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   air_reason which;
   /* begun at 100: until content only first_chunk_ms counts (3100), even
    * though chunk_ms (1000) is shorter. */

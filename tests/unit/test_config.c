@@ -1,5 +1,5 @@
 /*
- * Tests of the config loader (src/lib/config.c, config_table.c,
+ * Tests of the config loader (src/config/config.c, config_table.c,
  * config_dump.c): built-in defaults, resolution and merging, every
  * diagnostic with its position, limits, the dump round trip, and that the
  * example config and docs/config.md agree with the option table.
@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "airetry.h"
-#include "config.h"
+#include "policy.h"
 #include "config_table.h"
 #include "limits.h"
 
@@ -129,16 +129,16 @@ static void builtin_defaults_are_design_3(void **state) {
 
   assert_int_equal(p->n_rules, 4);
   const air__rule *r = p->rules;
-  assert_int_equal(r[0].action, AIR_RULE_RETRY);
+  assert_int_equal(r[0].action, AIR__RULE_RETRY);
   assert_int_equal(r[0].on_mask, BIT(AIR_REASON_RATE_LIMIT));
   assert_int_equal(r[0].max, 2);
   assert_int_equal(r[0].backoff.base_ms, 500);
   assert_true(r[0].backoff.factor == 2.0);
   assert_int_equal(r[0].backoff.max_ms, 8000);
-  assert_int_equal(r[0].backoff.jitter, AIR_JITTER_FULL);
+  assert_int_equal(r[0].backoff.jitter, AIR__JITTER_FULL);
   assert_int_equal(r[0].retry_after_max_ms, 10000);
 
-  assert_int_equal(r[1].action, AIR_RULE_RETRY);
+  assert_int_equal(r[1].action, AIR__RULE_RETRY);
   assert_int_equal(r[1].on_mask,
                    BIT(AIR_REASON_OVERLOADED) | BIT(AIR_REASON_SERVER_ERROR) |
                        BIT(AIR_REASON_NETWORK) | BIT(AIR_REASON_MALFORMED));
@@ -146,10 +146,10 @@ static void builtin_defaults_are_design_3(void **state) {
   assert_int_equal(r[1].backoff.base_ms, 250);
   assert_true(r[1].backoff.factor == 2.0);
   assert_int_equal(r[1].backoff.max_ms, 4000);
-  assert_int_equal(r[1].backoff.jitter, AIR_JITTER_FULL);
+  assert_int_equal(r[1].backoff.jitter, AIR__JITTER_FULL);
   assert_int_equal(r[1].retry_after_max_ms, 10000);
 
-  assert_int_equal(r[2].action, AIR_RULE_SWITCH);
+  assert_int_equal(r[2].action, AIR__RULE_SWITCH);
   assert_int_equal(
       r[2].on_mask,
       BIT(AIR_REASON_RATE_LIMIT) | BIT(AIR_REASON_OVERLOADED) |
@@ -160,14 +160,14 @@ static void builtin_defaults_are_design_3(void **state) {
           BIT(AIR_REASON_TIMEOUT_ATTEMPT) | BIT(AIR_REASON_CONTEXT_OVERFLOW) |
           BIT(AIR_REASON_AUTH) | BIT(AIR_REASON_QUOTA) |
           BIT(AIR_REASON_NOT_FOUND) | BIT(AIR_REASON_REFUSAL));
-  assert_int_equal(r[2].max, AIR_UNLIMITED);
+  assert_int_equal(r[2].max, AIR__UNLIMITED);
   assert_null(r[2].to);
 
-  assert_int_equal(r[3].action, AIR_RULE_FAIL);
+  assert_int_equal(r[3].action, AIR__RULE_FAIL);
   assert_int_equal(r[3].on_mask, BIT(AIR_REASON_CONTENT_FILTER) |
                                      BIT(AIR_REASON_BAD_REQUEST) |
                                      BIT(AIR_REASON_LENGTH));
-  assert_int_equal(r[3].max, AIR_UNLIMITED);
+  assert_int_equal(r[3].max, AIR__UNLIMITED);
   for (size_t i = 0; i < 4; i++) {
     assert_int_equal(r[i].n_status, 0);
     assert_null(r[i].message);
@@ -176,7 +176,7 @@ static void builtin_defaults_are_design_3(void **state) {
 
   assert_int_equal(p->budget.max_total_attempts, 6);
   for (int i = 0; i < AIR_REASON__COUNT; i++)
-    assert_int_equal(p->budget.per_reason[i], AIR_UNLIMITED);
+    assert_int_equal(p->budget.per_reason[i], AIR__UNLIMITED);
   assert_int_equal(p->timeouts.connect_ms, 5000);
   assert_int_equal(p->timeouts.first_byte_ms, 15000);
   assert_int_equal(p->timeouts.first_chunk_ms, 30000);
@@ -186,9 +186,9 @@ static void builtin_defaults_are_design_3(void **state) {
   assert_false(p->sticky.enabled);
   assert_int_equal(p->sticky.after_ms, 0);
   assert_int_equal(p->sticky.requests, 0);
-  assert_int_equal(p->commit, AIR_COMMIT_FIRST_CONTENT);
+  assert_int_equal(p->commit, AIR__COMMIT_FIRST_CONTENT);
   assert_int_equal(p->max_malformed, 3);
-  assert_int_equal(p->malformed, AIR_MALFORMED_SKIP);
+  assert_int_equal(p->malformed, AIR__MALFORMED_SKIP);
   assert_int_equal(p->n_phrases, 0);
 
   assert_true(cfg->breaker_defaults.enabled);
@@ -274,7 +274,7 @@ static void route_rules_replace_defaults(void **state) {
   assert_int_equal(x[0].backoff.base_ms, 100);
   assert_true(x[0].backoff.factor == 2.0); /* rest of the default backoff */
   assert_int_equal(x[0].backoff.max_ms, 8000);
-  assert_int_equal(x[0].backoff.jitter, AIR_JITTER_FULL);
+  assert_int_equal(x[0].backoff.jitter, AIR__JITTER_FULL);
   assert_int_equal(x[0].retry_after_max_ms, 10000);
   assert_int_equal(x[1].on_mask, 0);
   assert_int_equal(x[1].n_status, 2);
@@ -283,13 +283,13 @@ static void route_rules_replace_defaults(void **state) {
   assert_int_equal(x[1].status[1].lo, 500);
   assert_int_equal(x[1].status[1].hi, 599);
   assert_string_equal(x[1].message, "Slow Down");
-  assert_int_equal(x[1].action, AIR_RULE_SWITCH);
-  assert_int_equal(x[1].max, AIR_UNLIMITED);
+  assert_int_equal(x[1].action, AIR__RULE_SWITCH);
+  assert_int_equal(x[1].max, AIR__UNLIMITED);
   assert_string_equal(x[1].to, "q/n");
   assert_string_equal(x[1].override_json,
                       "{\"max_tokens\":8192,\"top_k\":[1,2.5]}");
   assert_int_equal(x[2].max, 0);
-  assert_int_equal(x[2].action, AIR_RULE_FAIL);
+  assert_int_equal(x[2].action, AIR__RULE_FAIL);
   /* The defaults keep the built-ins. */
   assert_int_equal(cfg->defaults.n_rules, 4);
   air_config_free(cfg);
@@ -324,13 +324,13 @@ static void defaults_section_merges(void **state) {
   assert_non_null(a);
   assert_non_null(b);
   /* defaults: over the built-ins */
-  assert_int_equal(cfg->defaults.budget.max_total_attempts, AIR_UNLIMITED);
+  assert_int_equal(cfg->defaults.budget.max_total_attempts, AIR__UNLIMITED);
   assert_int_equal(cfg->defaults.n_rules, 1);
   /* maps merge key by key through all three layers */
-  assert_int_equal(a->policy.budget.max_total_attempts, AIR_UNLIMITED);
+  assert_int_equal(a->policy.budget.max_total_attempts, AIR__UNLIMITED);
   assert_int_equal(a->policy.budget.per_reason[AIR_REASON_LENGTH], 3);
   assert_int_equal(a->policy.budget.per_reason[AIR_REASON_QUOTA], 1);
-  assert_int_equal(a->policy.budget.per_reason[AIR_REASON_AUTH], AIR_UNLIMITED);
+  assert_int_equal(a->policy.budget.per_reason[AIR_REASON_AUTH], AIR__UNLIMITED);
   assert_true(a->policy.sticky.enabled);
   assert_int_equal(a->policy.sticky.requests, 10);
   assert_int_equal(a->policy.sticky.after_ms, 5000);
@@ -342,9 +342,9 @@ static void defaults_section_merges(void **state) {
   assert_string_equal(b->policy.phrases[1], "I won't");
   assert_int_equal(b->policy.n_rules, 1);
   assert_int_equal(b->policy.rules[0].on_mask, BIT(AIR_REASON_QUOTA));
-  assert_int_equal(a->policy.commit, AIR_COMMIT_COMPLETE);
+  assert_int_equal(a->policy.commit, AIR__COMMIT_COMPLETE);
   assert_int_equal(a->policy.max_malformed, 0);
-  assert_int_equal(a->policy.malformed, AIR_MALFORMED_FAIL);
+  assert_int_equal(a->policy.malformed, AIR__MALFORMED_FAIL);
   /* breaker: built-ins <- defaults.breaker <- providers[].breaker */
   size_t qi = 99;
   const air__provider *p = air__config_provider(cfg, "p", 1, NULL);
@@ -434,7 +434,7 @@ static void misc_values(void **state) {
   assert_string_equal(cfg->providers[0].headers[1].value, "assistants=v2");
   assert_int_equal(cfg->routes[1].n_targets, 2);
   assert_string_equal(cfg->routes[1].targets[1].name, "p/b");
-  assert_int_equal(cfg->routes[1].policy.rules[0].max, AIR_UNLIMITED);
+  assert_int_equal(cfg->routes[1].policy.rules[0].max, AIR__UNLIMITED);
   assert_int_equal(cfg->routes[1].policy.rules[0].retry_after_max_ms, 0);
   air_config_free(cfg);
 }
@@ -524,32 +524,32 @@ static void every_error_reported_with_position(void **state) {
 
 static void missing_env_is_a_warning(void **state) {
   (void)state;
-  unsetenv("AIR_TEST_SURELY_UNSET_KEY");
-  setenv("AIR_TEST_SET_KEY", "sk-secret-value-123", 1);
+  unsetenv("AIR__TEST_SURELY_UNSET_KEY");
+  setenv("AIR__TEST_SET_KEY", "sk-secret-value-123", 1);
   diags ds;
   air_config *cfg = NULL;
   int rc = parse(
       "providers:\n"
       "  - name: a\n"
       "    api: openai\n"
-      "    api_key_env: AIR_TEST_SURELY_UNSET_KEY\n"
+      "    api_key_env: AIR__TEST_SURELY_UNSET_KEY\n"
       "  - name: b\n"
       "    api: openai\n"
-      "    api_key_env: AIR_TEST_SET_KEY\n",
+      "    api_key_env: AIR__TEST_SET_KEY\n",
       &ds, &cfg);
   assert_int_equal(rc, 0);
   assert_non_null(cfg);
   assert_int_equal(ds.errors, 0);
   assert_int_equal(ds.warnings, 1);
   expect_diag(&ds, AIR_DIAG_WARNING, 4, 18,
-              "AIR_TEST_SURELY_UNSET_KEY is not set");
+              "AIR__TEST_SURELY_UNSET_KEY is not set");
   assert_string_equal(cfg->providers[0].api_key_env,
-                      "AIR_TEST_SURELY_UNSET_KEY");
+                      "AIR__TEST_SURELY_UNSET_KEY");
   /* The dump says whether a key is set, never what it is. */
   char *out = dump_text(cfg);
   assert_null(strstr(out, "sk-secret-value-123"));
-  assert_non_null(strstr(out, "api_key_env: AIR_TEST_SET_KEY  # set"));
-  assert_non_null(strstr(out, "AIR_TEST_SURELY_UNSET_KEY  # NOT SET"));
+  assert_non_null(strstr(out, "api_key_env: AIR__TEST_SET_KEY  # set"));
+  assert_non_null(strstr(out, "AIR__TEST_SURELY_UNSET_KEY  # NOT SET"));
   free(out);
   air_config_free(cfg);
 }
@@ -558,35 +558,35 @@ static void missing_env_is_a_warning(void **state) {
  * changing it) does not change the loaded config; the dump never shows it. */
 static void api_key_resolved_at_load(void **state) {
   (void)state;
-  setenv("AIR_TEST_LOAD_KEY", "sk-loaded-at-start-456", 1);
-  unsetenv("AIR_TEST_SURELY_UNSET_KEY");
-  setenv("AIR_TEST_EMPTY_KEY", "", 1);
+  setenv("AIR__TEST_LOAD_KEY", "sk-loaded-at-start-456", 1);
+  unsetenv("AIR__TEST_SURELY_UNSET_KEY");
+  setenv("AIR__TEST_EMPTY_KEY", "", 1);
   diags ds;
   air_config *cfg = NULL;
   int rc = parse(
       "providers:\n"
-      "  - {name: a, api: openai, api_key_env: AIR_TEST_LOAD_KEY}\n"
-      "  - {name: b, api: openai, api_key_env: AIR_TEST_SURELY_UNSET_KEY}\n"
-      "  - {name: c, api: openai, api_key_env: AIR_TEST_EMPTY_KEY}\n"
+      "  - {name: a, api: openai, api_key_env: AIR__TEST_LOAD_KEY}\n"
+      "  - {name: b, api: openai, api_key_env: AIR__TEST_SURELY_UNSET_KEY}\n"
+      "  - {name: c, api: openai, api_key_env: AIR__TEST_EMPTY_KEY}\n"
       "  - {name: d, api: openai}\n",
       &ds, &cfg);
   assert_int_equal(rc, 0);
   assert_int_equal(ds.errors, 0);
   assert_int_equal(ds.warnings, 2);
-  unsetenv("AIR_TEST_LOAD_KEY");
+  unsetenv("AIR__TEST_LOAD_KEY");
   assert_non_null(cfg->providers[0].api_key);
   assert_string_equal(cfg->providers[0].api_key, "sk-loaded-at-start-456");
   assert_null(cfg->providers[1].api_key);
   assert_null(cfg->providers[2].api_key);
   assert_null(cfg->providers[3].api_key);
-  setenv("AIR_TEST_LOAD_KEY", "sk-changed-later", 1);
+  setenv("AIR__TEST_LOAD_KEY", "sk-changed-later", 1);
   assert_string_equal(cfg->providers[0].api_key, "sk-loaded-at-start-456");
   char *out = dump_text(cfg);
   assert_null(strstr(out, "sk-loaded-at-start-456"));
   assert_null(strstr(out, "sk-changed-later"));
   free(out);
-  unsetenv("AIR_TEST_LOAD_KEY");
-  unsetenv("AIR_TEST_EMPTY_KEY");
+  unsetenv("AIR__TEST_LOAD_KEY");
+  unsetenv("AIR__TEST_EMPTY_KEY");
   air_config_free(cfg);
 }
 
@@ -653,7 +653,7 @@ static void yaml_syntax_error_has_position(void **state) {
 
 static void oversized_config_is_toobig(void **state) {
   (void)state;
-  size_t n = AIR_MAX_CONFIG_BYTES + 1;
+  size_t n = AIR__MAX_CONFIG_BYTES + 1;
   char *big = malloc(n);
   assert_non_null(big);
   memset(big, '#', n);
@@ -693,7 +693,7 @@ static void oversized_config_is_toobig(void **state) {
 
 static void limits_are_enforced(void **state) {
   (void)state;
-  /* AIR_MAX_TARGETS + 1 targets, one over-long phrase, 17 statuses. */
+  /* AIR__MAX_TARGETS + 1 targets, one over-long phrase, 17 statuses. */
   size_t cap = 64 * 1024;
   char *t = malloc(cap);
   assert_non_null(t);
@@ -701,10 +701,10 @@ static void limits_are_enforced(void **state) {
       t, cap,
       "providers: [{name: p, api: openai}]\nroutes:\n  - name: r\n"
       "    targets: [");
-  for (int i = 0; i <= AIR_MAX_TARGETS; i++)
+  for (int i = 0; i <= AIR__MAX_TARGETS; i++)
     off += (size_t)snprintf(t + off, cap - off, "%sp/m%d", i ? ", " : "", i);
   off += (size_t)snprintf(t + off, cap - off, "]\n    refusal: {phrases: [\"");
-  for (int i = 0; i <= AIR_MAX_PHRASE_BYTES; i++) t[off++] = 'a';
+  for (int i = 0; i <= AIR__MAX_PHRASE_BYTES; i++) t[off++] = 'a';
   off += (size_t)snprintf(t + off, cap - off,
                           "\"]}\n    rules: [{action: fail, status: [");
   for (int i = 0; i < 17; i++)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "backoff.h"
-#include "config.h"
+#include "policy.h"
 #include "engine.h"
 #include "limits.h"
 
@@ -251,10 +251,10 @@ static void backoff_table(const char *jitter, const uint64_t *expect, size_t n) 
     } else {
       /* Same seeded source, same draws: the engine used n = i + 1. */
       air__backoff b = {250, 2.0, 4000,
-                        strcmp(jitter, "full") == 0 ? AIR_JITTER_FULL : AIR_JITTER_EQUAL};
+                        strcmp(jitter, "full") == 0 ? AIR__JITTER_FULL : AIR__JITTER_EQUAL};
       assert_int_equal(fx.act.wait_ms, air__backoff_wait(&b, (unsigned)i + 1, &ref));
       assert_true(fx.act.wait_ms <= cap);
-      if (b.jitter == AIR_JITTER_EQUAL) assert_true(fx.act.wait_ms >= cap / 2);
+      if (b.jitter == AIR__JITTER_EQUAL) assert_true(fx.act.wait_ms >= cap / 2);
     }
     expect_wait(&fx, fx.act.wait_ms);
     expect_attempt(&fx, (unsigned)i + 2, "p/a");
@@ -547,19 +547,19 @@ static void test_probe_released_at_attempt_log_cap(void **s) {
   assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now), AIR_BREAKER_HALF_OPEN);
   /* Retries on p/a (refusals are no verdict) until the log is full. */
   fx_new_run(&fx, "r");
-  for (unsigned n = 1; n < AIR_MAX_ATTEMPT_LOG; n++) {
+  for (unsigned n = 1; n < AIR__MAX_ATTEMPT_LOG; n++) {
     assert_int_equal(fx.act.kind, AIR_ACT_ATTEMPT);
     fx_fail(&fx, AIR_REASON_REFUSAL, 200, NULL, 0);
     assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
     fx.now += fx.act.wait_ms;
     assert_int_equal(air_run_wait_done(fx.run, fx.now, &fx.act), 0);
   }
-  expect_attempt(&fx, AIR_MAX_ATTEMPT_LOG, "p/a");
+  expect_attempt(&fx, AIR__MAX_ATTEMPT_LOG, "p/a");
   /* The last one fails with a reason that switches: p/b is picked (its
    * probe slot taken), but the log is full, so the run ends. */
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
   expect_fail(&fx, AIR_REASON_RATE_LIMIT);
-  assert_int_equal(air_run_attempt_count(fx.run), AIR_MAX_ATTEMPT_LOG);
+  assert_int_equal(air_run_attempt_count(fx.run), AIR__MAX_ATTEMPT_LOG);
   /* A later run is admitted on p/b as the probe (not skipped for p/c). */
   fx_new_run(&fx, "rbc");
   expect_attempt(&fx, 1, "p/b");

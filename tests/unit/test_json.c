@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/lib/json.c: the hot-path JSON tokenizer and the
+ * Unit tests for src/stream/json.c: the hot-path JSON tokenizer and the
  * helpers that walk its tokens.
  *
  * Every document is parsed from an exact-size heap copy (parse()), so that
@@ -124,20 +124,20 @@ static const char NESTED[] =
 static void check_nested(const doc *d) {
   assert_int_equal(d->rc, 0);
   assert_int_equal(d->j.n, 14);
-  tok_is(d, 0, AIR_JSON_OBJ, NESTED, 4, 14);
-  tok_is(d, 1, AIR_JSON_STR, "a", 0, 2);
-  tok_is(d, 2, AIR_JSON_ARR, "[1,{\"b\":null},\"x\\\"y\"]", 3, 8);
-  tok_is(d, 3, AIR_JSON_NUM, "1", 0, 4);
-  tok_is(d, 4, AIR_JSON_OBJ, "{\"b\":null}", 1, 7);
-  tok_is(d, 5, AIR_JSON_STR, "b", 0, 6);
-  tok_is(d, 6, AIR_JSON_NULL, "null", 0, 7);
-  tok_is(d, 7, AIR_JSON_STR, "x\\\"y", 0, 8);
-  tok_is(d, 8, AIR_JSON_STR, "c", 0, 9);
-  tok_is(d, 9, AIR_JSON_OBJ, "{}", 0, 10);
-  tok_is(d, 10, AIR_JSON_STR, "d", 0, 11);
-  tok_is(d, 11, AIR_JSON_TRUE, "true", 0, 12);
-  tok_is(d, 12, AIR_JSON_STR, "e", 0, 13);
-  tok_is(d, 13, AIR_JSON_ARR, "[]", 0, 14);
+  tok_is(d, 0, AIR__JSON_OBJ, NESTED, 4, 14);
+  tok_is(d, 1, AIR__JSON_STR, "a", 0, 2);
+  tok_is(d, 2, AIR__JSON_ARR, "[1,{\"b\":null},\"x\\\"y\"]", 3, 8);
+  tok_is(d, 3, AIR__JSON_NUM, "1", 0, 4);
+  tok_is(d, 4, AIR__JSON_OBJ, "{\"b\":null}", 1, 7);
+  tok_is(d, 5, AIR__JSON_STR, "b", 0, 6);
+  tok_is(d, 6, AIR__JSON_NULL, "null", 0, 7);
+  tok_is(d, 7, AIR__JSON_STR, "x\\\"y", 0, 8);
+  tok_is(d, 8, AIR__JSON_STR, "c", 0, 9);
+  tok_is(d, 9, AIR__JSON_OBJ, "{}", 0, 10);
+  tok_is(d, 10, AIR__JSON_STR, "d", 0, 11);
+  tok_is(d, 11, AIR__JSON_TRUE, "true", 0, 12);
+  tok_is(d, 12, AIR__JSON_STR, "e", 0, 13);
+  tok_is(d, 13, AIR__JSON_ARR, "[]", 0, 14);
 }
 
 static void test_structure(void **state) {
@@ -166,9 +166,9 @@ static void test_structure_white_space(void **state) {
   assert_int_equal(d.rc, 0);
   assert_int_equal(d.j.n, 14);
   static const int types[] = {
-      AIR_JSON_OBJ, AIR_JSON_STR,  AIR_JSON_ARR, AIR_JSON_NUM, AIR_JSON_OBJ,
-      AIR_JSON_STR, AIR_JSON_NULL, AIR_JSON_STR, AIR_JSON_STR, AIR_JSON_OBJ,
-      AIR_JSON_STR, AIR_JSON_TRUE, AIR_JSON_STR, AIR_JSON_ARR};
+      AIR__JSON_OBJ, AIR__JSON_STR,  AIR__JSON_ARR, AIR__JSON_NUM, AIR__JSON_OBJ,
+      AIR__JSON_STR, AIR__JSON_NULL, AIR__JSON_STR, AIR__JSON_STR, AIR__JSON_OBJ,
+      AIR__JSON_STR, AIR__JSON_TRUE, AIR__JSON_STR, AIR__JSON_ARR};
   static const int sizes[] = {4, 0, 3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   static const int nexts[] = {14, 2, 8, 4, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14};
   for (int i = 0; i < 14; i++) {
@@ -176,11 +176,11 @@ static void test_structure_white_space(void **state) {
     assert_int_equal(d.j.tok[i].size, sizes[i]);
     assert_int_equal(d.j.tok[i].next, nexts[i]);
   }
-  tok_is(&d, 3, AIR_JSON_NUM, "1", 0, 4);
-  tok_is(&d, 6, AIR_JSON_NULL, "null", 0, 7);
-  tok_is(&d, 7, AIR_JSON_STR, "x\\\"y", 0, 8);
-  tok_is(&d, 9, AIR_JSON_OBJ, "{ }", 0, 10);
-  tok_is(&d, 13, AIR_JSON_ARR, "[\n]", 0, 14);
+  tok_is(&d, 3, AIR__JSON_NUM, "1", 0, 4);
+  tok_is(&d, 6, AIR__JSON_NULL, "null", 0, 7);
+  tok_is(&d, 7, AIR__JSON_STR, "x\\\"y", 0, 8);
+  tok_is(&d, 9, AIR__JSON_OBJ, "{ }", 0, 10);
+  tok_is(&d, 13, AIR__JSON_ARR, "[\n]", 0, 14);
   /* The top value's bytes: from '{' to '}', surrounding space excluded. */
   size_t n;
   const char *p = air__json_raw(&d.j, 0, &n);
@@ -196,17 +196,17 @@ static void test_scalars_at_top(void **state) {
     int type;
     const char *raw;
   } cases[] = {
-      {"0", AIR_JSON_NUM, "0"},
-      {"-0", AIR_JSON_NUM, "-0"},
-      {" 12 ", AIR_JSON_NUM, "12"},
-      {"-1.25e+10", AIR_JSON_NUM, "-1.25e+10"},
-      {"0.5E-3", AIR_JSON_NUM, "0.5E-3"},
-      {"1e5", AIR_JSON_NUM, "1e5"},
-      {"\"\"", AIR_JSON_STR, ""},
-      {"\"hi\"", AIR_JSON_STR, "hi"},
-      {"true", AIR_JSON_TRUE, "true"},
-      {"false", AIR_JSON_FALSE, "false"},
-      {"\n\tnull\r ", AIR_JSON_NULL, "null"},
+      {"0", AIR__JSON_NUM, "0"},
+      {"-0", AIR__JSON_NUM, "-0"},
+      {" 12 ", AIR__JSON_NUM, "12"},
+      {"-1.25e+10", AIR__JSON_NUM, "-1.25e+10"},
+      {"0.5E-3", AIR__JSON_NUM, "0.5E-3"},
+      {"1e5", AIR__JSON_NUM, "1e5"},
+      {"\"\"", AIR__JSON_STR, ""},
+      {"\"hi\"", AIR__JSON_STR, "hi"},
+      {"true", AIR__JSON_TRUE, "true"},
+      {"false", AIR__JSON_FALSE, "false"},
+      {"\n\tnull\r ", AIR__JSON_NULL, "null"},
   };
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     doc d;
@@ -309,7 +309,7 @@ static void test_get_keys(void **state) {
   assert_int_equal(j->tok[0].size, 7);
   int seen = 0;
   for (int i = 1; i < j->n; i = j->tok[i + 1].next) {
-    assert_int_equal(j->tok[i].type, AIR_JSON_STR);
+    assert_int_equal(j->tok[i].type, AIR__JSON_STR);
     assert_int_equal(j->tok[i].next, i + 1);
     seen++;
   }
@@ -463,7 +463,7 @@ static void test_reject(void **state) {
   REJECT(":");
 }
 
-/* Depth: nesting AIR_JSON_MAX_DEPTH deep parses, one more does not. */
+/* Depth: nesting AIR__JSON_MAX_DEPTH deep parses, one more does not. */
 static void nest(int depth, bool objects, int rc) {
   size_t n = 0;
   char *s = malloc((size_t)depth * 5 + 2);
@@ -484,7 +484,7 @@ static void nest(int depth, bool objects, int rc) {
   if (rc == 0) {
     assert_int_equal(d.j.n, objects ? 2 * depth + 1 : depth + 1);
     assert_int_equal(d.j.tok[0].next, d.j.n);
-    assert_int_equal(d.j.tok[d.j.n - 1].type, AIR_JSON_NUM);
+    assert_int_equal(d.j.tok[d.j.n - 1].type, AIR__JSON_NUM);
   }
   done(&d);
   free(s);
@@ -492,7 +492,7 @@ static void nest(int depth, bool objects, int rc) {
 
 static void test_depth(void **state) {
   (void)state;
-  assert_int_equal(AIR_JSON_MAX_DEPTH, 512);
+  assert_int_equal(AIR__JSON_MAX_DEPTH, 512);
   nest(1, false, 0);
   nest(512, false, 0);
   nest(513, false, AIR_EPARSE);
@@ -519,10 +519,10 @@ static void test_depth(void **state) {
 
 static void test_inline_and_heap(void **state) {
   (void)state;
-  /* AIR_JSON_INLINE_TOKENS tokens stay inline, one more goes to the heap;
+  /* AIR__JSON_INLINE_TOKENS tokens stay inline, one more goes to the heap;
    * much bigger documents grow it several times. */
-  static const int counts[] = {AIR_JSON_INLINE_TOKENS - 1,
-                               AIR_JSON_INLINE_TOKENS, 1000, 20000};
+  static const int counts[] = {AIR__JSON_INLINE_TOKENS - 1,
+                               AIR__JSON_INLINE_TOKENS, 1000, 20000};
   for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
     size_t n;
     char *s = int_array(counts[c], &n);
@@ -531,7 +531,7 @@ static void test_inline_and_heap(void **state) {
     free(s);
     assert_int_equal(d.rc, 0);
     assert_int_equal(d.j.n, counts[c] + 1);
-    if (d.j.n <= AIR_JSON_INLINE_TOKENS)
+    if (d.j.n <= AIR__JSON_INLINE_TOKENS)
       assert_ptr_equal(d.j.tok, d.j.inline_tok);
     else
       assert_ptr_not_equal(d.j.tok, d.j.inline_tok);
@@ -559,28 +559,28 @@ static void test_inline_and_heap(void **state) {
 
 static void test_token_limit(void **state) {
   (void)state;
-  /* AIR_MAX_JSON_TOKENS tokens parse: the array and its elements. */
+  /* AIR__MAX_JSON_TOKENS tokens parse: the array and its elements. */
   size_t n;
-  char *s = int_array(AIR_MAX_JSON_TOKENS - 1, &n);
+  char *s = int_array(AIR__MAX_JSON_TOKENS - 1, &n);
   doc d;
   parse_n(&d, s, n);
   free(s);
   assert_int_equal(d.rc, 0);
-  assert_int_equal(d.j.n, AIR_MAX_JSON_TOKENS);
+  assert_int_equal(d.j.n, AIR__MAX_JSON_TOKENS);
   done(&d);
   /* One more does not. */
-  s = int_array(AIR_MAX_JSON_TOKENS, &n);
+  s = int_array(AIR__MAX_JSON_TOKENS, &n);
   expect_rc(s, n, AIR_ETOOBIG);
   /* The limit is reported when it is crossed, whatever follows. */
   s[n - 1] = '}';
   expect_rc(s, n, AIR_ETOOBIG);
   free(s);
   /* An object's keys count too. */
-  s = malloc((size_t)AIR_MAX_JSON_TOKENS * 8);
+  s = malloc((size_t)AIR__MAX_JSON_TOKENS * 8);
   assert_non_null(s);
   n = 0;
   s[n++] = '{';
-  for (int i = 0; i < AIR_MAX_JSON_TOKENS / 2; i++) {
+  for (int i = 0; i < AIR__MAX_JSON_TOKENS / 2; i++) {
     if (i) s[n++] = ',';
     memcpy(s + n, "\"\":0", 4);
     n += 4;
@@ -628,7 +628,7 @@ static void test_len_honoured(void **state) {
   parse_n(&d, "[1,22]333", 6);
   assert_int_equal(d.rc, 0);
   assert_int_equal(d.j.n, 3);
-  tok_is(&d, 2, AIR_JSON_NUM, "22", 0, 3);
+  tok_is(&d, 2, AIR__JSON_NUM, "22", 0, 3);
   assert_int_equal(d.j.tok[0].end, 6);
   done(&d);
 }

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "mock.h"
+#include "mock_int.h"
 
 /* ---- helpers ---------------------------------------------------------------
  */
@@ -93,7 +93,7 @@ static void test_doc_script(void **state) {
   fault_is(p, 5, 0, "ok");
   fault_is(p, 500, 0, "ok");
   air__mock_select(p, 4, 0, &b);
-  assert_string_equal(b.refusal, AIR_MOCK_REFUSAL_TEXT);
+  assert_string_equal(b.refusal, AIR__MOCK_REFUSAL_TEXT);
   air__mock_select(p, 5, 0, &b);
   assert_int_equal(b.tokens, 12);
 
@@ -246,7 +246,7 @@ static void test_script_limits(void **state) {
   air__mock_script *s = NULL;
   air__mock_diag d;
   assert_int_equal(
-      air__mock_script_parse("x", AIR_MOCK_MAX_SCRIPT_BYTES + 1, &s, &d),
+      air__mock_script_parse("x", AIR__MOCK_MAX_SCRIPT_BYTES + 1, &s, &d),
       AIR_ETOOBIG);
   const char nul[] = "models:\n  a: {}\0\n";
   assert_int_equal(air__mock_script_parse(nul, sizeof(nul) - 1, &s, &d),
@@ -289,7 +289,7 @@ static void test_name_convention(void **state) {
   air__mock_select(&m, 2, 0, &b);
   assert_string_equal(b.retry_after, "1");
   air__mock_select(&m, 3, 0, &b);
-  assert_false(b.set & AIR_MOCK_K_RETRY_AFTER);
+  assert_false(b.set & AIR__MOCK_K_RETRY_AFTER);
 
   const char *n2 = "m@tokens=3@delay=5@noprefill@503@flap=100-200";
   assert_int_equal(air__mock_parse_name(n2, strlen(n2), st, &m, &d), 0);
@@ -385,30 +385,30 @@ static void test_answer(void **state) {
   tokens_are(&a, canon, 9);
   assert_false(a.prefill);
 
-  b.set = AIR_MOCK_K_TOKENS;
+  b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 0;
   assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
   tokens_are(&a, canon, 1);
 
-  b.set = AIR_MOCK_K_ANSWER;
+  b.set = AIR__MOCK_K_ANSWER;
   b.answer = " Hello big  world";
   assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
   const char *const words[] = {" Hello", " big", "  world"};
   tokens_are(&a, words, 3);
 
-  b.set = AIR_MOCK_K_ANSWER | AIR_MOCK_K_FINISH;
+  b.set = AIR__MOCK_K_ANSWER | AIR__MOCK_K_FINISH;
   b.finish = AIR_FINISH_LENGTH;
   assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
   tokens_are(&a, words, 1); /* half, at least one */
 
-  b.set = AIR_MOCK_K_REFUSAL | AIR_MOCK_K_ANSWER;
+  b.set = AIR__MOCK_K_REFUSAL | AIR__MOCK_K_ANSWER;
   b.refusal = "No way.";
   assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
   const char *const no[] = {"No", " way."};
   tokens_are(&a, no, 2);
 
   /* Prefill: from the token boundary at or after the prefix's end. */
-  b.set = AIR_MOCK_K_TOKENS;
+  b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 4;
   assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6), 0);
   assert_true(a.prefill);
@@ -465,14 +465,14 @@ static void test_error_bodies(void **state) {
   air__buf b;
   air__buf_init(&b, 4096);
   assert_int_equal(
-      air__mock_error_body(AIR_API_OPENAI, 429, "insufficient_quota", "q", &b),
+      air__mock_error_body(AIR__API_OPENAI, 429, "insufficient_quota", "q", &b),
       0);
   assert_string_equal(
       b.p,
       "{\"error\":{\"message\":\"q\",\"type\":\"rate_limit_error\","
       "\"param\":null,\"code\":\"insufficient_quota\"}}");
   air__buf_reset(&b);
-  assert_int_equal(air__mock_error_body(AIR_API_ANTHROPIC, 529, NULL, "o", &b),
+  assert_int_equal(air__mock_error_body(AIR__API_ANTHROPIC, 529, NULL, "o", &b),
                    0);
   assert_string_equal(
       b.p,
@@ -494,12 +494,12 @@ static void test_error_bodies(void **state) {
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
     assert_string_equal(air__mock_error_type(t[i].status), t[i].type);
   air__buf_reset(&b);
-  assert_int_equal(air__mock_overload_event(AIR_API_ANTHROPIC, &b), 0);
+  assert_int_equal(air__mock_overload_event(AIR__API_ANTHROPIC, &b), 0);
   assert_non_null(strstr(b.p,
                          "event: error\ndata: {\"type\":\"error\","
                          "\"error\":{\"type\":\"overloaded_error\""));
   air__buf_reset(&b);
-  assert_int_equal(air__mock_malformed_event(AIR_API_OPENAI, &b), 0);
+  assert_int_equal(air__mock_malformed_event(AIR__API_OPENAI, &b), 0);
   assert_null(json_loads(b.p + 6, 0, NULL));
   air__buf_cleanup(&b);
 }
@@ -527,18 +527,18 @@ static void test_log(void **state) {
     assert_int_equal(a, 2);
   }
   air__mock_entry *e = air__mock_log_add(&l, 12, "primary", 7, 1,
-                                         AIR_API_OPENAI, true, "status=429");
+                                         AIR__API_OPENAI, true, "status=429");
   assert_non_null(e);
   uint64_t id = e->id;
   e->status = 429;
   e->ended = true;
   e->end_ms = 13;
-  e = air__mock_log_add(&l, 20, "q\"x", 3, 2, AIR_API_ANTHROPIC, false, "hang");
+  e = air__mock_log_add(&l, 20, "q\"x", 3, 2, AIR__API_ANTHROPIC, false, "hang");
   e->hung_up = true;
   e->hung_up_ms = 30;
   e->ended = true;
   e->end_ms = 30;
-  air__mock_log_add(&l, 40, "open", 4, 1, AIR_API_OPENAI, true, "ok");
+  air__mock_log_add(&l, 40, "open", 4, 1, AIR__API_OPENAI, true, "ok");
   assert_non_null(air__mock_log_find(&l, id));
   air__buf out;
   air__buf_init(&out, 1 << 20);
@@ -564,25 +564,25 @@ static void test_log(void **state) {
   assert_int_equal(air__mock_log_json(&l, &out), 0);
   assert_string_equal(out.p, "{\"attempts\":[],\"dropped\":0}\n");
 
-  /* Bounded: past AIR_MOCK_MAX_LOG the oldest entries go. */
+  /* Bounded: past AIR__MOCK_MAX_LOG the oldest entries go. */
   uint64_t first = 0;
-  for (unsigned i = 0; i < AIR_MOCK_MAX_LOG + 5; i++) {
-    e = air__mock_log_add(&l, i, "m", 1, i + 1, AIR_API_OPENAI, true, "ok");
+  for (unsigned i = 0; i < AIR__MOCK_MAX_LOG + 5; i++) {
+    e = air__mock_log_add(&l, i, "m", 1, i + 1, AIR__API_OPENAI, true, "ok");
     assert_non_null(e);
     if (i == 0) first = e->id;
   }
-  assert_int_equal(l.n, AIR_MOCK_MAX_LOG);
+  assert_int_equal(l.n, AIR__MOCK_MAX_LOG);
   assert_int_equal(l.dropped, 5);
   assert_null(air__mock_log_find(&l, first + 4));
   e = air__mock_log_find(&l, first + 5);
   assert_non_null(e);
   assert_int_equal(e->t_ms, 5);
   /* A long model name is cut in the log. */
-  char longname[AIR_MOCK_MAX_MODEL_BYTES];
+  char longname[AIR__MOCK_MAX_MODEL_BYTES];
   memset(longname, 'x', sizeof(longname));
-  e = air__mock_log_add(&l, 0, longname, sizeof(longname), 1, AIR_API_OPENAI,
+  e = air__mock_log_add(&l, 0, longname, sizeof(longname), 1, AIR__API_OPENAI,
                         true, "ok");
-  assert_int_equal(strlen(e->model), AIR_MOCK_MAX_LOG_MODEL_BYTES);
+  assert_int_equal(strlen(e->model), AIR__MOCK_MAX_LOG_MODEL_BYTES);
   air__buf_cleanup(&out);
   air__mock_log_cleanup(&l);
 }

@@ -10,7 +10,7 @@ static char *phrases[] = {"I'm sorry, but I cannot assist", "I can't help with"}
 static air__refusal_verdict feed_all(const char *const *pieces, size_t n) {
   air__refusal r;
   assert_int_equal(air__refusal_init(&r, phrases, 2), 0);
-  air__refusal_verdict v = AIR_REFUSAL_UNDECIDED;
+  air__refusal_verdict v = AIR__REFUSAL_UNDECIDED;
   for (size_t i = 0; i < n; i++) v = air__refusal_feed(&r, pieces[i], strlen(pieces[i]));
   air__refusal_cleanup(&r);
   return v;
@@ -19,51 +19,51 @@ static air__refusal_verdict feed_all(const char *const *pieces, size_t n) {
 static void test_match_across_pieces(void **s) {
   (void)s;
   const char *p[] = {"I'm sor", "ry, but I cannot ", "assist with that."};
-  assert_int_equal(feed_all(p, 3), AIR_REFUSAL_MATCH);
+  assert_int_equal(feed_all(p, 3), AIR__REFUSAL_MATCH);
   const char *p2[] = {"I'm sor"};
-  assert_int_equal(feed_all(p2, 1), AIR_REFUSAL_UNDECIDED);
+  assert_int_equal(feed_all(p2, 1), AIR__REFUSAL_UNDECIDED);
 }
 
 static void test_case_whitespace_and_typographic_quotes(void **s) {
   (void)s;
   const char *p[] = {"  \n\tI\xE2\x80\x99M SORRY, BUT i cannot assist"};
-  assert_int_equal(feed_all(p, 1), AIR_REFUSAL_MATCH);
+  assert_int_equal(feed_all(p, 1), AIR__REFUSAL_MATCH);
   /* The quote split across pieces. */
   const char *p2[] = {"I\xE2", "\x80", "\x99m sorry, but I cannot assist"};
-  assert_int_equal(feed_all(p2, 3), AIR_REFUSAL_MATCH);
+  assert_int_equal(feed_all(p2, 3), AIR__REFUSAL_MATCH);
   const char *p3[] = {"I can\xE2\x80\x98t help with this"};
-  assert_int_equal(feed_all(p3, 1), AIR_REFUSAL_MATCH);
+  assert_int_equal(feed_all(p3, 1), AIR__REFUSAL_MATCH);
 }
 
 static void test_divergence_clears_early(void **s) {
   (void)s;
   const char *p[] = {"I'm happy"};
-  assert_int_equal(feed_all(p, 1), AIR_REFUSAL_CLEAR);
+  assert_int_equal(feed_all(p, 1), AIR__REFUSAL_CLEAR);
   const char *p2[] = {"Sure"};
-  assert_int_equal(feed_all(p2, 1), AIR_REFUSAL_CLEAR);
+  assert_int_equal(feed_all(p2, 1), AIR__REFUSAL_CLEAR);
   /* Shared prefix with both phrases, then divergence. */
   const char *p3[] = {"I", "'m sorry, but I can do it"};
-  assert_int_equal(feed_all(p3, 2), AIR_REFUSAL_CLEAR);
+  assert_int_equal(feed_all(p3, 2), AIR__REFUSAL_CLEAR);
   /* Only white space so far: undecided. */
   const char *p4[] = {"   "};
-  assert_int_equal(feed_all(p4, 1), AIR_REFUSAL_UNDECIDED);
+  assert_int_equal(feed_all(p4, 1), AIR__REFUSAL_UNDECIDED);
 }
 
 static void test_verdict_is_final_and_reset(void **s) {
   (void)s;
   air__refusal r;
   assert_int_equal(air__refusal_init(&r, phrases, 2), 0);
-  assert_int_equal(air__refusal_feed(&r, "Hello", 5), AIR_REFUSAL_CLEAR);
+  assert_int_equal(air__refusal_feed(&r, "Hello", 5), AIR__REFUSAL_CLEAR);
   assert_int_equal(air__refusal_feed(&r, "I'm sorry, but I cannot assist", 30),
-                   AIR_REFUSAL_CLEAR);
+                   AIR__REFUSAL_CLEAR);
   air__refusal_reset(&r);
   assert_int_equal(air__refusal_feed(&r, "I'm sorry, but I cannot assist", 30),
-                   AIR_REFUSAL_MATCH);
+                   AIR__REFUSAL_MATCH);
   assert_int_equal(r.matched, 0);
   air__refusal_cleanup(&r);
   /* No phrases: clear at once. */
   assert_int_equal(air__refusal_init(&r, NULL, 0), 0);
-  assert_int_equal(air__refusal_feed(&r, "I'm sorry", 9), AIR_REFUSAL_CLEAR);
+  assert_int_equal(air__refusal_feed(&r, "I'm sorry", 9), AIR__REFUSAL_CLEAR);
   air__refusal_cleanup(&r);
 }
 
@@ -100,10 +100,10 @@ static void test_text_ending_at_buffer_end(void **s) {
     bool last = k == sizeof(tails) / sizeof(tails[0]) - 1;
     assert_int_equal(air__refusal_anywhere(&r, t, n), last);
     air__refusal_verdict v = air__refusal_feed(&r, t, n);
-    assert_int_equal(v, last ? AIR_REFUSAL_MATCH
+    assert_int_equal(v, last ? AIR__REFUSAL_MATCH
                         : k == 2 || k == 4 || k == 6 || k == 7
-                            ? AIR_REFUSAL_CLEAR
-                            : AIR_REFUSAL_UNDECIDED);
+                            ? AIR__REFUSAL_CLEAR
+                            : AIR__REFUSAL_UNDECIDED);
     air__refusal_cleanup(&r);
     free(t);
   }
@@ -115,11 +115,11 @@ static void test_long_whitespace_is_bounded(void **s) {
   assert_int_equal(air__refusal_init(&r, phrases, 2), 0);
   char ws[512];
   memset(ws, ' ', sizeof(ws));
-  air__refusal_verdict v = AIR_REFUSAL_UNDECIDED;
-  for (int i = 0; i < 64 && v == AIR_REFUSAL_UNDECIDED; i++)
+  air__refusal_verdict v = AIR__REFUSAL_UNDECIDED;
+  for (int i = 0; i < 64 && v == AIR__REFUSAL_UNDECIDED; i++)
     v = air__refusal_feed(&r, ws, sizeof(ws));
   /* The hold is bounded: it gives up holding and releases. */
-  assert_int_equal(v, AIR_REFUSAL_CLEAR);
+  assert_int_equal(v, AIR__REFUSAL_CLEAR);
   assert_true(r.lead.n <= r.lead.max);
   air__refusal_cleanup(&r);
 }

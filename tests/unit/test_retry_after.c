@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/lib/retry_after.c. Expected epoch times were computed
+ * Unit tests for src/core/retry_after.c. Expected epoch times were computed
  * independently (Python calendar.timegm).
  */
 #include <setjmp.h>
@@ -23,7 +23,7 @@
 #define WALL_1994 784111770000ull
 /* 2026-11-30 12:00:00 UTC */
 #define WALL_2026 1796040000000ull
-#define MAX_MS AIR_MAX_RETRY_AFTER_MS
+#define MAX_MS AIR__MAX_RETRY_AFTER_MS
 
 /*
  * Copies every header into its own exact-size heap block so a read past a

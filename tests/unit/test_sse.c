@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/lib/sse.c: the WHATWG event-stream parser.
+ * Unit tests for src/stream/sse.c: the WHATWG event-stream parser.
  *
  * Most cases go through check(): the same bytes are parsed fed at once, fed
  * one byte at a time and (for short inputs) split in two at every offset,
@@ -807,7 +807,7 @@ static char *make(const char *prefix, char fill, size_t n, const char *suffix) {
 
 static void test_limit_line(void **state) {
   (void)state;
-  const size_t max = AIR_MAX_SSE_LINE_BYTES;
+  const size_t max = AIR__MAX_SSE_LINE_BYTES;
   /* A line of exactly max bytes is fine. */
   char *s = make("data: ", 'x', max + 2, "\n\n");
   air__sse_str in = {s, max + 2};
@@ -841,10 +841,10 @@ static void test_limit_line(void **state) {
  * the line limit. Returns the stream; *n receives its length.
  */
 static char *data_stream(size_t extra, size_t *n) {
-  const size_t max = AIR_MAX_SSE_EVENT_BYTES, k = 5;
+  const size_t max = AIR__MAX_SSE_EVENT_BYTES, k = 5;
   size_t each = (max - (k - 1)) / k, last = max - (k - 1) - each * (k - 1);
   last += extra;
-  assert_true(last + 6 <= AIR_MAX_SSE_LINE_BYTES);
+  assert_true(last + 6 <= AIR__MAX_SSE_LINE_BYTES);
   char *s = malloc(k * (6 + 1) + each * (k - 1) + last + 1);
   assert_non_null(s);
   char *w = s;
@@ -867,7 +867,7 @@ static void test_limit_data(void **state) {
   rec r = {0};
   assert_int_equal(parse(s, n, NULL, 0, 0, &r), 0);
   assert_int_equal(r.n, 1);
-  assert_int_equal(r.ev[0].data.n, AIR_MAX_SSE_EVENT_BYTES);
+  assert_int_equal(r.ev[0].data.n, AIR__MAX_SSE_EVENT_BYTES);
   rec_free(&r);
   assert_int_equal(parse(s, n, NULL, 0, 1, &r), 0);
   assert_int_equal(r.n, 1);
@@ -892,7 +892,7 @@ static void test_limit_raw(void **state) {
   (void)state;
   /* Comment lines add to raw but not to data: 1000-byte comment lines up
    * to just past the raw limit, then a data line that is never reached. */
-  const size_t line = 1000, n = (AIR_MAX_SSE_RAW_BYTES / line + 1) * line;
+  const size_t line = 1000, n = (AIR__MAX_SSE_RAW_BYTES / line + 1) * line;
   char *s = malloc(n + 10);
   assert_non_null(s);
   for (size_t at = 0; at < n; at += line) {
@@ -904,7 +904,7 @@ static void test_limit_raw(void **state) {
   air__sse_str in = {s, n + 9};
   check_rc(in, NULL, 0, AIR_ETOOBIG);
   /* Just below the limit the event goes through. */
-  size_t fit = (AIR_MAX_SSE_RAW_BYTES - 9) / line * line;
+  size_t fit = (AIR__MAX_SSE_RAW_BYTES - 9) / line * line;
   memcpy(s + fit, "data: x\n\n", 9);
   rec r = {0};
   assert_int_equal(parse(s, fit + 9, NULL, 0, 4096, &r), 0);
@@ -936,9 +936,9 @@ static void test_limits_lowered(void **state) {
   assert_int_equal(FEEDS(&p, &r, "data: 123"), AIR_ETOOBIG);
   /* Limits above the named maxima are clipped to them. */
   air__sse_set_limits(&p, SIZE_MAX, SIZE_MAX, SIZE_MAX);
-  assert_int_equal(p.max_line, AIR_MAX_SSE_LINE_BYTES);
-  assert_int_equal(p.max_data, AIR_MAX_SSE_EVENT_BYTES);
-  assert_int_equal(p.max_raw, AIR_MAX_SSE_RAW_BYTES);
+  assert_int_equal(p.max_line, AIR__MAX_SSE_LINE_BYTES);
+  assert_int_equal(p.max_data, AIR__MAX_SSE_EVENT_BYTES);
+  assert_int_equal(p.max_raw, AIR__MAX_SSE_RAW_BYTES);
   air__sse_cleanup(&p);
   rec_free(&r);
 }

@@ -1,4 +1,4 @@
-/* Process-local sticky state (src/lib/state.c): stickiness follows the
+/* Process-local sticky state (src/state/state.c): stickiness follows the
  * target by name, so a reload that reorders or drops targets never moves
  * traffic to another target (DESIGN.md 5, Reload). */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "airetry.h"
-#include "config.h"
+#include "policy.h"
 #include "state.h"
 
 static air__sticky_cfg sticky_on(void) {

@@ -16,7 +16,7 @@
 #include <curl/curl.h>
 #include <uv.h>
 
-#include "../../src/lib/transport.h"
+#include "transport.h"
 
 #define MAX_CONNS 8
 

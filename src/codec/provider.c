@@ -1,0 +1,422 @@
+/*
+ * What the dialects share: the ops lookup, caller request validation,
+ * error-body reading, aggregation of parts for non-streaming callers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "limits.h"
+#include "provider.h"
+
+const air__provider_ops *air__provider_get(air__api api) {
+  return api == AIR__API_ANTHROPIC ? &air__provider_anthropic
+                                  : &air__provider_openai;
+}
+
+/* ---- request validation ------------------------------------------------------ */
+
+static int bad(air_error *err, int code, const char *field, const char *what) {
+  if (err != NULL) {
+    err->code = code;
+    snprintf(err->message, sizeof(err->message), "%s: %s", field, what);
+  }
+  return code;
+}
+
+
+/* Known top-level fields and their types; null is accepted for each. */
+static const air__field_rule openai_fields[] = {
+    {"stream", AIR__F_BOOL},          {"max_tokens", AIR__F_INT_POS},
+    {"max_completion_tokens", AIR__F_INT_POS},
+    {"temperature", AIR__F_NUMBER},   {"top_p", AIR__F_NUMBER},
+    {"n", AIR__F_INT_POS},            {"stop", AIR__F_STR_OR_ARRAY},
+    {"tools", AIR__F_ARRAY},          {"tool_choice", AIR__F_STR_OR_OBJ},
+    {"stream_options", AIR__F_OBJECT}, {"response_format", AIR__F_OBJECT},
+    {"user", AIR__F_STRING},          {"seed", AIR__F_NUMBER},
+};
+
+static const air__field_rule anthropic_fields[] = {
+    {"stream", AIR__F_BOOL},          {"max_tokens", AIR__F_INT_POS},
+    {"temperature", AIR__F_NUMBER},   {"top_p", AIR__F_NUMBER},
+    {"top_k", AIR__F_INT_POS},        {"stop_sequences", AIR__F_ARRAY},
+    {"tools", AIR__F_ARRAY},          {"tool_choice", AIR__F_OBJECT},
+    {"system", AIR__F_STR_OR_ARRAY},  {"metadata", AIR__F_OBJECT},
+    {"thinking", AIR__F_OBJECT},
+};
+
+const air__field_rule *air__field_rules(air__api dialect, size_t *n) {
+  if (dialect == AIR__API_OPENAI) {
+    *n = sizeof(openai_fields) / sizeof(openai_fields[0]);
+    return openai_fields;
+  }
+  *n = sizeof(anthropic_fields) / sizeof(anthropic_fields[0]);
+  return anthropic_fields;
+}
+
+static bool type_ok(const json_t *v, air__field_type t) {
+  if (json_is_null(v)) return true;
+  switch (t) {
+    case AIR__F_BOOL: return json_is_boolean(v);
+    case AIR__F_INT_POS: return json_is_integer(v) && json_integer_value(v) > 0;
+    case AIR__F_NUMBER: return json_is_number(v);
+    case AIR__F_STRING: return json_is_string(v);
+    case AIR__F_ARRAY: return json_is_array(v);
+    case AIR__F_OBJECT: return json_is_object(v);
+    case AIR__F_STR_OR_ARRAY: return json_is_string(v) || json_is_array(v);
+    case AIR__F_STR_OR_OBJ: return json_is_string(v) || json_is_object(v);
+  }
+  return false;
+}
+
+static const char *type_name(air__field_type t) {
+  switch (t) {
+    case AIR__F_BOOL: return "expected a boolean";
+    case AIR__F_INT_POS: return "expected a positive integer";
+    case AIR__F_NUMBER: return "expected a number";
+    case AIR__F_STRING: return "expected a string";
+    case AIR__F_ARRAY: return "expected an array";
+    case AIR__F_OBJECT: return "expected an object";
+    case AIR__F_STR_OR_ARRAY: return "expected a string or an array";
+    case AIR__F_STR_OR_OBJ: return "expected a string or an object";
+  }
+  return "wrong type";
+}
+
+int air__request_parse(air__api dialect, const char *body, size_t n,
+                       air__request *out, air_error *err) {
+  if (air__request_fast(dialect, body, n, out)) return 0;
+  return air__request_parse_tree(dialect, body, n, out, err);
+}
+
+int air__request_parse_tree(air__api dialect, const char *body, size_t n,
+                            air__request *out, air_error *err) {
+  memset(out, 0, sizeof(*out));
+  out->dialect = dialect;
+  json_error_t jerr;
+  /* JSON_REJECT_DUPLICATES: a key given twice is ambiguous, so an error.
+   * Invalid UTF-8 is rejected by jansson itself. */
+  json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &jerr);
+  if (root == NULL) {
+    if (err != NULL) {
+      err->code = AIR_EPARSE;
+      snprintf(err->message, sizeof(err->message),
+               "invalid JSON body at line %d column %d: %s", jerr.line,
+               jerr.column, jerr.text);
+    }
+    return AIR_EPARSE;
+  }
+  if (!json_is_object(root)) {
+    json_decref(root);
+    return bad(err, AIR_EINVAL, "body", "expected a JSON object");
+  }
+  int rc = 0;
+  json_t *model = json_object_get(root, "model");
+  json_t *messages = json_object_get(root, "messages");
+  if (model == NULL)
+    rc = bad(err, AIR_EINVAL, "model", "required");
+  else if (!json_is_string(model) || json_string_length(model) == 0)
+    rc = bad(err, AIR_EINVAL, "model", "expected a non-empty string");
+  else if (messages == NULL)
+    rc = bad(err, AIR_EINVAL, "messages", "required");
+  else if (!json_is_array(messages))
+    rc = bad(err, AIR_EINVAL, "messages", "expected an array");
+  else if (json_array_size(messages) == 0)
+    rc = bad(err, AIR_EINVAL, "messages", "must not be empty");
+  for (size_t i = 0; rc == 0 && i < json_array_size(messages); i++) {
+    json_t *m = json_array_get(messages, i);
+    json_t *role = json_object_get(m, "role");
+    char field[64];
+    snprintf(field, sizeof(field), "messages[%zu]", i);
+    if (!json_is_object(m))
+      rc = bad(err, AIR_EINVAL, field, "expected an object");
+    else if (!json_is_string(role))
+      rc = bad(err, AIR_EINVAL, field, "role: expected a string");
+  }
+  size_t n_rules = 0;
+  const air__field_rule *rules = air__field_rules(dialect, &n_rules);
+  for (size_t i = 0; rc == 0 && i < n_rules; i++) {
+    json_t *v = json_object_get(root, rules[i].name);
+    if (v != NULL && !type_ok(v, rules[i].type))
+      rc = bad(err, AIR_EINVAL, rules[i].name, type_name(rules[i].type));
+  }
+  if (rc != 0) {
+    json_decref(root);
+    return rc;
+  }
+  out->body = root;
+  out->model = json_string_value(model);
+  out->stream = json_is_true(json_object_get(root, "stream"));
+  json_t *so = json_object_get(root, "stream_options");
+  out->include_usage = json_is_true(json_object_get(so, "include_usage"));
+  json_t *rf = json_object_get(root, "response_format");
+  const char *rft = json_string_value(json_object_get(rf, "type"));
+  out->json_response =
+      rft != NULL && (strcmp(rft, "json_object") == 0 || strcmp(rft, "json_schema") == 0);
+  return 0;
+}
+
+json_t *air__request_body(const air__request *r) {
+  if (r->body == NULL && r->raw != NULL) {
+    /* A cache filled on first use; the text passed validation already.
+     * NOLINTNEXTLINE(clang-diagnostic-cast-qual) */
+    air__request *w = (air__request *)(uintptr_t)r;
+    w->body = json_loadb(r->raw, r->raw_n, JSON_REJECT_DUPLICATES, NULL);
+  }
+  return r->body;
+}
+
+void air__request_cleanup(air__request *r) {
+  json_decref(r->body);
+  free(r->raw);
+  memset(r, 0, sizeof(*r));
+}
+
+void air__decoder_cleanup(air__decoder *d) {
+  air__buf_cleanup(&d->scratch);
+  air__buf_cleanup(&d->scratch2);
+}
+
+/* ---- error bodies --------------------------------------------------------------- */
+
+/* Copies a JSON string (or a number's text) into buf; returns its offset or -1. */
+static long keep_str(air__buf *buf, const json_t *v) {
+  char num[32];
+  const char *s = NULL;
+  size_t n = 0;
+  if (json_is_string(v)) {
+    s = json_string_value(v);
+    n = json_string_length(v);
+  } else if (json_is_integer(v)) {
+    snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+    s = num;
+    n = strlen(num);
+  } else {
+    return -1;
+  }
+  if (n > AIR__MAX_MESSAGE_BYTES) n = AIR__MAX_MESSAGE_BYTES;
+  long off = (long)buf->n;
+  if (air__buf_add(buf, s, n) != 0 || air__buf_addc(buf, '\0') != 0) return -1;
+  return off;
+}
+
+void air__parse_error_body(const char *body, size_t n, air__buf *buf,
+                           air_failure *f) {
+  f->type = f->code = f->message = NULL;
+  json_t *root = n > 0 ? json_loadb(body, n, 0, NULL) : NULL;
+  long t = -1, c = -1, m = -1;
+  if (json_is_object(root)) {
+    json_t *e = json_object_get(root, "error");
+    if (json_is_object(e)) {
+      t = keep_str(buf, json_object_get(e, "type"));
+      c = keep_str(buf, json_object_get(e, "code"));
+      m = keep_str(buf, json_object_get(e, "message"));
+    } else if (json_is_string(e)) {
+      m = keep_str(buf, e);
+    } else {
+      m = keep_str(buf, json_object_get(root, "message"));
+    }
+  } else if (n > 0) {
+    /* Not JSON: keep a printable prefix as the message. */
+    size_t k = n < 200 ? n : 200;
+    m = (long)buf->n;
+    for (size_t i = 0; i < k; i++) {
+      char ch = body[i];
+      if (air__buf_addc(buf, (ch >= 0x20 && ch < 0x7f) ? ch : ' ') != 0) {
+        m = -1;
+        break;
+      }
+    }
+    if (m >= 0 && air__buf_addc(buf, '\0') != 0) m = -1;
+  }
+  json_decref(root);
+  if (t >= 0) f->type = buf->p + t;
+  if (c >= 0) f->code = buf->p + c;
+  if (m >= 0) f->message = buf->p + m;
+}
+
+int air__json_put(json_t *obj, const char *key, json_t *v) {
+  if (v == NULL) return AIR_ENOMEM;
+  return json_object_set_new(obj, key, v) == 0 ? 0 : AIR_ENOMEM;
+}
+
+int air__json_push(json_t *arr, json_t *v) {
+  if (v == NULL) return AIR_ENOMEM;
+  return json_array_append_new(arr, v) == 0 ? 0 : AIR_ENOMEM;
+}
+
+typedef struct dump_ctx {
+  air__buf *out;
+  int rc;
+} dump_ctx;
+
+static int dump_cb(const char *p, size_t n, void *data) {
+  dump_ctx *c = data;
+  c->rc = air__buf_add(c->out, p, n);
+  return c->rc == 0 ? 0 : -1;
+}
+
+int air__json_dump(const json_t *v, size_t flags, air__buf *out) {
+  size_t start = out->n;
+  dump_ctx c = {out, 0};
+  if (json_dump_callback(v, dump_cb, &c, flags) != 0) {
+    out->n = start;
+    if (out->p) out->p[start] = '\0';
+    return c.rc != 0 ? c.rc : AIR_ENOMEM;
+  }
+  return 0;
+}
+
+int air__final_status(air_reason reason, int status) {
+  if (status >= 400 && status <= 599) return status;
+  switch (reason) {
+    case AIR_REASON_RATE_LIMIT: return 429;
+    case AIR_REASON_OVERLOADED: return 503;
+    case AIR_REASON_TIMEOUT_CONNECT:
+    case AIR_REASON_TIMEOUT_FIRST_BYTE:
+    case AIR_REASON_TIMEOUT_FIRST_CHUNK:
+    case AIR_REASON_TIMEOUT_CHUNK:
+    case AIR_REASON_TIMEOUT_ATTEMPT:
+    case AIR_REASON_TIMEOUT_TOTAL:
+      return 504;
+    case AIR_REASON_CONTEXT_OVERFLOW:
+    case AIR_REASON_CONTENT_FILTER:
+    case AIR_REASON_LENGTH:
+    case AIR_REASON_BAD_REQUEST:
+      return 400;
+    case AIR_REASON_REFUSAL: return 422;
+    case AIR_REASON_AUTH: return 401;
+    case AIR_REASON_QUOTA: return 402;
+    case AIR_REASON_NOT_FOUND: return 404;
+    case AIR_REASON_ABORTED: return 499;
+    default: return 502;
+  }
+}
+
+const char *air__error_type(air__api api, air_reason r) {
+  bool a = api == AIR__API_ANTHROPIC;
+  switch (r) {
+    case AIR_REASON_RATE_LIMIT: return a ? "rate_limit_error" : "rate_limit_exceeded";
+    case AIR_REASON_OVERLOADED: return a ? "overloaded_error" : "server_error";
+    case AIR_REASON_AUTH: return a ? "authentication_error" : "authentication_error";
+    case AIR_REASON_QUOTA: return a ? "billing_error" : "insufficient_quota";
+    case AIR_REASON_NOT_FOUND: return a ? "not_found_error" : "not_found_error";
+    case AIR_REASON_BAD_REQUEST:
+    case AIR_REASON_CONTEXT_OVERFLOW:
+    case AIR_REASON_CONTENT_FILTER:
+      return "invalid_request_error";
+    case AIR_REASON_TIMEOUT_CONNECT:
+    case AIR_REASON_TIMEOUT_FIRST_BYTE:
+    case AIR_REASON_TIMEOUT_FIRST_CHUNK:
+    case AIR_REASON_TIMEOUT_CHUNK:
+    case AIR_REASON_TIMEOUT_ATTEMPT:
+    case AIR_REASON_TIMEOUT_TOTAL:
+      return a ? "timeout_error" : "timeout";
+    default:
+      return a ? "api_error" : "server_error";
+  }
+}
+
+/* ---- aggregation ------------------------------------------------------------------ */
+
+#define AGG_MAX (64u << 20)
+
+void air__aggregate_init(air__aggregate *a) {
+  memset(a, 0, sizeof(*a));
+  air__buf_init(&a->id, 256);
+  air__buf_init(&a->model, 256);
+  air__buf_init(&a->text, AGG_MAX);
+  air__buf_init(&a->reasoning, AGG_MAX);
+  air__buf_init(&a->refusal, AGG_MAX);
+  air__buf_init(&a->finish_raw, 64);
+}
+
+void air__aggregate_cleanup(air__aggregate *a) {
+  air__buf_cleanup(&a->id);
+  air__buf_cleanup(&a->model);
+  air__buf_cleanup(&a->text);
+  air__buf_cleanup(&a->reasoning);
+  air__buf_cleanup(&a->refusal);
+  air__buf_cleanup(&a->finish_raw);
+  for (size_t i = 0; i < a->n_tools; i++) {
+    free(a->tools[i].id);
+    free(a->tools[i].name);
+    air__buf_cleanup(&a->tools[i].args);
+  }
+  free(a->tools);
+  memset(a, 0, sizeof(*a));
+}
+
+static char *dupn(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+  if (p == NULL) return NULL;
+  if (n) memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+/* The tool call with OpenAI-style index idx, created on TOOL_START. */
+static air__tool_call *tool_at(air__aggregate *a, int idx, bool create) {
+  if (idx < 0 || idx >= AIR__DECODER_MAX_TOOLS) return NULL;
+  if ((size_t)idx < a->n_tools) return &a->tools[idx];
+  if (!create) return NULL;
+  air__tool_call *t = realloc(a->tools, (size_t)(idx + 1) * sizeof(*t));
+  if (t == NULL) return NULL;
+  a->tools = t;
+  for (size_t i = a->n_tools; i <= (size_t)idx; i++) {
+    memset(&t[i], 0, sizeof(t[i]));
+    air__buf_init(&t[i].args, AGG_MAX);
+  }
+  a->n_tools = (size_t)idx + 1;
+  return &t[idx];
+}
+
+int air__aggregate_add(air__aggregate *a, const air_part *p) {
+  switch (p->kind) {
+    case AIR_PART_START:
+      air__buf_reset(&a->id);
+      air__buf_reset(&a->model);
+      if (air__buf_add(&a->id, p->id, p->id_len) != 0) return AIR_ETOOBIG;
+      return air__buf_add(&a->model, p->name, p->name_len);
+    case AIR_PART_TEXT:
+      return air__buf_add(&a->text, p->text, p->text_len);
+    case AIR_PART_REASONING:
+      return air__buf_add(&a->reasoning, p->text, p->text_len);
+    case AIR_PART_REFUSAL:
+      return air__buf_add(&a->refusal, p->text, p->text_len);
+    case AIR_PART_TOOL_START: {
+      air__tool_call *t = tool_at(a, p->index, true);
+      if (t == NULL) return AIR_ETOOBIG;
+      free(t->id);
+      free(t->name);
+      t->id = dupn(p->id, p->id_len);
+      t->name = dupn(p->name, p->name_len);
+      return t->id && t->name ? 0 : AIR_ENOMEM;
+    }
+    case AIR_PART_TOOL_DELTA: {
+      air__tool_call *t = tool_at(a, p->index, true);
+      if (t == NULL) return AIR_ETOOBIG;
+      return air__buf_add(&t->args, p->text, p->text_len);
+    }
+    case AIR_PART_FINISH:
+      a->finish = p->finish;
+      air__buf_reset(&a->finish_raw);
+      return air__buf_add(&a->finish_raw, p->finish_raw, p->finish_raw_len);
+    case AIR_PART_USAGE:
+      a->input_tokens = p->input_tokens;
+      a->output_tokens = p->output_tokens;
+      a->has_usage = true;
+      return 0;
+    case AIR_PART_ERROR:
+      return 0;
+  }
+  return 0;
+}
+
+void air__unsupported_field(const char *message, char *out, size_t cap) {
+  if (cap == 0) return;
+  const char *end = strstr(message, AIR__NOT_SUPPORTED);
+  size_t n = end ? (size_t)(end - message) : strlen(message);
+  if (n >= cap) n = cap - 1;
+  memcpy(out, message, n);
+  out[n] = '\0';
+}

@@ -1,0 +1,295 @@
+/*
+ * API dialects (DESIGN.md 1, 2, 5): one file per dialect behind this ops
+ * table. A codec knows how to build an upstream request for its API (from a
+ * caller request of either dialect), decode its upstream stream and bodies
+ * into parts, and encode parts back into bytes for a caller of its dialect.
+ * Codecs know nothing about retries. Adding Gemini later is one more file.
+ */
+#ifndef AIR__PROVIDER_H
+#define AIR__PROVIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "airetry.h"
+#include "buf.h"
+#include "policy.h"
+#include "sse.h"
+
+/* ---- requests -------------------------------------------------------------- */
+
+/*
+ * A caller's request, validated once. Its JSON object is either the text
+ * (raw, from the fast validator of request_text.c) with the tree built on
+ * first use (air__request_body), or only the tree (the jansson path).
+ */
+typedef struct air__request {
+  air__api dialect;    /* the dialect the caller spoke */
+  json_t *body;        /* the JSON object (owned), or NULL until needed */
+  char *raw;           /* the body's text, NUL-terminated (owned), or NULL */
+  size_t raw_n;
+  const char *model;   /* the "model" (borrowed from raw or body) */
+  bool stream;         /* the caller asked for a stream */
+  bool include_usage;  /* OpenAI: stream_options.include_usage was true */
+  bool json_response;  /* OpenAI response_format json_object / json_schema */
+} air__request;
+
+/*
+ * Parses a caller body of the given dialect. Checks it is a JSON object with
+ * a string "model" and an array "messages" of objects, and that the known
+ * fields have the right types (stream bool, max_tokens positive integer,
+ * temperature number, ...). On error returns AIR_EPARSE (not JSON) or
+ * AIR_EINVAL and writes a message naming the field into err->message, e.g.
+ * "messages: expected an array".
+ */
+int air__request_parse(air__api dialect, const char *body, size_t n,
+                       air__request *out, air_error *err);
+/* The same, always with jansson (the path every error message comes from). */
+int air__request_parse_tree(air__api dialect, const char *body, size_t n,
+                            air__request *out, air_error *err);
+void air__request_cleanup(air__request *r);
+/* The request's JSON object, parsed from raw on first use; NULL when out of
+ * memory. */
+json_t *air__request_body(const air__request *r);
+
+/* Known top-level fields of a dialect and their types (null always passes). */
+typedef enum air__field_type {
+  AIR__F_BOOL, AIR__F_INT_POS, AIR__F_NUMBER, AIR__F_STRING, AIR__F_ARRAY, AIR__F_OBJECT,
+  AIR__F_STR_OR_ARRAY, AIR__F_STR_OR_OBJ
+} air__field_type;
+typedef struct air__field_rule {
+  const char *name;
+  air__field_type type;
+} air__field_rule;
+const air__field_rule *air__field_rules(air__api dialect, size_t *n);
+
+/*
+ * request_text.c. air__request_fast validates body without jansson and
+ * fills out (then true), or returns false when it cannot be sure the body
+ * is valid; air__request_parse then decides with jansson.
+ */
+bool air__request_fast(air__api dialect, const char *body, size_t n,
+                       air__request *out);
+
+/* One member to set in a same-dialect upstream body. */
+typedef enum air__patch_how {
+  AIR__PATCH_SET,             /* value replaces the caller's, or is added */
+  AIR__PATCH_DEFAULT,         /* only where the caller's is missing or null */
+  AIR__PATCH_STREAM_OPTIONS   /* the caller's object with include_usage: true */
+} air__patch_how;
+typedef struct air__patch {
+  const char *key;
+  const char *value;         /* JSON text (not for STREAM_OPTIONS) */
+  air__patch_how how;
+} air__patch;
+/* Appends req's text (it must have raw) with the members of set (at most
+ * 8) replaced in place or appended in order. Returns 0 or a buf error
+ * (then out is as it was). */
+int air__request_patch(const air__request *req, const air__patch *set, size_t n_set,
+                       air__buf *out);
+
+typedef struct air__build_opts {
+  const char *model;           /* the upstream model name */
+  const char *override_json;   /* a JSON object of fields to set, or NULL */
+  bool drop_params;            /* cross-dialect: drop fields the API lacks */
+  uint32_t default_max_tokens; /* used where Anthropic needs max_tokens */
+} air__build_opts;
+
+/* ---- decoding ---------------------------------------------------------------- */
+
+typedef int (*air__part_cb)(void *data, const air_part *p);
+
+#define AIR__DECODER_MAX_TOOLS 128  /* tool calls tracked in one response */
+
+/* Per-attempt decoder state. Init with the ops' decoder_init, free with
+ * air__decoder_cleanup. */
+typedef struct air__decoder {
+  air__api api;
+  unsigned malformed;  /* events that could not be decoded (skipped) */
+  bool started;        /* START was emitted */
+  bool done;           /* the terminator arrived ([DONE] / message_stop) */
+  bool finished;       /* a FINISH part was emitted */
+  bool usage_only;     /* the last event carried only usage (OpenAI) */
+  bool terminator;     /* the last event was the terminator */
+  bool error_event;    /* the last event was an error event */
+  uint64_t input_tokens;   /* running totals (Anthropic usage is cumulative) */
+  uint64_t output_tokens;
+  air__buf scratch;    /* unescaped strings handed out in parts */
+  air__buf scratch2;
+  /* Anthropic: the kind of each open content block, by block index, and the
+   * tool ordinal of tool_use blocks (OpenAI-style tool index).
+   * OpenAI: block_kind[i] != 0 once TOOL_START was emitted for tool index i
+   * (a repeated id/name for that index yields no second TOOL_START). */
+  unsigned char block_kind[AIR__DECODER_MAX_TOOLS];
+  int block_tool[AIR__DECODER_MAX_TOOLS];
+  int n_tools;
+} air__decoder;
+
+void air__decoder_cleanup(air__decoder *d);
+
+/* ---- aggregation (non-streaming callers) ------------------------------------- */
+
+typedef struct air__tool_call {
+  char *id;
+  char *name;
+  air__buf args;
+} air__tool_call;
+
+/* One attempt's parts gathered into a message. */
+typedef struct air__aggregate {
+  air__buf id;
+  air__buf model;
+  air__buf text;
+  air__buf reasoning;
+  air__buf refusal;
+  air__tool_call *tools;
+  size_t n_tools;
+  air_finish finish;
+  air__buf finish_raw;
+  uint64_t input_tokens;
+  uint64_t output_tokens;
+  bool has_usage;
+  uint64_t created;  /* OpenAI "created" (seconds) for encode_response, set
+                        by the caller (aggregate_init leaves 0) */
+} air__aggregate;
+
+void air__aggregate_init(air__aggregate *a);
+void air__aggregate_cleanup(air__aggregate *a);
+/* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
+AIR__WUR int air__aggregate_add(air__aggregate *a, const air_part *p);
+
+/* ---- encoding for the caller ------------------------------------------------- */
+
+/* Per-response encoder state, in the caller's dialect. */
+typedef struct air__encoder {
+  air__api api;
+  bool passthrough;    /* raw upstream events are forwarded; encode only the end */
+  bool include_usage;  /* OpenAI caller asked for the usage chunk */
+  bool started;        /* the first chunk / message_start was written */
+  bool finished;       /* FINISH seen */
+  bool ended;          /* the terminator was written */
+  int open_block;      /* Anthropic: index of the open content block, -1 none */
+  int open_kind;       /* Anthropic: what that block is (text/thinking/tool) */
+  int next_block;      /* Anthropic: the next content block index */
+  /* Anthropic: the content block index of each tool call (by the parts'
+   * tool index), -1 while the tool has no block. */
+  int tool_block[AIR__DECODER_MAX_TOOLS];
+  air_finish finish;
+  uint64_t created;    /* OpenAI "created" (seconds), from the caller's clock */
+  uint64_t input_tokens;
+  uint64_t output_tokens;
+  bool has_usage;
+  char id[128];
+  char model[256];
+} air__encoder;
+
+/* ---- the ops table -------------------------------------------------------------- */
+
+/* Between the field and the API in an AIR_ENOTSUP message. */
+#define AIR__NOT_SUPPORTED ": not supported by "
+
+/* The field named by an AIR_ENOTSUP message into out (NUL-terminated,
+ * truncated to cap); the whole message when it has no such form. */
+void air__unsupported_field(const char *message, char *out, size_t cap);
+
+typedef struct air__provider_ops {
+  air__api api;
+  const char *name;  /* "openai", "anthropic" */
+  const char *path;  /* appended to base_url: "/chat/completions", "/v1/messages" */
+
+  /*
+   * The upstream request body for this API from a caller request of either
+   * dialect: the model replaced by o->model, "stream": true (OpenAI also
+   * stream_options.include_usage: true), o->override_json merged over the
+   * top-level fields, and — across dialects — a translation of system
+   * prompt, messages (text, images, tool calls and tool results), tools and
+   * tool_choice, stop sequences, max tokens (o->default_max_tokens where
+   * Anthropic needs one), temperature (clamped to the API's range), top_p.
+   * Within one dialect unknown fields pass through unchanged; across
+   * dialects a field that is only a hint to a provider (seed, logprobs,
+   * service_tier, metadata, top_k, ...: DESIGN.md 5, docs/config.md) is
+   * dropped, and one that changes the answer and that the API cannot
+   * express is AIR_ENOTSUP with err->message "FIELD" AIR__NOT_SUPPORTED
+   * "API upstreams" (the target is then skipped), unless o->drop_params
+   * drops it too. A request that is invalid in itself is AIR_EINVAL.
+   */
+  int (*build_request)(const air__request *req, const air__build_opts *o,
+                       air__buf *out, air_error *err);
+
+  void (*decoder_init)(air__decoder *d);
+  /*
+   * One SSE event of this API's stream into parts, in order. An event that
+   * cannot be decoded increments d->malformed and yields nothing. Unknown
+   * event types and pings yield nothing (not malformed). Returns 0 or the
+   * first non-zero value returned by cb.
+   */
+  int (*decode_event)(air__decoder *d, const air__sse_event *ev,
+                      air__part_cb cb, void *data);
+  /* A complete non-streaming response body into parts (START, content,
+   * FINISH, USAGE). AIR_EPARSE when it is not a response of this API. */
+  int (*decode_body)(air__decoder *d, const char *body, size_t n,
+                     air__part_cb cb, void *data);
+
+  /* Encoding for a caller of this dialect. created_s: the response time. */
+  void (*encoder_init)(air__encoder *e, const air__request *req,
+                       uint64_t created_s);
+  /* One part as stream bytes ("data: ...\n\n" / "event: ...\ndata: ...\n\n"),
+   * appended to out. Parts that have no wire form append nothing. */
+  int (*encode_part)(air__encoder *e, const air_part *p, air__buf *out);
+  /* The clean end of a stream: OpenAI the usage chunk (if asked) and
+   * "data: [DONE]"; Anthropic the closing content_block_stop, message_delta
+   * (stop_reason, usage) and message_stop. Passthrough: only the terminator. */
+  int (*encode_end)(air__encoder *e, air__buf *out);
+  /* A failure after commit: an error event and no clean terminator. */
+  int (*encode_error_event)(air__encoder *e, air_reason reason,
+                            const char *message, air__buf *out);
+  /* A non-streaming response body from an aggregate. */
+  int (*encode_response)(const air__aggregate *a, air__buf *out);
+  /*
+   * A final error body (failure before commit): OpenAI {"error": {"message",
+   * "type", "code": reason, "attempts": [...]}}; Anthropic {"type": "error",
+   * "error": {"type", "message"}, "attempts": [...]}. Each attempt is
+   * {"target", "reason", "status", "ms", "request_id"}.
+   */
+  int (*encode_error_body)(int status, air_reason reason, const char *message,
+                           const air_attempt *log, size_t n, air__buf *out);
+} air__provider_ops;
+
+extern const air__provider_ops air__provider_openai;
+extern const air__provider_ops air__provider_anthropic;
+
+const air__provider_ops *air__provider_get(air__api api);
+
+/*
+ * Reads an upstream error body of either dialect ({"error": {"type", "code",
+ * "message"}} or {"type": "error", "error": {...}}) into f->type, f->code and
+ * f->message, copied into buf (which must outlive f's use). Missing fields
+ * stay NULL; a body that is not JSON leaves them NULL and sets f->message to
+ * a bounded, printable prefix of the body.
+ */
+void air__parse_error_body(const char *body, size_t n, air__buf *buf,
+                           air_failure *f);
+
+/* json_object_set_new / json_array_append_new that report AIR_ENOMEM when v
+ * is NULL (a failed constructor) or the insertion fails. Both steal v. */
+int air__json_put(json_t *obj, const char *key, json_t *v);
+int air__json_push(json_t *arr, json_t *v);
+/* Appends v dumped with jansson flags; on failure out is left as it was and
+ * AIR_ENOMEM or AIR_ETOOBIG is returned. */
+int air__json_dump(const json_t *v, size_t flags, air__buf *out);
+
+/*
+ * The HTTP status of a final failure (DESIGN.md 5): the upstream's own when
+ * it was an error status, else one that fits the reason (504 for timeouts,
+ * 502 for network and malformed, 429 rate_limit, 503 overloaded, ...).
+ */
+int air__final_status(air_reason reason, int status);
+
+/* The error "type" string a dialect uses for a reason, for error bodies and
+ * events ("rate_limit_error", "overloaded_error", "api_error", ...). */
+const char *air__error_type(air__api api, air_reason reason);
+
+#endif

@@ -1,0 +1,807 @@
+/*
+ * The config option table: every key of the config file, once. Parsing,
+ * validation, the resolved dump of `airetry check` and the reference in
+ * docs/config.md all walk this array (STYLE.md 8).
+ */
+#include "config_table.h"
+
+#include <stddef.h>
+
+#include "policy.h"
+#include "limits.h"
+
+#define DAY_MS 86400000ull
+#define WEEK_MS (7ull * DAY_MS)
+#define BIG_COUNT 1000000u
+#define STATUS_SLOTS \
+  (sizeof(((air__rule *)0)->status) / sizeof(((air__rule *)0)->status[0]))
+#define MAX_STATUS                                       \
+  (STATUS_SLOTS < AIR__MAX_STATUS_MATCHERS ? STATUS_SLOTS \
+                                          : AIR__MAX_STATUS_MATCHERS)
+
+static const char *const api_names[] = {"openai", "anthropic", NULL};
+static const char *const commit_names[] = {"first_content", "complete", NULL};
+static const char *const malformed_names[] = {"skip", "fail", NULL};
+static const char *const action_names[] = {"retry", "switch", "fail", NULL};
+static const char *const jitter_names[] = {"full", "equal", "none", NULL};
+
+/* The enums above are read and written as int (see config.c). */
+_Static_assert(sizeof(air__api) == sizeof(int), "enum size");
+_Static_assert(sizeof(air__commit) == sizeof(int), "enum size");
+_Static_assert(sizeof(air__malformed) == sizeof(int), "enum size");
+_Static_assert(sizeof(air__rule_action) == sizeof(int), "enum size");
+_Static_assert(sizeof(air__jitter) == sizeof(int), "enum size");
+_Static_assert(AIR__API_OPENAI == 0 && AIR__API_ANTHROPIC == 1, "api_names");
+_Static_assert(AIR__COMMIT_FIRST_CONTENT == 0 && AIR__COMMIT_COMPLETE == 1,
+               "commit_names");
+_Static_assert(AIR__MALFORMED_SKIP == 0 && AIR__MALFORMED_FAIL == 1,
+               "malformed_names");
+_Static_assert(AIR__RULE_RETRY == 0 && AIR__RULE_SWITCH == 1 &&
+                   AIR__RULE_FAIL == 2,
+               "action_names");
+_Static_assert(AIR__JITTER_FULL == 0 && AIR__JITTER_EQUAL == 1 &&
+                   AIR__JITTER_NONE == 2,
+               "jitter_names");
+
+#define POL (AIR__SC_DEFAULTS | AIR__SC_ROUTE)
+#define TMO (AIR__SC_TIMEOUTS | AIR__SC_TARGET_TIMEOUTS)
+#define MS(lo, hi) .min = (lo), .max = (hi)
+
+static const air__opt opts[] = {
+    /* ---- top level ---- */
+    {.name = "listen",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_STR,
+     .offset = offsetof(air_config, listen),
+     .max = 300,
+     .check = AIR__CK_LISTEN,
+     .def = "127.0.0.1:8080",
+     .doc = "Address the gateway listens on: HOST:PORT, [IPv6]:PORT. "
+            "`airetry serve --listen` overrides it."},
+    {.name = "client_keys_env",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_STR,
+     .offset = offsetof(air_config, client_keys_env),
+     .max = 256,
+     .check = AIR__CK_ENV,
+     .def_doc = "unset",
+     .doc = "Environment variable holding the comma-separated keys clients "
+            "must present (`Authorization: Bearer K` or `x-api-key: K`). "
+            "Unset: no client auth, and `serve` refuses a non-loopback "
+            "`listen` without `--insecure`. A variable that is not set is a "
+            "warning."},
+    {.name = "defaults",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_DEFAULTS,
+     .sub = AIR__SC_DEFAULTS,
+     .phase = 0,
+     .doc = "Policy for every route and for direct `provider/model` "
+            "requests, merged key by key over the built-in defaults."},
+    {.name = "providers",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_PROVIDERS,
+     .offset = offsetof(air_config, providers),
+     .noffset = offsetof(air_config, n_providers),
+     .sub = AIR__SC_PROVIDER,
+     .phase = 1,
+     .max = AIR__MAX_PROVIDERS,
+     .def_doc = "none",
+     .doc = "The upstream APIs: a list of provider maps."},
+    {.name = "routes",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_ROUTES,
+     .offset = offsetof(air_config, routes),
+     .noffset = offsetof(air_config, n_routes),
+     .sub = AIR__SC_ROUTE,
+     .phase = 2,
+     .max = AIR__MAX_ROUTES,
+     .def_doc = "none",
+     .doc = "The model names clients may send: a list of route maps."},
+    {.name = "state",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_SECTION,
+     .offset = 0,
+     .sub = AIR__SC_STATE,
+     .doc = "Where breaker and sticky state lives (per process by default)."},
+    {.name = "forward_headers",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_NAMES,
+     .offset = offsetof(air_config, forward_headers),
+     .noffset = offsetof(air_config, n_forward_headers),
+     .max = AIR__MAX_HEADERS,
+     .def = "[]",
+     .doc = "Caller headers copied to same-dialect upstreams (stored "
+            "lower-cased)."},
+    {.name = "drop_params",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air_config, drop_params),
+     .def = "false",
+     .doc = "true: silently drop request fields the target dialect cannot "
+            "express instead of answering 400."},
+    {.name = "default_max_tokens",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_U32,
+     .offset = offsetof(air_config, default_max_tokens),
+     MS(1, 10000000),
+     .def = "4096",
+     .doc = "max_tokens sent to Anthropic upstreams when the caller gave "
+            "none (Anthropic requires it)."},
+    {.name = "limits",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air_config, limits),
+     .sub = AIR__SC_LIMITS,
+     .doc = "Gateway limits on client connections and requests."},
+
+    /* ---- limits ---- */
+    {.name = "max_body_bytes",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_body_bytes),
+     MS(1024, 1ull << 30),
+     .def = "33554432",
+     .doc = "Largest request body accepted (413 above)."},
+    {.name = "max_header_bytes",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_header_bytes),
+     MS(1024, 1ull << 24),
+     .def = "65536",
+     .doc = "Largest request head (request line + headers)."},
+    {.name = "max_connections",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_connections),
+     MS(1, BIG_COUNT),
+     .def = "10000",
+     .doc = "Client connections open at once."},
+    {.name = "idle_timeout_ms",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, idle_timeout_ms),
+     MS(1, DAY_MS),
+     .def = "75000",
+     .doc = "An idle keep-alive connection is closed after "
+            "this long."},
+    {.name = "request_timeout_ms",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, request_timeout_ms),
+     MS(1, DAY_MS),
+     .def = "30000",
+     .doc = "Extension: the whole request (head and body) must arrive "
+            "within this time of its first byte, else 408."},
+    {.name = "max_inflight_body_bytes",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_inflight_body_bytes),
+     MS(1024, 1ull << 40),
+     .def = "268435456",
+     .doc = "Bytes of request bodies being read at once, summed over every "
+            "connection of the process (a declared Content-Length counts "
+            "from the head); a request that would pass it gets 503 with "
+            "retry-after: 1, its body unread."},
+
+    /* ---- state ---- */
+    {.name = "redis",
+     .scopes = AIR__SC_STATE,
+     .type = AIR__T_STR,
+     .offset = offsetof(air_config, redis_url),
+     .max = 2048,
+     .check = AIR__CK_REDIS,
+     .def_doc = "unset (per process)",
+     .doc = "redis:// or rediss:// URL: share breaker and sticky state "
+            "between gateway instances (planned)."},
+
+    /* ---- providers[] ---- */
+    {.name = "name",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__provider, name),
+     .max = AIR__MAX_NAME_BYTES,
+     .check = AIR__CK_NAME,
+     .flags = AIR__F_REQUIRED,
+     .def_doc = "required",
+     .doc = "Provider name, the part before '/' in targets; unique, no '/'."},
+    {.name = "api",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__provider, api),
+     .enums = api_names,
+     .flags = AIR__F_REQUIRED,
+     .def_doc = "required",
+     .doc = "API dialect of the upstream."},
+    {.name = "base_url",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__provider, base_url),
+     .max = 2048,
+     .check = AIR__CK_URL,
+     .def_doc = "https://api.openai.com/v1 (openai), "
+                "https://api.anthropic.com (anthropic)",
+     .doc = "openai: includes the version (`.../v1`), the gateway appends "
+            "`/chat/completions`; anthropic: the host root, the gateway "
+            "appends `/v1/messages`."},
+    {.name = "api_key_env",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__provider, api_key_env),
+     .max = 256,
+     .check = AIR__CK_ENV,
+     .def_doc = "unset (no upstream auth)",
+     .doc = "Environment variable holding the upstream key (never logged or "
+            "printed). Not set: a warning, and attempts fail with `auth`."},
+    {.name = "headers",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_HEADERS,
+     .offset = offsetof(air__provider, headers),
+     .noffset = offsetof(air__provider, n_headers),
+     .max = AIR__MAX_HEADERS,
+     .def = "{}",
+     .doc = "Extra headers sent upstream (name: value)."},
+    {.name = "breaker",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air__provider, breaker),
+     .sub = AIR__SC_BREAKER,
+     .doc = "Breaker for this provider's targets, merged over "
+            "`defaults.breaker`."},
+
+    /* ---- breaker ---- */
+    {.name = "enabled",
+     .scopes = AIR__SC_BREAKER,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air__breaker_cfg, enabled),
+     .def = "true",
+     .doc = "false: never skip a target of this provider."},
+    {.name = "failures",
+     .scopes = AIR__SC_BREAKER,
+     .type = AIR__T_U32,
+     .offset = offsetof(air__breaker_cfg, failures),
+     MS(1, BIG_COUNT),
+     .def = "3",
+     .doc = "Consecutive counted failures that open the breaker."},
+    {.name = "open_ms",
+     .scopes = AIR__SC_BREAKER,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__breaker_cfg, open_ms),
+     MS(1, DAY_MS),
+     .def = "10000",
+     .doc = "How long an open breaker skips the target "
+            "before one probe request."},
+    {.name = "quota_open_ms",
+     .scopes = AIR__SC_BREAKER,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__breaker_cfg, quota_open_ms),
+     MS(1, WEEK_MS),
+     .def = "300000",
+     .doc = "How long a `quota` failure opens it."},
+
+    /* ---- defaults: and routes[] ---- */
+    {.name = "breaker",
+     .scopes = AIR__SC_DEFAULTS,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air_config, breaker_defaults),
+     .sub = AIR__SC_BREAKER,
+     .doc = "Breaker of every provider (per target state)."},
+    {.name = "name",
+     .scopes = AIR__SC_ROUTE,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__route, name),
+     .max = AIR__MAX_NAME_BYTES,
+     .check = AIR__CK_NAME,
+     .flags = AIR__F_REQUIRED,
+     .def_doc = "required",
+     .doc = "The model name clients send; unique, no '/'."},
+    {.name = "targets",
+     .scopes = AIR__SC_ROUTE,
+     .type = AIR__T_TARGETS,
+     .offset = offsetof(air__route, targets),
+     .noffset = offsetof(air__route, n_targets),
+     .sub = AIR__SC_TARGET,
+     .phase = 1,
+     MS(1, AIR__MAX_TARGETS),
+     .flags = AIR__F_REQUIRED,
+     .def_doc = "required",
+     .doc = "Ordered list of `provider/model` strings or target maps."},
+    {.name = "timeouts",
+     .scopes = POL,
+     .type = AIR__T_SECTION,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, timeouts),
+     .sub = AIR__SC_TIMEOUTS,
+     .doc = "Deadlines (DESIGN.md 2.3)."},
+    {.name = "budget",
+     .scopes = POL,
+     .type = AIR__T_SECTION,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, budget),
+     .sub = AIR__SC_BUDGET,
+     .doc = "Caps on the attempts of one request."},
+    {.name = "sticky",
+     .scopes = POL,
+     .type = AIR__T_SECTION,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, sticky),
+     .sub = AIR__SC_STICKY,
+     .doc = "After a fallback answered, keep starting there for a while."},
+    {.name = "refusal",
+     .scopes = POL,
+     .type = AIR__T_SECTION,
+     .base = AIR__B_POLICY,
+     .offset = 0,
+     .sub = AIR__SC_REFUSAL,
+     .doc = "Canned-refusal detection (DESIGN.md 3.2)."},
+    {.name = "commit",
+     .scopes = POL,
+     .type = AIR__T_ENUM,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, commit),
+     .enums = commit_names,
+     .def = "first_content",
+     .doc = "When the answer is released: at the first content part, or "
+            "once the whole attempt was judged."},
+    {.name = "max_malformed",
+     .scopes = POL,
+     .type = AIR__T_U32,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, max_malformed),
+     MS(0, BIG_COUNT),
+     .def = "3",
+     .doc = "More undecodable stream events than this in one attempt is a "
+            "`malformed` failure."},
+    {.name = "malformed",
+     .scopes = POL,
+     .type = AIR__T_ENUM,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, malformed),
+     .enums = malformed_names,
+     .def = "skip",
+     .doc = "skip: drop and count an undecodable event; fail: the first one "
+            "is a `malformed` failure."},
+    {.name = "rules",
+     .scopes = POL,
+     .type = AIR__T_RULES,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, rules),
+     .noffset = offsetof(air__policy, n_rules),
+     .sub = AIR__SC_RULE,
+     .max = AIR__MAX_RULES,
+     .def_doc = "the built-in rules",
+     .doc = "Ordered rules; a list given here replaces the one below it "
+            "wholesale."},
+
+    /* ---- routes[].targets[] in map form ---- */
+    {.name = "target",
+     .scopes = AIR__SC_TARGET,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__target, name),
+     .max = 2 * AIR__MAX_NAME_BYTES,
+     .check = AIR__CK_TARGET,
+     .flags = AIR__F_REQUIRED,
+     .def_doc = "required",
+     .doc = "`provider/model`: a configured provider, then the upstream "
+            "model name (which may itself contain '/')."},
+    {.name = "timeouts",
+     .scopes = AIR__SC_TARGET,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air__target, timeouts),
+     .sub = AIR__SC_TARGET_TIMEOUTS,
+     .doc = "Deadlines of this target, merged over the route's."},
+    {.name = "override",
+     .scopes = AIR__SC_TARGET,
+     .type = AIR__T_OVERRIDE,
+     .offset = offsetof(air__target, override_json),
+     .def_doc = "none",
+     .doc = "Request fields set on every attempt to this target "
+            "(`max_tokens`, provider parameters); not `model`, `messages`, "
+            "`stream`."},
+
+    /* ---- timeouts ---- */
+    {.name = "connect_ms",
+     .scopes = TMO,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__timeouts, connect_ms),
+     MS(1, DAY_MS),
+     .def = "5000",
+     .doc = "TCP + TLS connect."},
+    {.name = "first_byte_ms",
+     .scopes = TMO,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__timeouts, first_byte_ms),
+     MS(1, DAY_MS),
+     .def = "15000",
+     .doc = "Attempt start to upstream response headers."},
+    {.name = "first_chunk_ms",
+     .scopes = TMO,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__timeouts, first_chunk_ms),
+     MS(1, DAY_MS),
+     .def = "30000",
+     .doc = "Attempt start to the first content part received (raise it "
+            "for reasoning models)."},
+    {.name = "chunk_ms",
+     .scopes = TMO,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__timeouts, chunk_ms),
+     MS(1, DAY_MS),
+     .def = "30000",
+     .doc = "Gap between received parts, before and after "
+            "commit."},
+    {.name = "attempt_ms",
+     .scopes = TMO,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__timeouts, attempt_ms),
+     MS(1, DAY_MS),
+     .def = "600000",
+     .doc = "One attempt, until commit."},
+    {.name = "total_ms",
+     .scopes = AIR__SC_TIMEOUTS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__timeouts, total_ms),
+     MS(1, DAY_MS),
+     .def = "900000",
+     .doc = "The whole request until commit, every attempt and wait "
+            "included. Per request, so not allowed on a target."},
+
+    /* ---- budget ---- */
+    {.name = "max_total_attempts",
+     .scopes = AIR__SC_BUDGET,
+     .type = AIR__T_COUNT,
+     .offset = offsetof(air__budget, max_total_attempts),
+     MS(1, BIG_COUNT),
+     .def = "6",
+     .doc = "Attempts one request may make, all reasons together."},
+    {.name = "per_reason",
+     .scopes = AIR__SC_BUDGET,
+     .type = AIR__T_PER_REASON,
+     .offset = offsetof(air__budget, per_reason),
+     MS(1, BIG_COUNT),
+     .def = "{}",
+     .doc = "reason: count (or `unlimited`): an extra cap on the failures of "
+            "one reason. Merged key by key."},
+
+    /* ---- sticky ---- */
+    {.name = "enabled",
+     .scopes = AIR__SC_STICKY,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air__sticky_cfg, enabled),
+     .def = "false",
+     .doc = "Extension: setting `after_ms` or `requests` turns sticky on; "
+            "`enabled: false` turns off one inherited from `defaults`."},
+    {.name = "after_ms",
+     .scopes = AIR__SC_STICKY,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__sticky_cfg, after_ms),
+     MS(0, WEEK_MS),
+     .def = "0",
+     .doc = "Return to the first target this long after the "
+            "switch (0: no time limit)."},
+    {.name = "requests",
+     .scopes = AIR__SC_STICKY,
+     .type = AIR__T_U32,
+     .offset = offsetof(air__sticky_cfg, requests),
+     MS(0, 1000000000u),
+     .def = "0",
+     .doc = "Return to the first target after this many "
+            "requests (0: no count limit)."},
+
+    /* ---- refusal ---- */
+    {.name = "phrases",
+     .scopes = AIR__SC_REFUSAL,
+     .type = AIR__T_PHRASES,
+     .offset = offsetof(air__policy, phrases),
+     .noffset = offsetof(air__policy, n_phrases),
+     .max = AIR__MAX_PHRASES,
+     .def = "[]",
+     .doc = "Case-insensitive prefixes of canned refusals (at most 512 bytes "
+            "each); the list replaces the inherited one."},
+
+    /* ---- rules[] ---- */
+    {.name = "on",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_REASONS,
+     .offset = offsetof(air__rule, on_mask),
+     .def_doc = "none",
+     .doc = "A reason or a list of reasons the rule matches."},
+    {.name = "status",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_STATUS,
+     .offset = offsetof(air__rule, status),
+     .noffset = offsetof(air__rule, n_status),
+     .max = MAX_STATUS,
+     .def_doc = "none",
+     .doc = "HTTP statuses: integers (429) or classes (\"5xx\")."},
+    {.name = "message",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__rule, message),
+     .max = AIR__MAX_PHRASE_BYTES,
+     .check = AIR__CK_TEXT,
+     .def_doc = "none",
+     .doc = "Case-insensitive substring of the failure message."},
+    {.name = "action",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__rule, action),
+     .enums = action_names,
+     .flags = AIR__F_REQUIRED,
+     .def_doc = "required",
+     .doc = "retry the same target, switch to the next one, or fail."},
+    {.name = "max",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_COUNT,
+     .offset = offsetof(air__rule, max),
+     MS(0, BIG_COUNT),
+     .def_doc = "1 for retry, unlimited for switch and fail",
+     .doc = "Attempts this rule may add in one request (0 disables it)."},
+    {.name = "backoff",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air__rule, backoff),
+     .sub = AIR__SC_BACKOFF,
+     .doc = "Wait before a retry: min(max_ms, base_ms * factor^(n-1))."},
+    {.name = "retry_after",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_SECTION,
+     .offset = 0,
+     .sub = AIR__SC_RETRY_AFTER,
+     .doc = "How long a Retry-After hint may make the engine wait."},
+    {.name = "to",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__rule, to),
+     .max = 2 * AIR__MAX_NAME_BYTES,
+     .check = AIR__CK_TEXT,
+     .def_doc = "the next untried target",
+     .doc = "switch only: the `provider/model` to switch to; must be one of "
+            "the route's targets."},
+    {.name = "override",
+     .scopes = AIR__SC_RULE,
+     .type = AIR__T_OVERRIDE,
+     .offset = offsetof(air__rule, override_json),
+     .def_doc = "none",
+     .doc = "Request fields set on the attempts this rule causes (e.g. "
+            "`{max_tokens: 8192}` on `length`)."},
+
+    /* ---- rules[].backoff ---- */
+    {.name = "base_ms",
+     .scopes = AIR__SC_BACKOFF,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__backoff, base_ms),
+     MS(0, DAY_MS),
+     .def = "500",
+     .doc = "The first wait."},
+    {.name = "factor",
+     .scopes = AIR__SC_BACKOFF,
+     .type = AIR__T_DOUBLE,
+     .offset = offsetof(air__backoff, factor),
+     .dmin = 1.0,
+     .dmax = 100.0,
+     .def = "2",
+     .doc = "Growth of each further wait."},
+    {.name = "max_ms",
+     .scopes = AIR__SC_BACKOFF,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__backoff, max_ms),
+     MS(0, DAY_MS),
+     .def = "8000",
+     .doc = "Cap on one wait."},
+    {.name = "jitter",
+     .scopes = AIR__SC_BACKOFF,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__backoff, jitter),
+     .enums = jitter_names,
+     .def = "full",
+     .doc = "full: uniform in [0, w]; equal: w/2 + uniform in [0, w/2]; "
+            "none: w."},
+
+    /* ---- rules[].retry_after ---- */
+    {.name = "max_ms",
+     .scopes = AIR__SC_RETRY_AFTER,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__rule, retry_after_max_ms),
+     MS(0, DAY_MS),
+     .def = "10000",
+     .doc = "Longest Retry-After hint the engine sleeps for; a longer one "
+            "switches (cooling the target down until it expires)."},
+};
+
+_Static_assert(sizeof(opts) / sizeof(opts[0]) <= AIR__MAX_OPTS,
+               "raise AIR__MAX_OPTS");
+
+const air__opt *air__config_opts(size_t *n) {
+  *n = sizeof(opts) / sizeof(opts[0]);
+  return opts;
+}
+
+/* DESIGN.md 3, verbatim in meaning; parsed by the same code as user rules. */
+static const char builtin_rules[] =
+    "- on: [rate_limit]\n"
+    "  action: retry\n"
+    "  max: 2\n"
+    "  backoff: {base_ms: 500, factor: 2, max_ms: 8000, jitter: full}\n"
+    "  retry_after: {max_ms: 10000}\n"
+    "- on: [overloaded, server_error, network, malformed]\n"
+    "  action: retry\n"
+    "  max: 1\n"
+    "  backoff: {base_ms: 250, factor: 2, max_ms: 4000, jitter: full}\n"
+    "- on: [rate_limit, overloaded, server_error, network, malformed,\n"
+    "       timeout.connect, timeout.first_byte, timeout.first_chunk,\n"
+    "       timeout.chunk, timeout.attempt, context_overflow, auth, quota,\n"
+    "       not_found, refusal]\n"
+    "  action: switch\n"
+    "- on: [content_filter, bad_request, length]\n"
+    "  action: fail\n";
+
+const char *air__config_builtin_rules(void) {
+  return builtin_rules;
+}
+
+static const struct {
+  unsigned scope;
+  const char *path;
+  const char *intro;
+} scopes[] = {
+    {AIR__SC_TOP, "top level", "The keys of the file itself."},
+    {AIR__SC_LIMITS, "limits", NULL},
+    {AIR__SC_STATE, "state", NULL},
+    {AIR__SC_PROVIDER, "providers[]", "Each provider is one upstream API."},
+    {AIR__SC_BREAKER, "breaker",
+     "In `defaults.breaker` and `providers[].breaker` (merged over "
+     "`defaults.breaker`)."},
+    {AIR__SC_DEFAULTS, "defaults",
+     "Besides `breaker`, `defaults` holds every policy key of a route "
+     "(timeouts, budget, sticky, refusal, commit, max_malformed, malformed, "
+     "rules), listed under routes[]."},
+    {AIR__SC_ROUTE, "routes[]",
+     "The policy keys are also accepted in `defaults`; every map merges key "
+     "by key over `defaults`, lists replace."},
+    {AIR__SC_TARGET, "routes[].targets[] (map form)",
+     "A target is `provider/model`, or this map when it needs its own "
+     "deadlines or request fields."},
+    {AIR__SC_TIMEOUTS, "timeouts", "In `defaults` and `routes[]`."},
+    {AIR__SC_TARGET_TIMEOUTS, "routes[].targets[].timeouts",
+     "Merged over the route's timeouts."},
+    {AIR__SC_BUDGET, "budget", NULL},
+    {AIR__SC_STICKY, "sticky", "Off by default."},
+    {AIR__SC_REFUSAL, "refusal", NULL},
+    {AIR__SC_RULE, "rules[]",
+     "A rule needs at least one matcher (`on`, `status`, `message`); all "
+     "the matchers it has must match."},
+    {AIR__SC_BACKOFF, "rules[].backoff", "Used by `retry` rules only."},
+    {AIR__SC_RETRY_AFTER, "rules[].retry_after", NULL},
+};
+
+const char *air__config_scope_path(unsigned scope) {
+  for (size_t i = 0; i < sizeof(scopes) / sizeof(scopes[0]); i++)
+    if (scopes[i].scope == scope) return scopes[i].path;
+  return "?";
+}
+
+static void ref_type(FILE *f, const air__opt *o) {
+  switch (o->type) {
+    case AIR__T_U64:
+    case AIR__T_U32:
+      fputs("integer", f);
+      break;
+    case AIR__T_COUNT:
+      fputs("integer or `unlimited`", f);
+      break;
+    case AIR__T_DOUBLE:
+      fputs("number", f);
+      break;
+    case AIR__T_BOOL:
+      fputs("boolean", f);
+      break;
+    case AIR__T_STR:
+      fputs("string", f);
+      break;
+    case AIR__T_ENUM:
+      for (size_t i = 0; o->enums[i]; i++)
+        fprintf(f, "%s`%s`", i ? ", " : "", o->enums[i]);
+      break;
+    case AIR__T_SECTION:
+    case AIR__T_DEFAULTS:
+      fprintf(f, "map (`%s`)", air__config_scope_path(o->sub));
+      break;
+    case AIR__T_PROVIDERS:
+      fputs("list of maps (`providers[]`)", f);
+      break;
+    case AIR__T_ROUTES:
+      fputs("list of maps (`routes[]`)", f);
+      break;
+    case AIR__T_TARGETS:
+      fputs("list of strings or maps", f);
+      break;
+    case AIR__T_RULES:
+      fputs("list of maps (`rules[]`)", f);
+      break;
+    case AIR__T_REASONS:
+      fputs("reason or list of reasons", f);
+      break;
+    case AIR__T_STATUS:
+      fputs("list of statuses", f);
+      break;
+    case AIR__T_PER_REASON:
+      fputs("map reason: count", f);
+      break;
+    case AIR__T_PHRASES:
+      fputs("list of strings", f);
+      break;
+    case AIR__T_NAMES:
+      fputs("list of header names", f);
+      break;
+    case AIR__T_HEADERS:
+      fputs("map name: value", f);
+      break;
+    case AIR__T_OVERRIDE:
+      fputs("map", f);
+      break;
+  }
+}
+
+static void ref_bounds(FILE *f, const air__opt *o) {
+  switch (o->type) {
+    case AIR__T_U64:
+    case AIR__T_U32:
+    case AIR__T_COUNT:
+    case AIR__T_PER_REASON:
+      fprintf(f, "%llu to %llu", (unsigned long long)o->min,
+              (unsigned long long)o->max);
+      break;
+    case AIR__T_DOUBLE:
+      fprintf(f, "%g to %g", o->dmin, o->dmax);
+      break;
+    case AIR__T_STR:
+      fprintf(f, "%llu bytes", (unsigned long long)o->max);
+      break;
+    case AIR__T_PROVIDERS:
+    case AIR__T_ROUTES:
+    case AIR__T_RULES:
+    case AIR__T_PHRASES:
+    case AIR__T_NAMES:
+    case AIR__T_HEADERS:
+    case AIR__T_STATUS:
+      fprintf(f, "%llu entries", (unsigned long long)o->max);
+      break;
+    case AIR__T_TARGETS:
+      fprintf(f, "%llu to %llu entries", (unsigned long long)o->min,
+              (unsigned long long)o->max);
+      break;
+    default:
+      fputs("", f);
+      break;
+  }
+}
+
+void air__config_reference(FILE *f) {
+  size_t n;
+  const air__opt *o = air__config_opts(&n);
+  for (size_t s = 0; s < sizeof(scopes) / sizeof(scopes[0]); s++) {
+    fprintf(f, "### `%s`\n\n", scopes[s].path);
+    if (scopes[s].intro) fprintf(f, "%s\n\n", scopes[s].intro);
+    fputs(
+        "| key | type | default | bounds | meaning |\n"
+        "|---|---|---|---|---|\n",
+        f);
+    for (size_t i = 0; i < n; i++) {
+      if (!(o[i].scopes & scopes[s].scope)) continue;
+      fprintf(f, "| `%s` | ", o[i].name);
+      ref_type(f, &o[i]);
+      fputs(" | ", f);
+      if (o[i].def)
+        fprintf(f, "`%s`", o[i].def);
+      else if (o[i].def_doc)
+        fputs(o[i].def_doc, f);
+      fputs(" | ", f);
+      ref_bounds(f, &o[i]);
+      fprintf(f, " | %s |\n", o[i].doc);
+    }
+    fputs("\n", f);
+  }
+  fputs("### built-in rules\n\n```yaml\n", f);
+  fputs(builtin_rules, f);
+  fputs("```\n", f);
+}

@@ -1,0 +1,75 @@
+/*
+ * A growable byte buffer with a named maximum (curl's dynbuf): appends past
+ * the maximum fail with AIR_ETOOBIG and leave the buffer as it was, so a
+ * hostile input can never cause a realloc storm or an unbounded allocation.
+ *
+ * Two ways to append. The air__buf_add* functions return the error and are
+ * warn_unused_result: a caller whose lost bytes would lose data checks each
+ * one. The air__buf_put* ones return nothing, for text built in one go (a
+ * log line, an exposition): the first failure of any append sticks in the
+ * buffer (air__buf_error) until air__buf_reset, and the builder checks it
+ * once at the end and drops the text, never using a truncated one.
+ */
+#ifndef AIR__BUF_H
+#define AIR__BUF_H
+
+#include <stddef.h>
+
+typedef struct air__buf {
+  char *p;      /* NUL-terminated when n > 0 or after any append */
+  size_t n;
+  size_t cap;
+  size_t max;   /* the most bytes it may hold */
+  int err;      /* the first failed append since init or reset, or 0 */
+} air__buf;
+
+#define AIR__WUR __attribute__((warn_unused_result))
+
+void air__buf_init(air__buf *b, size_t max);
+void air__buf_cleanup(air__buf *b);
+/* Empties the buffer, clears its error and keeps its memory. */
+void air__buf_reset(air__buf *b);
+/* Each returns 0, AIR_ENOMEM or AIR_ETOOBIG (also kept in b->err). */
+AIR__WUR int air__buf_add(air__buf *b, const void *p, size_t n);
+AIR__WUR int air__buf_adds(air__buf *b, const char *s);  /* a C string */
+AIR__WUR int air__buf_addc(air__buf *b, char c);
+AIR__WUR int air__buf_addu(air__buf *b, unsigned long long v);  /* decimal */
+/* Appends s as a JSON string literal, quotes included: escapes ", \\ and
+ * control bytes; valid UTF-8 passes through unchanged, each byte of an
+ * invalid sequence becomes \ufffd, so the result is always valid JSON. */
+AIR__WUR int air__buf_add_json_str(air__buf *b, const char *s, size_t n);
+/* The length of the valid UTF-8 sequence at s (1 to 4; n >= 1 bytes
+ * available), or 0 when it is not valid UTF-8 (overlong, surrogate, past
+ * U+10FFFF, truncated). */
+size_t air__utf8_seq(const unsigned char *s, size_t n);
+/* Appends n bytes at the next 8-aligned offset (zero padding before them),
+ * stored in *at: for an array of pointers kept after the strings it points
+ * into, fixed up once nothing more is appended. Returns as air__buf_add. */
+AIR__WUR int air__buf_add_aligned(air__buf *b, const void *p, size_t n,
+                                  size_t *at);
+/* Takes the bytes: returns the buffer (caller frees), leaves b empty. */
+char *air__buf_take(air__buf *b, size_t *n);
+
+/* The first append that failed since init or reset (0: none). */
+static inline int air__buf_error(const air__buf *b) {
+  return b->err;
+}
+
+/* Appends whose failure sticks in the buffer (see the top of this file). */
+static inline void air__buf_put(air__buf *b, const void *p, size_t n) {
+  if (air__buf_add(b, p, n) != 0) return;
+}
+static inline void air__buf_puts(air__buf *b, const char *s) {
+  if (air__buf_adds(b, s) != 0) return;
+}
+static inline void air__buf_putc(air__buf *b, char c) {
+  if (air__buf_addc(b, c) != 0) return;
+}
+static inline void air__buf_putu(air__buf *b, unsigned long long v) {
+  if (air__buf_addu(b, v) != 0) return;
+}
+static inline void air__buf_put_json_str(air__buf *b, const char *s, size_t n) {
+  if (air__buf_add_json_str(b, s, n) != 0) return;
+}
+
+#endif

@@ -1,0 +1,541 @@
+/*
+ * The run state machine (DESIGN.md 1 and 3): one request's walk through its
+ * route. Pure: the clock and the random source come from the caller, nothing
+ * here does I/O or sleeps. Shared breaker/sticky state goes through state.h.
+ *
+ * Phases: ATTEMPT (an attempt is in flight) -> WAIT (a retry backoff) ->
+ * ATTEMPT ... -> OVER. Every event checks the phase it is valid in and
+ * returns AIR_ESTATE otherwise, leaving the run unchanged.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "backoff.h"
+#include "engine.h"
+#include "limits.h"
+#include "state.h"
+
+enum phase { P_ATTEMPT, P_WAIT, P_OVER };
+
+/* The default retry_after.max_ms: a hint longer than this, on a failure no
+ * retry rule waits for, cools the target down for every request. */
+#define COOL_AFTER_MS 10000u
+
+struct air_run {
+  const air_config *cfg;
+  air_state *st;
+  const air__route *route;
+  const air__policy *pol;
+  air__route direct;  /* a "provider/model" request: one target */
+  air__target direct_target;
+  air_rng rng;
+  uint64_t seed;  /* splitmix64 state when the caller gave no rng */
+  uint64_t deadline_ms;  /* start + total_ms */
+  enum phase phase;
+  unsigned attempts;
+  unsigned cur;  /* route index of the target of the current attempt */
+  int cause_rule;  /* the rule whose max the current attempt used, or -1 */
+  unsigned n_real; /* log entries that are not skipped */
+  bool probe;    /* the current attempt holds a half-open probe slot */
+  const char *next_override;  /* for the attempt after a WAIT */
+  int wait_rule;              /* the retry rule of that WAIT */
+  unsigned n_order;
+  unsigned order[AIR__MAX_TARGETS];  /* route indices, sticky target first */
+  bool tried[AIR__MAX_TARGETS];
+  uint32_t rule_used[AIR__MAX_RULES];
+  uint32_t reason_count[AIR_REASON__COUNT];
+  air_reason last_reason;
+  int last_status;
+  air_attempt *log;
+  size_t n_log;
+  size_t cap_log;
+  air__arena arena;
+};
+
+const air__policy *air__run_policy(const air_run *run) {
+  return run->pol;
+}
+
+const air__target *air__run_target(const air_run *run) {
+  return run->n_log == 0 ? NULL : &run->route->targets[run->cur];
+}
+
+const air__route *air__run_route(const air_run *run) {
+  return run->route;
+}
+
+static const air__breaker_cfg *breaker_of(const air_run *run, unsigned idx) {
+  const air__target *t = &run->route->targets[idx];
+  return &run->cfg->providers[t->provider].breaker;
+}
+
+/* Case-insensitive substring test; needle is a config string. */
+static bool contains_ci(const char *hay, const char *needle) {
+  if (hay == NULL) return false;
+  size_t hn = strlen(hay), nn = strlen(needle);
+  if (nn == 0) return true;
+  for (size_t i = 0; i + nn <= hn; i++) {
+    size_t j = 0;
+    while (j < nn && tolower((unsigned char)hay[i + j]) ==
+                         tolower((unsigned char)needle[j]))
+      j++;
+    if (j == nn) return true;
+  }
+  return false;
+}
+
+static bool rule_matches(const air__rule *r, air_reason reason, int status,
+                         const char *message) {
+  if (r->on_mask == 0 && r->n_status == 0 && r->message == NULL) return false;
+  if (r->on_mask != 0 && (r->on_mask & (1u << reason)) == 0) return false;
+  if (r->n_status != 0) {
+    bool hit = false;
+    for (size_t i = 0; i < r->n_status && !hit; i++)
+      hit = status >= r->status[i].lo && status <= r->status[i].hi;
+    if (!hit) return false;
+  }
+  if (r->message != NULL && !contains_ci(message, r->message)) return false;
+  return true;
+}
+
+/*
+ * The override for an attempt on target idx: the target's fields with the
+ * rule's merged over them (rule wins), merged once when the config loaded
+ * (air__rule.target_override); the target's own without a rule.
+ */
+static const char *merge_override(const air_run *run, unsigned idx,
+                                  const air__rule *rule) {
+  const char *own = run->route->targets[idx].override_json;
+  if (rule == NULL || rule->override_json == NULL) return own;
+  if (own == NULL) return rule->override_json;
+  if (idx < rule->n_target_override && rule->target_override[idx] != NULL)
+    return rule->target_override[idx];
+  return rule->override_json;
+}
+
+static int finish(air_run *run, air_reason reason, int status, air_action *act) {
+  run->phase = P_OVER;
+  memset(act, 0, sizeof(*act));
+  act->kind = AIR_ACT_FAIL;
+  act->reason = reason;
+  act->status = status;
+  return 0;
+}
+
+/*
+ * Starts an attempt on target idx. probe: pick acquired the target's
+ * half-open probe slot for it; every return without an attempt (the log is
+ * full, no memory) gives the slot back, or the target would never be
+ * admitted again.
+ */
+static int start_attempt(air_run *run, unsigned idx, bool probe,
+                         const char *override, uint64_t now_ms,
+                         air_action *act) {
+  if (run->n_log >= AIR__MAX_ATTEMPT_LOG) {
+    if (probe) air__breaker_release(run->st, run->route->targets[idx].name);
+    return finish(run, run->last_reason, run->last_status, act);
+  }
+  if (run->n_log == run->cap_log) {
+    size_t cap = run->cap_log ? run->cap_log * 2 : 8;
+    if (cap > AIR__MAX_ATTEMPT_LOG) cap = AIR__MAX_ATTEMPT_LOG;
+    air_attempt *log = realloc(run->log, cap * sizeof(*log));
+    if (log == NULL) {
+      if (probe) air__breaker_release(run->st, run->route->targets[idx].name);
+      return AIR_ENOMEM;
+    }
+    run->log = log;
+    run->cap_log = cap;
+  }
+  const air__target *t = &run->route->targets[idx];
+  run->attempts++;
+  run->n_real++;
+  run->cause_rule = -1;
+  run->cur = idx;
+  run->probe = probe;
+  run->tried[idx] = true;
+  run->phase = P_ATTEMPT;
+  air_attempt *e = &run->log[run->n_log++];
+  memset(e, 0, sizeof(*e));
+  e->n = run->attempts;
+  e->target = t->name;
+  e->message = "";
+  e->request_id = "";
+  e->start_ms = now_ms;
+
+  uint64_t deadline = now_ms + t->timeouts.attempt_ms;
+  if (deadline > run->deadline_ms || deadline < now_ms)
+    deadline = run->deadline_ms;
+  memset(act, 0, sizeof(*act));
+  act->kind = AIR_ACT_ATTEMPT;
+  act->target = t->name;
+  act->target_index = idx;
+  act->attempt = run->attempts;
+  act->deadline_ms = deadline;
+  act->override_json = override;
+  return 0;
+}
+
+/*
+ * Chooses the next untried target: `to` when given and untried, else the
+ * first in order whose breaker admits it; when every untried one is open,
+ * the one that reopens soonest. Returns false when none is left.
+ */
+static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
+                 bool *probe) {
+  *probe = false;
+  if (to != NULL) {
+    for (unsigned i = 0; i < run->route->n_targets; i++) {
+      if (!run->tried[i] && strcmp(run->route->targets[i].name, to) == 0) {
+        *idx = i;
+        return true;
+      }
+    }
+  }
+  bool found = false;
+  uint64_t soonest = UINT64_MAX;
+  for (unsigned k = 0; k < run->n_order; k++) {
+    unsigned i = run->order[k];
+    if (run->tried[i]) continue;
+    uint64_t reopen = now_ms;
+    air__admit a = air__breaker_acquire(run->st, run->route->targets[i].name,
+                                        breaker_of(run, i), now_ms, &reopen);
+    if (a != AIR__ADMIT_NO) {
+      *idx = i;
+      *probe = a == AIR__ADMIT_PROBE;
+      return true;
+    }
+    if (!found || reopen < soonest) {
+      soonest = reopen;
+      *idx = i;
+      found = true;
+    }
+  }
+  return found;
+}
+
+static int switch_target(air_run *run, const char *to, const air__rule *rule,
+                         uint64_t now_ms, air_action *act) {
+  unsigned idx;
+  bool probe;
+  if (!pick(run, to, now_ms, &idx, &probe))
+    return finish(run, run->last_reason, run->last_status, act);
+  const char *ov = merge_override(run, idx, rule);
+  return start_attempt(run, idx, probe, ov, now_ms, act);
+}
+
+int air_run_new(const air_config *cfg, air_state *state, const char *model,
+                const air_rng *rng, uint64_t now_ms, air_run **out,
+                air_action *act) {
+  if (cfg == NULL || model == NULL || out == NULL || act == NULL)
+    return AIR_EINVAL;
+  size_t mlen = strlen(model);
+  const air__route *route = air__config_route(cfg, model, mlen);
+  size_t pidx = 0;
+  const char *slash = memchr(model, '/', mlen);
+  if (route == NULL) {
+    if (slash == NULL || slash == model || slash[1] == '\0' ||
+        air__config_provider(cfg, model, (size_t)(slash - model), &pidx) == NULL)
+      return AIR_ENOTFOUND;
+  }
+  air_run *run = calloc(1, sizeof(*run));
+  if (run == NULL) return AIR_ENOMEM;
+  air__arena_init(&run->arena);
+  run->cfg = cfg;
+  run->st = state;
+  if (route == NULL) {
+    char *name = air__arena_strndup(&run->arena, model, mlen);
+    if (name == NULL) {
+      free(run);
+      return AIR_ENOMEM;
+    }
+    run->direct_target.name = name;
+    run->direct_target.model = name + (slash - model) + 1;
+    run->direct_target.provider = pidx;
+    run->direct_target.timeouts = cfg->defaults.timeouts;
+    run->direct.name = name;
+    run->direct.targets = &run->direct_target;
+    run->direct.n_targets = 1;
+    run->direct.policy = cfg->defaults;
+    run->direct.policy.sticky.enabled = false;
+    route = &run->direct;
+  }
+  run->route = route;
+  run->pol = &route->policy;
+  if (rng != NULL) {
+    run->rng = *rng;
+  } else {
+    run->seed = now_ms ^ 0x9e3779b97f4a7c15ull;
+    run->rng.next = air__splitmix64;
+    run->rng.data = &run->seed;
+  }
+  run->deadline_ms = now_ms + run->pol->timeouts.total_ms;
+  if (run->deadline_ms < now_ms) run->deadline_ms = UINT64_MAX;
+
+  unsigned n = (unsigned)route->n_targets;
+  if (n > AIR__MAX_TARGETS) n = AIR__MAX_TARGETS;
+  unsigned first = air__sticky_take(state, route->name, &run->pol->sticky,
+                                    route->targets, n, now_ms);
+  if (first >= n) first = 0;
+  run->order[run->n_order++] = first;
+  for (unsigned i = 0; i < n; i++)
+    if (i != first) run->order[run->n_order++] = i;
+
+  int rc = switch_target(run, NULL, NULL, now_ms, act);
+  if (rc != 0) {
+    air_run_free(run);
+    return rc;
+  }
+  *out = run;
+  return 0;
+}
+
+void air_run_free(air_run *run) {
+  if (run == NULL) return;
+  if (run->phase == P_ATTEMPT && run->probe)
+    air__breaker_release(run->st, run->route->targets[run->cur].name);
+  free(run->log);
+  air__arena_cleanup(&run->arena);
+  free(run);
+}
+
+/* Copies a wire string into the arena, bounded by AIR__MAX_MESSAGE_BYTES. */
+static const char *keep(air_run *run, const char *s) {
+  if (s == NULL) return "";
+  size_t n = strnlen(s, AIR__MAX_MESSAGE_BYTES);
+  const char *p = air__arena_strndup(&run->arena, s, n);
+  return p ? p : "";
+}
+
+/*
+ * The message a caller and the log see for a failed attempt (DESIGN.md 5):
+ * "TARGET: DETAIL (REASON)", the detail being what the attempt reported
+ * (the upstream's own message, or ours), bounded by AIR__MAX_MESSAGE_BYTES.
+ * It names the upstream and the reason in words; rules that match on
+ * `message` see the attempt's own message, not this one.
+ */
+static const char *plain_message(air_run *run, const char *target,
+                                 const char *detail, air_reason reason) {
+  char buf[AIR__MAX_MESSAGE_BYTES];
+  const char *rn = air_reason_name(reason);
+  if (detail == NULL || detail[0] == '\0') detail = "failed";
+  int n = snprintf(buf, sizeof(buf), "%s: %.*s (%s)", target,
+                   (int)(sizeof(buf) / 2), detail, rn ? rn : "unknown");
+  if (n < 0) return "";
+  size_t len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+  const char *p = air__arena_strndup(&run->arena, buf, len);
+  return p ? p : "";
+}
+
+static bool is_timeout(air_reason r) {
+  return r >= AIR_REASON_TIMEOUT_CONNECT && r <= AIR_REASON_TIMEOUT_TOTAL;
+}
+
+static air_reason record_failure(air_run *run, const air_failure *f,
+                                 uint64_t now_ms);
+
+int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
+                 uint64_t wall_ms, air_action *act) {
+  if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  air_reason reason = record_failure(run, f, now_ms);
+  air_attempt *e = &run->log[run->n_log - 1];
+  const air__target *t = &run->route->targets[run->cur];
+
+  if (reason == AIR_REASON_ABORTED) {
+    if (run->probe) air__breaker_release(run->st, t->name);
+    run->probe = false;
+    return finish(run, reason, f->status, act);
+  }
+  air__breaker_record(run->st, t->name, breaker_of(run, run->cur), reason,
+                      run->probe, now_ms);
+  run->probe = false;
+  /* A Retry-After longer than the engine would wait opens the breaker until
+   * it expires (3.1): here, longer than the default retry_after.max_ms; a
+   * retry rule with its own max_ms cools below when it declines to wait. */
+  uint64_t hint_ms = 0;
+  bool hint = f->n_headers > 0 &&
+              air_retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
+  if (hint && hint_ms > COOL_AFTER_MS)
+    air__breaker_cool(run->st, t->name, now_ms + hint_ms);
+  if (reason == AIR_REASON_TIMEOUT_TOTAL || now_ms >= run->deadline_ms)
+    return finish(run, reason, f->status, act);
+
+  /* Budgets: the shared counter first, then the reason's own cap. */
+  if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
+  const air__budget *b = &run->pol->budget;
+  if (b->max_total_attempts != AIR__UNLIMITED &&
+      run->attempts >= b->max_total_attempts)
+    return finish(run, reason, f->status, act);
+  if (b->per_reason[reason] != AIR__UNLIMITED &&
+      run->reason_count[reason] >= b->per_reason[reason])
+    return finish(run, reason, f->status, act);
+
+  const air__policy *pol = run->pol;
+  size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
+  int rc;
+  for (size_t i = 0; i < n_rules; i++) {
+    const air__rule *r = &pol->rules[i];
+    if (!rule_matches(r, reason, f->status, f->message)) continue;
+    if (r->max != AIR__UNLIMITED && run->rule_used[i] >= r->max) continue;
+    switch (r->action) {
+      case AIR__RULE_FAIL:
+        return finish(run, reason, f->status, act);
+      case AIR__RULE_SWITCH:
+        run->rule_used[i]++;
+        rc = switch_target(run, r->to, r, now_ms, act);
+        if (act->kind == AIR_ACT_ATTEMPT) run->cause_rule = (int)i;
+        return rc;
+      case AIR__RULE_RETRY:
+        break;
+    }
+    uint64_t remaining = run->deadline_ms - now_ms;
+    uint64_t wait = hint_ms;
+    if (hint && (wait > r->retry_after_max_ms || wait >= remaining)) {
+      /* Too long to sleep: cool the target down and go elsewhere. */
+      air__breaker_cool(run->st, t->name, now_ms + hint_ms);
+      return switch_target(run, NULL, NULL, now_ms, act);
+    }
+    if (!hint)
+      wait = air__backoff_wait(&r->backoff, run->rule_used[i] + 1, &run->rng);
+    /* No attempt could follow a wait that reaches the deadline. */
+    if (wait >= remaining) return finish(run, reason, f->status, act);
+    run->rule_used[i]++;
+    run->wait_rule = (int)i;
+    e->wait_ms = wait;
+    e->hint = hint;
+    run->next_override = merge_override(run, run->cur, r);
+    run->phase = P_WAIT;
+    memset(act, 0, sizeof(*act));
+    act->kind = AIR_ACT_WAIT;
+    act->wait_ms = wait;
+    return 0;
+  }
+  return finish(run, reason, f->status, act);
+}
+
+/* Fills the current log entry from f; returns the classified reason. */
+static air_reason record_failure(air_run *run, const air_failure *f,
+                                 uint64_t now_ms) {
+  air_reason reason = f->reason;
+  if (reason == AIR_REASON_NONE || reason >= AIR_REASON__COUNT)
+    reason = air_classify(f->status, f->type, f->code, f->message, f->transport);
+  if (is_timeout(reason) && now_ms >= run->deadline_ms)
+    reason = AIR_REASON_TIMEOUT_TOTAL;
+  air_attempt *e = &run->log[run->n_log - 1];
+  e->reason = reason;
+  e->status = f->status;
+  e->ms = now_ms - e->start_ms;
+  e->message = plain_message(run, e->target, f->message, reason);
+  e->request_id = keep(run, f->request_id);
+  run->last_reason = reason;
+  run->last_status = f->status;
+  return reason;
+}
+
+int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
+                        air_action *act) {
+  if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  air_reason reason = record_failure(run, f, now_ms);
+  const air__target *t = &run->route->targets[run->cur];
+  if (reason == AIR_REASON_ABORTED) {
+    if (run->probe) air__breaker_release(run->st, t->name);
+  } else {
+    air__breaker_record(run->st, t->name, breaker_of(run, run->cur), reason,
+                        run->probe, now_ms);
+  }
+  run->probe = false;
+  return finish(run, reason, f->status, act);
+}
+
+int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  air_attempt *e = &run->log[run->n_log - 1];
+  const air__target *t = &run->route->targets[run->cur];
+  e->reason = AIR_REASON_NONE;
+  e->ms = now_ms - e->start_ms;
+  air__breaker_record(run->st, t->name, breaker_of(run, run->cur),
+                      AIR_REASON_NONE, run->probe, now_ms);
+  run->probe = false;
+  if (run->route != &run->direct)
+    air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
+                       t->name, run->cur == 0, now_ms);
+  run->phase = P_OVER;
+  memset(act, 0, sizeof(*act));
+  act->kind = AIR_ACT_DONE;
+  return 0;
+}
+
+int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_WAIT) return AIR_ESTATE;
+  if (now_ms >= run->deadline_ms)
+    return finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, act);
+  int rc = start_attempt(run, run->cur, false, run->next_override, now_ms, act);
+  if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) run->cause_rule = run->wait_rule;
+  return rc;
+}
+
+int air__run_skip(air_run *run, const char *field, const char *message,
+                  uint64_t now_ms, air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  air_attempt *e = &run->log[run->n_log - 1];
+  const air__target *t = &run->route->targets[run->cur];
+  e->n = 0;
+  e->skipped = true;
+  e->reason = AIR_REASON_NONE;
+  e->status = 0;
+  e->ms = now_ms - e->start_ms;
+  e->field = keep(run, field);
+  e->message = keep(run, message);
+  if (run->probe) air__breaker_release(run->st, t->name);
+  run->probe = false;
+  run->attempts--;
+  run->n_real--;
+  if (run->cause_rule >= 0 && run->rule_used[run->cause_rule] > 0)
+    run->rule_used[run->cause_rule]--;
+  run->cause_rule = -1;
+  if (run->n_real == 0 && run->last_reason == AIR_REASON_NONE) {
+    run->last_reason = AIR_REASON_BAD_REQUEST;
+    run->last_status = 400;
+  }
+  return switch_target(run, NULL, NULL, now_ms, act);
+}
+
+unsigned air__run_attempts(const air_run *run) {
+  return run == NULL ? 0 : run->attempts;
+}
+
+int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase == P_OVER) return AIR_ESTATE;
+  if (run->phase == P_ATTEMPT) {
+    air_attempt *e = &run->log[run->n_log - 1];
+    e->reason = AIR_REASON_ABORTED;
+    e->ms = now_ms - e->start_ms;
+    if (run->probe)
+      air__breaker_release(run->st, run->route->targets[run->cur].name);
+    run->probe = false;
+  }
+  run->last_reason = AIR_REASON_ABORTED;
+  return finish(run, AIR_REASON_ABORTED, 0, act);
+}
+
+void air__run_note_status(air_run *run, int status) {
+  if (run != NULL && run->phase == P_ATTEMPT && run->n_log > 0)
+    run->log[run->n_log - 1].status = status;
+}
+
+size_t air_run_attempt_count(const air_run *run) {
+  return run == NULL ? 0 : run->n_log;
+}
+
+const air_attempt *air_run_attempt(const air_run *run, size_t i) {
+  if (run == NULL || i >= run->n_log) return NULL;
+  return &run->log[i];
+}

@@ -1,0 +1,44 @@
+/*
+ * Internal view of a run for the drivers in this library (call.c, the stream
+ * driver, the transport): which route and target an attempt belongs to, so
+ * they can read deadlines, refusal phrases and commit mode. Everything here is
+ * valid as long as the run.
+ */
+#ifndef AIR__ENGINE_H
+#define AIR__ENGINE_H
+
+#include "airetry.h"
+#include "policy.h"
+
+const air__policy *air__run_policy(const air_run *run);
+/* The target of the current (or last) attempt; NULL before the first. */
+const air__target *air__run_target(const air_run *run);
+const air__route *air__run_route(const air_run *run);
+
+/*
+ * The current attempt failed after commit: recorded in the log (and the
+ * breaker) like any failure, but final: no policy runs, the action is FAIL.
+ */
+int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
+                        air_action *act);
+
+/*
+ * The current attempt's target cannot express the request (DESIGN.md 2.1,
+ * outcome `skipped`): nothing was sent. Its log entry becomes a skipped one
+ * (not numbered; field and message copied), it counts towards no budget,
+ * rule max or breaker (a probe slot it held is released), and the run goes
+ * on with the next untried target as a switch would; with none left it
+ * fails with the last real failure, or with bad_request (status 400) when
+ * every attempt was skipped.
+ */
+int air__run_skip(air_run *run, const char *field, const char *message,
+                  uint64_t now_ms, air_action *act);
+
+/* The number of attempts made (skipped ones not counted). */
+unsigned air__run_attempts(const air_run *run);
+
+/* Records the HTTP status of the current attempt (the exchange knows it
+ * when the response head arrives, also for attempts that succeed). */
+void air__run_note_status(air_run *run, int status);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * Every named maximum of airetry in one place (STYLE.md 5). Crossing one is a
+ * typed error (AIR_ETOOBIG or a config diagnostic), never a crash.
+ */
+#ifndef AIR__LIMITS_H
+#define AIR__LIMITS_H
+
+#define AIR__MAX_CONFIG_BYTES (4u << 20)  /* one config file */
+#define AIR__MAX_NAME_BYTES 256           /* route, provider, target names */
+#define AIR__MAX_PROVIDERS 256
+#define AIR__MAX_ROUTES 4096
+#define AIR__MAX_TARGETS 64               /* targets in one route */
+#define AIR__MAX_RULES 64                 /* rules in one route */
+#define AIR__MAX_STATUS_MATCHERS 32       /* status: entries in one rule */
+#define AIR__MAX_PHRASES 256              /* refusal phrases in one route */
+#define AIR__MAX_PHRASE_BYTES 512         /* one refusal phrase */
+#define AIR__MAX_HEADERS 64               /* extra/forwarded headers */
+#define AIR__MAX_ATTEMPT_LOG 10000        /* attempts recorded per request */
+#define AIR__MAX_MESSAGE_BYTES 1024       /* a failure message kept in the log */
+#define AIR__MAX_STATE_TARGETS 65536      /* breaker entries in one air_state */
+#define AIR__MAX_RETRY_AFTER_MS (86400000ull * 7)  /* a hint longer is clipped */
+#define AIR__MAX_SSE_LINE_BYTES (1u << 20)   /* one event-stream line */
+#define AIR__MAX_SSE_EVENT_BYTES (4u << 20)  /* one event's data */
+#define AIR__MAX_SSE_RAW_BYTES (8u << 20)    /* one event's bytes as received */
+#define AIR__MAX_HOLD_BYTES (4u << 20)       /* held before commit (first_content) */
+#define AIR__MAX_COMPLETE_BYTES (64u << 20)  /* one whole attempt (commit: complete) */
+#define AIR__MAX_RESPONSE_BYTES (64u << 20)  /* a whole (non-stream) 200 body */
+#define AIR__MAX_HOLD_EVENTS 65536           /* events held before commit */
+#define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
+
+#endif

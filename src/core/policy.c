@@ -1,0 +1,33 @@
+/*
+ * Look-ups over the resolved config (policy.h): pure functions over
+ * immutable data, shared by the engine and every layer above it.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "policy.h"
+
+static bool eq(const char *s, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+const air__route *air__config_route(const air_config *cfg, const char *name,
+                                    size_t n) {
+  if (!cfg || !name) return NULL;
+  for (size_t i = 0; i < cfg->n_routes; i++)
+    if (eq(name, n, cfg->routes[i].name)) return &cfg->routes[i];
+  return NULL;
+}
+
+const air__provider *air__config_provider(const air_config *cfg,
+                                          const char *name, size_t n,
+                                          size_t *index) {
+  if (!cfg || !name) return NULL;
+  for (size_t i = 0; i < cfg->n_providers; i++) {
+    if (cfg->providers[i].name && eq(name, n, cfg->providers[i].name)) {
+      if (index) *index = i;
+      return &cfg->providers[i];
+    }
+  }
+  return NULL;
+}

@@ -1,0 +1,182 @@
+/*
+ * The resolved config: what air_config_parse produces. Every default of
+ * DESIGN.md 3 and 4 is filled in, so readers never look anything up twice.
+ * Immutable after loading; shared freely between threads.
+ */
+#ifndef AIR__POLICY_H
+#define AIR__POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airetry.h"
+
+/* "unlimited" for counts (max, max_total_attempts, per_reason). */
+#define AIR__UNLIMITED UINT32_MAX
+
+typedef struct air__timeouts {
+  uint64_t connect_ms;
+  uint64_t first_byte_ms;
+  uint64_t first_chunk_ms;
+  uint64_t chunk_ms;
+  uint64_t attempt_ms;
+  uint64_t total_ms;
+} air__timeouts;
+
+typedef enum air__jitter {
+  AIR__JITTER_FULL,
+  AIR__JITTER_EQUAL,
+  AIR__JITTER_NONE
+} air__jitter;
+
+typedef struct air__backoff {
+  uint64_t base_ms;
+  double factor;
+  uint64_t max_ms;
+  air__jitter jitter;
+} air__backoff;
+
+typedef enum air__rule_action {
+  AIR__RULE_RETRY,
+  AIR__RULE_SWITCH,
+  AIR__RULE_FAIL
+} air__rule_action;
+
+/* An HTTP status range: 429 is {429,429}, "5xx" is {500,599}. */
+typedef struct air__status_range {
+  uint16_t lo;
+  uint16_t hi;
+} air__status_range;
+
+/*
+ * One rule. It matches a failure when every matcher it has matches: the
+ * reason is in `on` (when on_mask != 0), the status is in one of `status`
+ * (when n_status != 0) and the message contains `message` case-insensitively
+ * (when message != NULL). A rule has at least one matcher.
+ */
+typedef struct air__rule {
+  uint32_t on_mask;  /* bit (1u << reason) per reason */
+  air__status_range status[16];
+  size_t n_status;
+  char *message;
+  air__rule_action action;
+  uint32_t max;           /* attempts it may add per request; AIR__UNLIMITED */
+  air__backoff backoff;   /* retry only */
+  uint64_t retry_after_max_ms;
+  char *to;               /* switch only: "provider/model" or NULL */
+  char *override_json;    /* JSON object text or NULL */
+  /* Per target of the route (n_targets entries, or NULL when the rule has
+   * no override): override_json merged over that target's own override
+   * (the rule's fields win), computed when the config loads; an entry is
+   * NULL where the target has none (override_json applies as it is). */
+  char **target_override;
+  size_t n_target_override;
+} air__rule;
+
+typedef struct air__budget {
+  uint32_t max_total_attempts;             /* AIR__UNLIMITED allowed */
+  uint32_t per_reason[AIR_REASON__COUNT];  /* AIR__UNLIMITED when not set */
+} air__budget;
+
+typedef struct air__breaker_cfg {
+  bool enabled;
+  uint32_t failures;
+  uint64_t open_ms;
+  uint64_t quota_open_ms;
+} air__breaker_cfg;
+
+typedef struct air__sticky_cfg {
+  bool enabled;       /* true when after_ms or requests is set */
+  uint64_t after_ms;  /* 0: no time limit */
+  uint32_t requests;  /* 0: no count limit */
+} air__sticky_cfg;
+
+typedef enum air__commit { AIR__COMMIT_FIRST_CONTENT, AIR__COMMIT_COMPLETE } air__commit;
+typedef enum air__malformed { AIR__MALFORMED_SKIP, AIR__MALFORMED_FAIL } air__malformed;
+typedef enum air__api { AIR__API_OPENAI, AIR__API_ANTHROPIC } air__api;
+
+typedef struct air__kv {
+  char *name;
+  char *value;
+} air__kv;
+
+typedef struct air__provider {
+  char *name;
+  air__api api;
+  char *base_url;
+  char *api_key_env;  /* NULL when unset */
+  /* api_key_env's value, read once when the config is loaded (so a reload
+   * reads it again); NULL when the variable is unset or empty. A secret:
+   * never logged, never printed (it is not in the option table). */
+  char *api_key;
+  air__kv *headers;
+  size_t n_headers;
+  air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */
+} air__provider;
+
+typedef struct air__target {
+  char *name;   /* "provider/model" */
+  char *model;  /* the part after the first '/' */
+  size_t provider;  /* index into air_config.providers */
+  air__timeouts timeouts;  /* route timeouts with the target's merged over */
+  char *override_json;     /* JSON object text or NULL */
+} air__target;
+
+/* Everything that decides how a request behaves. */
+typedef struct air__policy {
+  air__timeouts timeouts;
+  air__budget budget;
+  air__rule *rules;
+  size_t n_rules;
+  char **phrases;  /* refusal phrases */
+  size_t n_phrases;
+  air__sticky_cfg sticky;
+  air__commit commit;
+  uint32_t max_malformed;
+  air__malformed malformed;
+} air__policy;
+
+typedef struct air__route {
+  char *name;
+  air__target *targets;
+  size_t n_targets;
+  air__policy policy;
+} air__route;
+
+typedef struct air__limits {
+  uint64_t max_body_bytes;
+  uint64_t max_header_bytes;
+  uint64_t max_connections;
+  uint64_t idle_timeout_ms;
+  uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
+  uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
+} air__limits;
+
+struct air_config {
+  char *file;
+  char *listen;
+  char *client_keys_env;
+  air__provider *providers;
+  size_t n_providers;
+  air__route *routes;
+  size_t n_routes;
+  air__policy defaults;  /* built-ins <- defaults: ; used for "provider/model" */
+  air__breaker_cfg breaker_defaults;
+  char *redis_url;
+  char **forward_headers;
+  size_t n_forward_headers;
+  bool drop_params;
+  uint32_t default_max_tokens;
+  air__limits limits;
+};
+
+/* The route named name (n bytes), or NULL. */
+const air__route *air__config_route(const air_config *cfg, const char *name,
+                                    size_t n);
+/* The provider named name (n bytes), or NULL; *index set when found. */
+const air__provider *air__config_provider(const air_config *cfg,
+                                          const char *name, size_t n,
+                                          size_t *index);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * One caller request driven to its end on a libuv loop: the asynchronous
+ * counterpart of air_stream, used by the client API and the gateway. It
+ * runs the engine (air_run_*), builds each attempt's upstream request with
+ * the target's codec, moves bytes with the transport, arms every deadline of
+ * DESIGN.md 2.3 as a uv timer, decodes the stream (sse + codec) and passes
+ * it through the commit gate. Everything runs on the loop's thread.
+ */
+#ifndef AIR__EXCHANGE_H
+#define AIR__EXCHANGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "airetry.h"
+#include "commit.h"
+#include "provider.h"
+#include "transport.h"
+
+typedef struct air__exchange air__exchange;
+
+/* What the exchange knows when it commits. Valid during the callback. */
+typedef struct air__commit_info {
+  const char *target;        /* "provider/model" that answers */
+  unsigned attempts;         /* attempts made, this one included */
+  air__api upstream;         /* the answering upstream's dialect */
+  uint64_t ms;               /* since the exchange started */
+} air__commit_info;
+
+/* The end of an exchange. Valid during on_end only. */
+typedef struct air__exchange_result {
+  int rc;                   /* 0, AIR_EUPSTREAM, AIR_ECANCELED */
+  bool committed;           /* something was released (final) */
+  air_reason reason;        /* failures: the last failure's reason */
+  int status;               /* failures: the last upstream status (0 none) */
+  const char *message;      /* failures: the last failure's message */
+  bool has_retry_after;     /* a Retry-After hint of the last failure */
+  uint64_t retry_after_ms;
+  const char *target;       /* the last attempt's target ("" when none) */
+  const char *answered;     /* the target whose answer was released (it
+                               answered: committed, or a judged answer
+                               returned as it is), NULL when none did */
+  const air_attempt *log;   /* every attempt, and skipped targets */
+  size_t n_log;
+  unsigned n_attempts;      /* attempts made (skipped entries not counted) */
+  uint64_t first_content_ms;  /* since start; 0 when nothing was released */
+  uint64_t total_ms;
+  uint64_t upstream_wait_ms;  /* time spent waiting for upstreams and backoffs */
+  unsigned malformed;         /* malformed events skipped, all attempts */
+} air__exchange_result;
+
+typedef struct air__exchange_cb {
+  /* Once, before the first released event. */
+  void (*on_commit)(void *data, const air__commit_info *info);
+  /* Each released event (raw upstream bytes + decoded parts), in order.
+   * Return 1 to pause the upstream until air__exchange_resume. */
+  int (*on_event)(void *data, const air__gate_event *ev);
+  /* After the events of one upstream read were handed over (so a consumer
+   * can write them to its client in one go). Return 1 to pause the
+   * upstream until air__exchange_resume. May be NULL. */
+  int (*on_flush)(void *data);
+  /* After each failed attempt, once the policy decided (wait_ms is set).
+   * May be NULL. */
+  void (*on_failed)(void *data, const air_attempt *a);
+  /* Exactly once, at the end (also after air__exchange_cancel). */
+  void (*on_end)(void *data, const air__exchange_result *res);
+  void *data;
+} air__exchange_cb;
+
+typedef struct air__exchange_opts {
+  const air_config *cfg;
+  air_state *state;
+  const air__request *req;      /* borrowed until on_end */
+  const char *model;            /* route or "provider/model" */
+  const char *const *forward;   /* "Name: value" lines for same-dialect upstreams */
+  const air_clock *clock;       /* NULL: the system clock */
+} air__exchange_opts;
+
+/*
+ * Starts the exchange. Returns 0 (on_end will fire exactly once), or
+ * AIR_ENOTFOUND (unknown model), AIR_ENOMEM, AIR_EINVAL — then no callback
+ * fires.
+ */
+int air__exchange_start(uv_loop_t *loop, air__transport *t,
+                        const air__exchange_opts *o, const air__exchange_cb *cb,
+                        air__exchange **out);
+/* A caller cancel: aborts the upstream transfer at once, ends pending waits;
+ * on_end fires (rc AIR_ECANCELED) before this returns, unless it already
+ * fired. */
+void air__exchange_cancel(air__exchange *x);
+/* Resumes the upstream after on_event returned 1. */
+void air__exchange_resume(air__exchange *x);
+/* Frees the exchange; only after on_end fired. Timers close asynchronously. */
+void air__exchange_free(air__exchange *x);
+
+#endif
