@@ -1,0 +1,92 @@
+/*
+ * airetry/client.h: the HTTP client: real upstream calls (libcurl on libuv).
+ * Part of the public API; include <airetry.h>, the umbrella over all three.
+ */
+#ifndef AIRETRY_CLIENT_H
+#define AIRETRY_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airetry/drive.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the client: real upstream calls ------------------------------------------ */
+
+/*
+ * Process-wide setup of the HTTP stack (libcurl). Call once before the first
+ * air_client_new, from one thread; air_global_cleanup at exit. The only
+ * global state of the library.
+ */
+int air_global_init(void);
+void air_global_cleanup(void);
+
+typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_dialect;
+
+/*
+ * A client: providers and routes from a config, breaker/sticky state, and
+ * `workers` threads each with one event loop and one connection pool
+ * (libcurl multi on libuv). Every air_client_* call is thread-safe.
+ */
+typedef struct air_client air_client;
+int air_client_new(const air_config *cfg, unsigned workers, air_client **out);
+/*
+ * Waits for the calls in flight to end, each as it would have (its own
+ * deadlines bound it; trigger its cancel token to end it at once), then
+ * frees the client. No call may start during or after it.
+ */
+void air_client_free(air_client *c);
+
+/* The outcome of one chat call. Free with air_chat_result_free. */
+typedef struct air_chat_result {
+  int status;            /* 200, or the final HTTP status (504 timeouts, 502 network) */
+  air_reason reason;     /* NONE on success */
+  char *body;            /* the response (or error) body in the caller's dialect */
+  size_t body_len;
+  char *text;            /* the answer's text ("" on failure) */
+  size_t text_len;
+  air_finish finish;
+  char *target;          /* the target of the last attempt */
+  air_attempt *log;      /* every attempt */
+  size_t n_log;
+  uint64_t first_content_ms;  /* 0 when nothing was released */
+  uint64_t total_ms;
+} air_chat_result;
+void air_chat_result_free(air_chat_result *r);
+
+typedef struct air_chat_cb {
+  /* Once, when the answer commits (first content released). */
+  void (*on_commit)(void *data, const char *target, unsigned attempt);
+  /* Each part after commit, in order. A failure after commit arrives as one
+   * AIR_PART_ERROR part (name: the reason name, text: the message) and
+   * nothing follows. Runs on a client worker thread; a non-zero return
+   * cancels the call. */
+  int (*on_part)(void *data, const air_part *p);
+  /* After each failed attempt, with the policy's decision in wait_ms. */
+  void (*on_failed)(void *data, const air_attempt *a);
+  void *data;
+} air_chat_cb;
+
+/*
+ * One chat call. body is a request in `dialect` (an OpenAI chat.completions
+ * or Anthropic messages JSON body) whose "model" names a route or a
+ * "provider/model". Without cb->on_part (or cb) the answer is held whole
+ * (commit: complete); with it, parts stream to cb->on_part under the
+ * route's commit mode. cancel may be triggered from any thread. Returns 0 (answered),
+ * AIR_EUPSTREAM (every attempt failed: *out has the error body and log),
+ * AIR_ECANCELED, AIR_ENOTFOUND (unknown model), AIR_EINVAL / AIR_EPARSE (bad
+ * request: *out->body holds the dialect error). *out is set in every case
+ * but AIR_ENOMEM and invalid arguments.
+ */
+int air_client_chat(air_client *c, air_dialect dialect, const char *body,
+                    size_t len, air_cancel *cancel, const air_chat_cb *cb,
+                    air_chat_result **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,300 @@
+/*
+ * airetry/core.h: errors, reasons, config, shared state, cancellation, clock,
+ * the attempt log and the sans-I/O engine run.
+ * Part of the public API; include <airetry.h>, the umbrella over all three.
+ */
+#ifndef AIRETRY_CORE_H
+#define AIRETRY_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AIR_VERSION "0.1.0"
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* One error enum; every failing call returns one of these (negative). */
+typedef enum air_errno {
+  AIR_OK = 0,
+  AIR_ENOMEM = -1,     /* allocation failed */
+  AIR_EINVAL = -2,     /* bad argument */
+  AIR_ECONFIG = -3,    /* config did not load (details in the diagnostics) */
+  AIR_ETOOBIG = -4,    /* a named limit was crossed */
+  AIR_ECANCELED = -5,  /* the caller cancelled */
+  AIR_EUPSTREAM = -6,  /* every attempt failed; the attempt log says why */
+  AIR_ENOTFOUND = -7,  /* unknown route, target or provider */
+  AIR_EIO = -8,        /* file or socket I/O failed */
+  AIR_EPARSE = -9,     /* input could not be parsed */
+  AIR_ESTATE = -10,    /* call not allowed in the object's current state */
+  AIR_ENOTSUP = -11,   /* the target cannot express the request (skipped) */
+} air_errno;
+
+/* Static, never NULL; "unknown error" for values outside the enum. */
+const char *air_strerror(int err);
+
+/* Optional caller-supplied detail for a failing call. */
+typedef struct air_error {
+  int code;           /* the air_errno returned */
+  char message[512];  /* human-readable, NUL-terminated */
+} air_error;
+
+/* ---- reasons ----------------------------------------------------------- */
+
+/* Failure classes of DESIGN.md 2.1. AIR_REASON_NONE means "not a failure". */
+typedef enum air_reason {
+  AIR_REASON_NONE = 0,
+  AIR_REASON_RATE_LIMIT,
+  AIR_REASON_OVERLOADED,
+  AIR_REASON_SERVER_ERROR,
+  AIR_REASON_NETWORK,
+  AIR_REASON_TIMEOUT_CONNECT,
+  AIR_REASON_TIMEOUT_FIRST_BYTE,
+  AIR_REASON_TIMEOUT_FIRST_CHUNK,
+  AIR_REASON_TIMEOUT_CHUNK,
+  AIR_REASON_TIMEOUT_ATTEMPT,
+  AIR_REASON_TIMEOUT_TOTAL,
+  AIR_REASON_CONTEXT_OVERFLOW,
+  AIR_REASON_CONTENT_FILTER,
+  AIR_REASON_REFUSAL,
+  AIR_REASON_LENGTH,
+  AIR_REASON_AUTH,
+  AIR_REASON_QUOTA,
+  AIR_REASON_NOT_FOUND,
+  AIR_REASON_BAD_REQUEST,
+  AIR_REASON_MALFORMED,
+  AIR_REASON_ABORTED,
+  AIR_REASON__COUNT
+} air_reason;
+
+/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of range. */
+const char *air_reason_name(air_reason r);
+/* Parses a reason name of n bytes. Returns 0 or AIR_ENOTFOUND. */
+int air_reason_from_name(const char *name, size_t n, air_reason *out);
+
+/* Transport-level failure kinds fed to the classifier. */
+typedef enum air_transport_err {
+  AIR_TRANSPORT_OK = 0,
+  AIR_TRANSPORT_CONNECT,  /* refused, reset, DNS, TLS failure */
+  AIR_TRANSPORT_CLOSED,   /* connection closed before a complete response */
+  AIR_TRANSPORT_BADBODY,  /* response body could not be decoded */
+} air_transport_err;
+
+/*
+ * Classifies one failed attempt into a reason (DESIGN.md 2.1): the error type
+ * and code from the body win over the HTTP status; a transport error wins over
+ * both. Strings may be NULL; they are not retained. Pure, thread-safe.
+ */
+air_reason air_classify(int status, const char *type, const char *code,
+                        const char *message, air_transport_err transport);
+
+/* ---- headers ----------------------------------------------------------- */
+
+/* A response header as received; not NUL-terminated. */
+typedef struct air_header {
+  const char *name;
+  size_t name_len;
+  const char *value;
+  size_t value_len;
+} air_header;
+
+/*
+ * The wait a response asks for (DESIGN.md 2.2), in milliseconds, from its
+ * headers. wall_ms is the current wall-clock time in ms since the Unix epoch
+ * (for HTTP-dates and RFC 3339 times). Returns 1 and sets *wait_ms when a
+ * usable hint is present, 0 when there is none (negative, past or unparseable
+ * values are ignored). Pure, thread-safe.
+ */
+int air_retry_after(const air_header *h, size_t n, uint64_t wall_ms,
+                    uint64_t *wait_ms);
+
+/* ---- config ------------------------------------------------------------ */
+
+typedef struct air_config air_config;
+
+typedef enum air_severity { AIR_DIAG_ERROR, AIR_DIAG_WARNING } air_severity;
+
+/* One config problem; valid only during the callback. */
+typedef struct air_diag {
+  air_severity severity;
+  const char *file;  /* the name given to the loader */
+  int line;          /* 1-based; 0 when not tied to a place */
+  int column;        /* 1-based */
+  const char *message;
+} air_diag;
+
+typedef void (*air_diag_cb)(void *data, const air_diag *d);
+
+/*
+ * Loads a YAML (or JSON) config of len bytes. Every problem found is reported
+ * through cb (which may be NULL), not only the first. Returns 0 and sets *out
+ * (free with air_config_free) when there was no error (warnings allowed);
+ * AIR_ECONFIG when any error was reported; AIR_ETOOBIG over the config size
+ * limit. name is used in diagnostics only.
+ */
+int air_config_parse(const char *name, const char *text, size_t len,
+                     air_diag_cb cb, void *data, air_config **out);
+/* Reads path and calls air_config_parse. AIR_EIO when it cannot be read. */
+int air_config_load(const char *path, air_diag_cb cb, void *data,
+                    air_config **out);
+void air_config_free(air_config *cfg);
+/* Prints the resolved config (every default filled in) as YAML to a FILE *. */
+void air_config_dump(const air_config *cfg, void *file);
+/* The listen address of the config ("127.0.0.1:8080" when unset). */
+const char *air_config_listen(const air_config *cfg);
+
+/* ---- shared state (breakers, sticky routes) ---------------------------- */
+
+/*
+ * Breaker and sticky state shared by every request of one process. Safe to
+ * use from several threads at once. cfg must outlive the state.
+ */
+typedef struct air_state air_state;
+int air_state_new(const air_config *cfg, air_state **out);
+void air_state_free(air_state *st);
+
+typedef enum air_breaker_mode {
+  AIR_BREAKER_CLOSED,
+  AIR_BREAKER_OPEN,
+  AIR_BREAKER_HALF_OPEN
+} air_breaker_mode;
+
+/* The breaker of target ("provider/model") at monotonic time now_ms. */
+air_breaker_mode air_state_breaker(air_state *st, const char *target,
+                                   uint64_t now_ms);
+
+/* ---- cancellation ------------------------------------------------------ */
+
+/*
+ * A cancel token. air_cancel_trigger may be called from any thread and at any
+ * time; every wait on the token ends at once.
+ */
+typedef struct air_cancel air_cancel;
+int air_cancel_new(air_cancel **out);
+void air_cancel_free(air_cancel *c);
+void air_cancel_trigger(air_cancel *c);
+bool air_cancel_is_set(const air_cancel *c);
+/*
+ * Sleeps up to ms milliseconds of real time. Returns 1 if the token was
+ * triggered (at once, whenever that happens), 0 when the time passed.
+ */
+int air_cancel_sleep(air_cancel *c, uint64_t ms);
+
+/* ---- clock and randomness ---------------------------------------------- */
+
+/*
+ * Time as the engine sees it. now_ms is monotonic, wall_ms is ms since the
+ * Unix epoch, sleep waits ms or until cancel fires (returns 1 when cancelled).
+ * air_clock_system() gives the real clock; tests pass a fake one.
+ */
+typedef struct air_clock {
+  uint64_t (*now_ms)(void *data);
+  uint64_t (*wall_ms)(void *data);
+  int (*sleep)(void *data, uint64_t ms, air_cancel *cancel);
+  void *data;
+} air_clock;
+const air_clock *air_clock_system(void);
+
+/* Random source: returns 64 uniformly random bits. */
+typedef struct air_rng {
+  uint64_t (*next)(void *data);
+  void *data;
+} air_rng;
+
+/* ---- attempts ---------------------------------------------------------- */
+
+/* One entry of the attempt log. Strings are owned by the log. */
+typedef struct air_attempt {
+  unsigned n;              /* 1-based attempt number */
+  const char *target;      /* "provider/model" */
+  air_reason reason;       /* NONE for the attempt that succeeded */
+  int status;              /* HTTP status, 0 when none */
+  const char *message;     /* failure message, "" when none */
+  const char *request_id;  /* upstream request id, "" when none */
+  uint64_t start_ms;       /* monotonic time the attempt started */
+  uint64_t ms;             /* duration of the attempt */
+  uint64_t wait_ms;        /* wait before the next attempt (0 if none) */
+  bool hint;               /* wait_ms came from a Retry-After hint */
+  /* Outcome `skipped` (DESIGN.md 2.1): the target cannot express the
+   * request, nothing was sent. Such an entry is not numbered (n is 0),
+   * reason is NONE and message says why; field names the field. It counts
+   * towards no budget, rule max or breaker, nor x-airetry-attempts. */
+  bool skipped;
+  const char *field;       /* skipped: the field; NULL otherwise */
+} air_attempt;
+
+/* A failure reported by one attempt. Strings may be NULL; not retained. */
+typedef struct air_failure {
+  air_reason reason;        /* NONE: classify from the fields below */
+  int status;
+  const char *type;         /* body error type ("overloaded_error") */
+  const char *code;         /* body error code ("insufficient_quota") */
+  const char *message;
+  const char *request_id;
+  air_transport_err transport;
+  const air_header *headers;  /* response headers, for Retry-After */
+  size_t n_headers;
+} air_failure;
+
+/* ---- the engine: a sans-I/O run state machine --------------------------- */
+
+/*
+ * One request's walk through its route. Feed it events with the current clock
+ * values; each call returns the next action. The run never does I/O, never
+ * reads a clock and never sleeps.
+ */
+typedef struct air_run air_run;
+
+typedef enum air_action_kind {
+  AIR_ACT_ATTEMPT,  /* start attempt `attempt` on `target` */
+  AIR_ACT_WAIT,     /* wait wait_ms, then call air_run_wait_done */
+  AIR_ACT_DONE,     /* success; the run is over */
+  AIR_ACT_FAIL,     /* final failure with `reason`; the run is over */
+} air_action_kind;
+
+typedef struct air_action {
+  air_action_kind kind;
+  const char *target;        /* ATTEMPT: "provider/model"; valid as long as the run */
+  unsigned target_index;     /* ATTEMPT: index into the route's targets */
+  unsigned attempt;          /* ATTEMPT: 1-based number */
+  uint64_t deadline_ms;      /* ATTEMPT: monotonic time the attempt must commit by */
+  const char *override_json; /* ATTEMPT: request fields to override (JSON object) or NULL */
+  uint64_t wait_ms;          /* WAIT */
+  air_reason reason;         /* FAIL: the reason of the last failure */
+  int status;                /* FAIL: the status of the last failure */
+} air_action;
+
+/*
+ * Starts a run for the route or "provider/model" named model. state may be
+ * NULL (no breaker, no sticky). rng may be NULL (jitter then uses a fixed
+ * sequence). Returns AIR_ENOTFOUND for an unknown model. The config and state
+ * must outlive the run. Sets *act to the first ATTEMPT (or FAIL when no target
+ * is usable).
+ */
+int air_run_new(const air_config *cfg, air_state *state, const char *model,
+                const air_rng *rng, uint64_t now_ms, air_run **out,
+                air_action *act);
+void air_run_free(air_run *run);
+
+/* The current attempt failed. wall_ms is for HTTP-date Retry-After hints. */
+int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
+                 uint64_t wall_ms, air_action *act);
+/* The current attempt succeeded (committed and finished): DONE. */
+int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act);
+/* A WAIT ended: the next ATTEMPT (or FAIL when total_ms has passed). */
+int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act);
+/* The caller cancelled: FAIL with AIR_REASON_ABORTED, in any phase. */
+int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act);
+
+/* The attempt log so far; entries valid until the run is freed. */
+size_t air_run_attempt_count(const air_run *run);
+const air_attempt *air_run_attempt(const air_run *run, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

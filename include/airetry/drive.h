@@ -1,0 +1,187 @@
+/*
+ * airetry/drive.h: parts (the normalized stream), the generic driver air_call
+ * and the stream driver air_stream.
+ * Part of the public API; include <airetry.h>, the umbrella over all three.
+ */
+#ifndef AIRETRY_DRIVE_H
+#define AIRETRY_DRIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airetry/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- parts: the normalized stream ---------------------------------------- */
+
+/* DESIGN.md 2: the elements every upstream stream is decoded into. */
+typedef enum air_part_kind {
+  AIR_PART_START,       /* message start: id, model (name) */
+  AIR_PART_TEXT,        /* text delta */
+  AIR_PART_REASONING,   /* reasoning / thinking delta */
+  AIR_PART_TOOL_START,  /* tool call start: index, id, name */
+  AIR_PART_TOOL_DELTA,  /* tool call arguments fragment: index, text */
+  AIR_PART_REFUSAL,     /* refusal text (OpenAI delta.refusal) */
+  AIR_PART_FINISH,      /* finish with a reason */
+  AIR_PART_USAGE,       /* token counts (cumulative, replaces earlier ones) */
+  AIR_PART_ERROR,       /* an error event inside the stream: name=type, text=message */
+} air_part_kind;
+
+typedef enum air_finish {
+  AIR_FINISH_NONE = 0,
+  AIR_FINISH_STOP,            /* end_turn, stop_sequence, stop */
+  AIR_FINISH_LENGTH,          /* length, max_tokens */
+  AIR_FINISH_TOOL_CALLS,      /* tool_calls, tool_use */
+  AIR_FINISH_CONTENT_FILTER,  /* content_filter */
+  AIR_FINISH_REFUSAL,         /* Anthropic refusal */
+  AIR_FINISH_CONTEXT,         /* model_context_window_exceeded */
+  AIR_FINISH_PAUSE,           /* Anthropic pause_turn */
+} air_finish;
+
+/*
+ * One part. Strings are borrowed, not NUL-terminated, and valid only during
+ * the callback that hands the part over.
+ */
+typedef struct air_part {
+  air_part_kind kind;
+  int index;          /* content block / tool call index */
+  const char *text;   /* TEXT, REASONING, REFUSAL, TOOL_DELTA, ERROR message */
+  size_t text_len;
+  const char *id;     /* START message id, TOOL_START call id */
+  size_t id_len;
+  const char *name;   /* START model, TOOL_START function name, ERROR type */
+  size_t name_len;
+  air_finish finish;  /* FINISH */
+  const char *finish_raw;  /* FINISH: the upstream's own reason string */
+  size_t finish_raw_len;
+  uint64_t input_tokens;   /* USAGE */
+  uint64_t output_tokens;  /* USAGE */
+} air_part;
+
+/* True for the parts that commit (DESIGN.md 2): non-empty text, reasoning
+ * or refusal text, and any tool call piece. */
+bool air_part_is_content(const air_part *p);
+/* "stop", "length", "tool_calls", ... (OpenAI names), "" for NONE. */
+const char *air_finish_name(air_finish f);
+
+/* ---- the generic driver ------------------------------------------------- */
+
+/* What one attempt is given. Valid during the attempt call only. */
+typedef struct air_attempt_info {
+  const char *target;         /* "provider/model" */
+  unsigned attempt;           /* 1-based */
+  uint64_t deadline_ms;       /* on the driver's clock; commit by then */
+  uint64_t timeout_ms;        /* deadline_ms minus the start time */
+  air_cancel *cancel;         /* the caller's token, unchanged (may be NULL) */
+  const char *override_json;  /* request fields a rule overrides, or NULL */
+  void *options;              /* caller options, as last set by on_retry */
+} air_attempt_info;
+
+/*
+ * One attempt. Returns 0 on success; on failure fills *f (strings and headers
+ * need stay valid only until the function is next called or air_call returns)
+ * and returns non-zero.
+ */
+typedef int (*air_attempt_fn)(void *data, const air_attempt_info *info,
+                              air_failure *f);
+
+typedef struct air_call_opts {
+  air_attempt_fn fn;
+  void *data;  /* passed to fn and to every observer */
+  /* After each failed attempt, with its log entry. */
+  void (*on_error)(void *data, const air_attempt *failed);
+  /* Before a retry or switch; may replace *options for the next attempt. */
+  void (*on_retry)(void *data, const air_attempt_info *next, void **options);
+  /* Exactly once, at the end, with the result and the full attempt log. */
+  void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
+  void *options;             /* initial options handed to fn */
+  air_cancel *cancel;        /* may be NULL */
+  const air_clock *clock;    /* NULL: air_clock_system() */
+  const air_rng *rng;        /* NULL: seeded from the clock */
+} air_call_opts;
+
+/*
+ * Runs opts->fn per attempt under the policy of route `model` until success,
+ * a final failure or a cancel. Returns 0, AIR_EUPSTREAM (every attempt failed),
+ * AIR_ECANCELED, AIR_ENOTFOUND or AIR_EINVAL. If it returns AIR_EINVAL or
+ * AIR_ENOTFOUND no callback fires. When `log` is not NULL, *log receives a
+ * copy of the attempt log (free with air_attempt_log_free) and *n_log its
+ * length. Safe to call from many threads at once on one config and state.
+ */
+int air_call(const air_config *cfg, air_state *state, const char *model,
+             const air_call_opts *opts, air_attempt **log, size_t *n_log);
+void air_attempt_log_free(air_attempt *log, size_t n);
+
+/* ---- the stream driver ---------------------------------------------------- */
+
+/*
+ * Where one streamed attempt delivers its parts. Valid during the attempt
+ * function call only.
+ */
+typedef struct air_stream_sink air_stream_sink;
+
+/*
+ * Hands one part of the current attempt to the driver, which holds it until
+ * commit (DESIGN.md 2, 3.2, 3.3) and delivers it to on_part afterwards.
+ * Strings are copied when held. Returns 0 to go on, or 1 when the attempt
+ * must stop now (the driver judged it failed before commit — a refusal, an
+ * error event, a finish before content —, or on_part asked to stop, or the
+ * caller cancelled): the attempt function should then return at once; what
+ * it reports after that is ignored. Negative: AIR_ENOMEM.
+ */
+int air_stream_push(air_stream_sink *sink, const air_part *p);
+/* Reports one malformed event the producer skipped. Returns as push. */
+int air_stream_malformed(air_stream_sink *sink);
+/* The next per-part deadline on the driver's clock (first content part,
+ * then the gap between parts) and which timeout reason it is. */
+uint64_t air_stream_deadline(const air_stream_sink *sink, air_reason *which);
+
+/*
+ * One streamed attempt: push parts to sink as they arrive. Return 0 when the
+ * stream ended cleanly (a finish or the terminator arrived); otherwise fill
+ * *f and return non-zero (a stream cut short is reason network).
+ */
+typedef int (*air_stream_fn)(void *data, const air_attempt_info *info,
+                             air_stream_sink *sink, air_failure *f);
+
+typedef struct air_stream_opts {
+  air_stream_fn fn;
+  void *data;  /* passed to fn and every callback */
+  /*
+   * Every part after commit, in order. A failure after commit arrives as one
+   * AIR_PART_ERROR part (name: the reason name, text: the message) and
+   * nothing follows it. A non-zero return cancels the request.
+   */
+  int (*on_part)(void *data, const air_part *p);
+  /* Once, just before the first part is delivered. */
+  void (*on_commit)(void *data, const air_attempt_info *info);
+  void (*on_error)(void *data, const air_attempt *failed);
+  void (*on_retry)(void *data, const air_attempt_info *next, void **options);
+  void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
+  void *options;
+  air_cancel *cancel;
+  const air_clock *clock;
+  const air_rng *rng;
+  bool json_response;  /* commit: complete also checks the text is JSON */
+} air_stream_opts;
+
+/*
+ * The streaming counterpart of air_call: runs opts->fn per attempt under the
+ * route's policy (commit mode, refusal phrases, malformed limits, deadlines).
+ * Before commit every failure goes through the policy and nothing reaches
+ * on_part; after commit the attempt is final. Returns 0 when an answer was
+ * delivered (also a judged complete answer that was the last failure,
+ * DESIGN.md 3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL;
+ * log as for air_call. Thread-safe as air_call.
+ */
+int air_stream(const air_config *cfg, air_state *state, const char *model,
+               const air_stream_opts *opts, air_attempt **log, size_t *n_log);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
