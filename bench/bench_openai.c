@@ -73,7 +73,7 @@ static double measure(mode m, const char *stream, size_t n) {
   double ns[ROUNDS];
   for (int r = 0; r < ROUNDS; r++) {
     ctx c = {.m = m};
-    air__request req = {.dialect = AIR__API_OPENAI};
+    air__request req = {.dialect = AIR_DIALECT_OPENAI};
     air__provider_openai.decoder_init(&c.d);
     air__provider_openai.encoder_init(&c.e, &req, 1718000000);
     air__buf_init(&c.out, 1u << 20);

@@ -145,7 +145,7 @@ static void check_response(const air__aggregate *a) {
   air__buf_cleanup(&out);
 }
 
-static void check_build(air__api dialect, const uint8_t *data, size_t size) {
+static void check_build(air_dialect dialect, const uint8_t *data, size_t size) {
   air__request req;
   air_error err;
   if (air__request_parse(dialect, (const char *)data, size, &req, &err) != 0)
@@ -208,8 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctx_cleanup(&b);
 
   /* The whole input as a caller request of either dialect. */
-  check_build(AIR__API_ANTHROPIC, data, size);
-  check_build(AIR__API_OPENAI, data, size);
+  check_build(AIR_DIALECT_ANTHROPIC, data, size);
+  check_build(AIR_DIALECT_OPENAI, data, size);
 
   /* An error body with the input as message (NUL-terminated copy). */
   char *msg = malloc(size + 1);

@@ -124,7 +124,7 @@ static int on_event(void *data, const air__sse_event *ev) {
 }
 
 static void run_init(run *r, bool include_usage) {
-  air__request req = {.dialect = AIR__API_OPENAI,
+  air__request req = {.dialect = AIR_DIALECT_OPENAI,
                       .include_usage = include_usage};
   OPS->decoder_init(&r->d);
   OPS->encoder_init(&r->e, &req, 1718000000);
@@ -187,7 +187,7 @@ static void requests(const uint8_t *in, size_t n) {
   for (int dia = 0; dia < 2; dia++) {
     air__request req;
     air_error err;
-    air__api api = dia ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
+    air_dialect api = dia ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
     if (air__request_parse(api, (const char *)in, n, &req, &err) != 0) continue;
     for (int drop = 0; drop < 2; drop++) {
       air__build_opts o = {.model = "gpt-4o",

@@ -67,7 +67,7 @@ static void check_upstream(const air__buf *out, const air__provider_ops *ops,
   const char *m = json_string_value(json_object_get(v, "model"));
   CHECK(m != NULL && strcmp(m, model) == 0);
   CHECK(json_is_array(json_object_get(v, "messages")));
-  if (ops->api == AIR__API_OPENAI) {
+  if (ops->api == AIR_DIALECT_OPENAI) {
     json_t *so = json_object_get(v, "stream_options");
     CHECK(json_is_true(json_object_get(so, "include_usage")));
   } else {
@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
-  air__api api = (data[0] & 1) ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
+  air_dialect api = (data[0] & 1) ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   const char *override = OVERRIDES[(data[0] >> 1) % N_OVERRIDES];
 
   air__request req;

@@ -25,8 +25,6 @@ extern "C" {
 int air_global_init(void);
 void air_global_cleanup(void);
 
-typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_dialect;
-
 /*
  * A client: providers and routes from a config, breaker/sticky state, and
  * `workers` threads each with one event loop and one connection pool

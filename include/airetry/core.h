@@ -92,6 +92,12 @@ typedef enum air_transport_err {
 air_reason air_classify(int status, const char *type, const char *code,
                         const char *message, air_transport_err transport);
 
+/* ---- dialects ------------------------------------------------------------ */
+
+/* The wire APIs airetry speaks, to callers and to upstreams (a provider's
+ * `api:` in the config). */
+typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_dialect;
+
 /* ---- headers ----------------------------------------------------------- */
 
 /* A response header as received; not NUL-terminated. */

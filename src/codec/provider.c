@@ -8,8 +8,8 @@
 #include "limits.h"
 #include "provider.h"
 
-const air__provider_ops *air__provider_get(air__api api) {
-  return api == AIR__API_ANTHROPIC ? &air__provider_anthropic
+const air__provider_ops *air__provider_get(air_dialect api) {
+  return api == AIR_DIALECT_ANTHROPIC ? &air__provider_anthropic
                                   : &air__provider_openai;
 }
 
@@ -44,8 +44,8 @@ static const air__field_rule anthropic_fields[] = {
     {"thinking", AIR__F_OBJECT},
 };
 
-const air__field_rule *air__field_rules(air__api dialect, size_t *n) {
-  if (dialect == AIR__API_OPENAI) {
+const air__field_rule *air__field_rules(air_dialect dialect, size_t *n) {
+  if (dialect == AIR_DIALECT_OPENAI) {
     *n = sizeof(openai_fields) / sizeof(openai_fields[0]);
     return openai_fields;
   }
@@ -82,13 +82,13 @@ static const char *type_name(air__field_type t) {
   return "wrong type";
 }
 
-int air__request_parse(air__api dialect, const char *body, size_t n,
+int air__request_parse(air_dialect dialect, const char *body, size_t n,
                        air__request *out, air_error *err) {
   if (air__request_fast(dialect, body, n, out)) return 0;
   return air__request_parse_tree(dialect, body, n, out, err);
 }
 
-int air__request_parse_tree(air__api dialect, const char *body, size_t n,
+int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
                             air__request *out, air_error *err) {
   memset(out, 0, sizeof(*out));
   out->dialect = dialect;
@@ -292,8 +292,8 @@ int air__final_status(air_reason reason, int status) {
   }
 }
 
-const char *air__error_type(air__api api, air_reason r) {
-  bool a = api == AIR__API_ANTHROPIC;
+const char *air__error_type(air_dialect api, air_reason r) {
+  bool a = api == AIR_DIALECT_ANTHROPIC;
   switch (r) {
     case AIR_REASON_RATE_LIMIT: return a ? "rate_limit_error" : "rate_limit_exceeded";
     case AIR_REASON_OVERLOADED: return a ? "overloaded_error" : "server_error";

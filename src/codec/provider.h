@@ -27,7 +27,7 @@
  * first use (air__request_body), or only the tree (the jansson path).
  */
 typedef struct air__request {
-  air__api dialect;    /* the dialect the caller spoke */
+  air_dialect dialect;    /* the dialect the caller spoke */
   json_t *body;        /* the JSON object (owned), or NULL until needed */
   char *raw;           /* the body's text, NUL-terminated (owned), or NULL */
   size_t raw_n;
@@ -45,10 +45,10 @@ typedef struct air__request {
  * AIR_EINVAL and writes a message naming the field into err->message, e.g.
  * "messages: expected an array".
  */
-int air__request_parse(air__api dialect, const char *body, size_t n,
+int air__request_parse(air_dialect dialect, const char *body, size_t n,
                        air__request *out, air_error *err);
 /* The same, always with jansson (the path every error message comes from). */
-int air__request_parse_tree(air__api dialect, const char *body, size_t n,
+int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
                             air__request *out, air_error *err);
 void air__request_cleanup(air__request *r);
 /* The request's JSON object, parsed from raw on first use; NULL when out of
@@ -64,14 +64,14 @@ typedef struct air__field_rule {
   const char *name;
   air__field_type type;
 } air__field_rule;
-const air__field_rule *air__field_rules(air__api dialect, size_t *n);
+const air__field_rule *air__field_rules(air_dialect dialect, size_t *n);
 
 /*
  * request_text.c. air__request_fast validates body without jansson and
  * fills out (then true), or returns false when it cannot be sure the body
  * is valid; air__request_parse then decides with jansson.
  */
-bool air__request_fast(air__api dialect, const char *body, size_t n,
+bool air__request_fast(air_dialect dialect, const char *body, size_t n,
                        air__request *out);
 
 /* One member to set in a same-dialect upstream body. */
@@ -107,7 +107,7 @@ typedef int (*air__part_cb)(void *data, const air_part *p);
 /* Per-attempt decoder state. Init with the ops' decoder_init, free with
  * air__decoder_cleanup. */
 typedef struct air__decoder {
-  air__api api;
+  air_dialect api;
   unsigned malformed;  /* events that could not be decoded (skipped) */
   bool started;        /* START was emitted */
   bool done;           /* the terminator arrived ([DONE] / message_stop) */
@@ -165,7 +165,7 @@ AIR__WUR int air__aggregate_add(air__aggregate *a, const air_part *p);
 
 /* Per-response encoder state, in the caller's dialect. */
 typedef struct air__encoder {
-  air__api api;
+  air_dialect api;
   bool passthrough;    /* raw upstream events are forwarded; encode only the end */
   bool include_usage;  /* OpenAI caller asked for the usage chunk */
   bool started;        /* the first chunk / message_start was written */
@@ -196,7 +196,7 @@ typedef struct air__encoder {
 void air__unsupported_field(const char *message, char *out, size_t cap);
 
 typedef struct air__provider_ops {
-  air__api api;
+  air_dialect api;
   const char *name;  /* "openai", "anthropic" */
   const char *path;  /* appended to base_url: "/chat/completions", "/v1/messages" */
 
@@ -261,7 +261,7 @@ typedef struct air__provider_ops {
 extern const air__provider_ops air__provider_openai;
 extern const air__provider_ops air__provider_anthropic;
 
-const air__provider_ops *air__provider_get(air__api api);
+const air__provider_ops *air__provider_get(air_dialect api);
 
 /*
  * Reads an upstream error body of either dialect ({"error": {"type", "code",
@@ -290,6 +290,6 @@ int air__final_status(air_reason reason, int status);
 
 /* The error "type" string a dialect uses for a reason, for error bodies and
  * events ("rate_limit_error", "overloaded_error", "api_error", ...). */
-const char *air__error_type(air__api api, air_reason reason);
+const char *air__error_type(air_dialect api, air_reason reason);
 
 #endif

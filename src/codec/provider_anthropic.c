@@ -813,11 +813,11 @@ static int build_request(const air__request *req, const air__build_opts *o,
     err->message[0] = '\0';
   }
   if (req == NULL || o == NULL) return invalid(err, "body", "expected a JSON object");
-  if (req->dialect == AIR__API_ANTHROPIC && req->raw != NULL && o->override_json == NULL)
+  if (req->dialect == AIR_DIALECT_ANTHROPIC && req->raw != NULL && o->override_json == NULL)
     return patch_body(req, o, out, err);
   if (!json_is_object(air__request_body(req)))
     return invalid(err, "body", "expected a JSON object");
-  if (req->dialect == AIR__API_OPENAI) return from_openai(req, o, out, err);
+  if (req->dialect == AIR_DIALECT_OPENAI) return from_openai(req, o, out, err);
   json_t *root = json_deep_copy(req->body);
   if (root == NULL) return AIR_ENOMEM;
   int rc = finish_body(root, req, o, out, err);
@@ -830,7 +830,7 @@ static int build_request(const air__request *req, const air__build_opts *o,
 
 static void decoder_init(air__decoder *d) {
   memset(d, 0, sizeof(*d));
-  d->api = AIR__API_ANTHROPIC;
+  d->api = AIR_DIALECT_ANTHROPIC;
   air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
   air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
   for (int i = 0; i < AIR__DECODER_MAX_TOOLS; i++) d->block_tool[i] = -1;
@@ -1292,7 +1292,7 @@ static void copy_trunc(char *dst, size_t cap, const char *p, size_t n) {
 static void encoder_init(air__encoder *e, const air__request *req,
                          uint64_t created_s) {
   memset(e, 0, sizeof(*e));
-  e->api = AIR__API_ANTHROPIC;
+  e->api = AIR_DIALECT_ANTHROPIC;
   e->open_block = -1;
   e->created = created_s;
   for (int i = 0; i < AIR__DECODER_MAX_TOOLS; i++) e->tool_block[i] = -1;
@@ -1507,7 +1507,7 @@ static int encode_end(air__encoder *e, air__buf *out) {
 static int add_error_obj(air__buf *out, air_reason reason,
                          const char *message) {
   int rc = air__buf_add(out, LIT("{\"type\":\"error\",\"error\":{\"type\":"));
-  if (rc == 0) rc = add_cstr(out, air__error_type(AIR__API_ANTHROPIC, reason));
+  if (rc == 0) rc = add_cstr(out, air__error_type(AIR_DIALECT_ANTHROPIC, reason));
   if (rc == 0) rc = air__buf_add(out, LIT(",\"message\":"));
   if (rc == 0) rc = add_cstr(out, message);
   if (rc == 0) rc = air__buf_addc(out, '}');
@@ -1655,7 +1655,7 @@ static int encode_error_body(int status, air_reason reason, const char *message,
 }
 
 const air__provider_ops air__provider_anthropic = {
-    .api = AIR__API_ANTHROPIC,
+    .api = AIR_DIALECT_ANTHROPIC,
     .name = "anthropic",
     .path = "/v1/messages",
     .build_request = build_request,

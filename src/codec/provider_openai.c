@@ -639,7 +639,7 @@ static int openai_build_request(const air__request *req,
   if (req == NULL || o == NULL)
     return fail(err, AIR_EINVAL, "request: expected a parsed request");
   int rc = 0;
-  if (req->dialect == AIR__API_OPENAI && req->raw != NULL && o->override_json == NULL) {
+  if (req->dialect == AIR_DIALECT_OPENAI && req->raw != NULL && o->override_json == NULL) {
     /* The caller's text with model, stream and stream_options set. */
     const char *model = o->model != NULL ? o->model : req->model;
     air__buf mv;
@@ -657,7 +657,7 @@ static int openai_build_request(const air__request *req,
   if (!json_is_object(air__request_body(req)))
     return fail(err, AIR_EINVAL, "request: expected a parsed request");
   json_t *root;
-  if (req->dialect == AIR__API_OPENAI) {
+  if (req->dialect == AIR_DIALECT_OPENAI) {
     root = json_deep_copy(req->body);
     if (root == NULL) return fail(err, AIR_ENOMEM, "out of memory");
   } else {
@@ -681,7 +681,7 @@ static int openai_build_request(const air__request *req,
 
 static void openai_decoder_init(air__decoder *d) {
   memset(d, 0, sizeof(*d));
-  d->api = AIR__API_OPENAI;
+  d->api = AIR_DIALECT_OPENAI;
   air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
   air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
 }
@@ -1062,7 +1062,7 @@ static void set_ident(air__encoder *e, const char *id, size_t id_n,
 static void openai_encoder_init(air__encoder *e, const air__request *req,
                                 uint64_t created_s) {
   memset(e, 0, sizeof(*e));
-  e->api = AIR__API_OPENAI;
+  e->api = AIR_DIALECT_OPENAI;
   e->include_usage = req != NULL && req->include_usage;
   e->created = created_s;
   e->open_block = -1;
@@ -1265,7 +1265,7 @@ static int error_members(air_reason reason, const char *message,
   TRY(air__buf_add_json_str(out, msg, strlen(msg)));
   TRY(air__buf_add(out, LIT(",\"type\":")));
   TRY(air__buf_adds(out, "\""));
-  TRY(air__buf_adds(out, air__error_type(AIR__API_OPENAI, reason)));
+  TRY(air__buf_adds(out, air__error_type(AIR_DIALECT_OPENAI, reason)));
   TRY(air__buf_add(out, LIT("\",\"code\":")));
   TRY(air__buf_add_json_str(out, code != NULL ? code : "unknown",
                             strlen(code != NULL ? code : "unknown")));
@@ -1420,7 +1420,7 @@ out:
 }
 
 const air__provider_ops air__provider_openai = {
-    .api = AIR__API_OPENAI,
+    .api = AIR_DIALECT_OPENAI,
     .name = "openai",
     .path = "/chat/completions",
     .build_request = openai_build_request,

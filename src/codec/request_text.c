@@ -113,7 +113,7 @@ static bool field_ok(const air__json *j, int v, air__field_type t) {
   return false;
 }
 
-bool air__request_fast(air__api dialect, const char *body, size_t n,
+bool air__request_fast(air_dialect dialect, const char *body, size_t n,
                        air__request *out) {
   air__json j;
   if (air__json_parse(&j, body, n) != 0) {

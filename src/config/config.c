@@ -1554,7 +1554,7 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
       }
     }
     if (!p->base_url && sn.key[i_api]) {
-      const char *def = p->api == AIR__API_ANTHROPIC
+      const char *def = p->api == AIR_DIALECT_ANTHROPIC
                             ? "https://api.anthropic.com"
                             : "https://api.openai.com/v1";
       p->base_url = xstrndup(c, def, strlen(def));

@@ -26,12 +26,12 @@ static const char *const action_names[] = {"retry", "switch", "fail", NULL};
 static const char *const jitter_names[] = {"full", "equal", "none", NULL};
 
 /* The enums above are read and written as int (see config.c). */
-_Static_assert(sizeof(air__api) == sizeof(int), "enum size");
+_Static_assert(sizeof(air_dialect) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__commit) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__malformed) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__rule_action) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__jitter) == sizeof(int), "enum size");
-_Static_assert(AIR__API_OPENAI == 0 && AIR__API_ANTHROPIC == 1, "api_names");
+_Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1, "api_names");
 _Static_assert(AIR__COMMIT_FIRST_CONTENT == 0 && AIR__COMMIT_COMPLETE == 1,
                "commit_names");
 _Static_assert(AIR__MALFORMED_SKIP == 0 && AIR__MALFORMED_FAIL == 1,

@@ -94,7 +94,6 @@ typedef struct air__sticky_cfg {
 
 typedef enum air__commit { AIR__COMMIT_FIRST_CONTENT, AIR__COMMIT_COMPLETE } air__commit;
 typedef enum air__malformed { AIR__MALFORMED_SKIP, AIR__MALFORMED_FAIL } air__malformed;
-typedef enum air__api { AIR__API_OPENAI, AIR__API_ANTHROPIC } air__api;
 
 typedef struct air__kv {
   char *name;
@@ -103,7 +102,7 @@ typedef struct air__kv {
 
 typedef struct air__provider {
   char *name;
-  air__api api;
+  air_dialect api;
   char *base_url;
   char *api_key_env;  /* NULL when unset */
   /* api_key_env's value, read once when the config is loaded (so a reload

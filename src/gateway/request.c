@@ -26,7 +26,7 @@ typedef struct gw_req {
   air__gw_worker *w;
   air__gw_cfg *cfg;
   air__http_req *req;
-  air__api dialect;
+  air_dialect dialect;
   air__request areq;
   air__exchange *x;
   air__encoder enc;
@@ -100,7 +100,7 @@ static void utc_now(char *t, size_t n) {
 
 /* The log line of a request the gateway answered itself (DESIGN.md 5: one
  * line per request, rejected ones included). */
-static void log_rejected(const air__http_request *msg, air__api dialect,
+static void log_rejected(const air__http_request *msg, air_dialect dialect,
                          int status, air_reason reason, const char *message,
                          const char *rid) {
   air__buf b;
@@ -113,7 +113,7 @@ static void log_rejected(const air__http_request *msg, air__api dialect,
   air__buf_put_json_str(&b, rid ? rid : "", rid ? strlen(rid) : 0);
   air__buf_puts(&b, ",\"path\":");
   air__buf_put_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
-  air__buf_puts(&b, dialect == AIR__API_ANTHROPIC ? ",\"api\":\"anthropic\""
+  air__buf_puts(&b, dialect == AIR_DIALECT_ANTHROPIC ? ",\"api\":\"anthropic\""
                                                  : ",\"api\":\"openai\"");
   air__buf_puts(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
   air__buf_putu(&b, (unsigned long long)status);
@@ -127,7 +127,7 @@ static void log_rejected(const air__http_request *msg, air__api dialect,
 }
 
 /* An error in the caller's dialect, before any exchange. */
-static void respond_error(air__http_req *req, air__api dialect, int status,
+static void respond_error(air__http_req *req, air_dialect dialect, int status,
                           air_reason reason, const char *message,
                           const char *rid) {
   log_rejected(air__http_req_msg(req), dialect, status, reason, message, rid);
@@ -142,7 +142,7 @@ static void respond_error(air__http_req *req, air__api dialect, int status,
 }
 
 /* 405 with the Allow header RFC 9110 asks for. */
-static void method_not_allowed(air__http_req *req, air__api dialect,
+static void method_not_allowed(air__http_req *req, air_dialect dialect,
                                const char *allow, const char *rid) {
   air__buf body;
   air__buf_init(&body, 4096);
@@ -202,7 +202,7 @@ static void models_list(air__http_req *req, const air_config *cfg) {
   air__buf_puts(&b, "]}");
   if (air__buf_error(&b) != 0) {
     air__buf_cleanup(&b);
-    respond_error(req, AIR__API_OPENAI, 503, AIR_REASON_OVERLOADED,
+    respond_error(req, AIR_DIALECT_OPENAI, 503, AIR_REASON_OVERLOADED,
                   "the model list is over the gateway's limits", NULL);
     return;
   }
@@ -238,7 +238,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_puts(&b, "\",\"route\":");
   const char *model = r->areq.model ? r->areq.model : "";
   air__buf_put_json_str(&b, model, strlen(model));
-  air__buf_puts(&b, r->dialect == AIR__API_ANTHROPIC ? ",\"api\":\"anthropic\""
+  air__buf_puts(&b, r->dialect == AIR_DIALECT_ANTHROPIC ? ",\"api\":\"anthropic\""
                                                     : ",\"api\":\"openai\"");
   air__buf_puts(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
   air__buf_puts(&b, ",\"attempts\":[");
@@ -596,7 +596,7 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
 }
 
 static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,
-                 air__api dialect, air__gw_cfg *cfg, const char *rid) {
+                 air_dialect dialect, air__gw_cfg *cfg, const char *rid) {
   gw_req *r = calloc(1, sizeof(*r));
   if (r == NULL) {
     air__gw_cfg_release(cfg);
@@ -671,7 +671,7 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   if (ok) return;
   air__http_str p = msg->path;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
-  air__api dialect = is_msgs ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
+  air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   log_rejected(msg, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
@@ -693,14 +693,14 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   air__http_str p = msg->path;
   bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
-  air__api dialect = is_msgs ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
+  air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   if (is_healthz(p)) {
     if (get)
       respond_text(req, 200, "text/plain", "ok\n", 3);
     else
-      method_not_allowed(req, AIR__API_OPENAI, "GET, HEAD", rid);
+      method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else if (!authorized(cfg, msg)) {
     /* Every endpoint but /healthz: the key comes before anything else. */
     respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
@@ -715,14 +715,14 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
     if (get)
       models_list(req, cfg->cfg);
     else
-      method_not_allowed(req, AIR__API_OPENAI, "GET, HEAD", rid);
+      method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else if (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0) {
     if (get)
       metrics(w, req);
     else
-      method_not_allowed(req, AIR__API_OPENAI, "GET, HEAD", rid);
+      method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else {
-    respond_error(req, AIR__API_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
+    respond_error(req, AIR_DIALECT_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
                   rid);
   }
   air__gw_cfg_release(cfg);

@@ -191,10 +191,10 @@ static int add_cstr(air__buf *out, const char *s) {
 
 /* The error object's JSON (OpenAI: the value of "error"; Anthropic: the
  * whole body). */
-static int error_json(air__api api, const char *type, const char *code,
+static int error_json(air_dialect api, const char *type, const char *code,
                       const char *message, air__buf *out) {
   int rc;
-  if (api == AIR__API_ANTHROPIC) {
+  if (api == AIR_DIALECT_ANTHROPIC) {
     rc = air__buf_add(out, LIT("{\"type\":\"error\",\"error\":{\"type\":"));
     if (rc == 0) rc = add_cstr(out, type);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"message\":"));
@@ -213,14 +213,14 @@ static int error_json(air__api api, const char *type, const char *code,
   return rc;
 }
 
-int air__mock_error_body(air__api api, int status, const char *code,
+int air__mock_error_body(air_dialect api, int status, const char *code,
                          const char *message, air__buf *out) {
   return error_json(api, air__mock_error_type(status), code,
                     message != NULL ? message : default_message(status), out);
 }
 
-int air__mock_overload_event(air__api api, air__buf *out) {
-  int rc = api == AIR__API_ANTHROPIC
+int air__mock_overload_event(air_dialect api, air__buf *out) {
+  int rc = api == AIR_DIALECT_ANTHROPIC
                ? air__buf_add(out, LIT("event: error\ndata: "))
                : air__buf_add(out, LIT("data: "));
   if (rc == 0)
@@ -229,8 +229,8 @@ int air__mock_overload_event(air__api api, air__buf *out) {
   return rc;
 }
 
-int air__mock_malformed_event(air__api api, air__buf *out) {
-  if (api == AIR__API_ANTHROPIC)
+int air__mock_malformed_event(air_dialect api, air__buf *out) {
+  if (api == AIR_DIALECT_ANTHROPIC)
     return air__buf_add(out,
                         LIT("event: content_block_delta\ndata: {\"broken\n\n"));
   return air__buf_add(out, LIT("data: {\"broken\n\n"));

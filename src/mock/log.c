@@ -146,7 +146,7 @@ static size_t fit(const char *s, size_t n, size_t max) {
 
 air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
                                    const char *model, size_t model_n,
-                                   unsigned attempt, air__api api, bool stream,
+                                   unsigned attempt, air_dialect api, bool stream,
                                    const char *fault) {
   if (make_room(l) != 0) return NULL;
   size_t mn = fit(model, model_n, AIR__MOCK_MAX_LOG_MODEL_BYTES);
@@ -198,7 +198,7 @@ int air__mock_log_json(const air__mock_log *l, air__buf *out) {
     if (rc == 0) rc = air__buf_add(out, LIT(",\"attempt\":"));
     if (rc == 0) rc = air__buf_addu(out, e->attempt);
     if (rc == 0)
-      rc = air__buf_adds(out, e->api == AIR__API_ANTHROPIC
+      rc = air__buf_adds(out, e->api == AIR_DIALECT_ANTHROPIC
                                   ? ",\"api\":\"anthropic\""
                                   : ",\"api\":\"openai\"");
     if (rc == 0)

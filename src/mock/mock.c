@@ -55,7 +55,7 @@ struct xchg {
   uv_timer_t timer;
   int phase;
   uint64_t log_id; /* 0: not in the log */
-  air__api api;
+  air_dialect api;
   const air__provider_ops *ops;
   bool stream, include_usage;
   char *model; /* the request's model, NUL-terminated */
@@ -169,7 +169,7 @@ static size_t fields(const xchg *x, air__http_field *f, const char *ctype) {
   if (strcmp(ctype, "text/event-stream") == 0)
     n = add_field(f, n, "cache-control", "no-cache");
   n = add_field(
-      f, n, x->api == AIR__API_ANTHROPIC ? "request-id" : "x-request-id", x->id);
+      f, n, x->api == AIR_DIALECT_ANTHROPIC ? "request-id" : "x-request-id", x->id);
   if ((b->set & AIR__MOCK_K_RETRY_AFTER) && b->retry_after != NULL)
     n = add_field(f, n, "retry-after", b->retry_after);
   if ((b->set & AIR__MOCK_K_RETRY_AFTER_MS) && b->retry_after_ms != NULL)
@@ -235,7 +235,7 @@ static int put_end(xchg *x) {
   static const char done_oa[] = "data: [DONE]\n\n";
   static const char done_an[] =
       "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-  const char *t = x->api == AIR__API_ANTHROPIC ? done_an : done_oa;
+  const char *t = x->api == AIR_DIALECT_ANTHROPIC ? done_an : done_oa;
   size_t tn = strlen(t);
   if (x->out.n - at >= tn && memcmp(x->out.p + x->out.n - tn, t, tn) == 0) {
     x->out.n -= tn;
@@ -379,7 +379,7 @@ static void stream_begin(xchg *x) {
                     .name = x->model,
                     .name_len = x->model_n};
   rc = put_part(x, &start);
-  if (rc == 0 && x->api == AIR__API_ANTHROPIC) rc = put_message_start(x);
+  if (rc == 0 && x->api == AIR_DIALECT_ANTHROPIC) rc = put_message_start(x);
   if (rc != 0) {
     cut(x, false);
     return;
@@ -519,7 +519,7 @@ static void plain(air__http_req *req, int status, const char *ctype,
   air__http_respond(req, status, f, k, body, n);
 }
 
-static void plain_error(air__http_req *req, air__api api, int status,
+static void plain_error(air__http_req *req, air_dialect api, int status,
                         const char *message, const char *allow) {
   air__buf b;
   air__buf_init(&b, 4096);
@@ -551,7 +551,7 @@ static int choose_model(xchg *x, const air__mock_model **mm,
 }
 
 /* A new exchange for request r whose model (n bytes, no NUL) is copied. */
-static xchg *xchg_new(air__mock *m, air__http_req *req, air__api api,
+static xchg *xchg_new(air__mock *m, air__http_req *req, air_dialect api,
                       const air__request *r, size_t n) {
   xchg *x = calloc(1, sizeof(*x));
   char *model = x ? malloc(n + 1) : NULL;
@@ -582,7 +582,7 @@ static xchg *xchg_new(air__mock *m, air__http_req *req, air__api api,
 }
 
 static void api_request(air__mock *m, air__http_req *req,
-                        const air__http_request *msg, air__api api) {
+                        const air__http_request *msg, air_dialect api) {
   air__request r;
   air_error err = {0};
   if (air__request_parse(api, msg->body.p, msg->body.n, &r, &err) != 0) {
@@ -683,18 +683,18 @@ static void on_request(void *data, air__http_req *req,
   bool get = method_is(msg, "GET") || method_is(msg, "HEAD");
   bool post = method_is(msg, "POST");
   if (m->stopping) {
-    plain_error(req, AIR__API_OPENAI, 503, "mock: stopping", NULL);
+    plain_error(req, AIR_DIALECT_OPENAI, 503, "mock: stopping", NULL);
   } else if (path_is(msg, "/v1/chat/completions") ||
              path_is(msg, "/v1/messages")) {
-    air__api api =
-        path_is(msg, "/v1/messages") ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
+    air_dialect api =
+        path_is(msg, "/v1/messages") ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
     if (post)
       api_request(m, req, msg, api);
     else
       plain_error(req, api, 405, "use POST", "POST");
   } else if (path_is(msg, "/__mock/log")) {
     if (!get) {
-      plain_error(req, AIR__API_OPENAI, 405, "use GET", "GET, HEAD");
+      plain_error(req, AIR_DIALECT_OPENAI, 405, "use GET", "GET, HEAD");
       return;
     }
     air__buf b;
@@ -702,11 +702,11 @@ static void on_request(void *data, air__http_req *req,
     if (air__mock_log_json(&m->log, &b) == 0)
       plain(req, 200, "application/json", NULL, NULL, b.p, b.n);
     else
-      plain_error(req, AIR__API_OPENAI, 500, "mock: the log is too large", NULL);
+      plain_error(req, AIR_DIALECT_OPENAI, 500, "mock: the log is too large", NULL);
     air__buf_cleanup(&b);
   } else if (path_is(msg, "/__mock/reset")) {
     if (!post) {
-      plain_error(req, AIR__API_OPENAI, 405, "use POST", "POST");
+      plain_error(req, AIR_DIALECT_OPENAI, 405, "use POST", "POST");
       return;
     }
     air__mock_log_reset(&m->log);
@@ -717,9 +717,9 @@ static void on_request(void *data, air__http_req *req,
     if (get)
       plain(req, 200, "text/plain", NULL, NULL, "ok", 2);
     else
-      plain_error(req, AIR__API_OPENAI, 405, "use GET", "GET, HEAD");
+      plain_error(req, AIR_DIALECT_OPENAI, 405, "use GET", "GET, HEAD");
   } else {
-    plain_error(req, AIR__API_OPENAI, 404, "mock: no such endpoint", NULL);
+    plain_error(req, AIR_DIALECT_OPENAI, 404, "mock: no such endpoint", NULL);
   }
 }
 

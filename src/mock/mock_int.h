@@ -220,14 +220,14 @@ const char *air__mock_error_type(int status);
 
 /* An error body in the dialect for status (code: OpenAI error.code or
  * NULL; message NULL: the status's default message). */
-int air__mock_error_body(air__api api, int status, const char *code,
+int air__mock_error_body(air_dialect api, int status, const char *code,
                          const char *message, air__buf *out);
 
 /* A mid-stream overloaded_error event in the dialect. */
-int air__mock_overload_event(air__api api, air__buf *out);
+int air__mock_overload_event(air_dialect api, air__buf *out);
 
 /* A malformed event in the dialect (bytes that do not decode). */
-int air__mock_malformed_event(air__api api, air__buf *out);
+int air__mock_malformed_event(air_dialect api, air__buf *out);
 
 /* ---- the log (log.c) ------------------------------------------------------
  */
@@ -237,7 +237,7 @@ typedef struct air__mock_entry {
   uint64_t t_ms;
   char *model; /* owned, at most AIR__MOCK_MAX_LOG_MODEL_BYTES */
   unsigned attempt;
-  air__api api;
+  air_dialect api;
   bool stream;
   char *fault; /* owned */
   int status;
@@ -284,7 +284,7 @@ int air__mock_log_count(air__mock_log *l, const char *model, size_t n,
  * The pointer is valid until the next add or reset; keep e->id. */
 air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
                                    const char *model, size_t model_n,
-                                   unsigned attempt, air__api api, bool stream,
+                                   unsigned attempt, air_dialect api, bool stream,
                                    const char *fault);
 
 /* The entry with id, or NULL when it was reset or dropped. */

@@ -27,7 +27,7 @@ typedef struct job {
   air__cancel_watcher watch; /* on token until the job is done */
   air__exchange *x;
   air__aggregate agg;
-  air__api dialect;
+  air_dialect dialect;
   air_chat_result *res;
   int rc;
   bool done;
@@ -351,7 +351,7 @@ static air_chat_result *early_result(air_dialect d, int status, air_reason r,
   if (res == NULL) return NULL;
   air__buf body;
   air__buf_init(&body, 1u << 20);
-  air__provider_get((air__api)d)->encode_error_body(status, r, message, NULL, 0,
+  air__provider_get((air_dialect)d)->encode_error_body(status, r, message, NULL, 0,
                                                      &body);
   res->status = status;
   res->reason = r;
@@ -367,7 +367,9 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
                     air_chat_result **out) {
   if (c == NULL || body == NULL || out == NULL) return AIR_EINVAL;
   *out = NULL;
-  air__api api = dialect == AIR_DIALECT_ANTHROPIC ? AIR__API_ANTHROPIC : AIR__API_OPENAI;
+  if (dialect != AIR_DIALECT_OPENAI && dialect != AIR_DIALECT_ANTHROPIC)
+    return AIR_EINVAL;
+  air_dialect api = dialect;
   job *j = calloc(1, sizeof(*j));
   if (j == NULL) return AIR_ENOMEM;
   air_error err;

@@ -169,7 +169,7 @@ static int emit(void *data, const air__gate_event *ev) {
     air__commit_info ci = {
         .target = x->att_target,
         .attempts = x->att_no,
-        .upstream = x->ops ? x->ops->api : AIR__API_OPENAI,
+        .upstream = x->ops ? x->ops->api : AIR_DIALECT_OPENAI,
         .ms = x->first_content_ms,
     };
     if (x->cb.on_commit) x->cb.on_commit(x->cb.data, &ci);
@@ -586,7 +586,7 @@ static int add_headers(const air__exchange *x, const air__provider *p,
   bool has_version = false;
   for (size_t i = 0; i < p->n_headers; i++)
     if (strcasecmp(p->headers[i].name, "anthropic-version") == 0) has_version = true;
-  if (rc == 0 && p->api == AIR__API_ANTHROPIC) {
+  if (rc == 0 && p->api == AIR_DIALECT_ANTHROPIC) {
     if (key != NULL) rc = add_header_s(hl, "x-api-key", key);
     if (rc == 0 && !has_version)
       rc = add_header_s(hl, "anthropic-version", "2023-06-01");

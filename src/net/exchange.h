@@ -26,7 +26,7 @@ typedef struct air__exchange air__exchange;
 typedef struct air__commit_info {
   const char *target;        /* "provider/model" that answers */
   unsigned attempts;         /* attempts made, this one included */
-  air__api upstream;         /* the answering upstream's dialect */
+  air_dialect upstream;         /* the answering upstream's dialect */
   uint64_t ms;               /* since the exchange started */
 } air__commit_info;
 

@@ -453,7 +453,7 @@ static void draw_requests(run *R) {
     x->attempts_hdr = -1;
     x->api = (unsigned char)rng_below(&s, 2);
     x->stream = rng_below(&s, 100) < 60;
-    x->usage = x->api == AIR__API_OPENAI && x->stream && rng_below(&s, 4) == 0;
+    x->usage = x->api == AIR_DIALECT_OPENAI && x->stream && rng_below(&s, 4) == 0;
     if (rng_below(&s, 100) < 3) {
       x->route = (unsigned char)(N_PLAIN_ROUTES + rng_below(&s, 2));
       if (x->stream && rng_below(&s, 2) == 0) {
@@ -608,14 +608,14 @@ static int start_request(run *R, int i) {
   memset(f, 0, sizeof(*f));
   f->idx = i;
   f->attempts_hdr = -1;
-  f->ops = air__provider_get((air__api)x->api);
+  f->ops = air__provider_get((air_dialect)x->api);
   f->ops->decoder_init(&f->dec);
   air__sse_init(&f->sse_p, on_sse, f);
   air__buf_init(&f->text, MAX_TEXT);
   air__buf_init(&f->raw, MAX_BODY);
   char rid[64], h[96];
   rid_of(R, i, rid, sizeof(rid));
-  if (x->api == AIR__API_OPENAI)
+  if (x->api == AIR_DIALECT_OPENAI)
     snprintf(f->body, sizeof(f->body),
              "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":"
              "\"soak %d\"}],\"stream\":%s%s}",
@@ -630,11 +630,11 @@ static int start_request(run *R, int i) {
   snprintf(h, sizeof(h), "x-request-id: %s", rid);
   f->hdrs = curl_slist_append(f->hdrs, h);
   f->hdrs = curl_slist_append(f->hdrs, "Expect:");
-  if (x->api == AIR__API_ANTHROPIC)
+  if (x->api == AIR_DIALECT_ANTHROPIC)
     f->hdrs = curl_slist_append(f->hdrs, "anthropic-version: 2023-06-01");
   char url[512];
   snprintf(url, sizeof(url), "%s%s", R->gw_url,
-           x->api == AIR__API_OPENAI ? "/v1/chat/completions" : "/v1/messages");
+           x->api == AIR_DIALECT_OPENAI ? "/v1/chat/completions" : "/v1/messages");
   f->h = easy_new();
   if (f->h == NULL || f->hdrs == NULL) {
     fprintf(stderr, "soak: out of memory\n");
@@ -679,7 +679,7 @@ static bool text_is_prefix(run *R, const inflight *f, const result *x,
 }
 
 static const char *api_name(int api) {
-  return api == AIR__API_ANTHROPIC ? "anthropic" : "openai";
+  return api == AIR_DIALECT_ANTHROPIC ? "anthropic" : "openai";
 }
 
 #define REQ_FAIL(fmt, ...)                                          \
@@ -718,7 +718,7 @@ static void judge_error(run *R, inflight *f, result *x) {
   bool ok = json_is_object(e) &&
             json_is_string(json_object_get(e, "message")) &&
             json_is_string(json_object_get(e, "type"));
-  if (x->api == AIR__API_OPENAI) {
+  if (x->api == AIR_DIALECT_OPENAI) {
     atts = json_object_get(e, "attempts");
   } else {
     ok = ok && json_is_string(json_object_get(b, "type")) &&

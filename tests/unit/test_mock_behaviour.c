@@ -465,14 +465,14 @@ static void test_error_bodies(void **state) {
   air__buf b;
   air__buf_init(&b, 4096);
   assert_int_equal(
-      air__mock_error_body(AIR__API_OPENAI, 429, "insufficient_quota", "q", &b),
+      air__mock_error_body(AIR_DIALECT_OPENAI, 429, "insufficient_quota", "q", &b),
       0);
   assert_string_equal(
       b.p,
       "{\"error\":{\"message\":\"q\",\"type\":\"rate_limit_error\","
       "\"param\":null,\"code\":\"insufficient_quota\"}}");
   air__buf_reset(&b);
-  assert_int_equal(air__mock_error_body(AIR__API_ANTHROPIC, 529, NULL, "o", &b),
+  assert_int_equal(air__mock_error_body(AIR_DIALECT_ANTHROPIC, 529, NULL, "o", &b),
                    0);
   assert_string_equal(
       b.p,
@@ -494,12 +494,12 @@ static void test_error_bodies(void **state) {
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
     assert_string_equal(air__mock_error_type(t[i].status), t[i].type);
   air__buf_reset(&b);
-  assert_int_equal(air__mock_overload_event(AIR__API_ANTHROPIC, &b), 0);
+  assert_int_equal(air__mock_overload_event(AIR_DIALECT_ANTHROPIC, &b), 0);
   assert_non_null(strstr(b.p,
                          "event: error\ndata: {\"type\":\"error\","
                          "\"error\":{\"type\":\"overloaded_error\""));
   air__buf_reset(&b);
-  assert_int_equal(air__mock_malformed_event(AIR__API_OPENAI, &b), 0);
+  assert_int_equal(air__mock_malformed_event(AIR_DIALECT_OPENAI, &b), 0);
   assert_null(json_loads(b.p + 6, 0, NULL));
   air__buf_cleanup(&b);
 }
@@ -527,18 +527,18 @@ static void test_log(void **state) {
     assert_int_equal(a, 2);
   }
   air__mock_entry *e = air__mock_log_add(&l, 12, "primary", 7, 1,
-                                         AIR__API_OPENAI, true, "status=429");
+                                         AIR_DIALECT_OPENAI, true, "status=429");
   assert_non_null(e);
   uint64_t id = e->id;
   e->status = 429;
   e->ended = true;
   e->end_ms = 13;
-  e = air__mock_log_add(&l, 20, "q\"x", 3, 2, AIR__API_ANTHROPIC, false, "hang");
+  e = air__mock_log_add(&l, 20, "q\"x", 3, 2, AIR_DIALECT_ANTHROPIC, false, "hang");
   e->hung_up = true;
   e->hung_up_ms = 30;
   e->ended = true;
   e->end_ms = 30;
-  air__mock_log_add(&l, 40, "open", 4, 1, AIR__API_OPENAI, true, "ok");
+  air__mock_log_add(&l, 40, "open", 4, 1, AIR_DIALECT_OPENAI, true, "ok");
   assert_non_null(air__mock_log_find(&l, id));
   air__buf out;
   air__buf_init(&out, 1 << 20);
@@ -567,7 +567,7 @@ static void test_log(void **state) {
   /* Bounded: past AIR__MOCK_MAX_LOG the oldest entries go. */
   uint64_t first = 0;
   for (unsigned i = 0; i < AIR__MOCK_MAX_LOG + 5; i++) {
-    e = air__mock_log_add(&l, i, "m", 1, i + 1, AIR__API_OPENAI, true, "ok");
+    e = air__mock_log_add(&l, i, "m", 1, i + 1, AIR_DIALECT_OPENAI, true, "ok");
     assert_non_null(e);
     if (i == 0) first = e->id;
   }
@@ -580,7 +580,7 @@ static void test_log(void **state) {
   /* A long model name is cut in the log. */
   char longname[AIR__MOCK_MAX_MODEL_BYTES];
   memset(longname, 'x', sizeof(longname));
-  e = air__mock_log_add(&l, 0, longname, sizeof(longname), 1, AIR__API_OPENAI,
+  e = air__mock_log_add(&l, 0, longname, sizeof(longname), 1, AIR_DIALECT_OPENAI,
                         true, "ok");
   assert_int_equal(strlen(e->model), AIR__MOCK_MAX_LOG_MODEL_BYTES);
   air__buf_cleanup(&out);

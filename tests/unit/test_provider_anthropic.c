@@ -841,7 +841,7 @@ static const air__build_opts base_opts = {"claude-target", NULL, false, 4096};
 
 /* Builds from a caller body; returns the parsed upstream body (or NULL with
  * *rc set). *raw (optional) receives the bytes. */
-static json_t *build(air__api dialect, const char *body,
+static json_t *build(air_dialect dialect, const char *body,
                      const air__build_opts *o, int *rc, air_error *err,
                      char **raw) {
   air__request req;
@@ -889,7 +889,7 @@ static void test_build_same_dialect(void **state) {
   char *raw;
   /* Unknown fields pass through; model replaced; stream forced; default
    * max_tokens added at the end. */
-  json_t *v = build(AIR__API_ANTHROPIC,
+  json_t *v = build(AIR_DIALECT_ANTHROPIC,
                     "{\"model\":\"smart\",\"messages\":[{\"role\":\"user\","
                     "\"content\":\"Hi\"}],\"stream\":false,\"temperature\":0.7,"
                     "\"x_future\":{\"deep\":[1,2.5,\"s\"]},\"top_k\":5}",
@@ -911,7 +911,7 @@ static void test_build_same_dialect(void **state) {
       "{\"max_tokens\":8192,\"top_k\":null,\"model\":\"evil\","
       "\"stream\":false,\"metadata\":{\"user_id\":\"u\"}}";
   o.default_max_tokens = 1000;
-  v = build(AIR__API_ANTHROPIC,
+  v = build(AIR_DIALECT_ANTHROPIC,
             "{\"model\":\"smart\",\"messages\":[{\"role\":\"user\",\"content\":"
             "\"Hi\"}],\"max_tokens\":100,\"top_k\":5}",
             &o, &rc, &err, NULL);
@@ -926,14 +926,14 @@ static void test_build_same_dialect(void **state) {
   o = base_opts;
   o.default_max_tokens = 0;
   v = build(
-      AIR__API_ANTHROPIC,
+      AIR_DIALECT_ANTHROPIC,
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
       &o, &rc, &err, NULL);
   assert_int_equal(json_integer_value(json_object_get(v, "max_tokens")), 4096);
   json_decref(v);
   o.override_json = "[1]";
   v = build(
-      AIR__API_ANTHROPIC,
+      AIR_DIALECT_ANTHROPIC,
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
       &o, &rc, &err, NULL);
   assert_null(v);
@@ -945,7 +945,7 @@ static void test_build_same_dialect(void **state) {
   static const char tiny[] =
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
   assert_int_equal(
-      air__request_parse(AIR__API_ANTHROPIC, tiny, sizeof(tiny) - 1, &req, &err),
+      air__request_parse(AIR_DIALECT_ANTHROPIC, tiny, sizeof(tiny) - 1, &req, &err),
       0);
   air__buf small;
   air__buf_init(&small, 20);
@@ -1001,7 +1001,7 @@ static void test_build_from_openai(void **state) {
       "\"temperature\":1.5,\"top_p\":0.9,\"user\":\"user-42\","
       "\"n\":1,\"presence_penalty\":0,\"logprobs\":false,\"store\":true,"
       "\"response_format\":{\"type\":\"text\"},\"seed\":null}";
-  json_t *v = build(AIR__API_OPENAI, body, &base_opts, &rc, &err, &raw);
+  json_t *v = build(AIR_DIALECT_OPENAI, body, &base_opts, &rc, &err, &raw);
   if (rc != 0) fail_msg("build: %s", err.message);
   assert_json(
       v,
@@ -1045,7 +1045,7 @@ static void test_build_from_openai(void **state) {
   free(raw);
   json_decref(v);
   v = build(
-      AIR__API_OPENAI,
+      AIR_DIALECT_OPENAI,
       "{\"temperature\":0.5,\"model\":\"m\",\"messages\":[{\"role\":\"system\","
       "\"content\":\"S\"},{\"role\":\"user\",\"content\":\"Hi\"}],\"max_"
       "tokens\":5}",
@@ -1108,7 +1108,7 @@ static void test_build_from_openai(void **state) {
        "tokens\":4096}"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    v = build(AIR__API_OPENAI, cases[i].in, &base_opts, &rc, &err, NULL);
+    v = build(AIR_DIALECT_OPENAI, cases[i].in, &base_opts, &rc, &err, NULL);
     if (rc != 0) fail_msg("case %zu: %s", i, err.message);
     assert_json(v, cases[i].want);
     json_decref(v);
@@ -1133,7 +1133,7 @@ static void test_build_hints_dropped(void **state) {
              hints[i]);
     int rc;
     air_error err;
-    json_t *v = build(AIR__API_OPENAI, body, &base_opts, &rc, &err, NULL);
+    json_t *v = build(AIR_DIALECT_OPENAI, body, &base_opts, &rc, &err, NULL);
     if (rc != 0) fail_msg("hint %s: %s", hints[i], err.message);
     assert_json(v,
                 "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
@@ -1164,7 +1164,7 @@ static void test_build_unsupported(void **state) {
              cases[i].extra);
     int rc;
     air_error err;
-    json_t *v = build(AIR__API_OPENAI, body, &base_opts, &rc, &err, NULL);
+    json_t *v = build(AIR_DIALECT_OPENAI, body, &base_opts, &rc, &err, NULL);
     assert_null(v);
     assert_int_equal(rc, AIR_ENOTSUP);
     assert_int_equal(err.code, AIR_ENOTSUP);
@@ -1174,7 +1174,7 @@ static void test_build_unsupported(void **state) {
     /* drop_params: dropped, the rest translated. */
     air__build_opts o = base_opts;
     o.drop_params = true;
-    v = build(AIR__API_OPENAI, body, &o, &rc, &err, NULL);
+    v = build(AIR_DIALECT_OPENAI, body, &o, &rc, &err, NULL);
     if (rc != 0) fail_msg("drop %s: %s", cases[i].field, err.message);
     assert_json(v,
                 "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
@@ -1207,13 +1207,13 @@ static void test_build_unsupported(void **state) {
              msg_cases[i].messages);
     int rc;
     air_error err;
-    assert_null(build(AIR__API_OPENAI, body, &base_opts, &rc, &err, NULL));
+    assert_null(build(AIR_DIALECT_OPENAI, body, &base_opts, &rc, &err, NULL));
     snprintf(want, sizeof(want), "%s: not supported by anthropic upstreams",
              msg_cases[i].field);
     assert_string_equal(err.message, want);
     air__build_opts o = base_opts;
     o.drop_params = true;
-    json_t *v = build(AIR__API_OPENAI, body, &o, &rc, &err, NULL);
+    json_t *v = build(AIR_DIALECT_OPENAI, body, &o, &rc, &err, NULL);
     assert_int_equal(rc, 0);
     json_t *want_msgs = json_loads(msg_cases[i].dropped, 0, NULL);
     assert_true(json_equal(json_object_get(v, "messages"), want_msgs));
@@ -1261,7 +1261,7 @@ static void test_build_invalid(void **state) {
     air_error err;
     air__build_opts o = base_opts;
     o.drop_params = true; /* invalid input is not a field to drop */
-    assert_null(build(AIR__API_OPENAI, body, &o, &rc, &err, NULL));
+    assert_null(build(AIR_DIALECT_OPENAI, body, &o, &rc, &err, NULL));
     assert_int_equal(rc, AIR_EINVAL);
     assert_string_equal(err.message, cases[i].message);
   }
@@ -1293,7 +1293,7 @@ static void test_encoder_corners(void **state) {
   /* The error event after content: no block stop, no message_stop, and
    * encode_end writes nothing after it. Model from the caller's request. */
   air__buf_reset(&out);
-  air__request req = {.dialect = AIR__API_ANTHROPIC, .model = "smart"};
+  air__request req = {.dialect = AIR_DIALECT_ANTHROPIC, .model = "smart"};
   ops->encoder_init(&e, &req, 1);
   air_part text = {.kind = AIR_PART_TEXT, .text = "Hi \"you\"", .text_len = 8};
   encode_all(&e, &text, 1, &out);
@@ -1535,10 +1535,10 @@ static void test_encode_error_body(void **state) {
 
 static void test_ops_table(void **state) {
   (void)state;
-  assert_int_equal(ops->api, AIR__API_ANTHROPIC);
+  assert_int_equal(ops->api, AIR_DIALECT_ANTHROPIC);
   assert_string_equal(ops->name, "anthropic");
   assert_string_equal(ops->path, "/v1/messages");
-  assert_ptr_equal(air__provider_get(AIR__API_ANTHROPIC), ops);
+  assert_ptr_equal(air__provider_get(AIR_DIALECT_ANTHROPIC), ops);
 }
 
 int main(void) {

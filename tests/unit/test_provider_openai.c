@@ -341,7 +341,7 @@ static void check_chunks(const char *p, size_t n) {
 /* Encodes parts for an OpenAI caller as the README says. */
 static void encode_parts(const parts *ps, air__buf *out) {
   air__request req = {
-      .dialect = AIR__API_OPENAI, .stream = true, .include_usage = true};
+      .dialect = AIR_DIALECT_OPENAI, .stream = true, .include_usage = true};
   air__encoder e;
   OPS->encoder_init(&e, &req, 1718000000);
   air__buf_reset(out);
@@ -710,7 +710,7 @@ static void test_encode_edges(void **state) {
   air__encoder e;
   air__buf out;
   air__buf_init(&out, 1u << 16);
-  air__request req = {.dialect = AIR__API_OPENAI, .include_usage = false};
+  air__request req = {.dialect = AIR_DIALECT_OPENAI, .include_usage = false};
 
   /* First part not START: a role chunk with the generated id first; usage
    * remembered but not written (the caller did not ask); REFUSAL finish is
@@ -1008,7 +1008,7 @@ static void test_encode_error_body(void **state) {
 
 /* Builds an upstream body from a caller body; returns the parsed result, or
  * NULL with *rc and err set. */
-static json_t *build(air__api dialect, const char *body, const char *model,
+static json_t *build(air_dialect dialect, const char *body, const char *model,
                      const char *override, bool drop, int *rc, air_error *err) {
   air__request req;
   memset(err, 0, sizeof(*err));
@@ -1056,7 +1056,7 @@ static void test_build_same_dialect(void **state) {
   int rc;
   air_error err;
   json_t *v =
-      build(AIR__API_OPENAI,
+      build(AIR_DIALECT_OPENAI,
             "{\"model\":\"smart\",\"messages\":[{\"role\":\"user\","
             "\"content\":\"hi\",\"name\":\"bob\"}],\"stream\":false,"
             "\"stream_options\":{\"include_usage\":false,\"x\":1},"
@@ -1082,7 +1082,7 @@ static void test_build_same_dialect(void **state) {
   json_decref(v);
 
   /* No stream_options at all: one is added. */
-  v = build(AIR__API_OPENAI,
+  v = build(AIR_DIALECT_OPENAI,
             "{\"model\":\"a\",\"messages\":[{\"role\":\"user\","
             "\"content\":\"x\"}]}",
             "b", NULL, false, &rc, &err);
@@ -1093,7 +1093,7 @@ static void test_build_same_dialect(void **state) {
   json_decref(v);
 
   /* A broken override is a clean error. */
-  v = build(AIR__API_OPENAI,
+  v = build(AIR_DIALECT_OPENAI,
             "{\"model\":\"a\",\"messages\":[{\"role\":\"user\","
             "\"content\":\"x\"}]}",
             "b", "[1]", false, &rc, &err);
@@ -1107,7 +1107,7 @@ static void test_build_from_anthropic(void **state) {
   int rc;
   air_error err;
   json_t *v = build(
-      AIR__API_ANTHROPIC,
+      AIR_DIALECT_ANTHROPIC,
       "{\"model\":\"smart\",\"max_tokens\":1024,\"system\":[{\"type\":\"text\","
       "\"text\":\"Be "
       "brief.\",\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":"
@@ -1201,7 +1201,7 @@ static void test_build_from_anthropic(void **state) {
         "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
         "\"content\":\"x\"}],\"tool_choice\":%s,\"temperature\":-1}",
         tc[i].in);
-    v = build(AIR__API_ANTHROPIC, body, "o", "{\"max_tokens\":9}", false, &rc,
+    v = build(AIR_DIALECT_ANTHROPIC, body, "o", "{\"max_tokens\":9}", false, &rc,
               &err);
     char want[512];
     snprintf(
@@ -1226,7 +1226,7 @@ static void test_build_hints_dropped(void **state) {
       "\"metadata\":{\"user_id\":\"u\",\"tenant\":\"t\"}}";
   int rc;
   air_error err;
-  json_t *v = build(AIR__API_ANTHROPIC, body, "o", NULL, false, &rc, &err);
+  json_t *v = build(AIR_DIALECT_ANTHROPIC, body, "o", NULL, false, &rc, &err);
   if (rc != 0) fail_msg("%s", err.message);
   assert_null(json_object_get(v, "top_k"));
   assert_null(json_object_get(v, "service_tier"));
@@ -1257,13 +1257,13 @@ static void test_build_unsupported(void **state) {
         cases[i].body);
     int rc;
     air_error err;
-    json_t *v = build(AIR__API_ANTHROPIC, body, "o", NULL, false, &rc, &err);
+    json_t *v = build(AIR_DIALECT_ANTHROPIC, body, "o", NULL, false, &rc, &err);
     assert_null(v);
     assert_int_equal(rc, AIR_ENOTSUP);
     assert_int_equal(err.code, AIR_ENOTSUP);
     assert_string_equal(err.message, cases[i].field);
     /* drop_params: the field is gone, the rest is there. */
-    v = build(AIR__API_ANTHROPIC, body, "o", NULL, true, &rc, &err);
+    v = build(AIR_DIALECT_ANTHROPIC, body, "o", NULL, true, &rc, &err);
     assert_int_equal(rc, 0);
     assert_null(json_object_get(v, "top_k"));
     assert_null(json_object_get(v, "thinking"));
@@ -1286,12 +1286,12 @@ static void test_build_unsupported(void **state) {
       "\"file_id\":\"f\"}}]}]}";
   int rc;
   air_error err;
-  json_t *v = build(AIR__API_ANTHROPIC, doc, "o", NULL, false, &rc, &err);
+  json_t *v = build(AIR_DIALECT_ANTHROPIC, doc, "o", NULL, false, &rc, &err);
   assert_null(v);
   assert_string_equal(err.message,
                       "messages[0].content[0] (type document): not "
                       "supported by openai upstreams");
-  v = build(AIR__API_ANTHROPIC, doc, "o", NULL, true, &rc, &err);
+  v = build(AIR_DIALECT_ANTHROPIC, doc, "o", NULL, true, &rc, &err);
   expect_json(v,
               "{\"model\":\"o\",\"messages\":[{\"role\":\"user\",\"content\":"
               "\"sum\"}],\"max_tokens\":5,\"stream\":true,\"stream_options\":"
@@ -1300,7 +1300,7 @@ static void test_build_unsupported(void **state) {
 
   /* Bad shapes are errors even with drop_params. */
   v = build(
-      AIR__API_ANTHROPIC,
+      AIR_DIALECT_ANTHROPIC,
       "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\","
       "\"content\":\"x\"}]}",
       "o", NULL, true, &rc, &err);
@@ -1308,7 +1308,7 @@ static void test_build_unsupported(void **state) {
   assert_int_equal(rc, AIR_EINVAL);
   assert_non_null(strstr(err.message, "messages[0].role"));
   v = build(
-      AIR__API_ANTHROPIC,
+      AIR_DIALECT_ANTHROPIC,
       "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\","
       "\"content\":[{\"type\":\"tool_use\",\"name\":\"f\"}]}]}",
       "o", NULL, true, &rc, &err);
@@ -1339,7 +1339,7 @@ static void test_request_fast_path(void **state) {
   for (size_t i = 0; i < sizeof(fast) / sizeof(fast[0]); i++) {
     air__request r;
     air_error err = {0};
-    assert_int_equal(air__request_parse(AIR__API_OPENAI, fast[i], strlen(fast[i]), &r, &err), 0);
+    assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI, fast[i], strlen(fast[i]), &r, &err), 0);
     assert_non_null(r.raw);
     assert_null(r.body);  /* no tree unless a build needs one */
     assert_string_equal(r.model, "m");
@@ -1369,7 +1369,7 @@ static void test_request_fast_path(void **state) {
   for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++) {
     air__request r;
     air_error err = {0};
-    int rc = air__request_parse(AIR__API_OPENAI, slow[i], strlen(slow[i]), &r, &err);
+    int rc = air__request_parse(AIR_DIALECT_OPENAI, slow[i], strlen(slow[i]), &r, &err);
     if (rc == 0) {
       assert_null(r.raw);
       assert_non_null(r.body);
