@@ -532,6 +532,7 @@ static int cb_part(void *data, const air_part *p) {
   it_call *c = data;
   if (c->n_error > 0) c->part_after_error = true;
   c->n_parts++;
+  c->t_last_part = it_now_ms();
   switch (p->kind) {
     case AIR_PART_TEXT:
       c->n_text++;

@@ -192,6 +192,7 @@ typedef struct it_call {
   unsigned n_failed;       /* on_failed calls */
   uint64_t t_start, t_end; /* it_now_ms around air_client_chat */
   uint64_t t_commit;       /* it_now_ms at on_commit */
+  uint64_t t_last_part;    /* it_now_ms at the last part (on the worker) */
   /* n_text and n_failed as other threads may read them while the call
    * runs (it_call_texts, it_call_failures). */
   unsigned ev_text, ev_failed;
