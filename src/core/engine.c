@@ -4,8 +4,13 @@
  * here does I/O or sleeps. Shared breaker/sticky state goes through state.h.
  *
  * Phases: ATTEMPT (an attempt is in flight) -> WAIT (a retry backoff) ->
- * ATTEMPT ... -> OVER. Every event checks the phase it is valid in and
- * returns AIR_ESTATE otherwise, leaving the run unchanged.
+ * ATTEMPT ... -> COMMITTED (its first content was released) -> OVER.
+ * Every attempt has an id, unique in the run (a skipped attempt's id is not
+ * reused, unlike its number); every event names the attempt it is about.
+ * Every event checks the phase and the id it is valid for and returns
+ * AIR_ESTATE otherwise, leaving the run unchanged. One attempt is in flight
+ * at a time today; hedging and continuation will add racers and CANCEL /
+ * CONTINUE actions without changing the event functions.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -18,7 +23,7 @@
 #include "limits.h"
 #include "state.h"
 
-enum phase { P_ATTEMPT, P_WAIT, P_OVER };
+enum phase { P_ATTEMPT, P_COMMITTED, P_WAIT, P_OVER };
 
 /* The default retry_after.max_ms: a hint longer than this, on a failure no
  * retry rule waits for, cools the target down for every request. */
@@ -38,6 +43,7 @@ struct air_run {
   uint64_t deadline_ms;  /* start + total_ms */
   enum phase phase;
   unsigned attempts;
+  unsigned last_id;  /* the id of the latest attempt (0: none yet) */
   unsigned cur;  /* route index of the target of the current attempt */
   int cause_rule;  /* the rule whose max the current attempt used, or -1 */
   unsigned n_real; /* log entries that are not skipped */
@@ -118,10 +124,17 @@ static const char *merge_override(const air_run *run, unsigned idx,
   return rule->override_json;
 }
 
+/* True when id is the attempt in flight (before or after its commit). */
+static bool in_flight(const air_run *run, unsigned id) {
+  return (run->phase == P_ATTEMPT || run->phase == P_COMMITTED) &&
+         id == run->last_id && id != 0;
+}
+
 static int finish(air_run *run, air_reason reason, int status, air_action *act) {
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_FAIL;
+  act->attempt_id = run->last_id;
   act->reason = reason;
   act->status = status;
   return 0;
@@ -163,6 +176,7 @@ static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
   }
   const air__target *t = &run->route->targets[idx];
   run->attempts++;
+  run->last_id++;
   run->n_real++;
   run->cause_rule = -1;
   run->cur = idx;
@@ -180,6 +194,7 @@ static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
   uint64_t deadline = attempt_deadline(run, idx, now_ms);
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_ATTEMPT;
+  act->attempt_id = run->last_id;
   act->target = t->name;
   act->target_index = idx;
   act->attempt = run->attempts;
@@ -317,7 +332,7 @@ int air_run_new(const air_config *cfg, air_state *state, const char *model,
 
 void air_run_free(air_run *run) {
   if (run == NULL) return;
-  if (run->phase == P_ATTEMPT)
+  if (run->phase == P_ATTEMPT || run->phase == P_COMMITTED)
     air__state_release(run->st, run->route->targets[run->cur].name, run->lease);
   free(run->log);
   air__arena_cleanup(&run->arena);
@@ -359,10 +374,13 @@ static bool is_timeout(air_reason r) {
 static air_reason record_failure(air_run *run, const air_failure *f,
                                  uint64_t now_ms);
 
-int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
-                 uint64_t wall_ms, air_action *act) {
+int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
+                 uint64_t now_ms, uint64_t wall_ms, air_action *act) {
   if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
+  /* After commit the attempt is final: no policy runs. */
+  if (run->phase == P_COMMITTED)
+    return air__run_fail_final(run, attempt_id, f, now_ms, act);
   air_reason reason = record_failure(run, f, now_ms);
   air_attempt *e = &run->log[run->n_log - 1];
   const air__target *t = &run->route->targets[run->cur];
@@ -433,6 +451,7 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
     run->phase = P_WAIT;
     memset(act, 0, sizeof(*act));
     act->kind = AIR_ACT_WAIT;
+    act->attempt_id = run->last_id;
     act->wait_ms = wait;
     return 0;
   }
@@ -458,10 +477,11 @@ static air_reason record_failure(air_run *run, const air_failure *f,
   return reason;
 }
 
-int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
+int air__run_fail_final(air_run *run, unsigned attempt_id,
+                        const air_failure *f, uint64_t now_ms,
                         air_action *act) {
   if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
   air_reason reason = record_failure(run, f, now_ms);
   const air__target *t = &run->route->targets[run->cur];
   if (reason == AIR_REASON_ABORTED) {
@@ -474,9 +494,33 @@ int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
   return finish(run, reason, f->status, act);
 }
 
-int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act) {
+int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                          air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (run->phase != P_ATTEMPT || !in_flight(run, attempt_id)) return AIR_ESTATE;
+  const air__target *t = &run->route->targets[run->cur];
+  /* A probe's verdict is given at its first content (DESIGN.md 3.1): the
+   * target answers, so the breaker closes and the lease is freed now, not
+   * when a long answer ends. Other attempts give theirs when they end. */
+  if (run->lease != 0) {
+    air__state_record(run->st, t->name, breaker_of(run, run->cur),
+                      AIR_REASON_NONE, run->lease, now_ms);
+    run->lease = 0;
+  }
+  run->phase = P_COMMITTED;
+  memset(act, 0, sizeof(*act));
+  act->kind = AIR_ACT_COMMIT;
+  act->attempt_id = attempt_id;
+  act->target = t->name;
+  act->target_index = run->cur;
+  act->attempt = run->attempts;
+  return 0;
+}
+
+int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                    air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
   air_attempt *e = &run->log[run->n_log - 1];
   const air__target *t = &run->route->targets[run->cur];
   e->reason = AIR_REASON_NONE;
@@ -490,12 +534,14 @@ int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act) {
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_DONE;
+  act->attempt_id = attempt_id;
   return 0;
 }
 
-int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act) {
+int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                      air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_WAIT) return AIR_ESTATE;
+  if (run->phase != P_WAIT || attempt_id != run->last_id) return AIR_ESTATE;
   if (now_ms >= run->deadline_ms)
     return finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, act);
   int rc = start_attempt(run, run->cur, 0, run->next_override, now_ms, act);
@@ -503,10 +549,10 @@ int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act) {
   return rc;
 }
 
-int air__run_skip(air_run *run, const char *field, const char *message,
-                  uint64_t now_ms, air_action *act) {
+int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
+                  const char *message, uint64_t now_ms, air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (run->phase != P_ATTEMPT || !in_flight(run, attempt_id)) return AIR_ESTATE;
   air_attempt *e = &run->log[run->n_log - 1];
   const air__target *t = &run->route->targets[run->cur];
   e->n = 0;
@@ -537,7 +583,7 @@ unsigned air__run_attempts(const air_run *run) {
 int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   if (run->phase == P_OVER) return AIR_ESTATE;
-  if (run->phase == P_ATTEMPT) {
+  if (run->phase == P_ATTEMPT || run->phase == P_COMMITTED) {
     air_attempt *e = &run->log[run->n_log - 1];
     e->reason = AIR_REASON_ABORTED;
     e->ms = now_ms - e->start_ms;
@@ -548,8 +594,8 @@ int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {
   return finish(run, AIR_REASON_ABORTED, 0, act);
 }
 
-void air__run_note_status(air_run *run, int status) {
-  if (run != NULL && run->phase == P_ATTEMPT && run->n_log > 0)
+void air__run_note_status(air_run *run, unsigned attempt_id, int status) {
+  if (run != NULL && in_flight(run, attempt_id) && run->n_log > 0)
     run->log[run->n_log - 1].status = status;
 }
 

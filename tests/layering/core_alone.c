@@ -115,13 +115,16 @@ static int one_run(const air_config *cfg, air_state *st, uint64_t now,
     air_failure f;
     memset(&f, 0, sizeof(f));
     f.status = 500;
-    CHECK(air_run_fail(run, &f, now, 0, &act) == 0);
+    CHECK(air_run_fail(run, act.attempt_id, &f, now, 0, &act) == 0);
     CHECK(act.kind == AIR_ACT_ATTEMPT && strcmp(act.target, "p/b") == 0);
     CHECK(act.attempt == 2);
     CHECK(air_run_attempt(run, 0)->reason == AIR_REASON_SERVER_ERROR);
   }
-  CHECK(air_run_succeed(run, now + 5, &act) == 0);
-  CHECK(act.kind == AIR_ACT_DONE);
+  unsigned id = act.attempt_id;
+  CHECK(air_run_first_content(run, id, now + 1, &act) == 0);
+  CHECK(act.kind == AIR_ACT_COMMIT && act.attempt_id == id);
+  CHECK(air_run_succeed(run, id, now + 5, &act) == 0);
+  CHECK(act.kind == AIR_ACT_DONE && act.attempt_id == id);
   air_run_free(run);
   return 0;
 }
