@@ -961,6 +961,78 @@ static void test_probe_verdict_at_first_content(void **s) {
   fx_end(&fx);
 }
 
+/* The stream driver reports first content and releases on COMMIT: a
+ * probe's breaker verdict is in before its answer ends. */
+typedef struct probe_stream {
+  air_state *st;
+  test_clock *tc;
+  unsigned calls;
+  air_breaker_mode during;  /* p/a's breaker right after the first part */
+  unsigned parts;
+} probe_stream;
+
+static int probe_produce(void *data, const air_attempt_info *info,
+                         air_stream_sink *sink, air_failure *f) {
+  probe_stream *ps = data;
+  ps->calls++;
+  if (strcmp(info->target, "p/a") != 0) return 0; /* p/b: empty answer */
+  if (ps->calls == 1) {
+    f->status = 500;
+    return 1;
+  }
+  air_part p;
+  memset(&p, 0, sizeof(p));
+  p.kind = AIR_PART_TEXT;
+  p.text = "hi";
+  p.text_len = 2;
+  if (air_stream_push(sink, &p) != 0) return 1;
+  ps->during = air_state_breaker(ps->st, "p/a", ps->tc->now);
+  memset(&p, 0, sizeof(p));
+  p.kind = AIR_PART_FINISH;
+  p.finish = AIR_FINISH_STOP;
+  return air_stream_push(sink, &p) != 0;
+}
+
+static int probe_on_part(void *data, const air_part *p) {
+  probe_stream *ps = data;
+  (void)p;
+  ps->parts++;
+  return 0;
+}
+
+static void test_stream_driver_commits_through_engine(void **s) {
+  (void)s;
+  air_config *cfg = test_config(
+      "providers:\n"
+      "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n"
+      "     breaker: {failures: 1, open_ms: 10000}}\n"
+      "routes:\n"
+      "  - {name: r, targets: [p/a, p/b],\n"
+      "     rules: [{on: [server_error], action: switch}]}\n");
+  air_state *st = NULL;
+  assert_int_equal(air_state_new(cfg, &st), 0);
+  test_clock tc = {.now = 1000};
+  air_clock clk = test_clock_iface(&tc);
+  probe_stream ps = {.st = st, .tc = &tc, .during = AIR_BREAKER_OPEN};
+  air_stream_opts o;
+  memset(&o, 0, sizeof(o));
+  o.fn = probe_produce;
+  o.data = &ps;
+  o.on_part = probe_on_part;
+  o.clock = &clk;
+  /* p/a fails (opens), p/b answers. */
+  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL), 0);
+  assert_int_equal(air_state_breaker(st, "p/a", tc.now), AIR_BREAKER_OPEN);
+  /* Half-open: this request probes p/a and streams an answer. */
+  tc.now += 10000;
+  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL), 0);
+  assert_int_equal(ps.calls, 3);
+  assert_int_equal(ps.during, AIR_BREAKER_CLOSED);
+  assert_true(ps.parts >= 2);
+  air_state_free(st);
+  air_config_free(cfg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shared_budget_429_429_length),
@@ -992,6 +1064,7 @@ int main(void) {
       cmocka_unit_test(test_commit_answers_first_content),
       cmocka_unit_test(test_stale_attempt_ids_refused),
       cmocka_unit_test(test_probe_verdict_at_first_content),
+      cmocka_unit_test(test_stream_driver_commits_through_engine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
