@@ -69,8 +69,8 @@ int main(void) {
     if (air_run_new(cfg, st, "r", &rng, now, &run, &act) != 0) return 1;
     uint64_t t0 = ns_now();
     for (int i = 0; i < BATCH; i++) {
-      air_run_fail(run, &f, now, 0, &act);
-      air_run_wait_done(run, now, &act);
+      air_run_fail(run, act.attempt_id, &f, now, 0, &act);
+      air_run_wait_done(run, act.attempt_id, now, &act);
     }
     per[r] = (ns_now() - t0) / BATCH;
     if (act.kind != AIR_ACT_ATTEMPT) {

@@ -252,26 +252,43 @@ typedef struct air_failure {
  * One request's walk through its route. Feed it events with the current clock
  * values; each call returns the next action. The run never does I/O, never
  * reads a clock and never sleeps.
+ *
+ * Attempt ids: every attempt the run starts has an id (attempt_id, nonzero,
+ * unique within the run; unlike the attempt number it is never reused, also
+ * after a skipped target), and every event names the attempt it reports on,
+ * because more than one attempt may be in flight (hedging) and a committed
+ * answer may be followed by a continuation. An event for an unknown or
+ * finished attempt id returns AIR_ESTATE and changes nothing.
  */
 typedef struct air_run air_run;
 
 typedef enum air_action_kind {
-  AIR_ACT_ATTEMPT,  /* start attempt `attempt` on `target` */
-  AIR_ACT_WAIT,     /* wait wait_ms, then call air_run_wait_done */
-  AIR_ACT_DONE,     /* success; the run is over */
-  AIR_ACT_FAIL,     /* final failure with `reason`; the run is over */
+  AIR_ACT_ATTEMPT,   /* start attempt attempt_id (number `attempt`) on `target` */
+  AIR_ACT_WAIT,      /* wait wait_ms, then call air_run_wait_done */
+  AIR_ACT_DONE,      /* success; the run is over */
+  AIR_ACT_FAIL,      /* final failure with `reason`; the run is over */
+  AIR_ACT_COMMIT,    /* release attempt attempt_id's content: it is the answer */
+  AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost); not
+                        emitted yet: hedging (DESIGN.md 3.6) will */
+  AIR_ACT_CONTINUE,  /* continue the committed answer with attempt attempt_id
+                        on `target`; not emitted yet: continuation (3.5) will */
 } air_action_kind;
 
 typedef struct air_action {
   air_action_kind kind;
-  const char *target;        /* ATTEMPT: "provider/model"; valid as long as the run */
-  unsigned target_index;     /* ATTEMPT: index into the route's targets */
-  unsigned attempt;          /* ATTEMPT: 1-based number */
+  unsigned attempt_id;       /* every kind: the attempt it is about. ATTEMPT,
+                                CONTINUE: the new one; WAIT: the failed one it
+                                follows; COMMIT, CANCEL, DONE: that attempt;
+                                FAIL: the last attempt (0 when none started) */
+  const char *target;        /* ATTEMPT, COMMIT: "provider/model"; valid as long as the run */
+  unsigned target_index;     /* ATTEMPT, COMMIT: index into the route's targets */
+  unsigned attempt;          /* ATTEMPT, COMMIT: 1-based number */
   uint64_t deadline_ms;      /* ATTEMPT: monotonic time the attempt must commit by */
   const char *override_json; /* ATTEMPT: request fields to override (JSON object) or NULL */
   uint64_t wait_ms;          /* WAIT */
   air_reason reason;         /* FAIL: the reason of the last failure */
   int status;                /* FAIL: the status of the last failure */
+  uint64_t reserved[2];      /* zero; room for later kinds without an ABI break */
 } air_action;
 
 /*
@@ -286,14 +303,31 @@ int air_run_new(const air_config *cfg, air_state *state, const char *model,
                 air_action *act);
 void air_run_free(air_run *run);
 
-/* The current attempt failed. wall_ms is for HTTP-date Retry-After hints. */
-int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
-                 uint64_t wall_ms, air_action *act);
-/* The current attempt succeeded (committed and finished): DONE. */
-int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act);
-/* A WAIT ended: the next ATTEMPT (or FAIL when total_ms has passed). */
-int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act);
-/* The caller cancelled: FAIL with AIR_REASON_ABORTED, in any phase. */
+/*
+ * Attempt attempt_id failed. wall_ms is for HTTP-date Retry-After hints.
+ * Before its commit the policy decides (ATTEMPT, WAIT or FAIL); after it the
+ * failure is final (FAIL).
+ */
+int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
+                 uint64_t now_ms, uint64_t wall_ms, air_action *act);
+/*
+ * Attempt attempt_id has content ready for the caller (its first content
+ * part, or in complete mode its judged answer). The engine decides: COMMIT
+ * attempt_id (release it; from now on its failure is final), and with
+ * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
+ * probe's breaker verdict (success) is given here.
+ */
+int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                          air_action *act);
+/* Attempt attempt_id succeeded (finished; committed or not): DONE. */
+int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                    air_action *act);
+/* The WAIT that followed attempt attempt_id ended: the next ATTEMPT (or FAIL
+ * when total_ms has passed). */
+int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                      air_action *act);
+/* The caller cancelled the request (every attempt of it): FAIL with
+ * AIR_REASON_ABORTED, in any phase; AIR_ESTATE once the run is over. */
 int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act);
 
 /* The attempt log so far; entries valid until the run is freed. */

@@ -4,8 +4,13 @@
  * here does I/O or sleeps. Shared breaker/sticky state goes through state.h.
  *
  * Phases: ATTEMPT (an attempt is in flight) -> WAIT (a retry backoff) ->
- * ATTEMPT ... -> OVER. Every event checks the phase it is valid in and
- * returns AIR_ESTATE otherwise, leaving the run unchanged.
+ * ATTEMPT ... -> COMMITTED (its first content was released) -> OVER.
+ * Every attempt has an id, unique in the run (a skipped attempt's id is not
+ * reused, unlike its number); every event names the attempt it is about.
+ * Every event checks the phase and the id it is valid for and returns
+ * AIR_ESTATE otherwise, leaving the run unchanged. One attempt is in flight
+ * at a time today; hedging and continuation will add racers and CANCEL /
+ * CONTINUE actions without changing the event functions.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -18,11 +23,13 @@
 #include "limits.h"
 #include "state.h"
 
-enum phase { P_ATTEMPT, P_WAIT, P_OVER };
+enum phase { P_ATTEMPT, P_COMMITTED, P_WAIT, P_OVER };
 
 /* The default retry_after.max_ms: a hint longer than this, on a failure no
  * retry rule waits for, cools the target down for every request. */
 #define COOL_AFTER_MS 10000u
+/* How long a probe lease outlives the deadline its attempt must commit by. */
+#define PROBE_LEASE_SLACK_MS 1000u
 
 struct air_run {
   const air_config *cfg;
@@ -36,10 +43,11 @@ struct air_run {
   uint64_t deadline_ms;  /* start + total_ms */
   enum phase phase;
   unsigned attempts;
+  unsigned last_id;  /* the id of the latest attempt (0: none yet) */
   unsigned cur;  /* route index of the target of the current attempt */
   int cause_rule;  /* the rule whose max the current attempt used, or -1 */
   unsigned n_real; /* log entries that are not skipped */
-  bool probe;    /* the current attempt holds a half-open probe slot */
+  uint64_t lease;  /* the half-open probe lease the current attempt holds, or 0 */
   const char *next_override;  /* for the attempt after a WAIT */
   int wait_rule;              /* the retry rule of that WAIT */
   unsigned n_order;
@@ -116,26 +124,43 @@ static const char *merge_override(const air_run *run, unsigned idx,
   return rule->override_json;
 }
 
+/* True when id is the attempt in flight (before or after its commit). */
+static bool in_flight(const air_run *run, unsigned id) {
+  return (run->phase == P_ATTEMPT || run->phase == P_COMMITTED) &&
+         id == run->last_id && id != 0;
+}
+
 static int finish(air_run *run, air_reason reason, int status, air_action *act) {
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_FAIL;
+  act->attempt_id = run->last_id;
   act->reason = reason;
   act->status = status;
   return 0;
 }
 
+/* The monotonic time an attempt on target idx started at now_ms must commit
+ * by: attempt_ms, clipped to the request's deadline. */
+static uint64_t attempt_deadline(const air_run *run, unsigned idx,
+                                 uint64_t now_ms) {
+  uint64_t deadline = now_ms + run->route->targets[idx].timeouts.attempt_ms;
+  if (deadline > run->deadline_ms || deadline < now_ms)
+    deadline = run->deadline_ms;
+  return deadline;
+}
+
 /*
- * Starts an attempt on target idx. probe: pick acquired the target's
- * half-open probe slot for it; every return without an attempt (the log is
- * full, no memory) gives the slot back, or the target would never be
- * admitted again.
+ * Starts an attempt on target idx. lease: pick acquired the target's
+ * half-open probe lease for it (0: none); every return without an attempt
+ * (the log is full, no memory) gives the lease back, or the target would
+ * not be admitted again until the lease expired.
  */
-static int start_attempt(air_run *run, unsigned idx, bool probe,
+static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
                          const char *override, uint64_t now_ms,
                          air_action *act) {
   if (run->n_log >= AIR__MAX_ATTEMPT_LOG) {
-    if (probe) air__breaker_release(run->st, run->route->targets[idx].name);
+    air__state_release(run->st, run->route->targets[idx].name, lease);
     return finish(run, run->last_reason, run->last_status, act);
   }
   if (run->n_log == run->cap_log) {
@@ -143,7 +168,7 @@ static int start_attempt(air_run *run, unsigned idx, bool probe,
     if (cap > AIR__MAX_ATTEMPT_LOG) cap = AIR__MAX_ATTEMPT_LOG;
     air_attempt *log = realloc(run->log, cap * sizeof(*log));
     if (log == NULL) {
-      if (probe) air__breaker_release(run->st, run->route->targets[idx].name);
+      air__state_release(run->st, run->route->targets[idx].name, lease);
       return AIR_ENOMEM;
     }
     run->log = log;
@@ -151,10 +176,11 @@ static int start_attempt(air_run *run, unsigned idx, bool probe,
   }
   const air__target *t = &run->route->targets[idx];
   run->attempts++;
+  run->last_id++;
   run->n_real++;
   run->cause_rule = -1;
   run->cur = idx;
-  run->probe = probe;
+  run->lease = lease;
   run->tried[idx] = true;
   run->phase = P_ATTEMPT;
   air_attempt *e = &run->log[run->n_log++];
@@ -165,11 +191,10 @@ static int start_attempt(air_run *run, unsigned idx, bool probe,
   e->request_id = "";
   e->start_ms = now_ms;
 
-  uint64_t deadline = now_ms + t->timeouts.attempt_ms;
-  if (deadline > run->deadline_ms || deadline < now_ms)
-    deadline = run->deadline_ms;
+  uint64_t deadline = attempt_deadline(run, idx, now_ms);
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_ATTEMPT;
+  act->attempt_id = run->last_id;
   act->target = t->name;
   act->target_index = idx;
   act->attempt = run->attempts;
@@ -179,13 +204,25 @@ static int start_attempt(air_run *run, unsigned idx, bool probe,
 }
 
 /*
+ * The probe lease an attempt on target idx takes: until the attempt must
+ * commit (the engine gives the probe's verdict by then, or the attempt
+ * fails: attempt_ms) plus PROBE_LEASE_SLACK_MS, so it outlives every live
+ * probe and frees itself only when its owner vanished without a verdict.
+ */
+static uint64_t probe_lease_ms(const air_run *run, unsigned idx,
+                               uint64_t now_ms) {
+  return attempt_deadline(run, idx, now_ms) - now_ms + PROBE_LEASE_SLACK_MS;
+}
+
+/*
  * Chooses the next untried target: `to` when given and untried, else the
  * first in order whose breaker admits it; when every untried one is open,
- * the one that reopens soonest. Returns false when none is left.
+ * the one that reopens soonest. Returns false when none is left. *lease is
+ * the probe lease taken for the chosen target (0: none).
  */
 static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
-                 bool *probe) {
-  *probe = false;
+                 uint64_t *lease) {
+  *lease = 0;
   if (to != NULL) {
     for (unsigned i = 0; i < run->route->n_targets; i++) {
       if (!run->tried[i] && strcmp(run->route->targets[i].name, to) == 0) {
@@ -200,11 +237,12 @@ static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
     unsigned i = run->order[k];
     if (run->tried[i]) continue;
     uint64_t reopen = now_ms;
-    air__admit a = air__breaker_acquire(run->st, run->route->targets[i].name,
-                                        breaker_of(run, i), now_ms, &reopen);
+    air__admit a = air__state_admit(run->st, run->route->targets[i].name,
+                                    breaker_of(run, i),
+                                    probe_lease_ms(run, i, now_ms), now_ms,
+                                    &reopen, lease);
     if (a != AIR__ADMIT_NO) {
       *idx = i;
-      *probe = a == AIR__ADMIT_PROBE;
       return true;
     }
     if (!found || reopen < soonest) {
@@ -219,11 +257,11 @@ static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
 static int switch_target(air_run *run, const char *to, const air__rule *rule,
                          uint64_t now_ms, air_action *act) {
   unsigned idx;
-  bool probe;
-  if (!pick(run, to, now_ms, &idx, &probe))
+  uint64_t lease;
+  if (!pick(run, to, now_ms, &idx, &lease))
     return finish(run, run->last_reason, run->last_status, act);
   const char *ov = merge_override(run, idx, rule);
-  return start_attempt(run, idx, probe, ov, now_ms, act);
+  return start_attempt(run, idx, lease, ov, now_ms, act);
 }
 
 int air_run_new(const air_config *cfg, air_state *state, const char *model,
@@ -294,8 +332,8 @@ int air_run_new(const air_config *cfg, air_state *state, const char *model,
 
 void air_run_free(air_run *run) {
   if (run == NULL) return;
-  if (run->phase == P_ATTEMPT && run->probe)
-    air__breaker_release(run->st, run->route->targets[run->cur].name);
+  if (run->phase == P_ATTEMPT || run->phase == P_COMMITTED)
+    air__state_release(run->st, run->route->targets[run->cur].name, run->lease);
   free(run->log);
   air__arena_cleanup(&run->arena);
   free(run);
@@ -336,22 +374,25 @@ static bool is_timeout(air_reason r) {
 static air_reason record_failure(air_run *run, const air_failure *f,
                                  uint64_t now_ms);
 
-int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
-                 uint64_t wall_ms, air_action *act) {
+int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
+                 uint64_t now_ms, uint64_t wall_ms, air_action *act) {
   if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
+  /* After commit the attempt is final: no policy runs. */
+  if (run->phase == P_COMMITTED)
+    return air__run_fail_final(run, attempt_id, f, now_ms, act);
   air_reason reason = record_failure(run, f, now_ms);
   air_attempt *e = &run->log[run->n_log - 1];
   const air__target *t = &run->route->targets[run->cur];
 
   if (reason == AIR_REASON_ABORTED) {
-    if (run->probe) air__breaker_release(run->st, t->name);
-    run->probe = false;
+    air__state_release(run->st, t->name, run->lease);
+    run->lease = 0;
     return finish(run, reason, f->status, act);
   }
-  air__breaker_record(run->st, t->name, breaker_of(run, run->cur), reason,
-                      run->probe, now_ms);
-  run->probe = false;
+  air__state_record(run->st, t->name, breaker_of(run, run->cur), reason,
+                    run->lease, now_ms);
+  run->lease = 0;
   /* A Retry-After longer than the engine would wait opens the breaker until
    * it expires (3.1): here, longer than the default retry_after.max_ms; a
    * retry rule with its own max_ms cools below when it declines to wait. */
@@ -359,7 +400,7 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
   bool hint = f->n_headers > 0 &&
               air_retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
   if (hint && hint_ms > COOL_AFTER_MS)
-    air__breaker_cool(run->st, t->name, now_ms + hint_ms);
+    air__state_cool(run->st, t->name, now_ms, hint_ms);
   if (reason == AIR_REASON_TIMEOUT_TOTAL || now_ms >= run->deadline_ms)
     return finish(run, reason, f->status, act);
 
@@ -395,7 +436,7 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
     uint64_t wait = hint_ms;
     if (hint && (wait > r->retry_after_max_ms || wait >= remaining)) {
       /* Too long to sleep: cool the target down and go elsewhere. */
-      air__breaker_cool(run->st, t->name, now_ms + hint_ms);
+      air__state_cool(run->st, t->name, now_ms, hint_ms);
       return switch_target(run, NULL, NULL, now_ms, act);
     }
     if (!hint)
@@ -410,6 +451,7 @@ int air_run_fail(air_run *run, const air_failure *f, uint64_t now_ms,
     run->phase = P_WAIT;
     memset(act, 0, sizeof(*act));
     act->kind = AIR_ACT_WAIT;
+    act->attempt_id = run->last_id;
     act->wait_ms = wait;
     return 0;
   }
@@ -435,55 +477,82 @@ static air_reason record_failure(air_run *run, const air_failure *f,
   return reason;
 }
 
-int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
+int air__run_fail_final(air_run *run, unsigned attempt_id,
+                        const air_failure *f, uint64_t now_ms,
                         air_action *act) {
   if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
   air_reason reason = record_failure(run, f, now_ms);
   const air__target *t = &run->route->targets[run->cur];
   if (reason == AIR_REASON_ABORTED) {
-    if (run->probe) air__breaker_release(run->st, t->name);
+    air__state_release(run->st, t->name, run->lease);
   } else {
-    air__breaker_record(run->st, t->name, breaker_of(run, run->cur), reason,
-                        run->probe, now_ms);
+    air__state_record(run->st, t->name, breaker_of(run, run->cur), reason,
+                      run->lease, now_ms);
   }
-  run->probe = false;
+  run->lease = 0;
   return finish(run, reason, f->status, act);
 }
 
-int air_run_succeed(air_run *run, uint64_t now_ms, air_action *act) {
+int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                          air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (run->phase != P_ATTEMPT || !in_flight(run, attempt_id)) return AIR_ESTATE;
+  const air__target *t = &run->route->targets[run->cur];
+  /* A probe's verdict is given at its first content (DESIGN.md 3.1): the
+   * target answers, so the breaker closes and the lease is freed now, not
+   * when a long answer ends. Other attempts give theirs when they end. */
+  if (run->lease != 0) {
+    air__state_record(run->st, t->name, breaker_of(run, run->cur),
+                      AIR_REASON_NONE, run->lease, now_ms);
+    run->lease = 0;
+  }
+  run->phase = P_COMMITTED;
+  memset(act, 0, sizeof(*act));
+  act->kind = AIR_ACT_COMMIT;
+  act->attempt_id = attempt_id;
+  act->target = t->name;
+  act->target_index = run->cur;
+  act->attempt = run->attempts;
+  return 0;
+}
+
+int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                    air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
   air_attempt *e = &run->log[run->n_log - 1];
   const air__target *t = &run->route->targets[run->cur];
   e->reason = AIR_REASON_NONE;
   e->ms = now_ms - e->start_ms;
-  air__breaker_record(run->st, t->name, breaker_of(run, run->cur),
-                      AIR_REASON_NONE, run->probe, now_ms);
-  run->probe = false;
+  air__state_record(run->st, t->name, breaker_of(run, run->cur),
+                    AIR_REASON_NONE, run->lease, now_ms);
+  run->lease = 0;
   if (run->route != &run->direct)
     air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
                        t->name, run->cur == 0, now_ms);
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_DONE;
+  act->attempt_id = attempt_id;
   return 0;
 }
 
-int air_run_wait_done(air_run *run, uint64_t now_ms, air_action *act) {
+int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                      air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_WAIT) return AIR_ESTATE;
+  if (run->phase != P_WAIT || attempt_id != run->last_id) return AIR_ESTATE;
   if (now_ms >= run->deadline_ms)
     return finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, act);
-  int rc = start_attempt(run, run->cur, false, run->next_override, now_ms, act);
+  int rc = start_attempt(run, run->cur, 0, run->next_override, now_ms, act);
   if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) run->cause_rule = run->wait_rule;
   return rc;
 }
 
-int air__run_skip(air_run *run, const char *field, const char *message,
-                  uint64_t now_ms, air_action *act) {
+int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
+                  const char *message, uint64_t now_ms, air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT) return AIR_ESTATE;
+  if (run->phase != P_ATTEMPT || !in_flight(run, attempt_id)) return AIR_ESTATE;
   air_attempt *e = &run->log[run->n_log - 1];
   const air__target *t = &run->route->targets[run->cur];
   e->n = 0;
@@ -493,8 +562,8 @@ int air__run_skip(air_run *run, const char *field, const char *message,
   e->ms = now_ms - e->start_ms;
   e->field = keep(run, field);
   e->message = keep(run, message);
-  if (run->probe) air__breaker_release(run->st, t->name);
-  run->probe = false;
+  air__state_release(run->st, t->name, run->lease);
+  run->lease = 0;
   run->attempts--;
   run->n_real--;
   if (run->cause_rule >= 0 && run->rule_used[run->cause_rule] > 0)
@@ -514,20 +583,19 @@ unsigned air__run_attempts(const air_run *run) {
 int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   if (run->phase == P_OVER) return AIR_ESTATE;
-  if (run->phase == P_ATTEMPT) {
+  if (run->phase == P_ATTEMPT || run->phase == P_COMMITTED) {
     air_attempt *e = &run->log[run->n_log - 1];
     e->reason = AIR_REASON_ABORTED;
     e->ms = now_ms - e->start_ms;
-    if (run->probe)
-      air__breaker_release(run->st, run->route->targets[run->cur].name);
-    run->probe = false;
+    air__state_release(run->st, run->route->targets[run->cur].name, run->lease);
+    run->lease = 0;
   }
   run->last_reason = AIR_REASON_ABORTED;
   return finish(run, AIR_REASON_ABORTED, 0, act);
 }
 
-void air__run_note_status(air_run *run, int status) {
-  if (run != NULL && run->phase == P_ATTEMPT && run->n_log > 0)
+void air__run_note_status(air_run *run, unsigned attempt_id, int status) {
+  if (run != NULL && in_flight(run, attempt_id) && run->n_log > 0)
     run->log[run->n_log - 1].status = status;
 }
 

@@ -16,14 +16,17 @@ const air__target *air__run_target(const air_run *run);
 const air__route *air__run_route(const air_run *run);
 
 /*
- * The current attempt failed after commit: recorded in the log (and the
- * breaker) like any failure, but final: no policy runs, the action is FAIL.
+ * Attempt attempt_id failed after commit (released content the engine may
+ * not have been told of, such as an answer with no content part): recorded
+ * in the log (and the breaker) like any failure, but final: no policy runs,
+ * the action is FAIL. AIR_ESTATE for an attempt not in flight.
  */
-int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
+int air__run_fail_final(air_run *run, unsigned attempt_id,
+                        const air_failure *f, uint64_t now_ms,
                         air_action *act);
 
 /*
- * The current attempt's target cannot express the request (DESIGN.md 2.1,
+ * Attempt attempt_id's target cannot express the request (DESIGN.md 2.1,
  * outcome `skipped`): nothing was sent. Its log entry becomes a skipped one
  * (not numbered; field and message copied), it counts towards no budget,
  * rule max or breaker (a probe slot it held is released), and the run goes
@@ -31,14 +34,15 @@ int air__run_fail_final(air_run *run, const air_failure *f, uint64_t now_ms,
  * fails with the last real failure, or with bad_request (status 400) when
  * every attempt was skipped.
  */
-int air__run_skip(air_run *run, const char *field, const char *message,
-                  uint64_t now_ms, air_action *act);
+int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
+                  const char *message, uint64_t now_ms, air_action *act);
 
 /* The number of attempts made (skipped ones not counted). */
 unsigned air__run_attempts(const air_run *run);
 
-/* Records the HTTP status of the current attempt (the exchange knows it
- * when the response head arrives, also for attempts that succeed). */
-void air__run_note_status(air_run *run, int status);
+/* Records the HTTP status of attempt attempt_id (the exchange knows it
+ * when the response head arrives, also for attempts that succeed); ignored
+ * for an attempt not in flight. */
+void air__run_note_status(air_run *run, unsigned attempt_id, int status);
 
 #endif

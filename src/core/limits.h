@@ -7,6 +7,7 @@
 
 #define AIR__MAX_CONFIG_BYTES (4u << 20)  /* one config file */
 #define AIR__MAX_NAME_BYTES 256           /* route, provider, target names */
+#define AIR__MAX_TARGET_BYTES (2 * AIR__MAX_NAME_BYTES + 1)  /* "provider/model" + NUL */
 #define AIR__MAX_PROVIDERS 256
 #define AIR__MAX_ROUTES 4096
 #define AIR__MAX_TARGETS 64               /* targets in one route */

@@ -71,17 +71,19 @@ static int do_attempt(const air__drive *d, air_run *run, air_action *act,
   }
   air__outcome out;
   memset(&out, 0, sizeof(out));
-  d->attempt(d->ctx, &info, run, &out);
+  unsigned id = act->attempt_id;
+  d->attempt(d->ctx, &info, run, id, &out);
   uint64_t now = clock->now_ms(clock->data);
   /* The failed attempt's entry: a switch appends the next one at once. */
   size_t failed = air_run_attempt_count(run) - 1;
   if (out.kind == AIR__OUT_CANCEL || air_cancel_is_set(d->cancel) ||
       (out.kind != AIR__OUT_OK && out.f.reason == AIR_REASON_ABORTED))
     return air_run_cancel(run, now, act);
-  if (out.kind == AIR__OUT_OK) return air_run_succeed(run, now, act);
+  if (out.kind == AIR__OUT_OK) return air_run_succeed(run, id, now, act);
   int rc = out.kind == AIR__OUT_FINAL
-               ? air__run_fail_final(run, &out.f, now, act)
-               : air_run_fail(run, &out.f, now, clock->wall_ms(clock->data), act);
+               ? air__run_fail_final(run, id, &out.f, now, act)
+               : air_run_fail(run, id, &out.f, now, clock->wall_ms(clock->data),
+                              act);
   if (rc == 0 && d->on_error) d->on_error(d->data, air_run_attempt(run, failed));
   return rc;
 }
@@ -131,7 +133,7 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
       int cancelled = clock->sleep(clock->data, act.wait_ms, dd.cancel);
       now = clock->now_ms(clock->data);
       rc = cancelled ? air_run_cancel(run, now, &act)
-                     : air_run_wait_done(run, now, &act);
+                     : air_run_wait_done(run, act.attempt_id, now, &act);
     } else {
       rc = do_attempt(&dd, run, &act, &options);
     }
@@ -155,9 +157,10 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
 /* ---- air_call ---------------------------------------------------------------- */
 
 static void call_attempt(void *ctx, const air_attempt_info *info,
-                         const air_run *run, air__outcome *out) {
+                         air_run *run, unsigned attempt_id, air__outcome *out) {
   const air_call_opts *o = ctx;
   (void)run;
+  (void)attempt_id;
   out->kind = o->fn(o->data, info, &out->f) == 0 ? AIR__OUT_OK : AIR__OUT_FAIL;
 }
 

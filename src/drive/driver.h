@@ -21,9 +21,11 @@ typedef struct air__outcome {
 } air__outcome;
 
 typedef struct air__drive {
-  /* Performs one attempt; run tells its target (air__run_target). */
-  void (*attempt)(void *ctx, const air_attempt_info *info, const air_run *run,
-                  air__outcome *out);
+  /* Performs attempt attempt_id; run tells its target (air__run_target).
+   * A runner that releases content reports it first with
+   * air_run_first_content(run, attempt_id, ...) and releases on COMMIT. */
+  void (*attempt)(void *ctx, const air_attempt_info *info, air_run *run,
+                  unsigned attempt_id, air__outcome *out);
   /* The run failed for good with reason: may turn that into an answer
    * (returns 1) — a judged complete answer, DESIGN.md 3.3. May be NULL. */
   int (*settle_fail)(void *ctx, air_reason reason);

@@ -24,6 +24,8 @@ struct stream_ctx {
   air_stream_sink sink;
   air_attempt_info info;  /* a copy: a judged answer is released after the
                              attempt's own info is gone (settle_fail) */
+  air_run *run;           /* the run, while an attempt may report content */
+  unsigned att_id;        /* that attempt's id */
   bool notified;       /* on_commit fired */
   bool stop;           /* on_part asked to stop */
   air_reason late;     /* an error event after commit */
@@ -42,10 +44,23 @@ static int deliver(stream_ctx *c, const air_part *p) {
   return 0;
 }
 
-/* The gate releases events here: commit notice, then each part. */
+/*
+ * The gate releases events here: commit notice, then each part. The first
+ * release of an attempt is reported to the engine as its first content and
+ * goes on only when the engine answers COMMIT for that attempt. A judged
+ * answer released after the run ended (stream_settle) is the run's own
+ * final decision: there is no attempt in flight to report (c->run NULL).
+ */
 static int emit(void *data, const air__gate_event *ev) {
   stream_ctx *c = data;
   if (!c->notified) {
+    if (c->run != NULL) {
+      air_action act;
+      int rc = air_run_first_content(c->run, c->att_id, now_of(c), &act);
+      if (rc != 0) return rc;
+      if (act.kind != AIR_ACT_COMMIT || act.attempt_id != c->att_id)
+        return AIR_ESTATE;
+    }
     c->notified = true;
     if (c->o->on_commit) c->o->on_commit(c->o->data, &c->info);
   }
@@ -125,9 +140,12 @@ static void fail_after_commit(stream_ctx *c, air__outcome *out) {
 }
 
 static void stream_attempt(void *ctx, const air_attempt_info *info,
-                           const air_run *run, air__outcome *out) {
+                           air_run *run, unsigned attempt_id,
+                           air__outcome *out) {
   stream_ctx *c = ctx;
   c->info = *info;
+  c->run = run;
+  c->att_id = attempt_id;
   /* Per-part deadlines are the target's own (a slow reasoning model may
    * have a longer first_chunk_ms). */
   const air__target *t = air__run_target(run);
@@ -174,6 +192,7 @@ static void stream_attempt(void *ctx, const air_attempt_info *info,
 static int stream_settle(void *ctx, air_reason reason) {
   stream_ctx *c = ctx;
   (void)reason;
+  c->run = NULL;  /* the run is over: this release is its decision */
   if (c->gate.state != AIR__GATE_FAILED || !c->gate.judged) return 0;
   return air__gate_release_judged(&c->gate) == 0 && !c->stop ? 1 : 0;
 }

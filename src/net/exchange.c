@@ -73,6 +73,7 @@ struct air__exchange {
   const char *att_target;  /* the current (or last) attempt's target and 1-based */
   unsigned att_no;         /* number: a judged answer released after the run
                               stopped still names the attempt that made it */
+  unsigned att_id;         /* the engine's id of the current (or last) attempt */
   const char *answered;    /* the target whose answer was released, or NULL */
   const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
@@ -160,9 +161,23 @@ static void end(air__exchange *x, int rc) {
 
 /* ---- released events --------------------------------------------------------------- */
 
+/*
+ * The first release of an attempt is its first content: the engine is told
+ * and the bytes go on only when it answers COMMIT for that attempt (x->act).
+ * A judged answer released after the run failed (step, FAIL) is the run's
+ * own final decision, with no attempt in flight to report.
+ */
 static int emit(void *data, const air__gate_event *ev) {
   air__exchange *x = data;
   if (!x->notified) {
+    if (x->act.kind != AIR_ACT_FAIL) {
+      air_action a;
+      int rc = air_run_first_content(x->run, x->att_id, now_of(x), &a);
+      if (rc != 0) return rc;
+      if (a.kind != AIR_ACT_COMMIT || a.attempt_id != x->att_id)
+        return AIR_ESTATE;
+      x->act = a;
+    }
     x->notified = true;
     x->first_content_ms = now_of(x) - x->start_ms;
     x->answered = x->att_target;
@@ -370,7 +385,7 @@ static void on_head(void *data, int status, const air_header *h, size_t n) {
   air__exchange *x = data;
   uv_timer_stop(&x->timers[T_FIRST_BYTE]);
   x->status = status;
-  air__run_note_status(x->run, status);
+  air__run_note_status(x->run, x->att_id, status);
   keep_headers(x, h, n);
   x->mode = status == 200 && is_event_stream(h, n) ? M_SSE : M_BODY;
 }
@@ -487,7 +502,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
     attempt_failed(x);
     return;
   }
-  air_run_succeed(x->run, now_of(x), &x->act);
+  air_run_succeed(x->run, x->att_id, now_of(x), &x->act);
   step(x);
 }
 
@@ -526,7 +541,7 @@ static void on_part_timeout(uv_timer_t *t) {
 static void on_wait_done(uv_timer_t *t) {
   air__exchange *x = t->data;
   x->wait_ms += x->act.wait_ms;
-  air_run_wait_done(x->run, now_of(x), &x->act);
+  air_run_wait_done(x->run, x->act.attempt_id, now_of(x), &x->act);
   step(x);
 }
 
@@ -622,6 +637,7 @@ static int launch(air__exchange *x) {
   x->ops = air__provider_get(p->api);
   x->att_target = x->act.target;
   x->att_no = x->act.attempt;
+  x->att_id = x->act.attempt_id;
   x->attempt_start = now_of(x);
   x->status = 0;
   x->mode = M_NONE;
@@ -718,8 +734,8 @@ static int launch(air__exchange *x) {
  * observer about the failed attempt. */
 static void policy_fail(air__exchange *x) {
   size_t failed = air_run_attempt_count(x->run) - 1;
-  air_run_fail(x->run, &x->fail, now_of(x), x->clock->wall_ms(x->clock->data),
-               &x->act);
+  air_run_fail(x->run, x->att_id, &x->fail, now_of(x),
+               x->clock->wall_ms(x->clock->data), &x->act);
   if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, failed));
 }
 
@@ -727,8 +743,8 @@ static void policy_fail(air__exchange *x) {
  * on without it, and the observer hears of the skipped entry. */
 static void skip_target(air__exchange *x) {
   size_t skipped = air_run_attempt_count(x->run) - 1;
-  air__run_skip(x->run, fix(x, x->skip_field), fix(x, x->skip_msg), now_of(x),
-                &x->act);
+  air__run_skip(x->run, x->att_id, fix(x, x->skip_field), fix(x, x->skip_msg),
+                now_of(x), &x->act);
   if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, skipped));
 }
 
@@ -740,7 +756,7 @@ static void attempt_failed(air__exchange *x) {
                                 x->clock->wall_ms(x->clock->data), &hint) == 1;
   x->hint_ms = hint;
   if (x->gate.committed) {
-    air__run_fail_final(x->run, &x->fail, now, &x->act);
+    air__run_fail_final(x->run, x->att_id, &x->fail, now, &x->act);
     end(x, AIR_EUPSTREAM);
     return;
   }
@@ -779,6 +795,14 @@ static void step(air__exchange *x) {
         } else {
           end(x, AIR_EUPSTREAM);
         }
+        return;
+      case AIR_ACT_COMMIT:
+      case AIR_ACT_CANCEL:
+      case AIR_ACT_CONTINUE:
+        /* Not answers to the events step follows (COMMIT answers first
+         * content, in emit; CANCEL and CONTINUE come with hedging and
+         * continuation): a broken promise, ended rather than hung. */
+        end(x, AIR_ESTATE);
         return;
     }
   }

@@ -62,7 +62,9 @@ static void fx_fail(run_fx *fx, air_reason reason, int status,
   f.message = "boom";
   f.headers = h;
   f.n_headers = nh;
-  assert_int_equal(air_run_fail(fx->run, &f, fx->now, 1700000000000ull, &fx->act), 0);
+  assert_int_equal(air_run_fail(fx->run, fx->act.attempt_id, &f, fx->now,
+                                1700000000000ull, &fx->act),
+                   0);
 }
 
 static void expect_attempt(run_fx *fx, unsigned n, const char *target) {
@@ -75,7 +77,7 @@ static void expect_wait(run_fx *fx, uint64_t ms) {
   assert_int_equal(fx->act.kind, AIR_ACT_WAIT);
   assert_int_equal(fx->act.wait_ms, ms);
   fx->now += ms;
-  assert_int_equal(air_run_wait_done(fx->run, fx->now, &fx->act), 0);
+  assert_int_equal(air_run_wait_done(fx->run, fx->act.attempt_id, fx->now, &fx->act), 0);
 }
 
 static void expect_fail(run_fx *fx, air_reason reason) {
@@ -316,7 +318,7 @@ static void test_no_rule_matches_fails_with_original(void **s) {
   f.status = 502; /* classified: server_error */
   f.message = "bad gateway";
   f.request_id = "req_123";
-  assert_int_equal(air_run_fail(fx.run, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_fail(&fx, AIR_REASON_SERVER_ERROR);
   assert_int_equal(fx.act.status, 502);
   const air_attempt *a = air_run_attempt(fx.run, 0);
@@ -345,13 +347,13 @@ static void test_status_and_message_matchers(void **s) {
   air_failure f = {0};
   f.status = 500;
   f.message = "Please TRY AGAIN later";
-  assert_int_equal(air_run_fail(fx.run, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_wait(&fx, 1);
   f.message = "nope";
-  assert_int_equal(air_run_fail(fx.run, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_attempt(&fx, 3, "p/b");
   f.status = 418;
-  assert_int_equal(air_run_fail(fx.run, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_fail(&fx, AIR_REASON_BAD_REQUEST);
   fx_end(&fx);
 }
@@ -401,7 +403,7 @@ static void test_aborted_and_total_are_hard_stops(void **s) {
   expect_fail(&fx, AIR_REASON_ABORTED);
   assert_int_equal(air_run_attempt_count(fx.run), 1);
   /* Events after the end are refused. */
-  assert_int_equal(air_run_wait_done(fx.run, fx.now, &fx.act), AIR_ESTATE);
+  assert_int_equal(air_run_wait_done(fx.run, fx.act.attempt_id, fx.now, &fx.act), AIR_ESTATE);
   fx_end(&fx);
 }
 
@@ -463,7 +465,7 @@ static void test_breaker_cycle(void **s) {
     expect_attempt(&fx, 1, "p/a");
     fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
     expect_attempt(&fx, 2, "p/b");
-    assert_int_equal(air_run_succeed(fx.run, fx.now, &fx.act), 0);
+    assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
     fx.now += 10;
   }
   uint64_t opened = fx.now - 10;
@@ -481,7 +483,7 @@ static void test_breaker_cycle(void **s) {
   assert_string_equal(oact.target, "p/b");
   air_run_free(other);
   /* The probe succeeds: closed. */
-  assert_int_equal(air_run_succeed(fx.run, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
   assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_CLOSED);
   fx_end(&fx);
 }
@@ -552,7 +554,7 @@ static void test_probe_released_at_attempt_log_cap(void **s) {
     fx_fail(&fx, AIR_REASON_REFUSAL, 200, NULL, 0);
     assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
     fx.now += fx.act.wait_ms;
-    assert_int_equal(air_run_wait_done(fx.run, fx.now, &fx.act), 0);
+    assert_int_equal(air_run_wait_done(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
   }
   expect_attempt(&fx, AIR__MAX_ATTEMPT_LOG, "p/a");
   /* The last one fails with a reason that switches: p/b is picked (its
@@ -563,7 +565,7 @@ static void test_probe_released_at_attempt_log_cap(void **s) {
   /* A later run is admitted on p/b as the probe (not skipped for p/c). */
   fx_new_run(&fx, "rbc");
   expect_attempt(&fx, 1, "p/b");
-  assert_int_equal(air_run_succeed(fx.run, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
   assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now), AIR_BREAKER_CLOSED);
   fx_end(&fx);
 }
@@ -597,7 +599,7 @@ static void test_quota_opens_for_quota_open_ms(void **s) {
   air_failure f = {0};
   f.status = 429;
   f.code = "insufficient_quota";
-  assert_int_equal(air_run_fail(fx.run, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_attempt(&fx, 2, "q/b");
   assert_int_equal(air_run_attempt(fx.run, 0)->reason, AIR_REASON_QUOTA);
   assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 299999), AIR_BREAKER_OPEN);
@@ -618,7 +620,7 @@ static void succeed_on_b(run_fx *fx) {
   expect_attempt(fx, 1, "p/a");
   fx_fail(fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(fx, 2, "p/b");
-  assert_int_equal(air_run_succeed(fx->run, fx->now, &fx->act), 0);
+  assert_int_equal(air_run_succeed(fx->run, fx->act.attempt_id, fx->now, &fx->act), 0);
 }
 
 static void test_sticky_after_ms(void **s) {
@@ -658,7 +660,7 @@ static void test_sticky_requests(void **s) {
   expect_attempt(&fx, 1, "p/b");
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(&fx, 2, "p/a");
-  assert_int_equal(air_run_succeed(fx.run, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a");
   fx_end(&fx);
@@ -670,7 +672,7 @@ static void test_sticky_off_by_default(void **s) {
   fx_start(&fx, PROVIDERS "routes:\n  - {name: r, targets: [p/a, p/b]}\n", "r");
   fx_fail(&fx, AIR_REASON_TIMEOUT_FIRST_CHUNK, 0, NULL, 0);
   expect_attempt(&fx, 2, "p/b");
-  assert_int_equal(air_run_succeed(fx.run, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a");
   fx_end(&fx);
@@ -742,7 +744,9 @@ static void test_skip_counts_nothing(void **s) {
   expect_attempt(&fx, 1, "p/a");
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(&fx, 2, "q/b");
-  assert_int_equal(air__run_skip(fx.run, "n", "n: not supported", fx.now, &fx.act), 0);
+  assert_int_equal(air__run_skip(fx.run, fx.act.attempt_id, "n",
+                                 "n: not supported", fx.now, &fx.act),
+                   0);
   expect_attempt(&fx, 2, "p/c");
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(&fx, 3, "p/d");
@@ -765,7 +769,9 @@ static void test_skip_all_is_bad_request(void **s) {
   run_fx fx;
   fx_start(&fx, SKIP_ROUTE, "only");
   expect_attempt(&fx, 1, "q/b");
-  assert_int_equal(air__run_skip(fx.run, "n", "n: not supported", fx.now, &fx.act), 0);
+  assert_int_equal(air__run_skip(fx.run, fx.act.attempt_id, "n",
+                                 "n: not supported", fx.now, &fx.act),
+                   0);
   expect_fail(&fx, AIR_REASON_BAD_REQUEST);
   assert_int_equal(fx.act.status, 400);
   assert_int_equal(air__run_attempts(fx.run), 0);
@@ -784,11 +790,247 @@ static void test_skip_releases_probe(void **s) {
   fx.now += 10000;
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a"); /* the probe */
-  assert_int_equal(air__run_skip(fx.run, "n", "n: not supported", fx.now, &fx.act), 0);
+  assert_int_equal(air__run_skip(fx.run, fx.act.attempt_id, "n",
+                                 "n: not supported", fx.now, &fx.act),
+                   0);
   expect_attempt(&fx, 1, "p/b");
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a"); /* probes again */
   fx_end(&fx);
+}
+
+/* ---- attempt ids, first content and commit -------------------------------- */
+
+#define IDS_ROUTE                                                          \
+  PROVIDERS                                                                \
+  "routes:\n"                                                              \
+  "  - name: r\n"                                                          \
+  "    targets: [p/a, q/b, p/c]\n"                                         \
+  "    rules:\n"                                                           \
+  "      - {on: [rate_limit], action: retry, max: 1,\n"                    \
+  "         backoff: {base_ms: 100, factor: 1, max_ms: 100, jitter: none}}\n" \
+  "      - {on: [overloaded, rate_limit], action: switch}\n"
+
+/* Reports first content on the current attempt: the engine commits it. */
+static void fx_commit(run_fx *fx) {
+  unsigned id = fx->act.attempt_id;
+  const char *target = fx->act.target;
+  unsigned n = fx->act.attempt;
+  assert_int_equal(air_run_first_content(fx->run, id, fx->now, &fx->act), 0);
+  assert_int_equal(fx->act.kind, AIR_ACT_COMMIT);
+  assert_int_equal(fx->act.attempt_id, id);
+  assert_string_equal(fx->act.target, target);
+  assert_int_equal(fx->act.attempt, n);
+}
+
+/* Every action names its attempt; ids are never reused, numbers are after
+ * a skip. */
+static void test_attempt_ids_on_every_action(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, IDS_ROUTE, "r");
+  expect_attempt(&fx, 1, "p/a");
+  assert_int_equal(fx.act.attempt_id, 1);
+  fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
+  assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
+  assert_int_equal(fx.act.attempt_id, 1); /* the attempt it follows */
+  expect_wait(&fx, 100);
+  expect_attempt(&fx, 2, "p/a");
+  assert_int_equal(fx.act.attempt_id, 2);
+  fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
+  expect_attempt(&fx, 3, "q/b");
+  assert_int_equal(fx.act.attempt_id, 3);
+  assert_int_equal(air__run_skip(fx.run, 3, "n", "n: not supported", fx.now,
+                                 &fx.act),
+                   0);
+  /* The skipped attempt's number is reused, its id is not. */
+  expect_attempt(&fx, 3, "p/c");
+  assert_int_equal(fx.act.attempt_id, 4);
+  fx_commit(&fx);
+  assert_int_equal(air_run_succeed(fx.run, 4, fx.now, &fx.act), 0);
+  assert_int_equal(fx.act.kind, AIR_ACT_DONE);
+  assert_int_equal(fx.act.attempt_id, 4);
+  /* FAIL names the last attempt. */
+  fx_new_run(&fx, "r");
+  unsigned id = fx.act.attempt_id;
+  assert_int_equal(id, 1);
+  assert_int_equal(air_run_cancel(fx.run, fx.now, &fx.act), 0);
+  expect_fail(&fx, AIR_REASON_ABORTED);
+  assert_int_equal(fx.act.attempt_id, id);
+  fx_end(&fx);
+}
+
+/* First content is answered with COMMIT; after it a failure is final (the
+ * rule that would switch does not run) and first content is not news. */
+static void test_commit_answers_first_content(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, IDS_ROUTE, "r");
+  expect_attempt(&fx, 1, "p/a");
+  fx_commit(&fx);
+  air_action before = fx.act;
+  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
+  assert_memory_equal(&before, &fx.act, sizeof(before));
+  fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
+  expect_fail(&fx, AIR_REASON_OVERLOADED);
+  assert_int_equal(fx.act.attempt_id, 1);
+  assert_int_equal(air_run_attempt_count(fx.run), 1);
+  /* Without first content the same failure switches, as it always did;
+   * a success need not have reported first content (air_call). */
+  fx_new_run(&fx, "r");
+  fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
+  expect_attempt(&fx, 2, "q/b");
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+  assert_int_equal(fx.act.kind, AIR_ACT_DONE);
+  fx_end(&fx);
+}
+
+/* An event for an unknown or finished attempt id is refused and changes
+ * nothing: the run goes on with the right id as if it never came. */
+static void test_stale_attempt_ids_refused(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, IDS_ROUTE, "r");
+  air_failure f = {0};
+  f.status = 503;
+  f.type = "overloaded_error";
+  const unsigned bad[] = {0, 2, 99};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    air_action before = fx.act;
+    assert_int_equal(air_run_fail(fx.run, bad[i], &f, fx.now, 0, &fx.act), AIR_ESTATE);
+    assert_int_equal(air_run_succeed(fx.run, bad[i], fx.now, &fx.act), AIR_ESTATE);
+    assert_int_equal(air_run_first_content(fx.run, bad[i], fx.now, &fx.act),
+                     AIR_ESTATE);
+    assert_int_equal(air_run_wait_done(fx.run, bad[i], fx.now, &fx.act), AIR_ESTATE);
+    assert_int_equal(air__run_skip(fx.run, bad[i], "n", "m", fx.now, &fx.act),
+                     AIR_ESTATE);
+    assert_int_equal(air__run_fail_final(fx.run, bad[i], &f, fx.now, &fx.act),
+                     AIR_ESTATE);
+    air__run_note_status(fx.run, bad[i], 418);
+    assert_memory_equal(&before, &fx.act, sizeof(before));
+  }
+  assert_int_equal(air_run_attempt_count(fx.run), 1);
+  assert_int_equal(air_run_attempt(fx.run, 0)->status, 0);
+  /* Attempt 1 fails and the run switches: 1 is finished now. */
+  assert_int_equal(air_run_fail(fx.run, 1, &f, fx.now, 0, &fx.act), 0);
+  expect_attempt(&fx, 2, "q/b");
+  air_action before = fx.act;
+  assert_int_equal(air_run_fail(fx.run, 1, &f, fx.now, 0, &fx.act), AIR_ESTATE);
+  assert_int_equal(air_run_succeed(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
+  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
+  assert_memory_equal(&before, &fx.act, sizeof(before));
+  assert_int_equal(air_run_attempt_count(fx.run), 2);
+  assert_int_equal(air_run_attempt(fx.run, 0)->reason, AIR_REASON_OVERLOADED);
+  /* A WAIT is ended only by the id it carries. */
+  f.status = 429;
+  f.type = NULL;
+  assert_int_equal(air_run_fail(fx.run, 2, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
+  assert_int_equal(air_run_wait_done(fx.run, 1, fx.now + 100, &fx.act), AIR_ESTATE);
+  assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
+  expect_wait(&fx, 100);
+  expect_attempt(&fx, 3, "q/b");
+  assert_int_equal(fx.act.attempt_id, 3);
+  fx_end(&fx);
+}
+
+/* A probe's verdict is given at its first content (DESIGN.md 3.1): the
+ * breaker closes there, before the answer ends, and its lease is free. */
+static void test_probe_verdict_at_first_content(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, BREAKER_CFG, "r");
+  for (int i = 0; i < 3; i++) {
+    if (i > 0) fx_new_run(&fx, "r");
+    fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
+  }
+  fx.now += 10000;
+  fx_new_run(&fx, "r");
+  expect_attempt(&fx, 1, "p/a"); /* the probe */
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_HALF_OPEN);
+  fx_commit(&fx);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_CLOSED);
+  /* While the answer still streams, other requests go to p/a again. */
+  air_run *other = NULL;
+  air_action oact;
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact), 0);
+  assert_string_equal(oact.target, "p/a");
+  air_run_free(other);
+  assert_int_equal(air_run_succeed(fx.run, 1, fx.now + 60000, &fx.act), 0);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_CLOSED);
+  fx_end(&fx);
+}
+
+/* The stream driver reports first content and releases on COMMIT: a
+ * probe's breaker verdict is in before its answer ends. */
+typedef struct probe_stream {
+  air_state *st;
+  test_clock *tc;
+  unsigned calls;
+  air_breaker_mode during;  /* p/a's breaker right after the first part */
+  unsigned parts;
+} probe_stream;
+
+static int probe_produce(void *data, const air_attempt_info *info,
+                         air_stream_sink *sink, air_failure *f) {
+  probe_stream *ps = data;
+  ps->calls++;
+  if (strcmp(info->target, "p/a") != 0) return 0; /* p/b: empty answer */
+  if (ps->calls == 1) {
+    f->status = 500;
+    return 1;
+  }
+  air_part p;
+  memset(&p, 0, sizeof(p));
+  p.kind = AIR_PART_TEXT;
+  p.text = "hi";
+  p.text_len = 2;
+  if (air_stream_push(sink, &p) != 0) return 1;
+  ps->during = air_state_breaker(ps->st, "p/a", ps->tc->now);
+  memset(&p, 0, sizeof(p));
+  p.kind = AIR_PART_FINISH;
+  p.finish = AIR_FINISH_STOP;
+  return air_stream_push(sink, &p) != 0;
+}
+
+static int probe_on_part(void *data, const air_part *p) {
+  probe_stream *ps = data;
+  (void)p;
+  ps->parts++;
+  return 0;
+}
+
+static void test_stream_driver_commits_through_engine(void **s) {
+  (void)s;
+  air_config *cfg = test_config(
+      "providers:\n"
+      "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n"
+      "     breaker: {failures: 1, open_ms: 10000}}\n"
+      "routes:\n"
+      "  - {name: r, targets: [p/a, p/b],\n"
+      "     rules: [{on: [server_error], action: switch}]}\n");
+  air_state *st = NULL;
+  assert_int_equal(air_state_new(cfg, &st), 0);
+  test_clock tc = {.now = 1000};
+  air_clock clk = test_clock_iface(&tc);
+  probe_stream ps = {.st = st, .tc = &tc, .during = AIR_BREAKER_OPEN};
+  air_stream_opts o;
+  memset(&o, 0, sizeof(o));
+  o.fn = probe_produce;
+  o.data = &ps;
+  o.on_part = probe_on_part;
+  o.clock = &clk;
+  /* p/a fails (opens), p/b answers. */
+  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL), 0);
+  assert_int_equal(air_state_breaker(st, "p/a", tc.now), AIR_BREAKER_OPEN);
+  /* Half-open: this request probes p/a and streams an answer. */
+  tc.now += 10000;
+  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL), 0);
+  assert_int_equal(ps.calls, 3);
+  assert_int_equal(ps.during, AIR_BREAKER_CLOSED);
+  assert_true(ps.parts >= 2);
+  air_state_free(st);
+  air_config_free(cfg);
 }
 
 int main(void) {
@@ -818,6 +1060,11 @@ int main(void) {
       cmocka_unit_test(test_skip_counts_nothing),
       cmocka_unit_test(test_skip_all_is_bad_request),
       cmocka_unit_test(test_skip_releases_probe),
+      cmocka_unit_test(test_attempt_ids_on_every_action),
+      cmocka_unit_test(test_commit_answers_first_content),
+      cmocka_unit_test(test_stale_attempt_ids_refused),
+      cmocka_unit_test(test_probe_verdict_at_first_content),
+      cmocka_unit_test(test_stream_driver_commits_through_engine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

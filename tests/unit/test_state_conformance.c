@@ -1,0 +1,405 @@
+/*
+ * The state interface's conformance test (core/state.h, DESIGN.md 3.1): a
+ * table of scenarios, each run against every backend in `backends` through
+ * the interface only (the engine's calls: admit / record / release / cool,
+ * sticky take / settle, and the backend's mode). A new backend (Redis)
+ * passes when it adds one line to `backends`: the scenarios are the
+ * contract, not the local table's internals.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "airetry.h"
+#include "policy.h"
+#include "state.h"
+
+/* ---- backends ------------------------------------------------------------ */
+
+typedef struct backend {
+  const char *name;
+  int (*make)(air_state **out);  /* a fresh, empty state */
+} backend;
+
+static int make_local(air_state **out) {
+  return air_state_new(NULL, out);
+}
+
+static const backend backends[] = {
+    {"local", make_local},
+};
+
+/* ---- helpers ------------------------------------------------------------- */
+
+#define T0 1000000u     /* a clock far from 0 */
+#define OPEN_MS 1000u
+#define QUOTA_MS 50000u
+#define LEASE_MS 500u
+
+static air__breaker_cfg breaker(void) {
+  air__breaker_cfg c = {.enabled = true, .failures = 3, .open_ms = OPEN_MS,
+                        .quota_open_ms = QUOTA_MS};
+  return c;
+}
+
+static air__admit admit(air_state *st, const char *t, uint64_t now,
+                        uint64_t *reopen, uint64_t *lease) {
+  air__breaker_cfg c = breaker();
+  uint64_t r = 0, l = 0;
+  air__admit a = air__state_admit(st, t, &c, LEASE_MS, now, &r, &l);
+  if (reopen) *reopen = r;
+  if (lease) *lease = l;
+  if (a == AIR__ADMIT_PROBE) assert_true(l != 0);
+  else assert_true(l == 0);
+  return a;
+}
+
+static void record(air_state *st, const char *t, air_reason reason,
+                   uint64_t lease, uint64_t now) {
+  air__breaker_cfg c = breaker();
+  air__state_record(st, t, &c, reason, lease, now);
+}
+
+/* Opens target t at now with cfg.failures counting failures. */
+static void open_it(air_state *st, const char *t, uint64_t now) {
+  for (int i = 0; i < 3; i++) record(st, t, AIR_REASON_SERVER_ERROR, 0, now);
+  assert_int_equal(air_state_breaker(st, t, now), AIR_BREAKER_OPEN);
+}
+
+static air__sticky_cfg sticky(uint64_t after_ms, uint32_t requests) {
+  air__sticky_cfg c = {.enabled = true, .after_ms = after_ms,
+                       .requests = requests};
+  return c;
+}
+
+static void targets_of(air__target *t, size_t n, char **names) {
+  memset(t, 0, n * sizeof(*t));
+  for (size_t i = 0; i < n; i++) t[i].name = names[i];
+}
+
+/* ---- breaker scenarios --------------------------------------------------- */
+
+static void open_after_n_counting_failures(air_state *st) {
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
+  assert_int_equal(admit(st, "p/a", T0, NULL, NULL), AIR__ADMIT_YES);
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, T0);
+  record(st, "p/a", AIR_REASON_NETWORK, 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
+  record(st, "p/a", AIR_REASON_TIMEOUT_FIRST_BYTE, 0, T0 + 5);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 5), AIR_BREAKER_OPEN);
+  uint64_t reopen = 0;
+  assert_int_equal(admit(st, "p/a", T0 + 6, &reopen, NULL), AIR__ADMIT_NO);
+  assert_int_equal(reopen, T0 + 5 + OPEN_MS);
+  /* Per target: another one is untouched. */
+  assert_int_equal(admit(st, "p/b", T0 + 6, NULL, NULL), AIR__ADMIT_YES);
+}
+
+static void non_counting_reasons_ignored(air_state *st) {
+  const air_reason ignored[] = {
+      AIR_REASON_CONTEXT_OVERFLOW, AIR_REASON_CONTENT_FILTER,
+      AIR_REASON_REFUSAL,          AIR_REASON_LENGTH,
+      AIR_REASON_NOT_FOUND,        AIR_REASON_BAD_REQUEST,
+      AIR_REASON_TIMEOUT_CHUNK,    AIR_REASON_TIMEOUT_ATTEMPT,
+      AIR_REASON_ABORTED,
+  };
+  for (size_t k = 0; k < 3; k++)
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+      record(st, "p/a", ignored[i], 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
+  /* Nor do they break a run of counting failures. */
+  record(st, "p/a", AIR_REASON_RATE_LIMIT, 0, T0);
+  record(st, "p/a", AIR_REASON_BAD_REQUEST, 0, T0);
+  record(st, "p/a", AIR_REASON_OVERLOADED, 0, T0);
+  record(st, "p/a", AIR_REASON_REFUSAL, 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
+  record(st, "p/a", AIR_REASON_AUTH, 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_OPEN);
+}
+
+static void success_resets_the_count(air_state *st) {
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, T0);
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, T0);
+  record(st, "p/a", AIR_REASON_NONE, 0, T0);
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, T0);
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
+}
+
+static void half_open_after_open_ms(air_state *st) {
+  open_it(st, "p/a", T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + OPEN_MS - 1),
+                   AIR_BREAKER_OPEN);
+  assert_int_equal(admit(st, "p/a", T0 + OPEN_MS - 1, NULL, NULL),
+                   AIR__ADMIT_NO);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + OPEN_MS),
+                   AIR_BREAKER_HALF_OPEN);
+}
+
+static void exactly_one_probe_lease(air_state *st) {
+  open_it(st, "p/a", T0);
+  uint64_t now = T0 + OPEN_MS, reopen = 0, lease = 0;
+  assert_int_equal(admit(st, "p/a", now, NULL, &lease), AIR__ADMIT_PROBE);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(admit(st, "p/a", now + 1, &reopen, NULL), AIR__ADMIT_NO);
+    assert_int_equal(reopen, now + 1);
+  }
+  /* Still half-open: the lease does not change the mode. */
+  assert_int_equal(air_state_breaker(st, "p/a", now + 1), AIR_BREAKER_HALF_OPEN);
+  /* Released with no verdict: the next request probes. */
+  air__state_release(st, "p/a", lease);
+  uint64_t lease2 = 0;
+  assert_int_equal(admit(st, "p/a", now + 2, NULL, &lease2), AIR__ADMIT_PROBE);
+  assert_int_equal(admit(st, "p/a", now + 2, NULL, NULL), AIR__ADMIT_NO);
+}
+
+static void lease_expiry_frees_it(air_state *st) {
+  open_it(st, "p/a", T0);
+  uint64_t now = T0 + OPEN_MS, first = 0, second = 0;
+  assert_int_equal(admit(st, "p/a", now, NULL, &first), AIR__ADMIT_PROBE);
+  assert_int_equal(admit(st, "p/a", now + LEASE_MS - 1, NULL, NULL),
+                   AIR__ADMIT_NO);
+  /* Its owner vanished: the lease frees itself. */
+  assert_int_equal(admit(st, "p/a", now + LEASE_MS, NULL, &second),
+                   AIR__ADMIT_PROBE);
+  assert_true(second != first);
+  /* The vanished owner's late release does not free the new lease. */
+  air__state_release(st, "p/a", first);
+  assert_int_equal(admit(st, "p/a", now + LEASE_MS + 1, NULL, NULL),
+                   AIR__ADMIT_NO);
+  /* The new owner's release does. */
+  air__state_release(st, "p/a", second);
+  assert_int_equal(admit(st, "p/a", now + LEASE_MS + 2, NULL, NULL),
+                   AIR__ADMIT_PROBE);
+}
+
+static void probe_success_closes(air_state *st) {
+  open_it(st, "p/a", T0);
+  uint64_t now = T0 + OPEN_MS, lease = 0;
+  assert_int_equal(admit(st, "p/a", now, NULL, &lease), AIR__ADMIT_PROBE);
+  record(st, "p/a", AIR_REASON_NONE, lease, now + 10);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 10), AIR_BREAKER_CLOSED);
+  assert_int_equal(admit(st, "p/a", now + 10, NULL, NULL), AIR__ADMIT_YES);
+  /* Closed with the count reset: it takes cfg.failures again to open. */
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, now + 11);
+  record(st, "p/a", AIR_REASON_SERVER_ERROR, 0, now + 11);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 11), AIR_BREAKER_CLOSED);
+}
+
+static void probe_failure_reopens(air_state *st) {
+  open_it(st, "p/a", T0);
+  uint64_t now = T0 + OPEN_MS, lease = 0;
+  assert_int_equal(admit(st, "p/a", now, NULL, &lease), AIR__ADMIT_PROBE);
+  /* One counting failure of the probe re-opens it for open_ms. */
+  record(st, "p/a", AIR_REASON_OVERLOADED, lease, now + 20);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 20), AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 20 + OPEN_MS - 1),
+                   AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 20 + OPEN_MS),
+                   AIR_BREAKER_HALF_OPEN);
+  /* Its lease went with the verdict. */
+  assert_int_equal(admit(st, "p/a", now + 20 + OPEN_MS, NULL, NULL),
+                   AIR__ADMIT_PROBE);
+}
+
+static void probe_without_verdict_frees_the_lease(air_state *st) {
+  open_it(st, "p/a", T0);
+  uint64_t now = T0 + OPEN_MS, lease = 0;
+  assert_int_equal(admit(st, "p/a", now, NULL, &lease), AIR__ADMIT_PROBE);
+  record(st, "p/a", AIR_REASON_REFUSAL, lease, now + 1);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 1), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(admit(st, "p/a", now + 1, NULL, NULL), AIR__ADMIT_PROBE);
+}
+
+static void cooldown(air_state *st) {
+  air__state_cool(st, "p/a", T0, 5000);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 4999), AIR_BREAKER_OPEN);
+  /* A shorter cooling does not cut a longer one short. */
+  air__state_cool(st, "p/a", T0 + 100, 10);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 4999), AIR_BREAKER_OPEN);
+  /* Neither does a success that is not the probe's. */
+  record(st, "p/a", AIR_REASON_NONE, 0, T0 + 200);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 4999), AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 5000),
+                   AIR_BREAKER_HALF_OPEN);
+  /* A longer one extends it. */
+  air__state_cool(st, "p/a", T0 + 5000, 3000);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 7999), AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 8000),
+                   AIR_BREAKER_HALF_OPEN);
+}
+
+static void quota_opens_for_quota_open_ms(air_state *st) {
+  record(st, "p/a", AIR_REASON_QUOTA, 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + QUOTA_MS - 1),
+                   AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + QUOTA_MS),
+                   AIR_BREAKER_HALF_OPEN);
+}
+
+static void disabled_breaker_admits_and_records_nothing(air_state *st) {
+  air__breaker_cfg off = breaker();
+  off.enabled = false;
+  for (int i = 0; i < 10; i++)
+    air__state_record(st, "p/a", &off, AIR_REASON_SERVER_ERROR, 0, T0);
+  assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
+  open_it(st, "p/b", T0);
+  uint64_t lease = 7;
+  assert_int_equal(air__state_admit(st, "p/b", &off, LEASE_MS, T0, NULL, &lease),
+                   AIR__ADMIT_YES);
+  assert_int_equal(lease, 0);
+}
+
+/* ---- sticky scenarios ---------------------------------------------------- */
+
+static char *abc[] = {"p/a", "p/b", "q/c"};
+
+static void sticky_set_and_get(air_state *st) {
+  air__sticky_cfg c = sticky(60000, 100);
+  air__target t[3];
+  targets_of(t, 3, abc);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 0);
+  air__sticky_settle(st, "r", &c, "q/c", false, T0);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 1), 2);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 2), 2);
+  /* Routes are independent. */
+  assert_int_equal(air__sticky_take(st, "r2", &c, t, 3, T0 + 2), 0);
+  /* A success on the first target ends it. */
+  air__sticky_settle(st, "r", &c, "p/a", true, T0 + 3);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 4), 0);
+  /* A new target moves it. */
+  air__sticky_settle(st, "r", &c, "p/b", false, T0 + 5);
+  air__sticky_settle(st, "r", &c, "q/c", false, T0 + 6);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 7), 2);
+}
+
+static void sticky_expires_after_ms(air_state *st) {
+  air__sticky_cfg c = sticky(100, 0);
+  air__target t[3];
+  targets_of(t, 3, abc);
+  air__sticky_settle(st, "r", &c, "p/b", false, T0);
+  /* Confirming the same target does not extend the window. */
+  air__sticky_settle(st, "r", &c, "p/b", false, T0 + 50);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 99), 1);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 100), 0);
+  /* Over for good, not only for that request. */
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 101), 0);
+}
+
+static void sticky_expires_by_requests(air_state *st) {
+  air__sticky_cfg c = sticky(0, 2);
+  air__target t[3];
+  targets_of(t, 3, abc);
+  air__sticky_settle(st, "r", &c, "q/c", false, T0);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 2);
+  /* A confirmation keeps the count too. */
+  air__sticky_settle(st, "r", &c, "q/c", false, T0);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 2);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 0);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 0);
+  /* A new window counts from zero. */
+  air__sticky_settle(st, "r", &c, "p/b", false, T0);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 1);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 1);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0), 0);
+}
+
+static void sticky_by_target_name(air_state *st) {
+  air__sticky_cfg c = sticky(60000, 100);
+  air__target t[3];
+  targets_of(t, 3, abc);
+  air__sticky_settle(st, "r", &c, "q/c", false, T0);
+  /* A reload reorders the targets: the name is followed. */
+  char *reordered[] = {"p/a", "q/c", "p/b"};
+  targets_of(t, 3, reordered);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 1), 1);
+  /* A reload drops it: not sticky any more, and it stays so. */
+  char *dropped[] = {"p/a", "p/b"};
+  targets_of(t, 2, dropped);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 2, T0 + 2), 0);
+  targets_of(t, 3, reordered);
+  assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 3), 0);
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+typedef struct scenario {
+  const char *name;
+  void (*fn)(air_state *st);
+} scenario;
+
+#define S(f) {#f, f}
+static const scenario scenarios[] = {
+    S(open_after_n_counting_failures),
+    S(non_counting_reasons_ignored),
+    S(success_resets_the_count),
+    S(half_open_after_open_ms),
+    S(exactly_one_probe_lease),
+    S(lease_expiry_frees_it),
+    S(probe_success_closes),
+    S(probe_failure_reopens),
+    S(probe_without_verdict_frees_the_lease),
+    S(cooldown),
+    S(quota_opens_for_quota_open_ms),
+    S(disabled_breaker_admits_and_records_nothing),
+    S(sticky_set_and_get),
+    S(sticky_expires_after_ms),
+    S(sticky_expires_by_requests),
+    S(sticky_by_target_name),
+};
+#undef S
+
+#define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
+#define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+typedef struct tcase {
+  const backend *b;
+  const scenario *s;
+  air_state *st;
+  char name[128];
+} tcase;
+
+static int setup(void **state) {
+  tcase *c = *state;
+  c->st = NULL;
+  return c->b->make(&c->st) == 0 && c->st != NULL ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  tcase *c = *state;
+  air_state_free(c->st);
+  c->st = NULL;
+  return 0;
+}
+
+static void run_case(void **state) {
+  tcase *c = *state;
+  c->s->fn(c->st);
+}
+
+int main(void) {
+  static tcase cases[N_BACKENDS * N_SCENARIOS];
+  static struct CMUnitTest tests[N_BACKENDS * N_SCENARIOS];
+  size_t n = 0;
+  for (size_t b = 0; b < N_BACKENDS; b++) {
+    for (size_t s = 0; s < N_SCENARIOS; s++, n++) {
+      tcase *c = &cases[n];
+      c->b = &backends[b];
+      c->s = &scenarios[s];
+      snprintf(c->name, sizeof(c->name), "%s/%s", c->b->name, c->s->name);
+      tests[n] = (struct CMUnitTest){
+          .name = c->name,
+          .test_func = run_case,
+          .setup_func = setup,
+          .teardown_func = teardown,
+          .initial_state = c,
+      };
+    }
+  }
+  return _cmocka_run_group_tests("state_conformance", tests, n, NULL, NULL);
+}
