@@ -103,9 +103,20 @@ struct sim_scenario {
 
 /* ---- splitmix64 ------------------------------------------------------------------ */
 
-typedef struct rng { uint64_t s; } rng;
+/* Draws come from splitmix64; a fuzzer's bytes, when given, are read first
+ * (8 a draw), so its mutations steer the generator's choices. */
+typedef struct rng {
+  uint64_t s;
+  const uint8_t *bytes;
+  size_t n, off;
+} rng;
 
 static uint64_t next(rng *r) {
+  if (r->off < r->n) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8 && r->off < r->n; i++) v = v << 8 | r->bytes[r->off++];
+    return v;
+  }
   uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -370,7 +381,21 @@ static void draw_request(rng *r, const sim_scenario *s, const int *dialects, int
   for (int i = 0; i < q->n_att; i++) draw_script(r, &q->att[i]);
 }
 
+static sim_scenario *generate(rng *r0, uint64_t seed);
+
 sim_scenario *sim_generate(uint64_t seed) {
+  rng r = {seed, NULL, 0, 0};
+  return generate(&r, seed);
+}
+
+sim_scenario *sim_generate_bytes(const uint8_t *p, size_t n) {
+  uint64_t seed = 0xcbf29ce484222325ull;  /* FNV-1a of the input: the draws after it */
+  for (size_t i = 0; i < n; i++) seed = (seed ^ p[i]) * 0x100000001b3ull;
+  rng r = {seed, p, n, 0};
+  return generate(&r, seed);
+}
+
+static sim_scenario *generate(rng *r0, uint64_t seed) {
   sim_scenario *s = calloc(1, sizeof(*s));
   if (s == NULL) return NULL;
   s->yaml = calloc(1, 16384);
@@ -379,7 +404,7 @@ sim_scenario *sim_generate(uint64_t seed) {
     return NULL;
   }
   s->seed = seed;
-  rng r = {seed};
+  rng r = *r0;
   int dialects[MAX_PROV], n_prov = 0;
   draw_config(&r, s, dialects, &n_prov);
   s->n_req = 1 + (int)upto(&r, chance(&r, 50) ? 3 : MAX_REQ);

@@ -15,6 +15,8 @@ typedef struct sim_scenario sim_scenario;
 
 /* Draws a scenario from seed (splitmix64). NULL when out of memory. */
 sim_scenario *sim_generate(uint64_t seed);
+/* Draws a scenario from a fuzzer's bytes (read as the first draws). */
+sim_scenario *sim_generate_bytes(const uint8_t *p, size_t n);
 /* Reads a scenario file (the format sim_write writes). NULL and a message
  * in err when it is not one. */
 sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap);
