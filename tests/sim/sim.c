@@ -915,7 +915,7 @@ struct sim_run_req {
   world *w;
   int idx;
   const sim_req *q;
-  const route_meta *route;   /* NULL: a provider/model request */
+  route_meta route;          /* the policy's bounds, from the loaded config */
   air__request areq;
   air__exchange *x;
   air__responder rs;
@@ -948,6 +948,7 @@ struct world {
   char *why;
   size_t why_cap;
   bool failed;
+  bool invalid;  /* the scenario itself is not valid (sim_run returns 2) */
 };
 
 static void fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1381,11 +1382,11 @@ static void check_request(sim_run_req *q) {
   /* attempts: every one was sent; the budget and the rules bound them */
   if (res->n_attempts != (unsigned)q->xfers)
     fail(w, "request %d: %u attempts counted, %d sent", i, res->n_attempts, q->xfers);
-  uint32_t budget = q->route ? q->route->max_attempts : 6;
+  uint32_t budget = q->route.max_attempts;
   if (res->n_attempts > budget)
     fail(w, "request %d: %u attempts over the budget %u", i, res->n_attempts, budget);
-  if (q->route) {
-    uint32_t bound = 1 + q->route->retry_max_sum + (uint32_t)(q->route->n_targets - 1);
+  if (q->route.retry_max_sum != AIR__UNLIMITED) {
+    uint32_t bound = 1 + q->route.retry_max_sum + (uint32_t)(q->route.n_targets - 1);
     if (res->n_attempts > bound)
       fail(w, "request %d: %u attempts, the rules allow %u", i, res->n_attempts, bound);
   }
@@ -1406,17 +1407,17 @@ static void check_request(sim_run_req *q) {
         fail(w, "request %d: attempt %u started %" PRIu64 " ms after attempt %u, its wait was %" PRIu64,
              i, a->n, gap, prev->n, prev->wait_ms);
     }
-    if (q->route && a->wait_ms > q->route->max_wait_ms)
+    if (a->wait_ms > q->route.max_wait_ms)
       fail(w, "request %d: attempt %u waited %" PRIu64 " ms, over %" PRIu64, i, a->n, a->wait_ms,
-           q->route->max_wait_ms);
-    if (q->route && a->reason == AIR_REASON_TIMEOUT_FIRST_BYTE && a->ms > q->route->first_byte_ms)
+           q->route.max_wait_ms);
+    if (a->reason == AIR_REASON_TIMEOUT_FIRST_BYTE && a->ms > q->route.first_byte_ms)
       fail(w, "request %d: attempt %u timed out on first byte after %" PRIu64 " ms (first_byte_ms %" PRIu64 ")",
-           i, a->n, a->ms, q->route->first_byte_ms);
+           i, a->n, a->ms, q->route.first_byte_ms);
     prev = a;
   }
-  if (q->route && !res->committed && q->end_ms - q->start_ms > q->route->total_ms)
+  if (!res->committed && q->end_ms - q->start_ms > q->route.total_ms)
     fail(w, "request %d: failed after %" PRIu64 " ms, total_ms is %" PRIu64, i,
-         q->end_ms - q->start_ms, q->route->total_ms);
+         q->end_ms - q->start_ms, q->route.total_ms);
 
   /* exactly one well-formed response in the caller's dialect */
   decoded d;
@@ -1514,6 +1515,31 @@ static void check_request(sim_run_req *q) {
 
 /* ---- running a scenario ---------------------------------------------------------------- */
 
+/* What the checks bound, read from the loaded policy (so a scenario file's
+ * route lines are only notes for its reader). */
+static route_meta meta_of(const air__policy *pol, const air__route *rt) {
+  route_meta m;
+  memset(&m, 0, sizeof(m));
+  m.n_targets = rt ? (int)rt->n_targets : 1;
+  m.max_attempts = pol->budget.max_total_attempts;
+  m.first_byte_ms = pol->timeouts.first_byte_ms;
+  for (size_t t = 0; rt && t < rt->n_targets; t++)
+    if (rt->targets[t].timeouts.first_byte_ms > m.first_byte_ms)
+      m.first_byte_ms = rt->targets[t].timeouts.first_byte_ms;
+  m.total_ms = pol->timeouts.total_ms;
+  for (size_t k = 0; k < pol->n_rules; k++) {
+    const air__rule *r = &pol->rules[k];
+    if (r->action != AIR__RULE_RETRY) continue;
+    if (r->max == AIR__UNLIMITED || m.retry_max_sum == AIR__UNLIMITED)
+      m.retry_max_sum = AIR__UNLIMITED;
+    else
+      m.retry_max_sum += r->max;
+    if (r->backoff.max_ms > m.max_wait_ms) m.max_wait_ms = r->backoff.max_ms;
+    if (r->retry_after_max_ms > m.max_wait_ms) m.max_wait_ms = r->retry_after_max_ms;
+  }
+  return m;
+}
+
 static void diag(void *data, const air_diag *dg) {
   char *buf = data;
   if (buf[0] == '\0' && dg->severity == AIR_DIAG_ERROR)
@@ -1541,6 +1567,7 @@ static void start_request(world *w, sim_run_req *q, const air__loop *lp,
   memset(&err, 0, sizeof(err));
   if (air__request_parse((air_dialect)r->dialect, body, strlen(body), &q->areq, &err) != 0) {
     fail(w, "request %d: the simulator's request does not parse: %s", q->idx, err.message);
+    w->invalid = true;
     q->ended = true;
     return;
   }
@@ -1553,6 +1580,7 @@ static void start_request(world *w, sim_run_req *q, const air__loop *lp,
   int rc = air__exchange_start_on(lp, &tr, &o, &cb, &x);
   if (rc != 0) {
     fail(w, "request %d: the exchange did not start: %s", q->idx, air_strerror(rc));
+    w->invalid = rc == AIR_ENOTFOUND;  /* a model that is no route: not a scenario */
     q->ended = true;
     return;
   }
@@ -1567,8 +1595,8 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
   why[0] = '\0';
   char dbuf[512] = "";
   if (air_config_parse("sim.yaml", s->yaml, strlen(s->yaml), diag, dbuf, &w.cfg) != 0) {
-    snprintf(why, cap, "the generated config does not load: %s", dbuf);
-    return 1;
+    snprintf(why, cap, "the scenario's config does not load: %s", dbuf);
+    return 2;
   }
   if (air_state_new(w.cfg, &w.state) != 0) {
     air_config_free(w.cfg);
@@ -1590,8 +1618,8 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
     q->w = &w;
     q->idx = i;
     q->q = &s->req[i];
-    for (int k = 0; k < s->n_routes; k++)
-      if (strcmp(s->routes[k].name, s->req[i].model) == 0) q->route = &s->routes[k];
+    const air__route *rt = air__config_route(w.cfg, s->req[i].model, strlen(s->req[i].model));
+    q->route = meta_of(rt ? &rt->policy : &w.cfg->defaults, rt);
     air__buf_init(&q->got, 8u << 20);
   }
   unsigned steps = 0;
@@ -1695,5 +1723,5 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
   free(w.reqs);
   air_state_free(w.state);
   air_config_free(w.cfg);
-  return w.failed ? 1 : 0;
+  return w.invalid ? 2 : w.failed ? 1 : 0;
 }

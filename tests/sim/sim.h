@@ -24,7 +24,8 @@ void sim_write(const sim_scenario *s, FILE *f);
 void sim_free(sim_scenario *s);
 
 /* Runs s and checks every invariant. Returns 0, or 1 with the first
- * violation in why. */
+ * violation in why, or 2 when the scenario itself is not valid (its config
+ * does not load, a request does not parse; why says which). */
 int sim_run(const sim_scenario *s, char *why, size_t cap);
 
 /* Prints what the requests checked so far ended as. */
