@@ -8,7 +8,7 @@ PREFIX     ?= /usr/local
 FUZZ_SECONDS ?= 60
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build build-asan demo check test checksrc lint bench fuzz install clean format soak
+.PHONY: all deps build build-asan demo check test checksrc lint bench fuzz install clean format soak sim
 
 all: build
 
@@ -68,6 +68,13 @@ fuzz: deps
 	  -DAIR_FUZZ=ON -DAIR_TESTS=OFF >/dev/null
 	@cmake --build $(FUZZ_BUILD)
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The request-path simulation (docs/testing.md): N scenarios from SEED; a
+# failure is written as sim-SEED.sim (replay: build/sim FILE).
+SEED ?= 1
+N    ?= 10000
+sim: build
+	@$(BUILD)/sim --seed $(SEED) --n $(N)
 
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)

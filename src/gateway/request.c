@@ -18,6 +18,7 @@
 
 #include "gw_int.h"
 #include "limits.h"
+#include "responder.h"
 
 #define HIGH_WATER (256u << 10)  /* queued response bytes before pausing */
 #define MAX_FORWARD 32
@@ -29,20 +30,13 @@ typedef struct gw_req {
   air_dialect dialect;
   air__request areq;
   air__exchange *x;
-  air__encoder enc;
-  air__aggregate agg;
-  air__buf out;
+  air__responder rs;  /* the response's head and bytes (responder.h); its
+                         out is written at flush, its gone is ours */
   bool stream;
-  bool began;         /* the streamed response head was sent */
-  bool passthrough;   /* raw upstream events are forwarded */
-  bool decided;       /* passthrough was decided (first event) */
-  bool gone;          /* the client disconnected */
   bool starting;      /* inside air__exchange_start */
   bool ended;         /* on_end ran */
   bool finished;      /* the HTTP request was finished */
   bool pending;       /* on w->pending: out is written at the end of the turn */
-  bool lost;          /* bytes of the answer could not be kept (a buffer
-                         limit or memory): never reported as a success */
   struct gw_req *pend_prev, *pend_next;
   uint64_t start_ms;
   uint64_t bytes;
@@ -306,14 +300,14 @@ static void on_drain(void *data, air__http_req *req) {
   if (r->x != NULL && !r->ended) air__exchange_resume(r->x);
 }
 
-/* Writes r->out to the client; 1 when the upstream should pause. */
+/* Writes the responder's bytes to the client; 1 when the upstream should pause. */
 static int flush_out(gw_req *r) {
-  if (r->out.n == 0 || r->gone) return 0;
-  int rc = air__http_write(r->req, r->out.p, r->out.n);
-  r->bytes += r->out.n;
-  air__buf_reset(&r->out);
+  if (r->rs.out.n == 0 || r->rs.gone) return 0;
+  int rc = air__http_write(r->req, r->rs.out.p, r->rs.out.n);
+  r->bytes += r->rs.out.n;
+  air__buf_reset(&r->rs.out);
   if (rc == AIR_ECANCELED || rc == AIR_ETOOBIG) {
-    r->gone = true;
+    r->rs.gone = true;
     air__exchange_cancel(r->x);
     return 0;
   }
@@ -324,66 +318,30 @@ static int flush_out(gw_req *r) {
   return 0;
 }
 
+/* The responder's head fields as the HTTP layer's. */
+static size_t head_fields(const air__responder *rs, air__http_field *f) {
+  for (size_t i = 0; i < rs->n_head; i++) f[i] = field(rs->head[i].name, rs->head[i].value);
+  return rs->n_head;
+}
+
 static void on_commit(void *data, const air__commit_info *ci) {
   gw_req *r = data;
   r->attempts = ci->attempts;
-  r->passthrough = ci->upstream == r->dialect;
-  if (!r->stream || r->gone) return;
-  char n[16];
-  snprintf(n, sizeof(n), "%u", ci->attempts);
-  air__http_field f[5] = {field("content-type", "text/event-stream"),
-                          field("cache-control", "no-cache"),
-                          field("x-airetry-attempts", n),
-                          field("x-airetry-target", ci->target),
-                          field("x-request-id", r->rid)};
+  if (air__responder_commit(&r->rs, ci, (uint64_t)time(NULL)) == 0) return;
+  air__http_field f[AIR__RESP_MAX_HEADERS];
+  size_t n = head_fields(&r->rs, f);
   /* The head leaves with the first events (on_flush follows at once). */
-  if (air__http_begin_lazy(r->req, 200, f, 5) != 0) {
-    r->gone = true;
+  if (air__http_begin_lazy(r->req, r->rs.status, f, n) != 0) {
+    r->rs.gone = true;
     air__exchange_cancel(r->x);
-    return;
   }
-  r->began = true;
-  air__provider_get(r->dialect)->encoder_init(&r->enc, &r->areq,
-                                               (uint64_t)time(NULL));
-}
-
-/* Part of the answer could not be kept: the request ends without a
- * success (a non-streamed caller gets an error, a streamed one a cut
- * connection: never a clean end of a shortened answer). */
-static void lose(gw_req *r) {
-  r->lost = true;
-  if (r->x != NULL && !r->ended) air__exchange_cancel(r->x);
 }
 
 static int on_event(void *data, const air__gate_event *ev) {
   gw_req *r = data;
-  if (r->lost) return 0;
-  if (!r->stream) {
-    for (size_t i = 0; i < ev->n_parts; i++)
-      if (air__aggregate_add(&r->agg, &ev->parts[i]) != 0) {
-        lose(r);
-        break;
-      }
-    return 0;
-  }
-  if (!r->began || r->gone) return 0;
-  if (!r->decided) {
-    r->decided = true;
-    r->passthrough = r->passthrough && ev->raw != NULL;
-    r->enc.passthrough = r->passthrough;
-  }
-  if (r->passthrough && ev->raw != NULL) {
-    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) return 0;
-    if ((ev->flags & AIR__EV_USAGE_ONLY) && !r->areq.include_usage) return 0;
-    if (air__buf_add(&r->out, ev->raw, ev->raw_len) != 0) lose(r);
-  } else {
-    const air__provider_ops *ops = air__provider_get(r->dialect);
-    for (size_t i = 0; i < ev->n_parts && !r->lost; i++)
-      if (ev->parts[i].kind != AIR_PART_ERROR &&
-          ops->encode_part(&r->enc, &ev->parts[i], &r->out) != 0)
-        lose(r);
-  }
   /* Written at on_flush: one write per upstream read, not per event. */
+  if (air__responder_event(&r->rs, ev) == 1 && r->x != NULL && !r->ended)
+    air__exchange_cancel(r->x);
   return 0;
 }
 
@@ -403,8 +361,8 @@ static void unpend(gw_req *r) {
  */
 static int on_flush(void *data) {
   gw_req *r = data;
-  if (!r->stream || !r->began || r->gone || r->out.n == 0) return 0;
-  if (air__http_req_queued(r->req) + r->out.n > HIGH_WATER / 2) {
+  if (!r->stream || !r->rs.began || r->rs.gone || r->rs.out.n == 0) return 0;
+  if (air__http_req_queued(r->req) + r->rs.out.n > HIGH_WATER / 2) {
     unpend(r);
     return flush_out(r);
   }
@@ -431,87 +389,24 @@ static void finish_request(gw_req *r);
 static void on_end(void *data, const air__exchange_result *res) {
   gw_req *r = data;
   r->ended = true;
-  const air__provider_ops *ops = air__provider_get(r->dialect);
-  int status = 200;
-  const char *outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted"
-                                                                       : "error";
-  char n[16];
-  snprintf(n, sizeof(n), "%u", res->n_attempts);
-  bool answer = false;  /* a whole answer for a non-streamed caller is ready */
-  if (!r->gone && !r->began && res->rc == 0 && !r->lost) {
-    air__buf_reset(&r->out);
-    r->agg.created = (uint64_t)time(NULL);
-    answer = ops->encode_response(&r->agg, &r->out) == 0;
-  }
-  if (r->gone || (res->rc == AIR_ECANCELED && !r->lost)) {
-    status = 499;
+  air__responder *rs = &r->rs;
+  air__responder_end(rs, res, (uint64_t)time(NULL));
+  int status = rs->status;
+  const char *outcome = rs->outcome;
+  if (rs->end == AIR__RESP_ABORT) {
     if (!r->finished) air__http_abort(r->req);
-    r->finished = true;
-  } else if (r->began) {
-    int erc = AIR_ETOOBIG;
-    if (r->lost)
-      ;
-    else if (res->rc == 0)
-      erc = ops->encode_end(&r->enc, &r->out);
-    else
-      erc = ops->encode_error_event(&r->enc, res->reason,
-                                    res->message && *res->message
-                                        ? res->message
-                                        : air_reason_name(res->reason),
-                                    &r->out);
-    if (erc != 0) {
-      /* The end cannot be written: the connection is cut, so the caller
-       * never sees a clean end of a shortened answer. */
-      air__http_abort(r->req);
-      outcome = "error_after_commit";
-    } else {
-      r->bytes += r->out.n;
-      air__http_end_with(r->req, r->out.p, r->out.n);
-      if (res->rc != 0) outcome = "error_after_commit";
-    }
-    air__buf_reset(&r->out);
-    r->finished = true;
-  } else if (answer) {
-    air__http_field f[4] = {json_ct, field("x-airetry-attempts", n),
-                            field("x-request-id", r->rid),
-                            field("x-airetry-target", res->answered)};
-    r->bytes += r->out.n;
-    air__http_respond(r->req, 200, f, res->answered ? 4 : 3, r->out.p, r->out.n);
-    r->finished = true;
+  } else if (rs->end == AIR__RESP_STREAM_END) {
+    r->bytes += rs->out.n;
+    air__http_end_with(r->req, rs->out.p, rs->out.n);
   } else {
-    air_reason reason = res->reason;
-    const char *message = res->message;
-    char m[AIR__MAX_NAME_BYTES + 64];
-    if (res->rc == 0 || r->lost) {
-      /* The answer came but cannot be passed on whole. */
-      reason = AIR_REASON_MALFORMED;
-      snprintf(m, sizeof(m), "%s: the answer is over the gateway's limits (malformed)",
-               res->answered ? res->answered : res->target);
-      message = m;
-      outcome = "error";
-    }
-    status = air__final_status(reason, res->rc == 0 || r->lost ? 0 : res->status);
-    air__buf_reset(&r->out);
-    if (ops->encode_error_body(status, reason, message, res->log, res->n_log,
-                               &r->out) != 0) {
-      /* Over the limits itself (a huge attempt log): the error alone. */
-      air__buf_reset(&r->out);
-      if (ops->encode_error_body(status, reason, message, NULL, 0, &r->out) != 0)
-        air__buf_reset(&r->out);
-    }
-    char ra[24];
-    snprintf(ra, sizeof(ra), "%llu",
-             (unsigned long long)((res->retry_after_ms + 999) / 1000));
-    /* x-airetry-target names only a target that answered: none did. */
-    air__http_field f[5] = {json_ct, field("x-should-retry", "false"),
-                            field("x-airetry-attempts", n),
-                            field("x-request-id", r->rid), field("retry-after", ra)};
-    bool hint = res->has_retry_after && (status == 429 || status == 503);
-    r->bytes += r->out.n;
-    air__http_respond(r->req, status, f, hint ? 5 : 4, r->out.p ? r->out.p : "",
-                      r->out.n);
-    r->finished = true;
+    air__http_field f[AIR__RESP_MAX_HEADERS];
+    size_t n = head_fields(rs, f);
+    r->bytes += rs->out.n;
+    air__http_respond(r->req, rs->status, f, n, rs->out.p ? rs->out.p : "",
+                      rs->out.n);
   }
+  air__buf_reset(&rs->out);
+  r->finished = true;
   uint64_t self = res->total_ms > res->upstream_wait_ms
                       ? res->total_ms - res->upstream_wait_ms
                       : 0;
@@ -528,16 +423,15 @@ static void on_end(void *data, const air__exchange_result *res) {
 static void on_disconnect(void *data, air__http_req *req) {
   gw_req *r = data;
   (void)req;
-  r->gone = true;
+  r->rs.gone = true;
   if (r->x != NULL && !r->ended) air__exchange_cancel(r->x);
 }
 
 static void finish_request(gw_req *r) {
   air__gw_inflight_end(r->w, r->inflight);
   unpend(r);
+  air__responder_cleanup(&r->rs);
   air__request_cleanup(&r->areq);
-  air__aggregate_cleanup(&r->agg);
-  air__buf_cleanup(&r->out);
   air__buf_cleanup(&r->fwd_buf);
   air__gw_cfg_release(r->cfg);
   free(r);
@@ -610,8 +504,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   r->start_ms = mono_ms();
   snprintf(r->rid, sizeof(r->rid), "%s", rid);
   r->inflight = air__gw_inflight_begin(w, r->rid);
-  air__aggregate_init(&r->agg);
-  air__buf_init(&r->out, 64u << 20);
+  air__responder_init(&r->rs, dialect, &r->areq, r->rid);
   air__buf_init(&r->fwd_buf, 64u << 10);
   air_error err;
   memset(&err, 0, sizeof(err));
@@ -622,6 +515,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     return;
   }
   r->stream = r->areq.stream;
+  r->rs.stream = r->stream;
   collect_forward(r, msg);
   air__exchange_opts o = {
       .cfg = cfg->cfg,

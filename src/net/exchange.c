@@ -28,8 +28,8 @@
 enum mode { M_NONE, M_SSE, M_BODY };
 
 struct air__exchange {
-  uv_loop_t *loop;
-  air__transport *t;
+  air__loop loop;         /* time (loop.h) */
+  air__transport_if tr;   /* upstreams (transport.h) */
   air__exchange_opts o;
   air__exchange_cb cb;
   const air_clock *clock;
@@ -39,8 +39,8 @@ struct air__exchange {
   air__sse sse;
   air__decoder dec;
   const air__provider_ops *ops;
-  air__xfer *xfer;
-  uv_timer_t timers[4];  /* first byte, attempt, part, wait */
+  void *xfer;             /* the transfer in flight (tr's), or NULL */
+  air__timer *timers[4];  /* first byte, attempt, part, wait */
   unsigned open_timers;
   bool freeing;
   bool ended;
@@ -83,7 +83,7 @@ enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT };
 
 static void step(air__exchange *x);
 static void attempt_failed(air__exchange *x);
-static void on_part_timeout(uv_timer_t *t);
+static void on_part_timeout(void *arg);
 static void set_fail(air__exchange *x, air_reason reason, int status,
                      const char *type, const char *code, const char *message,
                      air_transport_err transport);
@@ -92,17 +92,27 @@ static uint64_t now_of(const air__exchange *x) {
   return x->clock->now_ms(x->clock->data);
 }
 
-static void stop_timers(air__exchange *x) {
-  for (int i = 0; i < 4; i++) uv_timer_stop(&x->timers[i]);
+/* ---- the seams: timers (loop.h) and the transfer (transport.h) ---------------- */
+
+static void timer_stop(air__exchange *x, int which) {
+  x->loop.ops->timer_stop(x->loop.impl, x->timers[which]);
 }
 
-static void arm(air__exchange *x, int which, uint64_t deadline,
-                uv_timer_cb cb) {
-  /* uv timers count from the loop's cached time, which is stale after a
-   * slow callback in this iteration: refresh it first. */
-  uv_update_time(x->loop);
+static void stop_timers(air__exchange *x) {
+  for (int i = 0; i < 4; i++) timer_stop(x, i);
+}
+
+/* Arms timer which (its callback was set at start) to fire at deadline on
+ * the exchange's clock. */
+static void arm(air__exchange *x, int which, uint64_t deadline) {
   uint64_t now = now_of(x);
-  uv_timer_start(&x->timers[which], cb, deadline > now ? deadline - now : 0, 0);
+  x->loop.ops->timer_start(x->loop.impl, x->timers[which],
+                           deadline > now ? deadline - now : 0);
+}
+
+static void xfer_cancel(air__exchange *x) {
+  if (x->xfer != NULL) x->tr.ops->cancel(x->tr.impl, x->xfer);
+  x->xfer = NULL;
 }
 
 /* ---- ending ---------------------------------------------------------------------- */
@@ -383,7 +393,7 @@ static bool is_event_stream(const air_header *h, size_t n) {
 
 static void on_head(void *data, int status, const air_header *h, size_t n) {
   air__exchange *x = data;
-  uv_timer_stop(&x->timers[T_FIRST_BYTE]);
+  timer_stop(x, T_FIRST_BYTE);
   x->status = status;
   air__run_note_status(x->run, x->att_id, status);
   keep_headers(x, h, n);
@@ -419,8 +429,8 @@ static int on_body(void *data, const char *p, size_t n) {
     return -1;
   }
   /* Deadlines: attempt_ms only until commit; the part gap always. */
-  if (x->gate.committed) uv_timer_stop(&x->timers[T_ATTEMPT]);
-  arm(x, T_PART, air__gate_deadline(&x->gate, NULL), on_part_timeout);
+  if (x->gate.committed) timer_stop(x, T_ATTEMPT);
+  arm(x, T_PART, air__gate_deadline(&x->gate, NULL));
   if (x->notified && x->cb.on_flush) {
     x->in_xfer_cb = true;
     if (x->cb.on_flush(x->cb.data) == 1) x->pause_pending = true;
@@ -429,7 +439,7 @@ static int on_body(void *data, const char *p, size_t n) {
   if (x->cancel_pending) return -1;
   if (x->pause_pending) {
     x->pause_pending = false;
-    air__xfer_pause(x->xfer);
+    x->tr.ops->pause(x->tr.impl, x->xfer);
   }
   return 0;
 }
@@ -461,9 +471,9 @@ static void on_done(void *data, int rc, air_transport_err kind,
                     bool connect_timeout, const char *msg) {
   air__exchange *x = data;
   x->xfer = NULL;
-  uv_timer_stop(&x->timers[T_FIRST_BYTE]);
-  uv_timer_stop(&x->timers[T_ATTEMPT]);
-  uv_timer_stop(&x->timers[T_PART]);
+  timer_stop(x, T_FIRST_BYTE);
+  timer_stop(x, T_ATTEMPT);
+  timer_stop(x, T_PART);
   x->upstream_ms += now_of(x) - x->attempt_start;
   if (x->cancel_pending) {
     air__exchange_cancel(x);
@@ -509,27 +519,26 @@ static void on_done(void *data, int rc, air_transport_err kind,
 /* ---- timers ------------------------------------------------------------------------ */
 
 static void timeout_fail(air__exchange *x, air_reason reason, const char *msg) {
-  air__xfer_cancel(x->xfer);
-  x->xfer = NULL;
+  xfer_cancel(x);
   stop_timers(x);
   x->upstream_ms += now_of(x) - x->attempt_start;
   set_fail(x, reason, x->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
   attempt_failed(x);
 }
 
-static void on_first_byte_timeout(uv_timer_t *t) {
-  timeout_fail(t->data, AIR_REASON_TIMEOUT_FIRST_BYTE,
+static void on_first_byte_timeout(void *arg) {
+  timeout_fail(arg, AIR_REASON_TIMEOUT_FIRST_BYTE,
                "no response headers within first_byte_ms");
 }
 
-static void on_attempt_timeout(uv_timer_t *t) {
-  air__exchange *x = t->data;
+static void on_attempt_timeout(void *arg) {
+  air__exchange *x = arg;
   if (x->gate.committed) return;
   timeout_fail(x, AIR_REASON_TIMEOUT_ATTEMPT, "no commit within attempt_ms");
 }
 
-static void on_part_timeout(uv_timer_t *t) {
-  air__exchange *x = t->data;
+static void on_part_timeout(void *arg) {
+  air__exchange *x = arg;
   air_reason which;
   air__gate_deadline(&x->gate, &which);
   timeout_fail(x, which,
@@ -538,8 +547,8 @@ static void on_part_timeout(uv_timer_t *t) {
                    : "no event within chunk_ms");
 }
 
-static void on_wait_done(uv_timer_t *t) {
-  air__exchange *x = t->data;
+static void on_wait_done(void *arg) {
+  air__exchange *x = arg;
   x->wait_ms += x->act.wait_ms;
   air_run_wait_done(x->run, x->act.attempt_id, now_of(x), &x->act);
   step(x);
@@ -709,7 +718,7 @@ static int launch(air__exchange *x) {
       .connect_ms = t->timeouts.connect_ms,
   };
   air__xfer_cb cb = {on_head, on_body, on_done, x};
-  int started = rc == 0 ? air__xfer_start(x->t, &r, &cb, &x->xfer) : rc;
+  int started = rc == 0 ? x->tr.ops->start(x->tr.impl, &r, &cb, &x->xfer) : rc;
   air__buf_cleanup(&hl.buf);  /* libcurl keeps copies */
   air__buf_cleanup(&url);
   if (rc != 0) {
@@ -723,10 +732,9 @@ static int launch(air__exchange *x) {
     return 1;
   }
   uint64_t now = x->attempt_start;
-  arm(x, T_FIRST_BYTE, now + t->timeouts.first_byte_ms, on_first_byte_timeout);
-  arm(x, T_ATTEMPT, x->act.deadline_ms, on_attempt_timeout);
-  arm(x, T_PART, air__gate_deadline(&x->gate, NULL),
-      on_part_timeout);
+  arm(x, T_FIRST_BYTE, now + t->timeouts.first_byte_ms);
+  arm(x, T_ATTEMPT, x->act.deadline_ms);
+  arm(x, T_PART, air__gate_deadline(&x->gate, NULL));
   return 0;
 }
 
@@ -780,8 +788,7 @@ static void step(air__exchange *x) {
             continue;
         }
       case AIR_ACT_WAIT:
-        uv_update_time(x->loop);
-        uv_timer_start(&x->timers[T_WAIT], on_wait_done, x->act.wait_ms, 0);
+        x->loop.ops->timer_start(x->loop.impl, x->timers[T_WAIT], x->act.wait_ms);
         return;
       case AIR_ACT_DONE:
         end(x, 0);
@@ -810,16 +817,27 @@ static void step(air__exchange *x) {
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
 
+static void on_timer_closed(void *arg);
+
 int air__exchange_start(uv_loop_t *loop, air__transport *t,
                         const air__exchange_opts *o, const air__exchange_cb *cb,
                         air__exchange **out) {
-  if (loop == NULL || t == NULL || o == NULL || o->cfg == NULL ||
+  if (loop == NULL || t == NULL) return AIR_EINVAL;
+  air__loop lp = air__loop_uv(loop);
+  air__transport_if tr = air__transport_curl(t);
+  return air__exchange_start_on(&lp, &tr, o, cb, out);
+}
+
+int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
+                           const air__exchange_opts *o, const air__exchange_cb *cb,
+                           air__exchange **out) {
+  if (loop == NULL || tr == NULL || o == NULL || o->cfg == NULL ||
       o->req == NULL || o->model == NULL || cb == NULL || cb->on_end == NULL)
     return AIR_EINVAL;
   air__exchange *x = calloc(1, sizeof(*x));
   if (x == NULL) return AIR_ENOMEM;
-  x->loop = loop;
-  x->t = t;
+  x->loop = *loop;
+  x->tr = *tr;
   x->o = *o;
   x->cb = *cb;
   x->clock = o->clock ? o->clock : air_clock_system();
@@ -848,9 +866,19 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
   air__buf_init(&x->err, AIR__MAX_RESPONSE_BYTES);
   air__buf_init(&x->kept, 16u << 10);
   air__buf_init(&x->strs, 8u << 10);
+  static const air__timer_fn fire[4] = {on_first_byte_timeout, on_attempt_timeout,
+                                        on_part_timeout, on_wait_done};
   for (int i = 0; i < 4; i++) {
-    uv_timer_init(loop, &x->timers[i]);
-    x->timers[i].data = x;
+    x->timers[i] = x->loop.ops->timer_new(x->loop.impl, fire[i], x);
+    if (x->timers[i] == NULL) {
+      /* The timers made so far close asynchronously and free x. */
+      x->freeing = true;
+      x->open_timers = (unsigned)i;
+      for (int k = 0; k < i; k++)
+        x->loop.ops->timer_close(x->loop.impl, x->timers[k], on_timer_closed, x);
+      if (i == 0) on_timer_closed(x);
+      return AIR_ENOMEM;
+    }
   }
   x->open_timers = 4;
   *out = x;
@@ -865,8 +893,7 @@ void air__exchange_cancel(air__exchange *x) {
     return;
   }
   if (x->xfer != NULL) {
-    air__xfer_cancel(x->xfer);
-    x->xfer = NULL;
+    xfer_cancel(x);
     x->upstream_ms += now_of(x) - x->attempt_start;
   }
   stop_timers(x);
@@ -875,12 +902,12 @@ void air__exchange_cancel(air__exchange *x) {
 }
 
 void air__exchange_resume(air__exchange *x) {
-  if (x != NULL && x->xfer != NULL) air__xfer_resume(x->xfer);
+  if (x != NULL && x->xfer != NULL) x->tr.ops->resume(x->tr.impl, x->xfer);
 }
 
-static void on_timer_closed(uv_handle_t *h) {
-  air__exchange *x = h->data;
-  if (--x->open_timers > 0) return;
+static void on_timer_closed(void *arg) {
+  air__exchange *x = arg;
+  if (x->open_timers > 0 && --x->open_timers > 0) return;
   air__gate_cleanup(&x->gate);
   air__sse_cleanup(&x->sse);
   air__decoder_cleanup(&x->dec);
@@ -896,12 +923,7 @@ static void on_timer_closed(uv_handle_t *h) {
 void air__exchange_free(air__exchange *x) {
   if (x == NULL || x->freeing) return;
   x->freeing = true;
-  if (x->xfer != NULL) {
-    air__xfer_cancel(x->xfer);
-    x->xfer = NULL;
-  }
-  for (int i = 0; i < 4; i++) {
-    uv_timer_stop(&x->timers[i]);
-    uv_close((uv_handle_t *)&x->timers[i], on_timer_closed);
-  }
+  xfer_cancel(x);
+  for (int i = 0; i < 4; i++)
+    x->loop.ops->timer_close(x->loop.impl, x->timers[i], on_timer_closed, x);
 }

@@ -3,7 +3,7 @@
  * counterpart of air_stream, used by the client API and the gateway. It
  * runs the engine (air_run_*), builds each attempt's upstream request with
  * the target's codec, moves bytes with the transport, arms every deadline of
- * DESIGN.md 2.3 as a uv timer, decodes the stream (sse + codec) and passes
+ * DESIGN.md 2.3 as a loop timer (loop.h), decodes the stream (sse + codec) and passes
  * it through the commit gate. Everything runs on the loop's thread.
  */
 #ifndef AIR__EXCHANGE_H
@@ -17,6 +17,7 @@
 
 #include "airetry.h"
 #include "commit.h"
+#include "loop.h"
 #include "provider.h"
 #include "transport.h"
 
@@ -87,6 +88,11 @@ typedef struct air__exchange_opts {
 int air__exchange_start(uv_loop_t *loop, air__transport *t,
                         const air__exchange_opts *o, const air__exchange_cb *cb,
                         air__exchange **out);
+/* The same on any loop and transport (loop.h, transport.h): the simulator's
+ * virtual clock and scripted upstreams. Both are copied. */
+int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
+                           const air__exchange_opts *o, const air__exchange_cb *cb,
+                           air__exchange **out);
 /* A caller cancel: aborts the upstream transfer at once, ends pending waits;
  * on_end fires (rc AIR_ECANCELED) before this returns, unless it already
  * fired. */

@@ -569,3 +569,35 @@ void air__xfer_resume(air__xfer *x) {
   x->paused = false;
   curl_easy_pause(x->easy, CURLPAUSE_CONT);
 }
+
+/* ---- the transport interface ------------------------------------------------------ */
+
+static int if_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb,
+                    void **xfer) {
+  air__xfer *x = NULL;
+  int rc = air__xfer_start(impl, r, cb, &x);
+  if (rc == 0) *xfer = x;
+  return rc;
+}
+
+static void if_cancel(void *impl, void *xfer) {
+  (void)impl;
+  air__xfer_cancel(xfer);
+}
+
+static void if_pause(void *impl, void *xfer) {
+  (void)impl;
+  air__xfer_pause(xfer);
+}
+
+static void if_resume(void *impl, void *xfer) {
+  (void)impl;
+  air__xfer_resume(xfer);
+}
+
+static const air__transport_ops curl_ops = {if_start, if_cancel, if_pause, if_resume};
+
+air__transport_if air__transport_curl(air__transport *t) {
+  air__transport_if tr = {&curl_ops, t};
+  return tr;
+}

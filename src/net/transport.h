@@ -76,4 +76,29 @@ void air__xfer_pause(air__xfer *x);
 /* Resumes a paused transfer. */
 void air__xfer_resume(air__xfer *x);
 
+/*
+ * The transport interface (DESIGN.md 1): what the exchange needs of an
+ * upstream, as an ops table over an implementation. libcurl's is
+ * air__transport_curl (the functions above); the simulator's (tests/sim)
+ * replays scripts on a virtual clock. Every implementation keeps the
+ * contract of air__xfer_cb and the functions above: no callback fires from
+ * inside start, cancel, pause or resume; on_done fires exactly once unless
+ * the transfer was cancelled.
+ */
+typedef struct air__transport_ops {
+  int (*start)(void *impl, const air__xfer_req *r, const air__xfer_cb *cb,
+               void **xfer);
+  void (*cancel)(void *impl, void *xfer);
+  void (*pause)(void *impl, void *xfer);
+  void (*resume)(void *impl, void *xfer);
+} air__transport_ops;
+
+typedef struct air__transport_if {
+  const air__transport_ops *ops;
+  void *impl;
+} air__transport_if;
+
+/* libcurl's implementation over t. */
+air__transport_if air__transport_curl(air__transport *t);
+
 #endif

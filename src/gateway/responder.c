@@ -1,0 +1,160 @@
+/* The responder: see responder.h. Moved verbatim from request.c's exchange
+ * callbacks; the sends are the caller's. */
+#include <stdio.h>
+#include <string.h>
+
+#include "limits.h"
+#include "responder.h"
+
+static void put(air__responder *rs, const char *name, const char *value) {
+  if (rs->n_head >= AIR__RESP_MAX_HEADERS) return;
+  rs->head[rs->n_head].name = name;
+  rs->head[rs->n_head].value = value ? value : "";
+  rs->n_head++;
+}
+
+void air__responder_init(air__responder *rs, air_dialect dialect,
+                         const air__request *req, const char *rid) {
+  memset(rs, 0, sizeof(*rs));
+  rs->dialect = dialect;
+  rs->req = req;
+  rs->rid = rid ? rid : "";
+  rs->stream = req->stream;
+  rs->outcome = "ok";
+  air__aggregate_init(&rs->agg);
+  air__buf_init(&rs->out, 64u << 20);
+}
+
+void air__responder_cleanup(air__responder *rs) {
+  air__aggregate_cleanup(&rs->agg);
+  air__buf_cleanup(&rs->out);
+}
+
+int air__responder_commit(air__responder *rs, const air__commit_info *ci,
+                          uint64_t created_s) {
+  rs->passthrough = ci->upstream == rs->dialect;
+  if (!rs->stream || rs->gone) return 0;
+  snprintf(rs->attempts, sizeof(rs->attempts), "%u", ci->attempts);
+  rs->status = 200;
+  rs->n_head = 0;
+  put(rs, "content-type", "text/event-stream");
+  put(rs, "cache-control", "no-cache");
+  put(rs, "x-airetry-attempts", rs->attempts);
+  put(rs, "x-airetry-target", ci->target);
+  put(rs, "x-request-id", rs->rid);
+  rs->began = true;
+  air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
+  return 1;
+}
+
+/* Part of the answer could not be kept: the request ends without a success
+ * (a non-streamed caller gets an error, a streamed one a cut connection:
+ * never a clean end of a shortened answer). */
+static int lose(air__responder *rs) {
+  rs->lost = true;
+  return 1;
+}
+
+int air__responder_event(air__responder *rs, const air__gate_event *ev) {
+  if (rs->lost) return 0;
+  if (!rs->stream) {
+    for (size_t i = 0; i < ev->n_parts; i++)
+      if (air__aggregate_add(&rs->agg, &ev->parts[i]) != 0) return lose(rs);
+    return 0;
+  }
+  if (!rs->began || rs->gone) return 0;
+  if (!rs->decided) {
+    rs->decided = true;
+    rs->passthrough = rs->passthrough && ev->raw != NULL;
+    rs->enc.passthrough = rs->passthrough;
+  }
+  if (rs->passthrough && ev->raw != NULL) {
+    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) return 0;
+    if ((ev->flags & AIR__EV_USAGE_ONLY) && !rs->req->include_usage) return 0;
+    if (air__buf_add(&rs->out, ev->raw, ev->raw_len) != 0) return lose(rs);
+  } else {
+    const air__provider_ops *ops = air__provider_get(rs->dialect);
+    for (size_t i = 0; i < ev->n_parts; i++)
+      if (ev->parts[i].kind != AIR_PART_ERROR &&
+          ops->encode_part(&rs->enc, &ev->parts[i], &rs->out) != 0)
+        return lose(rs);
+  }
+  return 0;
+}
+
+void air__responder_end(air__responder *rs, const air__exchange_result *res,
+                        uint64_t created_s) {
+  const air__provider_ops *ops = air__provider_get(rs->dialect);
+  rs->status = 200;
+  rs->n_head = 0;
+  rs->outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted" : "error";
+  snprintf(rs->attempts, sizeof(rs->attempts), "%u", res->n_attempts);
+  bool answer = false;  /* a whole answer for a non-streamed caller is ready */
+  if (!rs->gone && !rs->began && res->rc == 0 && !rs->lost) {
+    air__buf_reset(&rs->out);
+    rs->agg.created = created_s;
+    answer = ops->encode_response(&rs->agg, &rs->out) == 0;
+  }
+  if (rs->gone || (res->rc == AIR_ECANCELED && !rs->lost)) {
+    rs->status = 499;
+    rs->end = AIR__RESP_ABORT;
+  } else if (rs->began) {
+    int erc = AIR_ETOOBIG;
+    if (rs->lost)
+      ;
+    else if (res->rc == 0)
+      erc = ops->encode_end(&rs->enc, &rs->out);
+    else
+      erc = ops->encode_error_event(&rs->enc, res->reason,
+                                    res->message && *res->message
+                                        ? res->message
+                                        : air_reason_name(res->reason),
+                                    &rs->out);
+    if (erc != 0) {
+      /* The end cannot be written: the connection is cut, so the caller
+       * never sees a clean end of a shortened answer. */
+      rs->end = AIR__RESP_ABORT;
+      rs->outcome = "error_after_commit";
+    } else {
+      rs->end = AIR__RESP_STREAM_END;
+      if (res->rc != 0) rs->outcome = "error_after_commit";
+    }
+  } else if (answer) {
+    put(rs, "content-type", "application/json");
+    put(rs, "x-airetry-attempts", rs->attempts);
+    put(rs, "x-request-id", rs->rid);
+    if (res->answered) put(rs, "x-airetry-target", res->answered);
+    rs->end = AIR__RESP_WHOLE;
+  } else {
+    air_reason reason = res->reason;
+    const char *message = res->message;
+    char m[AIR__MAX_NAME_BYTES + 64];
+    if (res->rc == 0 || rs->lost) {
+      /* The answer came but cannot be passed on whole. */
+      reason = AIR_REASON_MALFORMED;
+      snprintf(m, sizeof(m), "%s: the answer is over the gateway's limits (malformed)",
+               res->answered ? res->answered : res->target);
+      message = m;
+      rs->outcome = "error";
+    }
+    rs->status = air__final_status(reason, res->rc == 0 || rs->lost ? 0 : res->status);
+    air__buf_reset(&rs->out);
+    if (ops->encode_error_body(rs->status, reason, message, res->log, res->n_log,
+                               &rs->out) != 0) {
+      /* Over the limits itself (a huge attempt log): the error alone. */
+      air__buf_reset(&rs->out);
+      if (ops->encode_error_body(rs->status, reason, message, NULL, 0, &rs->out) != 0)
+        air__buf_reset(&rs->out);
+    }
+    snprintf(rs->retry_after, sizeof(rs->retry_after), "%llu",
+             (unsigned long long)((res->retry_after_ms + 999) / 1000));
+    /* x-airetry-target names only a target that answered: none did. */
+    put(rs, "content-type", "application/json");
+    put(rs, "x-should-retry", "false");
+    put(rs, "x-airetry-attempts", rs->attempts);
+    put(rs, "x-request-id", rs->rid);
+    if (res->has_retry_after && (rs->status == 429 || rs->status == 503))
+      put(rs, "retry-after", rs->retry_after);
+    rs->end = AIR__RESP_WHOLE;
+  }
+}

@@ -1,0 +1,1727 @@
+/*
+ * The request-path simulator: see sim.h and docs/testing.md.
+ *
+ * A scenario is a config (YAML, loaded by air_config_parse), and 1-20
+ * caller requests with the scripts their upstream attempts replay. The
+ * requests share one air_state and one virtual clock; the loop jumps to the
+ * next timer, script event or request arrival. Each request runs the real
+ * exchange (air__exchange_start_on) with the simulator's loop and transport,
+ * and the real responder (the gateway's response writing); what the
+ * responder produced is decoded with the codecs' own decoders and checked.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "airetry.h"
+#include "buf.h"
+#include "exchange.h"
+#include "loop.h"
+#include "provider.h"
+#include "responder.h"
+#include "sim.h"
+#include "sse.h"
+#include "transport.h"
+
+#define MAX_REQ 20
+#define MAX_ATT 6
+#define MAX_PIECES 12
+#define MAX_PROV 4
+#define MAX_ROUTES 3
+#define MAX_RULES 4
+#define PIECE_TEXT 48
+#define TIME_CAP 100000000ull   /* virtual ms: a scenario that runs longer hangs */
+#define STEP_CAP 200000u        /* loop steps */
+
+/* ---- the scenario ------------------------------------------------------------ */
+
+enum { PK_TEXT, PK_TOOL, PK_GARBAGE, PK_ERROR, PK_PING };
+enum { AK_STREAM, AK_BODY, AK_HTTP, AK_RESET, AK_STALL };
+enum { END_CLEAN, END_CUT, END_STALL };
+enum { FIN_NONE, FIN_STOP, FIN_LENGTH, FIN_TOOLS, FIN_FILTER };
+
+static const char *const pk_names[] = {"text", "tool", "garbage", "error", "ping"};
+static const char *const ak_names[] = {"stream", "body", "http", "reset", "stall"};
+static const char *const end_names[] = {"clean", "cut", "stall"};
+static const char *const fin_names[] = {"none", "stop", "length", "tool_calls",
+                                        "content_filter"};
+
+typedef struct piece {
+  int kind;
+  uint32_t gap;              /* virtual ms before it is sent */
+  char text[PIECE_TEXT];
+} piece;
+
+typedef struct script {
+  int kind;
+  int status;                /* AK_HTTP */
+  uint32_t retry_after;      /* seconds, 0: no header */
+  uint32_t head_gap;
+  piece pieces[MAX_PIECES];
+  int n;
+  int finish;
+  bool usage;
+  bool done;                 /* [DONE] / message_stop after the finish */
+  int end;
+  uint32_t end_gap;
+  uint32_t split;            /* a seed for splitting events across reads */
+} script;
+
+typedef struct sim_req {
+  uint32_t at;               /* arrival, virtual ms */
+  char model[32];            /* route name or provider/model */
+  int dialect;               /* the caller's: AIR_DIALECT_OPENAI / _ANTHROPIC */
+  bool stream;
+  bool include_usage;
+  int n_att;
+  script att[MAX_ATT];
+} sim_req;
+
+/* What the checks need of a route's policy (as generated into the YAML). */
+typedef struct route_meta {
+  char name[16];
+  int n_targets;
+  uint32_t max_attempts;     /* budget */
+  uint32_t retry_max_sum;    /* sum of the retry rules' max */
+  uint64_t first_byte_ms, total_ms;
+  uint64_t max_wait_ms;      /* the longest wait a rule may take */
+} route_meta;
+
+struct sim_scenario {
+  uint64_t seed;
+  char *yaml;
+  int n_req;
+  sim_req req[MAX_REQ];
+  int n_routes;
+  route_meta routes[MAX_ROUTES];
+};
+
+/* ---- splitmix64 ------------------------------------------------------------------ */
+
+/* Draws come from splitmix64; a fuzzer's bytes, when given, are read first
+ * (8 a draw), so its mutations steer the generator's choices. */
+typedef struct rng {
+  uint64_t s;
+  const uint8_t *bytes;
+  size_t n, off;
+} rng;
+
+static uint64_t next(rng *r) {
+  if (r->off < r->n) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8 && r->off < r->n; i++) v = v << 8 | r->bytes[r->off++];
+    return v;
+  }
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t upto(rng *r, uint32_t n) { return n ? (uint32_t)(next(r) % n) : 0; }
+static bool chance(rng *r, unsigned pct) { return upto(r, 100) < pct; }
+
+/* ---- the generator ------------------------------------------------------------------ */
+
+static const char *const reasons[] = {
+    "rate_limit", "overloaded", "server_error", "network", "malformed",
+    "timeout.connect", "timeout.first_byte", "timeout.first_chunk", "timeout.chunk",
+    "timeout.attempt", "context_overflow", "auth", "quota", "not_found", "refusal",
+    "content_filter", "bad_request", "length"};
+#define N_REASONS (sizeof(reasons) / sizeof(reasons[0]))
+
+static const char *const words[] = {"the", "quick", "brown", "fox", "\"quoted\"", "caf\xc3\xa9",
+                                    "back\\slash", "line\nbreak", "tab\t", "I cannot help",
+                                    "{json}", "42", "\xe2\x9c\x93", " "};
+#define N_WORDS (sizeof(words) / sizeof(words[0]))
+
+#define REFUSAL_PHRASE "I cannot help"
+
+static void draw_text(rng *r, char *out, size_t cap) {
+  size_t n = 0;
+  unsigned k = 1 + upto(r, 3);
+  out[0] = '\0';
+  for (unsigned i = 0; i < k; i++) {
+    const char *w = words[upto(r, N_WORDS)];
+    size_t wn = strlen(w);
+    if (n + wn + 2 >= cap) break;
+    if (i) out[n++] = ' ';
+    memcpy(out + n, w, wn);
+    n += wn;
+  }
+  out[n] = '\0';
+}
+
+static void draw_args(rng *r, char *out, size_t cap) {
+  static const char *const bits[] = {"{\"a\":", "1", ",\"b\":\"x\"", "}", "[", "]", " "};
+  size_t n = 0;
+  unsigned k = 1 + upto(r, 3);
+  for (unsigned i = 0; i < k; i++) {
+    const char *b = bits[upto(r, 7)];
+    size_t bn = strlen(b);
+    if (n + bn + 1 >= cap) break;
+    memcpy(out + n, b, bn);
+    n += bn;
+  }
+  out[n] = '\0';
+}
+
+static uint32_t draw_gap(rng *r) {
+  switch (upto(r, 6)) {
+    case 0: return 0;
+    case 1: return 1 + upto(r, 10);
+    case 2: return 10 + upto(r, 200);
+    case 3: return upto(r, 1000);
+    case 4: return upto(r, 3000);
+    default: return upto(r, 50);
+  }
+}
+
+static void draw_script(rng *r, script *s) {
+  memset(s, 0, sizeof(*s));
+  unsigned k = upto(r, 100);
+  s->kind = k < 55 ? AK_STREAM : k < 63 ? AK_BODY : k < 85 ? AK_HTTP : k < 93 ? AK_RESET
+                                                                              : AK_STALL;
+  static const int statuses[] = {400, 401, 403, 404, 408, 413, 429, 429, 500, 502, 503, 529};
+  s->status = s->kind == AK_HTTP ? statuses[upto(r, 12)] : 200;
+  if (s->kind == AK_HTTP && chance(r, 40)) s->retry_after = upto(r, 4);
+  s->head_gap = draw_gap(r);
+  s->split = (uint32_t)next(r);
+  if (s->kind != AK_STREAM && s->kind != AK_BODY) return;
+  int n = (int)upto(r, MAX_PIECES + 1);
+  bool tool = false;
+  for (int i = 0; i < n; i++) {
+    piece *p = &s->pieces[s->n];
+    p->gap = draw_gap(r);
+    unsigned pk = upto(r, 100);
+    if (s->kind == AK_BODY) pk = pk % 70;  /* a body: text and tool only */
+    if (pk < 55 && !tool) {
+      p->kind = PK_TEXT;
+      draw_text(r, p->text, sizeof(p->text));
+    } else if (pk < 70) {
+      p->kind = PK_TOOL;
+      tool = true;
+      draw_args(r, p->text, sizeof(p->text));
+    } else if (pk < 82) {
+      p->kind = PK_GARBAGE;
+    } else if (pk < 90) {
+      p->kind = PK_PING;
+    } else {
+      p->kind = PK_ERROR;
+      s->n++;
+      break;  /* nothing sensible follows an error event */
+    }
+    s->n++;
+  }
+  /* The tool's arguments: one JSON object (as models send), cut across the
+   * tool pieces at random places. */
+  int tools[MAX_PIECES], nt = 0;
+  for (int i = 0; i < s->n; i++)
+    if (s->pieces[i].kind == PK_TOOL) tools[nt++] = i;
+  if (nt > 0) {
+    char all[MAX_PIECES * (PIECE_TEXT - 1) + 1];
+    const size_t L = PIECE_TEXT - 1;  /* a piece's bytes; 3 of slack each for the */
+    size_t n_all = 0, room = (size_t)nt * (L - 3);  /* cuts moved to a UTF-8 start */
+    unsigned keys = 1 + upto(r, 3);
+    all[n_all++] = '{';
+    for (unsigned key = 0; key < keys; key++) {
+      char word[PIECE_TEXT];
+      draw_text(r, word, 12);
+      air__buf tmp;
+      air__buf_init(&tmp, 256);
+      air__buf_puts(&tmp, key ? ",\"k" : "\"k");
+      air__buf_putu(&tmp, key);
+      air__buf_puts(&tmp, "\":");
+      if (chance(r, 50)) air__buf_putu(&tmp, upto(r, 1000));
+      else air__buf_put_json_str(&tmp, word, strlen(word));
+      if (air__buf_error(&tmp) == 0 && n_all + tmp.n + 2 <= room) {
+        memcpy(all + n_all, tmp.p, tmp.n);
+        n_all += tmp.n;
+      }
+      air__buf_cleanup(&tmp);
+    }
+    all[n_all++] = '}';
+    size_t off = 0;
+    for (int t = 0; t < nt; t++) {
+      size_t left = n_all - off, later = (size_t)(nt - 1 - t) * (L - 3);
+      size_t lo = left > later ? left - later : 0;
+      size_t hi = left < L ? left : L;
+      size_t take = t == nt - 1 ? left : lo + upto(r, (uint32_t)(hi - lo + 1));
+      /* never inside a UTF-8 sequence: each delta is a valid JSON string */
+      while (take > 0 && take < left && ((unsigned char)all[off + take] & 0xc0) == 0x80) take--;
+      memcpy(s->pieces[tools[t]].text, all + off, take);
+      s->pieces[tools[t]].text[take] = '\0';
+      off += take;
+    }
+  }
+  bool errored = s->n > 0 && s->pieces[s->n - 1].kind == PK_ERROR;
+  unsigned f = upto(r, 100);
+  s->finish = errored ? FIN_NONE
+              : f < 45  ? (tool ? FIN_TOOLS : FIN_STOP)
+              : f < 58  ? FIN_LENGTH
+              : f < 72  ? FIN_FILTER
+              : f < 80  ? FIN_STOP
+                        : FIN_NONE;
+  if (s->kind == AK_BODY && s->finish == FIN_NONE) s->finish = FIN_STOP;
+  s->usage = chance(r, 60);
+  s->done = s->finish != FIN_NONE ? chance(r, 85) : chance(r, 20);
+  unsigned e = upto(r, 100);
+  s->end = e < 75 ? END_CLEAN : e < 90 ? END_CUT : END_STALL;
+  if (s->kind == AK_BODY && s->end == END_STALL) s->end = END_CLEAN;
+  s->end_gap = draw_gap(r);
+}
+
+typedef struct yb {
+  char *p;
+  size_t n, cap;
+} yb;
+
+static void yadd(yb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void yadd(yb *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+  va_end(ap);
+  if (k > 0 && (size_t)k < b->cap - b->n) b->n += (size_t)k;
+}
+
+static uint64_t pick_ms(rng *r, uint64_t lo, uint64_t hi) { return lo + upto(r, (uint32_t)(hi - lo)); }
+
+static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
+  yb b = {s->yaml, 0, 16384};
+  *n_prov = 1 + (int)upto(r, MAX_PROV);
+  yadd(&b, "providers:\n");
+  for (int i = 0; i < *n_prov; i++) {
+    dialects[i] = chance(r, 50) ? AIR_DIALECT_OPENAI : AIR_DIALECT_ANTHROPIC;
+    bool oa = dialects[i] == AIR_DIALECT_OPENAI;
+    yadd(&b, "  - name: p%d\n    api: %s\n    base_url: http://p%d.sim%s\n", i,
+         oa ? "openai" : "anthropic", i, oa ? "/v1" : "");
+    if (chance(r, 30))
+      yadd(&b, "    breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 3),
+           100 + upto(r, 5000));
+  }
+  yadd(&b, "defaults:\n  breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 4),
+       100 + upto(r, 8000));
+  s->n_routes = 1 + (int)upto(r, MAX_ROUTES);
+  yadd(&b, "routes:\n");
+  for (int i = 0; i < s->n_routes; i++) {
+    route_meta *m = &s->routes[i];
+    snprintf(m->name, sizeof(m->name), "r%d", i);
+    m->n_targets = 1 + (int)upto(r, 4);
+    yadd(&b, "  - name: r%d\n    targets: [", i);
+    for (int t = 0; t < m->n_targets; t++)
+      yadd(&b, "%sp%u/m%d", t ? ", " : "", upto(r, (uint32_t)*n_prov), t);
+    yadd(&b, "]\n");
+    m->first_byte_ms = pick_ms(r, 50, 2000);
+    m->total_ms = pick_ms(r, 500, 20000);
+    yadd(&b,
+         "    timeouts: {connect_ms: 100, first_byte_ms: %" PRIu64
+         ", first_chunk_ms: %" PRIu64 ", chunk_ms: %" PRIu64 ", attempt_ms: %" PRIu64
+         ", total_ms: %" PRIu64 "}\n",
+         m->first_byte_ms, pick_ms(r, 50, 3000), pick_ms(r, 50, 3000), pick_ms(r, 200, 10000),
+         m->total_ms);
+    m->max_attempts = 1 + upto(r, 6);
+    yadd(&b, "    budget: {max_total_attempts: %u}\n", m->max_attempts);
+    yadd(&b, "    commit: %s\n", chance(r, 70) ? "first_content" : "complete");
+    yadd(&b, "    max_malformed: %u\n    malformed: %s\n", upto(r, 4),
+         chance(r, 50) ? "skip" : "fail");
+    if (chance(r, 40)) yadd(&b, "    refusal: {phrases: [\"" REFUSAL_PHRASE "\"]}\n");
+    if (chance(r, 40)) {
+      /* the built-in rules: retry max 2 + 1, waits up to 10 s */
+      m->retry_max_sum = 3;
+      m->max_wait_ms = 10000;
+      continue;
+    }
+    int nr = 1 + (int)upto(r, MAX_RULES);
+    yadd(&b, "    rules:\n");
+    for (int k = 0; k < nr; k++) {
+      yadd(&b, "      - on: [");
+      unsigned picked = 0;
+      for (size_t q = 0; q < N_REASONS; q++)
+        if (chance(r, 30)) yadd(&b, "%s%s", picked++ ? ", " : "", reasons[q]);
+      if (picked == 0) yadd(&b, "server_error");
+      yadd(&b, "]\n");
+      unsigned a = upto(r, 3);
+      if (a == 0) {
+        uint32_t max = 1 + upto(r, 3);
+        uint64_t bmax = pick_ms(r, 10, 2000), ramax = pick_ms(r, 0, 3000);
+        m->retry_max_sum += max;
+        if (bmax > m->max_wait_ms) m->max_wait_ms = bmax;
+        if (ramax > m->max_wait_ms) m->max_wait_ms = ramax;
+        yadd(&b,
+             "        action: retry\n        max: %u\n        backoff: {base_ms: %u, "
+             "factor: 2, max_ms: %" PRIu64 ", jitter: none}\n        retry_after: "
+             "{max_ms: %" PRIu64 "}\n",
+             max, 1 + upto(r, 300), bmax, ramax);
+      } else {
+        yadd(&b, "        action: %s\n", a == 1 ? "switch" : "fail");
+      }
+    }
+  }
+}
+
+static void draw_request(rng *r, const sim_scenario *s, const int *dialects, int n_prov,
+                         uint32_t at, sim_req *q) {
+  memset(q, 0, sizeof(*q));
+  q->at = at;
+  if (chance(r, 85))
+    snprintf(q->model, sizeof(q->model), "r%u", upto(r, (uint32_t)s->n_routes));
+  else
+    snprintf(q->model, sizeof(q->model), "p%u/m9", upto(r, (uint32_t)n_prov));
+  (void)dialects;
+  q->dialect = chance(r, 50) ? AIR_DIALECT_OPENAI : AIR_DIALECT_ANTHROPIC;
+  q->stream = chance(r, 65);
+  q->include_usage = q->dialect == AIR_DIALECT_OPENAI && q->stream && chance(r, 50);
+  q->n_att = 1 + (int)upto(r, MAX_ATT);
+  for (int i = 0; i < q->n_att; i++) draw_script(r, &q->att[i]);
+}
+
+static sim_scenario *generate(rng *r0, uint64_t seed);
+
+sim_scenario *sim_generate(uint64_t seed) {
+  rng r = {seed, NULL, 0, 0};
+  return generate(&r, seed);
+}
+
+sim_scenario *sim_generate_bytes(const uint8_t *p, size_t n) {
+  uint64_t seed = 0xcbf29ce484222325ull;  /* FNV-1a of the input: the draws after it */
+  for (size_t i = 0; i < n; i++) seed = (seed ^ p[i]) * 0x100000001b3ull;
+  rng r = {seed, p, n, 0};
+  return generate(&r, seed);
+}
+
+static sim_scenario *generate(rng *r0, uint64_t seed) {
+  sim_scenario *s = calloc(1, sizeof(*s));
+  if (s == NULL) return NULL;
+  s->yaml = calloc(1, 16384);
+  if (s->yaml == NULL) {
+    free(s);
+    return NULL;
+  }
+  s->seed = seed;
+  rng r = *r0;
+  int dialects[MAX_PROV], n_prov = 0;
+  draw_config(&r, s, dialects, &n_prov);
+  s->n_req = 1 + (int)upto(&r, chance(&r, 50) ? 3 : MAX_REQ);
+  uint32_t at = 0;
+  for (int i = 0; i < s->n_req; i++) {
+    if (chance(&r, 50)) at += upto(&r, 4000);  /* else: concurrent with the last */
+    draw_request(&r, s, dialects, n_prov, at, &s->req[i]);
+  }
+  return s;
+}
+
+void sim_free(sim_scenario *s) {
+  if (s == NULL) return;
+  free(s->yaml);
+  free(s);
+}
+
+/* ---- the scenario file --------------------------------------------------------------- */
+
+static void write_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p == '\n') fputs("\\n", f);
+    else if (*p == '\t') fputs("\\t", f);
+    else if (*p < 0x20) fprintf(f, "\\x%02x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+void sim_write(const sim_scenario *s, FILE *f) {
+  fprintf(f, "# airetry simulation scenario (docs/testing.md)\nseed %" PRIu64 "\n", s->seed);
+  for (int i = 0; i < s->n_routes; i++) {
+    const route_meta *m = &s->routes[i];
+    fprintf(f, "route %s targets=%d max_attempts=%u retry_max_sum=%u first_byte_ms=%" PRIu64
+               " total_ms=%" PRIu64 " max_wait_ms=%" PRIu64 "\n",
+            m->name, m->n_targets, m->max_attempts, m->retry_max_sum, m->first_byte_ms,
+            m->total_ms, m->max_wait_ms);
+  }
+  fprintf(f, "config\n");
+  const char *y = s->yaml;
+  while (*y) {
+    const char *nl = strchr(y, '\n');
+    size_t n = nl ? (size_t)(nl - y) : strlen(y);
+    fprintf(f, "| %.*s\n", (int)n, y);
+    y += n + (nl ? 1 : 0);
+  }
+  for (int i = 0; i < s->n_req; i++) {
+    const sim_req *q = &s->req[i];
+    fprintf(f, "request at=%u model=%s dialect=%s stream=%d include_usage=%d\n", q->at,
+            q->model, q->dialect == AIR_DIALECT_OPENAI ? "openai" : "anthropic",
+            q->stream, q->include_usage);
+    for (int a = 0; a < q->n_att; a++) {
+      const script *sc = &q->att[a];
+      fprintf(f,
+              "  attempt kind=%s status=%d retry_after=%u head_gap=%u finish=%s usage=%d "
+              "done=%d end=%s end_gap=%u split=%u\n",
+              ak_names[sc->kind], sc->status, sc->retry_after, sc->head_gap,
+              fin_names[sc->finish], sc->usage, sc->done, end_names[sc->end], sc->end_gap,
+              sc->split);
+      for (int p = 0; p < sc->n; p++) {
+        fprintf(f, "    piece kind=%s gap=%u text=", pk_names[sc->pieces[p].kind],
+                sc->pieces[p].gap);
+        write_str(f, sc->pieces[p].text);
+        fputc('\n', f);
+      }
+    }
+  }
+}
+
+/* key=value lookup in one line; value up to the next space (or a quoted string). */
+static bool kv(const char *line, const char *key, char *out, size_t cap) {
+  size_t kn = strlen(key);
+  for (const char *p = line; (p = strstr(p, key)) != NULL; p++) {
+    if ((p != line && p[-1] != ' ') || p[kn] != '=') continue;
+    const char *v = p + kn + 1;
+    size_t n = 0;
+    if (*v == '"') {
+      for (v++; *v && *v != '"' && n + 1 < cap; v++) {
+        char c = *v;
+        if (c == '\\' && v[1]) {
+          v++;
+          c = *v == 'n' ? '\n' : *v == 't' ? '\t' : *v;
+          if (*v == 'x' && v[1] && v[2]) {
+            char h[3] = {v[1], v[2], 0};
+            c = (char)strtoul(h, NULL, 16);
+            v += 2;
+          }
+        }
+        out[n++] = c;
+      }
+    } else {
+      while (v[n] && v[n] != ' ' && v[n] != '\n' && n + 1 < cap) {
+        out[n] = v[n];
+        n++;
+      }
+    }
+    out[n] = '\0';
+    return true;
+  }
+  return false;
+}
+
+static long kvn(const char *line, const char *key) {
+  char v[32];
+  return kv(line, key, v, sizeof(v)) ? strtol(v, NULL, 10) : 0;
+}
+
+static int name_of(const char *const *names, int n, const char *line, const char *key) {
+  char v[32];
+  if (!kv(line, key, v, sizeof(v))) return -1;
+  for (int i = 0; i < n; i++)
+    if (strcmp(names[i], v) == 0) return i;
+  return -1;
+}
+
+sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap) {
+  sim_scenario *s = calloc(1, sizeof(*s));
+  char *copy = malloc(n + 1);
+  if (s == NULL || copy == NULL || (s->yaml = calloc(1, 16384)) == NULL) {
+    if (s) free(s->yaml);
+    free(s);
+    free(copy);
+    snprintf(err, cap, "out of memory");
+    return NULL;
+  }
+  memcpy(copy, text, n);
+  copy[n] = '\0';
+  yb y = {s->yaml, 0, 16384};
+  sim_req *q = NULL;
+  script *sc = NULL;
+  int lineno = 0;
+  char *save = NULL;
+  const char *bad = NULL;
+  for (char *line = strtok_r(copy, "\n", &save); line && !bad;
+       line = strtok_r(NULL, "\n", &save)) {
+    lineno++;
+    while (*line == ' ') line++;
+    if (*line == '#' || *line == '\0') continue;
+    if (strncmp(line, "seed ", 5) == 0) {
+      s->seed = strtoull(line + 5, NULL, 10);
+    } else if (strncmp(line, "route ", 6) == 0) {
+      if (s->n_routes >= MAX_ROUTES) { bad = "too many routes"; break; }
+      route_meta *m = &s->routes[s->n_routes++];
+      snprintf(m->name, sizeof(m->name), "%.*s", (int)strcspn(line + 6, " "), line + 6);
+      m->n_targets = (int)kvn(line, "targets");
+      m->max_attempts = (uint32_t)kvn(line, "max_attempts");
+      m->retry_max_sum = (uint32_t)kvn(line, "retry_max_sum");
+      m->first_byte_ms = (uint64_t)kvn(line, "first_byte_ms");
+      m->total_ms = (uint64_t)kvn(line, "total_ms");
+      m->max_wait_ms = (uint64_t)kvn(line, "max_wait_ms");
+    } else if (strcmp(line, "config") == 0) {
+      /* the "| " lines follow */
+    } else if (line[0] == '|') {
+      /* strtok_r skipped the indentation: the YAML keeps it after "| " */
+      const char *raw = line + (line[1] == ' ' ? 2 : 1);
+      yadd(&y, "%s\n", raw);
+    } else if (strncmp(line, "request ", 8) == 0) {
+      if (s->n_req >= MAX_REQ) { bad = "too many requests"; break; }
+      q = &s->req[s->n_req++];
+      sc = NULL;
+      q->at = (uint32_t)kvn(line, "at");
+      kv(line, "model", q->model, sizeof(q->model));
+      char d[16] = "";
+      kv(line, "dialect", d, sizeof(d));
+      q->dialect = strcmp(d, "anthropic") == 0 ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+      q->stream = kvn(line, "stream") != 0;
+      q->include_usage = kvn(line, "include_usage") != 0;
+    } else if (strncmp(line, "attempt ", 8) == 0) {
+      if (q == NULL || q->n_att >= MAX_ATT) { bad = "attempt outside a request"; break; }
+      sc = &q->att[q->n_att++];
+      sc->kind = name_of(ak_names, 5, line, "kind");
+      sc->status = (int)kvn(line, "status");
+      sc->retry_after = (uint32_t)kvn(line, "retry_after");
+      sc->head_gap = (uint32_t)kvn(line, "head_gap");
+      sc->finish = name_of(fin_names, 5, line, "finish");
+      sc->usage = kvn(line, "usage") != 0;
+      sc->done = kvn(line, "done") != 0;
+      sc->end = name_of(end_names, 3, line, "end");
+      sc->end_gap = (uint32_t)kvn(line, "end_gap");
+      sc->split = (uint32_t)strtoul(strstr(line, "split=") ? strstr(line, "split=") + 6 : "0",
+                                    NULL, 10);
+      if (sc->kind < 0 || sc->finish < 0 || sc->end < 0) bad = "bad attempt";
+    } else if (strncmp(line, "piece ", 6) == 0) {
+      if (sc == NULL || sc->n >= MAX_PIECES) { bad = "piece outside an attempt"; break; }
+      piece *p = &sc->pieces[sc->n++];
+      p->kind = name_of(pk_names, 5, line, "kind");
+      p->gap = (uint32_t)kvn(line, "gap");
+      kv(line, "text", p->text, sizeof(p->text));
+      if (p->kind < 0) bad = "bad piece";
+    } else {
+      bad = "unknown line";
+    }
+  }
+  free(copy);
+  if (bad == NULL && (s->n_req == 0 || y.n == 0)) bad = "no config or no request";
+  if (bad) {
+    snprintf(err, cap, "line %d: %s", lineno, bad);
+    sim_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* ---- rendering a script in a dialect ------------------------------------------------ */
+
+static int jstr(air__buf *b, const char *s) {
+  return air__buf_put_json_str(b, s, strlen(s)), air__buf_error(b);
+}
+
+static const char *finish_raw(int dialect, int fin) {
+  bool oa = dialect == AIR_DIALECT_OPENAI;
+  switch (fin) {
+    case FIN_STOP: return oa ? "stop" : "end_turn";
+    case FIN_LENGTH: return oa ? "length" : "max_tokens";
+    case FIN_TOOLS: return oa ? "tool_calls" : "tool_use";
+    case FIN_FILTER: return oa ? "content_filter" : "refusal";
+    default: return NULL;
+  }
+}
+
+/* One event of an OpenAI stream. */
+static void oa_chunk(air__buf *b, const char *delta_json, const char *finish) {
+  air__buf_puts(b, "data: {\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion.chunk\","
+                   "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":");
+  air__buf_puts(b, delta_json);
+  air__buf_puts(b, ",\"finish_reason\":");
+  if (finish) {
+    air__buf_putc(b, '"');
+    air__buf_puts(b, finish);
+    air__buf_putc(b, '"');
+  } else {
+    air__buf_puts(b, "null");
+  }
+  air__buf_puts(b, "}]}\n\n");
+}
+
+/* The event boundaries are recorded in ends[] (offsets after each event). */
+typedef struct rendered {
+  air__buf b;
+  size_t ends[MAX_PIECES + 16];
+  uint32_t gaps[MAX_PIECES + 16];
+  int n;
+} rendered;
+
+static void mark(rendered *r, uint32_t gap) {
+  if (r->n < (int)(sizeof(r->ends) / sizeof(r->ends[0]))) {
+    r->ends[r->n] = r->b.n;
+    r->gaps[r->n] = gap;
+    r->n++;
+  }
+}
+
+static void render_openai(const script *s, rendered *r) {
+  air__buf *b = &r->b;
+  air__buf tmp;
+  air__buf_init(&tmp, 1u << 16);
+  oa_chunk(b, "{\"role\":\"assistant\",\"content\":\"\"}", NULL);
+  mark(r, 0);
+  bool tool_started = false;
+  for (int i = 0; i < s->n; i++) {
+    const piece *p = &s->pieces[i];
+    air__buf_reset(&tmp);
+    switch (p->kind) {
+      case PK_TEXT:
+        air__buf_puts(&tmp, "{\"content\":");
+        jstr(&tmp, p->text);
+        air__buf_putc(&tmp, '}');
+        oa_chunk(b, tmp.p, NULL);
+        break;
+      case PK_TOOL:
+        air__buf_puts(&tmp, "{\"tool_calls\":[{\"index\":0,");
+        if (!tool_started)
+          air__buf_puts(&tmp, "\"id\":\"call_sim\",\"type\":\"function\",\"function\":{\"name\":"
+                              "\"f\",\"arguments\":");
+        else
+          air__buf_puts(&tmp, "\"function\":{\"arguments\":");
+        tool_started = true;
+        jstr(&tmp, p->text);
+        air__buf_puts(&tmp, "}}]}");
+        oa_chunk(b, tmp.p, NULL);
+        break;
+      case PK_GARBAGE:
+        air__buf_puts(b, "data: {\"choices\":[{\"delta\":{\"content\":\n\n");
+        break;
+      case PK_PING:
+        air__buf_puts(b, ": keep-alive\n\n");
+        break;
+      case PK_ERROR:
+        air__buf_puts(b, "data: {\"error\":{\"message\":\"sim error event\",\"type\":"
+                         "\"server_error\"}}\n\n");
+        break;
+    }
+    mark(r, p->gap);
+  }
+  if (s->finish != FIN_NONE) {
+    oa_chunk(b, "{}", finish_raw(AIR_DIALECT_OPENAI, s->finish));
+    mark(r, 0);
+  }
+  if (s->usage) {
+    air__buf_puts(b, "data: {\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion.chunk\","
+                     "\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{"
+                     "\"prompt_tokens\":3,\"completion_tokens\":5,\"total_tokens\":8}}\n\n");
+    mark(r, 0);
+  }
+  if (s->done) {
+    air__buf_puts(b, "data: [DONE]\n\n");
+    mark(r, 0);
+  }
+  air__buf_cleanup(&tmp);
+}
+
+static void an_event(air__buf *b, const char *type, const char *data) {
+  air__buf_puts(b, "event: ");
+  air__buf_puts(b, type);
+  air__buf_puts(b, "\ndata: ");
+  air__buf_puts(b, data);
+  air__buf_puts(b, "\n\n");
+}
+
+static void render_anthropic(const script *s, rendered *r) {
+  air__buf *b = &r->b;
+  air__buf tmp;
+  air__buf_init(&tmp, 1u << 16);
+  an_event(b, "message_start",
+           "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_sim\",\"type\":\"message\","
+           "\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,"
+           "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}");
+  mark(r, 0);
+  int open = -1, kind = -1, next_block = 0;
+  for (int i = 0; i < s->n; i++) {
+    const piece *p = &s->pieces[i];
+    if ((p->kind == PK_TEXT || p->kind == PK_TOOL) && kind != p->kind) {
+      if (open >= 0) {
+        air__buf_reset(&tmp);
+        air__buf_puts(&tmp, "{\"type\":\"content_block_stop\",\"index\":");
+        air__buf_putu(&tmp, (unsigned long long)open);
+        air__buf_putc(&tmp, '}');
+        an_event(b, "content_block_stop", tmp.p);
+      }
+      open = next_block++;
+      kind = p->kind;
+      air__buf_reset(&tmp);
+      air__buf_puts(&tmp, "{\"type\":\"content_block_start\",\"index\":");
+      air__buf_putu(&tmp, (unsigned long long)open);
+      air__buf_puts(&tmp, kind == PK_TEXT
+                              ? ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}"
+                              : ",\"content_block\":{\"type\":\"tool_use\",\"id\":"
+                                "\"toolu_sim\",\"name\":\"f\",\"input\":{}}}");
+      an_event(b, "content_block_start", tmp.p);
+    }
+    air__buf_reset(&tmp);
+    switch (p->kind) {
+      case PK_TEXT:
+      case PK_TOOL:
+        air__buf_puts(&tmp, "{\"type\":\"content_block_delta\",\"index\":");
+        air__buf_putu(&tmp, (unsigned long long)open);
+        air__buf_puts(&tmp, p->kind == PK_TEXT
+                                ? ",\"delta\":{\"type\":\"text_delta\",\"text\":"
+                                : ",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":");
+        jstr(&tmp, p->text);
+        air__buf_puts(&tmp, "}}");
+        an_event(b, "content_block_delta", tmp.p);
+        break;
+      case PK_GARBAGE:
+        air__buf_puts(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                         "\"index\":\n\n");
+        break;
+      case PK_PING:
+        an_event(b, "ping", "{\"type\":\"ping\"}");
+        break;
+      case PK_ERROR:
+        an_event(b, "error", "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                             "\"message\":\"sim error event\"}}");
+        break;
+    }
+    mark(r, p->gap);
+  }
+  if (open >= 0 && (s->finish != FIN_NONE || s->done)) {
+    air__buf_reset(&tmp);
+    air__buf_puts(&tmp, "{\"type\":\"content_block_stop\",\"index\":");
+    air__buf_putu(&tmp, (unsigned long long)open);
+    air__buf_putc(&tmp, '}');
+    an_event(b, "content_block_stop", tmp.p);
+    mark(r, 0);
+  }
+  if (s->finish != FIN_NONE || s->usage) {
+    air__buf_reset(&tmp);
+    air__buf_puts(&tmp, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":");
+    const char *f = finish_raw(AIR_DIALECT_ANTHROPIC, s->finish);
+    if (f) {
+      air__buf_putc(&tmp, '"');
+      air__buf_puts(&tmp, f);
+      air__buf_putc(&tmp, '"');
+    } else {
+      air__buf_puts(&tmp, "null");
+    }
+    air__buf_puts(&tmp, "}");
+    if (s->usage) air__buf_puts(&tmp, ",\"usage\":{\"output_tokens\":5}");
+    air__buf_puts(&tmp, "}");
+    an_event(b, "message_delta", tmp.p);
+    mark(r, 0);
+  }
+  if (s->done) {
+    an_event(b, "message_stop", "{\"type\":\"message_stop\"}");
+    mark(r, 0);
+  }
+  air__buf_cleanup(&tmp);
+}
+
+/* A whole (non-stream) 200 body. */
+static void render_body(int dialect, const script *s, rendered *r) {
+  air__buf *b = &r->b;
+  char text[MAX_PIECES * PIECE_TEXT + 1] = "", args[MAX_PIECES * PIECE_TEXT + 1] = "";
+  size_t nt = 0, na = 0;
+  bool tool = false;
+  for (int i = 0; i < s->n; i++) {
+    const piece *p = &s->pieces[i];
+    size_t pn = strlen(p->text);  /* < PIECE_TEXT: both arrays hold every piece */
+    if (p->kind == PK_TEXT) {
+      memcpy(text + nt, p->text, pn + 1);
+      nt += pn;
+    }
+    if (p->kind == PK_TOOL) {
+      tool = true;
+      memcpy(args + na, p->text, pn + 1);
+      na += pn;
+    }
+  }
+  const char *f = finish_raw(dialect, s->finish);
+  if (dialect == AIR_DIALECT_OPENAI) {
+    air__buf_puts(b, "{\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion\",\"created\":1,"
+                     "\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+                     "\"assistant\",\"content\":");
+    jstr(b, text);
+    if (tool) {
+      air__buf_puts(b, ",\"tool_calls\":[{\"id\":\"call_sim\",\"type\":\"function\","
+                       "\"function\":{\"name\":\"f\",\"arguments\":");
+      jstr(b, args);
+      air__buf_puts(b, "}}]");
+    }
+    air__buf_puts(b, "},\"finish_reason\":");
+    jstr(b, f ? f : "stop");
+    air__buf_puts(b, "}]");
+    if (s->usage)
+      air__buf_puts(b, ",\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5,"
+                       "\"total_tokens\":8}");
+    air__buf_puts(b, "}");
+  } else {
+    air__buf_puts(b, "{\"id\":\"msg_sim\",\"type\":\"message\",\"role\":\"assistant\","
+                     "\"model\":\"m\",\"content\":[");
+    bool first = true;
+    if (text[0]) {
+      air__buf_puts(b, "{\"type\":\"text\",\"text\":");
+      jstr(b, text);
+      air__buf_puts(b, "}");
+      first = false;
+    }
+    if (tool) {
+      /* input must be an object: the whole args only when they parse as one */
+      json_t *j = json_loads(args, 0, NULL);
+      if (!first) air__buf_putc(b, ',');
+      air__buf_puts(b, "{\"type\":\"tool_use\",\"id\":\"toolu_sim\",\"name\":\"f\",\"input\":");
+      air__buf_puts(b, json_is_object(j) ? args : "{}");
+      air__buf_puts(b, "}");
+      json_decref(j);
+    }
+    air__buf_puts(b, "],\"stop_reason\":");
+    jstr(b, f ? f : "end_turn");
+    air__buf_puts(b, ",\"usage\":{\"input_tokens\":3,\"output_tokens\":5}}");
+  }
+  mark(r, 0);
+}
+
+/* ---- the virtual loop ------------------------------------------------------------------ */
+
+typedef struct world world;
+
+struct air__timer {
+  world *w;
+  air__timer_fn fire, closed;
+  void *arg, *closed_arg;
+  bool armed, closing;
+  uint64_t due, seq;
+  air__timer *next;
+};
+
+typedef struct sim_run_req sim_run_req;
+
+typedef struct xfer {
+  world *w;
+  sim_run_req *q;
+  const script *sc;
+  int dialect;               /* the upstream's */
+  air__xfer_cb cb;
+  rendered out;
+  size_t off;                /* bytes delivered */
+  int next_event;            /* ends[] index of the next read */
+  int phase;                 /* 0 head, 1 body, 2 end, 3 done (dead) */
+  bool paused, stalled, dead, abort_pending;
+  uint64_t due, seq;
+  rng split;
+  struct xfer *next;
+} xfer;
+
+struct sim_run_req {
+  world *w;
+  int idx;
+  const sim_req *q;
+  route_meta route;          /* the policy's bounds, from the loaded config */
+  air__request areq;
+  air__exchange *x;
+  air__responder rs;
+  air__buf got;              /* every byte the caller received */
+  bool started, ended, committed;
+  int ends;
+  unsigned commit_attempt;
+  char commit_target[64];
+  char head_target[64];      /* x-airetry-target of the head that was sent */
+  int end_kind;
+  int xfers;                 /* transfers started */
+  uint64_t start_ms, end_ms;
+  const script *att_script[64];
+  char att_target[64][48];
+  int att_dialect[64];
+  air__exchange_result res;  /* the scalar fields of the result */
+  air_attempt log[64];
+  size_t n_log;
+  char msgs[64][160];
+};
+
+struct world {
+  uint64_t now, seq;
+  air__timer *timers;
+  xfer *xfers;
+  air_state *state;
+  air_config *cfg;
+  sim_run_req *reqs;
+  int n;
+  char *why;
+  size_t why_cap;
+  bool failed;
+  bool invalid;  /* the scenario itself is not valid (sim_run returns 2) */
+};
+
+static void fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(world *w, const char *fmt, ...) {
+  if (w->failed) return;
+  w->failed = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->why, w->why_cap, fmt, ap);
+  va_end(ap);
+}
+
+static uint64_t clk_now(void *d) { return ((world *)d)->now; }
+static uint64_t clk_wall(void *d) { return 1700000000000ull + ((world *)d)->now; }
+static int clk_sleep(void *d, uint64_t ms, air_cancel *c) {
+  (void)c;
+  ((world *)d)->now += ms;
+  return 0;
+}
+
+static air__timer *t_new(void *impl, air__timer_fn fire, void *arg) {
+  world *w = impl;
+  air__timer *t = calloc(1, sizeof(*t));
+  if (t == NULL) return NULL;
+  t->w = w;
+  t->fire = fire;
+  t->arg = arg;
+  t->next = w->timers;
+  w->timers = t;
+  return t;
+}
+
+static void t_start(void *impl, air__timer *t, uint64_t after) {
+  world *w = impl;
+  t->armed = true;
+  t->due = w->now + after;
+  t->seq = ++w->seq;
+}
+
+static void t_stop(void *impl, air__timer *t) {
+  (void)impl;
+  t->armed = false;
+}
+
+static void t_close(void *impl, air__timer *t, air__timer_fn closed, void *arg) {
+  (void)impl;
+  t->armed = false;
+  t->closing = true;
+  t->closed = closed;
+  t->closed_arg = arg;
+}
+
+static uint64_t t_now(void *impl) { return ((world *)impl)->now; }
+
+static const air__loop_ops sim_loop_ops = {t_new, t_start, t_stop, t_close, t_now};
+
+/* ---- the scripted transport -------------------------------------------------------- */
+
+static void schedule(xfer *x, uint32_t gap) {
+  x->due = x->w->now + gap;
+  x->seq = ++x->w->seq;
+}
+
+static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, void **out) {
+  sim_run_req *q = impl;
+  world *w = q->w;
+  xfer *x = calloc(1, sizeof(*x));
+  if (x == NULL) return AIR_ENOMEM;
+  x->w = w;
+  x->q = q;
+  x->cb = *cb;
+  /* the attempt's script: the request's next one; past its list, a 503 */
+  static const script overflow = {.kind = AK_HTTP, .status = 503};
+  int k = q->xfers++;
+  x->sc = k < q->q->n_att ? &q->q->att[k] : &overflow;
+  x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+  /* "http://pN.sim..." and the body's "model": the target */
+  char target[48] = "?";
+  const char *m = r->body ? strstr(r->body, "\"model\":\"") : NULL;
+  if (m && strlen(r->url) > 8)
+    snprintf(target, sizeof(target), "%.*s/%.*s", (int)strcspn(r->url + 7, "."), r->url + 7,
+             (int)strcspn(m + 9, "\""), m + 9);
+  if (k < 64) {
+    q->att_script[k] = x->sc;
+    snprintf(q->att_target[k], sizeof(q->att_target[k]), "%s", target);
+    q->att_dialect[k] = x->dialect;
+  }
+  /* The breaker (DESIGN.md 3.1): an open target is tried only when every
+   * target of the route not tried yet is open too. A retry rule's attempt
+   * on the same target is the rule's decision (the engine does not ask the
+   * breaker; see docs/testing.md). */
+  bool retry = k > 0 && k < 64 && strcmp(q->att_target[k - 1], target) == 0;
+  if (!retry && air_state_breaker(w->state, target, w->now) == AIR_BREAKER_OPEN) {
+    const air__route *rt = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
+    for (size_t t = 0; rt && t < rt->n_targets; t++) {
+      const char *name = rt->targets[t].name;
+      bool tried = strcmp(name, target) == 0;
+      for (int j = 0; j < k && j < 64 && !tried; j++) tried = strcmp(q->att_target[j], name) == 0;
+      if (!tried && air_state_breaker(w->state, name, w->now) != AIR_BREAKER_OPEN)
+        fail(w, "request %d: attempt %d started on %s while its breaker is open and %s's is not",
+             q->idx, k + 1, target, name);
+    }
+  }
+  air__buf_init(&x->out.b, 4u << 20);
+  if (x->sc->kind == AK_STREAM) {
+    if (x->dialect == AIR_DIALECT_OPENAI) render_openai(x->sc, &x->out);
+    else render_anthropic(x->sc, &x->out);
+  } else if (x->sc->kind == AK_BODY) {
+    render_body(x->dialect, x->sc, &x->out);
+  } else if (x->sc->kind == AK_HTTP) {
+    air__buf_puts(&x->out.b, x->dialect == AIR_DIALECT_OPENAI
+                                 ? "{\"error\":{\"message\":\"sim says no\",\"type\":\"sim\"}}"
+                                 : "{\"type\":\"error\",\"error\":{\"type\":\"sim\",\"message\":"
+                                   "\"sim says no\"}}");
+    mark(&x->out, 0);
+  }
+  x->split.s = x->sc->split;
+  schedule(x, x->sc->head_gap);
+  x->next = w->xfers;
+  w->xfers = x;
+  *out = x;
+  return 0;
+}
+
+static void x_cancel(void *impl, void *p) {
+  (void)impl;
+  xfer *x = p;
+  x->dead = true;
+}
+
+static void x_pause(void *impl, void *p) {
+  (void)impl;
+  ((xfer *)p)->paused = true;
+}
+
+static void x_resume(void *impl, void *p) {
+  (void)impl;
+  xfer *x = p;
+  if (!x->paused) return;
+  x->paused = false;
+  if (x->due < x->w->now) x->due = x->w->now;
+}
+
+static const air__transport_ops sim_transport_ops = {x_start, x_cancel, x_pause, x_resume};
+
+static void x_done(xfer *x, int rc, air_transport_err kind, const char *msg) {
+  x->dead = true;
+  x->cb.on_done(x->cb.data, rc, kind, false, msg);
+}
+
+/* The transfer's next step is due. */
+static void x_step(xfer *x) {
+  const script *s = x->sc;
+  if (x->abort_pending) {
+    x_done(x, AIR_ECANCELED, AIR_TRANSPORT_OK, "aborted");
+    return;
+  }
+  if (x->phase == 0) {
+    if (s->kind == AK_STALL) {
+      x->stalled = true;
+      return;
+    }
+    if (s->kind == AK_RESET) {
+      x_done(x, AIR_EIO, AIR_TRANSPORT_CONNECT, "connection reset by peer");
+      return;
+    }
+    air_header h[2];
+    size_t nh = 0;
+    static const char ct_sse[] = "text/event-stream", ct_json[] = "application/json";
+    bool sse = s->kind == AK_STREAM;
+    h[nh++] = (air_header){"content-type", 12, sse ? ct_sse : ct_json,
+                           sse ? sizeof(ct_sse) - 1 : sizeof(ct_json) - 1};
+    char ra[16];
+    if (s->retry_after) {
+      snprintf(ra, sizeof(ra), "%u", s->retry_after);
+      h[nh++] = (air_header){"retry-after", 11, ra, strlen(ra)};
+    }
+    x->phase = 1;
+    schedule(x, x->out.n > 0 ? x->out.gaps[0] : s->end_gap);
+    x->cb.on_head(x->cb.data, s->status, h, nh);
+    return;
+  }
+  if (x->phase == 1 && x->next_event < x->out.n) {
+    /* one read: the rest of this event, or a random part of it */
+    size_t end = x->out.ends[x->next_event];
+    size_t n = end - x->off;
+    if (n > 1 && upto(&x->split, 4) == 0) n = 1 + upto(&x->split, (uint32_t)(n - 1));
+    const char *p = x->out.b.p + x->off;
+    x->off += n;
+    if (x->off == end) x->next_event++;
+    /* the gap before the next event (or the end) */
+    uint32_t gap = x->off < end ? 0
+                   : x->next_event < x->out.n ? x->out.gaps[x->next_event] : s->end_gap;
+    schedule(x, gap);
+    if (x->next_event >= x->out.n && x->off == end) x->phase = 2;
+    int rc = x->cb.on_body(x->cb.data, p, n);
+    if (x->dead) return;
+    if (rc == AIR__XFER_PAUSE) x->paused = true;
+    else if (rc != 0) {
+      x->abort_pending = true;  /* on_done follows, never from inside on_body */
+      schedule(x, 0);
+    }
+    return;
+  }
+  if (x->phase == 1) x->phase = 2;
+  if (s->kind == AK_STREAM && s->end == END_STALL) {
+    x->stalled = true;
+    return;
+  }
+  if (s->kind == AK_STREAM && s->end == END_CUT) {
+    x_done(x, AIR_EIO, AIR_TRANSPORT_CLOSED, "connection closed before the end");
+    return;
+  }
+  x_done(x, 0, AIR_TRANSPORT_OK, "");
+}
+
+/* ---- decoding what the caller received ---------------------------------------------- */
+
+typedef struct decoded {
+  air__buf text, args;
+  int finish;                /* FIN_* (FIN_FILTER for content_filter and refusal) */
+  bool terminator, error, tool;
+  unsigned malformed, events;
+  air__decoder dec;
+  const air__provider_ops *ops;
+} decoded;
+
+static int fin_class(air_finish f) {
+  switch (f) {
+    case AIR_FINISH_STOP: return FIN_STOP;
+    case AIR_FINISH_LENGTH: return FIN_LENGTH;
+    case AIR_FINISH_TOOL_CALLS: return FIN_TOOLS;
+    case AIR_FINISH_CONTENT_FILTER:
+    case AIR_FINISH_REFUSAL: return FIN_FILTER;
+    default: return FIN_NONE;
+  }
+}
+
+static int on_part(void *data, const air_part *p) {
+  decoded *d = data;
+  int rc = 0;
+  switch (p->kind) {
+    case AIR_PART_TEXT:
+      rc = air__buf_add(&d->text, p->text, p->text_len);
+      break;
+    case AIR_PART_TOOL_START:
+      d->tool = true;
+      break;
+    case AIR_PART_TOOL_DELTA:
+      d->tool = true;
+      rc = air__buf_add(&d->args, p->text, p->text_len);
+      break;
+    case AIR_PART_FINISH:
+      d->finish = fin_class(p->finish);
+      break;
+    case AIR_PART_ERROR:
+      d->error = true;
+      break;
+    default:
+      break;
+  }
+  return rc;
+}
+
+static int on_caller_event(void *data, const air__sse_event *ev) {
+  decoded *d = data;
+  unsigned before = d->dec.malformed;
+  d->events++;
+  d->ops->decode_event(&d->dec, ev, on_part, d);
+  if (d->dec.malformed > before) d->malformed++;
+  if (d->dec.terminator) d->terminator = true;
+  if (d->dec.error_event) d->error = true;
+  return 0;
+}
+
+static void decoded_init(decoded *d, int dialect) {
+  memset(d, 0, sizeof(*d));
+  air__buf_init(&d->text, 1u << 20);
+  air__buf_init(&d->args, 1u << 20);
+  d->ops = air__provider_get((air_dialect)dialect);
+  d->ops->decoder_init(&d->dec);
+}
+
+static void decoded_cleanup(decoded *d) {
+  air__buf_cleanup(&d->text);
+  air__buf_cleanup(&d->args);
+  air__decoder_cleanup(&d->dec);
+}
+
+/* A failed add sticks in the buffer (buf.h): the comparison then fails. */
+static void keep(int rc) { (void)rc; }
+
+static bool contains(const air__buf *b, const char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; b->p && i + n <= b->n; i++)
+    if (memcmp(b->p + i, s, n) == 0) return true;
+  return false;
+}
+
+/* The script's own parts, as a caller should see them. */
+static void expected(const script *s, int upstream, air__buf *text, air__buf *args, bool *tool) {
+  *tool = false;
+  for (int i = 0; i < s->n; i++) {
+    const piece *p = &s->pieces[i];
+    if (p->kind == PK_TEXT) keep(air__buf_adds(text, p->text));
+    if (p->kind == PK_TOOL) {
+      *tool = true;
+      keep(air__buf_adds(args, p->text));
+    }
+  }
+  if (s->kind == AK_BODY && upstream == AIR_DIALECT_ANTHROPIC && *tool) {
+    /* an Anthropic body carries the input as an object (or {}) */
+    keep(air__buf_addc(args, '\0'));
+    json_t *j = json_loads(args->p, 0, NULL);
+    if (!json_is_object(j)) {
+      air__buf_reset(args);
+      keep(air__buf_adds(args, "{}"));
+    } else {
+      args->n--;
+    }
+    json_decref(j);
+  }
+}
+
+/* JSON texts compared as values when both parse, else as bytes. */
+static bool same_json(const air__buf *a, const air__buf *b) {
+  if (a->n == b->n && (a->n == 0 || memcmp(a->p, b->p, a->n) == 0)) return true;
+  json_t *ja = json_loadb(a->p ? a->p : "", a->n, JSON_DECODE_ANY, NULL);
+  json_t *jb = json_loadb(b->p ? b->p : "", b->n, JSON_DECODE_ANY, NULL);
+  bool eq = ja && jb && json_equal(ja, jb);
+  json_decref(ja);
+  json_decref(jb);
+  return eq;
+}
+
+static bool is_prefix(const air__buf *p, const air__buf *of) {
+  return p->n <= of->n && (p->n == 0 || memcmp(p->p, of->p, p->n) == 0);
+}
+
+/* ---- the request's callbacks ---------------------------------------------------------- */
+
+static void q_commit(void *data, const air__commit_info *ci) {
+  sim_run_req *q = data;
+  world *w = q->w;
+  if (q->committed) fail(w, "request %d: committed twice", q->idx);
+  q->committed = true;
+  if (ci->target == NULL || ci->attempts == 0) {
+    fail(w, "request %d: commit names no attempt (target %s, attempt %u)", q->idx,
+         ci->target ? ci->target : "NULL", ci->attempts);
+  } else {
+    q->commit_attempt = ci->attempts;
+    snprintf(q->commit_target, sizeof(q->commit_target), "%s", ci->target);
+  }
+  if (air__responder_commit(&q->rs, ci, 1) == 1) {
+    for (size_t i = 0; i < q->rs.n_head; i++)
+      if (strcmp(q->rs.head[i].name, "x-airetry-target") == 0)
+        snprintf(q->head_target, sizeof(q->head_target), "%s", q->rs.head[i].value);
+  }
+}
+
+static int q_event(void *data, const air__gate_event *ev) {
+  sim_run_req *q = data;
+  if (air__responder_event(&q->rs, ev) == 1)
+    fail(q->w, "request %d: the responder lost part of the answer", q->idx);
+  return 0;
+}
+
+static int q_flush(void *data) {
+  sim_run_req *q = data;
+  if (q->rs.out.n && air__buf_add(&q->got, q->rs.out.p, q->rs.out.n) != 0)
+    fail(q->w, "request %d: output over the simulator's limit", q->idx);
+  air__buf_reset(&q->rs.out);
+  return 0;
+}
+
+static void check_request(sim_run_req *q);
+
+static void q_end(void *data, const air__exchange_result *res) {
+  sim_run_req *q = data;
+  world *w = q->w;
+  q->ends++;
+  if (q->ended) {
+    fail(w, "request %d: on_end fired twice", q->idx);
+    return;
+  }
+  q->ended = true;
+  q->end_ms = w->now;
+  q_flush(q);
+  air__responder_end(&q->rs, res, 1);
+  q->end_kind = q->rs.end;
+  if (q->rs.end == AIR__RESP_WHOLE) {
+    for (size_t i = 0; i < q->rs.n_head; i++)
+      if (strcmp(q->rs.head[i].name, "x-airetry-target") == 0)
+        snprintf(q->head_target, sizeof(q->head_target), "%s", q->rs.head[i].value);
+  }
+  if (q->rs.end != AIR__RESP_ABORT) q_flush(q);
+  q->res = *res;
+  q->n_log = res->n_log < 64 ? res->n_log : 64;
+  for (size_t i = 0; i < q->n_log; i++) {
+    q->log[i] = res->log[i];
+    snprintf(q->msgs[i], sizeof(q->msgs[i]), "%s", res->log[i].message ? res->log[i].message : "");
+    q->log[i].message = q->msgs[i];
+  }
+  q->res.log = NULL;
+  q->res.message = NULL;
+  q->res.target = NULL;
+  q->res.answered = NULL;
+  check_request(q);
+  air__exchange_free(q->x);
+  q->x = NULL;
+}
+
+/* ---- the invariants --------------------------------------------------------------------- */
+
+/* What the checked requests ended as, over the process (sim_stats). */
+static unsigned long long st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err,
+    st_attempts, st_committed;
+
+void sim_stats(FILE *f) {
+  fprintf(f,
+          "sim: %llu requests: %llu streamed answers, %llu errors after commit, %llu whole "
+          "answers, %llu error bodies; %llu committed; %llu attempts\n",
+          st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err, st_committed,
+          st_attempts);
+}
+
+static void check_request(sim_run_req *q) {
+  world *w = q->w;
+  int i = q->idx;
+  const air__exchange_result *res = &q->res;
+  /* attempts: every one was sent; the budget and the rules bound them */
+  if (res->n_attempts != (unsigned)q->xfers)
+    fail(w, "request %d: %u attempts counted, %d sent", i, res->n_attempts, q->xfers);
+  uint32_t budget = q->route.max_attempts;
+  if (res->n_attempts > budget)
+    fail(w, "request %d: %u attempts over the budget %u", i, res->n_attempts, budget);
+  if (q->route.retry_max_sum != AIR__UNLIMITED) {
+    uint32_t bound = 1 + q->route.retry_max_sum + (uint32_t)(q->route.n_targets - 1);
+    if (res->n_attempts > bound)
+      fail(w, "request %d: %u attempts, the rules allow %u", i, res->n_attempts, bound);
+  }
+  /* a switch never revisits a target; waits are bounded and exact in virtual time */
+  const air_attempt *prev = NULL;
+  for (size_t k = 0; k < q->n_log; k++) {
+    const air_attempt *a = &q->log[k];
+    if (a->skipped) continue;
+    for (size_t j = 0; prev && j + 1 < k; j++) {
+      const air_attempt *b = &q->log[j];
+      if (!b->skipped && strcmp(b->target, a->target) == 0 &&
+          strcmp(prev->target, a->target) != 0)
+        fail(w, "request %d: attempt %u revisits %s", i, a->n, a->target);
+    }
+    if (prev) {
+      uint64_t gap = a->start_ms - (prev->start_ms + prev->ms);
+      if (gap != prev->wait_ms)
+        fail(w, "request %d: attempt %u started %" PRIu64 " ms after attempt %u, its wait was %" PRIu64,
+             i, a->n, gap, prev->n, prev->wait_ms);
+    }
+    if (a->wait_ms > q->route.max_wait_ms)
+      fail(w, "request %d: attempt %u waited %" PRIu64 " ms, over %" PRIu64, i, a->n, a->wait_ms,
+           q->route.max_wait_ms);
+    if (a->reason == AIR_REASON_TIMEOUT_FIRST_BYTE && a->ms > q->route.first_byte_ms)
+      fail(w, "request %d: attempt %u timed out on first byte after %" PRIu64 " ms (first_byte_ms %" PRIu64 ")",
+           i, a->n, a->ms, q->route.first_byte_ms);
+    prev = a;
+  }
+  if (!res->committed && q->end_ms - q->start_ms > q->route.total_ms)
+    fail(w, "request %d: failed after %" PRIu64 " ms, total_ms is %" PRIu64, i,
+         q->end_ms - q->start_ms, q->route.total_ms);
+
+  /* exactly one well-formed response in the caller's dialect */
+  decoded d;
+  decoded_init(&d, q->q->dialect);
+  bool success = false;
+  if (q->end_kind == AIR__RESP_ABORT) {
+    fail(w, "request %d: the connection was cut (outcome %s)", i, q->rs.outcome);
+  } else if (q->end_kind == AIR__RESP_STREAM_END) {
+    if (!q->q->stream) fail(w, "request %d: a stream for a non-streaming caller", i);
+    air__sse sse;
+    air__sse_init(&sse, on_caller_event, &d);
+    int rc = air__sse_feed(&sse, q->got.p ? q->got.p : "", q->got.n);
+    if (rc == 0) rc = air__sse_finish(&sse);
+    air__sse_cleanup(&sse);
+    if (rc != 0) fail(w, "request %d: the stream is not valid SSE", i);
+    if (d.malformed) fail(w, "request %d: %u caller events do not decode", i, d.malformed);
+    if (res->rc == 0 && (!d.terminator || d.error))
+      fail(w, "request %d: a success without its terminator", i);
+    if (res->rc != 0 && (d.terminator || !d.error))
+      fail(w, "request %d: a failure after commit must end with an error event, no terminator", i);
+    success = res->rc == 0;
+  } else if (q->end_kind == AIR__RESP_WHOLE) {
+    json_t *j = json_loadb(q->got.p ? q->got.p : "", q->got.n, 0, NULL);
+    if (!json_is_object(j)) fail(w, "request %d: the body is not a JSON object", i);
+    json_decref(j);
+    if (q->rs.status == 200) {
+      if (d.ops->decode_body(&d.dec, q->got.p ? q->got.p : "", q->got.n, on_part, &d) != 0)
+        fail(w, "request %d: the 200 body does not decode in the caller's dialect", i);
+      success = true;
+      d.terminator = true;
+    } else {
+      if (q->rs.status < 400) fail(w, "request %d: error status %d", i, q->rs.status);
+      if (res->rc == 0) fail(w, "request %d: a success answered %d", i, q->rs.status);
+      if (q->n_log > 0 && !contains(&q->got, "attempts"))
+        fail(w, "request %d: the error body has no attempt log", i);
+    }
+  } else {
+    fail(w, "request %d: no response", i);
+  }
+
+  st_req++;
+  st_attempts += res->n_attempts;
+  st_committed += q->committed;
+  if (q->end_kind == AIR__RESP_STREAM_END) (*(success ? &st_stream_ok : &st_stream_err))++;
+  if (q->end_kind == AIR__RESP_WHOLE) (*(success ? &st_whole_ok : &st_whole_err))++;
+  /* the oracle: what the caller got is the committed attempt's script */
+  if (q->committed && !w->failed) {
+    if (q->commit_attempt == 0 || q->commit_attempt > (unsigned)q->xfers ||
+        q->commit_attempt > 64) {
+      fail(w, "request %d: committed attempt %u was never sent", i, q->commit_attempt);
+    } else {
+      int k = (int)q->commit_attempt - 1;
+      const script *s = q->att_script[k];
+      if (strcmp(q->commit_target, q->att_target[k]) != 0)
+        fail(w, "request %d: commit names %s, attempt %u went to %s", i, q->commit_target,
+             q->commit_attempt, q->att_target[k]);
+      if ((q->q->stream || success) && strcmp(q->head_target, q->att_target[k]) != 0)
+        fail(w, "request %d: x-airetry-target is '%s', the answer came from %s", i,
+             q->head_target, q->att_target[k]);
+      air__buf et, ea;
+      air__buf_init(&et, 1u << 20);
+      air__buf_init(&ea, 1u << 20);
+      bool etool;
+      expected(s, q->att_dialect[k], &et, &ea, &etool);
+      if (success) {
+        if (et.n != d.text.n || (et.n && memcmp(et.p, d.text.p, et.n) != 0))
+          fail(w, "request %d: text '%.*s' differs from attempt %u's '%.*s'", i, (int)d.text.n,
+               d.text.p ? d.text.p : "", q->commit_attempt, (int)et.n, et.p ? et.p : "");
+        else if (etool && !same_json(&ea, &d.args))
+          fail(w, "request %d: tool arguments '%.*s' differ from attempt %u's '%.*s'", i,
+               (int)d.args.n, d.args.p ? d.args.p : "", q->commit_attempt, (int)ea.n,
+               ea.p ? ea.p : "");
+        else if (s->finish == FIN_NONE && !(s->kind == AK_STREAM && s->done))
+          fail(w, "request %d: a success from attempt %u, whose script has no finish", i,
+               q->commit_attempt);
+        else if (s->finish == FIN_NONE && d.finish != FIN_NONE && d.finish != FIN_STOP)
+          fail(w, "request %d: finish %s from a script that ended without one", i,
+               fin_names[d.finish]);
+        else if (s->finish != FIN_NONE && d.finish != s->finish &&
+                 !(s->kind == AK_BODY && d.finish == FIN_NONE))
+          fail(w, "request %d: finish %s, attempt %u's script says %s", i, fin_names[d.finish],
+               q->commit_attempt, fin_names[s->finish]);
+      } else if (q->end_kind == AIR__RESP_STREAM_END && !is_prefix(&d.text, &et)) {
+        fail(w, "request %d: released text is not a prefix of attempt %u's", i,
+             q->commit_attempt);
+      }
+      air__buf_cleanup(&et);
+      air__buf_cleanup(&ea);
+    }
+  } else if (success && !w->failed) {
+    fail(w, "request %d: a success that never committed", i);
+  }
+  decoded_cleanup(&d);
+}
+
+/* ---- running a scenario ---------------------------------------------------------------- */
+
+/* What the checks bound, read from the loaded policy (so a scenario file's
+ * route lines are only notes for its reader). */
+static route_meta meta_of(const air__policy *pol, const air__route *rt) {
+  route_meta m;
+  memset(&m, 0, sizeof(m));
+  m.n_targets = rt ? (int)rt->n_targets : 1;
+  m.max_attempts = pol->budget.max_total_attempts;
+  m.first_byte_ms = pol->timeouts.first_byte_ms;
+  for (size_t t = 0; rt && t < rt->n_targets; t++)
+    if (rt->targets[t].timeouts.first_byte_ms > m.first_byte_ms)
+      m.first_byte_ms = rt->targets[t].timeouts.first_byte_ms;
+  m.total_ms = pol->timeouts.total_ms;
+  for (size_t k = 0; k < pol->n_rules; k++) {
+    const air__rule *r = &pol->rules[k];
+    if (r->action != AIR__RULE_RETRY) continue;
+    if (r->max == AIR__UNLIMITED || m.retry_max_sum == AIR__UNLIMITED)
+      m.retry_max_sum = AIR__UNLIMITED;
+    else
+      m.retry_max_sum += r->max;
+    if (r->backoff.max_ms > m.max_wait_ms) m.max_wait_ms = r->backoff.max_ms;
+    if (r->retry_after_max_ms > m.max_wait_ms) m.max_wait_ms = r->retry_after_max_ms;
+  }
+  return m;
+}
+
+static void diag(void *data, const air_diag *dg) {
+  char *buf = data;
+  if (buf[0] == '\0' && dg->severity == AIR_DIAG_ERROR)
+    snprintf(buf, 512, "line %d: %s", dg->line, dg->message ? dg->message : "?");
+}
+
+static void start_request(world *w, sim_run_req *q, const air__loop *lp,
+                          const air_clock *clock) {
+  const sim_req *r = q->q;
+  q->started = true;
+  q->start_ms = w->now;
+  char body[512];
+  if (r->dialect == AIR_DIALECT_OPENAI)
+    snprintf(body, sizeof(body),
+             "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+             "\"stream\":%s%s}",
+             r->model, r->stream ? "true" : "false",
+             r->include_usage ? ",\"stream_options\":{\"include_usage\":true}" : "");
+  else
+    snprintf(body, sizeof(body),
+             "{\"model\":\"%s\",\"max_tokens\":100,\"messages\":[{\"role\":\"user\","
+             "\"content\":\"hi\"}],\"stream\":%s}",
+             r->model, r->stream ? "true" : "false");
+  air_error err;
+  memset(&err, 0, sizeof(err));
+  if (air__request_parse((air_dialect)r->dialect, body, strlen(body), &q->areq, &err) != 0) {
+    fail(w, "request %d: the simulator's request does not parse: %s", q->idx, err.message);
+    w->invalid = true;
+    q->ended = true;
+    return;
+  }
+  air__responder_init(&q->rs, (air_dialect)r->dialect, &q->areq, "req_sim");
+  air__exchange_opts o = {.cfg = w->cfg, .state = w->state, .req = &q->areq,
+                          .model = q->areq.model, .clock = clock};
+  air__exchange_cb cb = {q_commit, q_event, q_flush, NULL, q_end, q};
+  air__transport_if tr = {&sim_transport_ops, q};
+  air__exchange *x = NULL;
+  int rc = air__exchange_start_on(lp, &tr, &o, &cb, &x);
+  if (rc != 0) {
+    fail(w, "request %d: the exchange did not start: %s", q->idx, air_strerror(rc));
+    w->invalid = rc == AIR_ENOTFOUND;  /* a model that is no route: not a scenario */
+    q->ended = true;
+    return;
+  }
+  if (!q->ended) q->x = x;
+}
+
+int sim_run(const sim_scenario *s, char *why, size_t cap) {
+  world w;
+  memset(&w, 0, sizeof(w));
+  w.why = why;
+  w.why_cap = cap;
+  why[0] = '\0';
+  char dbuf[512] = "";
+  if (air_config_parse("sim.yaml", s->yaml, strlen(s->yaml), diag, dbuf, &w.cfg) != 0) {
+    snprintf(why, cap, "the scenario's config does not load: %s", dbuf);
+    return 2;
+  }
+  if (air_state_new(w.cfg, &w.state) != 0) {
+    air_config_free(w.cfg);
+    snprintf(why, cap, "no state");
+    return 1;
+  }
+  air_clock clock = {clk_now, clk_wall, clk_sleep, &w};
+  air__loop lp = {&sim_loop_ops, &w};
+  w.n = s->n_req;
+  w.reqs = calloc((size_t)s->n_req, sizeof(*w.reqs));
+  if (w.reqs == NULL) {
+    air_state_free(w.state);
+    air_config_free(w.cfg);
+    snprintf(why, cap, "out of memory");
+    return 1;
+  }
+  for (int i = 0; i < s->n_req; i++) {
+    sim_run_req *q = &w.reqs[i];
+    q->w = &w;
+    q->idx = i;
+    q->q = &s->req[i];
+    const air__route *rt = air__config_route(w.cfg, s->req[i].model, strlen(s->req[i].model));
+    q->route = meta_of(rt ? &rt->policy : &w.cfg->defaults, rt);
+    air__buf_init(&q->got, 8u << 20);
+  }
+  unsigned steps = 0;
+  for (;;) {
+    /* closed timers go first (never inside timer_close), dead transfers too */
+    for (air__timer **pt = &w.timers; *pt;) {
+      air__timer *t = *pt;
+      if (t->closing) {
+        *pt = t->next;
+        air__timer_fn closed = t->closed;
+        void *arg = t->closed_arg;
+        free(t);
+        if (closed) closed(arg);
+      } else {
+        pt = &t->next;
+      }
+    }
+    for (xfer **px = &w.xfers; *px;) {
+      xfer *x = *px;
+      if (x->dead) {
+        *px = x->next;
+        air__buf_cleanup(&x->out.b);
+        free(x);
+      } else {
+        px = &x->next;
+      }
+    }
+    /* the next thing due: a request arrival, a timer, a transfer step */
+    uint64_t best = UINT64_MAX, best_seq = UINT64_MAX;
+    int what = 0;
+    void *which = NULL;
+    for (int i = 0; i < w.n; i++)
+      if (!w.reqs[i].started && (s->req[i].at < best)) {
+        best = s->req[i].at;
+        best_seq = 0;
+        what = 1;
+        which = &w.reqs[i];
+      }
+    for (air__timer *t = w.timers; t; t = t->next)
+      if (t->armed && (t->due < best || (t->due == best && t->seq < best_seq))) {
+        best = t->due;
+        best_seq = t->seq;
+        what = 2;
+        which = t;
+      }
+    for (xfer *x = w.xfers; x; x = x->next)
+      if (!x->dead && !x->paused && !x->stalled &&
+          (x->due < best || (x->due == best && x->seq < best_seq))) {
+        best = x->due;
+        best_seq = x->seq;
+        what = 3;
+        which = x;
+      }
+    if (what == 0) break;
+    if (++steps > STEP_CAP || best > TIME_CAP) {
+      fail(&w, "the scenario does not end (virtual time %" PRIu64 " ms, %u steps)", best, steps);
+      break;
+    }
+    if (best > w.now) w.now = best;
+    if (what == 1) {
+      start_request(&w, which, &lp, &clock);
+    } else if (what == 2) {
+      air__timer *t = which;
+      t->armed = false;
+      t->fire(t->arg);
+    } else {
+      x_step(which);
+    }
+  }
+  for (int i = 0; i < w.n; i++)
+    if (!w.reqs[i].ended) fail(&w, "request %d never ended (a hang)", i);
+  /* tear down: exchanges left over (only after a failure), then everything */
+  for (int i = 0; i < w.n; i++) {
+    sim_run_req *q = &w.reqs[i];
+    if (q->x) {
+      air__exchange_cancel(q->x);
+      if (q->x) air__exchange_free(q->x);
+      q->x = NULL;
+    }
+  }
+  while (w.timers) {
+    air__timer *t = w.timers;
+    w.timers = t->next;
+    if (t->closing && t->closed) t->closed(t->closed_arg);
+    free(t);
+  }
+  while (w.xfers) {
+    xfer *x = w.xfers;
+    w.xfers = x->next;
+    air__buf_cleanup(&x->out.b);
+    free(x);
+  }
+  for (int i = 0; i < w.n; i++) {
+    sim_run_req *q = &w.reqs[i];
+    if (q->started) {
+      air__responder_cleanup(&q->rs);
+      air__request_cleanup(&q->areq);
+    }
+    air__buf_cleanup(&q->got);
+  }
+  free(w.reqs);
+  air_state_free(w.state);
+  air_config_free(w.cfg);
+  return w.invalid ? 2 : w.failed ? 1 : 0;
+}

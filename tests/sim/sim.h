@@ -1,0 +1,34 @@
+/*
+ * The request-path simulator (DESIGN.md 9, docs/testing.md): the exchange,
+ * the codecs, the commit gate, the engine and the gateway's responder run
+ * against scripted upstreams on a virtual clock; every request of a
+ * scenario is checked against the invariants.
+ */
+#ifndef AIR_SIM_H
+#define AIR_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct sim_scenario sim_scenario;
+
+/* Draws a scenario from seed (splitmix64). NULL when out of memory. */
+sim_scenario *sim_generate(uint64_t seed);
+/* Draws a scenario from a fuzzer's bytes (read as the first draws). */
+sim_scenario *sim_generate_bytes(const uint8_t *p, size_t n);
+/* Reads a scenario file (the format sim_write writes). NULL and a message
+ * in err when it is not one. */
+sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap);
+void sim_write(const sim_scenario *s, FILE *f);
+void sim_free(sim_scenario *s);
+
+/* Runs s and checks every invariant. Returns 0, or 1 with the first
+ * violation in why, or 2 when the scenario itself is not valid (its config
+ * does not load, a request does not parse; why says which). */
+int sim_run(const sim_scenario *s, char *why, size_t cap);
+
+/* Prints what the requests checked so far ended as. */
+void sim_stats(FILE *f);
+
+#endif
