@@ -57,7 +57,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-static bool inside(const air__buf *b, air__http_str s) {
+static bool inside(const air__buf *b, air__str s) {
   if (s.n == 0) return true;
   return b->p != NULL && s.p >= b->p && s.p + s.n <= b->p + b->n;
 }

@@ -15,7 +15,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
-#include <libfyaml.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +33,7 @@
 
 /* ---- diagnostics --------------------------------------------------------- */
 
-typedef struct loc {
-  int line; /* 1-based; 0: not tied to a place */
-  int col;
-} loc;
+typedef air__yaml_loc loc; /* {0, 0}: not tied to a place */
 
 typedef struct diag_rec {
   air_severity sev;
@@ -57,9 +53,8 @@ typedef struct ctx {
   size_t n_errors;
   size_t n_dropped;
   bool oom;
-  bool abort;      /* stop walking (alias bomb) */
-  bool in_builtin; /* reading the built-in rules: no file positions */
-  unsigned long visits;
+  bool in_builtin;     /* reading the built-in rules: no file positions */
+  air__yaml_walk walk; /* stop: an alias bomb ended the walk */
   struct fy_node *defaults_rules; /* rules: of defaults:, NULL if none */
 } ctx;
 
@@ -257,94 +252,15 @@ static bool close_to(const char *s, size_t n, const char *cand, size_t *best) {
 
 /* ---- YAML node helpers --------------------------------------------------- */
 
+/* The walker's budget was crossed: one error, and the walk stops. */
+static void over_budget(void *data, unsigned long max) {
+  error_at(data, (loc){0, 0},
+           "config expands to more than %lu nodes (alias expansion?)", max);
+}
+
 /* Follows an alias; counts visits so alias bombs end in an error. */
 static struct fy_node *deref(ctx *c, struct fy_node *n) {
-  if (!n || c->abort) return NULL;
-  if (++c->visits > MAX_NODE_VISITS) {
-    error_at(c, (loc){0, 0},
-             "config expands to more than %lu nodes (alias expansion?)",
-             MAX_NODE_VISITS);
-    c->abort = true;
-    return NULL;
-  }
-  if (fy_node_is_alias(n)) return fy_node_resolve_alias(n);
-  return n;
-}
-
-/* Position of a node: its own token, or its first key or item; else fb. */
-static loc node_loc(struct fy_node *n, loc fb) {
-  for (int depth = 0; n && depth < 64; depth++) {
-    switch (fy_node_get_type(n)) {
-      case FYNT_SCALAR: {
-        struct fy_token *t = fy_node_get_scalar_token(n);
-        const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-        if (!m) return fb;
-        /* libfyaml marks a quoted scalar after its opening quote. */
-        enum fy_node_style st = fy_node_get_style(n);
-        int quoted = (st == FYNS_SINGLE_QUOTED || st == FYNS_DOUBLE_QUOTED) &&
-                     m->column > 0;
-        return (loc){m->line + 1, m->column + 1 - quoted};
-      }
-      case FYNT_MAPPING: {
-        void *it = NULL;
-        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-        n = p ? fy_node_pair_key(p) : NULL;
-        break;
-      }
-      case FYNT_SEQUENCE: {
-        void *it = NULL;
-        n = fy_node_sequence_iterate(n, &it);
-        break;
-      }
-      default:
-        return fb;
-    }
-  }
-  return fb;
-}
-
-static bool is_null(struct fy_node *n) {
-  if (!n) return true;
-  if (fy_node_get_type(n) != FYNT_SCALAR || fy_node_get_style(n) != FYNS_PLAIN)
-    return false;
-  size_t len = 0;
-  const char *s = fy_node_get_scalar(n, &len);
-  if (!s || len == 0) return true;
-  return eq(s, len, "~") || eq(s, len, "null") || eq(s, len, "Null") ||
-         eq(s, len, "NULL");
-}
-
-static const char *kind(struct fy_node *n) {
-  if (is_null(n)) return "null";
-  switch (fy_node_get_type(n)) {
-    case FYNT_MAPPING:
-      return "a map";
-    case FYNT_SEQUENCE:
-      return "a list";
-    default:
-      return "a scalar";
-  }
-}
-
-static bool is_scalar(struct fy_node *n) {
-  return n && !is_null(n) && fy_node_get_type(n) == FYNT_SCALAR;
-}
-
-static const char *scalar(struct fy_node *n, size_t *len) {
-  const char *s = fy_node_get_scalar(n, len);
-  if (!s) {
-    *len = 0;
-    return "";
-  }
-  return s;
-}
-
-static bool is_seq(struct fy_node *n) {
-  return n && fy_node_get_type(n) == FYNT_SEQUENCE;
-}
-
-static bool is_map(struct fy_node *n) {
-  return n && fy_node_get_type(n) == FYNT_MAPPING;
+  return air__yaml_deref(&c->walk, n);
 }
 
 /*
@@ -354,15 +270,14 @@ static bool is_map(struct fy_node *n) {
 static struct fy_node *map_get(ctx *c, struct fy_node *n, const char *key,
                                struct fy_node **keyp) {
   void *it = NULL;
-  struct fy_node_pair *p;
-  if (!is_map(n)) return NULL;
-  while ((p = fy_node_mapping_iterate(n, &it))) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
+  struct fy_node *k, *v;
+  if (!air__yaml_is_map(n)) return NULL;
+  while (air__yaml_map_next(&c->walk, n, &it, &k, &v)) {
     size_t kn = 0;
-    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
     if (ks && eq(ks, kn, key)) {
       if (keyp) *keyp = k;
-      return deref(c, fy_node_pair_value(p));
+      return deref(c, v);
     }
   }
   return NULL;
@@ -421,20 +336,6 @@ static void expect_desc(const air__opt *o, char *out, size_t sz) {
       snprintf(out, sz, "a string");
       return;
   }
-}
-
-/* Plain decimal digits only: no sign, no blanks, no exponent. */
-static bool parse_u64(const char *s, size_t n, uint64_t *out) {
-  uint64_t v = 0;
-  if (n == 0 || n > 20) return false;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return true;
 }
 
 /* JSON number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
@@ -553,7 +454,8 @@ static int check_str(ctx *c, air__str_check ck, const char *s, size_t n,
         if (s[i] == ':') colon = s + i;
       uint64_t port = 0;
       size_t hn = colon ? (size_t)(colon - s) : 0;
-      if (!colon || hn == 0 || !parse_u64(colon + 1, n - hn - 1, &port) ||
+      if (!colon || hn == 0 ||
+          !air__yaml_u64(colon + 1, n - hn - 1, UINT64_MAX, &port) ||
           port > 65535 || has_ctl_or_blank(s, n))
         return snprintf(why, wsz,
                         "%s is not HOST:PORT (port 0 to 65535, "
@@ -618,7 +520,7 @@ static int convert(ctx *c, const air__opt *o, const char *s, size_t n,
         *(uint32_t *)field = AIR__UNLIMITED;
         return 0;
       }
-      if (!parse_u64(s, n, &u)) {
+      if (!air__yaml_u64(s, n, UINT64_MAX, &u)) {
         expect_desc(o, want, sizeof want);
         snprintf(why, wsz, "expected %s, got %s", want,
                  shown(v, sizeof v, s, n));
@@ -703,13 +605,13 @@ static int convert(ctx *c, const air__opt *o, const char *s, size_t n,
 static void read_scalar(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                         const char *path, void *field) {
   char want[160], why[MSG_BYTES / 2];
-  if (!is_scalar(v)) {
+  if (!air__yaml_is_scalar(v)) {
     expect_desc(o, want, sizeof want);
-    error_at(c, at, "%s: expected %s, got %s", path, want, kind(v));
+    error_at(c, at, "%s: expected %s, got %s", path, want, air__yaml_kind(v));
     return;
   }
   size_t n;
-  const char *s = scalar(v, &n);
+  const char *s = air__yaml_scalar(v, &n);
   if (convert(c, o, s, n, field, why, sizeof why) != 0)
     error_at(c, at, "%s: %s", path, why);
 }
@@ -875,25 +777,24 @@ static void apply_map(ctx *c, unsigned scope, struct fy_node *map, loc at,
   seen_t local;
   if (!seen) seen = &local;
   memset(seen, 0, sizeof *seen);
-  if (c->abort) return;
-  if (!is_null(map) && !is_map(map)) {
-    error_at(c, node_loc(map, at), "%s: expected a map, got %s", where(path),
-             kind(map));
+  if (c->walk.stop) return;
+  if (!air__yaml_is_null(map) && !air__yaml_is_map(map)) {
+    error_at(c, air__yaml_node_loc(map, at), "%s: expected a map, got %s",
+             where(path), air__yaml_kind(map));
     return;
   }
-  if (!is_null(map)) {
+  if (!air__yaml_is_null(map)) {
     void *it = NULL;
-    struct fy_node_pair *p;
-    while ((p = fy_node_mapping_iterate(map, &it)) && !c->abort) {
-      struct fy_node *k = deref(c, fy_node_pair_key(p));
-      loc kl = node_loc(k, at);
-      if (!is_scalar(k)) {
+    struct fy_node *k, *v;
+    while (air__yaml_map_next(&c->walk, map, &it, &k, &v) && !c->walk.stop) {
+      loc kl = air__yaml_node_loc(k, at);
+      if (!air__yaml_is_scalar(k)) {
         error_at(c, kl, "%s: keys must be strings, got %s", where(path),
-                 kind(k));
+                 air__yaml_kind(k));
         continue;
       }
       size_t kn, idx;
-      const char *ks = scalar(k, &kn);
+      const char *ks = air__yaml_scalar(k, &kn);
       if (scope == AIR__SC_TOP && kn > 2 && memcmp(ks, "x-", 2) == 0)
         continue; /* extension keys: a place for YAML anchors */
       if (!find_opt(c, scope, ks, kn, &idx)) {
@@ -901,7 +802,7 @@ static void apply_map(ctx *c, unsigned scope, struct fy_node *map, loc at,
         continue;
       }
       seen->key[idx] = k;
-      seen->val[idx] = fy_node_pair_value(p);
+      seen->val[idx] = v;
     }
     for (unsigned phase = 0; phase < 3; phase++)
       for (size_t i = 0; i < c->n_opts; i++)
@@ -933,11 +834,11 @@ static void apply_map(ctx *c, unsigned scope, struct fy_node *map, loc at,
 /* Checks v is a list of at most max entries; returns the count to read. */
 static size_t list_count(ctx *c, struct fy_node *v, loc at, const char *path,
                          uint64_t max, const char *what) {
-  if (!is_seq(v)) {
-    error_at(c, at, "%s: expected a list, got %s", path, kind(v));
+  if (!air__yaml_is_seq(v)) {
+    error_at(c, at, "%s: expected a list, got %s", path, air__yaml_kind(v));
     return 0;
   }
-  size_t n = (size_t)fy_node_sequence_item_count(v);
+  size_t n = air__yaml_count(v);
   if (n > max) {
     error_at(c, at, "%s: %zu %s, over the limit of %llu", path, n, what,
              (unsigned long long)max);
@@ -970,13 +871,14 @@ static void unknown_reason(ctx *c, loc at, const char *path, const char *s,
 /* One reason name of an `on` list into *m; reports unknown names. */
 static void reason_item(ctx *c, struct fy_node *r, loc at, const char *path,
                         uint32_t *m) {
-  loc il = node_loc(r, at);
-  if (!is_scalar(r)) {
-    error_at(c, il, "%s: expected a reason name, got %s", path, kind(r));
+  loc il = air__yaml_node_loc(r, at);
+  if (!air__yaml_is_scalar(r)) {
+    error_at(c, il, "%s: expected a reason name, got %s", path,
+             air__yaml_kind(r));
     return;
   }
   size_t n;
-  const char *s = scalar(r, &n);
+  const char *s = air__yaml_scalar(r, &n);
   air_reason reason;
   if (air_reason_from_name(s, n, &reason) == 0)
     *m |= 1u << reason;
@@ -988,16 +890,16 @@ static void reason_item(ctx *c, struct fy_node *r, loc at, const char *path,
 static void parse_reasons(ctx *c, struct fy_node *v, loc at, const char *path,
                           uint32_t *mask) {
   uint32_t m = 0;
-  if (is_scalar(v)) {
+  if (air__yaml_is_scalar(v)) {
     reason_item(c, v, at, path, &m);
-  } else if (is_seq(v)) {
+  } else if (air__yaml_is_seq(v)) {
     void *it = NULL;
     struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it)))
+    while ((item = air__yaml_seq_next(v, &it)))
       reason_item(c, deref(c, item), at, path, &m);
   } else {
     error_at(c, at, "%s: expected a reason or a list of reasons, got %s", path,
-             kind(v));
+             air__yaml_kind(v));
     return;
   }
   *mask = m;
@@ -1005,21 +907,21 @@ static void parse_reasons(ctx *c, struct fy_node *v, loc at, const char *path,
 
 static void parse_status(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                          const char *path, air__rule *r) {
-  struct fy_node *single = is_scalar(v) ? v : NULL;
+  struct fy_node *single = air__yaml_is_scalar(v) ? v : NULL;
   size_t n_items = single ? 1 : list_count(c, v, at, path, o->max, "statuses");
   void *it = NULL;
   r->n_status = 0;
   for (size_t i = 0; i < n_items; i++) {
-    struct fy_node *s =
-        deref(c, single ? single : fy_node_sequence_iterate(v, &it));
-    loc il = node_loc(s, at);
+    struct fy_node *s = deref(c, single ? single : air__yaml_seq_next(v, &it));
+    loc il = air__yaml_node_loc(s, at);
     size_t n = 0;
-    const char *t = is_scalar(s) ? scalar(s, &n) : "";
+    const char *t = air__yaml_is_scalar(s) ? air__yaml_scalar(s, &n) : "";
     uint64_t code;
     air__status_range range;
-    if (is_scalar(s) && parse_u64(t, n, &code) && code >= 100 && code <= 599) {
+    if (air__yaml_is_scalar(s) && air__yaml_u64(t, n, UINT64_MAX, &code) &&
+        code >= 100 && code <= 599) {
       range = (air__status_range){(uint16_t)code, (uint16_t)code};
-    } else if (is_scalar(s) && n == 3 && t[0] >= '1' && t[0] <= '5' &&
+    } else if (air__yaml_is_scalar(s) && n == 3 && t[0] >= '1' && t[0] <= '5' &&
                (t[1] == 'x' || t[1] == 'X') && (t[2] == 'x' || t[2] == 'X')) {
       uint16_t lo = (uint16_t)((t[0] - '0') * 100);
       range = (air__status_range){lo, (uint16_t)(lo + 99)};
@@ -1028,7 +930,9 @@ static void parse_status(ctx *c, const air__opt *o, struct fy_node *v, loc at,
       error_at(c, il,
                "%s: expected an HTTP status (100 to 599) or a class like "
                "\"5xx\", got %s",
-               path, is_scalar(s) ? shown(sv, sizeof sv, t, n) : kind(s));
+               path,
+               air__yaml_is_scalar(s) ? shown(sv, sizeof sv, t, n)
+                                      : air__yaml_kind(s));
       continue;
     }
     r->status[r->n_status++] = range;
@@ -1037,24 +941,24 @@ static void parse_status(ctx *c, const air__opt *o, struct fy_node *v, loc at,
 
 static void parse_per_reason(ctx *c, const air__opt *o, struct fy_node *v,
                              loc at, const char *path, uint32_t *per) {
-  if (is_null(v)) return;
-  if (!is_map(v)) {
+  if (air__yaml_is_null(v)) return;
+  if (!air__yaml_is_map(v)) {
     error_at(c, at, "%s: expected a map of reason: count, got %s", path,
-             kind(v));
+             air__yaml_kind(v));
     return;
   }
   void *it = NULL;
-  struct fy_node_pair *p;
-  while ((p = fy_node_mapping_iterate(v, &it))) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
-    struct fy_node *val = deref(c, fy_node_pair_value(p));
-    loc kl = node_loc(k, at);
+  struct fy_node *k, *val;
+  while (air__yaml_map_next(&c->walk, v, &it, &k, &val)) {
+    val = deref(c, val);
+    loc kl = air__yaml_node_loc(k, at);
     char kp[PATH_BYTES];
     size_t n = 0;
-    const char *s = is_scalar(k) ? scalar(k, &n) : "";
+    const char *s = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &n) : "";
     air_reason reason;
-    if (!is_scalar(k)) {
-      error_at(c, kl, "%s: keys must be reason names, got %s", path, kind(k));
+    if (!air__yaml_is_scalar(k)) {
+      error_at(c, kl, "%s: keys must be reason names, got %s", path,
+               air__yaml_kind(k));
       continue;
     }
     if (air_reason_from_name(s, n, &reason) != 0) {
@@ -1062,7 +966,7 @@ static void parse_per_reason(ctx *c, const air__opt *o, struct fy_node *v,
       continue;
     }
     path_key(kp, path, air_reason_name(reason));
-    read_scalar(c, o, val, node_loc(val, kl), kp, &per[reason]);
+    read_scalar(c, o, val, air__yaml_node_loc(val, kl), kp, &per[reason]);
   }
 }
 
@@ -1070,7 +974,7 @@ static void parse_per_reason(ctx *c, const air__opt *o, struct fy_node *v,
 static void parse_strlist(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                           const char *path, char ***list, size_t *count) {
   size_t n = list_count(c, v, at, path, o->max, "entries");
-  if (!is_seq(v)) return;
+  if (!air__yaml_is_seq(v)) return;
   char **out = n ? calloc(n, sizeof *out) : NULL;
   size_t k = 0;
   if (n && !out) {
@@ -1079,23 +983,24 @@ static void parse_strlist(ctx *c, const air__opt *o, struct fy_node *v, loc at,
   }
   void *it = NULL;
   for (size_t i = 0; i < n; i++) {
-    struct fy_node *s = deref(c, fy_node_sequence_iterate(v, &it));
-    loc il = node_loc(s, at);
+    struct fy_node *s = deref(c, air__yaml_seq_next(v, &it));
+    loc il = air__yaml_node_loc(s, at);
     char ip[PATH_BYTES], sv[64];
     path_idx(ip, path, i);
-    if (!is_scalar(s)) {
-      error_at(c, il, "%s: expected a string, got %s", ip, kind(s));
+    if (!air__yaml_is_scalar(s)) {
+      error_at(c, il, "%s: expected a string, got %s", ip, air__yaml_kind(s));
       continue;
     }
     size_t len;
-    const char *t = scalar(s, &len);
+    const char *t = air__yaml_scalar(s, &len);
     if (o->type == AIR__T_NAMES) {
       if (!header_token(t, len)) {
         error_at(c, il, "%s: %s is not a header name", ip,
                  shown(sv, sizeof sv, t, len));
         continue;
       }
-    } else if (len == 0 || len > AIR__MAX_PHRASE_BYTES || memchr(t, '\0', len)) {
+    } else if (len == 0 || len > AIR__MAX_PHRASE_BYTES ||
+               memchr(t, '\0', len)) {
       error_at(c, il,
                "%s: a phrase must have 1 to %u bytes and no NUL (got %zu)", ip,
                (unsigned)AIR__MAX_PHRASE_BYTES, len);
@@ -1115,13 +1020,13 @@ static void parse_strlist(ctx *c, const air__opt *o, struct fy_node *v, loc at,
 
 static void parse_headers(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                           const char *path, air__kv **list, size_t *count) {
-  if (is_null(v)) return;
-  if (!is_map(v)) {
+  if (air__yaml_is_null(v)) return;
+  if (!air__yaml_is_map(v)) {
     error_at(c, at, "%s: expected a map of header: value, got %s", path,
-             kind(v));
+             air__yaml_kind(v));
     return;
   }
-  size_t n = (size_t)fy_node_mapping_item_count(v);
+  size_t n = air__yaml_count(v);
   if (n > o->max) {
     error_at(c, at, "%s: %zu headers, over the limit of %llu", path, n,
              (unsigned long long)o->max);
@@ -1134,22 +1039,23 @@ static void parse_headers(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     return;
   }
   void *it = NULL;
-  struct fy_node_pair *p;
-  while (k < n && (p = fy_node_mapping_iterate(v, &it))) {
-    struct fy_node *key = deref(c, fy_node_pair_key(p));
-    struct fy_node *val = deref(c, fy_node_pair_value(p));
-    loc kl = node_loc(key, at);
+  struct fy_node *key, *val;
+  while (k < n && air__yaml_map_next(&c->walk, v, &it, &key, &val)) {
+    val = deref(c, val);
+    loc kl = air__yaml_node_loc(key, at);
     char sv[64];
     size_t kn = 0, vn = 0;
-    const char *ks = is_scalar(key) ? scalar(key, &kn) : "";
+    const char *ks = air__yaml_is_scalar(key) ? air__yaml_scalar(key, &kn) : "";
     if (!header_token(ks, kn)) {
       error_at(c, kl, "%s: %s is not a header name", path,
-               is_scalar(key) ? shown(sv, sizeof sv, ks, kn) : kind(key));
+               air__yaml_is_scalar(key) ? shown(sv, sizeof sv, ks, kn)
+                                        : air__yaml_kind(key));
       continue;
     }
-    const char *vs = is_scalar(val) ? scalar(val, &vn) : NULL;
+    const char *vs =
+        air__yaml_is_scalar(val) ? air__yaml_scalar(val, &vn) : NULL;
     if (!vs || vn > MAX_HEADER_VALUE_BYTES || !header_value_ok(vs, vn)) {
-      error_at(c, node_loc(val, kl),
+      error_at(c, air__yaml_node_loc(val, kl),
                "%s.%s: expected a header value (one line, at most %u bytes)",
                path, shown(sv, sizeof sv, ks, kn),
                (unsigned)MAX_HEADER_VALUE_BYTES);
@@ -1175,8 +1081,8 @@ static void parse_headers(ctx *c, const air__opt *o, struct fy_node *v, loc at,
 static json_t *to_json(ctx *c, struct fy_node *n, loc at, const char *path,
                        int depth, size_t *budget) {
   n = deref(c, n);
-  loc nl = node_loc(n, at);
-  if (c->abort) return NULL;
+  loc nl = air__yaml_node_loc(n, at);
+  if (c->walk.stop) return NULL;
   if (*budget == 0) return NULL; /* reported already */
   if (depth > 64 || --*budget == 0) {
     error_at(c, nl,
@@ -1186,28 +1092,29 @@ static json_t *to_json(ctx *c, struct fy_node *n, loc at, const char *path,
     *budget = 0;
     return NULL;
   }
-  if (is_null(n)) return json_null();
-  if (is_map(n)) {
+  if (air__yaml_is_null(n)) return json_null();
+  if (air__yaml_is_map(n)) {
     json_t *o = json_object();
     void *it = NULL;
-    struct fy_node_pair *p;
-    while (o && (p = fy_node_mapping_iterate(n, &it))) {
-      struct fy_node *k = deref(c, fy_node_pair_key(p));
+    struct fy_node *k, *v;
+    while (o && air__yaml_map_next(&c->walk, n, &it, &k, &v)) {
       size_t kn = 0;
-      const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+      const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
       char kp[PATH_BYTES];
       if (!ks || memchr(ks, '\0', kn)) {
-        error_at(c, node_loc(k, nl), "%s: keys must be strings", path);
+        error_at(c, air__yaml_node_loc(k, nl), "%s: keys must be strings",
+                 path);
         continue;
       }
       path_fmt(kp, "%s.%.*s", path, (int)(kn > 64 ? 64 : kn), ks);
-      json_t *val = to_json(c, fy_node_pair_value(p), node_loc(k, nl), kp,
-                            depth + 1, budget);
+      json_t *val =
+          to_json(c, v, air__yaml_node_loc(k, nl), kp, depth + 1, budget);
       if (!val) continue;
       char *key = xstrndup(c, ks, kn);
       if (!key || json_object_set_new(o, key, val) != 0) {
         if (key)
-          error_at(c, node_loc(k, nl), "%s: key is not valid UTF-8", kp);
+          error_at(c, air__yaml_node_loc(k, nl), "%s: key is not valid UTF-8",
+                   kp);
         else
           json_decref(val);
       }
@@ -1216,12 +1123,12 @@ static json_t *to_json(ctx *c, struct fy_node *n, loc at, const char *path,
     if (!o) c->oom = true;
     return o;
   }
-  if (is_seq(n)) {
+  if (air__yaml_is_seq(n)) {
     json_t *a = json_array();
     void *it = NULL;
     struct fy_node *item;
     size_t i = 0;
-    while (a && (item = fy_node_sequence_iterate(n, &it))) {
+    while (a && (item = air__yaml_seq_next(n, &it))) {
       char ip[PATH_BYTES];
       path_idx(ip, path, i++);
       json_t *val = to_json(c, item, nl, ip, depth + 1, budget);
@@ -1231,8 +1138,8 @@ static json_t *to_json(ctx *c, struct fy_node *n, loc at, const char *path,
     return a;
   }
   size_t len;
-  const char *s = scalar(n, &len);
-  if (fy_node_get_style(n) == FYNS_PLAIN) {
+  const char *s = air__yaml_scalar(n, &len);
+  if (air__yaml_is_plain(n)) {
     bool integer;
     if (eq(s, len, "true")) return json_true();
     if (eq(s, len, "false")) return json_false();
@@ -1254,9 +1161,9 @@ static json_t *to_json(ctx *c, struct fy_node *n, loc at, const char *path,
 static void parse_override(ctx *c, struct fy_node *v, loc at, const char *path,
                            char **out) {
   static const char *const reserved[] = {"model", "messages", "stream"};
-  if (!is_map(v)) {
+  if (!air__yaml_is_map(v)) {
     error_at(c, at, "%s: expected a map of request fields, got %s", path,
-             kind(v));
+             air__yaml_kind(v));
     return;
   }
   size_t before = c->n_errors, budget = MAX_OVERRIDE_NODES;
@@ -1266,7 +1173,7 @@ static void parse_override(ctx *c, struct fy_node *v, loc at, const char *path,
     if (json_object_get(j, reserved[i])) {
       struct fy_node *k = NULL;
       map_get(c, v, reserved[i], &k);
-      error_at(c, node_loc(k, at),
+      error_at(c, air__yaml_node_loc(k, at),
                "%s: cannot override '%s' (the route and target decide it)",
                path, reserved[i]);
     }
@@ -1291,22 +1198,18 @@ static void parse_override(ctx *c, struct fy_node *v, loc at, const char *path,
 static void parse_rules(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                         const char *path, air__policy *pol);
 
-
 static void load_builtin_rules(ctx *c, const air__opt *o, air__policy *pol) {
   const char *text = air__config_builtin_rules();
-  struct fy_diag *diag = air__yaml_quiet_diag();
-  struct fy_parse_cfg pc = {.flags = FYPCF_QUIET, .diag = diag};
-  struct fy_document *doc =
-      diag ? fy_document_build_from_string(&pc, text, strlen(text)) : NULL;
+  air__yaml_doc d;
+  air__yaml_result r = air__yaml_load(&d, text, strlen(text), NULL, NULL);
   bool was = c->in_builtin;
   c->in_builtin = true;
-  if (!doc)
+  if (r != AIR__YAML_OK || !d.root)
     error_at(c, (loc){0, 0}, "cannot parse the built-in rules");
   else
-    parse_rules(c, o, fy_document_root(doc), (loc){0, 0}, "rules", pol);
+    parse_rules(c, o, d.root, (loc){0, 0}, "rules", pol);
   c->in_builtin = was;
-  fy_document_destroy(doc);
-  if (diag) fy_diag_destroy(diag);
+  air__yaml_doc_cleanup(&d);
 }
 
 /* Fills obj/pol with the defaults of every option of scope (recursively). */
@@ -1354,7 +1257,7 @@ static void init_obj(ctx *c, unsigned scope, void *obj, air__policy *pol) {
 static void parse_rules(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                         const char *path, air__policy *pol) {
   size_t n = list_count(c, v, at, path, o->max, "rules");
-  if (!is_seq(v)) return;
+  if (!air__yaml_is_seq(v)) return;
   air__rule *rules = n ? calloc(n, sizeof *rules) : NULL;
   if (n && !rules) {
     c->oom = true;
@@ -1368,14 +1271,15 @@ static void parse_rules(ctx *c, const air__opt *o, struct fy_node *v, loc at,
   void *it = NULL;
   for (size_t i = 0; i < n; i++) {
     air__rule *r = &rules[i];
-    struct fy_node *item = deref(c, fy_node_sequence_iterate(v, &it));
-    loc il = node_loc(item, at);
+    struct fy_node *item = deref(c, air__yaml_seq_next(v, &it));
+    loc il = air__yaml_node_loc(item, at);
     char ip[PATH_BYTES];
     seen_t sn;
     path_idx(ip, path, i);
     init_obj(c, AIR__SC_RULE, r, NULL);
-    if (!is_map(item)) {
-      error_at(c, il, "%s: expected a rule (a map), got %s", ip, kind(item));
+    if (!air__yaml_is_map(item)) {
+      error_at(c, il, "%s: expected a rule (a map), got %s", ip,
+               air__yaml_kind(item));
       continue;
     }
     apply_map(c, AIR__SC_RULE, item, il, r, NULL, ip, &sn);
@@ -1386,13 +1290,13 @@ static void parse_rules(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                ip);
     if (!sn.key[i_action]) continue;
     if (sn.key[i_to] && r->action != AIR__RULE_SWITCH)
-      error_at(c, node_loc(sn.key[i_to], il),
+      error_at(c, air__yaml_node_loc(sn.key[i_to], il),
                "%s.to: only a switch rule may name a target", ip);
     if (sn.key[i_backoff] && r->action != AIR__RULE_RETRY)
-      warn_at(c, node_loc(sn.key[i_backoff], il),
+      warn_at(c, air__yaml_node_loc(sn.key[i_backoff], il),
               "%s.backoff: used by retry rules only; ignored", ip);
     if (sn.key[i_override] && r->action == AIR__RULE_FAIL)
-      warn_at(c, node_loc(sn.key[i_override], il),
+      warn_at(c, air__yaml_node_loc(sn.key[i_override], il),
               "%s.override: a fail rule causes no attempt; ignored", ip);
   }
   /* pol is non-NULL: the rules option has base AIR__B_POLICY, and an option
@@ -1407,7 +1311,7 @@ static void parse_rules(ctx *c, const air__opt *o, struct fy_node *v, loc at,
 static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                           const char *path, air__route *route) {
   size_t n = list_count(c, v, at, path, o->max, "targets");
-  if (!is_seq(v)) return;
+  if (!air__yaml_is_seq(v)) return;
   if (n == 0) {
     error_at(c, at, "%s: a route needs at least one target", path);
     return;
@@ -1425,20 +1329,20 @@ static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     route->n_targets = i + 1;
     t->timeouts = route->policy.timeouts;
     t->provider = SIZE_MAX;
-    struct fy_node *item = deref(c, fy_node_sequence_iterate(v, &it));
-    loc il = node_loc(item, at);
+    struct fy_node *item = deref(c, air__yaml_seq_next(v, &it));
+    loc il = air__yaml_node_loc(item, at);
     char ip[PATH_BYTES];
     path_idx(ip, path, i);
-    if (is_scalar(item)) {
+    if (air__yaml_is_scalar(item)) {
       size_t len;
-      const char *s = scalar(item, &len);
+      const char *s = air__yaml_scalar(item, &len);
       if (convert(c, to, s, len, &t->name, why, sizeof why) != 0)
         error_at(c, il, "%s: %s", ip, why);
-    } else if (is_map(item)) {
+    } else if (air__yaml_is_map(item)) {
       apply_map(c, AIR__SC_TARGET, item, il, t, NULL, ip, NULL);
     } else {
       error_at(c, il, "%s: expected provider/model or a target map, got %s", ip,
-               kind(item));
+               air__yaml_kind(item));
     }
     if (!t->name) continue;
     const char *slash = strchr(t->name, '/');
@@ -1479,7 +1383,8 @@ static void merge_rule_overrides(ctx *c, air__route *r) {
       json_t *a = json_loads(tj, 0, NULL);
       json_t *b = json_loads(rule->override_json, 0, NULL);
       char *out = NULL;
-      if (json_is_object(a) && json_is_object(b) && json_object_update(a, b) == 0)
+      if (json_is_object(a) && json_is_object(b) &&
+          json_object_update(a, b) == 0)
         out = json_dumps(a, JSON_COMPACT);
       json_decref(a);
       json_decref(b);
@@ -1498,7 +1403,7 @@ static void check_rule_targets(ctx *c, const air__route *r, size_t ri,
   void *it = NULL;
   for (size_t i = 0; i < r->policy.n_rules; i++) {
     struct fy_node *item =
-        rules_node ? deref(c, fy_node_sequence_iterate(rules_node, &it)) : NULL;
+        rules_node ? deref(c, air__yaml_seq_next(rules_node, &it)) : NULL;
     const char *to = r->policy.rules[i].to;
     if (!to) continue;
     bool found = false;
@@ -1506,7 +1411,7 @@ static void check_rule_targets(ctx *c, const air__route *r, size_t ri,
       found = r->targets[j].name && strcmp(r->targets[j].name, to) == 0;
     if (found) continue;
     struct fy_node *tn = map_get(c, item, "to", NULL);
-    error_at(c, node_loc(tn, node_loc(item, (loc){0, 0})),
+    error_at(c, air__yaml_node_loc(tn, air__yaml_node_loc(item, (loc){0, 0})),
              "%s[%zu].to: '%s' is not one of the targets of routes[%zu]%s%s%s",
              rules_path, i, to, ri, r->name ? " ('" : "",
              r->name ? r->name : "", r->name ? "')" : "");
@@ -1531,14 +1436,14 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
     air__provider *p = &cfg->providers[i];
     cfg->n_providers = i + 1;
     p->breaker = cfg->breaker_defaults;
-    struct fy_node *item = deref(c, fy_node_sequence_iterate(v, &it));
-    loc il = node_loc(item, at);
+    struct fy_node *item = deref(c, air__yaml_seq_next(v, &it));
+    loc il = air__yaml_node_loc(item, at);
     char ip[PATH_BYTES];
     seen_t sn;
     path_idx(ip, path, i);
-    if (!is_map(item)) {
+    if (!air__yaml_is_map(item)) {
       error_at(c, il, "%s: expected a provider (a map), got %s", ip,
-               kind(item));
+               air__yaml_kind(item));
       continue;
     }
     apply_map(c, AIR__SC_PROVIDER, item, il, p, NULL, ip, &sn);
@@ -1546,7 +1451,7 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
       for (size_t j = 0; j < i; j++) {
         if (cfg->providers[j].name &&
             strcmp(cfg->providers[j].name, p->name) == 0) {
-          error_at(c, node_loc(deref(c, sn.val[i_name]), il),
+          error_at(c, air__yaml_node_loc(deref(c, sn.val[i_name]), il),
                    "%s.name: duplicate provider name '%s' (also %s[%zu])", ip,
                    p->name, path, j);
           break;
@@ -1564,7 +1469,7 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
       if (val && val[0])
         p->api_key = xstrndup(c, val, strlen(val));
       else
-        warn_at(c, node_loc(deref(c, sn.val[i_env]), il),
+        warn_at(c, air__yaml_node_loc(deref(c, sn.val[i_env]), il),
                 "%s.api_key_env: %s is not set in the environment; attempts "
                 "on provider '%s' will fail with reason auth",
                 ip, p->api_key_env, p->name ? p->name : "?");
@@ -1589,20 +1494,21 @@ static void parse_routes(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     air__route *r = &cfg->routes[i];
     cfg->n_routes = i + 1;
     policy_copy(c, &r->policy, &cfg->defaults);
-    struct fy_node *item = deref(c, fy_node_sequence_iterate(v, &it));
-    loc il = node_loc(item, at);
+    struct fy_node *item = deref(c, air__yaml_seq_next(v, &it));
+    loc il = air__yaml_node_loc(item, at);
     char ip[PATH_BYTES], rp[PATH_BYTES];
     seen_t sn;
     path_idx(ip, path, i);
-    if (!is_map(item)) {
-      error_at(c, il, "%s: expected a route (a map), got %s", ip, kind(item));
+    if (!air__yaml_is_map(item)) {
+      error_at(c, il, "%s: expected a route (a map), got %s", ip,
+               air__yaml_kind(item));
       continue;
     }
     apply_map(c, AIR__SC_ROUTE, item, il, r, &r->policy, ip, &sn);
     if (r->name) {
       for (size_t j = 0; j < i; j++) {
         if (cfg->routes[j].name && strcmp(cfg->routes[j].name, r->name) == 0) {
-          error_at(c, node_loc(deref(c, sn.val[i_name]), il),
+          error_at(c, air__yaml_node_loc(deref(c, sn.val[i_name]), il),
                    "%s.name: duplicate route name '%s' (also %s[%zu])", ip,
                    r->name, path, j);
           break;
@@ -1624,10 +1530,10 @@ static void apply_value(ctx *c, const air__opt *o, struct fy_node *key,
                         const char *path) {
   char cp[PATH_BYTES];
   path_key(cp, path, o->name);
-  loc kl = node_loc(key, (loc){0, 0});
+  loc kl = air__yaml_node_loc(key, (loc){0, 0});
   struct fy_node *v = deref(c, val);
-  if (c->abort) return;
-  loc vl = node_loc(v, kl);
+  if (c->walk.stop) return;
+  loc vl = air__yaml_node_loc(v, kl);
   void *field = field_of(o, obj, pol);
   void *base = o->base == AIR__B_POLICY ? (void *)pol : obj;
   switch (o->type) {
@@ -1688,61 +1594,50 @@ static void apply_value(ctx *c, const air__opt *o, struct fy_node *key,
 
 /* ---- entry points -------------------------------------------------------- */
 
-static loc offset_loc(const char *s, size_t off) {
-  loc l;
-  air__text_pos(s, off, &l.line, &l.col);
-  return l;
+/* A libfyaml warning or error, in the config's words. */
+static void yaml_problem(void *data, bool error, loc at, const char *msg) {
+  if (error)
+    error_at(data, at, "YAML syntax error: %s", msg);
+  else
+    warn_at(data, at, "YAML: %s", msg);
 }
 
 static void load_tree(ctx *c, const char *text, size_t len) {
-  size_t bad = 0;
-  const char *why = air__yaml_check_text(text, len, &bad);
-  if (why != NULL) {
-    error_at(c, offset_loc(text, bad), "the config %s", why);
-    return;
+  air__yaml_doc d;
+  air__yaml_result r = air__yaml_load(&d, text, len, yaml_problem, c);
+  struct fy_node *root = d.root;
+  switch (r) {
+    case AIR__YAML_BAD_TEXT:
+      error_at(c, d.bad_at, "the config %s", d.why);
+      break;
+    case AIR__YAML_NOMEM:
+      c->oom = true;
+      break;
+    case AIR__YAML_SYNTAX:
+      break;
+    case AIR__YAML_NOT_YAML:
+      error_at(c, (loc){0, 0}, "cannot parse the config as YAML");
+      break;
+    case AIR__YAML_OK:
+      if (root && !air__yaml_is_null(root) && !air__yaml_is_map(root)) {
+        error_at(c, air__yaml_node_loc(root, (loc){1, 1}),
+                 "the config must be a map of keys at the top level, got %s",
+                 air__yaml_kind(root));
+        break;
+      }
+      seen_t sn;
+      apply_map(c, AIR__SC_TOP, root, (loc){1, 1}, c->cfg, NULL, "", &sn);
+      size_t i_keys = opt_index(c, AIR__SC_TOP, "client_keys_env");
+      const char *env = c->cfg->client_keys_env;
+      const char *val = env ? getenv(env) : NULL;
+      if (env && (!val || !val[0]))
+        warn_at(c, air__yaml_node_loc(deref(c, sn.val[i_keys]), (loc){1, 1}),
+                "client_keys_env: %s is not set in the environment; no client "
+                "key will be accepted",
+                env);
+      break;
   }
-  struct fy_diag *diag = air__yaml_quiet_diag();
-  if (!diag) {
-    c->oom = true;
-    return;
-  }
-  struct fy_parse_cfg pc = {.flags = FYPCF_QUIET, .diag = diag};
-  struct fy_document *doc =
-      len ? fy_document_build_from_string(&pc, text, len) : NULL;
-  void *it = NULL;
-  struct fy_diag_error *e;
-  size_t syntax = 0;
-  while ((e = fy_diag_errors_iterate(diag, &it))) {
-    if (e->type < FYET_WARNING) continue;
-    loc at = {e->line > 0 ? e->line : 0, e->column > 0 ? e->column : 0};
-    if (e->type == FYET_WARNING) {
-      warn_at(c, at, "YAML: %s", e->msg);
-    } else {
-      error_at(c, at, "YAML syntax error: %s", e->msg);
-      syntax++;
-    }
-  }
-  if (!doc && !syntax && len && !air__yaml_blank(text, len))
-    error_at(c, (loc){0, 0}, "cannot parse the config as YAML");
-  struct fy_node *root = doc && !syntax ? fy_document_root(doc) : NULL;
-  if (root && !is_null(root) && !is_map(root)) {
-    error_at(c, node_loc(root, (loc){1, 1}),
-             "the config must be a map of keys at the top level, got %s",
-             kind(root));
-  } else if (!syntax && (doc || air__yaml_blank(text, len))) {
-    seen_t sn;
-    apply_map(c, AIR__SC_TOP, root, (loc){1, 1}, c->cfg, NULL, "", &sn);
-    size_t i_keys = opt_index(c, AIR__SC_TOP, "client_keys_env");
-    const char *env = c->cfg->client_keys_env;
-    const char *val = env ? getenv(env) : NULL;
-    if (env && (!val || !val[0]))
-      warn_at(c, node_loc(deref(c, sn.val[i_keys]), (loc){1, 1}),
-              "client_keys_env: %s is not set in the environment; no client "
-              "key will be accepted",
-              env);
-  }
-  fy_document_destroy(doc);
-  fy_diag_destroy(diag);
+  air__yaml_doc_cleanup(&d);
 }
 
 int air_config_parse(const char *name, const char *text, size_t len,
@@ -1751,6 +1646,8 @@ int air_config_parse(const char *name, const char *text, size_t len,
   *out = NULL;
   ctx c = {.file = name ? name : "<config>"};
   c.opts = air__config_opts(&c.n_opts);
+  c.walk = (air__yaml_walk){
+      .max_visits = MAX_NODE_VISITS, .over = over_budget, .data = &c};
   if (len > AIR__MAX_CONFIG_BYTES) {
     error_at(&c, (loc){0, 0}, "the config is %zu bytes, over the limit of %u",
              len, (unsigned)AIR__MAX_CONFIG_BYTES);
@@ -1832,4 +1729,3 @@ int air_config_load(const char *path, air_diag_cb cb, void *data,
 const char *air_config_listen(const air_config *cfg) {
   return cfg && cfg->listen ? cfg->listen : DEFAULT_LISTEN;
 }
-

@@ -13,11 +13,9 @@
 #define DAY_MS 86400000ull
 #define WEEK_MS (7ull * DAY_MS)
 #define BIG_COUNT 1000000u
-#define STATUS_SLOTS \
-  (sizeof(((air__rule *)0)->status) / sizeof(((air__rule *)0)->status[0]))
-#define MAX_STATUS                                       \
-  (STATUS_SLOTS < AIR__MAX_STATUS_MATCHERS ? STATUS_SLOTS \
-                                          : AIR__MAX_STATUS_MATCHERS)
+/* A limit's default as the table's default text. */
+#define DEF_TEXT(x) DEF_TEXT_(x)
+#define DEF_TEXT_(x) #x
 
 static const char *const api_names[] = {"openai", "anthropic", NULL};
 static const char *const commit_names[] = {"first_content", "complete", NULL};
@@ -139,14 +137,14 @@ static const air__opt opts[] = {
      .scopes = AIR__SC_LIMITS,
      .type = AIR__T_U64,
      .offset = offsetof(air__limits, max_body_bytes),
-     MS(1024, 1ull << 30),
-     .def = "33554432",
+     MS(1024, AIR__MAX_BODY_BYTES_LIMIT),
+     .def = DEF_TEXT(AIR__DEFAULT_MAX_BODY_BYTES),
      .doc = "Largest request body accepted (413 above)."},
     {.name = "max_header_bytes",
      .scopes = AIR__SC_LIMITS,
      .type = AIR__T_U64,
      .offset = offsetof(air__limits, max_header_bytes),
-     MS(1024, 1ull << 24),
+     MS(1024, AIR__MAX_HEADER_BYTES_LIMIT),
      .def = "65536",
      .doc = "Largest request head (request line + headers)."},
     {.name = "max_connections",
@@ -176,8 +174,8 @@ static const air__opt opts[] = {
      .scopes = AIR__SC_LIMITS,
      .type = AIR__T_U64,
      .offset = offsetof(air__limits, max_inflight_body_bytes),
-     MS(1024, 1ull << 40),
-     .def = "268435456",
+     MS(1024, AIR__MAX_INFLIGHT_BODY_BYTES_LIMIT),
+     .def = DEF_TEXT(AIR__DEFAULT_MAX_INFLIGHT_BODY_BYTES),
      .doc = "Bytes of request bodies being read at once, summed over every "
             "connection of the process (a declared Content-Length counts "
             "from the head); a request that would pass it gets 503 with "
@@ -510,7 +508,7 @@ static const air__opt opts[] = {
      .type = AIR__T_STATUS,
      .offset = offsetof(air__rule, status),
      .noffset = offsetof(air__rule, n_status),
-     .max = MAX_STATUS,
+     .max = AIR__MAX_STATUS_MATCHERS,
      .def_doc = "none",
      .doc = "HTTP statuses: integers (429) or classes (\"5xx\")."},
     {.name = "message",

@@ -12,7 +12,7 @@
 #define AIR__MAX_ROUTES 4096
 #define AIR__MAX_TARGETS 64               /* targets in one route */
 #define AIR__MAX_RULES 64                 /* rules in one route */
-#define AIR__MAX_STATUS_MATCHERS 32       /* status: entries in one rule */
+#define AIR__MAX_STATUS_MATCHERS 16       /* status: entries in one rule */
 #define AIR__MAX_PHRASES 256              /* refusal phrases in one route */
 #define AIR__MAX_PHRASE_BYTES 512         /* one refusal phrase */
 #define AIR__MAX_HEADERS 64               /* extra/forwarded headers */
@@ -28,5 +28,15 @@
 #define AIR__MAX_RESPONSE_BYTES (64u << 20)  /* a whole (non-stream) 200 body */
 #define AIR__MAX_HOLD_EVENTS 65536           /* events held before commit */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
+
+/* The gateway's request limits (`limits:`, DESIGN.md 4): defaults (plain
+ * decimals: the option table writes them as its default text) and the
+ * largest value each option accepts. */
+#define AIR__DEFAULT_MAX_BODY_BYTES 33554432            /* 32 MiB */
+#define AIR__DEFAULT_MAX_QUEUED_BYTES 67108864          /* 64 MiB unsent */
+#define AIR__DEFAULT_MAX_INFLIGHT_BODY_BYTES 268435456  /* 256 MiB */
+#define AIR__MAX_BODY_BYTES_LIMIT (1ull << 30)           /* 1 GiB */
+#define AIR__MAX_HEADER_BYTES_LIMIT (1ull << 24)         /* 16 MiB */
+#define AIR__MAX_INFLIGHT_BODY_BYTES_LIMIT (1ull << 40)  /* 1 TiB */
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "airetry.h"
+#include "limits.h"
 
 /* "unlimited" for counts (max, max_total_attempts, per_reason). */
 #define AIR__UNLIMITED UINT32_MAX
@@ -57,7 +58,7 @@ typedef struct air__status_range {
  */
 typedef struct air__rule {
   uint32_t on_mask;  /* bit (1u << reason) per reason */
-  air__status_range status[16];
+  air__status_range status[AIR__MAX_STATUS_MATCHERS];
   size_t n_status;
   char *message;
   air__rule_action action;

@@ -29,17 +29,13 @@
 
 #include "airetry.h"
 #include "limits.h"
+#include "str.h"
 
 #define NS_PER_US 1000ull
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 #define MS_PER_DAY 86400000ll
 
-/* A borrowed byte range. */
-typedef struct span {
-  const char *p;
-  size_t n;
-} span;
 
 /* A cursor over a span for the date parsers. */
 typedef struct cursor {
@@ -77,7 +73,7 @@ static int name_is(const air_header *h, const char *lit) {
 
 /* The first header named lit, trimmed of OWS; 0 when there is none. */
 static int find_header(const air_header *h, size_t n, const char *lit,
-                       span *out) {
+                       air__str *out) {
   for (size_t i = 0; i < n; i++) {
     if (!name_is(&h[i], lit)) continue;
     const char *p = h[i].value != NULL ? h[i].value : "";
@@ -152,7 +148,7 @@ static uint64_t ns_to_ms_ceil(uint64_t ns) {
 }
 
 /* A whole value that is one decimal number of unit; in ns. */
-static int parse_number_ns(span v, uint64_t unit, uint64_t *ns) {
+static int parse_number_ns(air__str v, uint64_t unit, uint64_t *ns) {
   size_t i = 0;
   decimal d;
   if (!scan_decimal(v.p, v.n, &i, &d) || i != v.n) return 0;
@@ -161,7 +157,7 @@ static int parse_number_ns(span v, uint64_t unit, uint64_t *ns) {
 }
 
 /* 1 when the value is a decimal number equal to zero ("0", "00", "0.0"). */
-static int is_zero(span v) {
+static int is_zero(air__str v) {
   size_t i = 0;
   decimal d;
   if (!scan_decimal(v.p, v.n, &i, &d) || i != v.n || d.ip != 0) return 0;
@@ -194,7 +190,7 @@ static const duration_unit duration_units[] = {
  * one or more number+unit pairs, every number with a unit except a lone
  * "0". No sign (a negative duration is no hint). In ns, saturating.
  */
-static int parse_duration_ns(span v, uint64_t *ns) {
+static int parse_duration_ns(air__str v, uint64_t *ns) {
   if (v.n == 1 && v.p[0] == '0') {
     *ns = 0;
     return 1;
@@ -347,7 +343,7 @@ static int at_end(const cursor *c) {
 /* ---- HTTP-date (RFC 9110 5.6.7) ---------------------------------------- */
 
 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-static int imf_fixdate(span v, civil *t) {
+static int imf_fixdate(air__str v, civil *t) {
   cursor c = {v.p, v.n, 0};
   int y;
   if (!(day_name(&c, 0) && eat(&c, ", ") && digits(&c, 2, &t->day) &&
@@ -363,7 +359,7 @@ static int imf_fixdate(span v, civil *t) {
  * "Sunday, 06-Nov-94 08:49:37 GMT". The two-digit year is the one nearest
  * the wall clock's year that is at most 50 years ahead of it.
  */
-static int rfc850_date(span v, uint64_t wall_ms, civil *t) {
+static int rfc850_date(air__str v, uint64_t wall_ms, civil *t) {
   cursor c = {v.p, v.n, 0};
   int yy;
   if (!(day_name(&c, 1) && eat(&c, ", ") && digits(&c, 2, &t->day) &&
@@ -382,7 +378,7 @@ static int rfc850_date(span v, uint64_t wall_ms, civil *t) {
 }
 
 /* "Sun Nov  6 08:49:37 1994" (the day is space-padded). */
-static int asctime_date(span v, civil *t) {
+static int asctime_date(air__str v, civil *t) {
   cursor c = {v.p, v.n, 0};
   int y;
   if (!(day_name(&c, 0) && eat(&c, " ") && month(&c, &t->month) &&
@@ -397,7 +393,7 @@ static int asctime_date(span v, civil *t) {
   return 1;
 }
 
-static int http_date_ms(span v, uint64_t wall_ms, int64_t *t_ms) {
+static int http_date_ms(air__str v, uint64_t wall_ms, int64_t *t_ms) {
   civil t = {0};
   if (!imf_fixdate(v, &t) && !rfc850_date(v, wall_ms, &t) &&
       !asctime_date(v, &t))
@@ -414,7 +410,7 @@ static int http_date_ms(span v, uint64_t wall_ms, int64_t *t_ms) {
  * (or t, or a space), a time with optional fraction (rounded up to ms), Z
  * or a numeric offset.
  */
-static int rfc3339_ms(span v, int64_t *t_ms) {
+static int rfc3339_ms(air__str v, int64_t *t_ms) {
   cursor c = {v.p, v.n, 0};
   civil t = {0};
   int y;
@@ -463,7 +459,7 @@ static int rfc3339_ms(span v, int64_t *t_ms) {
 
 /* ---- sources ------------------------------------------------------------ */
 
-static int hint_ms(span v, uint64_t wall_ms, uint64_t *ms) {
+static int hint_ms(air__str v, uint64_t wall_ms, uint64_t *ms) {
   (void)wall_ms;
   uint64_t ns;
   if (!parse_number_ns(v, NS_PER_MS, &ns)) return 0;
@@ -471,7 +467,7 @@ static int hint_ms(span v, uint64_t wall_ms, uint64_t *ms) {
   return 1;
 }
 
-static int hint_retry_after(span v, uint64_t wall_ms, uint64_t *ms) {
+static int hint_retry_after(air__str v, uint64_t wall_ms, uint64_t *ms) {
   if (v.n > 0 && (is_digit((unsigned char)v.p[0]) || v.p[0] == '.')) {
     uint64_t ns;
     if (!parse_number_ns(v, NS_PER_S, &ns)) return 0;
@@ -482,7 +478,7 @@ static int hint_retry_after(span v, uint64_t wall_ms, uint64_t *ms) {
   return http_date_ms(v, wall_ms, &t_ms) && wait_until(t_ms, wall_ms, ms);
 }
 
-static int hint_duration(span v, uint64_t wall_ms, uint64_t *ms) {
+static int hint_duration(air__str v, uint64_t wall_ms, uint64_t *ms) {
   (void)wall_ms;
   uint64_t ns;
   if (!parse_duration_ns(v, &ns)) return 0;
@@ -490,12 +486,12 @@ static int hint_duration(span v, uint64_t wall_ms, uint64_t *ms) {
   return 1;
 }
 
-static int hint_rfc3339(span v, uint64_t wall_ms, uint64_t *ms) {
+static int hint_rfc3339(air__str v, uint64_t wall_ms, uint64_t *ms) {
   int64_t t_ms;
   return rfc3339_ms(v, &t_ms) && wait_until(t_ms, wall_ms, ms);
 }
 
-typedef int (*hint_fn)(span v, uint64_t wall_ms, uint64_t *ms);
+typedef int (*hint_fn)(air__str v, uint64_t wall_ms, uint64_t *ms);
 
 /* The direct hints, in the order they are read. */
 static const struct {
@@ -537,7 +533,7 @@ static int found(uint64_t ms, uint64_t *wait_ms) {
 int air_retry_after(const air_header *h, size_t n, uint64_t wall_ms,
                     uint64_t *wait_ms) {
   if (h == NULL) return 0;
-  span v;
+  air__str v;
   uint64_t ms;
   for (size_t k = 0; k < sizeof direct / sizeof direct[0]; k++)
     if (find_header(h, n, direct[k].name, &v) &&
@@ -547,7 +543,7 @@ int air_retry_after(const air_header *h, size_t n, uint64_t wall_ms,
   int any = 0;
   uint64_t best = 0;
   for (size_t k = 0; k < sizeof windows / sizeof windows[0]; k++) {
-    span rem;
+    air__str rem;
     if (!find_header(h, n, windows[k].remaining, &rem) || !is_zero(rem))
       continue;
     if (find_header(h, n, windows[k].reset, &v) &&

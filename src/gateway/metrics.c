@@ -278,76 +278,97 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
   observe(&m->self, self_ms);
 }
 
+/*
+ * The exposition is text built in one go (buf.h): every append below is a
+ * sticky put, and air__metrics_render checks the buffer's error once at the
+ * end, so the first failure is passed on as it is (AIR_ETOOBIG, AIR_ENOMEM).
+ */
+
 /* A label value: backslash, quote and newline escaped. */
-static int add_label(air__buf *out, const char *v) {
-  int rc = air__buf_addc(out, '"');
-  for (const char *p = v; rc == 0 && *p; p++) {
-    if (*p == '\\' || *p == '"')
-      rc = air__buf_addc(out, '\\') || air__buf_addc(out, *p);
-    else if (*p == '\n')
-      rc = air__buf_adds(out, "\\n");
-    else
-      rc = air__buf_addc(out, *p);
+static void put_label(air__buf *out, const char *v) {
+  air__buf_putc(out, '"');
+  for (const char *p = v; *p; p++) {
+    if (*p == '\\' || *p == '"') {
+      air__buf_putc(out, '\\');
+      air__buf_putc(out, *p);
+    } else if (*p == '\n') {
+      air__buf_puts(out, "\\n");
+    } else {
+      air__buf_putc(out, *p);
+    }
   }
-  return rc ? rc : air__buf_addc(out, '"');
+  air__buf_putc(out, '"');
+}
+
+/* "# HELP name help\n# TYPE name type\n". */
+static void put_head(air__buf *out, const char *name, const char *help,
+                     const char *type) {
+  air__buf_puts(out, "# HELP ");
+  air__buf_puts(out, name);
+  air__buf_putc(out, ' ');
+  air__buf_puts(out, help);
+  air__buf_puts(out, "\n# TYPE ");
+  air__buf_puts(out, name);
+  air__buf_putc(out, ' ');
+  air__buf_puts(out, type);
+  air__buf_putc(out, '\n');
 }
 
 /* One counter family: every non-zero slot of every cell of kind k. */
-static int render_counter(air__buf *out, const char *name, const char *help,
-                          const air__metrics *m, enum kind k, const char *la,
-                          const char *lb) {
-  int rc = air__buf_adds(out, "# HELP ");
-  rc = rc || air__buf_adds(out, name) || air__buf_addc(out, ' ') ||
-       air__buf_adds(out, help) || air__buf_adds(out, "\n# TYPE ") ||
-       air__buf_adds(out, name) || air__buf_adds(out, " counter\n");
+static void put_counter(air__buf *out, const char *name, const char *help,
+                        const air__metrics *m, enum kind k, const char *la,
+                        const char *lb) {
+  put_head(out, name, help, "counter");
   size_t slots = k == K_ROUTE ? N_OUTCOMES : (size_t)AIR_REASON__COUNT;
-  for (const cell *c = m->first; rc == 0 && c != NULL; c = c->next_all) {
+  for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;
+       c = c->next_all) {
     if (c->kind != k) continue;
-    for (size_t i = 0; rc == 0 && i < slots; i++) {
+    for (size_t i = 0; i < slots; i++) {
       uint64_t v = atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
       if (v == 0) continue;
       const char *b = k == K_ROUTE ? outcomes[i]
                       : i == 0     ? "ok"
                                    : air_reason_name((air_reason)i);
-      rc = air__buf_adds(out, name) || air__buf_addc(out, '{') ||
-           air__buf_adds(out, la) || air__buf_addc(out, '=') ||
-           add_label(out, c->name) || air__buf_addc(out, ',') ||
-           air__buf_adds(out, lb) || air__buf_addc(out, '=') ||
-           add_label(out, b) || air__buf_adds(out, "} ") ||
-           air__buf_addu(out, v) || air__buf_addc(out, '\n');
+      air__buf_puts(out, name);
+      air__buf_putc(out, '{');
+      air__buf_puts(out, la);
+      air__buf_putc(out, '=');
+      put_label(out, c->name);
+      air__buf_putc(out, ',');
+      air__buf_puts(out, lb);
+      air__buf_putc(out, '=');
+      put_label(out, b);
+      air__buf_puts(out, "} ");
+      air__buf_putu(out, v);
+      air__buf_putc(out, '\n');
     }
   }
-  return rc;
 }
 
-static int render_scalar(air__buf *out, const char *name, const char *help,
-                         uint64_t v) {
-  return air__buf_adds(out, "# HELP ") || air__buf_adds(out, name) ||
-         air__buf_addc(out, ' ') || air__buf_adds(out, help) ||
-         air__buf_adds(out, "\n# TYPE ") || air__buf_adds(out, name) ||
-         air__buf_adds(out, " counter\n") || air__buf_adds(out, name) ||
-         air__buf_addc(out, ' ') || air__buf_addu(out, v) ||
-         air__buf_addc(out, '\n');
+static void put_scalar(air__buf *out, const char *name, const char *help,
+                       uint64_t v) {
+  put_head(out, name, help, "counter");
+  air__buf_puts(out, name);
+  air__buf_putc(out, ' ');
+  air__buf_putu(out, v);
+  air__buf_putc(out, '\n');
 }
 
 /* Bucket counts are read one by one while requests go on: each read is
  * clamped to the one before, so the exposition stays cumulative. */
-static int render_histogram(air__buf *out, const char *name, const char *help,
-                            const histogram *h) {
+static void put_histogram(air__buf *out, const char *name, const char *help,
+                          const histogram *h) {
   char line[160];
-  int rc = air__buf_adds(out, "# HELP ") || air__buf_adds(out, name) ||
-           air__buf_addc(out, ' ') || air__buf_adds(out, help) ||
-           air__buf_adds(out, "\n# TYPE ") || air__buf_adds(out, name) ||
-           air__buf_adds(out, " histogram\n");
+  put_head(out, name, help, "histogram");
   uint64_t prev = 0;
-  for (int i = 0; rc == 0 && i < N_BUCKETS; i++) {
+  for (int i = 0; i < N_BUCKETS; i++) {
     uint64_t v = atomic_load_explicit(&((histogram *)h)->buckets[i],
                                       memory_order_relaxed);
     if (v < prev) v = prev;
     prev = v;
     snprintf(line, sizeof(line), "%s_bucket{le=\"%g\"} %llu\n", name,
              bucket_s[i], (unsigned long long)v);
-    rc = air__buf_adds(out, line);
+    air__buf_puts(out, line);
   }
   uint64_t count = atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
   if (count < prev) count = prev;
@@ -357,54 +378,62 @@ static int render_histogram(air__buf *out, const char *name, const char *help,
            name, (unsigned long long)count, name,
            (unsigned long long)(sum_ms / 1000), (unsigned)(sum_ms % 1000), name,
            (unsigned long long)count);
-  return rc ? rc : air__buf_adds(out, line);
+  air__buf_puts(out, line);
 }
 
 int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
                         air__buf *out) {
+  int rc = air__buf_error(out);
+  if (rc != 0) return rc; /* a failure of the caller's is not ours to hide */
+  size_t start = out->n;
   pthread_mutex_lock(&m->mu);
-  int rc = render_counter(out, "airetry_requests_total",
-                          "Requests by route and outcome.", m, K_ROUTE,
-                          "route", "outcome");
-  rc = rc || render_counter(out, "airetry_attempts_total",
-                            "Upstream attempts by target and reason (ok: answered).",
-                            m, K_TARGET, "target", "reason");
-  rc = rc || render_scalar(out, "airetry_retries_total",
-                           "Attempts on the same target as the one before.",
-                           atomic_load_explicit(&m->retries, memory_order_relaxed));
-  rc = rc || render_scalar(out, "airetry_switches_total",
-                           "Attempts on another target than the one before.",
-                           atomic_load_explicit(&m->switches, memory_order_relaxed));
-  rc = rc || render_scalar(out, "airetry_malformed_events_total",
-                           "Malformed upstream events skipped.",
-                           atomic_load_explicit(&m->malformed, memory_order_relaxed));
-  rc = rc || render_scalar(out, "airetry_worker_restarts_total",
-                           "Worker processes the supervisor replaced after they "
-                           "died.", m->worker_restarts);
-  rc = rc || render_scalar(out, "airetry_log_lines_dropped_total",
-                           "Log lines dropped because stderr did not keep up.",
-                           m->log_dropped ? atomic_load(m->log_dropped) : 0);
-  rc = rc || air__buf_adds(out,
-                           "# HELP airetry_breaker_state Breaker per target: "
-                           "0 closed, 1 open, 2 half-open.\n"
-                           "# TYPE airetry_breaker_state gauge\n");
-  for (const cell *c = m->first; rc == 0 && c != NULL; c = c->next_all) {
+  put_counter(out, "airetry_requests_total", "Requests by route and outcome.",
+              m, K_ROUTE, "route", "outcome");
+  put_counter(out, "airetry_attempts_total",
+              "Upstream attempts by target and reason (ok: answered).", m,
+              K_TARGET, "target", "reason");
+  put_scalar(out, "airetry_retries_total",
+             "Attempts on the same target as the one before.",
+             atomic_load_explicit(&m->retries, memory_order_relaxed));
+  put_scalar(out, "airetry_switches_total",
+             "Attempts on another target than the one before.",
+             atomic_load_explicit(&m->switches, memory_order_relaxed));
+  put_scalar(out, "airetry_malformed_events_total",
+             "Malformed upstream events skipped.",
+             atomic_load_explicit(&m->malformed, memory_order_relaxed));
+  put_scalar(out, "airetry_worker_restarts_total",
+             "Worker processes the supervisor replaced after they died.",
+             m->worker_restarts);
+  put_scalar(out, "airetry_log_lines_dropped_total",
+             "Log lines dropped because stderr did not keep up.",
+             m->log_dropped ? atomic_load(m->log_dropped) : 0);
+  put_head(out, "airetry_breaker_state",
+           "Breaker per target: 0 closed, 1 open, 2 half-open.", "gauge");
+  for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;
+       c = c->next_all) {
     if (c->kind != K_TARGET || c == m->other_target) continue;
     air_breaker_mode b = air_state_breaker(st, c->name, now_ms);
     int v = b == AIR_BREAKER_OPEN ? 1 : b == AIR_BREAKER_HALF_OPEN ? 2 : 0;
-    rc = air__buf_adds(out, "airetry_breaker_state{target=") ||
-         add_label(out, c->name) || air__buf_adds(out, "} ") ||
-         air__buf_addu(out, (unsigned long long)v) || air__buf_addc(out, '\n');
+    air__buf_puts(out, "airetry_breaker_state{target=");
+    put_label(out, c->name);
+    air__buf_puts(out, "} ");
+    air__buf_putu(out, (unsigned long long)v);
+    air__buf_putc(out, '\n');
   }
-  rc = rc || render_histogram(out, "airetry_first_content_seconds",
-                              "Time from request to first content released.",
-                              &m->first_content);
-  rc = rc || render_histogram(out, "airetry_request_seconds",
-                              "Time from request to its end.", &m->total);
-  rc = rc || render_histogram(out, "airetry_overhead_seconds",
-                              "Gateway self-time: time not spent waiting for "
-                              "upstreams or backoffs.",
-                              &m->self);
+  put_histogram(out, "airetry_first_content_seconds",
+                "Time from request to first content released.",
+                &m->first_content);
+  put_histogram(out, "airetry_request_seconds",
+                "Time from request to its end.", &m->total);
+  put_histogram(out, "airetry_overhead_seconds",
+                "Gateway self-time: time not spent waiting for upstreams or "
+                "backoffs.",
+                &m->self);
   pthread_mutex_unlock(&m->mu);
+  rc = air__buf_error(out);
+  if (rc != 0 && out->p != NULL) {
+    out->n = start; /* no partial exposition is left behind */
+    out->p[start] = '\0';
+  }
   return rc;
 }

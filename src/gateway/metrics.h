@@ -50,7 +50,9 @@ void air__metrics_watch_log_drops(air__metrics *m,
                                   const _Atomic uint64_t *dropped);
 
 /* Appends the exposition text; breaker states are read from st at now_ms for
- * the targets counted so far. Returns 0 or a buf error. */
+ * the targets counted so far. Returns 0 or the first append error as it is
+ * (AIR_ETOOBIG, AIR_ENOMEM; then out is as it was, its error kept); a
+ * buffer that already holds an error returns that error, untouched. */
 int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
                         air__buf *out);
 

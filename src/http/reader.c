@@ -109,7 +109,7 @@ static bool is_blank(char c) {
   return c == ' ' || c == '\t';
 }
 
-static air__http_str trim(air__http_str s) {
+static air__str trim(air__str s) {
   while (s.n > 0 && is_blank(s.p[0])) {
     s.p++;
     s.n--;
@@ -165,7 +165,7 @@ static int on_headers_complete(llhttp_t *p) {
     const air__http_hdr_off *o = &r->offs[i];
     r->hdrs[i].name.p = base + o->name;
     r->hdrs[i].name.n = o->name_n;
-    air__http_str v = {base + o->value, o->value_n};
+    air__str v = {base + o->value, o->value_n};
     r->hdrs[i].value = trim(v);
   }
   m->headers = r->hdrs;
@@ -384,7 +384,7 @@ air__http_event air__http_reader_feed(air__http_reader *r, const char *p,
   }
 }
 
-const air__http_str *air__http_find_header(const air__http_request *m,
+const air__str *air__http_find_header(const air__http_request *m,
                                            const char *name) {
   for (size_t i = 0; i < m->n_headers; i++)
     if (air__http_str_eq(m->headers[i].name, name)) return &m->headers[i].value;
@@ -395,7 +395,7 @@ static char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
 }
 
-bool air__http_str_eq(air__http_str s, const char *lit) {
+bool air__http_str_eq(air__str s, const char *lit) {
   size_t i = 0;
   for (; i < s.n; i++) {
     if (lit[i] == '\0' || lower(s.p[i]) != lower(lit[i])) return false;

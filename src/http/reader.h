@@ -20,16 +20,15 @@
 #include <llhttp.h>
 
 #include "buf.h"
+#include "str.h"
 
-/* A string with its length; not NUL-terminated unless said so. */
-typedef struct air__http_str {
-  const char *p;
-  size_t n;
-} air__http_str;
+/* The old name of air__str, for the gateway's and the mock's request code
+ * until they move to air__str (one type: the two names are the same). */
+typedef air__str air__http_str;
 
 typedef struct air__http_header {
-  air__http_str name;  /* as sent (compare case-insensitively) */
-  air__http_str value; /* leading and trailing blanks removed */
+  air__str name;  /* as sent (compare case-insensitively) */
+  air__str value; /* leading and trailing blanks removed */
 } air__http_header;
 
 /*
@@ -38,13 +37,13 @@ typedef struct air__http_header {
  * the AIR__HTTP_DONE event and empty before it.
  */
 typedef struct air__http_request {
-  air__http_str method; /* "GET", "POST", ... (static storage) */
-  air__http_str target; /* the request-target as sent */
-  air__http_str path;   /* target without query: "/v1/models", "*" */
-  air__http_str query;  /* after the first '?', without it; n == 0: none */
+  air__str method; /* "GET", "POST", ... (static storage) */
+  air__str target; /* the request-target as sent */
+  air__str path;   /* target without query: "/v1/models", "*" */
+  air__str query;  /* after the first '?', without it; n == 0: none */
   const air__http_header *headers;
   size_t n_headers;
-  air__http_str body;
+  air__str body;
   int version_minor; /* HTTP/1.<version_minor>: 0 or 1 */
   bool keep_alive;   /* the connection may carry another request */
   bool chunked;      /* Transfer-Encoding: chunked */
@@ -141,10 +140,10 @@ bool air__http_reader_started(const air__http_reader *r);
 const air__http_request *air__http_reader_msg(const air__http_reader *r);
 
 /* The value of the first header named `name` (case-insensitive), or NULL. */
-const air__http_str *air__http_find_header(const air__http_request *m,
+const air__str *air__http_find_header(const air__http_request *m,
                                            const char *name);
 
 /* Case-insensitive comparison of s with the NUL-terminated lit. */
-bool air__http_str_eq(air__http_str s, const char *lit);
+bool air__http_str_eq(air__str s, const char *lit);
 
 #endif

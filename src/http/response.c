@@ -99,7 +99,7 @@ static bool is_value(const char *p, size_t n) {
 }
 
 static bool name_is(const char *p, size_t n, const char *lit) {
-  air__http_str s = {p, n};
+  air__str s = {p, n};
   return air__http_str_eq(s, lit);
 }
 

@@ -52,20 +52,22 @@
 
 #include <uv.h>
 
+#include "limits.h"
 #include "reader.h"
 
 /* Defaults of air__http_config (DESIGN.md 4 `limits:`), and named maxima. */
-#define AIR__HTTP_DEFAULT_MAX_BODY_BYTES 33554432u /* 32 MiB */
+#define AIR__HTTP_DEFAULT_MAX_BODY_BYTES ((size_t)AIR__DEFAULT_MAX_BODY_BYTES)
 #define AIR__HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
 #define AIR__HTTP_DEFAULT_MAX_CONNECTIONS 10000u
 #define AIR__HTTP_DEFAULT_IDLE_TIMEOUT_MS 75000u
 #define AIR__HTTP_DEFAULT_REQUEST_TIMEOUT_MS 30000u
 #define AIR__HTTP_DEFAULT_MAX_HEADERS 256u
 #define AIR__HTTP_DEFAULT_MAX_PENDING_BYTES 1048576u /* read ahead */
-#define AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES 67108864u /* unsent response */
+#define AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES ((size_t)AIR__DEFAULT_MAX_QUEUED_BYTES)
 #define AIR__HTTP_DEFAULT_LINGER_MS 2000u
 #define AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
-#define AIR__HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES 268435456u /* 256 MiB */
+#define AIR__HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES \
+  ((size_t)AIR__DEFAULT_MAX_INFLIGHT_BODY_BYTES)
 #define AIR__HTTP_MAX_HOST_BYTES 255 /* the listen host literal */
 #define AIR__HTTP_MAX_REJECTING 64   /* excess connections answered 503 */
 #define AIR__HTTP_READ_BYTES 65536   /* one socket read */

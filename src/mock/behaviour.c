@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libfyaml.h>
-
 #include "mock_int.h"
 #include "yaml.h"
 
@@ -57,21 +55,22 @@ static const key_desc keys[] = {
     {"status", AIR__MOCK_K_STATUS, KT_STATUS, OFF(status), SC_BEH, true},
     {"body", AIR__MOCK_K_BODY, KT_STR, OFF(body), SC_BEH, false},
     {"code", AIR__MOCK_K_CODE, KT_STR, OFF(code), SC_BEH, false},
-    {"retry_after", AIR__MOCK_K_RETRY_AFTER, KT_NUMSTR, OFF(retry_after), SC_BEH,
-     false},
+    {"retry_after", AIR__MOCK_K_RETRY_AFTER, KT_NUMSTR, OFF(retry_after),
+     SC_BEH, false},
     {"retry_after_ms", AIR__MOCK_K_RETRY_AFTER_MS, KT_NUMSTR,
      OFF(retry_after_ms), SC_BEH, false},
     {"headers", AIR__MOCK_K_HEADERS, KT_HEADERS, OFF(headers), SC_BEH, false},
     {"reset", AIR__MOCK_K_RESET, KT_BOOL, OFF(reset), SC_BEH, true},
     {"hang", AIR__MOCK_K_HANG, KT_BOOL, OFF(hang), SC_BEH, true},
-    {"headers_delay_ms", AIR__MOCK_K_HEADERS_DELAY, KT_MS, OFF(headers_delay_ms),
-     SC_BEH, true},
+    {"headers_delay_ms", AIR__MOCK_K_HEADERS_DELAY, KT_MS,
+     OFF(headers_delay_ms), SC_BEH, true},
     {"first_delay_ms", AIR__MOCK_K_FIRST_DELAY, KT_MS, OFF(first_delay_ms),
      SC_BEH, true},
     {"cut_after", AIR__MOCK_K_CUT, KT_COUNT, OFF(cut_after), SC_BEH, true},
-    {"stall_after", AIR__MOCK_K_STALL, KT_COUNT, OFF(stall_after), SC_BEH, true},
-    {"malformed_at", AIR__MOCK_K_MALFORMED, KT_COUNT1, OFF(malformed_at), SC_BEH,
+    {"stall_after", AIR__MOCK_K_STALL, KT_COUNT, OFF(stall_after), SC_BEH,
      true},
+    {"malformed_at", AIR__MOCK_K_MALFORMED, KT_COUNT1, OFF(malformed_at),
+     SC_BEH, true},
     {"no_done", AIR__MOCK_K_NO_DONE, KT_BOOL, OFF(no_done), SC_BEH, true},
     {"refusal", AIR__MOCK_K_REFUSAL, KT_REFUSAL, OFF(refusal), SC_BEH, true},
     {"finish", AIR__MOCK_K_FINISH, KT_FINISH, OFF(finish), SC_BEH, true},
@@ -233,21 +232,6 @@ int air__mock_describe(const air__mock_beh *b, air__buf *out) {
 /* ---- value checks shared by the script and the convention -----------------
  */
 
-/* Decimal digits only, at most max. */
-static bool parse_uint(const char *s, size_t n, uint64_t max, uint64_t *v) {
-  if (n == 0 || n > 20) return false;
-  uint64_t x = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    uint64_t d = (uint64_t)(s[i] - '0');
-    if (x > (UINT64_MAX - d) / 10) return false;
-    x = x * 10 + d;
-  }
-  if (x > max) return false;
-  *v = x;
-  return true;
-}
-
 /* A non-negative decimal number with an optional fraction: 1, 0.5, 30. */
 static bool is_number(const char *s, size_t n) {
   size_t i = 0, digits = 0;
@@ -283,16 +267,14 @@ static bool value_ok(const char *s, size_t n) {
 /* ---- the script parser -----------------------------------------------------
  */
 
-typedef struct loc {
-  int line, col;
-} loc;
+typedef air__yaml_loc loc;
 
 typedef struct pctx {
   air__mock_script *s;
   air__mock_diag *diag;
   bool failed;
   bool oom;
-  unsigned long visits;
+  air__yaml_walk walk; /* stop: set by the first failure */
 } pctx;
 
 static void fail_at(pctx *c, loc at, const char *fmt, ...)
@@ -302,6 +284,7 @@ static void fail_at(pctx *c, loc at, const char *fmt, ...)
 static void fail_at(pctx *c, loc at, const char *fmt, ...) {
   if (c->failed) return;
   c->failed = true;
+  c->walk.stop = true;
   c->diag->line = at.line;
   c->diag->column = at.col;
   va_list ap;
@@ -310,108 +293,16 @@ static void fail_at(pctx *c, loc at, const char *fmt, ...) {
   va_end(ap);
 }
 
-static struct fy_node *deref(pctx *c, struct fy_node *n) {
-  if (n == NULL || c->failed) return NULL;
-  if (++c->visits > MAX_NODE_VISITS) {
-    fail_at(c, (loc){0, 0}, "the script expands to more than %lu nodes",
-            MAX_NODE_VISITS);
-    return NULL;
-  }
-  return fy_node_is_alias(n) ? fy_node_resolve_alias(n) : n;
+static void over_budget(void *data, unsigned long max) {
+  fail_at(data, (loc){0, 0}, "the script expands to more than %lu nodes", max);
 }
 
-/* A node's position: its own token, or its first key or item; else fb. */
-static loc node_loc(struct fy_node *n, loc fb) {
-  for (int depth = 0; n != NULL && depth < 64; depth++) {
-    switch (fy_node_get_type(n)) {
-      case FYNT_SCALAR: {
-        struct fy_token *t = fy_node_get_scalar_token(n);
-        const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-        if (m == NULL) return fb;
-        /* libfyaml marks a quoted scalar after its opening quote. */
-        enum fy_node_style st = fy_node_get_style(n);
-        int quoted = (st == FYNS_SINGLE_QUOTED || st == FYNS_DOUBLE_QUOTED) &&
-                     m->column > 0;
-        return (loc){m->line + 1, m->column + 1 - quoted};
-      }
-      case FYNT_MAPPING: {
-        void *it = NULL;
-        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-        if (p == NULL) break;
-        n = fy_node_pair_key(p);
-        continue;
-      }
-      case FYNT_SEQUENCE: {
-        void *it = NULL;
-        struct fy_node *item = fy_node_sequence_iterate(n, &it);
-        if (item == NULL) break;
-        n = item;
-        continue;
-      }
-      default:
-        return fb;
-    }
-    return fb; /* an empty map or sequence has no token of its own */
-  }
-  return fb;
+static struct fy_node *deref(pctx *c, struct fy_node *n) {
+  return air__yaml_deref(&c->walk, n);
 }
 
 static bool eqn(const char *s, size_t n, const char *lit) {
   return strlen(lit) == n && memcmp(s, lit, n) == 0;
-}
-
-static bool is_null(struct fy_node *n) {
-  if (n == NULL) return true;
-  if (fy_node_get_type(n) != FYNT_SCALAR || fy_node_get_style(n) != FYNS_PLAIN)
-    return false;
-  size_t len = 0;
-  const char *s = fy_node_get_scalar(n, &len);
-  return s == NULL || len == 0 || eqn(s, len, "~") || eqn(s, len, "null") ||
-         eqn(s, len, "Null") || eqn(s, len, "NULL");
-}
-
-static bool is_map(struct fy_node *n) {
-  return n != NULL && fy_node_get_type(n) == FYNT_MAPPING;
-}
-
-static bool is_scalar(struct fy_node *n) {
-  return n != NULL && !is_null(n) && fy_node_get_type(n) == FYNT_SCALAR;
-}
-
-static const char *kind(struct fy_node *n) {
-  if (is_null(n)) return "null";
-  switch (fy_node_get_type(n)) {
-    case FYNT_MAPPING:
-      return "a map";
-    case FYNT_SEQUENCE:
-      return "a list";
-    default:
-      return "a scalar";
-  }
-}
-
-static const char *scalar(struct fy_node *n, size_t *len) {
-  const char *s = fy_node_get_scalar(n, len);
-  if (s == NULL) {
-    *len = 0;
-    return "";
-  }
-  return s;
-}
-
-/* A plain scalar true/false; *ok false when it is neither. */
-static bool as_bool(struct fy_node *n, bool *ok) {
-  size_t len;
-  const char *s = scalar(n, &len);
-  *ok = fy_node_get_style(n) == FYNS_PLAIN;
-  if (*ok &&
-      (eqn(s, len, "true") || eqn(s, len, "True") || eqn(s, len, "TRUE")))
-    return true;
-  if (*ok &&
-      (eqn(s, len, "false") || eqn(s, len, "False") || eqn(s, len, "FALSE")))
-    return false;
-  *ok = false;
-  return false;
 }
 
 static void oom(pctx *c) {
@@ -428,12 +319,12 @@ static char *dup_text(pctx *c, const char *s, size_t n) {
 
 static void parse_headers(pctx *c, struct fy_node *v, loc at, const char *path,
                           air__mock_beh *b) {
-  if (!is_map(v)) {
+  if (!air__yaml_is_map(v)) {
     fail_at(c, at, "%s: expected a map of header: value, got %s", path,
-            kind(v));
+            air__yaml_kind(v));
     return;
   }
-  size_t n = (size_t)fy_node_mapping_item_count(v);
+  size_t n = air__yaml_count(v);
   if (n > AIR__MOCK_MAX_HEADERS) {
     fail_at(c, at, "%s: more than %u headers", path, AIR__MOCK_MAX_HEADERS);
     return;
@@ -445,26 +336,27 @@ static void parse_headers(pctx *c, struct fy_node *v, loc at, const char *path,
     return;
   }
   void *it = NULL;
-  struct fy_node_pair *p;
+  struct fy_node *k, *val;
   size_t i = 0;
-  while (i < n && (p = fy_node_mapping_iterate(v, &it)) && !c->failed) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
-    struct fy_node *val = deref(c, fy_node_pair_value(p));
-    loc kl = node_loc(k, at);
+  while (i < n && air__yaml_map_next(&c->walk, v, &it, &k, &val) &&
+         !c->failed) {
+    val = deref(c, val);
+    loc kl = air__yaml_node_loc(k, at);
     size_t kn = 0, vn = 0;
-    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
     if (ks == NULL || !is_token(ks, kn)) {
       fail_at(c, kl, "%s: a header name must be an HTTP token", path);
       return;
     }
-    if (!is_scalar(val)) {
-      fail_at(c, node_loc(val, kl), "%s.%.*s: expected a string, got %s", path,
-              (int)kn, ks, kind(val));
+    if (!air__yaml_is_scalar(val)) {
+      fail_at(c, air__yaml_node_loc(val, kl),
+              "%s.%.*s: expected a string, got %s", path, (int)kn, ks,
+              air__yaml_kind(val));
       return;
     }
-    const char *vs = scalar(val, &vn);
+    const char *vs = air__yaml_scalar(val, &vn);
     if (!value_ok(vs, vn) || vn > AIR__MOCK_MAX_TEXT_BYTES) {
-      fail_at(c, node_loc(val, kl),
+      fail_at(c, air__yaml_node_loc(val, kl),
               "%s.%.*s: a header value may not hold CR, LF or NUL", path,
               (int)kn, ks);
       return;
@@ -480,23 +372,23 @@ static void parse_headers(pctx *c, struct fy_node *v, loc at, const char *path,
 /* Parses the value v of key k (at `at`, named path) into b. */
 static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
                         const char *path, air__mock_beh *b) {
-  loc vl = node_loc(v, at);
+  loc vl = air__yaml_node_loc(v, at);
   if (k->type == KT_HEADERS) {
     parse_headers(c, v, vl, path, b);
     if (!c->failed) b->set |= k->bit;
     return;
   }
-  if (!is_scalar(v)) {
-    fail_at(c, vl, "%s: expected a scalar, got %s", path, kind(v));
+  if (!air__yaml_is_scalar(v)) {
+    fail_at(c, vl, "%s: expected a scalar, got %s", path, air__yaml_kind(v));
     return;
   }
   size_t n;
-  const char *s = scalar(v, &n);
+  const char *s = air__yaml_scalar(v, &n);
   uint64_t u = 0;
   bool ok = true;
   switch (k->type) {
     case KT_STATUS:
-      if (!parse_uint(s, n, 599, &u) || u < 400) {
+      if (!air__yaml_u64(s, n, 599, &u) || u < 400) {
         fail_at(c, vl, "%s: expected an HTTP status 400..599", path);
         return;
       }
@@ -518,7 +410,7 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       *(const char **)field(b, k) = dup_text(c, s, n);
       break;
     case KT_BOOL: {
-      bool x = as_bool(v, &ok);
+      bool x = air__yaml_bool(v, &ok);
       if (!ok) {
         fail_at(c, vl, "%s: expected true or false", path);
         return;
@@ -527,7 +419,7 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       break;
     }
     case KT_MS:
-      if (!parse_uint(s, n, AIR__MOCK_MAX_MS, &u)) {
+      if (!air__yaml_u64(s, n, AIR__MOCK_MAX_MS, &u)) {
         fail_at(c, vl, "%s: expected milliseconds 0..%u", path,
                 AIR__MOCK_MAX_MS);
         return;
@@ -540,7 +432,7 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       uint64_t lo = k->type == KT_COUNT1 ? 1 : 0;
       uint64_t hi =
           k->type == KT_TOKENS ? AIR__MOCK_MAX_TOKENS : AIR__MOCK_MAX_COUNT;
-      if (!parse_uint(s, n, hi, &u) || u < lo) {
+      if (!air__yaml_u64(s, n, hi, &u) || u < lo) {
         fail_at(c, vl, "%s: expected an integer %llu..%llu", path,
                 (unsigned long long)lo, (unsigned long long)hi);
         return;
@@ -549,7 +441,7 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       break;
     }
     case KT_REFUSAL: {
-      bool x = as_bool(v, &ok);
+      bool x = air__yaml_bool(v, &ok);
       if (ok) {
         b->refusal = x ? AIR__MOCK_REFUSAL_TEXT : NULL;
       } else if (n == 0 || n > AIR__MOCK_MAX_TEXT_BYTES ||
@@ -592,21 +484,20 @@ static void parse_beh_map(pctx *c, struct fy_node *map, loc at,
                           other_fn other, void *obj) {
   memset(b, 0, sizeof(*b));
   b->finish = AIR_FINISH_STOP;
-  if (is_null(map)) return; /* `name:` alone: healthy */
-  if (!is_map(map)) {
-    fail_at(c, node_loc(map, at), "%s: expected a map, got %s", path,
-            kind(map));
+  if (air__yaml_is_null(map)) return; /* `name:` alone: healthy */
+  if (!air__yaml_is_map(map)) {
+    fail_at(c, air__yaml_node_loc(map, at), "%s: expected a map, got %s", path,
+            air__yaml_kind(map));
     return;
   }
   void *it = NULL;
-  struct fy_node_pair *p;
-  while ((p = fy_node_mapping_iterate(map, &it)) != NULL && !c->failed) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
-    struct fy_node *v = deref(c, fy_node_pair_value(p));
+  struct fy_node *k, *v;
+  while (air__yaml_map_next(&c->walk, map, &it, &k, &v) && !c->failed) {
+    v = deref(c, v);
     if (c->failed) return;
-    loc kl = node_loc(k, at);
+    loc kl = air__yaml_node_loc(k, at);
     size_t kn = 0;
-    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
     if (ks == NULL) {
       fail_at(c, kl, "%s: keys must be strings", path);
       return;
@@ -637,22 +528,21 @@ static const char *const flap_keys[] = {"from_ms", "to_ms", "fault"};
 
 static void parse_flap(pctx *c, air__mock_model *m, struct fy_node *v, loc kl,
                        const char *path) {
-  loc at = node_loc(v, kl);
-  if (!is_map(v)) {
+  loc at = air__yaml_node_loc(v, kl);
+  if (!air__yaml_is_map(v)) {
     fail_at(c, at, "%s: expected a map {from_ms, to_ms, fault}, got %s", path,
-            kind(v));
+            air__yaml_kind(v));
     return;
   }
   struct fy_node *val[3] = {NULL, NULL, NULL};
   loc vl[3] = {at, at, at};
   void *it = NULL;
-  struct fy_node_pair *p;
-  while ((p = fy_node_mapping_iterate(v, &it)) != NULL && !c->failed) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
-    struct fy_node *x = deref(c, fy_node_pair_value(p));
-    loc l = node_loc(k, at);
+  struct fy_node *k, *x;
+  while (air__yaml_map_next(&c->walk, v, &it, &k, &x) && !c->failed) {
+    x = deref(c, x);
+    loc l = air__yaml_node_loc(k, at);
     size_t kn = 0;
-    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
     size_t i = 0;
     while (ks != NULL && i < 3 && !eqn(ks, kn, flap_keys[i])) i++;
     if (ks == NULL || i == 3) {
@@ -661,19 +551,20 @@ static void parse_flap(pctx *c, air__mock_model *m, struct fy_node *v, loc kl,
       return;
     }
     val[i] = x;
-    vl[i] = node_loc(x, l);
+    vl[i] = air__yaml_node_loc(x, l);
   }
   if (c->failed) return;
   uint64_t ms[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
     size_t n = 0;
-    const char *s = is_scalar(val[i]) ? scalar(val[i], &n) : NULL;
+    const char *s =
+        air__yaml_is_scalar(val[i]) ? air__yaml_scalar(val[i], &n) : NULL;
     if (val[i] == NULL && i == 0) continue; /* from_ms defaults to 0 */
     if (val[i] == NULL) {
       fail_at(c, kl, "%s.to_ms: required", path);
       return;
     }
-    if (s == NULL || !parse_uint(s, n, AIR__MOCK_MAX_FLAP_MS, &ms[i])) {
+    if (s == NULL || !air__yaml_u64(s, n, AIR__MOCK_MAX_FLAP_MS, &ms[i])) {
       fail_at(c, vl[i], "%s.%s: expected milliseconds since reset", path,
               flap_keys[i]);
       return;
@@ -700,19 +591,19 @@ static void parse_flap(pctx *c, air__mock_model *m, struct fy_node *v, loc kl,
 static void model_other(pctx *c, void *obj, const char *key, size_t kn,
                         struct fy_node *v, loc kl, const char *path) {
   air__mock_model *m = obj;
-  loc at = node_loc(v, kl);
+  loc at = air__yaml_node_loc(v, kl);
   if (eqn(key, kn, "then")) {
     parse_beh_map(c, v, at, path, SC_BEH, &m->then, NULL, NULL);
     m->has |= AIR__MOCK_M_THEN;
   } else if (eqn(key, kn, "flap")) {
     parse_flap(c, m, v, kl, path);
   } else {
-    if (fy_node_get_type(v) != FYNT_SEQUENCE || is_null(v)) {
+    if (!air__yaml_is_seq(v) || air__yaml_is_null(v)) {
       fail_at(c, at, "%s: expected a list of behaviours, got %s", path,
-              kind(v));
+              air__yaml_kind(v));
       return;
     }
-    size_t n = (size_t)fy_node_sequence_item_count(v);
+    size_t n = air__yaml_count(v);
     if (n > AIR__MOCK_MAX_ATTEMPTS) {
       fail_at(c, at, "%s: more than %u attempts", path, AIR__MOCK_MAX_ATTEMPTS);
       return;
@@ -726,16 +617,17 @@ static void model_other(pctx *c, void *obj, const char *key, size_t kn,
     void *it = NULL;
     struct fy_node *item;
     size_t i = 0;
-    while (i < n && (item = fy_node_sequence_iterate(v, &it)) && !c->failed) {
+    while (i < n && (item = air__yaml_seq_next(v, &it)) && !c->failed) {
       struct fy_node *x = deref(c, item);
       char sub[320];
       snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-      if (is_null(x)) {
-        fail_at(c, node_loc(item, at),
+      if (air__yaml_is_null(x)) {
+        fail_at(c, air__yaml_node_loc(item, at),
                 "%s: expected a behaviour map ({} is healthy)", sub);
         return;
       }
-      parse_beh_map(c, x, node_loc(x, at), sub, SC_BEH, &list[i], NULL, NULL);
+      parse_beh_map(c, x, air__yaml_node_loc(x, at), sub, SC_BEH, &list[i],
+                    NULL, NULL);
       i++;
     }
     m->attempts = list;
@@ -757,13 +649,14 @@ static int cmp_model(const void *a, const void *b) {
 }
 
 static void parse_models(pctx *c, struct fy_node *v, loc at) {
-  if (is_null(v)) return;
-  if (!is_map(v)) {
-    fail_at(c, node_loc(v, at),
-            "models: expected a map of model: behaviour, got %s", kind(v));
+  if (air__yaml_is_null(v)) return;
+  if (!air__yaml_is_map(v)) {
+    fail_at(c, air__yaml_node_loc(v, at),
+            "models: expected a map of model: behaviour, got %s",
+            air__yaml_kind(v));
     return;
   }
-  size_t n = (size_t)fy_node_mapping_item_count(v);
+  size_t n = air__yaml_count(v);
   if (n > AIR__MOCK_MAX_SCRIPT_MODELS) {
     fail_at(c, at, "models: more than %u models", AIR__MOCK_MAX_SCRIPT_MODELS);
     return;
@@ -775,15 +668,14 @@ static void parse_models(pctx *c, struct fy_node *v, loc at) {
     return;
   }
   void *it = NULL;
-  struct fy_node_pair *p;
-  while (s->n_models < n && (p = fy_node_mapping_iterate(v, &it)) &&
+  struct fy_node *k, *x;
+  while (s->n_models < n && air__yaml_map_next(&c->walk, v, &it, &k, &x) &&
          !c->failed) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
-    struct fy_node *x = deref(c, fy_node_pair_value(p));
+    x = deref(c, x);
     if (c->failed) break;
-    loc kl = node_loc(k, at);
+    loc kl = air__yaml_node_loc(k, at);
     size_t kn = 0;
-    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
     if (ks == NULL || kn > AIR__MOCK_MAX_MODEL_BYTES ||
         memchr(ks, '\0', kn) != NULL) {
       fail_at(c, kl, "models: a model name must be a string of 1..%u bytes",
@@ -809,31 +701,24 @@ static void parse_models(pctx *c, struct fy_node *v, loc at) {
   }
 }
 
-static loc offset_loc(const char *s, size_t off) {
-  loc l;
-  air__text_pos(s, off, &l.line, &l.col);
-  return l;
-}
-
 static void parse_root(pctx *c, struct fy_node *root) {
-  if (is_null(root)) return;
-  if (!is_map(root)) {
-    fail_at(c, node_loc(root, (loc){1, 1}),
+  if (air__yaml_is_null(root)) return;
+  if (!air__yaml_is_map(root)) {
+    fail_at(c, air__yaml_node_loc(root, (loc){1, 1}),
             "the script must be a map with defaults: and models:, got %s",
-            kind(root));
+            air__yaml_kind(root));
     return;
   }
   struct fy_node *models = NULL;
   loc models_at = {1, 1};
   void *it = NULL;
-  struct fy_node_pair *p;
-  while ((p = fy_node_mapping_iterate(root, &it)) != NULL && !c->failed) {
-    struct fy_node *k = deref(c, fy_node_pair_key(p));
-    struct fy_node *v = deref(c, fy_node_pair_value(p));
+  struct fy_node *k, *v;
+  while (air__yaml_map_next(&c->walk, root, &it, &k, &v) && !c->failed) {
+    v = deref(c, v);
     if (c->failed) return;
-    loc kl = node_loc(k, (loc){1, 1});
+    loc kl = air__yaml_node_loc(k, (loc){1, 1});
     size_t kn = 0;
-    const char *ks = is_scalar(k) ? scalar(k, &kn) : NULL;
+    const char *ks = air__yaml_is_scalar(k) ? air__yaml_scalar(k, &kn) : NULL;
     if (ks != NULL && eqn(ks, kn, "defaults")) {
       parse_model(c, v, kl, "defaults", &c->s->defaults);
     } else if (ks != NULL && eqn(ks, kn, "models")) {
@@ -845,6 +730,11 @@ static void parse_root(pctx *c, struct fy_node *root) {
     }
   }
   if (!c->failed) parse_models(c, models, models_at);
+}
+
+/* A libfyaml error, in the script's words (warnings are not reported). */
+static void yaml_problem(void *data, bool error, loc at, const char *msg) {
+  if (error) fail_at(data, at, "YAML syntax error: %s", msg);
 }
 
 int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
@@ -865,33 +755,26 @@ int air__mock_script_parse(const char *text, size_t n, air__mock_script **out,
   s->defaults.base.finish = s->defaults.then.finish = s->defaults.fault.finish =
       AIR_FINISH_STOP;
   pctx c = {.s = s, .diag = diag};
-  size_t bad = 0;
-  const char *why = air__yaml_check_text(text, n, &bad);
-  if (why != NULL) {
-    fail_at(&c, offset_loc(text, bad), "the script %s", why);
-  } else if (n > 0) {
-    struct fy_diag *fd = air__yaml_quiet_diag();
-    struct fy_parse_cfg pc = {.flags = FYPCF_QUIET, .diag = fd};
-    struct fy_document *doc =
-        fd ? fy_document_build_from_string(&pc, text, n) : NULL;
-    void *it = NULL;
-    struct fy_diag_error *e;
-    while (fd != NULL && (e = fy_diag_errors_iterate(fd, &it)) != NULL) {
-      if (e->type < FYET_ERROR) continue;
-      fail_at(&c,
-              (loc){e->line > 0 ? e->line : 0, e->column > 0 ? e->column : 0},
-              "YAML syntax error: %s", e->msg);
-    }
-    if (fd == NULL) {
-      c.oom = true;
-      fail_at(&c, (loc){0, 0}, "out of memory");
-    } else if (doc == NULL && !c.failed && !air__yaml_blank(text, n)) {
+  c.walk = (air__yaml_walk){
+      .max_visits = MAX_NODE_VISITS, .over = over_budget, .data = &c};
+  air__yaml_doc d;
+  switch (air__yaml_load(&d, text, n, yaml_problem, &c)) {
+    case AIR__YAML_BAD_TEXT:
+      fail_at(&c, d.bad_at, "the script %s", d.why);
+      break;
+    case AIR__YAML_NOMEM:
+      oom(&c);
+      break;
+    case AIR__YAML_SYNTAX:
+      break; /* reported by yaml_problem */
+    case AIR__YAML_NOT_YAML:
       fail_at(&c, (loc){0, 0}, "cannot parse the script as YAML");
-    }
-    if (!c.failed && doc != NULL) parse_root(&c, fy_document_root(doc));
-    fy_document_destroy(doc);
-    if (fd != NULL) fy_diag_destroy(fd);
+      break;
+    case AIR__YAML_OK:
+      parse_root(&c, d.root);
+      break;
   }
+  air__yaml_doc_cleanup(&d);
   if (c.failed) {
     int rc = c.oom ? AIR_ENOMEM : AIR_ECONFIG;
     air__mock_script_free(s);
@@ -1002,7 +885,7 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
   size_t tn = strlen(tok);
   uint64_t u = 0;
   air__mock_beh *f = &m->fault;
-  if (tn == 3 && parse_uint(tok, 3, 999, &u)) {
+  if (tn == 3 && air__yaml_u64(tok, 3, 999, &u)) {
     if (u < 400 || u > 599)
       return conv_fail(d, name, name_n, tok, "status out of 400..599 in");
     f->status = (int)u;
@@ -1063,7 +946,7 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     case CT_SILENT:
     case CT_SLOW:
     case CT_DELAY:
-      bad = !parse_uint(v, vn, AIR__MOCK_MAX_MS, &u);
+      bad = !air__yaml_u64(v, vn, AIR__MOCK_MAX_MS, &u);
       if (cd->tok == CT_SILENT) {
         f->headers_delay_ms = u;
         f->set |= AIR__MOCK_K_HEADERS_DELAY;
@@ -1080,7 +963,7 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     case CT_STALL:
     case CT_OVERLOAD:
     case CT_BAD:
-      bad = !parse_uint(v, vn, AIR__MOCK_MAX_COUNT, &u) ||
+      bad = !air__yaml_u64(v, vn, AIR__MOCK_MAX_COUNT, &u) ||
             (cd->tok == CT_BAD && u < 1);
       if (cd->tok == CT_CUT) {
         f->cut_after = (uint32_t)u;
@@ -1097,7 +980,7 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       }
       break;
     case CT_TOKENS:
-      bad = !parse_uint(v, vn, AIR__MOCK_MAX_TOKENS, &u);
+      bad = !air__yaml_u64(v, vn, AIR__MOCK_MAX_TOKENS, &u);
       m->base.tokens = (uint32_t)u;
       m->base.set |= AIR__MOCK_K_TOKENS;
       fault = false;
@@ -1108,7 +991,7 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       fault = false;
       break;
     case CT_K:
-      bad = !parse_uint(v, vn, UINT32_MAX, &u) || u < 1;
+      bad = !air__yaml_u64(v, vn, UINT32_MAX, &u) || u < 1;
       m->fault_k = (uint32_t)u;
       fault = false;
       break;
@@ -1117,8 +1000,9 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       uint64_t from = 0, to = 0;
       bad =
           dash == NULL ||
-          !parse_uint(v, (size_t)(dash - v), AIR__MOCK_MAX_FLAP_MS, &from) ||
-          !parse_uint(dash + 1, strlen(dash + 1), AIR__MOCK_MAX_FLAP_MS, &to) ||
+          !air__yaml_u64(v, (size_t)(dash - v), AIR__MOCK_MAX_FLAP_MS, &from) ||
+          !air__yaml_u64(dash + 1, strlen(dash + 1), AIR__MOCK_MAX_FLAP_MS,
+                         &to) ||
           from > to;
       m->window = true;
       m->from_ms = from;

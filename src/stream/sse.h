@@ -65,12 +65,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A borrowed byte string: not NUL-terminated, may contain NUL bytes. p is
- * never NULL (it points to a valid, possibly empty, range). */
-typedef struct air__sse_str {
-  const char *p;
-  size_t n;
-} air__sse_str;
+#include "str.h"
+
+/* Spans (air__str) handed out by the parser: p is never NULL (it points to
+ * a valid, possibly empty, range). */
 
 /*
  * One dispatched event. Every pointer is borrowed and valid only during the
@@ -78,11 +76,11 @@ typedef struct air__sse_str {
  * parser's own buffers, which the next feed overwrites. Copy what you keep.
  */
 typedef struct air__sse_event {
-  air__sse_str type; /* the event field, or "message" when absent/empty */
-  air__sse_str data; /* data lines joined with LF, no trailing LF */
-  air__sse_str id;   /* the last event id of the stream ("" if none) */
+  air__str type; /* the event field, or "message" when absent/empty */
+  air__str data; /* data lines joined with LF, no trailing LF */
+  air__str id;   /* the last event id of the stream ("" if none) */
   int64_t retry;     /* a valid retry field of this event (ms), else -1 */
-  air__sse_str raw;  /* the event's bytes exactly as received */
+  air__str raw;  /* the event's bytes exactly as received */
 } air__sse_event;
 
 /*

@@ -180,7 +180,7 @@ static void on_request(void *data, air__http_req *req,
   unlock(f);
   CHECK_SRV(f, air__http_req_msg(req) == m);
 
-  air__http_str p = m->path;
+  air__str p = m->path;
   if (air__http_str_eq(p, "/hello")) {
     air__http_field fl[] = {field("content-type", "text/plain"),
                             field("Content-Length", "999"),
@@ -189,7 +189,7 @@ static void on_request(void *data, air__http_req *req,
   } else if (air__http_str_eq(p, "/echo")) {
     char nh[16];
     snprintf(nh, sizeof(nh), "%zu", m->n_headers);
-    const air__http_str *h = air__http_find_header(m, "x-in");
+    const air__str *h = air__http_find_header(m, "x-in");
     char hv[64] = "";
     if (h) snprintf(hv, sizeof(hv), "%.*s", (int)h->n, h->p);
     air__http_field fl[] = {field("x-method", f->method),
@@ -278,7 +278,7 @@ static void on_head(void *data, air__http_head *h, const air__http_request *m) {
   f->heads++;
   f->head_body_n = m->body.n;
   unlock(f);
-  const air__http_str *k = air__http_find_header(m, "x-key");
+  const air__str *k = air__http_find_header(m, "x-key");
   if (k != NULL && air__http_str_eq(*k, "good")) return;
   static const char body[] = "{\"error\":{\"message\":\"bad key\"}}";
   air__http_field fl[] = {field("content-type", "application/json"),

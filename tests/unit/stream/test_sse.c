@@ -28,7 +28,7 @@
 
 /* One event as seen by the callback, every string copied (owned). */
 typedef struct got_ev {
-  air__sse_str type, data, id, raw;
+  air__str type, data, id, raw;
   int64_t retry;
   bool raw_in_feed; /* raw pointed into the buffer being fed */
 } got_ev;
@@ -42,17 +42,17 @@ typedef struct rec {
   size_t feed_n;
 } rec;
 
-static air__sse_str dup_str(air__sse_str s) {
+static air__str dup_str(air__str s) {
   assert_non_null(s.p);
   char *p = malloc(s.n + 1);
   assert_non_null(p);
   if (s.n) memcpy(p, s.p, s.n);
   p[s.n] = '\0';
-  air__sse_str d = {p, s.n};
+  air__str d = {p, s.n};
   return d;
 }
 
-static void free_str(air__sse_str *s) {
+static void free_str(air__str *s) {
   free((char *)s->p);
   s->p = NULL;
 }
@@ -96,9 +96,9 @@ static int feed(air__sse *p, rec *r, const char *buf, size_t n) {
 /* ---- expectations -------------------------------------------------------- */
 
 typedef struct want {
-  air__sse_str type, data, id;
+  air__str type, data, id;
   int64_t retry;
-  air__sse_str raw;
+  air__str raw;
 } want;
 
 #define S(lit) \
@@ -108,7 +108,7 @@ typedef struct want {
 /* The common case: type "message", no id, no retry. */
 #define M(data, raw) W("message", data, "", -1, raw)
 
-static void print_str(const char *what, air__sse_str s) {
+static void print_str(const char *what, air__str s) {
   fprintf(stderr, "  %s (%zu): \"", what, s.n);
   for (size_t i = 0; i < s.n; i++) {
     unsigned char c = (unsigned char)s.p[i];
@@ -121,7 +121,7 @@ static void print_str(const char *what, air__sse_str s) {
 }
 
 static void expect_str(const char *mode, size_t i, const char *what,
-                       air__sse_str got, air__sse_str w) {
+                       air__str got, air__str w) {
   if (got.n == w.n && memcmp(got.p, w.p, w.n) == 0) return;
   fprintf(stderr, "[%s] event %zu: %s differs\n", mode, i, what);
   print_str("got ", got);
@@ -181,7 +181,7 @@ static int parse(const char *in, size_t n, const size_t *cuts, size_t ncuts,
  * The core check: every way of feeding `in` gives the events w[0..nw) and
  * ends with rc_want.
  */
-static void check_rc(air__sse_str in, const want *w, size_t nw, int rc_want) {
+static void check_rc(air__str in, const want *w, size_t nw, int rc_want) {
   rec r = {0};
   char mode[64];
 
@@ -213,11 +213,11 @@ static void check_rc(air__sse_str in, const want *w, size_t nw, int rc_want) {
   }
 }
 
-static void check(air__sse_str in, const want *w, size_t nw) {
+static void check(air__str in, const want *w, size_t nw) {
   check_rc(in, w, nw, 0);
 }
 
-#define IN(lit) ((air__sse_str)S(lit))
+#define IN(lit) ((air__str)S(lit))
 #define CHECK(in, ...)                             \
   do {                                             \
     const want w_[] = {__VA_ARGS__};               \
@@ -810,7 +810,7 @@ static void test_limit_line(void **state) {
   const size_t max = AIR__MAX_SSE_LINE_BYTES;
   /* A line of exactly max bytes is fine. */
   char *s = make("data: ", 'x', max + 2, "\n\n");
-  air__sse_str in = {s, max + 2};
+  air__str in = {s, max + 2};
   rec r = {0};
   assert_int_equal(parse(s, max + 2, NULL, 0, 0, &r), 0);
   assert_int_equal(r.n, 1);
@@ -874,7 +874,7 @@ static void test_limit_data(void **state) {
   rec_free(&r);
   free(s);
   s = data_stream(1, &n);
-  air__sse_str in = {s, n};
+  air__str in = {s, n};
   check_rc(in, NULL, 0, AIR_ETOOBIG);
   free(s);
   /* A single data line over the data limit (lowered below the line one). */
@@ -901,7 +901,7 @@ static void test_limit_raw(void **state) {
     s[at + line - 1] = '\n';
   }
   memcpy(s + n, "data: x\n\n", 9);
-  air__sse_str in = {s, n + 9};
+  air__str in = {s, n + 9};
   check_rc(in, NULL, 0, AIR_ETOOBIG);
   /* Just below the limit the event goes through. */
   size_t fit = (AIR__MAX_SSE_RAW_BYTES - 9) / line * line;

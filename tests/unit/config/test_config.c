@@ -691,6 +691,24 @@ static void oversized_config_is_toobig(void **state) {
                    AIR_EINVAL);
 }
 
+/* The status matchers a rule holds and the limit the loader enforces are
+ * one number (they were 16 and 32). */
+static void status_matchers_are_one_limit(void **state) {
+  (void)state;
+  air__rule r;
+  assert_int_equal(sizeof r.status / sizeof r.status[0],
+                   AIR__MAX_STATUS_MATCHERS);
+  size_t n = 0;
+  const air__opt *opts = air__config_opts(&n);
+  bool found = false;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(opts[i].name, "status") != 0) continue;
+    assert_int_equal(opts[i].max, AIR__MAX_STATUS_MATCHERS);
+    found = true;
+  }
+  assert_true(found);
+}
+
 static void limits_are_enforced(void **state) {
   (void)state;
   /* AIR__MAX_TARGETS + 1 targets, one over-long phrase, 17 statuses. */
@@ -916,6 +934,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(warnings_for_ignored_rule_keys),
       cmocka_unit_test(defaults_rule_to_checked_per_route),
       cmocka_unit_test(alias_bomb_is_bounded),
+      cmocka_unit_test(status_matchers_are_one_limit),
       cmocka_unit_test(dump_round_trips),
       cmocka_unit_test(example_documents_every_key),
       cmocka_unit_test(docs_embed_the_generated_reference),

@@ -99,6 +99,36 @@ static void test_configured_names_and_other(void **s) {
   air_config_free(cfg);
 }
 
+/*
+ * A render that does not fit passes the buffer's own error on (not a bare
+ * 1), whatever family it stops in, and the buffer keeps its maximum.
+ */
+static void test_render_error_is_passed_on(void **s) {
+  (void)s;
+  air_config *cfg = test_config(CFG_A);
+  air__metrics *m = NULL;
+  assert_int_equal(air__metrics_new(&m), 0);
+  air_attempt a = attempt("p/a", AIR_REASON_NONE);
+  air__metrics_request(m, cfg, "smart", "ok", &a, 1, 5, 10, 1, 0);
+  char *full = render(m);
+  size_t n = strlen(full);
+  free(full);
+  for (size_t max = 0; max < n; max += 1 + max / 8) {
+    air__buf b;
+    air__buf_init(&b, max);
+    assert_int_equal(air__metrics_render(m, NULL, 0, &b), AIR_ETOOBIG);
+    assert_true(b.n <= max);
+    air__buf_cleanup(&b);
+  }
+  air__buf b;
+  air__buf_init(&b, n);
+  assert_int_equal(air__metrics_render(m, NULL, 0, &b), 0);
+  assert_int_equal(b.n, n);
+  air__buf_cleanup(&b);
+  air__metrics_free(m);
+  air_config_free(cfg);
+}
+
 /* 10,000 distinct junk models (routes and direct targets) add no line. */
 static void test_junk_models_do_not_grow_the_output(void **s) {
   (void)s;
@@ -246,6 +276,7 @@ int main(void) {
       cmocka_unit_test(test_two_threads_add_up),
       cmocka_unit_test(test_reload_keeps_counters),
       cmocka_unit_test(test_many_routes_from_two_threads),
+      cmocka_unit_test(test_render_error_is_passed_on),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
