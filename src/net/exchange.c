@@ -487,7 +487,10 @@ static void on_done(void *data, int rc, air_transport_err kind,
   } else if (x->mode == M_SSE) {
     air__sse_finish(&x->sse);
     if (x->gate.state != AIR__GATE_FAILED && x->gate.state != AIR__GATE_DONE) {
-      bool clean = x->dec.done || x->dec.finished;
+      /* Complete only with a finish: a terminator ([DONE], message_stop)
+       * after no finish is a stream cut short as much as a closed socket
+       * (DESIGN.md 9: a terminator only after a finish). */
+      bool clean = x->dec.finished;
       air__gate_end(&x->gate, clean, now_of(x));
     }
     if (x->gate.state == AIR__GATE_FAILED) fail_from_gate(x);

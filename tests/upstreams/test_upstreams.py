@@ -112,6 +112,9 @@ SCRIPTS = {
     # the head promises more bytes than come: the connection then closes
     "oa-cut": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
                + oa_chunk({"content": "partial"})),
+    # text, then [DONE] with no finish: cut short, not an answer
+    "oa-done-no-finish": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
+                          + oa_chunk({"content": "half an answ"}) + b"data: [DONE]\n\n"),
     "oa-bad-event": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
                      + b"data: {not json\n\n" + oa_answer("after the bad one")),
     # a whole JSON answer of 3 MiB (over the old 1 MiB cap, under 64 MiB)
@@ -309,6 +312,7 @@ routes:
   - {name: skip-first, targets: [an/an-ok, oa/oa-ok]}
   - {name: skip-all, targets: [an/an-ok]}
   - {name: cut, targets: [oa/oa-cut]}
+  - {name: done-no-finish, targets: [oa/oa-done-no-finish]}
   - {name: bad-event, targets: [oa/oa-bad-event], malformed: fail}
   - {name: refused, targets: [nobody/x]}
   - {name: big, targets: [oa/oa-big-json]}
@@ -507,6 +511,13 @@ def t_messages(binary, up):
     st, hs, out = openai_call(gw, "cut", False)
     check(st == 502, "status %d: %r" % (st, out))
     check_plain(json.loads(out)["error"]["message"], "oa/oa-cut", "network")
+    # A terminator without a finish is no answer either (DESIGN.md 9).
+    st, hs, out = openai_call(gw, "done-no-finish", True)
+    ev = sse_events(out)
+    check(ev[-1][1] != "[DONE]", "a stream without a finish ended cleanly: %r" % out)
+    check_plain(json.loads(ev[-1][1])["error"]["message"], "oa/oa-done-no-finish", "network")
+    st, hs, out = openai_call(gw, "done-no-finish", False)
+    check(st == 502, "status %d: %r" % (st, out))
     # malformed: fail after one bad event says so, not "too many".
     st, hs, out = openai_call(gw, "bad-event", False)
     m = json.loads(out)["error"]["message"]
