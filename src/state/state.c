@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "limits.h"
 #include "state.h"
 
@@ -70,15 +71,16 @@ static entry *lookup(air_state *st, char kind, const char *name, bool create) {
   return e;
 }
 
-int air_state_new(const air_config *cfg, air_state **out) {
+int air_state_new(const air_config *cfg, air_state **out, air_error *err) {
   (void)cfg;
-  if (out == NULL) return AIR_EINVAL;
+  if (out == NULL) return air__error_set(err, AIR_EINVAL, "out is NULL");
   air_state *st = calloc(1, sizeof(*st));
-  if (st == NULL) return AIR_ENOMEM;
+  if (st == NULL) return air__error_set(err, AIR_ENOMEM, "out of memory");
   if (pthread_mutex_init(&st->mu, NULL) != 0) {
     free(st);
-    return AIR_ENOMEM;
+    return air__error_set(err, AIR_ENOMEM, "cannot create the state's lock");
   }
+  air__error_set(err, 0, NULL);
   *out = st;
   return 0;
 }

@@ -29,7 +29,7 @@ typedef struct run_fx {
 static void fx_start(run_fx *fx, const char *yaml, const char *model) {
   memset(fx, 0, sizeof(*fx));
   fx->cfg = test_config(yaml);
-  assert_int_equal(air_state_new(fx->cfg, &fx->st), 0);
+  assert_int_equal(air_state_new(fx->cfg, &fx->st, NULL), 0);
   fx->now = 1000;
   fx->seed = 42;
   fx->rng.next = test_rng_next;
