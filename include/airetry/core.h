@@ -163,9 +163,9 @@ AIR_EXTERN const char *air_config_listen(const air_config *cfg);
 
 /*
  * Breaker and sticky state shared by every request of one process. Safe to
- * use from several threads at once. The state does not keep cfg: each call
- * that needs the policy is handed the config it runs under, so one state
- * outlives a config reload. AIR_EINVAL, AIR_ENOMEM.
+ * use from several threads at once. The state does not keep cfg (which may
+ * be NULL): each run that uses it reads the policy from the config it runs
+ * under, so one state outlives a config reload. AIR_EINVAL, AIR_ENOMEM.
  */
 typedef struct air_state air_state;
 AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,
