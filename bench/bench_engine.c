@@ -53,7 +53,7 @@ int main(void) {
     return 1;
   }
   air_state *st = NULL;
-  air_state_new(cfg, &st);
+  air_state_new(cfg, &st, NULL);
   uint64_t seed = 1;
   air_rng rng = {splitmix, &seed};
   uint64_t per[ROUNDS];

@@ -6,7 +6,6 @@
  *   cc call.c $(pkg-config --cflags --libs airetry)
  */
 #include <stdio.h>
-#include <string.h>
 
 #include <airetry.h>
 
@@ -42,17 +41,19 @@ int main(void) {
   if (air_config_parse("inline", config, sizeof(config) - 1, NULL, NULL, &cfg) != 0)
     return 1;
   air_state *state = NULL;
-  air_state_new(cfg, &state);
+  air_state_new(cfg, &state, NULL);
   int calls = 0;
-  air_call_opts opts;
-  memset(&opts, 0, sizeof(opts));
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.on_retry = on_retry;
+  air_call_opts opts = AIR_CALL_OPTS_INIT;
   opts.fn = attempt;
   opts.data = &calls;
-  opts.on_retry = on_retry;
+  opts.observers = &obs;
   air_attempt *log = NULL;
   size_t n = 0;
-  int rc = air_call(cfg, state, "smart", &opts, &log, &n);
-  printf("result: %s after %zu attempts\n", rc == 0 ? "ok" : air_strerror(rc), n);
+  air_error err;
+  int rc = air_call(cfg, state, "smart", &opts, &log, &n, &err);
+  printf("result: %s after %zu attempts\n", rc == 0 ? "ok" : err.message, n);
   for (size_t i = 0; i < n; i++)
     printf("  %u %-28s %-12s status=%d wait=%llu ms\n", log[i].n, log[i].target,
            air_reason_name(log[i].reason), log[i].status,

@@ -46,7 +46,11 @@ int main(int argc, char **argv) {
   if (air_config_load(argv[1], print_diag, NULL, &cfg) != 0) return 2;
   air_global_init();
   air_client *client = NULL;
-  if (air_client_new(cfg, 1, &client) != 0) return 1;
+  air_error err;
+  if (air_client_new(cfg, 1, &client, &err) != 0) {
+    fprintf(stderr, "air_client_new: %s\n", err.message);
+    return 1;
+  }
 
   /* A request body in the OpenAI dialect (AIR_DIALECT_ANTHROPIC works too). */
   char body[2048];
@@ -54,20 +58,27 @@ int main(int argc, char **argv) {
            "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}",
            argv[2], argv[3]);
 
-  air_chat_cb quiet = {NULL, NULL, on_failed, NULL};
+  /* One observer set for both calls; the answer held whole, then streamed. */
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.on_failed = on_failed;
+  air_chat_opts quiet = AIR_CHAT_OPTS_INIT;
+  quiet.observers = &obs;
   air_chat_result *res = NULL;
-  int rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body), NULL,
-                           &quiet, &res);
-  printf("sync: %s -> %.*s\n", rc == 0 ? res->target : air_strerror(rc),
-         (int)res->text_len, res->text);
+  int rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body),
+                           &quiet, &res, &err);
+  if (rc == 0)
+    printf("sync: %s -> %.*s\n", res->target, (int)res->text_len, res->text);
+  else
+    printf("sync: %s\n", err.message);
   air_chat_result_free(res);
 
-  air_chat_cb streaming = {NULL, on_part, on_failed, NULL};
+  air_chat_opts streaming = quiet;
+  streaming.on_part = on_part;
   printf("stream: ");
-  rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body), NULL,
-                       &streaming, &res);
+  rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body),
+                       &streaming, &res, &err);
   printf("\n%s after %zu attempt(s), first content at %llu ms\n",
-         rc == 0 ? "answered" : air_strerror(rc), res ? res->n_log : 0,
+         rc == 0 ? "answered" : err.message, res ? res->n_log : 0,
          res ? (unsigned long long)res->first_content_ms : 0ull);
   air_chat_result_free(res);
 

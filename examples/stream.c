@@ -53,23 +53,26 @@ static int on_part(void *data, const air_part *p) {
   return 0;
 }
 
-static void on_commit(void *data, const air_attempt_info *info) {
+static void on_commit(void *data, const char *target, unsigned attempt) {
   (void)data;
-  printf("[committed to %s on attempt %u] ", info->target, info->attempt);
+  printf("[committed to %s on attempt %u] ", target, attempt);
 }
 
 int main(void) {
   air_config *cfg = NULL;
   if (air_config_parse("inline", config, sizeof(config) - 1, NULL, NULL, &cfg) != 0)
     return 1;
-  air_stream_opts opts;
-  memset(&opts, 0, sizeof(opts));
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.on_commit = on_commit;
+  air_stream_opts opts = AIR_STREAM_OPTS_INIT;
   opts.fn = attempt;
   opts.on_part = on_part;
-  opts.on_commit = on_commit;
+  opts.observers = &obs;
   air_attempt *log = NULL;
   size_t n = 0;
-  int rc = air_stream(cfg, NULL, "smart", &opts, &log, &n);
+  air_error err;
+  int rc = air_stream(cfg, NULL, "smart", &opts, &log, &n, &err);
+  if (rc != 0) fprintf(stderr, "air_stream: %s\n", err.message);
   for (size_t i = 0; i < n; i++)
     printf("attempt %u %s: %s\n", log[i].n, log[i].target,
            log[i].reason ? air_reason_name(log[i].reason) : "answered");

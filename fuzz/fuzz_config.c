@@ -69,7 +69,7 @@ static char *dump(const air_config *cfg, size_t *n) {
   *n = 0;
   FILE *f = open_memstream(&text, n);
   CHECK(f != NULL);
-  air_config_dump(cfg, f);
+  CHECK(air_config_dump(cfg, f) == 0);
   CHECK(fclose(f) == 0);
   CHECK(text != NULL && *n > 0 && strlen(text) == *n);
   return text;

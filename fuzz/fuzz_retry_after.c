@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for air_retry_after: the input is a header block, one
+ * libFuzzer target for air__retry_after: the input is a header block, one
  * "name: value" per line ('\n' or "\r\n"); a line without ':' is a name with
  * an empty value. Every name and value is copied into its own exact-size
  * heap block, so reading past a length is caught by ASan. The hint is
@@ -13,6 +13,7 @@
 
 #include "airetry.h"
 #include "limits.h"
+#include "retry_after.h"
 
 #define MAX_FUZZ_HEADERS 64
 
@@ -47,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint64_t walls[] = {0, 1796040000000ull, UINT64_MAX};
   for (size_t k = 0; k < sizeof walls / sizeof walls[0]; k++) {
     uint64_t w1 = 0, w2 = 0;
-    int r1 = air_retry_after(h, n, walls[k], &w1);
-    int r2 = air_retry_after(h, n, walls[k], &w2);
+    int r1 = air__retry_after(h, n, walls[k], &w1);
+    int r2 = air__retry_after(h, n, walls[k], &w2);
     if (r1 != 0 && r1 != 1) abort();
     if (r1 != r2 || (r1 == 1 && w1 != w2)) abort();
     if (r1 == 1 && w1 > AIR__MAX_RETRY_AFTER_MS) abort();

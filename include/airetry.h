@@ -2,7 +2,9 @@
  * airetry: keeps LLM calls alive.
  *
  * The one public header of libairetry. Handles are opaque; plain records that
- * callers read (air_attempt, air_diag, air_error) are declared here.
+ * callers read (air_attempt, air_diag, air_error) are declared here. Every
+ * exported function is marked AIR_EXTERN and listed in docs/api.md, with
+ * the ABI policy (how the option structs with a leading `size` grow).
  *
  * Thread safety is stated per function. Unless said otherwise a handle may be
  * used by one thread at a time; air_config is immutable after loading and may

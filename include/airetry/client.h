@@ -22,8 +22,8 @@ extern "C" {
  * air_client_new, from one thread; air_global_cleanup at exit. The only
  * global state of the library.
  */
-int air_global_init(void);
-void air_global_cleanup(void);
+AIR_EXTERN int air_global_init(void);
+AIR_EXTERN void air_global_cleanup(void);
 
 /*
  * A client: providers and routes from a config, breaker/sticky state, and
@@ -31,13 +31,16 @@ void air_global_cleanup(void);
  * (libcurl multi on libuv). Every air_client_* call is thread-safe.
  */
 typedef struct air_client air_client;
-int air_client_new(const air_config *cfg, unsigned workers, air_client **out);
+/* cfg must outlive the client. AIR_EINVAL, AIR_ENOMEM, or AIR_EIO when a
+ * worker's event loop or thread cannot start; err says which. */
+AIR_EXTERN int air_client_new(const air_config *cfg, unsigned workers,
+                              air_client **out, air_error *err);
 /*
  * Waits for the calls in flight to end, each as it would have (its own
  * deadlines bound it; trigger its cancel token to end it at once), then
  * frees the client. No call may start during or after it.
  */
-void air_client_free(air_client *c);
+AIR_EXTERN void air_client_free(air_client *c);
 
 /* The outcome of one chat call. Free with air_chat_result_free. */
 typedef struct air_chat_result {
@@ -54,35 +57,41 @@ typedef struct air_chat_result {
   uint64_t first_content_ms;  /* 0 when nothing was released */
   uint64_t total_ms;
 } air_chat_result;
-void air_chat_result_free(air_chat_result *r);
+AIR_EXTERN void air_chat_result_free(air_chat_result *r);
 
-typedef struct air_chat_cb {
-  /* Once, when the answer commits (first content released). */
-  void (*on_commit)(void *data, const char *target, unsigned attempt);
+/* Set size to sizeof(air_chat_opts) (AIR_CHAT_OPTS_INIT does). */
+typedef struct air_chat_opts {
+  size_t size;
   /* Each part after commit, in order. A failure after commit arrives as one
    * AIR_PART_ERROR part (name: the reason name, text: the message) and
    * nothing follows. Runs on a client worker thread; a non-zero return
-   * cancels the call. */
+   * cancels the call. NULL: the answer is held whole (commit: complete). */
   int (*on_part)(void *data, const air_part *p);
-  /* After each failed attempt, with the policy's decision in wait_ms. */
-  void (*on_failed)(void *data, const air_attempt *a);
-  void *data;
-} air_chat_cb;
+  void *data;                      /* passed to on_part */
+  /* on_failed and on_commit run on a client worker thread, on_settled on
+   * the calling thread just before air_client_chat returns; on_retry is
+   * never called. May be NULL. */
+  const air_observers *observers;
+  air_cancel *cancel;  /* may be NULL; may be triggered from any thread */
+} air_chat_opts;
+#define AIR_CHAT_OPTS_INIT {.size = sizeof(air_chat_opts)}
 
 /*
  * One chat call. body is a request in `dialect` (an OpenAI chat.completions
  * or Anthropic messages JSON body) whose "model" names a route or a
- * "provider/model". Without cb->on_part (or cb) the answer is held whole
- * (commit: complete); with it, parts stream to cb->on_part under the
- * route's commit mode. cancel may be triggered from any thread. Returns 0 (answered),
- * AIR_EUPSTREAM (every attempt failed: *out has the error body and log),
- * AIR_ECANCELED, AIR_ENOTFOUND (unknown model), AIR_EINVAL / AIR_EPARSE (bad
- * request: *out->body holds the dialect error). *out is set in every case
- * but AIR_ENOMEM and invalid arguments.
+ * "provider/model". opts may be NULL (the answer held whole, no observers,
+ * no cancel); with opts->on_part, parts stream to it under the route's
+ * commit mode. Returns 0 (answered), AIR_EUPSTREAM (every attempt failed:
+ * *out has the error body and log), AIR_ECANCELED, AIR_ENOTFOUND (unknown
+ * model), AIR_EINVAL / AIR_EPARSE (bad request: *out->body holds the dialect
+ * error). *out is set in every case but AIR_ENOMEM and invalid arguments
+ * (a NULL argument, an unknown dialect, opts->size too small). err (may be
+ * NULL) says why in every failing case.
  */
-int air_client_chat(air_client *c, air_dialect dialect, const char *body,
-                    size_t len, air_cancel *cancel, const air_chat_cb *cb,
-                    air_chat_result **out);
+AIR_EXTERN int air_client_chat(air_client *c, air_dialect dialect,
+                               const char *body, size_t len,
+                               const air_chat_opts *opts, air_chat_result **out,
+                               air_error *err);
 
 #ifdef __cplusplus
 }

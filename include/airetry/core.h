@@ -9,12 +9,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Marks the functions libairetry.so exports; everything else is hidden
+ * (the library is built with -fvisibility=hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define AIR_EXTERN __attribute__((visibility("default")))
+#else
+#define AIR_EXTERN
+#endif
+
+/* The version of these headers; air_version() is the library's. */
 #define AIR_VERSION "0.1.0"
+
+/* The library's version string ("0.1.0"): static, never NULL. Compare it
+ * with AIR_VERSION to catch a program running on another build. */
+AIR_EXTERN const char *air_version(void);
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -35,9 +49,15 @@ typedef enum air_errno {
 } air_errno;
 
 /* Static, never NULL; "unknown error" for values outside the enum. */
-const char *air_strerror(int err);
+AIR_EXTERN const char *air_strerror(int err);
 
-/* Optional caller-supplied detail for a failing call. */
+/*
+ * Optional caller-supplied detail for a failing call: every public call that
+ * can fail for more than one reason takes an `air_error *err` as its last
+ * argument (NULL allowed). On failure the library sets code to the value
+ * returned and message to what went wrong; on success it sets code 0 and
+ * message "". Config errors carry their FILE:LINE:COL in the diagnostics.
+ */
 typedef struct air_error {
   int code;           /* the air_errno returned */
   char message[512];  /* human-readable, NUL-terminated */
@@ -72,25 +92,18 @@ typedef enum air_reason {
 } air_reason;
 
 /* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of range. */
-const char *air_reason_name(air_reason r);
+AIR_EXTERN const char *air_reason_name(air_reason r);
 /* Parses a reason name of n bytes. Returns 0 or AIR_ENOTFOUND. */
-int air_reason_from_name(const char *name, size_t n, air_reason *out);
+AIR_EXTERN int air_reason_from_name(const char *name, size_t n,
+                                    air_reason *out);
 
-/* Transport-level failure kinds fed to the classifier. */
+/* Transport-level failure kinds an attempt reports (air_failure). */
 typedef enum air_transport_err {
   AIR_TRANSPORT_OK = 0,
   AIR_TRANSPORT_CONNECT,  /* refused, reset, DNS, TLS failure */
   AIR_TRANSPORT_CLOSED,   /* connection closed before a complete response */
   AIR_TRANSPORT_BADBODY,  /* response body could not be decoded */
 } air_transport_err;
-
-/*
- * Classifies one failed attempt into a reason (DESIGN.md 2.1): the error type
- * and code from the body win over the HTTP status; a transport error wins over
- * both. Strings may be NULL; they are not retained. Pure, thread-safe.
- */
-air_reason air_classify(int status, const char *type, const char *code,
-                        const char *message, air_transport_err transport);
 
 /* ---- dialects ------------------------------------------------------------ */
 
@@ -100,23 +113,14 @@ typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_diale
 
 /* ---- headers ----------------------------------------------------------- */
 
-/* A response header as received; not NUL-terminated. */
+/* A response header as received; not NUL-terminated. An attempt hands its
+ * response headers over in air_failure (the engine reads Retry-After). */
 typedef struct air_header {
   const char *name;
   size_t name_len;
   const char *value;
   size_t value_len;
 } air_header;
-
-/*
- * The wait a response asks for (DESIGN.md 2.2), in milliseconds, from its
- * headers. wall_ms is the current wall-clock time in ms since the Unix epoch
- * (for HTTP-dates and RFC 3339 times). Returns 1 and sets *wait_ms when a
- * usable hint is present, 0 when there is none (negative, past or unparseable
- * values are ignored). Pure, thread-safe.
- */
-int air_retry_after(const air_header *h, size_t n, uint64_t wall_ms,
-                    uint64_t *wait_ms);
 
 /* ---- config ------------------------------------------------------------ */
 
@@ -142,26 +146,31 @@ typedef void (*air_diag_cb)(void *data, const air_diag *d);
  * AIR_ECONFIG when any error was reported; AIR_ETOOBIG over the config size
  * limit. name is used in diagnostics only.
  */
-int air_config_parse(const char *name, const char *text, size_t len,
-                     air_diag_cb cb, void *data, air_config **out);
-/* Reads path and calls air_config_parse. AIR_EIO when it cannot be read. */
-int air_config_load(const char *path, air_diag_cb cb, void *data,
-                    air_config **out);
-void air_config_free(air_config *cfg);
-/* Prints the resolved config (every default filled in) as YAML to a FILE *. */
-void air_config_dump(const air_config *cfg, void *file);
+AIR_EXTERN int air_config_parse(const char *name, const char *text, size_t len,
+                                air_diag_cb cb, void *data, air_config **out);
+/* Reads path and calls air_config_parse. AIR_EIO when it cannot be read
+ * (reported through cb too, with the system's reason). */
+AIR_EXTERN int air_config_load(const char *path, air_diag_cb cb, void *data,
+                               air_config **out);
+AIR_EXTERN void air_config_free(air_config *cfg);
+/* Prints the resolved config (every default filled in) as YAML to file.
+ * Returns 0, AIR_EINVAL (a NULL argument) or AIR_EIO (a write failed). */
+AIR_EXTERN int air_config_dump(const air_config *cfg, FILE *file);
 /* The listen address of the config ("127.0.0.1:8080" when unset). */
-const char *air_config_listen(const air_config *cfg);
+AIR_EXTERN const char *air_config_listen(const air_config *cfg);
 
 /* ---- shared state (breakers, sticky routes) ---------------------------- */
 
 /*
  * Breaker and sticky state shared by every request of one process. Safe to
- * use from several threads at once. cfg must outlive the state.
+ * use from several threads at once. The state does not keep cfg (which may
+ * be NULL): each run that uses it reads the policy from the config it runs
+ * under, so one state outlives a config reload. AIR_EINVAL, AIR_ENOMEM.
  */
 typedef struct air_state air_state;
-int air_state_new(const air_config *cfg, air_state **out);
-void air_state_free(air_state *st);
+AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,
+                             air_error *err);
+AIR_EXTERN void air_state_free(air_state *st);
 
 typedef enum air_breaker_mode {
   AIR_BREAKER_CLOSED,
@@ -170,32 +179,29 @@ typedef enum air_breaker_mode {
 } air_breaker_mode;
 
 /* The breaker of target ("provider/model") at monotonic time now_ms. */
-air_breaker_mode air_state_breaker(air_state *st, const char *target,
-                                   uint64_t now_ms);
+AIR_EXTERN air_breaker_mode air_state_breaker(air_state *st, const char *target,
+                                              uint64_t now_ms);
 
 /* ---- cancellation ------------------------------------------------------ */
 
 /*
  * A cancel token. air_cancel_trigger may be called from any thread and at any
- * time; every wait on the token ends at once.
+ * time; every wait on the token ends at once (the system clock's sleep too).
  */
 typedef struct air_cancel air_cancel;
-int air_cancel_new(air_cancel **out);
-void air_cancel_free(air_cancel *c);
-void air_cancel_trigger(air_cancel *c);
-bool air_cancel_is_set(const air_cancel *c);
-/*
- * Sleeps up to ms milliseconds of real time. Returns 1 if the token was
- * triggered (at once, whenever that happens), 0 when the time passed.
- */
-int air_cancel_sleep(air_cancel *c, uint64_t ms);
+AIR_EXTERN int air_cancel_new(air_cancel **out);
+AIR_EXTERN void air_cancel_free(air_cancel *c);
+AIR_EXTERN void air_cancel_trigger(air_cancel *c);
+AIR_EXTERN bool air_cancel_is_set(const air_cancel *c);
 
 /* ---- clock and randomness ---------------------------------------------- */
 
 /*
  * Time as the engine sees it. now_ms is monotonic, wall_ms is ms since the
- * Unix epoch, sleep waits ms or until cancel fires (returns 1 when cancelled).
- * air_clock_system() gives the real clock; tests pass a fake one.
+ * Unix epoch, sleep waits ms or until cancel (may be NULL) fires: returns 1
+ * when cancelled (at once, whenever that happens), 0 when the time passed.
+ * air_clock_system() gives the real clock (static, thread-safe; call its
+ * sleep to wait on a token); tests pass a fake one.
  */
 typedef struct air_clock {
   uint64_t (*now_ms)(void *data);
@@ -203,7 +209,7 @@ typedef struct air_clock {
   int (*sleep)(void *data, uint64_t ms, air_cancel *cancel);
   void *data;
 } air_clock;
-const air_clock *air_clock_system(void);
+AIR_EXTERN const air_clock *air_clock_system(void);
 
 /* Random source: returns 64 uniformly random bits. */
 typedef struct air_rng {
@@ -293,22 +299,22 @@ typedef struct air_action {
 
 /*
  * Starts a run for the route or "provider/model" named model. state may be
- * NULL (no breaker, no sticky). rng may be NULL (jitter then uses a fixed
- * sequence). Returns AIR_ENOTFOUND for an unknown model. The config and state
- * must outlive the run. Sets *act to the first ATTEMPT (or FAIL when no target
- * is usable).
+ * NULL (no breaker, no sticky). rng may be NULL (jitter then uses a
+ * generator seeded from now_ms). Returns AIR_ENOTFOUND for an unknown model.
+ * The config and state must outlive the run. Sets *act to the first ATTEMPT
+ * (or FAIL when no target is usable).
  */
-int air_run_new(const air_config *cfg, air_state *state, const char *model,
-                const air_rng *rng, uint64_t now_ms, air_run **out,
-                air_action *act);
-void air_run_free(air_run *run);
+AIR_EXTERN int air_run_new(const air_config *cfg, air_state *state,
+                           const char *model, const air_rng *rng,
+                           uint64_t now_ms, air_run **out, air_action *act);
+AIR_EXTERN void air_run_free(air_run *run);
 
 /*
  * Attempt attempt_id failed. wall_ms is for HTTP-date Retry-After hints.
  * Before its commit the policy decides (ATTEMPT, WAIT or FAIL); after it the
  * failure is final (FAIL).
  */
-int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
+AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
                  uint64_t now_ms, uint64_t wall_ms, air_action *act);
 /*
  * Attempt attempt_id has content ready for the caller (its first content
@@ -317,22 +323,22 @@ int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
  * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
  * probe's breaker verdict (success) is given here.
  */
-int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                           air_action *act);
 /* Attempt attempt_id succeeded (finished; committed or not): DONE. */
-int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
+AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     air_action *act);
 /* The WAIT that followed attempt attempt_id ended: the next ATTEMPT (or FAIL
  * when total_ms has passed). */
-int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
+AIR_EXTERN int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
                       air_action *act);
 /* The caller cancelled the request (every attempt of it): FAIL with
  * AIR_REASON_ABORTED, in any phase; AIR_ESTATE once the run is over. */
-int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act);
+AIR_EXTERN int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act);
 
 /* The attempt log so far; entries valid until the run is freed. */
-size_t air_run_attempt_count(const air_run *run);
-const air_attempt *air_run_attempt(const air_run *run, size_t i);
+AIR_EXTERN size_t air_run_attempt_count(const air_run *run);
+AIR_EXTERN const air_attempt *air_run_attempt(const air_run *run, size_t i);
 
 #ifdef __cplusplus
 }

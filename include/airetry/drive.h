@@ -64,9 +64,9 @@ typedef struct air_part {
 
 /* True for the parts that commit (DESIGN.md 2): non-empty text, reasoning
  * or refusal text, and any tool call piece. */
-bool air_part_is_content(const air_part *p);
+AIR_EXTERN bool air_part_is_content(const air_part *p);
 /* "stop", "length", "tool_calls", ... (OpenAI names), "" for NONE. */
-const char *air_finish_name(air_finish f);
+AIR_EXTERN const char *air_finish_name(air_finish f);
 
 /* ---- the generic driver ------------------------------------------------- */
 
@@ -89,32 +89,58 @@ typedef struct air_attempt_info {
 typedef int (*air_attempt_fn)(void *data, const air_attempt_info *info,
                               air_failure *f);
 
-typedef struct air_call_opts {
-  air_attempt_fn fn;
-  void *data;  /* passed to fn and to every observer */
-  /* After each failed attempt, with its log entry. */
-  void (*on_error)(void *data, const air_attempt *failed);
-  /* Before a retry or switch; may replace *options for the next attempt. */
+/*
+ * The observers of one call, the same for air_call, air_stream and
+ * air_client_chat. Every member may be NULL; each gets `data`. Set size to
+ * sizeof(air_observers) (AIR_OBSERVERS_INIT does); see docs/api.md for how
+ * option structs grow.
+ */
+typedef struct air_observers {
+  size_t size;
+  void *data;
+  /* After each failed (or skipped) attempt, with its log entry; wait_ms is
+   * the policy's decision. */
+  void (*on_failed)(void *data, const air_attempt *failed);
+  /* Before a retry or switch, with the next attempt; may replace *options
+   * for it. air_client_chat has no per-attempt options: it never calls it. */
   void (*on_retry)(void *data, const air_attempt_info *next, void **options);
-  /* Exactly once, at the end, with the result and the full attempt log. */
+  /* Once, when the answer commits: air_stream and the streaming client
+   * just before the first part is delivered; air_call and the whole-answer
+   * client when the attempt that answers succeeds. attempt is 1-based. */
+  void (*on_commit)(void *data, const char *target, unsigned attempt);
+  /* Exactly once, at the end, with the result and the full attempt log,
+   * unless the call failed before anything ran (AIR_EINVAL, AIR_ENOTFOUND,
+   * a bad request to the client: then no observer fires). */
   void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
-  void *options;             /* initial options handed to fn */
-  air_cancel *cancel;        /* may be NULL */
-  const air_clock *clock;    /* NULL: air_clock_system() */
-  const air_rng *rng;        /* NULL: seeded from the clock */
+} air_observers;
+#define AIR_OBSERVERS_INIT {.size = sizeof(air_observers)}
+
+/* Set size to sizeof(air_call_opts) (AIR_CALL_OPTS_INIT does). */
+typedef struct air_call_opts {
+  size_t size;
+  air_attempt_fn fn;
+  void *data;                       /* passed to fn */
+  const air_observers *observers;   /* may be NULL */
+  void *options;                    /* initial options handed to fn */
+  air_cancel *cancel;               /* may be NULL */
+  const air_clock *clock;           /* NULL: air_clock_system() */
+  const air_rng *rng;               /* NULL: seeded from the clock */
 } air_call_opts;
+#define AIR_CALL_OPTS_INIT {.size = sizeof(air_call_opts)}
 
 /*
  * Runs opts->fn per attempt under the policy of route `model` until success,
  * a final failure or a cancel. Returns 0, AIR_EUPSTREAM (every attempt failed),
- * AIR_ECANCELED, AIR_ENOTFOUND or AIR_EINVAL. If it returns AIR_EINVAL or
+ * AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL (also opts->size too small) or
+ * AIR_ENOMEM; err (may be NULL) says why. If it returns AIR_EINVAL or
  * AIR_ENOTFOUND no callback fires. When `log` is not NULL, *log receives a
  * copy of the attempt log (free with air_attempt_log_free) and *n_log its
  * length. Safe to call from many threads at once on one config and state.
  */
-int air_call(const air_config *cfg, air_state *state, const char *model,
-             const air_call_opts *opts, air_attempt **log, size_t *n_log);
-void air_attempt_log_free(air_attempt *log, size_t n);
+AIR_EXTERN int air_call(const air_config *cfg, air_state *state,
+                        const char *model, const air_call_opts *opts,
+                        air_attempt **log, size_t *n_log, air_error *err);
+AIR_EXTERN void air_attempt_log_free(air_attempt *log, size_t n);
 
 /* ---- the stream driver ---------------------------------------------------- */
 
@@ -133,12 +159,13 @@ typedef struct air_stream_sink air_stream_sink;
  * caller cancelled): the attempt function should then return at once; what
  * it reports after that is ignored. Negative: AIR_ENOMEM.
  */
-int air_stream_push(air_stream_sink *sink, const air_part *p);
+AIR_EXTERN int air_stream_push(air_stream_sink *sink, const air_part *p);
 /* Reports one malformed event the producer skipped. Returns as push. */
-int air_stream_malformed(air_stream_sink *sink);
+AIR_EXTERN int air_stream_malformed(air_stream_sink *sink);
 /* The next per-part deadline on the driver's clock (first content part,
  * then the gap between parts) and which timeout reason it is. */
-uint64_t air_stream_deadline(const air_stream_sink *sink, air_reason *which);
+AIR_EXTERN uint64_t air_stream_deadline(const air_stream_sink *sink,
+                                       air_reason *which);
 
 /*
  * One streamed attempt: push parts to sink as they arrive. Return 0 when the
@@ -148,26 +175,25 @@ uint64_t air_stream_deadline(const air_stream_sink *sink, air_reason *which);
 typedef int (*air_stream_fn)(void *data, const air_attempt_info *info,
                              air_stream_sink *sink, air_failure *f);
 
+/* Set size to sizeof(air_stream_opts) (AIR_STREAM_OPTS_INIT does). */
 typedef struct air_stream_opts {
+  size_t size;
   air_stream_fn fn;
-  void *data;  /* passed to fn and every callback */
+  void *data;  /* passed to fn and on_part */
   /*
    * Every part after commit, in order. A failure after commit arrives as one
    * AIR_PART_ERROR part (name: the reason name, text: the message) and
    * nothing follows it. A non-zero return cancels the request.
    */
   int (*on_part)(void *data, const air_part *p);
-  /* Once, just before the first part is delivered. */
-  void (*on_commit)(void *data, const air_attempt_info *info);
-  void (*on_error)(void *data, const air_attempt *failed);
-  void (*on_retry)(void *data, const air_attempt_info *next, void **options);
-  void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
+  const air_observers *observers;  /* may be NULL */
   void *options;
   air_cancel *cancel;
   const air_clock *clock;
   const air_rng *rng;
   bool json_response;  /* commit: complete also checks the text is JSON */
 } air_stream_opts;
+#define AIR_STREAM_OPTS_INIT {.size = sizeof(air_stream_opts)}
 
 /*
  * The streaming counterpart of air_call: runs opts->fn per attempt under the
@@ -175,11 +201,12 @@ typedef struct air_stream_opts {
  * Before commit every failure goes through the policy and nothing reaches
  * on_part; after commit the attempt is final. Returns 0 when an answer was
  * delivered (also a judged complete answer that was the last failure,
- * DESIGN.md 3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL;
- * log as for air_call. Thread-safe as air_call.
+ * DESIGN.md 3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL,
+ * AIR_ENOMEM; log and err as for air_call. Thread-safe as air_call.
  */
-int air_stream(const air_config *cfg, air_state *state, const char *model,
-               const air_stream_opts *opts, air_attempt **log, size_t *n_log);
+AIR_EXTERN int air_stream(const air_config *cfg, air_state *state,
+                          const char *model, const air_stream_opts *opts,
+                          air_attempt **log, size_t *n_log, air_error *err);
 
 #ifdef __cplusplus
 }

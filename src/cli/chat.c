@@ -107,18 +107,27 @@ int air__cmd_chat(int argc, char **argv) {
   }
   char *body = build_body(model, system, prompt);
   air_client *client = NULL;
-  if (body == NULL || air_global_init() != 0 ||
-      air_client_new(cfg, 1, &client) != 0) {
-    fprintf(stderr, "airetry chat: out of memory\n");
+  air_error err = {0, ""};
+  int rc = body != NULL ? air_global_init() : AIR_ENOMEM;
+  if (rc == 0) rc = air_client_new(cfg, 1, &client, &err);
+  if (rc != 0) {
+    fprintf(stderr, "airetry chat: %s\n",
+            err.message[0] ? err.message : air_strerror(rc));
     free(body);
     air_config_free(cfg);
     return AIR__EXIT_FAIL;
   }
-  air_chat_cb cb = {on_commit, on_part, on_failed, NULL};
-  air_chat_cb quiet = {NULL, NULL, on_failed, NULL};
+  /* --stream: parts as they come and a line at commit; else the answer
+   * whole. A line per failed attempt either way. */
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.on_failed = on_failed;
+  if (stream) obs.on_commit = on_commit;
+  air_chat_opts opts = AIR_CHAT_OPTS_INIT;
+  opts.observers = &obs;
+  if (stream) opts.on_part = on_part;
   air_chat_result *res = NULL;
-  int rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body), NULL,
-                           stream ? &cb : &quiet, &res);
+  rc = air_client_chat(client, AIR_DIALECT_OPENAI, body, strlen(body), &opts,
+                       &res, &err);
   /* Without --stream the answer is printed whole, once it is complete. */
   int exit_code = AIR__EXIT_OK;
   if (rc == 0) {

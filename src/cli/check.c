@@ -75,9 +75,9 @@ int air__cmd_check(int argc, char **argv) {
             air_strerror(rc), n.errors, n.errors == 1 ? "" : "s");
     return AIR__EXIT_USAGE;
   }
-  air_config_dump(cfg, stdout);
+  rc = air_config_dump(cfg, stdout);
   air_config_free(cfg);
-  if (fflush(stdout) != 0) {
+  if (rc != 0) {
     perror("airetry check: stdout");
     return AIR__EXIT_FAIL;
   }

@@ -315,9 +315,8 @@ static void d_map(const dumper *d, unsigned scope, const void *obj,
   if (flow) fputc('}', d->f);
 }
 
-void air_config_dump(const air_config *cfg, void *file) {
-  FILE *f = file;
-  if (!cfg || !f) return;
+int air_config_dump(const air_config *cfg, FILE *f) {
+  if (!cfg || !f) return AIR_EINVAL;
   dumper d = {f, cfg, NULL, 0};
   d.opts = air__config_opts(&d.n_opts);
   fputs("# resolved config of ", f);
@@ -325,4 +324,5 @@ void air_config_dump(const air_config *cfg, void *file) {
     fputc((unsigned char)*p < 0x20 ? '?' : *p, f);
   fputs(", every default filled in\n", f);
   d_map(&d, AIR__SC_TOP, cfg, NULL, 0, false, false);
+  return ferror(f) || fflush(f) != 0 ? AIR_EIO : 0;
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "airetry.h"
+#include "classify.h"
 
 /* A body error type or code and the reason it means. */
 typedef struct body_entry {
@@ -122,8 +123,8 @@ static air_reason status_reason(int status) {
   return AIR_REASON_NONE;
 }
 
-air_reason air_classify(int status, const char *type, const char *code,
-                        const char *message, air_transport_err transport) {
+air_reason air__classify(int status, const char *type, const char *code,
+                         const char *message, air_transport_err transport) {
   switch (transport) {
     case AIR_TRANSPORT_CONNECT:
     case AIR_TRANSPORT_CLOSED:

@@ -19,8 +19,10 @@
 
 #include "arena.h"
 #include "backoff.h"
+#include "classify.h"
 #include "engine.h"
 #include "limits.h"
+#include "retry_after.h"
 #include "state.h"
 
 enum phase { P_ATTEMPT, P_COMMITTED, P_WAIT, P_OVER };
@@ -397,8 +399,9 @@ int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
    * it expires (3.1): here, longer than the default retry_after.max_ms; a
    * retry rule with its own max_ms cools below when it declines to wait. */
   uint64_t hint_ms = 0;
-  bool hint = f->n_headers > 0 &&
-              air_retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
+  bool hint =
+      f->n_headers > 0 &&
+      air__retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
   if (hint && hint_ms > COOL_AFTER_MS)
     air__state_cool(run->st, t->name, now_ms, hint_ms);
   if (reason == AIR_REASON_TIMEOUT_TOTAL || now_ms >= run->deadline_ms)
@@ -463,7 +466,8 @@ static air_reason record_failure(air_run *run, const air_failure *f,
                                  uint64_t now_ms) {
   air_reason reason = f->reason;
   if (reason == AIR_REASON_NONE || reason >= AIR_REASON__COUNT)
-    reason = air_classify(f->status, f->type, f->code, f->message, f->transport);
+    reason =
+        air__classify(f->status, f->type, f->code, f->message, f->transport);
   if (is_timeout(reason) && now_ms >= run->deadline_ms)
     reason = AIR_REASON_TIMEOUT_TOTAL;
   air_attempt *e = &run->log[run->n_log - 1];

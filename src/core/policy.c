@@ -31,3 +31,16 @@ const air__provider *air__config_provider(const air_config *cfg,
   }
   return NULL;
 }
+
+const air__policy *air__config_policy(const air_config *cfg,
+                                      const char *model) {
+  if (!cfg || !model) return NULL;
+  size_t n = strlen(model);
+  const air__route *route = air__config_route(cfg, model, n);
+  if (route) return &route->policy;
+  const char *slash = memchr(model, '/', n);
+  if (!slash || slash == model || slash[1] == '\0') return NULL;
+  if (!air__config_provider(cfg, model, (size_t)(slash - model), NULL))
+    return NULL;
+  return &cfg->defaults;
+}

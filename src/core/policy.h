@@ -178,5 +178,12 @@ const air__route *air__config_route(const air_config *cfg, const char *name,
 const air__provider *air__config_provider(const air_config *cfg,
                                           const char *name, size_t n,
                                           size_t *index);
+/*
+ * The policy a request for model runs under: the route named model, or for
+ * "provider/model" (a known provider, a non-empty model) the config's
+ * defaults (the engine turns sticky off for such a one-target walk). NULL
+ * when model is neither. Points into cfg: valid as long as cfg. Pure.
+ */
+const air__policy *air__config_policy(const air_config *cfg, const char *model);
 
 #endif

@@ -1,7 +1,15 @@
-/* Error strings and reason names: the vocabulary shared by every layer. */
+/* Error strings and reason names: the vocabulary shared by every layer,
+ * and the caller's error detail (error.h). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "airetry.h"
+#include "error.h"
+
+const char *air_version(void) {
+  return AIR_VERSION;
+}
 
 const char *air_strerror(int err) {
   switch (err) {
@@ -87,4 +95,31 @@ const char *air_finish_name(air_finish f) {
     case AIR_FINISH_PAUSE: return "pause_turn";
     default: return "";
   }
+}
+
+int air__error_set(air_error *err, int code, const char *fmt, ...) {
+  if (err == NULL) return code;
+  err->code = code;
+  err->message[0] = '\0';
+  if (code != 0 && fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+int air__opts_copy(void *dst, size_t dst_size, const void *src,
+                   size_t min_size, const char *name, air_error *err) {
+  memset(dst, 0, dst_size);
+  if (src == NULL) return air__error_set(err, AIR_EINVAL, "%s is NULL", name);
+  size_t size;
+  memcpy(&size, src, sizeof(size));
+  if (size < min_size)
+    return air__error_set(err, AIR_EINVAL,
+                          "%s.size is %zu, below %zu: set it to sizeof(%s)",
+                          name, size, min_size, name);
+  memcpy(dst, src, size < dst_size ? size : dst_size);
+  return 0;
 }

@@ -29,6 +29,7 @@
 
 #include "airetry.h"
 #include "limits.h"
+#include "retry_after.h"
 #include "str.h"
 
 #define NS_PER_US 1000ull
@@ -530,8 +531,8 @@ static int found(uint64_t ms, uint64_t *wait_ms) {
   return 1;
 }
 
-int air_retry_after(const air_header *h, size_t n, uint64_t wall_ms,
-                    uint64_t *wait_ms) {
+int air__retry_after(const air_header *h, size_t n, uint64_t wall_ms,
+                     uint64_t *wait_ms) {
   if (h == NULL) return 0;
   air__str v;
   uint64_t ms;

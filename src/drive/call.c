@@ -65,8 +65,8 @@ static int do_attempt(const air__drive *d, air_run *run, air_action *act,
       .override_json = act->override_json,
       .options = *options,
   };
-  if (act->attempt > 1 && d->on_retry) {
-    d->on_retry(d->data, &info, options);
+  if (act->attempt > 1 && d->obs.on_retry) {
+    d->obs.on_retry(d->obs.data, &info, options);
     info.options = *options;
   }
   air__outcome out;
@@ -84,15 +84,49 @@ static int do_attempt(const air__drive *d, air_run *run, air_action *act,
                ? air__run_fail_final(run, id, &out.f, now, act)
                : air_run_fail(run, id, &out.f, now, clock->wall_ms(clock->data),
                               act);
-  if (rc == 0 && d->on_error) d->on_error(d->data, air_run_attempt(run, failed));
+  if (rc == 0 && d->obs.on_failed)
+    d->obs.on_failed(d->obs.data, air_run_attempt(run, failed));
   return rc;
 }
 
+int air__observers_copy(const air_observers *in, air_observers *out,
+                        air_error *err) {
+  if (in == NULL) {
+    memset(out, 0, sizeof(*out));
+    return 0;
+  }
+  return air__opts_copy(out, sizeof(*out), in, AIR__OBSERVERS_SIZE_V0,
+                        "air_observers", err);
+}
+
+/* err for a run that ended with rc (0 clears it). */
+static int settle_error(int rc, const air_action *act, const char *model,
+                        air_error *err) {
+  switch (rc) {
+    case 0:
+      return air__error_set(err, 0, NULL);
+    case AIR_EUPSTREAM:
+      return air__error_set(err, rc,
+                            "every attempt failed; the last: %s (HTTP %d)",
+                            air_reason_name(act->reason), act->status);
+    case AIR_ECANCELED:
+      return air__error_set(err, rc, "cancelled by the caller");
+    case AIR_ENOTFOUND:
+      return air__error_set(
+          err, rc, "model '%.200s' is not a route or provider/model", model);
+    default:
+      return air__error_set(err, rc, "%s", air_strerror(rc));
+  }
+}
+
 int air__drive_run(const air_config *cfg, air_state *state, const char *model,
-                   const air__drive *d, air_attempt **log, size_t *n_log) {
+                   const air__drive *d, air_attempt **log, size_t *n_log,
+                   air_error *err) {
   if (log) *log = NULL;
   if (n_log) *n_log = 0;
-  if (cfg == NULL || model == NULL || d->attempt == NULL) return AIR_EINVAL;
+  if (cfg == NULL || model == NULL || d->attempt == NULL)
+    return air__error_set(err, AIR_EINVAL,
+                          "cfg, model and the attempt function are required");
   air__drive dd = *d;
   if (dd.clock == NULL) dd.clock = air_clock_system();
   const air_clock *clock = dd.clock;
@@ -103,13 +137,14 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
 
   if (air_cancel_is_set(dd.cancel)) {
     /* Cancelled before anything started: no attempt, an empty log. */
-    if (dd.on_settled) dd.on_settled(dd.data, AIR_ECANCELED, NULL, 0);
-    return AIR_ECANCELED;
+    if (dd.obs.on_settled)
+      dd.obs.on_settled(dd.obs.data, AIR_ECANCELED, NULL, 0);
+    return settle_error(AIR_ECANCELED, NULL, model, err);
   }
   air_run *run = NULL;
   air_action act;
   int rc = air_run_new(cfg, state, model, dd.rng, now, &run, &act);
-  if (rc != 0) return rc;
+  if (rc != 0) return settle_error(rc, NULL, model, err);
 
   void *options = dd.options;
   int final = AIR_EUPSTREAM;
@@ -143,43 +178,60 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
 
   size_t n = air_run_attempt_count(run);
   /* The log entries are contiguous: entry 0's address is the array. */
-  if (dd.on_settled)
-    dd.on_settled(dd.data, final, n ? air_run_attempt(run, 0) : NULL, n);
+  if (dd.obs.on_settled)
+    dd.obs.on_settled(dd.obs.data, final, n ? air_run_attempt(run, 0) : NULL,
+                      n);
   if (log != NULL) {
     size_t copied = 0;
     *log = copy_log(run, &copied);
     if (n_log) *n_log = copied;
   }
+  settle_error(final, &act, model, err);
   air_run_free(run);
   return final;
 }
 
-/* ---- air_call ---------------------------------------------------------------- */
+/* ---- air_call
+ * ---------------------------------------------------------------- */
 
+typedef struct call_ctx {
+  air_call_opts o;
+  air_observers obs;
+} call_ctx;
+
+/* One attempt; the attempt that succeeds is the one that commits. */
 static void call_attempt(void *ctx, const air_attempt_info *info,
                          air_run *run, unsigned attempt_id, air__outcome *out) {
-  const air_call_opts *o = ctx;
+  const call_ctx *c = ctx;
   (void)run;
   (void)attempt_id;
-  out->kind = o->fn(o->data, info, &out->f) == 0 ? AIR__OUT_OK : AIR__OUT_FAIL;
+  out->kind =
+      c->o.fn(c->o.data, info, &out->f) == 0 ? AIR__OUT_OK : AIR__OUT_FAIL;
+  if (out->kind == AIR__OUT_OK && c->obs.on_commit &&
+      !air_cancel_is_set(c->o.cancel))
+    c->obs.on_commit(c->obs.data, info->target, info->attempt);
 }
 
 int air_call(const air_config *cfg, air_state *state, const char *model,
-             const air_call_opts *opts, air_attempt **log, size_t *n_log) {
+             const air_call_opts *opts, air_attempt **log, size_t *n_log,
+             air_error *err) {
   if (log) *log = NULL;
   if (n_log) *n_log = 0;
-  if (opts == NULL || opts->fn == NULL) return AIR_EINVAL;
+  call_ctx c;
+  int rc = air__opts_copy(&c.o, sizeof(c.o), opts, AIR__CALL_OPTS_SIZE_V0,
+                          "air_call_opts", err);
+  if (rc == 0) rc = air__observers_copy(c.o.observers, &c.obs, err);
+  if (rc != 0) return rc;
+  if (c.o.fn == NULL)
+    return air__error_set(err, AIR_EINVAL, "air_call_opts.fn is NULL");
   air__drive d = {
       .attempt = call_attempt,
-      .ctx = (void *)opts,
-      .data = opts->data,
-      .on_error = opts->on_error,
-      .on_retry = opts->on_retry,
-      .on_settled = opts->on_settled,
-      .options = opts->options,
-      .cancel = opts->cancel,
-      .clock = opts->clock,
-      .rng = opts->rng,
+      .ctx = &c,
+      .obs = c.obs,
+      .options = c.o.options,
+      .cancel = c.o.cancel,
+      .clock = c.o.clock,
+      .rng = c.o.rng,
   };
-  return air__drive_run(cfg, state, model, &d, log, n_log);
+  return air__drive_run(cfg, state, model, &d, log, n_log, err);
 }

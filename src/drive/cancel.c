@@ -97,7 +97,10 @@ static struct timespec deadline_after(uint64_t ms) {
   return ts;
 }
 
-int air_cancel_sleep(air_cancel *c, uint64_t ms) {
+/* The system clock's sleep: up to ms of real time, 1 at once when c (may
+ * be NULL) is triggered, 0 when the time passed. */
+static int sys_sleep(void *data, uint64_t ms, air_cancel *c) {
+  (void)data;
   if (c == NULL) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -128,11 +131,6 @@ static uint64_t sys_wall(void *data) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static int sys_sleep(void *data, uint64_t ms, air_cancel *cancel) {
-  (void)data;
-  return air_cancel_sleep(cancel, ms);
 }
 
 static const air_clock system_clock = {sys_now, sys_wall, sys_sleep, NULL};

@@ -7,6 +7,7 @@
 #define AIR__DRIVER_H
 
 #include "airetry.h"
+#include "error.h"
 
 typedef enum air__outcome_kind {
   AIR__OUT_OK,      /* the attempt succeeded */
@@ -30,18 +31,30 @@ typedef struct air__drive {
    * (returns 1) — a judged complete answer, DESIGN.md 3.3. May be NULL. */
   int (*settle_fail)(void *ctx, air_reason reason);
   void *ctx;
-  /* The caller's observers and data, as in air_call_opts. */
-  void *data;
-  void (*on_error)(void *data, const air_attempt *failed);
-  void (*on_retry)(void *data, const air_attempt_info *next, void **options);
-  void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
+  air_observers obs;  /* the caller's (air__observers_copy); zero: none */
   void *options;
   air_cancel *cancel;
   const air_clock *clock;
   const air_rng *rng;
 } air__drive;
 
+/* Runs the loop; err (may be NULL) gets the detail of a failure. */
 int air__drive_run(const air_config *cfg, air_state *state, const char *model,
-                   const air__drive *d, air_attempt **log, size_t *n_log);
+                   const air__drive *d, air_attempt **log, size_t *n_log,
+                   air_error *err);
+
+/*
+ * The caller's observers (NULL: none) into *out, a zeroed copy of the
+ * version the caller was built with. AIR_EINVAL when in->size is too small.
+ */
+int air__observers_copy(const air_observers *in, air_observers *out,
+                        air_error *err);
+
+/* The minimum sizes of the caller-filled structs: up to the last field of
+ * their first version (0.1). A later minor version adds fields at their
+ * ends and leaves these as they are. */
+#define AIR__OBSERVERS_SIZE_V0 AIR__SIZE_TO(air_observers, on_settled)
+#define AIR__CALL_OPTS_SIZE_V0 AIR__SIZE_TO(air_call_opts, rng)
+#define AIR__STREAM_OPTS_SIZE_V0 AIR__SIZE_TO(air_stream_opts, json_response)
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "classify.h"
 #include "commit.h"
 #include "driver.h"
 #include "engine.h"
@@ -18,7 +19,8 @@ struct air_stream_sink {
 };
 
 struct stream_ctx {
-  const air_stream_opts *o;
+  air_stream_opts o; /* the caller's, as its version has them */
+  air_observers obs;
   const air_clock *clock;
   air__gate gate;
   air_stream_sink sink;
@@ -37,7 +39,7 @@ static uint64_t now_of(const stream_ctx *c) {
 }
 
 static int deliver(stream_ctx *c, const air_part *p) {
-  if (c->o->on_part != NULL && c->o->on_part(c->o->data, p) != 0) {
+  if (c->o.on_part != NULL && c->o.on_part(c->o.data, p) != 0) {
     c->stop = true;
     return 1;
   }
@@ -62,7 +64,8 @@ static int emit(void *data, const air__gate_event *ev) {
         return AIR_ESTATE;
     }
     c->notified = true;
-    if (c->o->on_commit) c->o->on_commit(c->o->data, &c->info);
+    if (c->obs.on_commit)
+      c->obs.on_commit(c->obs.data, c->info.target, c->info.attempt);
   }
   for (size_t i = 0; i < ev->n_parts; i++)
     if (deliver(c, &ev->parts[i]) != 0) return 1;
@@ -72,8 +75,7 @@ static int emit(void *data, const air__gate_event *ev) {
 int air_stream_push(air_stream_sink *sink, const air_part *p) {
   if (sink == NULL || p == NULL) return AIR_EINVAL;
   stream_ctx *c = sink->ctx;
-  if (c->stop || c->late != AIR_REASON_NONE ||
-      air_cancel_is_set(c->o->cancel))
+  if (c->stop || c->late != AIR_REASON_NONE || air_cancel_is_set(c->o.cancel))
     return 1;
   if (p->kind == AIR_PART_ERROR && c->gate.committed) {
     /* Final: the driver reports it once, as the failure of the attempt. */
@@ -85,7 +87,7 @@ int air_stream_push(air_stream_sink *sink, const air_part *p) {
                                                : sizeof(c->late_msg) - 1;
     if (p->text) memcpy(c->late_msg, p->text, n);
     c->late_msg[n] = '\0';
-    c->late = air_classify(200, type, NULL, c->late_msg, AIR_TRANSPORT_OK);
+    c->late = air__classify(200, type, NULL, c->late_msg, AIR_TRANSPORT_OK);
     return 1;
   }
   air__gate_event ev = {
@@ -124,7 +126,7 @@ static void fail_after_commit(stream_ctx *c, air__outcome *out) {
     out->f.reason = r = c->late;
     out->f.message = c->late_msg;
   } else if (r == AIR_REASON_NONE) {
-    r = air_classify(out->f.status, out->f.type, out->f.code, out->f.message,
+    r = air__classify(out->f.status, out->f.type, out->f.code, out->f.message,
                      out->f.transport);
     out->f.reason = r;
   }
@@ -153,9 +155,9 @@ static void stream_attempt(void *ctx, const air_attempt_info *info,
   c->gate.cfg.chunk_ms = t->timeouts.chunk_ms;
   c->late = AIR_REASON_NONE;
   air__gate_begin(&c->gate, now_of(c));
-  int rc = c->o->fn(c->o->data, info, &c->sink, &out->f);
+  int rc = c->o.fn(c->o.data, info, &c->sink, &out->f);
   air__gate *g = &c->gate;
-  if (c->stop || air_cancel_is_set(c->o->cancel)) {
+  if (c->stop || air_cancel_is_set(c->o.cancel)) {
     out->kind = AIR__OUT_CANCEL;
     return;
   }
@@ -198,43 +200,44 @@ static int stream_settle(void *ctx, air_reason reason) {
 }
 
 int air_stream(const air_config *cfg, air_state *state, const char *model,
-               const air_stream_opts *opts, air_attempt **log, size_t *n_log) {
+               const air_stream_opts *opts, air_attempt **log, size_t *n_log,
+               air_error *err) {
   if (log) *log = NULL;
   if (n_log) *n_log = 0;
-  if (cfg == NULL || model == NULL || opts == NULL || opts->fn == NULL)
-    return AIR_EINVAL;
-  /* The route's policy decides commit mode, phrases and limits. */
-  air_run *probe = NULL;
-  air_action act;
-  int rc = air_run_new(cfg, NULL, model, NULL, 0, &probe, &act);
-  if (rc != 0) return rc;
-  const air__policy *pol = air__run_policy(probe);
   stream_ctx c;
   memset(&c, 0, sizeof(c));
-  c.o = opts;
-  c.clock = opts->clock ? opts->clock : air_clock_system();
+  int rc = air__opts_copy(&c.o, sizeof(c.o), opts, AIR__STREAM_OPTS_SIZE_V0,
+                          "air_stream_opts", err);
+  if (rc == 0) rc = air__observers_copy(c.o.observers, &c.obs, err);
+  if (rc != 0) return rc;
+  if (cfg == NULL || model == NULL || c.o.fn == NULL)
+    return air__error_set(err, AIR_EINVAL,
+                          "cfg, model and air_stream_opts.fn are required");
+  /* The route's policy decides commit mode, phrases and limits. */
+  const air__policy *pol = air__config_policy(cfg, model);
+  if (pol == NULL)
+    return air__error_set(err, AIR_ENOTFOUND,
+                          "model '%.200s' is not a route or provider/model",
+                          model);
+  c.clock = c.o.clock ? c.o.clock : air_clock_system();
   c.sink.ctx = &c;
-  air__gate_cfg gc = air__gate_cfg_of(pol, pol->commit, opts->json_response);
+  air__gate_cfg gc = air__gate_cfg_of(pol, pol->commit, c.o.json_response);
   rc = air__gate_init(&c.gate, &gc, emit, &c);
-  air_run_free(probe);
   if (rc != 0) {
     air__gate_cleanup(&c.gate);
-    return rc;
+    return air__error_set(err, rc, "%s", air_strerror(rc));
   }
   air__drive d = {
       .attempt = stream_attempt,
       .settle_fail = stream_settle,
       .ctx = &c,
-      .data = opts->data,
-      .on_error = opts->on_error,
-      .on_retry = opts->on_retry,
-      .on_settled = opts->on_settled,
-      .options = opts->options,
-      .cancel = opts->cancel,
+      .obs = c.obs,
+      .options = c.o.options,
+      .cancel = c.o.cancel,
       .clock = c.clock,
-      .rng = opts->rng,
+      .rng = c.o.rng,
   };
-  rc = air__drive_run(cfg, state, model, &d, log, n_log);
+  rc = air__drive_run(cfg, state, model, &d, log, n_log, err);
   air__gate_cleanup(&c.gate);
   return rc;
 }

@@ -403,7 +403,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   g->w = calloc(g->n_workers, sizeof(air__gw_worker));
   int rc = g->w ? air__log_start(AIR__LOG_RING_BYTES, &g->log) : AIR_ENOMEM;
   log_ring = g->log;
-  if (rc == 0) rc = air_state_new(g->cur->cfg, &g->state);
+  if (rc == 0) rc = air_state_new(g->cur->cfg, &g->state, NULL);
   if (rc == 0) rc = air__metrics_new(&g->metrics);
   if (rc == 0) {
     air__metrics_set_worker_restarts(g->metrics, restarts);

@@ -7,12 +7,12 @@
  * cut, hang) for fault injection.
  *
  * Threads: a server lives on the one uv_loop_t it was created with; every
- * function here must be called on that loop's thread. It runs one loop by
- * design: one loop serves thousands of connections, the gateway's work per
- * request is waiting on upstreams, and its shared policy state (breakers,
- * sticky targets) then needs no locks. To use more cores, run several
- * servers, each on its own loop and thread (or process), with `reuseport`
- * set and the same port (the kernel spreads connections over them).
+ * function here must be called on that loop's thread, and a server never
+ * starts a thread of its own. One loop serves thousands of connections; to
+ * use more cores, run several servers, each on its own loop and thread,
+ * with `reuseport` set and the same port (the kernel spreads connections
+ * over them). The gateway does that: one server per worker thread
+ * (src/gateway/gateway.c), all sharing one air_state, which locks.
  *
  * Auth before body (DESIGN.md 5): when a request's head is complete, and
  * before any byte of its body is read or `100 Continue` is sent, the

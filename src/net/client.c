@@ -13,6 +13,8 @@
 #include <curl/curl.h>
 
 #include "cancel.h"
+#include "driver.h"
+#include "error.h"
 #include "exchange.h"
 
 typedef struct worker worker;
@@ -21,7 +23,8 @@ typedef struct job {
   struct job *next;
   worker *w;
   air__request req;
-  const air_chat_cb *cb;
+  air_chat_opts o; /* the caller's, as its version has them */
+  air_observers obs;
   atomic_bool cancel;
   air_cancel *token;         /* the caller's, or NULL */
   air__cancel_watcher watch; /* on token until the job is done */
@@ -59,7 +62,9 @@ struct air_client {
 };
 
 int air_global_init(void) {
-  return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : AIR_ENOMEM;
+  CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (rc == CURLE_OK) return 0;
+  return rc == CURLE_OUT_OF_MEMORY ? AIR_ENOMEM : AIR_EIO;
 }
 
 void air_global_cleanup(void) {
@@ -109,7 +114,7 @@ static void finish_job(job *j, int rc) {
 
 static void on_commit(void *data, const air__commit_info *ci) {
   job *j = data;
-  if (j->cb && j->cb->on_commit) j->cb->on_commit(j->cb->data, ci->target, ci->attempts);
+  if (j->obs.on_commit) j->obs.on_commit(j->obs.data, ci->target, ci->attempts);
 }
 
 static int on_event(void *data, const air__gate_event *ev) {
@@ -120,7 +125,7 @@ static int on_event(void *data, const air__gate_event *ev) {
       air__exchange_cancel(j->x);
       break;
     }
-    if (j->cb && j->cb->on_part && j->cb->on_part(j->cb->data, &ev->parts[i]) != 0) {
+    if (j->o.on_part && j->o.on_part(j->o.data, &ev->parts[i]) != 0) {
       atomic_store(&j->cancel, true);
       air__exchange_cancel(j->x);
       break;
@@ -131,7 +136,7 @@ static int on_event(void *data, const air__gate_event *ev) {
 
 static void on_failed(void *data, const air_attempt *a) {
   job *j = data;
-  if (j->cb && j->cb->on_failed) j->cb->on_failed(j->cb->data, a);
+  if (j->obs.on_failed) j->obs.on_failed(j->obs.data, a);
 }
 
 /* A deep copy of the exchange's log. */
@@ -150,7 +155,7 @@ static air_attempt *copy_log(const air_attempt *log, size_t n) {
 
 static void on_end(void *data, const air__exchange_result *r) {
   job *j = data;
-  if (r->committed && r->rc == AIR_EUPSTREAM && j->cb && j->cb->on_part) {
+  if (r->committed && r->rc == AIR_EUPSTREAM && j->o.on_part) {
     /* A failure after commit reaches the part callback once, as an ERROR
      * part named after the reason (as in air_stream). */
     air_part err;
@@ -160,7 +165,7 @@ static void on_end(void *data, const air__exchange_result *r) {
     err.name_len = strlen(err.name);
     err.text = r->message ? r->message : "";
     err.text_len = strlen(err.text);
-    j->cb->on_part(j->cb->data, &err);
+    j->o.on_part(j->o.data, &err);
   }
   air_chat_result *res = j->res;
   const air__provider_ops *ops = air__provider_get(j->dialect);
@@ -279,35 +284,47 @@ static void *worker_main(void *arg) {
 
 /* ---- the caller's side ------------------------------------------------------------ */
 
-int air_client_new(const air_config *cfg, unsigned workers, air_client **out) {
-  if (cfg == NULL || out == NULL) return AIR_EINVAL;
+int air_client_new(const air_config *cfg, unsigned workers, air_client **out,
+                   air_error *err) {
+  if (cfg == NULL || out == NULL)
+    return air__error_set(err, AIR_EINVAL, "cfg and out are required");
   air_client *c = calloc(1, sizeof(*c));
-  if (c == NULL) return AIR_ENOMEM;
+  if (c == NULL) return air__error_set(err, AIR_ENOMEM, "out of memory");
   c->cfg = cfg;
   c->n = workers ? workers : 1;
   c->w = calloc(c->n, sizeof(worker));
-  int rc = c->w ? air_state_new(cfg, &c->state) : AIR_ENOMEM;
+  int rc = c->w ? air_state_new(cfg, &c->state, err) : AIR_ENOMEM;
+  const char *what = c->w ? NULL : "out of memory";
   for (unsigned i = 0; rc == 0 && i < c->n; i++) {
     worker *w = &c->w[i];
     w->cl = c;
     pthread_mutex_init(&w->mu, NULL);
-    if (uv_loop_init(&w->loop) != 0) {
-      rc = AIR_ENOMEM;
+    int e = uv_loop_init(&w->loop);
+    if (e != 0) {
+      rc = AIR_EIO;
+      air__error_set(err, rc, "worker %u: event loop: %s", i, uv_strerror(e));
+      what = NULL;
       break;
     }
     uv_async_init(&w->loop, &w->async, on_async);
     w->async.data = w;
     rc = air__transport_new(&w->loop, NULL, &w->t);
-    if (rc == 0 && pthread_create(&w->thread, NULL, worker_main, w) != 0)
-      rc = AIR_ENOMEM;
+    if (rc != 0) what = "the HTTP transport did not start";
+    if (rc == 0 &&
+        (e = pthread_create(&w->thread, NULL, worker_main, w)) != 0) {
+      rc = AIR_EIO;
+      air__error_set(err, rc, "worker %u: thread: %s", i,
+                     uv_strerror(uv_translate_sys_error(e)));
+    }
     if (rc == 0) w->started = true;
   }
   if (rc != 0) {
+    if (what != NULL) air__error_set(err, rc, "%s", what);
     air_client_free(c);
     return rc;
   }
   *out = c;
-  return 0;
+  return air__error_set(err, 0, NULL);
 }
 
 void air_client_free(air_client *c) {
@@ -362,46 +379,72 @@ static air_chat_result *early_result(air_dialect d, int status, air_reason r,
   return res;
 }
 
+/* The minimum size of air_chat_opts: its first version (0.1). */
+#define CHAT_OPTS_SIZE_V0 AIR__SIZE_TO(air_chat_opts, cancel)
+
+/* err for a call that ended with rc after the exchange ran. */
+static void settle_error(int rc, const air_chat_result *res, air_error *err) {
+  if (rc == 0)
+    air__error_set(err, 0, NULL);
+  else if (rc == AIR_EUPSTREAM && res != NULL)
+    air__error_set(err, rc, "every attempt failed; the last: %s (HTTP %d)",
+                   air_reason_name(res->reason), res->status);
+  else if (rc == AIR_ECANCELED)
+    air__error_set(err, rc, "cancelled by the caller");
+  else
+    air__error_set(err, rc, "%s", air_strerror(rc));
+}
+
 int air_client_chat(air_client *c, air_dialect dialect, const char *body,
-                    size_t len, air_cancel *cancel, const air_chat_cb *cb,
-                    air_chat_result **out) {
-  if (c == NULL || body == NULL || out == NULL) return AIR_EINVAL;
+                    size_t len, const air_chat_opts *opts,
+                    air_chat_result **out, air_error *err) {
+  if (c == NULL || body == NULL || out == NULL)
+    return air__error_set(err, AIR_EINVAL, "client, body and out are required");
   *out = NULL;
   if (dialect != AIR_DIALECT_OPENAI && dialect != AIR_DIALECT_ANTHROPIC)
-    return AIR_EINVAL;
+    return air__error_set(err, AIR_EINVAL, "unknown dialect %d", (int)dialect);
+  air_chat_opts o;
+  air_observers obs;
+  int rc = 0;
+  if (opts == NULL) {
+    memset(&o, 0, sizeof(o));
+  } else {
+    rc = air__opts_copy(&o, sizeof(o), opts, CHAT_OPTS_SIZE_V0, "air_chat_opts",
+                        err);
+  }
+  if (rc == 0) rc = air__observers_copy(o.observers, &obs, err);
+  if (rc != 0) return rc;
   air_dialect api = dialect;
   job *j = calloc(1, sizeof(*j));
-  if (j == NULL) return AIR_ENOMEM;
-  air_error err;
-  memset(&err, 0, sizeof(err));
-  int rc = air__request_parse(api, body, len, &j->req, &err);
+  if (j == NULL) return air__error_set(err, AIR_ENOMEM, "out of memory");
+  air_error perr;
+  memset(&perr, 0, sizeof(perr));
+  rc = air__request_parse(api, body, len, &j->req, &perr);
   if (rc != 0) {
-    *out = early_result(dialect, 400, AIR_REASON_BAD_REQUEST, err.message);
+    *out = early_result(dialect, 400, AIR_REASON_BAD_REQUEST, perr.message);
     free(j);
-    return rc;
+    return air__error_set(err, rc, "bad request: %s", perr.message);
   }
-  j->req.stream = cb != NULL && cb->on_part != NULL;
+  j->req.stream = o.on_part != NULL;
   /* An unknown model is the caller's error, found before any worker runs. */
-  air_run *probe = NULL;
-  air_action act;
-  rc = air_run_new(c->cfg, NULL, j->req.model, NULL, 0, &probe, &act);
-  air_run_free(probe);
-  if (rc != 0) {
+  if (air__config_policy(c->cfg, j->req.model) == NULL) {
     char msg[300];
     snprintf(msg, sizeof(msg), "model '%.200s' is not a route or provider/model",
              j->req.model);
     *out = early_result(dialect, 404, AIR_REASON_NOT_FOUND, msg);
     air__request_cleanup(&j->req);
     free(j);
-    return rc;
+    return air__error_set(err, AIR_ENOTFOUND, "%s", msg);
   }
   j->res = calloc(1, sizeof(*j->res));
   if (j->res == NULL) {
     air__request_cleanup(&j->req);
     free(j);
-    return AIR_ENOMEM;
+    return air__error_set(err, AIR_ENOMEM, "out of memory");
   }
-  j->cb = cb;
+  air_cancel *cancel = o.cancel;
+  j->o = o;
+  j->obs = obs;
   j->dialect = api;
   air__aggregate_init(&j->agg);
   pthread_mutex_init(&j->mu, NULL);
@@ -438,5 +481,10 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   pthread_cond_destroy(&j->cv);
   pthread_mutex_destroy(&j->mu);
   free(j);
+  settle_error(rc, *out, err);
+  if (obs.on_settled) {
+    const air_chat_result *r = *out;
+    obs.on_settled(obs.data, rc, r ? r->log : NULL, r ? r->n_log : 0);
+  }
   return rc;
 }

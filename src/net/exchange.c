@@ -11,9 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "classify.h"
 #include "engine.h"
 #include "exchange.h"
 #include "limits.h"
+#include "retry_after.h"
 #include "sse.h"
 
 #define MAX_EVENT_PARTS 4  /* parts of one SSE event kept inline */
@@ -263,8 +265,8 @@ static int on_sse(void *data, const air__sse_event *ev) {
       if (x->parts[i].text_len)
         part_str(msg, sizeof(msg), x->parts[i].text, x->parts[i].text_len);
     }
-    set_fail(x, air_classify(200, type, NULL, msg, AIR_TRANSPORT_OK), x->status,
-             type, NULL, msg, AIR_TRANSPORT_OK);
+    set_fail(x, air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK),
+             x->status, type, NULL, msg, AIR_TRANSPORT_OK);
     return 1;
   }
   if (x->dec.malformed > before) {
@@ -763,8 +765,8 @@ static void skip_target(air__exchange *x) {
 static void attempt_failed(air__exchange *x) {
   uint64_t now = now_of(x);
   uint64_t hint = 0;
-  x->has_hint = air_retry_after(x->fail.headers, x->fail.n_headers,
-                                x->clock->wall_ms(x->clock->data), &hint) == 1;
+  x->has_hint = air__retry_after(x->fail.headers, x->fail.n_headers,
+                                 x->clock->wall_ms(x->clock->data), &hint) == 1;
   x->hint_ms = hint;
   if (x->gate.committed) {
     air__run_fail_final(x->run, x->att_id, &x->fail, now, &x->act);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "limits.h"
 #include "state.h"
 
@@ -198,16 +199,20 @@ static const air__state_ops local_ops = {
     .destroy = local_destroy,
 };
 
-int air_state_new(const air_config *cfg, air_state **out) {
+int air_state_new(const air_config *cfg, air_state **out, air_error *err) {
   (void)cfg;
-  if (out == NULL) return AIR_EINVAL;
+  if (out == NULL) return air__error_set(err, AIR_EINVAL, "out is NULL");
   local *st = calloc(1, sizeof(*st));
-  if (st == NULL) return AIR_ENOMEM;
+  if (st == NULL) return air__error_set(err, AIR_ENOMEM, "out of memory");
   if (pthread_mutex_init(&st->mu, NULL) != 0) {
     free(st);
-    return AIR_ENOMEM;
+    return air__error_set(err, AIR_EIO, "cannot create the state's lock");
   }
   int rc = air__state_new(&local_ops, st, out);
-  if (rc != 0) local_destroy(st);
-  return rc;
+  if (rc != 0) {
+    local_destroy(st);
+    return air__error_set(err, rc, "out of memory");
+  }
+  air__error_set(err, 0, NULL);
+  return 0;
 }

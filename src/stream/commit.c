@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify.h"
 #include "commit.h"
 #include "json.h"
 #include "limits.h"
@@ -190,7 +191,7 @@ static air_reason error_reason(const air_part *p) {
     memcpy(msg, p->text, n);
     msg[n] = '\0';
   }
-  return air_classify(200, type, NULL, msg, AIR_TRANSPORT_OK);
+  return air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK);
 }
 
 /* A finish before any content, judged in first_content mode. */

@@ -478,9 +478,10 @@ int it_client_new_text(const char *yaml, unsigned workers, it_client *out) {
     fprintf(stderr, "harness: config:\n%s\n", yaml);
     return -1;
   }
-  rc = air_client_new(out->cfg, workers, &out->client);
+  air_error err;
+  rc = air_client_new(out->cfg, workers, &out->client, &err);
   if (rc != 0) {
-    fprintf(stderr, "harness: air_client_new: %s\n", air_strerror(rc));
+    fprintf(stderr, "harness: air_client_new: %s\n", err.message);
     air_config_free(out->cfg);
     out->cfg = NULL;
     return -1;
@@ -587,11 +588,21 @@ int it_chat(air_client *client, it_call *c) {
   }
   c->text_n = 0;
   c->text[0] = '\0';
-  air_chat_cb streaming = {cb_commit, cb_part, cb_failed, c};
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.data = c;
+  obs.on_commit = cb_commit;
+  obs.on_failed = cb_failed;
+  air_chat_opts opts = AIR_CHAT_OPTS_INIT;
+  opts.cancel = c->cancel;
+  if (c->stream) {
+    opts.on_part = cb_part;
+    opts.data = c;
+    opts.observers = &obs;
+  }
   c->t_start = it_now_ms();
-  /* Non-streaming callers pass no callback at all (cb == NULL). */
-  c->rc = air_client_chat(client, c->dialect, body, strlen(body), c->cancel,
-                          c->stream ? &streaming : NULL, &c->res);
+  /* Non-streaming callers set no callback at all (only the cancel token). */
+  c->rc = air_client_chat(client, c->dialect, body, strlen(body), &opts,
+                          &c->res, NULL);
   c->t_end = it_now_ms();
   it_track(c->res, free_result);
   return c->rc;

@@ -1595,7 +1595,7 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
     snprintf(why, cap, "the scenario's config does not load: %s", dbuf);
     return 2;
   }
-  if (air_state_new(w.cfg, &w.state) != 0) {
+  if (air_state_new(w.cfg, &w.state, NULL) != 0) {
     air_config_free(w.cfg);
     snprintf(why, cap, "no state");
     return 1;

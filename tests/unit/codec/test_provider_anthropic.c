@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "airetry.h"
+#include "classify.h"
 #include "provider.h"
 #include "sse.h"
 
@@ -367,7 +368,7 @@ static void encode_parts(const tpart *v, size_t n, air__buf *out) {
     const air_part *p = &v[i].p;
     if (p->kind == AIR_PART_ERROR) {
       air_reason r =
-          air_classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
+          air__classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
       assert_int_equal(ops->encode_error_event(&e, r, p->text, out), 0);
       errored = true;
     } else {

@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "airetry.h"
+#include "classify.h"
 #include "provider.h"
 #include "sse.h"
 
@@ -349,7 +350,7 @@ static void encode_parts(const parts *ps, air__buf *out) {
     const air_part *p = &ps->p[i];
     if (p->kind == AIR_PART_ERROR) {
       air_reason r =
-          air_classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
+          air__classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
       assert_int_equal(OPS->encode_error_event(&e, r, p->text, out), 0);
       return;
     }

@@ -112,7 +112,7 @@ static char *dump_text(const air_config *cfg) {
   size_t n = 0;
   FILE *f = open_memstream(&buf, &n);
   assert_non_null(f);
-  air_config_dump(cfg, f);
+  assert_int_equal(air_config_dump(cfg, f), 0);
   fclose(f);
   return buf;
 }

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "airetry.h"
+#include "classify.h"
 
 typedef struct row {
   int status;
@@ -23,7 +24,7 @@ static void run_rows(const row *rows, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const row *r = &rows[i];
     air_reason got =
-        air_classify(r->status, r->type, r->code, r->message, r->transport);
+        air__classify(r->status, r->type, r->code, r->message, r->transport);
     if (got != r->want)
       fail_msg(
           "row %zu (status %d, type %s, code %s, message %s): got %s, "

@@ -29,7 +29,7 @@ typedef struct run_fx {
 static void fx_start(run_fx *fx, const char *yaml, const char *model) {
   memset(fx, 0, sizeof(*fx));
   fx->cfg = test_config(yaml);
-  assert_int_equal(air_state_new(fx->cfg, &fx->st), 0);
+  assert_int_equal(air_state_new(fx->cfg, &fx->st, NULL), 0);
   fx->now = 1000;
   fx->seed = 42;
   fx->rng.next = test_rng_next;
@@ -1010,22 +1010,21 @@ static void test_stream_driver_commits_through_engine(void **s) {
       "  - {name: r, targets: [p/a, p/b],\n"
       "     rules: [{on: [server_error], action: switch}]}\n");
   air_state *st = NULL;
-  assert_int_equal(air_state_new(cfg, &st), 0);
+  assert_int_equal(air_state_new(cfg, &st, NULL), 0);
   test_clock tc = {.now = 1000};
   air_clock clk = test_clock_iface(&tc);
   probe_stream ps = {.st = st, .tc = &tc, .during = AIR_BREAKER_OPEN};
-  air_stream_opts o;
-  memset(&o, 0, sizeof(o));
+  air_stream_opts o = AIR_STREAM_OPTS_INIT;
   o.fn = probe_produce;
   o.data = &ps;
   o.on_part = probe_on_part;
   o.clock = &clk;
   /* p/a fails (opens), p/b answers. */
-  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL), 0);
+  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL, NULL), 0);
   assert_int_equal(air_state_breaker(st, "p/a", tc.now), AIR_BREAKER_OPEN);
   /* Half-open: this request probes p/a and streams an answer. */
   tc.now += 10000;
-  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL), 0);
+  assert_int_equal(air_stream(cfg, st, "r", &o, NULL, NULL, NULL), 0);
   assert_int_equal(ps.calls, 3);
   assert_int_equal(ps.during, AIR_BREAKER_CLOSED);
   assert_true(ps.parts >= 2);

@@ -13,6 +13,7 @@
 
 #include "airetry.h"
 #include "limits.h"
+#include "retry_after.h"
 
 /* A header from two string literals. */
 #define H(n, v) \
@@ -27,7 +28,7 @@
 
 /*
  * Copies every header into its own exact-size heap block so a read past a
- * value's length is caught by ASan, then calls air_retry_after.
+ * value's length is caught by ASan, then calls air__retry_after.
  */
 static int retry_after(const air_header *src, size_t n, uint64_t wall,
                        uint64_t *out) {
@@ -43,7 +44,7 @@ static int retry_after(const air_header *src, size_t n, uint64_t wall,
     h[i] = (air_header){name, src[i].name_len, value, src[i].value_len};
   }
   *out = 0xabcdefull; /* must be left alone when there is no hint */
-  int rc = air_retry_after(h, n, wall, out);
+  int rc = air__retry_after(h, n, wall, out);
   for (size_t i = 0; i < n; i++) {
     free((void *)h[i].name);
     free((void *)h[i].value);
@@ -246,7 +247,7 @@ static void test_precedence(void **state) {
   expect(none, 4, 0, NO_HINT, "no hint header");
   expect(NULL, 0, 0, NO_HINT, "no headers at all");
   uint64_t w = 0;
-  assert_int_equal(air_retry_after(NULL, 3, 0, &w), 0);
+  assert_int_equal(air__retry_after(NULL, 3, 0, &w), 0);
 }
 
 static void test_case_and_whitespace(void **state) {
@@ -269,12 +270,12 @@ static void test_lengths(void **state) {
   static const char buf[] = "1234retry-after-msXYZ";
   air_header h = {buf + 4, 14, buf, 2}; /* "retry-after-ms": "12" */
   uint64_t w;
-  assert_int_equal(air_retry_after(&h, 1, 0, &w), 1);
+  assert_int_equal(air__retry_after(&h, 1, 0, &w), 1);
   assert_int_equal(w, 12);
   air_header e = {buf + 4, 14, NULL, 0};
-  assert_int_equal(air_retry_after(&e, 1, 0, &w), 0);
+  assert_int_equal(air__retry_after(&e, 1, 0, &w), 0);
   /* NULL wait_ms is allowed: the answer alone. */
-  assert_int_equal(air_retry_after(&h, 1, 0, NULL), 1);
+  assert_int_equal(air__retry_after(&h, 1, 0, NULL), 1);
 }
 
 static void test_openai_durations(void **state) {

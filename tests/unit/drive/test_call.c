@@ -39,6 +39,10 @@ typedef struct script {
   int settled_rc;
   size_t settled_n;
   air_reason settled_last;
+  unsigned commits;
+  char commit_target[32];
+  unsigned commit_attempt;
+  air_observers obs;  /* make_opts points the options here */
 } script;
 
 static int scripted(void *data, const air_attempt_info *info, air_failure *f) {
@@ -65,7 +69,7 @@ static int scripted(void *data, const air_attempt_info *info, air_failure *f) {
   return 1;
 }
 
-static void on_error(void *data, const air_attempt *a) {
+static void on_failed(void *data, const air_attempt *a) {
   script *s = data;
   assert_int_not_equal(a->reason, AIR_REASON_NONE);
   /* Atomic: a canceller thread waits on it. */
@@ -87,14 +91,25 @@ static void on_settled(void *data, int rc, const air_attempt *log, size_t n) {
   s->settled_last = n ? log[n - 1].reason : AIR_REASON_NONE;
 }
 
+static void on_commit(void *data, const char *target, unsigned attempt) {
+  script *s = data;
+  s->commits++;
+  snprintf(s->commit_target, sizeof(s->commit_target), "%s", target);
+  s->commit_attempt = attempt;
+}
+
 static air_call_opts make_opts(script *s, const air_clock *clk) {
-  air_call_opts o;
-  memset(&o, 0, sizeof(o));
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.data = s;
+  obs.on_failed = on_failed;
+  obs.on_retry = on_retry;
+  obs.on_commit = on_commit;
+  obs.on_settled = on_settled;
+  s->obs = obs;
+  air_call_opts o = AIR_CALL_OPTS_INIT;
   o.fn = scripted;
   o.data = s;
-  o.on_error = on_error;
-  o.on_retry = on_retry;
-  o.on_settled = on_settled;
+  o.observers = &s->obs;
   o.options = (void *)(uintptr_t)0x1;
   o.clock = clk;
   return o;
@@ -111,8 +126,12 @@ static void test_observers_and_options(void **st) {
   air_call_opts o = make_opts(&s, &clk);
   air_attempt *log = NULL;
   size_t n = 0;
-  assert_int_equal(air_call(cfg, NULL, "r", &o, &log, &n), 0);
+  assert_int_equal(air_call(cfg, NULL, "r", &o, &log, &n, NULL), 0);
   assert_int_equal(s.calls, 3);
+  /* The attempt that answered is the one that committed, once. */
+  assert_int_equal(s.commits, 1);
+  assert_string_equal(s.commit_target, "p/b");
+  assert_int_equal(s.commit_attempt, 3);
   assert_string_equal(s.targets[0], "p/a");
   assert_string_equal(s.targets[1], "p/a");
   assert_string_equal(s.targets[2], "p/b");
@@ -157,7 +176,11 @@ static void test_final_failure_returns_log(void **st) {
   air_call_opts o = make_opts(&s, &clk);
   air_attempt *log = NULL;
   size_t n = 0;
-  assert_int_equal(air_call(cfg, NULL, "r", &o, &log, &n), AIR_EUPSTREAM);
+  air_error err;
+  assert_int_equal(air_call(cfg, NULL, "r", &o, &log, &n, &err), AIR_EUPSTREAM);
+  assert_int_equal(err.code, AIR_EUPSTREAM);
+  assert_non_null(strstr(err.message, "bad_request"));
+  assert_int_equal(s.commits, 0);
   assert_int_equal(n, 3);
   assert_int_equal(log[2].reason, AIR_REASON_BAD_REQUEST);
   assert_string_equal(log[2].target, "p/c");
@@ -180,7 +203,7 @@ static void test_deadline_is_a_timeout_not_a_cancel(void **st) {
               .expect_cancel = c};
   air_call_opts o = make_opts(&s, &clk);
   o.cancel = c;
-  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL), 0);
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, NULL), 0);
   /* The first attempt used its whole deadline, then the policy switched. */
   assert_int_equal(s.calls, 2);
   assert_string_equal(s.targets[1], "p/b");
@@ -196,7 +219,7 @@ static uint64_t mono_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Triggers c once the script saw `errors` failed attempts (on_error ran:
+/* Triggers c once the script saw `errors` failed attempts (on_failed ran:
  * the driver is about to wait), polling every 1 ms for at most 10 s. */
 typedef struct canceller {
   air_cancel *c;
@@ -235,7 +258,7 @@ static void test_cancel_during_wait_ends_it_at_once(void **st) {
   assert_int_equal(pthread_create(&th, NULL, cancel_on_error, &k), 0);
   air_attempt *log = NULL;
   size_t n = 0;
-  int rc = air_call(cfg, NULL, "r", &o, &log, &n);
+  int rc = air_call(cfg, NULL, "r", &o, &log, &n, NULL);
   uint64_t took = mono_ms() - t0;
   pthread_join(th, NULL);
   assert_false(k.missed);
@@ -250,7 +273,9 @@ static void test_cancel_during_wait_ends_it_at_once(void **st) {
   /* An already-cancelled token: no attempt at all, settled once. */
   memset(&s, 0, sizeof(s));
   s.expect_cancel = c;
-  assert_int_equal(air_call(cfg, NULL, "r", &o, &log, &n), AIR_ECANCELED);
+  o = make_opts(&s, NULL);
+  o.cancel = c;
+  assert_int_equal(air_call(cfg, NULL, "r", &o, &log, &n, NULL), AIR_ECANCELED);
   assert_int_equal(s.calls, 0);
   assert_int_equal(s.settled, 1);
   assert_int_equal(n, 0);
@@ -264,11 +289,16 @@ static void test_unknown_model_fires_nothing(void **st) {
   air_config *cfg = test_config(CFG);
   script s = {0};
   air_call_opts o = make_opts(&s, NULL);
-  assert_int_equal(air_call(cfg, NULL, "nope", &o, NULL, NULL), AIR_ENOTFOUND);
+  air_error err;
+  assert_int_equal(air_call(cfg, NULL, "nope", &o, NULL, NULL, &err),
+                   AIR_ENOTFOUND);
+  assert_int_equal(err.code, AIR_ENOTFOUND);
+  assert_non_null(strstr(err.message, "'nope'"));
   assert_int_equal(s.settled, 0);
   assert_int_equal(s.calls, 0);
   o.fn = NULL;
-  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL), AIR_EINVAL);
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
+  assert_int_equal(err.code, AIR_EINVAL);
   assert_int_equal(s.settled, 0);
   air_config_free(cfg);
 }
@@ -313,13 +343,12 @@ static void *work(void *arg) {
   worker *w = arg;
   for (int i = 0; i < CALLS_PER_THREAD; i++) {
     one_call oc = {.w = w};
-    air_call_opts o;
-    memset(&o, 0, sizeof(o));
+    air_call_opts o = AIR_CALL_OPTS_INIT;
     o.fn = flaky;
     o.data = &oc;
     air_attempt *log = NULL;
     size_t n = 0;
-    int rc = air_call(w->cfg, w->st, "r", &o, &log, &n);
+    int rc = air_call(w->cfg, w->st, "r", &o, &log, &n, NULL);
     if (rc == 0) w->ok++;
     w->logged += (unsigned)n;
     if (n != oc.n) w->bad++;
@@ -344,7 +373,7 @@ static void test_concurrent_calls_share_state_consistently(void **st) {
       "    targets: [p/a, p/b, p/c]\n"
       "    rules: [{on: [server_error], action: switch}]\n");
   air_state *state = NULL;
-  assert_int_equal(air_state_new(cfg, &state), 0);
+  assert_int_equal(air_state_new(cfg, &state, NULL), 0);
   worker w[2] = {{cfg, state, 1, 0, 0, 0, 0, {0}}, {cfg, state, 2, 0, 0, 0, 0, {0}}};
   pthread_t th[2];
   for (int i = 0; i < 2; i++)

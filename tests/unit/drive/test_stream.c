@@ -36,6 +36,7 @@ typedef struct script {
   unsigned pushes_refused;
   char seen[1024];   /* what on_part delivered */
   unsigned commits;
+  char commit_target[32];
   unsigned errors_delivered;
   int stop_after;    /* on_part returns 1 after this many parts (0: never) */
   unsigned parts;
@@ -127,24 +128,27 @@ static int on_part(void *data, const air_part *p) {
   return sc->stop_after && (int)sc->parts >= sc->stop_after ? 1 : 0;
 }
 
-static void on_commit(void *data, const air_attempt_info *info) {
+static void on_commit(void *data, const char *target, unsigned attempt) {
   script *sc = data;
-  (void)info;
   sc->commits++;
+  snprintf(sc->commit_target, sizeof(sc->commit_target), "%s#%u", target,
+           attempt);
 }
 
 static int run(const char *yaml, script *sc, air_attempt **log, size_t *n) {
   air_config *cfg = test_config(yaml);
   test_clock tc = {.now = 1000};
   air_clock clk = test_clock_iface(&tc);
-  air_stream_opts o;
-  memset(&o, 0, sizeof(o));
+  air_observers obs = AIR_OBSERVERS_INIT;
+  obs.data = sc;
+  obs.on_commit = on_commit;
+  air_stream_opts o = AIR_STREAM_OPTS_INIT;
   o.fn = produce;
   o.data = sc;
   o.on_part = on_part;
-  o.on_commit = on_commit;
+  o.observers = &obs;
   o.clock = &clk;
-  int rc = air_stream(cfg, NULL, "r", &o, log, n);
+  int rc = air_stream(cfg, NULL, "r", &o, log, n, NULL);
   air_config_free(cfg);
   return rc;
 }
@@ -161,6 +165,7 @@ static void test_refusal_fails_over_with_nothing_sent(void **s) {
   assert_int_equal(run(CFG(""), &sc, &log, &n), 0);
   assert_string_equal(sc.seen, "<Paris is the capital.>");
   assert_int_equal(sc.commits, 1);
+  assert_string_equal(sc.commit_target, "p/b#2");
   assert_int_equal(sc.pushes_refused, 1);
   assert_int_equal(n, 2);
   assert_int_equal(log[0].reason, AIR_REASON_REFUSAL);

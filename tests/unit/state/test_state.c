@@ -31,7 +31,7 @@ static void targets_of(air__target *t, size_t n, char **names) {
 static void sticky_follows_name_across_reorder(void **unused) {
   (void)unused;
   air_state *st = NULL;
-  assert_int_equal(air_state_new(NULL, &st), 0);
+  assert_int_equal(air_state_new(NULL, &st, NULL), 0);
   air__sticky_cfg c = sticky_on();
   char *before[] = {"a/x", "b/y", "c/z"};
   air__target t[3];
@@ -57,7 +57,7 @@ static void sticky_follows_name_across_reorder(void **unused) {
 static void sticky_settle_first_clears(void **unused) {
   (void)unused;
   air_state *st = NULL;
-  assert_int_equal(air_state_new(NULL, &st), 0);
+  assert_int_equal(air_state_new(NULL, &st, NULL), 0);
   air__sticky_cfg c = sticky_on();
   char *names[] = {"a/x", "b/y"};
   air__target t[2];

@@ -28,7 +28,7 @@ typedef struct backend {
 } backend;
 
 static int make_local(air_state **out) {
-  return air_state_new(NULL, out);
+  return air_state_new(NULL, out, NULL);
 }
 
 static const backend backends[] = {

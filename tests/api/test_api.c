@@ -1,0 +1,266 @@
+/*
+ * The public API as a program outside the tree sees it: built against
+ * <airetry.h> only and linked with the shared library (so everything used
+ * here is exported). Option struct sizes, air_error detail, the shared
+ * observers, air_version and air_config_dump(FILE *).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <airetry.h>
+
+static const char cfg_text[] =
+    "providers:\n"
+    "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n"
+    "routes:\n"
+    "  - name: r\n"
+    "    targets: [p/a, p/b]\n"
+    "    rules:\n"
+    "      - {on: [overloaded], action: switch}\n";
+
+static air_config *load(void) {
+  air_config *cfg = NULL;
+  assert_int_equal(
+      air_config_parse("api", cfg_text, sizeof(cfg_text) - 1, NULL, NULL, &cfg),
+      0);
+  return cfg;
+}
+
+typedef struct seen {
+  unsigned calls, failed, commits, settled;
+  char commit[32];
+  int settled_rc;
+  size_t settled_n;
+} seen;
+
+static void on_failed(void *data, const air_attempt *a) {
+  seen *s = data;
+  (void)a;
+  s->failed++;
+}
+
+static void on_commit(void *data, const char *target, unsigned attempt) {
+  seen *s = data;
+  s->commits++;
+  snprintf(s->commit, sizeof(s->commit), "%s#%u", target, attempt);
+}
+
+static void on_settled(void *data, int rc, const air_attempt *log, size_t n) {
+  seen *s = data;
+  (void)log;
+  s->settled++;
+  s->settled_rc = rc;
+  s->settled_n = n;
+}
+
+/* p/a is overloaded, p/b answers. */
+static int attempt(void *data, const air_attempt_info *info, air_failure *f) {
+  seen *s = data;
+  s->calls++;
+  if (strcmp(info->target, "p/a") == 0) {
+    f->status = 529;
+    f->type = "overloaded_error";
+    return 1;
+  }
+  return 0;
+}
+
+static air_observers observers(seen *s) {
+  air_observers o = AIR_OBSERVERS_INIT;
+  o.data = s;
+  o.on_failed = on_failed;
+  o.on_commit = on_commit;
+  o.on_settled = on_settled;
+  return o;
+}
+
+static void test_version(void **st) {
+  (void)st;
+  assert_string_equal(air_version(), AIR_VERSION);
+  assert_string_equal(air_version(), AIR_PROJECT_VERSION);
+}
+
+static void test_call_observers(void **st) {
+  (void)st;
+  air_config *cfg = load();
+  seen s = {0};
+  air_observers obs = observers(&s);
+  air_call_opts o = AIR_CALL_OPTS_INIT;
+  o.fn = attempt;
+  o.data = &s;
+  o.observers = &obs;
+  air_error err = {AIR_EINVAL, "stale"};
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), 0);
+  assert_int_equal(err.code, 0);
+  assert_string_equal(err.message, "");
+  assert_int_equal(s.calls, 2);
+  assert_int_equal(s.failed, 1);
+  assert_int_equal(s.commits, 1);
+  assert_string_equal(s.commit, "p/b#2");
+  assert_int_equal(s.settled, 1);
+  assert_int_equal(s.settled_n, 2);
+  air_config_free(cfg);
+}
+
+/* A size below the struct's first version: AIR_EINVAL, nothing runs, no
+ * observer fires, err says which struct. */
+static void test_sizes_are_checked(void **st) {
+  (void)st;
+  air_config *cfg = load();
+  seen s = {0};
+  air_observers obs = observers(&s);
+  air_call_opts o = AIR_CALL_OPTS_INIT;
+  o.fn = attempt;
+  o.data = &s;
+  o.observers = &obs;
+  air_error err;
+
+  o.size = 0;  /* memset-style init without the size */
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
+  assert_int_equal(err.code, AIR_EINVAL);
+  assert_non_null(strstr(err.message, "air_call_opts"));
+  o.size = offsetof(air_call_opts, rng);  /* one field short */
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
+  o.size = sizeof(o);
+  obs.size = sizeof(obs) - sizeof(void *);
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
+  assert_non_null(strstr(err.message, "air_observers"));
+  assert_int_equal(air_call(cfg, NULL, "r", NULL, NULL, NULL, &err), AIR_EINVAL);
+  assert_int_equal(s.calls, 0);
+  assert_int_equal(s.settled, 0);
+
+  /* A caller built against a newer header (a bigger struct) is accepted;
+   * the fields this library does not know are ignored. */
+  struct {
+    air_call_opts o;
+    void *newer;
+  } big;
+  memset(&big, 0, sizeof(big));
+  big.o = o;
+  big.o.size = sizeof(big);
+  big.newer = &big;
+  obs.size = sizeof(obs);
+  assert_int_equal(air_call(cfg, NULL, "r", &big.o, NULL, NULL, &err), 0);
+  assert_int_equal(s.settled, 1);
+
+  air_stream_opts so = AIR_STREAM_OPTS_INIT;
+  so.size = sizeof(so) / 2;
+  assert_int_equal(air_stream(cfg, NULL, "r", &so, NULL, NULL, &err),
+                   AIR_EINVAL);
+  assert_non_null(strstr(err.message, "air_stream_opts"));
+  air_config_free(cfg);
+}
+
+static int produce(void *data, const air_attempt_info *info,
+                   air_stream_sink *sink, air_failure *f) {
+  (void)data;
+  (void)info;
+  (void)sink;
+  (void)f;
+  return 0;
+}
+
+static void test_unknown_model_detail(void **st) {
+  (void)st;
+  air_config *cfg = load();
+  seen s = {0};
+  air_observers obs = observers(&s);
+  air_stream_opts so = AIR_STREAM_OPTS_INIT;
+  so.fn = produce;
+  so.observers = &obs;
+  air_error err;
+  assert_int_equal(air_stream(cfg, NULL, "nope/", &so, NULL, NULL, &err),
+                   AIR_ENOTFOUND);
+  assert_int_equal(err.code, AIR_ENOTFOUND);
+  assert_non_null(strstr(err.message, "'nope/'"));
+  assert_int_equal(air_stream(cfg, NULL, "q/a", &so, NULL, NULL, NULL),
+                   AIR_ENOTFOUND);
+  assert_int_equal(s.settled, 0);
+  air_config_free(cfg);
+}
+
+static void test_client_opts_and_errors(void **st) {
+  (void)st;
+  air_config *cfg = load();
+  air_error err;
+  air_client *c = NULL;
+  assert_int_equal(air_client_new(NULL, 1, &c, &err), AIR_EINVAL);
+  assert_int_equal(err.code, AIR_EINVAL);
+  assert_int_equal(air_global_init(), 0);
+  assert_int_equal(air_client_new(cfg, 1, &c, &err), 0);
+  seen s = {0};
+  air_observers obs = observers(&s);
+  air_chat_opts o = AIR_CHAT_OPTS_INIT;
+  o.observers = &obs;
+  air_chat_result *res = NULL;
+  const char body[] =
+      "{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+  /* Unknown model: the dialect's 404 body, err says which model. */
+  assert_int_equal(air_client_chat(c, AIR_DIALECT_OPENAI, body, strlen(body),
+                                   &o, &res, &err),
+                   AIR_ENOTFOUND);
+  assert_non_null(res);
+  assert_int_equal(res->status, 404);
+  assert_non_null(strstr(err.message, "'nope'"));
+  air_chat_result_free(res);
+  /* A bad body: AIR_EPARSE or AIR_EINVAL, detail in err. */
+  res = NULL;
+  int rc = air_client_chat(c, AIR_DIALECT_OPENAI, "{", 1, &o, &res, &err);
+  assert_true(rc == AIR_EPARSE || rc == AIR_EINVAL);
+  assert_int_equal(err.code, rc);
+  assert_true(strlen(err.message) > 0);
+  air_chat_result_free(res);
+  /* A size too small: nothing is set, nothing fires. */
+  o.size = sizeof(size_t);
+  res = NULL;
+  assert_int_equal(air_client_chat(c, AIR_DIALECT_OPENAI, body, strlen(body),
+                                   &o, &res, &err),
+                   AIR_EINVAL);
+  assert_null(res);
+  assert_non_null(strstr(err.message, "air_chat_opts"));
+  assert_int_equal(s.settled, 0);
+  assert_int_equal(s.commits + s.failed, 0);
+  air_client_free(c);
+  air_global_cleanup();
+  air_config_free(cfg);
+}
+
+static void test_config_dump_file(void **st) {
+  (void)st;
+  air_config *cfg = load();
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  assert_non_null(f);
+  assert_int_equal(air_config_dump(cfg, f), 0);
+  assert_int_equal(fclose(f), 0);
+  assert_non_null(strstr(buf, "targets"));
+  free(buf);
+  assert_int_equal(air_config_dump(cfg, NULL), AIR_EINVAL);
+  /* A stream that cannot be written: AIR_EIO, not silence. */
+  f = fopen("/dev/full", "w");
+  if (f != NULL) {
+    assert_int_equal(air_config_dump(cfg, f), AIR_EIO);
+    fclose(f);
+  }
+  air_config_free(cfg);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_version),
+      cmocka_unit_test(test_call_observers),
+      cmocka_unit_test(test_sizes_are_checked),
+      cmocka_unit_test(test_unknown_model_detail),
+      cmocka_unit_test(test_client_opts_and_errors),
+      cmocka_unit_test(test_config_dump_file),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
