@@ -318,7 +318,7 @@ const char *air__error_type(air_dialect api, air_reason r) {
 
 /* ---- aggregation ------------------------------------------------------------------ */
 
-#define AGG_MAX (64u << 20)
+#define AGG_MAX AIR__MAX_ANSWER_BYTES
 
 void air__aggregate_init(air__aggregate *a) {
   memset(a, 0, sizeof(*a));

@@ -711,7 +711,7 @@ static int from_openai(const air__request *req, const air__build_opts *o,
                        air__buf *out, air_error *err) {
   const json_t *body = air__request_body(req);
   xl x = {o, err, json_array(), {0}};
-  air__buf_init(&x.system, 64u << 20);
+  air__buf_init(&x.system, AIR__MAX_REQUEST_BYTES);
   json_t *root = json_object();
   int rc = root && x.msgs ? 0 : AIR_ENOMEM;
 
@@ -795,7 +795,7 @@ static int patch_body(const air__request *req, const air__build_opts *o,
   snprintf(mt, sizeof(mt), "%u",
            (unsigned)(o->default_max_tokens ? o->default_max_tokens : DEFAULT_MAX_TOKENS));
   air__buf mv;
-  air__buf_init(&mv, 1u << 20);
+  air__buf_init(&mv, AIR__MAX_MODEL_VALUE_BYTES);
   int rc = air__buf_add_json_str(&mv, model ? model : "", model ? strlen(model) : 0);
   const air__patch set[] = {{"model", mv.p, AIR__PATCH_SET},
                             {"stream", "true", AIR__PATCH_SET},

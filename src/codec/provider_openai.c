@@ -54,7 +54,7 @@
 #define DEFAULT_ID "chatcmpl-airetry"
 
 /* The most bytes of one request body built for an upstream. */
-#define MAX_REQUEST_BYTES (64u << 20)
+#define MAX_REQUEST_BYTES AIR__MAX_REQUEST_BYTES
 
 /* ---- small helpers
  * ------------------------------------------------------------ */
@@ -643,7 +643,7 @@ static int openai_build_request(const air__request *req,
     /* The caller's text with model, stream and stream_options set. */
     const char *model = o->model != NULL ? o->model : req->model;
     air__buf mv;
-    air__buf_init(&mv, 1u << 20);
+    air__buf_init(&mv, AIR__MAX_MODEL_VALUE_BYTES);
     rc = air__buf_add_json_str(&mv, model ? model : "", model ? strlen(model) : 0);
     const air__patch set[] = {{"model", mv.p, AIR__PATCH_SET},
                               {"stream", "true", AIR__PATCH_SET},

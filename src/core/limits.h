@@ -27,6 +27,21 @@
 #define AIR__MAX_COMPLETE_BYTES (64u << 20)  /* one whole attempt (commit: complete) */
 #define AIR__MAX_RESPONSE_BYTES (64u << 20)  /* a whole (non-stream) 200 body */
 #define AIR__MAX_HOLD_EVENTS 65536           /* events held before commit */
+#define AIR__MAX_REQUEST_BYTES (64u << 20)   /* one upstream request body */
+#define AIR__MAX_ANSWER_BYTES (64u << 20)    /* one answer, aggregated or encoded */
+#define AIR__MAX_RESULT_BODY_BYTES (256u << 20)  /* air_chat_result.body (escaped) */
+#define AIR__MAX_MODEL_VALUE_BYTES (1u << 20)    /* a request's "model" value */
+#define AIR__MAX_ERROR_BODY_BYTES (1u << 20) /* an error body kept or written */
+#define AIR__MAX_RESPONSE_HEAD_BYTES (64u << 10) /* an upstream response head */
+#define AIR__MAX_UPSTREAM_HEADER_BYTES (64u << 10) /* our upstream header lines */
+#define AIR__MAX_URL_BYTES (8u << 10)        /* an upstream URL */
+#define AIR__MAX_KEPT_HEADER_BYTES (16u << 10)   /* response headers kept */
+#define AIR__MAX_FAILURE_TEXT_BYTES (8u << 10)   /* an attempt's failure strings */
+#define AIR__MAX_FORWARD_BYTES (64u << 10)   /* forwarded caller header lines */
+#define AIR__MAX_LOG_LINE_BYTES (1u << 20)   /* one gateway log line */
+#define AIR__MAX_MODELS_LIST_BYTES (16u << 20)   /* GET /v1/models */
+#define AIR__MAX_METRICS_BYTES (64u << 20)   /* GET /metrics */
+#define AIR__MAX_LOG_TURN_BYTES (1u << 20)   /* a worker's lines of one loop turn */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
 
 /* The gateway's request limits (`limits:`, DESIGN.md 4): defaults (plain

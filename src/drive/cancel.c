@@ -28,9 +28,10 @@ int air_cancel_new(air_cancel **out) {
   int rc = pthread_cond_init(&c->cv, &attr);
   pthread_condattr_destroy(&attr);
   if (rc != 0 || pthread_mutex_init(&c->mu, NULL) != 0) {
+    /* The system refused a lock: not an allocation failure. */
     if (rc == 0) pthread_cond_destroy(&c->cv);
     free(c);
-    return AIR_ENOMEM;
+    return AIR_EIO;
   }
   atomic_init(&c->set, false);
   *out = c;

@@ -16,6 +16,7 @@
 
 #include "backoff.h"
 #include "gw_int.h"
+#include "limits.h"
 
 /* ---- config snapshots ---------------------------------------------------------- */
 
@@ -289,11 +290,11 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   w->seed = worker_seed(id, restarts);
   w->cfg_gen = g->cfg_gen;
   w->listen_fd = g->fds[id];
-  if (uv_loop_init(&w->loop) != 0) return AIR_ENOMEM;
+  if (uv_loop_init(&w->loop) != 0) return AIR_EIO;
   w->loop_ready = true;
   uv_async_init(&w->loop, &w->async, on_worker_async);
   w->async.data = w;
-  air__buf_init(&w->log, 1u << 20);
+  air__buf_init(&w->log, AIR__MAX_LOG_TURN_BYTES);
   uv_prepare_init(&w->loop, &w->log_flush);
   w->log_flush.data = w;
   uv_prepare_start(&w->log_flush, on_log_flush);

@@ -81,7 +81,10 @@ int air__log_start(size_t cap, air__log **out) {
   l->ring = malloc(cap);
   l->scratch = malloc(cap);
   atomic_init(&l->dropped, 0);
+  int rc = AIR_ENOMEM;
   if (l->ring == NULL || l->scratch == NULL) goto fail;
+  /* Past memory, the system refusing a lock or a thread is AIR_EIO. */
+  rc = AIR_EIO;
   if (pthread_mutex_init(&l->mu, NULL) != 0) goto fail;
   if (pthread_cond_init(&l->cv, NULL) != 0) {
     pthread_mutex_destroy(&l->mu);
@@ -98,7 +101,7 @@ fail:
   free(l->ring);
   free(l->scratch);
   free(l);
-  return AIR_ENOMEM;
+  return rc;
 }
 
 void air__log_put(air__log *l, const char *p, size_t n) {

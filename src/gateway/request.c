@@ -98,7 +98,7 @@ static void log_rejected(const air__http_request *msg, air_dialect dialect,
                          int status, air_reason reason, const char *message,
                          const char *rid) {
   air__buf b;
-  air__buf_init(&b, 64u << 10);
+  air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
   char t[64];
   utc_now(t, sizeof(t));
   air__buf_puts(&b, "{\"time\":\"");
@@ -126,7 +126,7 @@ static void respond_error(air__http_req *req, air_dialect dialect, int status,
                           const char *rid) {
   log_rejected(air__http_req_msg(req), dialect, status, reason, message, rid);
   air__buf body;
-  air__buf_init(&body, 1u << 20);
+  air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
                                                  &body);
   air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
@@ -139,7 +139,7 @@ static void respond_error(air__http_req *req, air_dialect dialect, int status,
 static void method_not_allowed(air__http_req *req, air_dialect dialect,
                                const char *allow, const char *rid) {
   air__buf body;
-  air__buf_init(&body, 4096);
+  air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   char m[64];
   snprintf(m, sizeof(m), "method not allowed: use %s", allow);
   log_rejected(air__http_req_msg(req), dialect, 405, AIR_REASON_BAD_REQUEST, m,
@@ -176,7 +176,7 @@ static bool key_ok(const air__gw_cfg *c, const char *k, size_t n) {
 static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
   if (!c->auth) return true;
   if (c->n_keys == 0) return false;
-  const air__http_str *h = air__http_find_header(msg, "authorization");
+  const air__str *h = air__http_find_header(msg, "authorization");
   if (h != NULL && h->n > 7 && strncasecmp(h->p, "Bearer ", 7) == 0)
     return key_ok(c, h->p + 7, h->n - 7);
   h = air__http_find_header(msg, "x-api-key");
@@ -185,7 +185,7 @@ static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
 
 static void models_list(air__http_req *req, const air_config *cfg) {
   air__buf b;
-  air__buf_init(&b, 16u << 20);
+  air__buf_init(&b, AIR__MAX_MODELS_LIST_BYTES);
   air__buf_puts(&b, "{\"object\":\"list\",\"data\":[");
   for (size_t i = 0; i < cfg->n_routes; i++) {
     if (i) air__buf_putc(&b, ',');
@@ -207,7 +207,7 @@ static void models_list(air__http_req *req, const air_config *cfg) {
 
 static void metrics(air__gw_worker *w, air__http_req *req) {
   air__buf b;
-  air__buf_init(&b, 64u << 20);
+  air__buf_init(&b, AIR__MAX_METRICS_BYTES);
   if (air__metrics_render(w->g->metrics, w->g->state, mono_ms(), &b) != 0) {
     air__buf_cleanup(&b);
     respond_text(req, 503, "text/plain", "metrics over the limits\n", 24);
@@ -222,7 +222,7 @@ static void metrics(air__gw_worker *w, air__http_req *req) {
 static void log_line(gw_req *r, const air__exchange_result *res, int status,
                      const char *outcome) {
   air__buf b;
-  air__buf_init(&b, 1u << 20);
+  air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
   char t[64];
   utc_now(t, sizeof(t));
   air__buf_puts(&b, "{\"time\":\"");
@@ -441,7 +441,7 @@ static void finish_request(gw_req *r) {
 
 static void make_rid(air__gw_worker *w, const air__http_request *msg, char *out,
                      size_t n) {
-  const air__http_str *h = air__http_find_header(msg, "x-request-id");
+  const air__str *h = air__http_find_header(msg, "x-request-id");
   if (h != NULL && h->n > 0 && h->n < 40) {
     bool ok = true;
     for (size_t i = 0; i < h->n && ok; i++) {
@@ -467,7 +467,7 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
   size_t n = 0;
   uintptr_t offs[MAX_FORWARD + 1];
   for (size_t i = 0; i < cfg->n_forward_headers && n < MAX_FORWARD; i++) {
-    const air__http_str *h = air__http_find_header(msg, cfg->forward_headers[i]);
+    const air__str *h = air__http_find_header(msg, cfg->forward_headers[i]);
     if (h == NULL) continue;
     size_t at = r->fwd_buf.n;
     int rc = air__buf_adds(&r->fwd_buf, cfg->forward_headers[i]);
@@ -505,7 +505,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   snprintf(r->rid, sizeof(r->rid), "%s", rid);
   r->inflight = air__gw_inflight_begin(w, r->rid);
   air__responder_init(&r->rs, dialect, &r->areq, r->rid);
-  air__buf_init(&r->fwd_buf, 64u << 10);
+  air__buf_init(&r->fwd_buf, AIR__MAX_FORWARD_BYTES);
   air_error err;
   memset(&err, 0, sizeof(err));
   if (air__request_parse(dialect, msg->body.p ? msg->body.p : "", msg->body.n,
@@ -545,7 +545,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
 
 #define AUTH_MESSAGE "invalid or missing API key (Authorization: Bearer, x-api-key)"
 
-static bool is_healthz(air__http_str p) {
+static bool is_healthz(air__str p) {
   return p.n == 8 && memcmp(p.p, "/healthz", 8) == 0;
 }
 
@@ -563,14 +563,14 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   bool ok = authorized(cfg, msg);
   air__gw_cfg_release(cfg);
   if (ok) return;
-  air__http_str p = msg->path;
+  air__str p = msg->path;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
   air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   log_rejected(msg, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
   air__buf body;
-  air__buf_init(&body, 4096);
+  air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__provider_get(dialect)->encode_error_body(401, AIR_REASON_AUTH, AUTH_MESSAGE,
                                                  NULL, 0, &body);
   air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
@@ -584,7 +584,7 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   air__gw_cfg *cfg = air__gw_cfg_get(w->g);
   bool post = air__http_str_eq(msg->method, "POST");
   bool get = air__http_str_eq(msg->method, "GET") || air__http_str_eq(msg->method, "HEAD");
-  air__http_str p = msg->path;
+  air__str p = msg->path;
   bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
   air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;

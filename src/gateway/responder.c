@@ -22,7 +22,7 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->stream = req->stream;
   rs->outcome = "ok";
   air__aggregate_init(&rs->agg);
-  air__buf_init(&rs->out, 64u << 20);
+  air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
 }
 
 void air__responder_cleanup(air__responder *rs) {

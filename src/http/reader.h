@@ -22,10 +22,6 @@
 #include "buf.h"
 #include "str.h"
 
-/* The old name of air__str, for the gateway's and the mock's request code
- * until they move to air__str (one type: the two names are the same). */
-typedef air__str air__http_str;
-
 typedef struct air__http_header {
   air__str name;  /* as sent (compare case-insensitively) */
   air__str value; /* leading and trailing blanks removed */

@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "error.h"
 #include "exchange.h"
+#include "limits.h"
 
 typedef struct worker worker;
 
@@ -170,7 +171,7 @@ static void on_end(void *data, const air__exchange_result *r) {
   air_chat_result *res = j->res;
   const air__provider_ops *ops = air__provider_get(j->dialect);
   air__buf body;
-  air__buf_init(&body, 256u << 20);
+  air__buf_init(&body, AIR__MAX_RESULT_BODY_BYTES);
   res->reason = r->reason;
   res->first_content_ms = r->first_content_ms;
   res->total_ms = r->total_ms;
@@ -367,7 +368,7 @@ static air_chat_result *early_result(air_dialect d, int status, air_reason r,
   air_chat_result *res = calloc(1, sizeof(*res));
   if (res == NULL) return NULL;
   air__buf body;
-  air__buf_init(&body, 1u << 20);
+  air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__provider_get((air_dialect)d)->encode_error_body(status, r, message, NULL, 0,
                                                      &body);
   res->status = status;

@@ -23,7 +23,7 @@
  * bytes are kept for classification and the rest is read and dropped. A
  * whole 200 body is an answer: bounded by AIR__MAX_RESPONSE_BYTES, past it
  * the attempt fails (malformed), never a silently shortened answer. */
-#define MAX_ERROR_BODY (1u << 20)
+#define MAX_ERROR_BODY AIR__MAX_ERROR_BODY_BYTES
 #define MAX_KEPT_HEADERS 32
 #define MAX_REQUEST_HEADERS (AIR__MAX_HEADERS + 16)
 
@@ -500,7 +500,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
     finish_body(x);
   } else {
     air__buf tmp;
-    air__buf_init(&tmp, 8192);
+    air__buf_init(&tmp, AIR__MAX_FAILURE_TEXT_BYTES);
     air_failure f;
     memset(&f, 0, sizeof(f));
     air__parse_error_body(x->err.p, x->err.n, &tmp, &f);
@@ -621,7 +621,7 @@ static int add_headers(const air__exchange *x, const air__provider *p,
       rc = add_header_s(hl, "anthropic-version", "2023-06-01");
   } else if (rc == 0 && key != NULL) {
     air__buf bearer;
-    air__buf_init(&bearer, 8192);
+    air__buf_init(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES);
     rc = air__buf_adds(&bearer, "Bearer ");
     if (rc == 0) rc = air__buf_adds(&bearer, key);
     if (rc == 0) rc = add_header(hl, "Authorization", 13, bearer.p, bearer.n);
@@ -703,14 +703,14 @@ static int launch(air__exchange *x) {
     return 1;
   }
   hdrs hl;
-  air__buf_init(&hl.buf, 64u << 10);
+  air__buf_init(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES);
   hl.n = 0;
   int rc = add_headers(x, p, key, &hl);
   const char *lines[MAX_REQUEST_HEADERS + 1];
   for (size_t i = 0; i < hl.n; i++) lines[i] = hl.buf.p + hl.off[i];
   lines[hl.n] = NULL;
   air__buf url;
-  air__buf_init(&url, 8u << 10);
+  air__buf_init(&url, AIR__MAX_URL_BYTES);
   size_t bl = strlen(p->base_url);
   while (bl > 0 && p->base_url[bl - 1] == '/') bl--;
   if (rc == 0) rc = air__buf_add(&url, p->base_url, bl);
@@ -867,10 +867,10 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   x->parts = x->parts_inline;
   x->cap_parts = MAX_EVENT_PARTS;
   air__sse_init(&x->sse, on_sse, x);
-  air__buf_init(&x->body, 64u << 20);
+  air__buf_init(&x->body, AIR__MAX_REQUEST_BYTES);
   air__buf_init(&x->err, AIR__MAX_RESPONSE_BYTES);
-  air__buf_init(&x->kept, 16u << 10);
-  air__buf_init(&x->strs, 8u << 10);
+  air__buf_init(&x->kept, AIR__MAX_KEPT_HEADER_BYTES);
+  air__buf_init(&x->strs, AIR__MAX_FAILURE_TEXT_BYTES);
   static const air__timer_fn fire[4] = {on_first_byte_timeout, on_attempt_timeout,
                                         on_part_timeout, on_wait_done};
   for (int i = 0; i < 4; i++) {

@@ -15,7 +15,7 @@
 #include "limits.h"
 #include "transport.h"
 
-#define MAX_RESPONSE_HEAD (64u << 10)
+#define MAX_RESPONSE_HEAD AIR__MAX_RESPONSE_HEAD_BYTES
 #define MAX_HEADERS 128
 #define IDLE_HANDLES 64  /* easy handles kept for reuse, per transport */
 
