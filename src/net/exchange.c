@@ -42,8 +42,8 @@ struct air__exchange {
   air__decoder dec;
   const air__provider_ops *ops;
   void *xfer;             /* the transfer in flight (tr's), or NULL */
-  air__timer *timers[4];  /* first byte, attempt, part, wait */
-  unsigned open_timers;
+  air__timer *timer;      /* one loop timer, armed at the earliest due[] */
+  uint64_t due[4];        /* first byte, attempt, part, wait: 0 = off */
   bool freeing;
   bool ended;
   bool in_xfer_cb;       /* inside on_head / on_body */
@@ -96,20 +96,40 @@ static uint64_t now_of(const air__exchange *x) {
 
 /* ---- the seams: timers (loop.h) and the transfer (transport.h) ---------------- */
 
+/*
+ * The four deadlines of an exchange (first byte, attempt, part gap, wait)
+ * share one loop timer armed at the earliest of them: one timer per open
+ * stream instead of four. due[] holds each deadline on the exchange's
+ * clock, 0 when it is off.
+ */
+static void rearm(air__exchange *x) {
+  uint64_t next = 0;
+  for (int i = 0; i < 4; i++)
+    if (x->due[i] != 0 && (next == 0 || x->due[i] < next)) next = x->due[i];
+  if (next == 0) {
+    x->loop.ops->timer_stop(x->loop.impl, x->timer);
+    return;
+  }
+  uint64_t now = now_of(x);
+  x->loop.ops->timer_start(x->loop.impl, x->timer, next > now ? next - now : 0);
+}
+
 static void timer_stop(air__exchange *x, int which) {
-  x->loop.ops->timer_stop(x->loop.impl, x->timers[which]);
+  if (x->due[which] == 0) return;
+  x->due[which] = 0;
+  rearm(x);
 }
 
 static void stop_timers(air__exchange *x) {
-  for (int i = 0; i < 4; i++) timer_stop(x, i);
+  for (int i = 0; i < 4; i++) x->due[i] = 0;
+  x->loop.ops->timer_stop(x->loop.impl, x->timer);
 }
 
-/* Arms timer which (its callback was set at start) to fire at deadline on
- * the exchange's clock. */
+/* Arms deadline which at deadline on the exchange's clock (at once when it
+ * has passed: the loop fires it on its next turn). */
 static void arm(air__exchange *x, int which, uint64_t deadline) {
-  uint64_t now = now_of(x);
-  x->loop.ops->timer_start(x->loop.impl, x->timers[which],
-                           deadline > now ? deadline - now : 0);
+  x->due[which] = deadline != 0 ? deadline : 1;
+  rearm(x);
 }
 
 static void xfer_cancel(air__exchange *x) {
@@ -559,6 +579,30 @@ static void on_wait_done(void *arg) {
   step(x);
 }
 
+/* The loop timer fired: the earliest deadline that is due runs (first
+ * byte, attempt, part, wait in that order on a tie), then the timer is
+ * armed for what is left. A handler may end the exchange, and its owner
+ * free it: the memory stays until the timer's close callback. */
+static void on_timer(void *arg) {
+  static void (*const handler[4])(void *) = {on_first_byte_timeout,
+                                              on_attempt_timeout,
+                                              on_part_timeout, on_wait_done};
+  air__exchange *x = arg;
+  uint64_t now = now_of(x);
+  int which = -1;
+  for (int i = 0; i < 4; i++)
+    if (x->due[i] != 0 && x->due[i] <= now &&
+        (which < 0 || x->due[i] < x->due[which]))
+      which = i;
+  if (which < 0) {
+    rearm(x); /* early (a coarser loop clock): wait for the rest */
+    return;
+  }
+  x->due[which] = 0;
+  handler[which](x);
+  if (!x->freeing && !x->ended) rearm(x);
+}
+
 /* ---- attempts ------------------------------------------------------------------------ */
 
 /* The upstream request's header lines, built per attempt; libcurl copies
@@ -793,7 +837,7 @@ static void step(air__exchange *x) {
             continue;
         }
       case AIR_ACT_WAIT:
-        x->loop.ops->timer_start(x->loop.impl, x->timers[T_WAIT], x->act.wait_ms);
+        arm(x, T_WAIT, now_of(x) + x->act.wait_ms);
         return;
       case AIR_ACT_DONE:
         end(x, 0);
@@ -871,21 +915,12 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   air__buf_init(&x->err, AIR__MAX_RESPONSE_BYTES);
   air__buf_init(&x->kept, AIR__MAX_KEPT_HEADER_BYTES);
   air__buf_init(&x->strs, AIR__MAX_FAILURE_TEXT_BYTES);
-  static const air__timer_fn fire[4] = {on_first_byte_timeout, on_attempt_timeout,
-                                        on_part_timeout, on_wait_done};
-  for (int i = 0; i < 4; i++) {
-    x->timers[i] = x->loop.ops->timer_new(x->loop.impl, fire[i], x);
-    if (x->timers[i] == NULL) {
-      /* The timers made so far close asynchronously and free x. */
-      x->freeing = true;
-      x->open_timers = (unsigned)i;
-      for (int k = 0; k < i; k++)
-        x->loop.ops->timer_close(x->loop.impl, x->timers[k], on_timer_closed, x);
-      if (i == 0) on_timer_closed(x);
-      return AIR_ENOMEM;
-    }
+  x->timer = x->loop.ops->timer_new(x->loop.impl, on_timer, x);
+  if (x->timer == NULL) {
+    x->freeing = true;
+    on_timer_closed(x);
+    return AIR_ENOMEM;
   }
-  x->open_timers = 4;
   *out = x;
   step(x);
   return 0;
@@ -912,7 +947,6 @@ void air__exchange_resume(air__exchange *x) {
 
 static void on_timer_closed(void *arg) {
   air__exchange *x = arg;
-  if (x->open_timers > 0 && --x->open_timers > 0) return;
   air__gate_cleanup(&x->gate);
   air__sse_cleanup(&x->sse);
   air__decoder_cleanup(&x->dec);
@@ -929,6 +963,5 @@ void air__exchange_free(air__exchange *x) {
   if (x == NULL || x->freeing) return;
   x->freeing = true;
   xfer_cancel(x);
-  for (int i = 0; i < 4; i++)
-    x->loop.ops->timer_close(x->loop.impl, x->timers[i], on_timer_closed, x);
+  x->loop.ops->timer_close(x->loop.impl, x->timer, on_timer_closed, x);
 }
