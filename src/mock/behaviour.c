@@ -689,7 +689,7 @@ static void parse_models(pctx *c, struct fy_node *v, loc at) {
     m->name = dup_text(c, ks, kn);
     s->n_models++;
   }
-  if (!c->failed) {
+  if (!c->failed && s->models != NULL) {
     /* Sorted for lookup. libfyaml rejects duplicate keys already; this
      * catches names that differ only in YAML form. */
     qsort(s->models, s->n_models, sizeof(*s->models), cmp_model);
