@@ -129,9 +129,12 @@ static void respond_error(air__http_req *req, air_dialect dialect, int status,
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
                                                  &body);
-  air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
-                          field("x-request-id", rid ? rid : "")};
-  air__http_respond(req, status, f, rid ? 3 : 2, body.p, body.n);
+  /* Anthropic callers also get request-id (DESIGN.md 5). */
+  air__http_field f[4] = {json_ct, field("x-should-retry", "false"),
+                          field("x-request-id", rid ? rid : ""),
+                          field("request-id", rid ? rid : "")};
+  size_t nf = rid == NULL ? 2 : dialect == AIR_DIALECT_ANTHROPIC ? 4 : 3;
+  air__http_respond(req, status, f, nf, body.p, body.n);
   air__buf_cleanup(&body);
 }
 
@@ -146,10 +149,11 @@ static void method_not_allowed(air__http_req *req, air_dialect dialect,
                rid);
   air__provider_get(dialect)->encode_error_body(405, AIR_REASON_BAD_REQUEST, m,
                                                  NULL, 0, &body);
-  air__http_field f[4] = {json_ct, field("allow", allow),
+  air__http_field f[5] = {json_ct, field("allow", allow),
                           field("x-should-retry", "false"),
-                          field("x-request-id", rid)};
-  air__http_respond(req, 405, f, 4, body.p, body.n);
+                          field("x-request-id", rid), field("request-id", rid)};
+  air__http_respond(req, 405, f, dialect == AIR_DIALECT_ANTHROPIC ? 5 : 4, body.p,
+                    body.n);
   air__buf_cleanup(&body);
 }
 
@@ -183,20 +187,47 @@ static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
   return h != NULL && key_ok(c, h->p, h->n);
 }
 
-static void models_list(air__http_req *req, const air_config *cfg) {
+/* The route list in the caller's dialect (DESIGN.md 5): Anthropic's shape
+ * (one page: has_more false, first_id and last_id) when the request carries
+ * anthropic-version, OpenAI's list otherwise. */
+static void models_list(air__http_req *req, const air__http_request *msg,
+                        const air_config *cfg) {
+  bool anth = air__http_find_header(msg, "anthropic-version") != NULL;
   air__buf b;
   air__buf_init(&b, AIR__MAX_MODELS_LIST_BYTES);
-  air__buf_puts(&b, "{\"object\":\"list\",\"data\":[");
+  air__buf_puts(&b, anth ? "{\"data\":[" : "{\"object\":\"list\",\"data\":[");
   for (size_t i = 0; i < cfg->n_routes; i++) {
+    const char *name = cfg->routes[i].name;
     if (i) air__buf_putc(&b, ',');
-    air__buf_puts(&b, "{\"id\":");
-    air__buf_put_json_str(&b, cfg->routes[i].name, strlen(cfg->routes[i].name));
-    air__buf_puts(&b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
+    if (anth) {
+      air__buf_puts(&b, "{\"type\":\"model\",\"id\":");
+      air__buf_put_json_str(&b, name, strlen(name));
+      air__buf_puts(&b, ",\"display_name\":");
+      air__buf_put_json_str(&b, name, strlen(name));
+      air__buf_puts(&b, ",\"created_at\":\"1970-01-01T00:00:00Z\"}");
+    } else {
+      air__buf_puts(&b, "{\"id\":");
+      air__buf_put_json_str(&b, name, strlen(name));
+      air__buf_puts(&b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
+    }
   }
-  air__buf_puts(&b, "]}");
+  air__buf_putc(&b, ']');
+  if (anth) {
+    air__buf_puts(&b, ",\"has_more\":false,\"first_id\":");
+    if (cfg->n_routes == 0) {
+      air__buf_puts(&b, "null,\"last_id\":null");
+    } else {
+      const char *f = cfg->routes[0].name, *l = cfg->routes[cfg->n_routes - 1].name;
+      air__buf_put_json_str(&b, f, strlen(f));
+      air__buf_puts(&b, ",\"last_id\":");
+      air__buf_put_json_str(&b, l, strlen(l));
+    }
+  }
+  air__buf_putc(&b, '}');
+  air_dialect dialect = anth ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   if (air__buf_error(&b) != 0) {
     air__buf_cleanup(&b);
-    respond_error(req, AIR_DIALECT_OPENAI, 503, AIR_REASON_OVERLOADED,
+    respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
                   "the model list is over the gateway's limits", NULL);
     return;
   }
@@ -573,9 +604,9 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__provider_get(dialect)->encode_error_body(401, AIR_REASON_AUTH, AUTH_MESSAGE,
                                                  NULL, 0, &body);
-  air__http_field f[3] = {json_ct, field("x-should-retry", "false"),
-                          field("x-request-id", rid)};
-  air__http_head_reject(h, 401, f, 3, body.p ? body.p : "", body.n);
+  air__http_field f[4] = {json_ct, field("x-should-retry", "false"),
+                          field("x-request-id", rid), field("request-id", rid)};
+  air__http_head_reject(h, 401, f, is_msgs ? 4 : 3, body.p ? body.p : "", body.n);
   air__buf_cleanup(&body);
 }
 
@@ -607,7 +638,7 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
     }
   } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0) {
     if (get)
-      models_list(req, cfg->cfg);
+      models_list(req, msg, cfg->cfg);
     else
       method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else if (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0) {

@@ -2,6 +2,7 @@
  * callbacks; the sends are the caller's. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "limits.h"
 #include "responder.h"
@@ -11,6 +12,15 @@ static void put(air__responder *rs, const char *name, const char *value) {
   rs->head[rs->n_head].name = name;
   rs->head[rs->n_head].value = value ? value : "";
   rs->n_head++;
+}
+
+/* The ids of the answer: x-request-id always; for Anthropic callers also
+ * request-id (the SDK reads it), the Anthropic upstream's own when one
+ * answered, else the gateway's request id. */
+static void put_ids(air__responder *rs) {
+  put(rs, "x-request-id", rs->rid);
+  if (rs->dialect == AIR_DIALECT_ANTHROPIC)
+    put(rs, "request-id", rs->upstream_rid[0] ? rs->upstream_rid : rs->rid);
 }
 
 void air__responder_init(air__responder *rs, air_dialect dialect,
@@ -33,6 +43,15 @@ void air__responder_cleanup(air__responder *rs) {
 int air__responder_commit(air__responder *rs, const air__commit_info *ci,
                           uint64_t created_s) {
   rs->passthrough = ci->upstream == rs->dialect;
+  rs->upstream_rid[0] = '\0';
+  for (size_t i = 0; ci->upstream == AIR_DIALECT_ANTHROPIC && i < ci->n_headers; i++) {
+    const air_header *h = &ci->headers[i];
+    if (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0 &&
+        h->value_len < sizeof(rs->upstream_rid)) {
+      memcpy(rs->upstream_rid, h->value, h->value_len);
+      rs->upstream_rid[h->value_len] = '\0';
+    }
+  }
   if (!rs->stream || rs->gone) return 0;
   snprintf(rs->attempts, sizeof(rs->attempts), "%u", ci->attempts);
   rs->status = 200;
@@ -41,7 +60,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   put(rs, "cache-control", "no-cache");
   put(rs, "x-airetry-attempts", rs->attempts);
   put(rs, "x-airetry-target", ci->target);
-  put(rs, "x-request-id", rs->rid);
+  put_ids(rs);
   rs->began = true;
   air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
   return 1;
@@ -122,7 +141,7 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
   } else if (answer) {
     put(rs, "content-type", "application/json");
     put(rs, "x-airetry-attempts", rs->attempts);
-    put(rs, "x-request-id", rs->rid);
+    put_ids(rs);
     if (res->answered) put(rs, "x-airetry-target", res->answered);
     rs->end = AIR__RESP_WHOLE;
   } else {
@@ -152,7 +171,7 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
     put(rs, "content-type", "application/json");
     put(rs, "x-should-retry", "false");
     put(rs, "x-airetry-attempts", rs->attempts);
-    put(rs, "x-request-id", rs->rid);
+    put_ids(rs);
     if (res->has_retry_after && (rs->status == 429 || rs->status == 503))
       put(rs, "retry-after", rs->retry_after);
     rs->end = AIR__RESP_WHOLE;

@@ -20,7 +20,7 @@
 #include "exchange.h"
 #include "provider.h"
 
-#define AIR__RESP_MAX_HEADERS 5
+#define AIR__RESP_MAX_HEADERS 6
 
 /* A response header; both strings are NUL-terminated and valid until the
  * next responder call (or, for targets, during the exchange callback that
@@ -59,6 +59,7 @@ typedef struct air__responder {
   const char *outcome;        /* "ok", "error", "error_after_commit", "aborted" */
   char attempts[16];          /* header values */
   char retry_after[24];
+  char upstream_rid[128];     /* an Anthropic upstream's request-id ("" none) */
 } air__responder;
 
 void air__responder_init(air__responder *rs, air_dialect dialect,

@@ -218,6 +218,8 @@ static int emit(void *data, const air__gate_event *ev) {
         .attempts = x->att_no,
         .upstream = x->ops ? x->ops->api : AIR_DIALECT_OPENAI,
         .ms = x->first_content_ms,
+        .headers = x->hv,
+        .n_headers = x->n_hv,
     };
     if (x->cb.on_commit) x->cb.on_commit(x->cb.data, &ci);
   }

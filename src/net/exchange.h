@@ -29,6 +29,9 @@ typedef struct air__commit_info {
   unsigned attempts;         /* attempts made, this one included */
   air_dialect upstream;         /* the answering upstream's dialect */
   uint64_t ms;               /* since the exchange started */
+  const air_header *headers; /* the answering response's headers (valid
+                                during on_commit only) */
+  size_t n_headers;
 } air__commit_info;
 
 /* The end of an exchange. Valid during on_end only. */
