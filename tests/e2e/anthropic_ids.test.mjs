@@ -82,3 +82,11 @@ test('models.list() in each SDK\'s dialect', async () => {
   assert.deepEqual(om.map((m) => m.id), names);
   for (const m of om) assert.equal(m.object, 'model');
 });
+
+test('messages.stream() in front of an OpenAI upstream: the real input_tokens at the end', async () => {
+  const msg = await gw.anthropic()
+    .messages.stream({ model: 'to-openai', max_tokens: 64, messages: USER })
+    .finalMessage();
+  assert.ok(msg.usage.input_tokens > 0, `usage ${JSON.stringify(msg.usage)}`);
+  assert.ok(msg.usage.output_tokens > 0);
+});

@@ -109,6 +109,12 @@ SCRIPTS = {
     "an-refusal-only": (200, SSE, an_finish_only("refusal")),
     "oa-ok": (200, SSE, oa_answer("hello from openai")),
     "an-ok": (200, SSE, an_answer("hello from anthropic")),
+    # usage only in the last chunk, as OpenAI reports it (include_usage)
+    "oa-usage": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
+                 + oa_chunk({"content": "hi"}) + oa_chunk({}, "stop")
+                 + oa_chunk(None, usage={"prompt_tokens": 11, "completion_tokens": 2,
+                                         "total_tokens": 13}, choices=False)
+                 + b"data: [DONE]\n\n"),
     # the head promises more bytes than come: the connection then closes
     "oa-cut": (200, SSE, oa_chunk({"role": "assistant", "content": ""})
                + oa_chunk({"content": "partial"})),
@@ -316,6 +322,7 @@ routes:
   - {name: bad-event, targets: [oa/oa-bad-event], malformed: fail}
   - {name: refused, targets: [nobody/x]}
   - {name: big, targets: [oa/oa-big-json]}
+  - {name: usage, targets: [oa/oa-usage]}
   - name: big-503
     targets: [oa/oa-big-503]
     rules: [{on: [overloaded], action: fail}]
@@ -542,6 +549,23 @@ def t_caps(binary, up):
     st, hs, out = openai_call(gw, "big-503", False)
     check(st == 503, "status %d: %r" % (st, out[:300]))
     check(json.loads(out)["error"]["attempts"][0]["reason"] == "overloaded", "body %r" % out[:300])
+    gw.alive()
+
+
+@test("usage/an Anthropic caller gets the OpenAI upstream's last-chunk input_tokens")
+def t_usage_last_chunk(binary, up):
+    gw = Gateway(binary, config(up))
+    st, hs, body = anthropic_call(gw, "usage", True)
+    check(st == 200, "status %d: %r" % (st, body[:500]))
+    deltas = [json.loads(d) for n, d in sse_events(body) if n == "message_delta"]
+    check(deltas, "no message_delta: %r" % body)
+    u = deltas[-1].get("usage") or {}
+    check(u.get("input_tokens") == 11 and u.get("output_tokens") == 2,
+          "last message_delta usage %r" % u)
+    st, hs, body = anthropic_call(gw, "usage", False)
+    check(st == 200, "status %d: %r" % (st, body[:500]))
+    u = json.loads(body).get("usage") or {}
+    check(u.get("input_tokens") == 11 and u.get("output_tokens") == 2, "usage %r" % u)
     gw.alive()
 
 
