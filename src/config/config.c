@@ -1418,6 +1418,41 @@ static void check_rule_targets(ctx *c, const air__route *r, size_t ri,
   }
 }
 
+/* True when the path segment s[0..n) names an API version: "v" and a
+ * digit, then letters or digits ("v1", "v1beta", "v4"). */
+static bool version_segment(const char *s, size_t n) {
+  if (n < 2 || (s[0] != 'v' && s[0] != 'V') || !isdigit((unsigned char)s[1]))
+    return false;
+  for (size_t i = 2; i < n; i++)
+    if (!isalnum((unsigned char)s[i])) return false;
+  return true;
+}
+
+/*
+ * Where the version path of base_url stands: *any when one path segment
+ * names a version, *last when the last non-empty one does. The gateway
+ * appends "/chat/completions" (openai) and "/v1/messages" (anthropic), so an
+ * openai base_url without a version path and an anthropic one ending in one
+ * usually mean a wrong URL (DESIGN.md 5; docs/config.md).
+ */
+static void version_path(const char *url, bool *any, bool *last) {
+  *any = *last = false;
+  const char *p = strstr(url, "://");
+  p = p ? p + 3 : url;
+  p = strchr(p, '/');
+  while (p != NULL && *p == '/') {
+    p++;
+    size_t n = strcspn(p, "/?#");
+    if (n > 0) {
+      bool v = version_segment(p, n);
+      *any = *any || v;
+      *last = v;
+    }
+    p += n;
+    if (*p != '/') break;
+  }
+}
+
 static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
                             loc at, const char *path) {
   air_config *cfg = c->cfg;
@@ -1431,6 +1466,7 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
   const size_t i_name = opt_index(c, AIR__SC_PROVIDER, "name");
   const size_t i_api = opt_index(c, AIR__SC_PROVIDER, "api");
   const size_t i_env = opt_index(c, AIR__SC_PROVIDER, "api_key_env");
+  const size_t i_url = opt_index(c, AIR__SC_PROVIDER, "base_url");
   void *it = NULL;
   for (size_t i = 0; i < n; i++) {
     air__provider *p = &cfg->providers[i];
@@ -1463,6 +1499,20 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
                             ? "https://api.anthropic.com"
                             : "https://api.openai.com/v1";
       p->base_url = xstrndup(c, def, strlen(def));
+    } else if (p->base_url && sn.key[i_url]) {
+      bool any, last;
+      version_path(p->base_url, &any, &last);
+      loc ul = air__yaml_node_loc(deref(c, sn.val[i_url]), il);
+      if (p->api == AIR_DIALECT_OPENAI && !any)
+        warn_at(c, ul,
+                "%s.base_url: an openai base_url usually includes its version "
+                "path (like https://api.openai.com/v1); the gateway appends "
+                "/chat/completions to '%s'", ip, p->base_url);
+      else if (p->api == AIR_DIALECT_ANTHROPIC && last)
+        warn_at(c, ul,
+                "%s.base_url: an anthropic base_url has no version path (like "
+                "https://api.anthropic.com); the gateway appends /v1/messages "
+                "to '%s'", ip, p->base_url);
     }
     if (p->api_key_env) {
       const char *val = getenv(p->api_key_env);

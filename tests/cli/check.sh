@@ -78,6 +78,30 @@ run syntax 2 check --config "$data/syntax.yaml"
 grep -q 'syntax.yaml:4:[0-9]*: error: YAML syntax error' "$tmp/syntax.err" ||
   fail "syntax: no positioned YAML error: $(cat "$tmp/syntax.err")"
 
+# base_url and the version path (a warning, never an error): an openai one
+# without it, an anthropic one ending in it; the usual forms stay quiet.
+cat >"$tmp/urls.yaml" <<'EOF'
+providers:
+  - {name: a, api: openai, base_url: "http://127.0.0.1:9/"}
+  - {name: b, api: openai, base_url: "http://127.0.0.1:9/v1"}
+  - {name: c, api: anthropic, base_url: "http://127.0.0.1:9/v1/"}
+  - {name: d, api: anthropic, base_url: "http://127.0.0.1:9"}
+  - {name: e, api: openai, base_url: "https://example.com/v1beta/openai"}
+  - {name: f, api: openai, base_url: "http://127.0.0.1:9/openai"}
+routes:
+  - {name: r, targets: [a/x, b/x, c/x, d/x, e/x, f/x]}
+EOF
+run urls 0 check --config "$tmp/urls.yaml"
+grep -q ': error: ' "$tmp/urls.err" && fail "urls: errors: $(cat "$tmp/urls.err")"
+[ -s "$tmp/urls.out" ] || fail "urls: no config printed"
+for want in 'urls.yaml:2:38: warning: providers\[0\]\.base_url: an openai base_url' \
+            'urls.yaml:4:41: warning: providers\[2\]\.base_url: an anthropic base_url' \
+            'urls.yaml:7:38: warning: providers\[5\]\.base_url: an openai base_url'; do
+  grep -q -- "$want" "$tmp/urls.err" || fail "urls: no '$want' in: $(cat "$tmp/urls.err")"
+done
+n=$(grep -c 'base_url: an' "$tmp/urls.err")
+[ "$n" -eq 3 ] || fail "urls: $n base_url warnings, want 3: $(cat "$tmp/urls.err")"
+
 # Usage errors and help.
 run noargs 2 check
 run badflag 2 check --frobnicate
