@@ -4,7 +4,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startMock, startGateway, gatewayConfig, thrown, stopAll } from './lib.mjs';
+import {
+  startMock, startGateway, gatewayConfig, thrown, assertCleanExit, stopAll,
+} from './lib.mjs';
 
 let mock;
 let gw;
@@ -89,4 +91,8 @@ test('messages.stream() in front of an OpenAI upstream: the real input_tokens at
     .finalMessage();
   assert.ok(msg.usage.input_tokens > 0, `usage ${JSON.stringify(msg.usage)}`);
   assert.ok(msg.usage.output_tokens > 0);
+});
+
+test('the gateway and the mock exit 0 on SIGTERM', async () => {
+  await assertCleanExit(assert, gw, mock);
 });
