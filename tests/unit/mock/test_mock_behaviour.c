@@ -379,7 +379,7 @@ static void test_answer(void **state) {
   air__mock_answer a;
   air__mock_answer_init(&a);
   air__mock_beh b = {0};
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   const char *const canon[] = {"[m]", " w1", " w2", " w3", " w4",
                                " w5", " w6", " w7", " w8"};
   tokens_are(&a, canon, 9);
@@ -387,40 +387,40 @@ static void test_answer(void **state) {
 
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 0;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   tokens_are(&a, canon, 1);
 
   b.set = AIR__MOCK_K_ANSWER;
   b.answer = " Hello big  world";
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   const char *const words[] = {" Hello", " big", "  world"};
   tokens_are(&a, words, 3);
 
   b.set = AIR__MOCK_K_ANSWER | AIR__MOCK_K_FINISH;
   b.finish = AIR_FINISH_LENGTH;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   tokens_are(&a, words, 1); /* half, at least one */
 
   b.set = AIR__MOCK_K_REFUSAL | AIR__MOCK_K_ANSWER;
   b.refusal = "No way.";
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   const char *const no[] = {"No", " way."};
   tokens_are(&a, no, 2);
 
   /* Prefill: from the token boundary at or after the prefix's end. */
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 4;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6, NULL), 0);
   assert_true(a.prefill);
   const char *const rest[] = {" w2", " w3", " w4"};
   tokens_are(&a, rest, 3);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8, NULL), 0);
   tokens_are(&a, rest + 1, 2);
   assert_int_equal(
-      air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15), 0);
+      air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15, NULL), 0);
   assert_true(a.prefill);
   tokens_are(&a, rest, 0);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "other", 5), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "other", 5, NULL), 0);
   assert_false(a.prefill);
   assert_int_equal(a.first, 0);
   assert_int_equal(a.last, 5);
