@@ -142,13 +142,13 @@ static int json_text(const char *model, size_t m_n, const air__mock_beh *b,
   if (schema != NULL) return air__mock_schema_instance(schema, out);
   air__buf c;
   air__buf_init(&c, ANSWER_MAX_BYTES);
-  int rc = (b->set & AIR__MOCK_K_ANSWER) && b->answer != NULL
-               ? air__buf_adds(&c, b->answer)
-               : canonical(model, m_n,
-                           (b->set & AIR__MOCK_K_TOKENS)
-                               ? b->tokens
-                               : AIR__MOCK_DEFAULT_TOKENS,
-                           &c);
+  int rc =
+      (b->set & AIR__MOCK_K_ANSWER) && b->answer != NULL
+          ? air__buf_adds(&c, b->answer)
+          : canonical(model, m_n,
+                      (b->set & AIR__MOCK_K_TOKENS) ? b->tokens
+                                                    : AIR__MOCK_DEFAULT_TOKENS,
+                      &c);
   if (rc == 0) rc = air__buf_add(out, LIT("{\"answer\": "));
   if (rc == 0) rc = air__buf_add_json_str(out, c.p, c.n);
   if (rc == 0) rc = air__buf_addc(out, '}');
@@ -232,8 +232,7 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
 
 static int add_ev(air__mock_ev *ev, size_t *n, air_part_kind kind, int index,
                   size_t off, size_t len) {
-  ev[*n] = (air__mock_ev){.kind = kind, .index = index, .off = off,
-                          .len = len};
+  ev[*n] = (air__mock_ev){.kind = kind, .index = index, .off = off, .len = len};
   (*n)++;
   return 0;
 }
@@ -269,8 +268,9 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
     size_t arg_off[AIR__MOCK_MAX_TOOL_CALLS], arg_len[AIR__MOCK_MAX_TOOL_CALLS];
     for (uint32_t i = 0; rc == 0 && i < tools; i++) {
       id_off[i] = a->text.n;
-      rc = api == AIR_DIALECT_ANTHROPIC ? air__buf_add(&a->text, LIT("toolu_mock_"))
-                                        : air__buf_add(&a->text, LIT("call_mock_"));
+      rc = api == AIR_DIALECT_ANTHROPIC
+               ? air__buf_add(&a->text, LIT("toolu_mock_"))
+               : air__buf_add(&a->text, LIT("call_mock_"));
       if (rc == 0) rc = air__buf_addu(&a->text, i);
       id_len[i] = a->text.n - id_off[i];
       arg_off[i] = a->text.n;
@@ -298,8 +298,8 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
         }
         size_t from = arg_len[i] * (piece - 1) / TOOL_PIECES;
         size_t to = arg_len[i] * piece / TOOL_PIECES;
-        add_ev(a->ev, &a->n_ev, AIR_PART_TOOL_DELTA, (int)i,
-               arg_off[i] + from, to - from);
+        add_ev(a->ev, &a->n_ev, AIR_PART_TOOL_DELTA, (int)i, arg_off[i] + from,
+               to - from);
       }
     a->finish = AIR_FINISH_TOOL_CALLS;
     return 0;
@@ -337,7 +337,8 @@ int air__mock_signature_event(int block, air__buf *out) {
   int rc = air__buf_add(out, LIT("event: content_block_delta\ndata: "
                                  "{\"type\":\"content_block_delta\","
                                  "\"index\":"));
-  if (rc == 0) rc = air__buf_addu(out, (unsigned long long)(block < 0 ? 0 : block));
+  if (rc == 0)
+    rc = air__buf_addu(out, (unsigned long long)(block < 0 ? 0 : block));
   if (rc == 0)
     rc = air__buf_add(out, LIT(",\"delta\":{\"type\":\"signature_delta\","
                                "\"signature\":\"bW9jay1zaWduYXR1cmU=\"}}\n\n"));

@@ -195,9 +195,9 @@ int air__mock_describe(const air__mock_beh *b, air__buf *out);
 /* One content event of an answer: a part whose strings live in the
  * answer's text (offsets, valid once the answer is built). */
 typedef struct air__mock_ev {
-  air_part_kind kind; /* TEXT, REASONING, REFUSAL, TOOL_START, TOOL_DELTA */
-  int index;          /* tool call index */
-  size_t off, len;    /* text / tool arguments piece */
+  air_part_kind kind;    /* TEXT, REASONING, REFUSAL, TOOL_START, TOOL_DELTA */
+  int index;             /* tool call index */
+  size_t off, len;       /* text / tool arguments piece */
   size_t id_off, id_len; /* TOOL_START: the call id */
 } air__mock_ev;
 

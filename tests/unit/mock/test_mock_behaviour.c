@@ -412,11 +412,13 @@ static void test_answer(void **state) {
   /* Prefill: from the token boundary at or after the prefix's end. */
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 4;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6, NULL),
+                   0);
   assert_true(a.prefill);
   const char *const rest[] = {" w2", " w3", " w4"};
   tokens_are(&a, rest, 3);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8, NULL),
+                   0);
   tokens_are(&a, rest + 1, 2);
   assert_int_equal(
       air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15, NULL), 0);
@@ -589,7 +591,6 @@ static void test_log(void **state) {
   air__mock_log_cleanup(&l);
 }
 
-
 /* ---- answer shapes: tool calls, JSON, reasoning, native refusal ------------
  */
 
@@ -688,8 +689,11 @@ static void stream_bytes(const air__mock_answer *a, air_dialect api,
   air__request stub = {.dialect = api, .model = "m", .stream = true};
   air__encoder enc;
   ops->encoder_init(&enc, &stub, 1);
-  air_part start = {.kind = AIR_PART_START, .id = "mock-1", .id_len = 6,
-                    .name = "m", .name_len = 1};
+  air_part start = {.kind = AIR_PART_START,
+                    .id = "mock-1",
+                    .id_len = 6,
+                    .name = "m",
+                    .name_len = 1};
   assert_int_equal(ops->encode_part(&enc, &start, out), 0);
   for (size_t i = 0; i <= a->n_ev; i++) {
     if (api == AIR_DIALECT_ANTHROPIC && i > 0 &&
@@ -723,8 +727,11 @@ static void decode_whole(const air__mock_answer *a, air_dialect api, got *g) {
   const air__provider_ops *ops = air__provider_get(api);
   air__aggregate agg;
   air__aggregate_init(&agg);
-  air_part start = {.kind = AIR_PART_START, .id = "mock-1", .id_len = 6,
-                    .name = "m", .name_len = 1};
+  air_part start = {.kind = AIR_PART_START,
+                    .id = "mock-1",
+                    .id_len = 6,
+                    .name = "m",
+                    .name_len = 1};
   air_part fin = {.kind = AIR_PART_FINISH, .finish = a->finish};
   assert_int_equal(air__aggregate_add(&agg, &start), 0);
   for (size_t i = 0; i < a->n_ev; i++) {
@@ -755,11 +762,11 @@ static void args_are(const got *g, int i) {
 
 static void test_shape_keys(void **state) {
   (void)state;
-  air__mock_script *s =
-      load("models:\n"
-           "  a: {tool_calls: 2, json: true, reasoning: 3, refusal: native}\n"
-           "  b: {refusal: true, tool_calls: 0}\n"
-           "  c: {refusal: native, attempts: [{refusal: 'No.'}]}\n");
+  air__mock_script *s = load(
+      "models:\n"
+      "  a: {tool_calls: 2, json: true, reasoning: 3, refusal: native}\n"
+      "  b: {refusal: true, tool_calls: 0}\n"
+      "  c: {refusal: native, attempts: [{refusal: 'No.'}]}\n");
   fault_is(model(s, "a"), 1, 0, "refusal=native,tool_calls=2,json,reasoning=3");
   fault_is(model(s, "b"), 1, 0, "refusal,tool_calls=0");
   fault_is(model(s, "c"), 1, 0, "refusal"); /* a text replaces native */
@@ -785,19 +792,18 @@ static void test_shape_keys(void **state) {
   assert_int_equal(air__mock_parse_name(n1, strlen(n1), st, &m, &d), 0);
   fault_is(&m, 1, 0, "refusal=native,tool_calls=2,json,reasoning=3");
   fault_is(&m, 2, 0, "ok");
-  static const char *const bad_names[] = {"m@tools=65", "m@tools=",
-                                          "m@reason=x", "m@json=1",
-                                          "m@nrefuse=1", "m@tools"};
+  static const char *const bad_names[] = {
+      "m@tools=65", "m@tools=",    "m@reason=x",
+      "m@json=1",   "m@nrefuse=1", "m@tools"};
   for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++)
-    assert_int_equal(air__mock_parse_name(bad_names[i], strlen(bad_names[i]),
-                                          st, &m, &d),
-                     AIR_EINVAL);
+    assert_int_equal(
+        air__mock_parse_name(bad_names[i], strlen(bad_names[i]), st, &m, &d),
+        AIR_EINVAL);
 }
 
 static void test_tool_calls(void **state) {
   (void)state;
-  static const air_dialect apis[] = {AIR_DIALECT_OPENAI,
-                                     AIR_DIALECT_ANTHROPIC};
+  static const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC};
   for (size_t k = 0; k < 2; k++) {
     air__mock_answer a;
     air__mock_answer_init(&a);
@@ -811,8 +817,8 @@ static void test_tool_calls(void **state) {
     decode_stream(&a, apis[k], &g, &bytes);
     /* OpenAI: parallel calls, indices interleaved; Anthropic: one block
      * after the other. */
-    assert_string_equal(g.order, apis[k] == AIR_DIALECT_OPENAI ? "SSDDDDDD"
-                                                               : "SDDDSDDD");
+    assert_string_equal(
+        g.order, apis[k] == AIR_DIALECT_OPENAI ? "SSDDDDDD" : "SDDDSDDD");
     assert_int_equal(g.n_tools, 2);
     for (int i = 0; i < 2; i++) {
       args_are(&g, i);
@@ -858,8 +864,7 @@ static void test_tool_calls(void **state) {
 
 static void test_reasoning(void **state) {
   (void)state;
-  static const air_dialect apis[] = {AIR_DIALECT_OPENAI,
-                                     AIR_DIALECT_ANTHROPIC};
+  static const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC};
   for (size_t k = 0; k < 2; k++) {
     air__mock_answer a;
     air__mock_answer_init(&a);
@@ -884,8 +889,9 @@ static void test_reasoning(void **state) {
     } else {
       /* thinking block 0: deltas, the signature, then its stop */
       const char *sig = strstr(bytes.p, "\"type\":\"signature_delta\"");
-      const char *stop = strstr(bytes.p, "{\"type\":\"content_block_stop\","
-                                         "\"index\":0}");
+      const char *stop = strstr(bytes.p,
+                                "{\"type\":\"content_block_stop\","
+                                "\"index\":0}");
       const char *last = strstr(bytes.p, "step 3.");
       assert_non_null(strstr(bytes.p, "\"type\":\"thinking\""));
       assert_true(sig != NULL && stop != NULL && last != NULL);
@@ -943,9 +949,8 @@ static void test_json_answers(void **state) {
   (void)state;
   air__mock_answer a;
   air__mock_answer_init(&a);
-  air__mock_beh b = {.set = AIR__MOCK_K_JSON | AIR__MOCK_K_TOKENS,
-                     .json = true,
-                     .tokens = 2};
+  air__mock_beh b = {
+      .set = AIR__MOCK_K_JSON | AIR__MOCK_K_TOKENS, .json = true, .tokens = 2};
   build(&a, &b, AIR_DIALECT_OPENAI, "{\"model\":\"m\",\"messages\":[]}");
   assert_string_equal(a.text.p, "{\"answer\": \"[m] w1 w2\"}");
   assert_true(a.n_ev > 1); /* streamed in several pieces */
