@@ -247,9 +247,10 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
   size_t text_n = a->last - a->first;
   size_t cap = (size_t)reasoning + (size_t)tools * (1 + TOOL_PIECES) + text_n;
   free(a->ev);
-  a->ev = cap ? malloc(cap * sizeof(*a->ev)) : NULL;
+  /* One spare slot: never a NULL array, even for an answer without events. */
+  a->ev = malloc((cap + 1) * sizeof(*a->ev));
   a->n_ev = 0;
-  if (cap && a->ev == NULL) return AIR_ENOMEM;
+  if (a->ev == NULL) return AIR_ENOMEM;
   int rc = 0;
   for (uint32_t i = 1; rc == 0 && i <= reasoning; i++) {
     size_t off = a->text.n;
