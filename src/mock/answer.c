@@ -230,11 +230,11 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
 /* Pieces a tool call's arguments are streamed in. */
 #define TOOL_PIECES 3u
 
-static int add_ev(air__mock_ev *ev, size_t *n, air_part_kind kind, int index,
-                  size_t off, size_t len) {
+/* Appends an event (ev has room: air__mock_answer_events sizes it). */
+static void add_ev(air__mock_ev *ev, size_t *n, air_part_kind kind, int index,
+                   size_t off, size_t len) {
   ev[*n] = (air__mock_ev){.kind = kind, .index = index, .off = off, .len = len};
   (*n)++;
-  return 0;
 }
 
 int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
