@@ -27,6 +27,7 @@ void air__mock_answer_init(air__mock_answer *a) {
 void air__mock_answer_cleanup(air__mock_answer *a) {
   air__buf_cleanup(&a->text);
   free(a->ends);
+  free(a->ev);
   memset(a, 0, sizeof(*a));
 }
 
@@ -45,20 +46,142 @@ static size_t split(const char *s, size_t n, size_t *ends) {
   return k;
 }
 
+/* The canonical answer text "[M] w1 ... wN" into out. */
+static int canonical(const char *model, size_t m_n, uint32_t tokens,
+                     air__buf *out) {
+  int rc = air__buf_addc(out, '[');
+  if (rc == 0) rc = air__buf_add(out, model, m_n);
+  if (rc == 0) rc = air__buf_addc(out, ']');
+  for (uint32_t i = 1; rc == 0 && i <= tokens; i++) {
+    rc = air__buf_add(out, LIT(" w"));
+    if (rc == 0) rc = air__buf_addu(out, i);
+  }
+  return rc;
+}
+
+/* The schema a request asks the answer to follow, or NULL. */
+static const json_t *requested_schema(const json_t *req) {
+  const json_t *s = json_object_get(
+      json_object_get(json_object_get(req, "response_format"), "json_schema"),
+      "schema");
+  if (json_is_object(s)) return s;
+  s = json_object_get(
+      json_object_get(json_object_get(req, "output_config"), "format"),
+      "schema");
+  return json_is_object(s) ? s : NULL;
+}
+
+static int instance(const json_t *schema, unsigned depth, air__buf *out) {
+  if (depth > AIR__MOCK_MAX_SCHEMA_DEPTH || !json_is_object(schema))
+    return air__buf_add(out, LIT("\"x\""));
+  const json_t *v = json_object_get(schema, "const");
+  if (v == NULL) v = json_array_get(json_object_get(schema, "enum"), 0);
+  if (v != NULL) {
+    char *d = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (d == NULL) return AIR_ENOMEM;
+    int rc = air__buf_adds(out, d);
+    free(d);
+    return rc;
+  }
+  for (const char *alt = "anyOf"; alt != NULL;
+       alt = strcmp(alt, "anyOf") == 0 ? "oneOf" : NULL) {
+    const json_t *first = json_array_get(json_object_get(schema, alt), 0);
+    if (first != NULL) return instance(first, depth + 1, out);
+  }
+  const json_t *t = json_object_get(schema, "type");
+  const char *type = json_string_value(t);
+  if (json_is_array(t)) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(t, i, e) {
+      const char *s = json_string_value(e);
+      if (s != NULL && (type == NULL || strcmp(type, "null") == 0)) type = s;
+    }
+  }
+  if (type == NULL)
+    type = json_object_get(schema, "properties") != NULL ? "object" : "string";
+  if (strcmp(type, "number") == 0 || strcmp(type, "integer") == 0)
+    return air__buf_addc(out, '1');
+  if (strcmp(type, "boolean") == 0) return air__buf_add(out, LIT("true"));
+  if (strcmp(type, "null") == 0) return air__buf_add(out, LIT("null"));
+  if (strcmp(type, "array") == 0) {
+    int rc = air__buf_addc(out, '[');
+    if (rc == 0)
+      rc = instance(json_object_get(schema, "items"), depth + 1, out);
+    return rc == 0 ? air__buf_addc(out, ']') : rc;
+  }
+  if (strcmp(type, "object") != 0) return air__buf_add(out, LIT("\"x\""));
+  const json_t *props = json_object_get(schema, "properties");
+  const json_t *req = json_object_get(schema, "required");
+  int rc = air__buf_addc(out, '{');
+  size_t i;
+  const json_t *name;
+  json_array_foreach(req, i, name) {
+    if (rc != 0) break;
+    if (!json_is_string(name)) continue;
+    if (i > 0) rc = air__buf_add(out, LIT(", "));
+    if (rc == 0)
+      rc = air__buf_add_json_str(out, json_string_value(name),
+                                 json_string_length(name));
+    if (rc == 0) rc = air__buf_add(out, LIT(": "));
+    if (rc == 0)
+      rc = instance(json_object_get(props, json_string_value(name)), depth + 1,
+                    out);
+  }
+  return rc == 0 ? air__buf_addc(out, '}') : rc;
+}
+
+int air__mock_schema_instance(const json_t *schema, air__buf *out) {
+  return instance(schema, 0, out);
+}
+
+/* The JSON answer text: the schema's instance, else {"answer": canonical}. */
+static int json_text(const char *model, size_t m_n, const air__mock_beh *b,
+                     const json_t *req, air__buf *out) {
+  const json_t *schema = requested_schema(req);
+  if (schema != NULL) return air__mock_schema_instance(schema, out);
+  air__buf c;
+  air__buf_init(&c, ANSWER_MAX_BYTES);
+  int rc =
+      (b->set & AIR__MOCK_K_ANSWER) && b->answer != NULL
+          ? air__buf_adds(&c, b->answer)
+          : canonical(model, m_n,
+                      (b->set & AIR__MOCK_K_TOKENS) ? b->tokens
+                                                    : AIR__MOCK_DEFAULT_TOKENS,
+                      &c);
+  if (rc == 0) rc = air__buf_add(out, LIT("{\"answer\": "));
+  if (rc == 0) rc = air__buf_add_json_str(out, c.p, c.n);
+  if (rc == 0) rc = air__buf_addc(out, '}');
+  air__buf_cleanup(&c);
+  return rc;
+}
+
 int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
                            const air__mock_beh *b, const char *prefill,
-                           size_t p_n) {
+                           size_t p_n, const json_t *req) {
   air__buf_reset(&a->text);
   free(a->ends);
   a->ends = NULL;
-  a->n = a->first = a->last = 0;
+  free(a->ev);
+  a->ev = NULL;
+  a->n = a->first = a->last = a->n_ev = 0;
   a->prefill = false;
   int rc = 0;
+  air__buf jtext;
+  air__buf_init(&jtext, ANSWER_MAX_BYTES);
   const char *src = NULL;
-  if ((b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL)
+  if ((b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL) {
     src = b->refusal;
-  else if ((b->set & AIR__MOCK_K_ANSWER) && b->answer != NULL)
+  } else if ((b->set & AIR__MOCK_K_JSON) && b->json) {
+    rc = json_text(model, m_n, b, req, &jtext);
+    src = rc == 0 ? jtext.p : NULL;
+  } else if ((b->set & AIR__MOCK_K_ANSWER) && b->answer != NULL) {
     src = b->answer;
+  }
+  if (rc != 0) {
+    air__buf_cleanup(&jtext);
+    return rc;
+  }
   if (src != NULL) {
     size_t n = strlen(src);
     rc = air__buf_add(&a->text, src, n);
@@ -70,8 +193,8 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
     uint32_t tokens =
         (b->set & AIR__MOCK_K_TOKENS) ? b->tokens : AIR__MOCK_DEFAULT_TOKENS;
     a->ends = malloc(((size_t)tokens + 1) * sizeof(*a->ends));
-    if (a->ends == NULL) return AIR_ENOMEM;
-    rc = air__buf_addc(&a->text, '[');
+    if (a->ends == NULL) rc = AIR_ENOMEM;
+    if (rc == 0) rc = air__buf_addc(&a->text, '[');
     if (rc == 0) rc = air__buf_add(&a->text, model, m_n);
     if (rc == 0) rc = air__buf_addc(&a->text, ']');
     if (rc == 0) a->ends[a->n++] = a->text.n;
@@ -81,6 +204,7 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
       if (rc == 0) a->ends[a->n++] = a->text.n;
     }
   }
+  air__buf_cleanup(&jtext);
   if (rc != 0) return rc;
   a->last = a->n;
   if ((b->set & AIR__MOCK_K_FINISH) && b->finish == AIR_FINISH_LENGTH &&
@@ -99,6 +223,127 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
     if (a->first > a->last) a->first = a->last;
   }
   return 0;
+}
+
+/* ---- answer shapes: the content events --------------------------------- */
+
+/* Pieces a tool call's arguments are streamed in. */
+#define TOOL_PIECES 3u
+
+/* Appends an event (ev has room: air__mock_answer_events sizes it). */
+static void add_ev(air__mock_ev *ev, size_t *n, air_part_kind kind, int index,
+                   size_t off, size_t len) {
+  ev[*n] = (air__mock_ev){.kind = kind, .index = index, .off = off, .len = len};
+  (*n)++;
+}
+
+int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
+                            air_dialect api) {
+  uint32_t reasoning = (b->set & AIR__MOCK_K_REASONING) ? b->reasoning : 0;
+  uint32_t tools = (b->set & AIR__MOCK_K_TOOL_CALLS) ? b->tool_calls : 0;
+  bool refusal = (b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL;
+  bool native = refusal && b->refusal_native;
+  if (refusal) tools = 0; /* a refusal answers nothing else */
+  size_t text_n = a->last - a->first;
+  size_t cap = (size_t)reasoning + (size_t)tools * (1 + TOOL_PIECES) + text_n;
+  free(a->ev);
+  /* One spare slot: never a NULL array, even for an answer without events. */
+  a->ev = malloc((cap + 1) * sizeof(*a->ev));
+  a->n_ev = 0;
+  if (a->ev == NULL) return AIR_ENOMEM;
+  int rc = 0;
+  for (uint32_t i = 1; rc == 0 && i <= reasoning; i++) {
+    size_t off = a->text.n;
+    rc = air__buf_adds(&a->text, i == 1 ? "Thinking " : " step ");
+    if (rc == 0) rc = air__buf_addu(&a->text, i);
+    if (rc == 0) rc = air__buf_addc(&a->text, '.');
+    if (rc == 0)
+      add_ev(a->ev, &a->n_ev, AIR_PART_REASONING, 0, off, a->text.n - off);
+  }
+  a->finish = (b->set & AIR__MOCK_K_FINISH) ? b->finish : AIR_FINISH_STOP;
+  if (rc != 0) return rc;
+  if (tools > 0) {
+    /* Call i: id call_mock_i / toolu_mock_i, arguments
+     * {"location": "city-i", "days": i+1}, in TOOL_PIECES pieces. */
+    size_t id_off[AIR__MOCK_MAX_TOOL_CALLS], id_len[AIR__MOCK_MAX_TOOL_CALLS];
+    size_t arg_off[AIR__MOCK_MAX_TOOL_CALLS], arg_len[AIR__MOCK_MAX_TOOL_CALLS];
+    for (uint32_t i = 0; rc == 0 && i < tools; i++) {
+      id_off[i] = a->text.n;
+      rc = api == AIR_DIALECT_ANTHROPIC
+               ? air__buf_add(&a->text, LIT("toolu_mock_"))
+               : air__buf_add(&a->text, LIT("call_mock_"));
+      if (rc == 0) rc = air__buf_addu(&a->text, i);
+      id_len[i] = a->text.n - id_off[i];
+      arg_off[i] = a->text.n;
+      if (rc == 0) rc = air__buf_add(&a->text, LIT("{\"location\": \"city-"));
+      if (rc == 0) rc = air__buf_addu(&a->text, i);
+      if (rc == 0) rc = air__buf_add(&a->text, LIT("\", \"days\": "));
+      if (rc == 0) rc = air__buf_addu(&a->text, (unsigned long long)i + 1);
+      if (rc == 0) rc = air__buf_addc(&a->text, '}');
+      arg_len[i] = a->text.n - arg_off[i];
+    }
+    if (rc != 0) return rc;
+    bool anthropic = api == AIR_DIALECT_ANTHROPIC;
+    /* OpenAI: round 0 starts every call, round r the r-th pieces. */
+    uint32_t rounds = anthropic ? tools : 1 + TOOL_PIECES;
+    uint32_t per = anthropic ? 1 + TOOL_PIECES : tools;
+    for (uint32_t r = 0; r < rounds; r++)
+      for (uint32_t k = 0; k < per; k++) {
+        uint32_t i = anthropic ? r : k;
+        uint32_t piece = anthropic ? k : r;
+        if (piece == 0) {
+          add_ev(a->ev, &a->n_ev, AIR_PART_TOOL_START, (int)i, 0, 0);
+          a->ev[a->n_ev - 1].id_off = id_off[i];
+          a->ev[a->n_ev - 1].id_len = id_len[i];
+          continue;
+        }
+        size_t from = arg_len[i] * (piece - 1) / TOOL_PIECES;
+        size_t to = arg_len[i] * piece / TOOL_PIECES;
+        add_ev(a->ev, &a->n_ev, AIR_PART_TOOL_DELTA, (int)i, arg_off[i] + from,
+               to - from);
+      }
+    a->finish = AIR_FINISH_TOOL_CALLS;
+    return 0;
+  }
+  if (native && api == AIR_DIALECT_ANTHROPIC) {
+    a->finish = AIR_FINISH_REFUSAL;
+    return 0;
+  }
+  for (size_t t = a->first; t < a->last; t++) {
+    size_t from = t == 0 ? 0 : a->ends[t - 1];
+    add_ev(a->ev, &a->n_ev, native ? AIR_PART_REFUSAL : AIR_PART_TEXT, 0, from,
+           a->ends[t] - from);
+  }
+  return 0;
+}
+
+air_part air__mock_answer_part(const air__mock_answer *a, size_t i) {
+  const air__mock_ev *e = &a->ev[i];
+  air_part p = {.kind = e->kind,
+                .index = e->index,
+                .text = a->text.p + e->off,
+                .text_len = e->len};
+  if (e->kind == AIR_PART_TOOL_START) {
+    p.text = NULL;
+    p.text_len = 0;
+    p.id = a->text.p + e->id_off;
+    p.id_len = e->id_len;
+    p.name = AIR__MOCK_TOOL_NAME;
+    p.name_len = sizeof(AIR__MOCK_TOOL_NAME) - 1;
+  }
+  return p;
+}
+
+int air__mock_signature_event(int block, air__buf *out) {
+  int rc = air__buf_add(out, LIT("event: content_block_delta\ndata: "
+                                 "{\"type\":\"content_block_delta\","
+                                 "\"index\":"));
+  if (rc == 0)
+    rc = air__buf_addu(out, (unsigned long long)(block < 0 ? 0 : block));
+  if (rc == 0)
+    rc = air__buf_add(out, LIT(",\"delta\":{\"type\":\"signature_delta\","
+                               "\"signature\":\"bW9jay1zaWduYXR1cmU=\"}}\n\n"));
+  return rc;
 }
 
 /* Appends a content value's text: a string, or the text of its text

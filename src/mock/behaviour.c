@@ -34,6 +34,7 @@ typedef enum ktype {
   KT_TOKENS,  /* uint32 0..AIR__MOCK_MAX_TOKENS */
   KT_REFUSAL, /* true/false or text */
   KT_FINISH,  /* stop | length | content_filter */
+  KT_TOOLS,   /* uint32 0..AIR__MOCK_MAX_TOOL_CALLS */
 } ktype;
 
 /* Where a key may appear: in any behaviour, or in model entries only. */
@@ -76,6 +77,11 @@ static const key_desc keys[] = {
     {"finish", AIR__MOCK_K_FINISH, KT_FINISH, OFF(finish), SC_BEH, true},
     {"overload_after", AIR__MOCK_K_OVERLOAD, KT_COUNT, OFF(overload_after),
      SC_BEH, true},
+    {"tool_calls", AIR__MOCK_K_TOOL_CALLS, KT_TOOLS, OFF(tool_calls), SC_BEH,
+     true},
+    {"json", AIR__MOCK_K_JSON, KT_BOOL, OFF(json), SC_BEH, true},
+    {"reasoning", AIR__MOCK_K_REASONING, KT_TOKENS, OFF(reasoning), SC_BEH,
+     true},
     {"tokens", AIR__MOCK_K_TOKENS, KT_TOKENS, OFF(tokens), SC_BEH, false},
     {"delay_ms", AIR__MOCK_K_DELAY, KT_MS, OFF(delay_ms), SC_BEH, false},
     {"answer", AIR__MOCK_K_ANSWER, KT_STR, OFF(answer), SC_BEH, false},
@@ -110,6 +116,7 @@ static void copy_field(air__mock_beh *dst, const air__mock_beh *src,
     case KT_NUMSTR:
     case KT_REFUSAL:
       *(const char **)field(dst, k) = *(const char *const *)cfield(src, k);
+      if (k->type == KT_REFUSAL) dst->refusal_native = src->refusal_native;
       break;
     case KT_HEADERS:
       dst->headers = src->headers;
@@ -124,6 +131,7 @@ static void copy_field(air__mock_beh *dst, const air__mock_beh *src,
     case KT_COUNT:
     case KT_COUNT1:
     case KT_TOKENS:
+    case KT_TOOLS:
       *(uint32_t *)field(dst, k) = *(const uint32_t *)cfield(src, k);
       break;
     case KT_FINISH:
@@ -210,10 +218,14 @@ int air__mock_describe(const air__mock_beh *b, air__buf *out) {
         break;
       case KT_COUNT:
       case KT_COUNT1:
+      case KT_TOKENS:
+      case KT_TOOLS:
         rc = add_kv_u(out, &first, k->name, *(const uint32_t *)cfield(b, k));
         break;
       case KT_REFUSAL:
-        if (b->refusal != NULL) rc = add_word(out, &first, "refusal");
+        if (b->refusal != NULL)
+          rc = add_word(out, &first,
+                        b->refusal_native ? "refusal=native" : "refusal");
         break;
       case KT_FINISH:
         if (b->finish == AIR_FINISH_LENGTH)
@@ -428,10 +440,12 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
       break;
     case KT_COUNT:
     case KT_COUNT1:
-    case KT_TOKENS: {
+    case KT_TOKENS:
+    case KT_TOOLS: {
       uint64_t lo = k->type == KT_COUNT1 ? 1 : 0;
-      uint64_t hi =
-          k->type == KT_TOKENS ? AIR__MOCK_MAX_TOKENS : AIR__MOCK_MAX_COUNT;
+      uint64_t hi = k->type == KT_TOKENS  ? AIR__MOCK_MAX_TOKENS
+                    : k->type == KT_TOOLS ? AIR__MOCK_MAX_TOOL_CALLS
+                                          : AIR__MOCK_MAX_COUNT;
       if (!air__yaml_u64(s, n, hi, &u) || u < lo) {
         fail_at(c, vl, "%s: expected an integer %llu..%llu", path,
                 (unsigned long long)lo, (unsigned long long)hi);
@@ -442,8 +456,12 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
     }
     case KT_REFUSAL: {
       bool x = air__yaml_bool(v, &ok);
+      b->refusal_native = false;
       if (ok) {
         b->refusal = x ? AIR__MOCK_REFUSAL_TEXT : NULL;
+      } else if (eqn(s, n, "native")) {
+        b->refusal = AIR__MOCK_REFUSAL_TEXT;
+        b->refusal_native = true;
       } else if (n == 0 || n > AIR__MOCK_MAX_TEXT_BYTES ||
                  memchr(s, '\0', n) != NULL) {
         fail_at(c, vl, "%s: expected true, false or a refusal text", path);
@@ -839,6 +857,10 @@ typedef enum ctok {
   CT_NOPREFILL,
   CT_K,
   CT_FLAP,
+  CT_TOOLS,
+  CT_JSON,
+  CT_REASON,
+  CT_NREFUSE,
 } ctok;
 
 typedef struct conv_desc {
@@ -866,6 +888,10 @@ static const conv_desc conv[] = {
     {"tokens", true, CT_TOKENS},
     {"delay", true, CT_DELAY},
     {"noprefill", false, CT_NOPREFILL},
+    {"tools", true, CT_TOOLS},
+    {"json", false, CT_JSON},
+    {"reason", true, CT_REASON},
+    {"nrefuse", false, CT_NREFUSE},
     {"k", true, CT_K},
     {"flap", true, CT_FLAP},
 };
@@ -934,8 +960,24 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       f->set |= AIR__MOCK_K_NO_DONE;
       break;
     case CT_REFUSE:
+    case CT_NREFUSE:
       f->refusal = AIR__MOCK_REFUSAL_TEXT;
+      f->refusal_native = cd->tok == CT_NREFUSE;
       f->set |= AIR__MOCK_K_REFUSAL;
+      break;
+    case CT_TOOLS:
+      bad = !air__yaml_u64(v, vn, AIR__MOCK_MAX_TOOL_CALLS, &u);
+      f->tool_calls = (uint32_t)u;
+      f->set |= AIR__MOCK_K_TOOL_CALLS;
+      break;
+    case CT_REASON:
+      bad = !air__yaml_u64(v, vn, AIR__MOCK_MAX_TOKENS, &u);
+      f->reasoning = (uint32_t)u;
+      f->set |= AIR__MOCK_K_REASONING;
+      break;
+    case CT_JSON:
+      f->json = true;
+      f->set |= AIR__MOCK_K_JSON;
       break;
     case CT_LENGTH:
     case CT_FILTER:

@@ -207,26 +207,34 @@ static int put_part(xchg *x, const air_part *p) {
   return x->ops->encode_part(&x->enc, p, &x->out);
 }
 
-static int put_text(xchg *x, size_t token) {
-  size_t from = token == 0 ? 0 : x->ans.ends[token - 1];
-  air_part p = {.kind = AIR_PART_TEXT,
-                .text = x->ans.text.p + from,
-                .text_len = x->ans.ends[token] - from};
-  return put_part(x, &p);
+/* Anthropic: the signature_delta that closes a thinking block, due before
+ * content event i (i == total: before the finish) when event i - 1 was
+ * reasoning and event i is not. */
+static int put_signature(xchg *x, size_t i) {
+  const air__mock_answer *a = &x->ans;
+  if (x->api != AIR_DIALECT_ANTHROPIC || i == 0 || i > a->n_ev ||
+      a->ev[i - 1].kind != AIR_PART_REASONING ||
+      (i < a->n_ev && a->ev[i].kind == AIR_PART_REASONING))
+    return 0;
+  return air__mock_signature_event(x->enc.open_block, &x->out);
 }
 
-static air_finish finish_of(const air__mock_beh *b) {
-  return (b->set & AIR__MOCK_K_FINISH) ? b->finish : AIR_FINISH_STOP;
+/* Content event i of the answer. */
+static int put_ev(xchg *x, size_t i) {
+  int rc = put_signature(x, i);
+  air_part p = air__mock_answer_part(&x->ans, i);
+  return rc == 0 ? put_part(x, &p) : rc;
 }
 
 /* The clean end of a stream: finish, usage and (unless no_done) the
  * terminator. */
 static int put_end(xchg *x) {
-  air_part fin = {.kind = AIR_PART_FINISH, .finish = finish_of(&x->beh)};
+  air_part fin = {.kind = AIR_PART_FINISH, .finish = x->ans.finish};
   air_part use = {.kind = AIR_PART_USAGE,
                   .input_tokens = x->in_tokens,
                   .output_tokens = x->total};
-  int rc = put_part(x, &fin);
+  int rc = put_signature(x, x->total);
+  if (rc == 0) rc = put_part(x, &fin);
   if (rc == 0) rc = put_part(x, &use);
   size_t at = x->out.n;
   if (rc == 0) rc = x->ops->encode_end(&x->enc, &x->out);
@@ -331,7 +339,7 @@ static void step(xchg *x) {
       done(x);
       return;
     }
-    if (rc == 0) rc = put_text(x, x->ans.first + x->sent);
+    if (rc == 0) rc = put_ev(x, x->sent);
     if (rc != 0) {
       cut(x, false);
       return;
@@ -385,7 +393,7 @@ static void stream_begin(xchg *x) {
     return;
   }
   if (flush(x) != 0) return;
-  x->total = x->ans.last - x->ans.first;
+  x->total = x->ans.n_ev;
   if (has(x, AIR__MOCK_K_FIRST_DELAY) && x->beh.first_delay_ms > 0)
     arm(x, P_STREAM, x->beh.first_delay_ms);
   else
@@ -394,31 +402,26 @@ static void stream_begin(xchg *x) {
 
 /* A whole (non-streaming) answer, or part of it for cut/stall. */
 static void body(xchg *x) {
-  const air__mock_beh *b = &x->beh;
-  x->total = x->ans.last - x->ans.first;
-  size_t from = x->ans.first == 0 ? 0 : x->ans.ends[x->ans.first - 1];
-  size_t to = x->ans.last == 0 ? 0 : x->ans.ends[x->ans.last - 1];
-  if (to < from) to = from;
+  x->total = x->ans.n_ev;
   air__aggregate a;
   air__aggregate_init(&a);
   a.created = (uint64_t)time(NULL);
-  air_part parts[] = {
-      {.kind = AIR_PART_START,
-       .id = x->id,
-       .id_len = strlen(x->id),
-       .name = x->model,
-       .name_len = x->model_n},
-      {.kind = AIR_PART_TEXT,
-       .text = x->ans.text.p + from,
-       .text_len = to - from},
-      {.kind = AIR_PART_FINISH, .finish = finish_of(b)},
-      {.kind = AIR_PART_USAGE,
-       .input_tokens = x->in_tokens,
-       .output_tokens = x->total},
-  };
-  int rc = 0;
-  for (size_t i = 0; rc == 0 && i < sizeof(parts) / sizeof(parts[0]); i++)
-    if (i != 1 || parts[i].text_len > 0) rc = air__aggregate_add(&a, &parts[i]);
+  air_part start = {.kind = AIR_PART_START,
+                    .id = x->id,
+                    .id_len = strlen(x->id),
+                    .name = x->model,
+                    .name_len = x->model_n};
+  air_part fin = {.kind = AIR_PART_FINISH, .finish = x->ans.finish};
+  air_part use = {.kind = AIR_PART_USAGE,
+                  .input_tokens = x->in_tokens,
+                  .output_tokens = x->total};
+  int rc = air__aggregate_add(&a, &start);
+  for (size_t i = 0; rc == 0 && i < x->ans.n_ev; i++) {
+    air_part p = air__mock_answer_part(&x->ans, i);
+    rc = air__aggregate_add(&a, &p);
+  }
+  if (rc == 0) rc = air__aggregate_add(&a, &fin);
+  if (rc == 0) rc = air__aggregate_add(&a, &use);
   air__buf_reset(&x->out);
   if (rc == 0) rc = x->ops->encode_response(&a, &x->out);
   air__aggregate_cleanup(&a);
@@ -637,7 +640,9 @@ static void api_request(air__mock *m, air__http_req *req,
     int has_prefill = air__mock_prefill_text(air__request_body(&r), &prefill);
     rc = air__mock_answer_build(&x->ans, x->model, x->model_n, &x->beh,
                                 has_prefill == 1 ? prefill.p : NULL,
-                                has_prefill == 1 ? prefill.n : 0);
+                                has_prefill == 1 ? prefill.n : 0,
+                                air__request_body(&r));
+    if (rc == 0) rc = air__mock_answer_events(&x->ans, &x->beh, api);
     if (rc != 0) {
       fault_word = "error";
       message = "mock: cannot build the answer";

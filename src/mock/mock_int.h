@@ -48,6 +48,9 @@
 #define AIR__MOCK_MAX_PREFILL_BYTES (1u << 20)
 #define AIR__MOCK_QUEUE_HIGH (256u << 10) /* unsent bytes: pause the stream */
 #define AIR__MOCK_DEFAULT_TOKENS 8u
+#define AIR__MOCK_MAX_TOOL_CALLS 64u /* tool_calls: N (codecs track 128) */
+#define AIR__MOCK_TOOL_NAME "get_weather"
+#define AIR__MOCK_MAX_SCHEMA_DEPTH 32u /* nesting followed in a schema */
 #define AIR__MOCK_REFUSAL_TEXT \
   "I'm sorry, but I cannot assist with that request."
 
@@ -76,6 +79,9 @@ enum {
   AIR__MOCK_K_DELAY = 1u << 18,
   AIR__MOCK_K_ANSWER = 1u << 19,
   AIR__MOCK_K_REJECT_PREFILL = 1u << 20,
+  AIR__MOCK_K_TOOL_CALLS = 1u << 21,
+  AIR__MOCK_K_JSON = 1u << 22,
+  AIR__MOCK_K_REASONING = 1u << 23,
 };
 
 typedef struct air__mock_header {
@@ -103,6 +109,10 @@ typedef struct air__mock_beh {
   uint32_t cut_after, stall_after, malformed_at, overload_after;
   uint32_t tokens;
   const char *refusal; /* the refusal text; NULL: no refusal */
+  bool refusal_native; /* refusal: native (delta.refusal / stop reason) */
+  bool json;           /* the answer text is a JSON object */
+  uint32_t tool_calls; /* > 0: the answer is that many tool calls */
+  uint32_t reasoning;  /* reasoning deltas before the answer */
   air_finish finish;   /* STOP, LENGTH or CONTENT_FILTER */
   const char *answer;
 } air__mock_beh;
@@ -182,6 +192,15 @@ int air__mock_describe(const air__mock_beh *b, air__buf *out);
  * The tokens of an answer: text holds them back to back, ends[i] is the
  * end offset of token i. Tokens [first, last) are the ones sent.
  */
+/* One content event of an answer: a part whose strings live in the
+ * answer's text (offsets, valid once the answer is built). */
+typedef struct air__mock_ev {
+  air_part_kind kind;    /* TEXT, REASONING, REFUSAL, TOOL_START, TOOL_DELTA */
+  int index;             /* tool call index */
+  size_t off, len;       /* text / tool arguments piece */
+  size_t id_off, id_len; /* TOOL_START: the call id */
+} air__mock_ev;
+
 typedef struct air__mock_answer {
   air__buf text;
   size_t *ends;
@@ -189,6 +208,10 @@ typedef struct air__mock_answer {
   size_t first;
   size_t last;
   bool prefill; /* a prefill of this answer was found */
+  /* The content events, in order (air__mock_answer_events). */
+  air__mock_ev *ev;
+  size_t n_ev;
+  air_finish finish; /* the finish of the whole answer */
 } air__mock_answer;
 
 void air__mock_answer_init(air__mock_answer *a);
@@ -205,7 +228,32 @@ void air__mock_answer_cleanup(air__mock_answer *a);
  */
 int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
                            const air__mock_beh *b, const char *prefill,
-                           size_t p_n);
+                           size_t p_n, const json_t *req);
+
+/*
+ * The content events of a built answer for dialect api (docs/mock.md "Answer
+ * shapes"): `reasoning` REASONING parts, then either the tool calls (OpenAI:
+ * every TOOL_START, then the arguments' pieces interleaved by index;
+ * Anthropic: each call's start and pieces together), or a native refusal
+ * (OpenAI: REFUSAL parts; Anthropic: nothing), or the TEXT tokens
+ * [first, last). Sets a->finish. Returns 0, AIR_ENOMEM or AIR_ETOOBIG.
+ */
+int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
+                            air_dialect api);
+
+/* Event i of a as a part (strings point into a->text; tool name
+ * AIR__MOCK_TOOL_NAME). */
+air_part air__mock_answer_part(const air__mock_answer *a, size_t i);
+
+/* The Anthropic signature_delta closing thinking block `block`. */
+int air__mock_signature_event(int block, air__buf *out);
+
+/*
+ * A minimal instance of a JSON schema (required properties with values by
+ * type: string "x" or the first enum value, number 1, boolean true, arrays
+ * of one item, nested objects), with ", " and ": " separators, into out.
+ */
+int air__mock_schema_instance(const json_t *schema, air__buf *out);
 
 /*
  * The text of a trailing assistant message of a parsed request body (its

@@ -253,6 +253,164 @@ oa fallback false ',{"role":"assistant","content":"[fallback] w1"}' |
 grep -q 'prefill is not supported' "$tmp/np" || fail "reject_prefill: message"
 stop
 
+# ---- answer shapes: tool calls, JSON, reasoning, native refusals -------------
+cat >"$tmp/shapes.yaml" <<'EOF'
+models:
+  tooly: {tool_calls: 1, reasoning: 1}
+  jsonly: {json: true, tokens: 2}
+  refuser: {refusal: native}
+EOF
+start shapes --script "$tmp/shapes.yaml"
+
+# OpenAI, two parallel calls streamed: interleaved indices, arguments in
+# pieces that join into JSON, finish tool_calls; the whole answer too.
+oa 'm@tools=2' true | py '
+import json, sys
+order, args, ids, names, finish, done = [], {}, {}, {}, None, False
+for line in sys.stdin:
+    if not line.startswith("data: "): continue
+    d = line[6:].strip()
+    if d == "[DONE]": done = True; continue
+    c = json.loads(d)["choices"][0]
+    for t in c["delta"].get("tool_calls", []):
+        i = t["index"]; order.append(i)
+        if "id" in t: ids[i] = t["id"]; names[i] = t["function"]["name"]
+        args[i] = args.get(i, "") + t["function"].get("arguments", "")
+    if c["finish_reason"]: finish = c["finish_reason"]
+assert order == [0, 1, 0, 1, 0, 1, 0, 1], order
+assert ids == {0: "call_mock_0", 1: "call_mock_1"} and set(names.values()) == {"get_weather"}, (ids, names)
+for i in (0, 1):
+    assert json.loads(args[i]) == {"location": "city-%d" % i, "days": i + 1}, args
+assert finish == "tool_calls" and done, (finish, done)
+' || fail "openai tool calls stream"
+oa 'm@tools=2' false | py '
+import json, sys
+m = json.load(sys.stdin)["choices"][0]
+tc = m["message"]["tool_calls"]
+assert m["finish_reason"] == "tool_calls" and len(tc) == 2, m
+assert json.loads(tc[1]["function"]["arguments"]) == {"location": "city-1", "days": 2}, tc
+' || fail "openai tool calls whole"
+
+# Anthropic: consecutive tool_use blocks with input_json_delta, stop tool_use.
+an 'm@tools=2' true | py '
+import json, sys
+blocks, stop = {}, None
+for line in sys.stdin:
+    if not line.startswith("data: "): continue
+    j = json.loads(line[6:])
+    if j["type"] == "content_block_start":
+        assert j["content_block"]["type"] == "tool_use", j
+        blocks[j["index"]] = [j["content_block"]["id"], j["content_block"]["name"], "", False]
+    elif j["type"] == "content_block_delta":
+        b = blocks[j["index"]]
+        assert not b[3] and j["delta"]["type"] == "input_json_delta", j
+        b[2] += j["delta"]["partial_json"]
+    elif j["type"] == "content_block_stop":
+        blocks[j["index"]][3] = True
+        assert all(b[3] for b in blocks.values()), blocks
+    elif j["type"] == "message_delta": stop = j["delta"]["stop_reason"]
+assert sorted(blocks) == [0, 1] and stop == "tool_use", (blocks, stop)
+for i in (0, 1):
+    assert blocks[i][:2] == ["toolu_mock_%d" % i, "get_weather"], blocks
+    assert json.loads(blocks[i][2]) == {"location": "city-%d" % i, "days": i + 1}, blocks
+' || fail "anthropic tool calls stream"
+an 'm@tools=1' false | py '
+import json, sys
+j = json.load(sys.stdin)
+assert j["stop_reason"] == "tool_use" and j["content"][0]["type"] == "tool_use", j
+assert j["content"][0]["input"] == {"location": "city-0", "days": 1}, j
+' || fail "anthropic tool calls whole"
+
+# A cut inside the arguments: the start and one piece, then the connection ends.
+oa 'm@tools=1@cut=2' true >"$tmp/tcut.txt"
+rc=$?
+[ "$rc" -eq 18 ] || fail "tool cut: curl exit $rc, want 18"
+py '
+import json, sys
+a = ""
+for line in sys.stdin:
+    if line.startswith("data: {"):
+        for t in json.loads(line[6:])["choices"][0]["delta"].get("tool_calls", []):
+            a += t["function"].get("arguments", "")
+assert a == "{\"location\"", a
+' <"$tmp/tcut.txt" || fail "tool cut: $(cat "$tmp/tcut.txt")"
+
+# Reasoning before text. Anthropic: a thinking block (deltas, signature), then text.
+an 'm@reason=2@tokens=1' true | py '
+import json, sys
+seq = []
+for line in sys.stdin:
+    if not line.startswith("data: "): continue
+    j = json.loads(line[6:])
+    if j["type"] == "content_block_start": seq.append("start:" + j["content_block"]["type"])
+    if j["type"] == "content_block_delta": seq.append(j["delta"]["type"])
+assert seq == ["start:thinking", "thinking_delta", "thinking_delta", "signature_delta",
+               "start:text", "text_delta", "text_delta"], seq
+' || fail "anthropic reasoning"
+oa 'm@reason=2@tokens=1' true | py '
+import json, sys
+seq = []
+for line in sys.stdin:
+    if line.startswith("data: {"):
+        d = json.loads(line[6:])["choices"][0]["delta"]
+        seq += [k for k in ("reasoning_content", "content") if d.get(k)]
+assert seq == ["reasoning_content"] * 2 + ["content"] * 2, seq
+' || fail "openai reasoning"
+oa 'm@reason=2' false | grep -q '"reasoning_content":"Thinking 1. step 2."' || fail "openai reasoning whole"
+# A stall during reasoning: one reasoning delta, then nothing.
+curl -s -m 1 "$url/v1/chat/completions" -d "$(body 'm@reason=3@stall=1' true)" >"$tmp/rstall.txt"
+rc=$?
+[ "$rc" -eq 28 ] || fail "reasoning stall: curl exit $rc, want 28"
+[ "$(grep -c reasoning_content "$tmp/rstall.txt")" -eq 1 ] || fail "reasoning stall: $(cat "$tmp/rstall.txt")"
+
+# Native refusals.
+oa 'm@nrefuse' true | py '
+import json, sys
+r, c = "", ""
+for line in sys.stdin:
+    if line.startswith("data: {"):
+        d = json.loads(line[6:])["choices"][0]["delta"]
+        r += d.get("refusal") or ""; c += d.get("content") or ""
+assert r == "I\x27m sorry, but I cannot assist with that request." and c == "", (r, c)
+' || fail "openai native refusal"
+an refuser true >"$tmp/nref.txt"
+grep -q '"stop_reason":"refusal"' "$tmp/nref.txt" || fail "anthropic native refusal: $(cat "$tmp/nref.txt")"
+grep -q content_block "$tmp/nref.txt" && fail "anthropic native refusal: has content"
+an refuser false | grep -q '"content":\[\],"stop_reason":"refusal"' || fail "anthropic native refusal whole"
+
+# JSON answers: an instance of the requested schema, in either dialect.
+schema='{"type":"object","required":["city","temp","tags","ok","at"],"properties":{"city":{"type":"string"},"temp":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"ok":{"type":"boolean"},"at":{"type":"object","required":["lat"],"properties":{"lat":{"type":"number"}}}}}'
+want='{"city": "x", "temp": 1, "tags": ["x"], "ok": true, "at": {"lat": 1}}'
+curl -s -m 5 "$url/v1/chat/completions" -d '{"model":"m@json","stream":true,"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":'"$schema"'}}}' | py '
+import json, sys
+t = ""
+for line in sys.stdin:
+    if line.startswith("data: {"):
+        t += json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+print(t)
+' >"$tmp/js.txt"
+[ "$(cat "$tmp/js.txt")" = "$want" ] || fail "openai json schema: $(cat "$tmp/js.txt")"
+curl -s -m 5 "$url/v1/messages" -d '{"model":"m@json","max_tokens":9,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":'"$schema"'}}}' |
+  py 'import json,sys; print(json.load(sys.stdin)["content"][0]["text"])' >"$tmp/js2.txt"
+[ "$(cat "$tmp/js2.txt")" = "$want" ] || fail "anthropic json schema: $(cat "$tmp/js2.txt")"
+oa jsonly false | py '
+import json, sys
+t = json.load(sys.stdin)["choices"][0]["message"]["content"]
+assert json.loads(t) == {"answer": "[jsonly] w1 w2"}, t
+' || fail "json without a schema"
+
+# By script, and the log names the shapes.
+an tooly true | grep -q '"type":"thinking_delta"' || fail "script: reasoning"
+curl -s -m 5 "$url/__mock/log" | py '
+import json, sys
+f = {e["model"]: e["fault"] for e in json.load(sys.stdin)["attempts"]}
+assert f["m@tools=2"] == "tool_calls=2" and f["m@tools=1@cut=2"] == "cut_after=2,tool_calls=1", f
+assert f["m@reason=3@stall=1"] == "stall_after=1,reasoning=3" and f["m@nrefuse"] == "refusal=native", f
+assert f["refuser"] == "refusal=native" and f["jsonly"] == "json" and f["tooly"] == "tool_calls=1,reasoning=1", f
+' || fail "shapes log: $(curl -s -m 5 "$url/__mock/log" | head -c 1500)"
+stop
+[ -s "$tmp/shapes.err" ] && fail "shapes: stderr not empty: $(head -c 500 "$tmp/shapes.err")"
+
 if [ "$failures" -ne 0 ]; then
   echo "mock.sh: $failures failure(s)" >&2
   exit 1

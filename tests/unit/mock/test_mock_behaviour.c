@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "mock_int.h"
+#include "provider.h"
+#include "sse.h"
 
 /* ---- helpers ---------------------------------------------------------------
  */
@@ -379,7 +381,7 @@ static void test_answer(void **state) {
   air__mock_answer a;
   air__mock_answer_init(&a);
   air__mock_beh b = {0};
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   const char *const canon[] = {"[m]", " w1", " w2", " w3", " w4",
                                " w5", " w6", " w7", " w8"};
   tokens_are(&a, canon, 9);
@@ -387,40 +389,42 @@ static void test_answer(void **state) {
 
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 0;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   tokens_are(&a, canon, 1);
 
   b.set = AIR__MOCK_K_ANSWER;
   b.answer = " Hello big  world";
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   const char *const words[] = {" Hello", " big", "  world"};
   tokens_are(&a, words, 3);
 
   b.set = AIR__MOCK_K_ANSWER | AIR__MOCK_K_FINISH;
   b.finish = AIR_FINISH_LENGTH;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   tokens_are(&a, words, 1); /* half, at least one */
 
   b.set = AIR__MOCK_K_REFUSAL | AIR__MOCK_K_ANSWER;
   b.refusal = "No way.";
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
   const char *const no[] = {"No", " way."};
   tokens_are(&a, no, 2);
 
   /* Prefill: from the token boundary at or after the prefix's end. */
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 4;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6, NULL),
+                   0);
   assert_true(a.prefill);
   const char *const rest[] = {" w2", " w3", " w4"};
   tokens_are(&a, rest, 3);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8, NULL),
+                   0);
   tokens_are(&a, rest + 1, 2);
   assert_int_equal(
-      air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15), 0);
+      air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15, NULL), 0);
   assert_true(a.prefill);
   tokens_are(&a, rest, 0);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "other", 5), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "other", 5, NULL), 0);
   assert_false(a.prefill);
   assert_int_equal(a.first, 0);
   assert_int_equal(a.last, 5);
@@ -587,6 +591,435 @@ static void test_log(void **state) {
   air__mock_log_cleanup(&l);
 }
 
+/* ---- answer shapes: tool calls, JSON, reasoning, native refusal ------------
+ */
+
+#define MAX_GOT_TOOLS 4
+
+/* What the codecs decode from the mock's bytes. */
+typedef struct got {
+  const air__provider_ops *ops;
+  air__decoder dec;
+  air__buf text, reasoning, refusal;
+  air__buf args[MAX_GOT_TOOLS];
+  char ids[MAX_GOT_TOOLS][64];
+  char names[MAX_GOT_TOOLS][64];
+  int n_tools;
+  air_finish finish;
+  char order[256]; /* one letter per content part: r t f S D */
+  size_t n_order;
+} got;
+
+static void got_init(got *g, air_dialect api) {
+  memset(g, 0, sizeof(*g));
+  g->ops = air__provider_get(api);
+  g->ops->decoder_init(&g->dec);
+  air__buf_init(&g->text, 1u << 20);
+  air__buf_init(&g->reasoning, 1u << 20);
+  air__buf_init(&g->refusal, 1u << 20);
+  for (int i = 0; i < MAX_GOT_TOOLS; i++) air__buf_init(&g->args[i], 1u << 20);
+}
+
+static void got_cleanup(got *g) {
+  air__decoder_cleanup(&g->dec);
+  air__buf_cleanup(&g->text);
+  air__buf_cleanup(&g->reasoning);
+  air__buf_cleanup(&g->refusal);
+  for (int i = 0; i < MAX_GOT_TOOLS; i++) air__buf_cleanup(&g->args[i]);
+}
+
+static void got_letter(got *g, char c) {
+  if (g->n_order + 1 < sizeof(g->order)) g->order[g->n_order++] = c;
+}
+
+static int got_part(void *data, const air_part *p) {
+  got *g = data;
+  switch (p->kind) {
+    case AIR_PART_TEXT:
+      got_letter(g, 't');
+      return air__buf_add(&g->text, p->text, p->text_len);
+    case AIR_PART_REASONING:
+      got_letter(g, 'r');
+      return air__buf_add(&g->reasoning, p->text, p->text_len);
+    case AIR_PART_REFUSAL:
+      got_letter(g, 'f');
+      return air__buf_add(&g->refusal, p->text, p->text_len);
+    case AIR_PART_TOOL_START:
+      assert_true(p->index >= 0 && p->index < MAX_GOT_TOOLS);
+      got_letter(g, 'S');
+      snprintf(g->ids[p->index], sizeof(g->ids[0]), "%.*s", (int)p->id_len,
+               p->id);
+      snprintf(g->names[p->index], sizeof(g->names[0]), "%.*s",
+               (int)p->name_len, p->name);
+      if (p->index + 1 > g->n_tools) g->n_tools = p->index + 1;
+      return 0;
+    case AIR_PART_TOOL_DELTA:
+      assert_true(p->index >= 0 && p->index < MAX_GOT_TOOLS);
+      got_letter(g, 'D');
+      return air__buf_add(&g->args[p->index], p->text, p->text_len);
+    case AIR_PART_FINISH:
+      g->finish = p->finish;
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+static int got_event(void *data, const air__sse_event *ev) {
+  got *g = data;
+  return g->ops->decode_event(&g->dec, ev, got_part, g);
+}
+
+/* The answer of behaviour b for model "m" and request req (JSON text or
+ * NULL), with its events for api. */
+static void build(air__mock_answer *a, const air__mock_beh *b, air_dialect api,
+                  const char *req) {
+  json_t *r = req ? json_loads(req, 0, NULL) : NULL;
+  if (req != NULL) assert_non_null(r);
+  assert_int_equal(air__mock_answer_build(a, "m", 1, b, NULL, 0, r), 0);
+  assert_int_equal(air__mock_answer_events(a, b, api), 0);
+  json_decref(r);
+}
+
+/* The stream bytes of an answer as the mock writes them (mock.c stream_begin,
+ * step, put_end, with the Anthropic signature_delta), into out. */
+static void stream_bytes(const air__mock_answer *a, air_dialect api,
+                         air__buf *out) {
+  const air__provider_ops *ops = air__provider_get(api);
+  air__request stub = {.dialect = api, .model = "m", .stream = true};
+  air__encoder enc;
+  ops->encoder_init(&enc, &stub, 1);
+  air_part start = {.kind = AIR_PART_START,
+                    .id = "mock-1",
+                    .id_len = 6,
+                    .name = "m",
+                    .name_len = 1};
+  assert_int_equal(ops->encode_part(&enc, &start, out), 0);
+  for (size_t i = 0; i <= a->n_ev; i++) {
+    if (api == AIR_DIALECT_ANTHROPIC && i > 0 &&
+        a->ev[i - 1].kind == AIR_PART_REASONING &&
+        (i == a->n_ev || a->ev[i].kind != AIR_PART_REASONING))
+      assert_int_equal(air__mock_signature_event(enc.open_block, out), 0);
+    if (i == a->n_ev) break;
+    air_part p = air__mock_answer_part(a, i);
+    assert_int_equal(ops->encode_part(&enc, &p, out), 0);
+  }
+  air_part fin = {.kind = AIR_PART_FINISH, .finish = a->finish};
+  assert_int_equal(ops->encode_part(&enc, &fin, out), 0);
+  assert_int_equal(ops->encode_end(&enc, out), 0);
+}
+
+/* Decodes the stream bytes of a into g. */
+static void decode_stream(const air__mock_answer *a, air_dialect api, got *g,
+                          air__buf *bytes) {
+  stream_bytes(a, api, bytes);
+  got_init(g, api);
+  air__sse sse;
+  air__sse_init(&sse, got_event, g);
+  assert_int_equal(air__sse_feed(&sse, bytes->p, bytes->n), 0);
+  assert_int_equal(air__sse_finish(&sse), 0);
+  air__sse_cleanup(&sse);
+  assert_int_equal(g->dec.malformed, 0);
+}
+
+/* Decodes the whole (non-streaming) body of a into g. */
+static void decode_whole(const air__mock_answer *a, air_dialect api, got *g) {
+  const air__provider_ops *ops = air__provider_get(api);
+  air__aggregate agg;
+  air__aggregate_init(&agg);
+  air_part start = {.kind = AIR_PART_START,
+                    .id = "mock-1",
+                    .id_len = 6,
+                    .name = "m",
+                    .name_len = 1};
+  air_part fin = {.kind = AIR_PART_FINISH, .finish = a->finish};
+  assert_int_equal(air__aggregate_add(&agg, &start), 0);
+  for (size_t i = 0; i < a->n_ev; i++) {
+    air_part p = air__mock_answer_part(a, i);
+    assert_int_equal(air__aggregate_add(&agg, &p), 0);
+  }
+  assert_int_equal(air__aggregate_add(&agg, &fin), 0);
+  air__buf body;
+  air__buf_init(&body, 1u << 20);
+  assert_int_equal(ops->encode_response(&agg, &body), 0);
+  got_init(g, api);
+  assert_int_equal(ops->decode_body(&g->dec, body.p, body.n, got_part, g), 0);
+  air__buf_cleanup(&body);
+  air__aggregate_cleanup(&agg);
+}
+
+/* Tool call i's arguments parse to {"location": "city-i", "days": i+1}. */
+static void args_are(const got *g, int i) {
+  json_t *j = json_loadb(g->args[i].p, g->args[i].n, 0, NULL);
+  assert_non_null(j);
+  char want[64];
+  snprintf(want, sizeof(want), "city-%d", i);
+  assert_string_equal(json_string_value(json_object_get(j, "location")), want);
+  assert_int_equal(json_integer_value(json_object_get(j, "days")), i + 1);
+  assert_int_equal(json_object_size(j), 2);
+  json_decref(j);
+}
+
+static void test_shape_keys(void **state) {
+  (void)state;
+  air__mock_script *s = load(
+      "models:\n"
+      "  a: {tool_calls: 2, json: true, reasoning: 3, refusal: native}\n"
+      "  b: {refusal: true, tool_calls: 0}\n"
+      "  c: {refusal: native, attempts: [{refusal: 'No.'}]}\n");
+  fault_is(model(s, "a"), 1, 0, "refusal=native,tool_calls=2,json,reasoning=3");
+  fault_is(model(s, "b"), 1, 0, "refusal,tool_calls=0");
+  fault_is(model(s, "c"), 1, 0, "refusal"); /* a text replaces native */
+  fault_is(model(s, "c"), 2, 0, "refusal=native");
+  air__mock_script_free(s);
+
+  static const char *const bad_keys[] = {
+      "models: {a: {tool_calls: 65}}\n", "models: {a: {tool_calls: x}}\n",
+      "models: {a: {json: maybe}}\n", "models: {a: {reasoning: -1}}\n"};
+  for (size_t i = 0; i < sizeof(bad_keys) / sizeof(bad_keys[0]); i++) {
+    air__mock_script *t = NULL;
+    air__mock_diag d;
+    assert_int_equal(
+        air__mock_script_parse(bad_keys[i], strlen(bad_keys[i]), &t, &d),
+        AIR_ECONFIG);
+    assert_null(t);
+  }
+
+  char st[128];
+  air__mock_model m;
+  air__mock_diag d;
+  const char *n1 = "m@tools=2@json@reason=3@nrefuse@k=1";
+  assert_int_equal(air__mock_parse_name(n1, strlen(n1), st, &m, &d), 0);
+  fault_is(&m, 1, 0, "refusal=native,tool_calls=2,json,reasoning=3");
+  fault_is(&m, 2, 0, "ok");
+  static const char *const bad_names[] = {
+      "m@tools=65", "m@tools=",    "m@reason=x",
+      "m@json=1",   "m@nrefuse=1", "m@tools"};
+  for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++)
+    assert_int_equal(
+        air__mock_parse_name(bad_names[i], strlen(bad_names[i]), st, &m, &d),
+        AIR_EINVAL);
+}
+
+static void test_tool_calls(void **state) {
+  (void)state;
+  static const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC};
+  for (size_t k = 0; k < 2; k++) {
+    air__mock_answer a;
+    air__mock_answer_init(&a);
+    air__mock_beh b = {.set = AIR__MOCK_K_TOOL_CALLS, .tool_calls = 2};
+    build(&a, &b, apis[k], NULL);
+    assert_int_equal(a.n_ev, 8); /* per call: a start and three pieces */
+    assert_int_equal(a.finish, AIR_FINISH_TOOL_CALLS);
+    got g;
+    air__buf bytes;
+    air__buf_init(&bytes, 1u << 20);
+    decode_stream(&a, apis[k], &g, &bytes);
+    /* OpenAI: parallel calls, indices interleaved; Anthropic: one block
+     * after the other. */
+    assert_string_equal(
+        g.order, apis[k] == AIR_DIALECT_OPENAI ? "SSDDDDDD" : "SDDDSDDD");
+    assert_int_equal(g.n_tools, 2);
+    for (int i = 0; i < 2; i++) {
+      args_are(&g, i);
+      assert_string_equal(g.names[i], "get_weather");
+      char want[32];
+      snprintf(want, sizeof(want), "%s_mock_%d",
+               apis[k] == AIR_DIALECT_OPENAI ? "call" : "toolu", i);
+      assert_string_equal(g.ids[i], want);
+    }
+    assert_int_equal(g.finish, AIR_FINISH_TOOL_CALLS);
+    assert_int_equal(g.text.n, 0);
+    if (apis[k] == AIR_DIALECT_OPENAI) {
+      /* every piece is its own chunk: the arguments arrive split */
+      assert_non_null(strstr(bytes.p, "\"arguments\":\"{\\\"location\\\"\""));
+    } else {
+      assert_non_null(strstr(bytes.p, "\"type\":\"input_json_delta\""));
+      assert_non_null(strstr(bytes.p, "\"stop_reason\":\"tool_use\""));
+    }
+    got_cleanup(&g);
+    air__buf_cleanup(&bytes);
+
+    decode_whole(&a, apis[k], &g);
+    assert_int_equal(g.n_tools, 2);
+    args_are(&g, 0);
+    args_are(&g, 1);
+    assert_int_equal(g.finish, AIR_FINISH_TOOL_CALLS);
+    got_cleanup(&g);
+
+    /* Reasoning before the calls; a refusal replaces them. */
+    b.set |= AIR__MOCK_K_REASONING;
+    b.reasoning = 1;
+    build(&a, &b, apis[k], NULL);
+    assert_int_equal(a.n_ev, 9);
+    assert_int_equal(a.ev[0].kind, AIR_PART_REASONING);
+    b.set |= AIR__MOCK_K_REFUSAL;
+    b.refusal = "No.";
+    build(&a, &b, apis[k], NULL);
+    assert_int_equal(a.n_ev, 2);
+    assert_int_equal(a.ev[1].kind, AIR_PART_TEXT);
+    air__mock_answer_cleanup(&a);
+  }
+}
+
+static void test_reasoning(void **state) {
+  (void)state;
+  static const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC};
+  for (size_t k = 0; k < 2; k++) {
+    air__mock_answer a;
+    air__mock_answer_init(&a);
+    air__mock_beh b = {.set = AIR__MOCK_K_REASONING | AIR__MOCK_K_TOKENS,
+                       .reasoning = 3,
+                       .tokens = 2};
+    build(&a, &b, apis[k], NULL);
+    assert_int_equal(a.n_ev, 6);
+    got g;
+    air__buf bytes;
+    air__buf_init(&bytes, 1u << 20);
+    decode_stream(&a, apis[k], &g, &bytes);
+    assert_string_equal(g.order, "rrrttt");
+    assert_int_equal(g.reasoning.n, strlen("Thinking 1. step 2. step 3."));
+    assert_memory_equal(g.reasoning.p, "Thinking 1. step 2. step 3.",
+                        g.reasoning.n);
+    assert_int_equal(g.text.n, strlen("[m] w1 w2"));
+    assert_memory_equal(g.text.p, "[m] w1 w2", g.text.n);
+    assert_int_equal(g.finish, AIR_FINISH_STOP);
+    if (apis[k] == AIR_DIALECT_OPENAI) {
+      assert_non_null(strstr(bytes.p, "\"reasoning_content\":\"Thinking 1.\""));
+    } else {
+      /* thinking block 0: deltas, the signature, then its stop */
+      const char *sig = strstr(bytes.p, "\"type\":\"signature_delta\"");
+      const char *stop = strstr(bytes.p,
+                                "{\"type\":\"content_block_stop\","
+                                "\"index\":0}");
+      const char *last = strstr(bytes.p, "step 3.");
+      assert_non_null(strstr(bytes.p, "\"type\":\"thinking\""));
+      assert_true(sig != NULL && stop != NULL && last != NULL);
+      assert_true(last < sig && sig < stop);
+    }
+    got_cleanup(&g);
+    air__buf_cleanup(&bytes);
+    decode_whole(&a, apis[k], &g);
+    assert_int_equal(g.reasoning.n, strlen("Thinking 1. step 2. step 3."));
+    assert_int_equal(g.text.n, strlen("[m] w1 w2"));
+    got_cleanup(&g);
+    air__mock_answer_cleanup(&a);
+  }
+}
+
+static void test_native_refusal(void **state) {
+  (void)state;
+  air__mock_answer a;
+  air__mock_answer_init(&a);
+  air__mock_beh b = {.set = AIR__MOCK_K_REFUSAL,
+                     .refusal = AIR__MOCK_REFUSAL_TEXT,
+                     .refusal_native = true};
+  got g;
+  air__buf bytes;
+  air__buf_init(&bytes, 1u << 20);
+  build(&a, &b, AIR_DIALECT_OPENAI, NULL);
+  decode_stream(&a, AIR_DIALECT_OPENAI, &g, &bytes);
+  assert_int_equal(g.refusal.n, strlen(AIR__MOCK_REFUSAL_TEXT));
+  assert_memory_equal(g.refusal.p, AIR__MOCK_REFUSAL_TEXT, g.refusal.n);
+  assert_int_equal(g.text.n, 0);
+  assert_int_equal(g.finish, AIR_FINISH_STOP);
+  assert_non_null(strstr(bytes.p, "\"delta\":{\"refusal\":\"I'm\"}"));
+  got_cleanup(&g);
+  decode_whole(&a, AIR_DIALECT_OPENAI, &g);
+  assert_int_equal(g.refusal.n, strlen(AIR__MOCK_REFUSAL_TEXT));
+  got_cleanup(&g);
+
+  air__buf_reset(&bytes);
+  build(&a, &b, AIR_DIALECT_ANTHROPIC, NULL);
+  assert_int_equal(a.n_ev, 0);
+  decode_stream(&a, AIR_DIALECT_ANTHROPIC, &g, &bytes);
+  assert_int_equal(g.n_order, 0); /* no content at all */
+  assert_int_equal(g.finish, AIR_FINISH_REFUSAL);
+  assert_non_null(strstr(bytes.p, "\"stop_reason\":\"refusal\""));
+  got_cleanup(&g);
+  decode_whole(&a, AIR_DIALECT_ANTHROPIC, &g);
+  assert_int_equal(g.n_order, 0);
+  assert_int_equal(g.finish, AIR_FINISH_REFUSAL);
+  got_cleanup(&g);
+  air__buf_cleanup(&bytes);
+  air__mock_answer_cleanup(&a);
+}
+
+static void test_json_answers(void **state) {
+  (void)state;
+  air__mock_answer a;
+  air__mock_answer_init(&a);
+  air__mock_beh b = {
+      .set = AIR__MOCK_K_JSON | AIR__MOCK_K_TOKENS, .json = true, .tokens = 2};
+  build(&a, &b, AIR_DIALECT_OPENAI, "{\"model\":\"m\",\"messages\":[]}");
+  assert_string_equal(a.text.p, "{\"answer\": \"[m] w1 w2\"}");
+  assert_true(a.n_ev > 1); /* streamed in several pieces */
+
+  static const char schema[] =
+      "{\"type\":\"object\",\"required\":[\"s\",\"n\",\"i\",\"b\",\"a\","
+      "\"o\",\"e\",\"u\"],\"properties\":{"
+      "\"s\":{\"type\":\"string\"},\"n\":{\"type\":\"number\"},"
+      "\"i\":{\"type\":\"integer\"},\"b\":{\"type\":\"boolean\"},"
+      "\"a\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+      "\"properties\":{\"x\":{\"type\":\"string\"},\"y\":{\"type\":"
+      "\"string\"}},\"required\":[\"y\"]}},"
+      "\"o\":{\"type\":\"object\",\"required\":[\"z\"],\"properties\":{"
+      "\"z\":{\"type\":[\"null\",\"number\"]}}},"
+      "\"e\":{\"enum\":[\"red\",\"blue\"]},"
+      "\"u\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"string\"}]},"
+      "\"opt\":{\"type\":\"string\"}}}";
+  static const char want[] =
+      "{\"s\": \"x\", \"n\": 1, \"i\": 1, \"b\": true, \"a\": [{\"y\": "
+      "\"x\"}], \"o\": {\"z\": 1}, \"e\": \"red\", \"u\": true}";
+  char req[2048];
+  snprintf(req, sizeof(req),
+           "{\"model\":\"m\",\"messages\":[],\"response_format\":{\"type\":"
+           "\"json_schema\",\"json_schema\":{\"name\":\"t\",\"schema\":%s}}}",
+           schema);
+  build(&a, &b, AIR_DIALECT_OPENAI, req);
+  assert_string_equal(a.text.p, want);
+  json_t *j = json_loads(a.text.p, 0, NULL);
+  assert_non_null(j);
+  json_decref(j);
+  got g;
+  air__buf bytes;
+  air__buf_init(&bytes, 1u << 20);
+  decode_stream(&a, AIR_DIALECT_OPENAI, &g, &bytes);
+  assert_int_equal(g.text.n, strlen(want));
+  assert_memory_equal(g.text.p, want, g.text.n);
+  got_cleanup(&g);
+  air__buf_cleanup(&bytes);
+
+  snprintf(req, sizeof(req),
+           "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],"
+           "\"output_config\":{\"format\":{\"type\":\"json_schema\","
+           "\"schema\":%s}}}",
+           schema);
+  build(&a, &b, AIR_DIALECT_ANTHROPIC, req);
+  assert_string_equal(a.text.p, want);
+
+  /* A schema nested past the depth limit ends in "x". */
+  air__buf deep;
+  air__buf_init(&deep, 1u << 16);
+  for (int i = 0; i < 40; i++)
+    assert_int_equal(air__buf_adds(&deep, "{\"type\":\"array\",\"items\":"), 0);
+  assert_int_equal(air__buf_adds(&deep, "{\"type\":\"number\"}"), 0);
+  for (int i = 0; i < 40; i++) assert_int_equal(air__buf_addc(&deep, '}'), 0);
+  json_t *ds = json_loads(deep.p, 0, NULL);
+  assert_non_null(ds);
+  air__buf out;
+  air__buf_init(&out, 1u << 16);
+  assert_int_equal(air__mock_schema_instance(ds, &out), 0);
+  j = json_loads(out.p, 0, NULL);
+  assert_non_null(j);
+  json_decref(j);
+  assert_non_null(strstr(out.p, "\"x\""));
+  json_decref(ds);
+  air__buf_cleanup(&out);
+  air__buf_cleanup(&deep);
+  air__mock_answer_cleanup(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_doc_script),
@@ -600,6 +1033,11 @@ int main(void) {
       cmocka_unit_test(test_prefill_text),
       cmocka_unit_test(test_error_bodies),
       cmocka_unit_test(test_log),
+      cmocka_unit_test(test_shape_keys),
+      cmocka_unit_test(test_tool_calls),
+      cmocka_unit_test(test_reasoning),
+      cmocka_unit_test(test_native_refusal),
+      cmocka_unit_test(test_json_answers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
