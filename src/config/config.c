@@ -1439,17 +1439,16 @@ static void version_path(const char *url, bool *any, bool *last) {
   *any = *last = false;
   const char *p = strstr(url, "://");
   p = p ? p + 3 : url;
-  p = strchr(p, '/');
-  while (p != NULL && *p == '/') {
-    p++;
-    size_t n = strcspn(p, "/?#");
+  /* p is at a '/' that starts a segment, or NULL past the path. */
+  for (p = strchr(p, '/'); p != NULL;) {
+    const char *seg = p + 1;
+    size_t n = strcspn(seg, "/?#");
     if (n > 0) {
-      bool v = version_segment(p, n);
+      bool v = version_segment(seg, n);
       *any = *any || v;
       *last = v;
     }
-    p += n;
-    if (*p != '/') break;
+    p = seg[n] == '/' ? seg + n : NULL;
   }
 }
 
