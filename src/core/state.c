@@ -23,6 +23,11 @@ void air_state_free(air_state *st) {
   free(st);
 }
 
+void air__state_configure(air_state *st, const air_config *cfg) {
+  if (st != NULL && cfg != NULL && st->ops->configure)
+    st->ops->configure(st->impl, cfg);
+}
+
 air_breaker_mode air_state_breaker(air_state *st, const char *target,
                                    uint64_t now_ms) {
   if (st == NULL || target == NULL) return AIR_BREAKER_CLOSED;
@@ -36,8 +41,8 @@ air__admit air__state_admit(air_state *st, const char *target,
   *lease = 0;
   if (st == NULL || (cfg != NULL && !cfg->enabled)) return AIR__ADMIT_YES;
   uint64_t token = 0;
-  air__admit a = st->ops->try_probe(st->impl, target, lease_ms, now_ms,
-                                    reopen_ms, &token);
+  air__admit a =
+      st->ops->try_probe(st->impl, target, lease_ms, now_ms, reopen_ms, &token);
   if (a == AIR__ADMIT_PROBE) *lease = token;
   return a;
 }

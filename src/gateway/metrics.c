@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "redis.h"
 
 #define MAX_CELLS 65536
 #define FIRST_CAP 64 /* slots of the first table (a power of two) */
@@ -33,13 +34,14 @@ static const double bucket_s[N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                            0.5,   1,    2.5,   5,    10,  30};
 
 /* Request outcomes, in render order; the last one takes unknown strings. */
-static const char *const outcomes[] = {"ok",      "error",    "error_after_commit",
-                                       "aborted", "rejected", "other"};
+static const char *const outcomes[] = {
+    "ok", "error", "error_after_commit", "aborted", "rejected", "other"};
 #define N_OUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
 
 /* Slots of a cell: a route's outcomes or a target's reasons (0: "ok"). */
-#define N_SLOTS \
-  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES : (size_t)AIR_REASON__COUNT)
+#define N_SLOTS                                        \
+  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES \
+                                          : (size_t)AIR_REASON__COUNT)
 
 enum kind { K_ROUTE, K_TARGET };
 
@@ -94,9 +96,11 @@ static cell *find_in(const table *t, enum kind k, uint64_t h, const char *p,
                      size_t n) {
   size_t mask = t->cap - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    cell *c = atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
+    cell *c =
+        atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
     if (c == NULL) return NULL;
-    if (c->hash == h && c->kind == k && c->len == n && memcmp(c->name, p, n) == 0)
+    if (c->hash == h && c->kind == k && c->len == n &&
+        memcmp(c->name, p, n) == 0)
       return c;
   }
 }
@@ -232,7 +236,8 @@ static bool target_configured(const air_config *cfg, const char *p, size_t n) {
   for (size_t i = 0; i < cfg->n_routes; i++) {
     const air__route *r = &cfg->routes[i];
     for (size_t k = 0; k < r->n_targets; k++)
-      if (strlen(r->targets[k].name) == n && memcmp(r->targets[k].name, p, n) == 0)
+      if (strlen(r->targets[k].name) == n &&
+          memcmp(r->targets[k].name, p, n) == 0)
         return true;
   }
   return false;
@@ -253,13 +258,15 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
                          target_configured(cfg, model, mlen));
   cell *rc = named ? cell_of(m, K_ROUTE, model, mlen) : m->other_route;
   size_t o = 0;
-  while (o + 1 < N_OUTCOMES && (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
+  while (o + 1 < N_OUTCOMES &&
+         (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
     o++;
   bump(&rc->n[o], 1);
-  cell *tc = named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
-  const char *prev = NULL;  /* the target of the attempt before */
+  cell *tc =
+      named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
+  const char *prev = NULL; /* the target of the attempt before */
   for (size_t i = 0; i < n; i++) {
-    if (log[i].skipped) continue;  /* not an attempt (DESIGN.md 2.1) */
+    if (log[i].skipped) continue; /* not an attempt (DESIGN.md 2.1) */
     const char *t = log[i].target ? log[i].target : "";
     if (route) tc = cell_of(m, K_TARGET, t, strlen(t));
     size_t r = (size_t)log[i].reason;
@@ -324,7 +331,8 @@ static void put_counter(air__buf *out, const char *name, const char *help,
        c = c->next_all) {
     if (c->kind != k) continue;
     for (size_t i = 0; i < slots; i++) {
-      uint64_t v = atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
+      uint64_t v =
+          atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
       if (v == 0) continue;
       const char *b = k == K_ROUTE ? outcomes[i]
                       : i == 0     ? "ok"
@@ -354,6 +362,38 @@ static void put_scalar(air__buf *out, const char *name, const char *help,
   air__buf_putc(out, '\n');
 }
 
+static void put_gauge(air__buf *out, const char *name, const char *help,
+                      uint64_t v) {
+  put_head(out, name, help, "gauge");
+  air__buf_puts(out, name);
+  air__buf_putc(out, ' ');
+  air__buf_putu(out, v);
+  air__buf_putc(out, '\n');
+}
+
+/* The shared state's Redis link (DESIGN.md 3.1), when state is in Redis. */
+static void put_state_link(air__buf *out, air_state *st) {
+  air__redis_stats s;
+  if (air__state_redis_stats(st, &s) != 0) return;
+  put_gauge(out, "airetry_state_redis_up",
+            "1 while the shared state's Redis link is up.", s.up ? 1 : 0);
+  put_scalar(out, "airetry_state_redis_reconnects_total",
+             "Redis links made again after the first.", s.reconnects);
+  put_scalar(out, "airetry_state_redis_command_errors_total",
+             "Redis error replies, timed-out and lost commands.",
+             s.command_errors);
+  put_scalar(out, "airetry_state_redis_dropped_writes_total",
+             "State changes not sent (queue full or link down; merged "
+             "when the link is back).",
+             s.dropped);
+  put_scalar(out, "airetry_state_redis_applied_total",
+             "State changes of other instances applied to this one.",
+             s.applied);
+  put_gauge(out, "airetry_state_redis_seconds_since_sync",
+            "Seconds since the last full sync with Redis (0 before one).",
+            s.synced ? s.since_sync_ms / 1000u : 0);
+}
+
 /* Bucket counts are read one by one while requests go on: each read is
  * clamped to the one before, so the exposition stays cumulative. */
 static void put_histogram(air__buf *out, const char *name, const char *help,
@@ -370,9 +410,11 @@ static void put_histogram(air__buf *out, const char *name, const char *help,
              bucket_s[i], (unsigned long long)v);
     air__buf_puts(out, line);
   }
-  uint64_t count = atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
+  uint64_t count =
+      atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
   if (count < prev) count = prev;
-  uint64_t sum_ms = atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
+  uint64_t sum_ms =
+      atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
   snprintf(line, sizeof(line),
            "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %llu.%03u\n%s_count %llu\n",
            name, (unsigned long long)count, name,
@@ -407,6 +449,7 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_scalar(out, "airetry_log_lines_dropped_total",
              "Log lines dropped because stderr did not keep up.",
              m->log_dropped ? atomic_load(m->log_dropped) : 0);
+  put_state_link(out, st);
   put_head(out, "airetry_breaker_state",
            "Breaker per target: 0 closed, 1 open, 2 half-open.", "gauge");
   for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;
@@ -423,8 +466,8 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_histogram(out, "airetry_first_content_seconds",
                 "Time from request to first content released.",
                 &m->first_content);
-  put_histogram(out, "airetry_request_seconds",
-                "Time from request to its end.", &m->total);
+  put_histogram(out, "airetry_request_seconds", "Time from request to its end.",
+                &m->total);
   put_histogram(out, "airetry_overhead_seconds",
                 "Gateway self-time: time not spent waiting for upstreams or "
                 "backoffs.",

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "limits.h"
 #include "state.h"
+#include "state_new.h"
 
 #define NBUCKETS 1024u
 
@@ -24,9 +25,9 @@ typedef struct entry {
   air__breaker_rec breaker;
   /* sticky */
   bool sticky;
-  char *target;         /* the sticky target's name (owned) */
+  char *target; /* the sticky target's name (owned) */
   uint64_t since;
-  uint32_t used;        /* requests started since it became sticky */
+  uint32_t used; /* requests started since it became sticky */
   char kind;
   size_t len;
   char name[];
@@ -36,7 +37,7 @@ typedef struct local {
   pthread_mutex_t mu;
   entry *buckets[NBUCKETS];
   size_t count;
-  uint64_t tokens;      /* the last probe lease token made */
+  uint64_t tokens; /* the last probe lease token made */
 } local;
 
 static uint64_t hash_name(char kind, const char *s, size_t n) {
@@ -199,8 +200,7 @@ static const air__state_ops local_ops = {
     .destroy = local_destroy,
 };
 
-int air_state_new(const air_config *cfg, air_state **out, air_error *err) {
-  (void)cfg;
+int air__state_local_new(air_state **out, air_error *err) {
   if (out == NULL) return air__error_set(err, AIR_EINVAL, "out is NULL");
   local *st = calloc(1, sizeof(*st));
   if (st == NULL) return air__error_set(err, AIR_ENOMEM, "out of memory");
