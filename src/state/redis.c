@@ -57,9 +57,10 @@
 #define NBUCKETS 1024u
 #define BACKOFF_MAX_MS 500u /* DESIGN.md 3.1: reconnect backoff cap */
 #define BACKOFF_BASE_MS 25u
-#define TICK_MS 20u               /* command timeouts, dirty pushes */
-#define STICKY_TTL_MS 86400000ull /* a sticky record's life past its last use \
-                                   */
+#define TICK_MS 20u /* command timeouts, dirty pushes */
+#define STICKY_TTL_MS                                     \
+  86400000ull /* a sticky record's life past its last use \
+               */
 #define MAX_ARGS 8
 
 enum { KIND_TARGET = 'b', KIND_ROUTE = 's' };

@@ -127,7 +127,7 @@ static const char sticky_lua[] = LUA_NOW
     "if tg ~= '' then on = 1 end\n"
     "local age = now - s\n"
     "if age < 0 then age = 0 end\n"
-    "local msg = table.concat({'s', ARGV[4], v, on, n, age, tg, KEYS[1]}, "
+    "local msg = table.concat({'s', ARGV[4], v, n, on, age, tg, KEYS[1]}, "
     "'\\n')\n"
     "if changed then redis.call('PUBLISH', ARGV[3], msg) end\n"
     "return msg\n";

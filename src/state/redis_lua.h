@@ -9,7 +9,7 @@
  * A change message (returned, and published on PREFIX "changes" by the
  * writing scripts) is fields joined by '\n', the key last:
  *   breaker: b INSTANCE VERSION FAILURES OPEN(0|1) LEFT_MS KEY
- *   sticky:  s INSTANCE VERSION STICKY(0|1) USED AGE_MS TARGET KEY
+ *   sticky:  s INSTANCE VERSION USED STICKY(0|1) AGE_MS TARGET KEY
  */
 #ifndef AIR__STATE_REDIS_LUA_H
 #define AIR__STATE_REDIS_LUA_H
