@@ -62,6 +62,10 @@
   86400000ull /* a sticky record's life past its last use \
                */
 #define MAX_ARGS 8
+/* The probe lease's life in Redis: renewed every third of it while the
+ * probe runs (up to the engine's lease), so a holder that died frees it
+ * for the other instances within this long (DESIGN.md 3.1). */
+#define LEASE_PX_MS 3000u
 
 enum { KIND_TARGET = 'b', KIND_ROUTE = 's' };
 
@@ -87,9 +91,11 @@ typedef struct entry {
   air__breaker_rec br; /* breaker (kind b) */
   uint64_t ready;      /* a lease Redis gave us, not handed out yet */
   uint64_t ready_until;
-  bool asking;    /* a lease request is in flight */
-  bool own_lease; /* br.lease is ours in Redis (not a local one) */
-  bool sticky;    /* sticky (kind s) */
+  bool asking;          /* a lease request is in flight */
+  bool own_lease;       /* br.lease is ours in Redis (not a local one) */
+  uint64_t renewed;     /* own lease: last renewal (this thread's clock) */
+  uint64_t renew_until; /* own lease: the engine's lease ends (same clock) */
+  bool sticky;          /* sticky (kind s) */
   uint32_t used;
   uint64_t since;
   char target[AIR__MAX_TARGET_BYTES];
@@ -155,6 +161,7 @@ typedef struct redis {
   entry *buckets[NBUCKETS];
   size_t count;
   uint64_t tokens;
+  size_t n_leases; /* entries whose own_lease is set */
   char instance[17];
   /* What is shared and under which key (from the config). */
   char prefix[AIR__MAX_REDIS_PREFIX_BYTES + 1];
@@ -302,6 +309,12 @@ static void mark_dirty(redis *r, entry *e) {
   }
 }
 
+/* e's lease is no longer ours in Redis. Caller holds mu. */
+static void drop_own(redis *r, entry *e) {
+  if (e->own_lease && r->n_leases > 0) r->n_leases--;
+  e->own_lease = false;
+}
+
 static cmd *cmd_new(op_kind o, int script, entry *e, uint64_t now) {
   cmd *c = calloc(1, sizeof(*c));
   if (c == NULL) return NULL;
@@ -440,7 +453,7 @@ static air__admit redis_try_probe(void *impl, const char *target,
     if (a == AIR__ADMIT_PROBE) {
       r->tokens = token;
       *lease = token;
-      e->own_lease = false;
+      drop_own(r, e);
     }
     goto out;
   }
@@ -449,8 +462,11 @@ static air__admit redis_try_probe(void *impl, const char *target,
   if (e->br.lease != 0 && now_ms < e->br.lease_until) goto out;
   if (e->ready != 0 && now_ms < e->ready_until) {
     e->br.lease = e->ready;
-    e->br.lease_until = e->ready_until;
+    e->br.lease_until = now_ms + lease_ms;
     e->own_lease = true;
+    e->renewed = mono_ms();
+    e->renew_until = e->renewed + lease_ms;
+    r->n_leases++;
     *lease = e->ready;
     e->ready = 0;
     a = AIR__ADMIT_PROBE;
@@ -458,7 +474,9 @@ static air__admit redis_try_probe(void *impl, const char *target,
   }
   if (!e->asking) {
     e->asking = true;
-    enqueue(r, lease_cmd(r, e, 'a', ++r->tokens, lease_ms, now_ms));
+    enqueue(r,
+            lease_cmd(r, e, 'a', ++r->tokens,
+                      lease_ms < LEASE_PX_MS ? lease_ms : LEASE_PX_MS, now_ms));
   }
 out:
   pthread_mutex_unlock(&r->mu);
@@ -484,7 +502,7 @@ static void redis_record(void *impl, const char *target, const air__verdict *v,
         enqueue(r, breaker_cmd(r, e, 'f', v->threshold, (long long)v->open_ms,
                                own ? v->lease : 0, now_ms));
     }
-    if (own) e->own_lease = false;
+    if (own) drop_own(r, e);
   }
   pthread_mutex_unlock(&r->mu);
 }
@@ -497,7 +515,7 @@ static void redis_release(void *impl, const char *target, uint64_t lease) {
     bool own = lease != 0 && lease == e->br.lease && e->own_lease;
     air__breaker_release(&e->br, lease);
     if (own) {
-      e->own_lease = false;
+      drop_own(r, e);
       if (e->shared) enqueue(r, lease_cmd(r, e, 'd', lease, 0, 0));
     }
   }
@@ -754,7 +772,7 @@ static void script_answer(redis *r, cmd *c, const redisReply *rep) {
         /* Another instance probes: not before its lease ends. */
         e->br.lease = UINT64_MAX;
         e->br.lease_until = c->op_now + (uint64_t)rep->integer;
-        e->own_lease = false;
+        drop_own(r, e);
       }
     }
   } else if (ok && rep->type == REDIS_REPLY_STRING && c->op != OP_LEASE) {
@@ -1314,6 +1332,14 @@ static void on_tick(uv_timer_t *t) {
     return;
   }
   pthread_mutex_lock(&r->mu);
+  /* Renew the leases of the probes running here. */
+  for (size_t b = 0; r->up && r->n_leases > 0 && b < NBUCKETS; b++)
+    for (entry *e = r->buckets[b]; e; e = e->next) {
+      if (!e->own_lease || now - e->renewed < LEASE_PX_MS / 3) continue;
+      if (now >= e->renew_until) continue; /* its owner vanished: expire */
+      e->renewed = now;
+      enqueue(r, lease_cmd(r, e, 'x', e->br.lease, LEASE_PX_MS, now));
+    }
   bool flush = r->up && !r->scanning && r->n_dirty > 0 &&
                r->queued < AIR__MAX_REDIS_QUEUE / 2;
   for (size_t b = 0; flush && b < NBUCKETS && r->n_dirty; b++)

@@ -8,9 +8,10 @@
  * value deletes the lease when it is still that value. Lease ops: 'a' SET
  * NX PX (0: got it, else the PTTL of the holder's; a lease this instance
  * holds is taken over: the instance's mirror decided its owner vanished),
- * 'd' delete when still ours. Sticky ops: 'set' (a new target starts a new
- * window; the same one keeps it), 'clr', 'use' (counts a request when still
- * sticky to target), 'm' merge (taken only when Redis has no choice), 'r' read.
+ * 'x' renew (PEXPIRE) and 'd' delete, each only while still ours. Sticky ops:
+ * 'set' (a new target starts a new window; the same one keeps it), 'clr', 'use'
+ * (counts a request when still sticky to target), 'm' merge (taken only when
+ * Redis has no choice), 'r' read.
  */
 #include "redis_lua.h"
 
@@ -89,7 +90,11 @@ static const char lease_lua[] =
     "  return p\n"
     "end\n"
     "if redis.call('GET', KEYS[1]) == ARGV[2] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
+    "  if ARGV[1] == 'x' then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+    "  else\n"
+    "    redis.call('DEL', KEYS[1])\n"
+    "  end\n"
     "end\n"
     "return 0\n";
 

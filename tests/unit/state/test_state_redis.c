@@ -230,6 +230,40 @@ static void sticky_is_shared(void **state) {
   assert_int_equal(idx, 0);
 }
 
+/* B may probe only until it gets the lease (bounded); true when it did. */
+static bool b_probes_within(air_state *b, uint64_t ms) {
+  uint64_t end = now_ms() + ms;
+  while (now_ms() < end) {
+    uint64_t lease = 0;
+    if (timed_admit(b, "p/a", &lease) == AIR__ADMIT_PROBE) {
+      air__state_release(b, "p/a", lease);
+      return true;
+    }
+    assert_int_equal(air__state_redis_sync(b, WAIT_MS), 0);
+    rf_nap_ms(20);
+  }
+  return false;
+}
+
+static void probe_lease_renewed_while_it_runs(void **state) {
+  pair *p = *state;
+  fail_n(p->a, "p/a", 3);
+  assert_true(wait_mode(p->b, "p/a", AIR_BREAKER_OPEN));
+  assert_true(wait_mode(p->a, "p/a", AIR_BREAKER_HALF_OPEN));
+  assert_true(wait_mode(p->b, "p/a", AIR_BREAKER_HALF_OPEN));
+  uint64_t lease = 0;
+  assert_int_equal(timed_admit(p->a, "p/a", NULL), AIR__ADMIT_NO);
+  assert_int_equal(air__state_redis_sync(p->a, WAIT_MS), 0);
+  assert_int_equal(timed_admit(p->a, "p/a", &lease), AIR__ADMIT_PROBE);
+  /* The probe runs (its engine lease is 5 s): past the lease's 3 s life
+   * in Redis, renewals keep B out. */
+  assert_false(b_probes_within(p->b, 4000));
+  /* A vanishes mid-probe: its lease in Redis ends within 3 s. */
+  air_state_free(p->a);
+  p->a = NULL;
+  assert_true(b_probes_within(p->b, 4000));
+}
+
 /* ---- outages ----------------------------------------------------------------
  */
 
@@ -302,6 +336,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           breaker_opened_by_one_is_open_for_the_other, setup, teardown),
       cmocka_unit_test_setup_teardown(one_probe_across_instances, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(probe_lease_renewed_while_it_runs, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(cooldown_is_shared, setup, teardown),
       cmocka_unit_test_setup_teardown(sticky_is_shared, setup, teardown),
