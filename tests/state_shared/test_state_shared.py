@@ -375,17 +375,27 @@ def t_sticky():
     check(len(mock_attempts("second")) == 3, "not on the sticky target")
 
 
-@test("sticky/routes with other target lists keep their own stickiness")
+@test("sticky/routes with other target lists keep their own stickiness, yet agree on breakers")
 def t_sticky_per_route():
     cfg_a = config()
     cfg_b = json.loads(json.dumps(cfg_a))
-    # Same route name, another target list on B: its sticky key differs.
+    # Same route names, other target lists on B: its sticky keys differ, its
+    # breaker keys (provider, model, base_url) do not.
     for r in cfg_b["routes"]:
         if r["name"] == "st":
             r["targets"] = ["calm/first@500", "calm/second", "calm/third"]
+        if r["name"] == "smart":
+            r["targets"] = ["calm/other@500", "mock/primary@500", "mock/fallback"]
     a = start_gateway("a", cfg_a)
     b = start_gateway("b", cfg_b)
     check(linked(a) and linked(b), "links")
+    mock_reset()
+    open_primary_through(a, [b])
+    mock_reset()
+    ok_chat(b.port, "smart", "B, primary listed second")
+    check(len(mock_attempts("other@")) == 2 and not mock_attempts("primary@"),
+          "B did not skip A's open primary: %r" % json.loads(
+              request(MOCK.port, "GET", "/__mock/log")[1])["attempts"])
     mock_reset()
     ok_chat(a.port, "st", "through A")
     # A's own next request is sticky (the change is in A's mirror at once).

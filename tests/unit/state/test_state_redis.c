@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <poll.h>
+#include <pthread.h>
 
 #include "airetry.h"
 #include "policy.h"
@@ -29,6 +31,8 @@
 #define SLOW_OP_MS 50u /* an op slower than this "waited on Redis" */
 
 static redis_fixture srv;
+
+static void ops_stay_fast(air_state *st, const char *t);
 static unsigned n_prefix;
 
 typedef struct pair {
@@ -331,6 +335,108 @@ static void read_only_redis_is_an_outage(void **state) {
   assert_true(wait_mode(p->b, "p/b", AIR_BREAKER_OPEN));
 }
 
+/* ---- a Redis that is still loading ------------------------------------------
+ */
+
+/* A fake server on 127.0.0.1 that answers every command with -LOADING (a
+ * Redis reading its dataset after a restart), until stopped. */
+typedef struct loading_srv {
+  int lfd, port, stop[2];
+  pthread_t thread;
+} loading_srv;
+
+static void *loading_main(void *data) {
+  loading_srv *l = data;
+  struct pollfd fds[34];
+  size_t n = 2;
+  fds[0] = (struct pollfd){.fd = l->lfd, .events = POLLIN};
+  fds[1] = (struct pollfd){.fd = l->stop[0], .events = POLLIN};
+  for (;;) {
+    if (poll(fds, n, 1000) < 0) break;
+    if (fds[1].revents) break;
+    if ((fds[0].revents & POLLIN) && n < 34) {
+      int c = accept(l->lfd, NULL, NULL);
+      if (c >= 0) fds[n++] = (struct pollfd){.fd = c, .events = POLLIN};
+    }
+    for (size_t i = 2; i < n; i++) {
+      if (!fds[i].revents) continue;
+      char buf[8192];
+      ssize_t got = read(fds[i].fd, buf, sizeof buf);
+      if (got <= 0) {
+        close(fds[i].fd);
+        fds[i--] = fds[--n];
+        continue;
+      }
+      /* One error per command: a RESP array starts a line with '*'. */
+      for (ssize_t j = 0; j + 1 < got; j++) {
+        if (buf[j] == '*' && buf[j + 1] >= '0' && buf[j + 1] <= '9' &&
+            (j == 0 || buf[j - 1] == '\n')) {
+          static const char err[] =
+              "-LOADING Redis is loading the dataset in memory\r\n";
+          if (write(fds[i].fd, err, sizeof err - 1) < 0) break;
+        }
+      }
+    }
+  }
+  for (size_t i = 2; i < n; i++) close(fds[i].fd);
+  return NULL;
+}
+
+static void loading_start(loading_srv *l) {
+  l->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  assert_int_equal(bind(l->lfd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(l->lfd, 16), 0);
+  assert_int_equal(getsockname(l->lfd, (struct sockaddr *)&a, &len), 0);
+  l->port = ntohs(a.sin_port);
+  assert_int_equal(pipe(l->stop), 0);
+  assert_int_equal(pthread_create(&l->thread, NULL, loading_main, l), 0);
+}
+
+static void loading_stop(loading_srv *l) {
+  assert_int_equal(write(l->stop[1], "x", 1), 1);
+  pthread_join(l->thread, NULL);
+  close(l->lfd);
+  close(l->stop[0]);
+  close(l->stop[1]);
+}
+
+static void loading_redis_is_an_outage(void **state) {
+  (void)state;
+  loading_srv l;
+  loading_start(&l);
+  char text[512];
+  snprintf(text, sizeof text,
+           "providers: [{name: p, api: openai, base_url: \"http://x/v1\"}]\n"
+           "routes: [{name: r, targets: [p/a, p/b, p/c]}]\n"
+           "state: {redis: {url: \"redis://127.0.0.1:%d\",\n"
+           "        connect_timeout_ms: 100, command_timeout_ms: 100}}\n",
+           l.port);
+  air_config *cfg = NULL;
+  air_state *st = NULL;
+  assert_int_equal(
+      air_config_parse("l.yaml", text, strlen(text), NULL, NULL, &cfg), 0);
+  assert_int_equal(air_state_new(cfg, &st, NULL), 0);
+  ops_stay_fast(st, "p/a");
+  assert_int_equal(air_state_breaker(st, "p/a", now_ms()), AIR_BREAKER_OPEN);
+  air__redis_stats s;
+  uint64_t end = now_ms() + WAIT_MS;
+  do {
+    assert_int_equal(air__state_redis_stats(st, &s), 0);
+    if (s.reconnects < 2) rf_nap_ms(5);
+  } while (s.reconnects < 2 && now_ms() < end);
+  /* Never up, the errors counted, linking again and again. */
+  assert_false(s.up);
+  assert_true(s.command_errors >= 2);
+  assert_true(s.reconnects >= 2);
+  ops_stay_fast(st, "p/a");
+  air_state_free(st);
+  air_config_free(cfg);
+  loading_stop(&l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -347,6 +453,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(read_only_redis_is_an_outage, setup,
                                       teardown),
+      cmocka_unit_test(loading_redis_is_an_outage),
   };
   if (!rf_start(&srv)) {
     fprintf(stderr,
