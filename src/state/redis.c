@@ -309,6 +309,16 @@ static void mark_dirty(redis *r, entry *e) {
   }
 }
 
+/* Frees c; an AUTH command's password is wiped first. */
+static void cmd_free(cmd *c) {
+  if (c == NULL) return;
+  if (c->op == OP_AUTH) {
+    volatile char *p = (volatile char *)c->a;
+    for (size_t i = 0; i < sizeof c->a; i++) p[i] = 0;
+  }
+  free(c);
+}
+
 /* e's lease is no longer ours in Redis. Caller holds mu. */
 static void drop_own(redis *r, entry *e) {
   if (e->own_lease && r->n_leases > 0) r->n_leases--;
@@ -358,7 +368,7 @@ static void enqueue(redis *r, cmd *c) {
     r->dropped++;
     if (c != NULL && c->e != NULL && c->op != OP_LEASE) mark_dirty(r, c->e);
     if (c != NULL && c->e != NULL && c->op == OP_LEASE) c->e->asking = false;
-    free(c);
+    cmd_free(c);
     return;
   }
   if (c->e != NULL) {
@@ -803,7 +813,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
     }
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    free(c);
+    cmd_free(c);
     return;
   }
   if (c->op >= OP_BREAKER && c->op <= OP_READ && is_error(rep, "NOSCRIPT") &&
@@ -817,7 +827,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
       r->answered++;
       entry_done(r, c, NULL, false);
       pthread_mutex_unlock(&r->mu);
-      free(c);
+      cmd_free(c);
     }
     return;
   }
@@ -894,7 +904,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
           if (rc != 0) {
             r->scan_reads--;
             r->queued--;
-            free(rd);
+            cmd_free(rd);
           }
         }
       } else {
@@ -914,7 +924,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
   op_kind o = c->op;
-  free(c);
+  cmd_free(c);
   if (down) {
     kick(r);
     return;
@@ -997,7 +1007,7 @@ static void send_own(redis *r, cmd *c) {
     pthread_mutex_lock(&r->mu);
     r->queued--;
     pthread_mutex_unlock(&r->mu);
-    free(c);
+    cmd_free(c);
     request_drop(r);
   }
 }
@@ -1080,7 +1090,7 @@ static void pump(redis *r) {
       entry_done(r, c, NULL, false);
       pthread_cond_broadcast(&r->cv);
       pthread_mutex_unlock(&r->mu);
-      free(c);
+      cmd_free(c);
       request_drop(r);
       return;
     }
@@ -1166,7 +1176,7 @@ static void on_connected(const redisAsyncContext *ac, int status) {
     if (a) {
       const char *pw = r->password ? r->password : r->url.password;
       if (strlen(pw) >= sizeof a->a[0]) {
-        free(a);
+        cmd_free(a);
         a = NULL;
       } else {
         cmd_str(a, pw);
@@ -1289,9 +1299,10 @@ static void link_drop(redis *r) {
     r->queue = c->next;
     r->queued--;
     r->answered++;
+    r->dropped++;
     entry_done(r, c, NULL, c->op == OP_LEASE);
     if (c->op == OP_LEASE && c->e) c->e->asking = false;
-    free(c);
+    cmd_free(c);
   }
   r->queue_tail = NULL;
   pthread_cond_broadcast(&r->cv);
@@ -1428,12 +1439,9 @@ static int tables_build(redis *r, const air_config *cfg) {
     for (size_t j = 0; j < rt->n_targets; j++) {
       const char *t = rt->targets[j].name;
       h = fnv(t, strlen(t) + 1, h); /* the NUL separates names */
-      if (find_name(r->targets, r->n_targets, t) == NULL) {
-        char *copy = strdup(t);
-        if (!copy) return AIR_ENOMEM;
-        r->targets[r->n_targets++].name = copy;
-        qsort(r->targets, r->n_targets, sizeof *r->targets, cmp_name);
-      }
+      char *copy = strdup(t);
+      if (!copy) return AIR_ENOMEM;
+      r->targets[r->n_targets++].name = copy;
     }
     char *copy = strdup(rt->name ? rt->name : "");
     if (!copy) return AIR_ENOMEM;
@@ -1442,6 +1450,17 @@ static int tables_build(redis *r, const air_config *cfg) {
     r->n_routes++;
   }
   qsort(r->routes, r->n_routes, sizeof *r->routes, cmp_name);
+  /* Sorted and without repeats (routes share targets). */
+  qsort(r->targets, r->n_targets, sizeof *r->targets, cmp_name);
+  size_t u = 0;
+  for (size_t i = 0; i < r->n_targets; i++) {
+    if (u > 0 && strcmp(r->targets[u - 1].name, r->targets[i].name) == 0) {
+      free(r->targets[i].name);
+      continue;
+    }
+    r->targets[u++] = r->targets[i];
+  }
+  r->n_targets = u;
   return 0;
 }
 
