@@ -35,17 +35,17 @@ AIR_EXTERN const char *air_version(void);
 /* One error enum; every failing call returns one of these (negative). */
 typedef enum air_errno {
   AIR_OK = 0,
-  AIR_ENOMEM = -1,    /* allocation failed */
-  AIR_EINVAL = -2,    /* bad argument */
-  AIR_ECONFIG = -3,   /* config did not load (details in the diagnostics) */
-  AIR_ETOOBIG = -4,   /* a named limit was crossed */
-  AIR_ECANCELED = -5, /* the caller cancelled */
-  AIR_EUPSTREAM = -6, /* every attempt failed; the attempt log says why */
-  AIR_ENOTFOUND = -7, /* unknown route, target or provider */
-  AIR_EIO = -8,       /* file or socket I/O failed */
-  AIR_EPARSE = -9,    /* input could not be parsed */
-  AIR_ESTATE = -10,   /* call not allowed in the object's current state */
-  AIR_ENOTSUP = -11,  /* the target cannot express the request (skipped) */
+  AIR_ENOMEM = -1,     /* allocation failed */
+  AIR_EINVAL = -2,     /* bad argument */
+  AIR_ECONFIG = -3,    /* config did not load (details in the diagnostics) */
+  AIR_ETOOBIG = -4,    /* a named limit was crossed */
+  AIR_ECANCELED = -5,  /* the caller cancelled */
+  AIR_EUPSTREAM = -6,  /* every attempt failed; the attempt log says why */
+  AIR_ENOTFOUND = -7,  /* unknown route, target or provider */
+  AIR_EIO = -8,        /* file or socket I/O failed */
+  AIR_EPARSE = -9,     /* input could not be parsed */
+  AIR_ESTATE = -10,    /* call not allowed in the object's current state */
+  AIR_ENOTSUP = -11,   /* the target cannot express the request (skipped) */
 } air_errno;
 
 /* Static, never NULL; "unknown error" for values outside the enum. */
@@ -59,8 +59,8 @@ AIR_EXTERN const char *air_strerror(int err);
  * message "". Config errors carry their FILE:LINE:COL in the diagnostics.
  */
 typedef struct air_error {
-  int code;          /* the air_errno returned */
-  char message[512]; /* human-readable, NUL-terminated */
+  int code;           /* the air_errno returned */
+  char message[512];  /* human-readable, NUL-terminated */
 } air_error;
 
 /* ---- reasons ----------------------------------------------------------- */
@@ -91,8 +91,7 @@ typedef enum air_reason {
   AIR_REASON__COUNT
 } air_reason;
 
-/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of
- * range. */
+/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of range. */
 AIR_EXTERN const char *air_reason_name(air_reason r);
 /* Parses a reason name of n bytes. Returns 0 or AIR_ENOTFOUND. */
 AIR_EXTERN int air_reason_from_name(const char *name, size_t n,
@@ -101,19 +100,16 @@ AIR_EXTERN int air_reason_from_name(const char *name, size_t n,
 /* Transport-level failure kinds an attempt reports (air_failure). */
 typedef enum air_transport_err {
   AIR_TRANSPORT_OK = 0,
-  AIR_TRANSPORT_CONNECT, /* refused, reset, DNS, TLS failure */
-  AIR_TRANSPORT_CLOSED,  /* connection closed before a complete response */
-  AIR_TRANSPORT_BADBODY, /* response body could not be decoded */
+  AIR_TRANSPORT_CONNECT,  /* refused, reset, DNS, TLS failure */
+  AIR_TRANSPORT_CLOSED,   /* connection closed before a complete response */
+  AIR_TRANSPORT_BADBODY,  /* response body could not be decoded */
 } air_transport_err;
 
 /* ---- dialects ------------------------------------------------------------ */
 
 /* The wire APIs airetry speaks, to callers and to upstreams (a provider's
  * `api:` in the config). */
-typedef enum air_dialect {
-  AIR_DIALECT_OPENAI,
-  AIR_DIALECT_ANTHROPIC
-} air_dialect;
+typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_dialect;
 
 /* ---- headers ----------------------------------------------------------- */
 
@@ -135,9 +131,9 @@ typedef enum air_severity { AIR_DIAG_ERROR, AIR_DIAG_WARNING } air_severity;
 /* One config problem; valid only during the callback. */
 typedef struct air_diag {
   air_severity severity;
-  const char *file; /* the name given to the loader */
-  int line;         /* 1-based; 0 when not tied to a place */
-  int column;       /* 1-based */
+  const char *file;  /* the name given to the loader */
+  int line;          /* 1-based; 0 when not tied to a place */
+  int column;        /* 1-based */
   const char *message;
 } air_diag;
 
@@ -229,34 +225,34 @@ typedef struct air_rng {
 
 /* One entry of the attempt log. Strings are owned by the log. */
 typedef struct air_attempt {
-  unsigned n;             /* 1-based attempt number */
-  const char *target;     /* "provider/model" */
-  air_reason reason;      /* NONE for the attempt that succeeded */
-  int status;             /* HTTP status, 0 when none */
-  const char *message;    /* failure message, "" when none */
-  const char *request_id; /* upstream request id, "" when none */
-  uint64_t start_ms;      /* monotonic time the attempt started */
-  uint64_t ms;            /* duration of the attempt */
-  uint64_t wait_ms;       /* wait before the next attempt (0 if none) */
-  bool hint;              /* wait_ms came from a Retry-After hint */
+  unsigned n;              /* 1-based attempt number */
+  const char *target;      /* "provider/model" */
+  air_reason reason;       /* NONE for the attempt that succeeded */
+  int status;              /* HTTP status, 0 when none */
+  const char *message;     /* failure message, "" when none */
+  const char *request_id;  /* upstream request id, "" when none */
+  uint64_t start_ms;       /* monotonic time the attempt started */
+  uint64_t ms;             /* duration of the attempt */
+  uint64_t wait_ms;        /* wait before the next attempt (0 if none) */
+  bool hint;               /* wait_ms came from a Retry-After hint */
   /* Outcome `skipped` (DESIGN.md 2.1): the target cannot express the
    * request, nothing was sent. Such an entry is not numbered (n is 0),
    * reason is NONE and message says why; field names the field. It counts
    * towards no budget, rule max or breaker, nor x-airetry-attempts. */
   bool skipped;
-  const char *field; /* skipped: the field; NULL otherwise */
+  const char *field;       /* skipped: the field; NULL otherwise */
 } air_attempt;
 
 /* A failure reported by one attempt. Strings may be NULL; not retained. */
 typedef struct air_failure {
-  air_reason reason; /* NONE: classify from the fields below */
+  air_reason reason;        /* NONE: classify from the fields below */
   int status;
-  const char *type; /* body error type ("overloaded_error") */
-  const char *code; /* body error code ("insufficient_quota") */
+  const char *type;         /* body error type ("overloaded_error") */
+  const char *code;         /* body error code ("insufficient_quota") */
   const char *message;
   const char *request_id;
   air_transport_err transport;
-  const air_header *headers; /* response headers, for Retry-After */
+  const air_header *headers;  /* response headers, for Retry-After */
   size_t n_headers;
 } air_failure;
 
@@ -277,34 +273,32 @@ typedef struct air_failure {
 typedef struct air_run air_run;
 
 typedef enum air_action_kind {
-  AIR_ACT_ATTEMPT, /* start attempt attempt_id (number `attempt`) on `target` */
-  AIR_ACT_WAIT,    /* wait wait_ms, then call air_run_wait_done */
-  AIR_ACT_DONE,    /* success; the run is over */
-  AIR_ACT_FAIL,    /* final failure with `reason`; the run is over */
-  AIR_ACT_COMMIT,  /* release attempt attempt_id's content: it is the answer */
-  AIR_ACT_CANCEL,  /* stop attempt attempt_id (a racer that lost); not
-                      emitted yet: hedging (DESIGN.md 3.6) will */
-  AIR_ACT_CONTINUE, /* continue the committed answer with attempt attempt_id
-                       on `target`; not emitted yet: continuation (3.5) will */
+  AIR_ACT_ATTEMPT,   /* start attempt attempt_id (number `attempt`) on `target` */
+  AIR_ACT_WAIT,      /* wait wait_ms, then call air_run_wait_done */
+  AIR_ACT_DONE,      /* success; the run is over */
+  AIR_ACT_FAIL,      /* final failure with `reason`; the run is over */
+  AIR_ACT_COMMIT,    /* release attempt attempt_id's content: it is the answer */
+  AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost); not
+                        emitted yet: hedging (DESIGN.md 3.6) will */
+  AIR_ACT_CONTINUE,  /* continue the committed answer with attempt attempt_id
+                        on `target`; not emitted yet: continuation (3.5) will */
 } air_action_kind;
 
 typedef struct air_action {
   air_action_kind kind;
-  unsigned attempt_id; /* every kind: the attempt it is about. ATTEMPT,
-                          CONTINUE: the new one; WAIT: the failed one it
-                          follows; COMMIT, CANCEL, DONE: that attempt;
-                          FAIL: the last attempt (0 when none started) */
-  const char
-      *target; /* ATTEMPT, COMMIT: "provider/model"; valid as long as the run */
-  unsigned target_index; /* ATTEMPT, COMMIT: index into the route's targets */
-  unsigned attempt;      /* ATTEMPT, COMMIT: 1-based number */
-  uint64_t deadline_ms; /* ATTEMPT: monotonic time the attempt must commit by */
-  const char *override_json; /* ATTEMPT: request fields to override (JSON
-                                object) or NULL */
+  unsigned attempt_id;       /* every kind: the attempt it is about. ATTEMPT,
+                                CONTINUE: the new one; WAIT: the failed one it
+                                follows; COMMIT, CANCEL, DONE: that attempt;
+                                FAIL: the last attempt (0 when none started) */
+  const char *target;        /* ATTEMPT, COMMIT: "provider/model"; valid as long as the run */
+  unsigned target_index;     /* ATTEMPT, COMMIT: index into the route's targets */
+  unsigned attempt;          /* ATTEMPT, COMMIT: 1-based number */
+  uint64_t deadline_ms;      /* ATTEMPT: monotonic time the attempt must commit by */
+  const char *override_json; /* ATTEMPT: request fields to override (JSON object) or NULL */
   uint64_t wait_ms;          /* WAIT */
   air_reason reason;         /* FAIL: the reason of the last failure */
   int status;                /* FAIL: the status of the last failure */
-  uint64_t reserved[2]; /* zero; room for later kinds without an ABI break */
+  uint64_t reserved[2];      /* zero; room for later kinds without an ABI break */
 } air_action;
 
 /*
@@ -324,9 +318,8 @@ AIR_EXTERN void air_run_free(air_run *run);
  * Before its commit the policy decides (ATTEMPT, WAIT or FAIL); after it the
  * failure is final (FAIL).
  */
-AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id,
-                            const air_failure *f, uint64_t now_ms,
-                            uint64_t wall_ms, air_action *act);
+AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
+                 uint64_t now_ms, uint64_t wall_ms, air_action *act);
 /*
  * Attempt attempt_id has content ready for the caller (its first content
  * part, or in complete mode its judged answer). The engine decides: COMMIT
@@ -334,15 +327,15 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id,
  * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
  * probe's breaker verdict (success) is given here.
  */
-AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id,
-                                     uint64_t now_ms, air_action *act);
+AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                          air_action *act);
 /* Attempt attempt_id succeeded (finished; committed or not): DONE. */
-AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id,
-                               uint64_t now_ms, air_action *act);
+AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                    air_action *act);
 /* The WAIT that followed attempt attempt_id ended: the next ATTEMPT (or FAIL
  * when total_ms has passed). */
-AIR_EXTERN int air_run_wait_done(air_run *run, unsigned attempt_id,
-                                 uint64_t now_ms, air_action *act);
+AIR_EXTERN int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                      air_action *act);
 /* The caller cancelled the request (every attempt of it): FAIL with
  * AIR_REASON_ABORTED, in any phase; AIR_ESTATE once the run is over. */
 AIR_EXTERN int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act);
