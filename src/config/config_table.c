@@ -29,8 +29,7 @@ _Static_assert(sizeof(air__commit) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__malformed) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__rule_action) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__jitter) == sizeof(int), "enum size");
-_Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1,
-               "api_names");
+_Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1, "api_names");
 _Static_assert(AIR__COMMIT_FIRST_CONTENT == 0 && AIR__COMMIT_COMPLETE == 1,
                "commit_names");
 _Static_assert(AIR__MALFORMED_SKIP == 0 && AIR__MALFORMED_FAIL == 1,

@@ -57,16 +57,16 @@ typedef struct air__status_range {
  * (when message != NULL). A rule has at least one matcher.
  */
 typedef struct air__rule {
-  uint32_t on_mask; /* bit (1u << reason) per reason */
+  uint32_t on_mask;  /* bit (1u << reason) per reason */
   air__status_range status[AIR__MAX_STATUS_MATCHERS];
   size_t n_status;
   char *message;
   air__rule_action action;
-  uint32_t max;         /* attempts it may add per request; AIR__UNLIMITED */
-  air__backoff backoff; /* retry only */
+  uint32_t max;           /* attempts it may add per request; AIR__UNLIMITED */
+  air__backoff backoff;   /* retry only */
   uint64_t retry_after_max_ms;
-  char *to;            /* switch only: "provider/model" or NULL */
-  char *override_json; /* JSON object text or NULL */
+  char *to;               /* switch only: "provider/model" or NULL */
+  char *override_json;    /* JSON object text or NULL */
   /* Per target of the route (n_targets entries, or NULL when the rule has
    * no override): override_json merged over that target's own override
    * (the rule's fields win), computed when the config loads; an entry is
@@ -76,8 +76,8 @@ typedef struct air__rule {
 } air__rule;
 
 typedef struct air__budget {
-  uint32_t max_total_attempts;            /* AIR__UNLIMITED allowed */
-  uint32_t per_reason[AIR_REASON__COUNT]; /* AIR__UNLIMITED when not set */
+  uint32_t max_total_attempts;             /* AIR__UNLIMITED allowed */
+  uint32_t per_reason[AIR_REASON__COUNT];  /* AIR__UNLIMITED when not set */
 } air__budget;
 
 typedef struct air__breaker_cfg {
@@ -88,19 +88,13 @@ typedef struct air__breaker_cfg {
 } air__breaker_cfg;
 
 typedef struct air__sticky_cfg {
-  bool enabled;      /* true when after_ms or requests is set */
-  uint64_t after_ms; /* 0: no time limit */
-  uint32_t requests; /* 0: no count limit */
+  bool enabled;       /* true when after_ms or requests is set */
+  uint64_t after_ms;  /* 0: no time limit */
+  uint32_t requests;  /* 0: no count limit */
 } air__sticky_cfg;
 
-typedef enum air__commit {
-  AIR__COMMIT_FIRST_CONTENT,
-  AIR__COMMIT_COMPLETE
-} air__commit;
-typedef enum air__malformed {
-  AIR__MALFORMED_SKIP,
-  AIR__MALFORMED_FAIL
-} air__malformed;
+typedef enum air__commit { AIR__COMMIT_FIRST_CONTENT, AIR__COMMIT_COMPLETE } air__commit;
+typedef enum air__malformed { AIR__MALFORMED_SKIP, AIR__MALFORMED_FAIL } air__malformed;
 
 typedef struct air__kv {
   char *name;
@@ -111,22 +105,22 @@ typedef struct air__provider {
   char *name;
   air_dialect api;
   char *base_url;
-  char *api_key_env; /* NULL when unset */
+  char *api_key_env;  /* NULL when unset */
   /* api_key_env's value, read once when the config is loaded (so a reload
    * reads it again); NULL when the variable is unset or empty. A secret:
    * never logged, never printed (it is not in the option table). */
   char *api_key;
   air__kv *headers;
   size_t n_headers;
-  air__breaker_cfg breaker; /* defaults.breaker merged with the provider's */
+  air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */
 } air__provider;
 
 typedef struct air__target {
-  char *name;             /* "provider/model" */
-  char *model;            /* the part after the first '/' */
-  size_t provider;        /* index into air_config.providers */
-  air__timeouts timeouts; /* route timeouts with the target's merged over */
-  char *override_json;    /* JSON object text or NULL */
+  char *name;   /* "provider/model" */
+  char *model;  /* the part after the first '/' */
+  size_t provider;  /* index into air_config.providers */
+  air__timeouts timeouts;  /* route timeouts with the target's merged over */
+  char *override_json;     /* JSON object text or NULL */
 } air__target;
 
 /* Everything that decides how a request behaves. */
@@ -135,7 +129,7 @@ typedef struct air__policy {
   air__budget budget;
   air__rule *rules;
   size_t n_rules;
-  char **phrases; /* refusal phrases */
+  char **phrases;  /* refusal phrases */
   size_t n_phrases;
   air__sticky_cfg sticky;
   air__commit commit;
@@ -155,8 +149,8 @@ typedef struct air__limits {
   uint64_t max_header_bytes;
   uint64_t max_connections;
   uint64_t idle_timeout_ms;
-  uint64_t request_timeout_ms; /* whole request head+body must arrive by then */
-  uint64_t max_inflight_body_bytes; /* body bytes being read, process-wide */
+  uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
+  uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
 } air__limits;
 
 /* state.redis (DESIGN.md 3.1): where breaker, probe, cooldown and sticky
@@ -182,7 +176,7 @@ struct air_config {
   size_t n_providers;
   air__route *routes;
   size_t n_routes;
-  air__policy defaults; /* built-ins <- defaults: ; used for "provider/model" */
+  air__policy defaults;  /* built-ins <- defaults: ; used for "provider/model" */
   air__breaker_cfg breaker_defaults;
   air__redis_cfg redis; /* state.redis; resolved_url NULL: per process */
   char **forward_headers;

@@ -29,9 +29,9 @@
 
 /* A route's sticky choice as sticky_get reads it. */
 typedef struct air__sticky_rec {
-  char target[AIR__MAX_TARGET_BYTES]; /* "provider/model", NUL-terminated */
-  uint64_t age_ms; /* how long it has been sticky (a duration) */
-  uint32_t used;   /* requests started on it before this one */
+  char target[AIR__MAX_TARGET_BYTES];  /* "provider/model", NUL-terminated */
+  uint64_t age_ms;  /* how long it has been sticky (a duration) */
+  uint32_t used;    /* requests started on it before this one */
 } air__sticky_rec;
 
 typedef struct air__state_ops {

@@ -20,17 +20,14 @@
 #include "redis.h"
 #include "state.h"
 
-/* ---- config snapshots
- * ---------------------------------------------------------- */
+/* ---- config snapshots ---------------------------------------------------------- */
 
 /* errors[0]: errors counted; errors[1]: nonzero prints errors only (the
  * worker re-reads a file the supervisor already reported on). */
 static void print_diag(void *data, const air_diag *d) {
   int *errors = data;
-  if (d->severity == AIR_DIAG_ERROR)
-    errors[0]++;
-  else if (errors[1])
-    return;
+  if (d->severity == AIR_DIAG_ERROR) errors[0]++;
+  else if (errors[1]) return;
   fprintf(stderr, "%s:%d:%d: %s%s\n", d->file, d->line, d->column,
           d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
 }
@@ -39,7 +36,7 @@ static void print_diag(void *data, const air_diag *d) {
 static int load_keys(air__gw_cfg *c) {
   const char *var = c->cfg->client_keys_env;
   if (var == NULL) return 0;
-  c->auth = true; /* fail closed: an unset or empty variable accepts no one */
+  c->auth = true;  /* fail closed: an unset or empty variable accepts no one */
   const char *v = getenv(var);
   if (v == NULL || *v == '\0') return 0;
   size_t n = 1;
@@ -110,11 +107,10 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
   return c;
 }
 
-/* ---- the request log
- * --------------------------------------------------------------- */
+/* ---- the request log --------------------------------------------------------------- */
 
-#define LOG_FLUSH_BYTES (64u << 10) /* handed to the log thread past this */
-#define STATE_WATCH_MS 100u         /* how often the Redis link is looked at */
+#define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
+#define STATE_WATCH_MS 100u          /* how often the Redis link is looked at */
 
 static _Thread_local air__gw_worker *log_worker;
 static _Thread_local air__log *log_ring; /* the worker process's main thread */
@@ -224,8 +220,7 @@ void air__gw_inflight_end(air__gw_worker *w, int handle) {
   air__sup_inflight_remove(w->g->page, handle);
 }
 
-/* ---- worker threads
- * ------------------------------------------------------------- */
+/* ---- worker threads ------------------------------------------------------------- */
 
 static void on_server_stopped(void *data) {
   air__gw_worker *w = data;
@@ -331,8 +326,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   return 0;
 }
 
-/* ---- signals (in the worker process)
- * ------------------------------------------- */
+/* ---- signals (in the worker process) ------------------------------------------- */
 
 static void on_stop_signal(uv_signal_t *s, int signum) {
   air__gateway *g = s->data;
@@ -394,8 +388,7 @@ static void on_hup(uv_signal_t *s, int signum) {
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
 }
 
-/* ---- the worker process
- * ----------------------------------------------------------- */
+/* ---- the worker process ----------------------------------------------------------- */
 
 static void worker_cleanup(air__gateway *g, bool ran) {
   for (unsigned i = 0; g->w && i < g->n_workers; i++) {
@@ -514,8 +507,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   return exit_code;
 }
 
-/* ---- the supervisor's side
- * -------------------------------------------------------- */
+/* ---- the supervisor's side -------------------------------------------------------- */
 
 /* SIGHUP in the supervisor: the new config must pass every check a start
  * would (DESIGN.md 5, Reload); a changed listen is reported, not applied. */
@@ -524,9 +516,8 @@ static bool sup_reload(void *data) {
   int errors = 0;
   air__gw_cfg *c = cfg_load(g->config_path, &errors, false);
   if (c == NULL) {
-    fprintf(stderr,
-            "airetry serve: SIGHUP: %s has %d error%s; keeping the "
-            "running config\n",
+    fprintf(stderr, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
+                    "running config\n",
             g->config_path, errors, errors == 1 ? "" : "s");
     return false;
   }
@@ -538,14 +529,12 @@ static bool sup_reload(void *data) {
   const char *now = air_config_listen(c->cfg);
   if (strcmp(was, now) != 0) {
     if (g->listen_opt != NULL)
-      fprintf(stderr,
-              "airetry serve: SIGHUP: listen changed (%s -> %s), but "
-              "--listen %s is in force; not applied\n",
+      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
+                      "--listen %s is in force; not applied\n",
               was, now, g->listen_opt);
     else
-      fprintf(stderr,
-              "airetry serve: SIGHUP: listen changed (%s -> %s): "
-              "needs a restart; still listening on %s:%d\n",
+      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s): "
+                      "needs a restart; still listening on %s:%d\n",
               was, now, g->host, g->port);
   }
   swap_cfg(g, c);
@@ -571,8 +560,7 @@ int air__gateway_run(const air__gateway_opts *o) {
   if (g.cur == NULL) return 2;
   const char *listen = o->listen ? o->listen : air_config_listen(g.cur->cfg);
   if (split_listen(listen, g.host, sizeof(g.host), &g.port) != 0) {
-    fprintf(stderr, "airetry serve: bad listen address '%s' (HOST:PORT)\n",
-            listen);
+    fprintf(stderr, "airetry serve: bad listen address '%s' (HOST:PORT)\n", listen);
     air__gw_cfg_release(g.cur);
     return 2;
   }
@@ -590,9 +578,8 @@ int air__gateway_run(const air__gateway_opts *o) {
   int exit_code = 1;
   g.fds = calloc(g.n_workers, sizeof(int));
   int err = 0;
-  int rc =
-      g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &g.port, &err)
-            : AIR_ENOMEM;
+  int rc = g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &g.port, &err)
+                 : AIR_ENOMEM;
   if (rc == AIR_EINVAL) {
     fprintf(stderr, "airetry serve: bad listen address '%s' (an IP address)\n",
             listen);

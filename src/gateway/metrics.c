@@ -34,14 +34,13 @@ static const double bucket_s[N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                            0.5,   1,    2.5,   5,    10,  30};
 
 /* Request outcomes, in render order; the last one takes unknown strings. */
-static const char *const outcomes[] = {
-    "ok", "error", "error_after_commit", "aborted", "rejected", "other"};
+static const char *const outcomes[] = {"ok",      "error",    "error_after_commit",
+                                       "aborted", "rejected", "other"};
 #define N_OUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
 
 /* Slots of a cell: a route's outcomes or a target's reasons (0: "ok"). */
-#define N_SLOTS                                        \
-  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES \
-                                          : (size_t)AIR_REASON__COUNT)
+#define N_SLOTS \
+  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES : (size_t)AIR_REASON__COUNT)
 
 enum kind { K_ROUTE, K_TARGET };
 
@@ -96,11 +95,9 @@ static cell *find_in(const table *t, enum kind k, uint64_t h, const char *p,
                      size_t n) {
   size_t mask = t->cap - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    cell *c =
-        atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
+    cell *c = atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
     if (c == NULL) return NULL;
-    if (c->hash == h && c->kind == k && c->len == n &&
-        memcmp(c->name, p, n) == 0)
+    if (c->hash == h && c->kind == k && c->len == n && memcmp(c->name, p, n) == 0)
       return c;
   }
 }
@@ -236,8 +233,7 @@ static bool target_configured(const air_config *cfg, const char *p, size_t n) {
   for (size_t i = 0; i < cfg->n_routes; i++) {
     const air__route *r = &cfg->routes[i];
     for (size_t k = 0; k < r->n_targets; k++)
-      if (strlen(r->targets[k].name) == n &&
-          memcmp(r->targets[k].name, p, n) == 0)
+      if (strlen(r->targets[k].name) == n && memcmp(r->targets[k].name, p, n) == 0)
         return true;
   }
   return false;
@@ -258,15 +254,13 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
                          target_configured(cfg, model, mlen));
   cell *rc = named ? cell_of(m, K_ROUTE, model, mlen) : m->other_route;
   size_t o = 0;
-  while (o + 1 < N_OUTCOMES &&
-         (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
+  while (o + 1 < N_OUTCOMES && (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
     o++;
   bump(&rc->n[o], 1);
-  cell *tc =
-      named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
-  const char *prev = NULL; /* the target of the attempt before */
+  cell *tc = named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
+  const char *prev = NULL;  /* the target of the attempt before */
   for (size_t i = 0; i < n; i++) {
-    if (log[i].skipped) continue; /* not an attempt (DESIGN.md 2.1) */
+    if (log[i].skipped) continue;  /* not an attempt (DESIGN.md 2.1) */
     const char *t = log[i].target ? log[i].target : "";
     if (route) tc = cell_of(m, K_TARGET, t, strlen(t));
     size_t r = (size_t)log[i].reason;
@@ -331,8 +325,7 @@ static void put_counter(air__buf *out, const char *name, const char *help,
        c = c->next_all) {
     if (c->kind != k) continue;
     for (size_t i = 0; i < slots; i++) {
-      uint64_t v =
-          atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
+      uint64_t v = atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
       if (v == 0) continue;
       const char *b = k == K_ROUTE ? outcomes[i]
                       : i == 0     ? "ok"
@@ -410,11 +403,9 @@ static void put_histogram(air__buf *out, const char *name, const char *help,
              bucket_s[i], (unsigned long long)v);
     air__buf_puts(out, line);
   }
-  uint64_t count =
-      atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
+  uint64_t count = atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
   if (count < prev) count = prev;
-  uint64_t sum_ms =
-      atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
+  uint64_t sum_ms = atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
   snprintf(line, sizeof(line),
            "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %llu.%03u\n%s_count %llu\n",
            name, (unsigned long long)count, name,
@@ -466,8 +457,8 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_histogram(out, "airetry_first_content_seconds",
                 "Time from request to first content released.",
                 &m->first_content);
-  put_histogram(out, "airetry_request_seconds", "Time from request to its end.",
-                &m->total);
+  put_histogram(out, "airetry_request_seconds",
+                "Time from request to its end.", &m->total);
   put_histogram(out, "airetry_overhead_seconds",
                 "Gateway self-time: time not spent waiting for upstreams or "
                 "backoffs.",

@@ -25,9 +25,9 @@ typedef struct entry {
   air__breaker_rec breaker;
   /* sticky */
   bool sticky;
-  char *target; /* the sticky target's name (owned) */
+  char *target;         /* the sticky target's name (owned) */
   uint64_t since;
-  uint32_t used; /* requests started since it became sticky */
+  uint32_t used;        /* requests started since it became sticky */
   char kind;
   size_t len;
   char name[];
@@ -37,7 +37,7 @@ typedef struct local {
   pthread_mutex_t mu;
   entry *buckets[NBUCKETS];
   size_t count;
-  uint64_t tokens; /* the last probe lease token made */
+  uint64_t tokens;      /* the last probe lease token made */
 } local;
 
 static uint64_t hash_name(char kind, const char *s, size_t n) {

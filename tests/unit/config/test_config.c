@@ -334,8 +334,7 @@ static void defaults_section_merges(void **state) {
   assert_int_equal(a->policy.budget.max_total_attempts, AIR__UNLIMITED);
   assert_int_equal(a->policy.budget.per_reason[AIR_REASON_LENGTH], 3);
   assert_int_equal(a->policy.budget.per_reason[AIR_REASON_QUOTA], 1);
-  assert_int_equal(a->policy.budget.per_reason[AIR_REASON_AUTH],
-                   AIR__UNLIMITED);
+  assert_int_equal(a->policy.budget.per_reason[AIR_REASON_AUTH], AIR__UNLIMITED);
   assert_true(a->policy.sticky.enabled);
   assert_int_equal(a->policy.sticky.requests, 10);
   assert_int_equal(a->policy.sticky.after_ms, 5000);
@@ -702,8 +701,7 @@ static void header_names_and_values_are_checked(void **state) {
   expect_diag(&ds, AIR_DIAG_ERROR, 10, 14, "expected a header value");
   expect_diag(&ds, AIR_DIAG_ERROR, 12, 19, "is not a header name");
   assert_int_equal(ds.errors, 7);
-  for (size_t i = 0; i < ds.n; i++)
-    assert_null(memchr(ds.d[i].msg, '\r', strlen(ds.d[i].msg)));
+  for (size_t i = 0; i < ds.n; i++) assert_null(memchr(ds.d[i].msg, '\r', strlen(ds.d[i].msg)));
 }
 
 static void yaml_syntax_error_has_position(void **state) {
