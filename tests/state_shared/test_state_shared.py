@@ -481,6 +481,7 @@ def t_kill():
         shared_in = time.monotonic() - t0
     finally:
         load.stop()
+    check(shared_in < 1.0, "shared again only %.2f s after the restart" % shared_in)
     bad = [r for r in during if not r[1]]
     check(not bad, "%d requests failed during the outage" % len(bad))
     added = p99(during) - p99(base)
