@@ -165,7 +165,11 @@ AIR_EXTERN const char *air_config_listen(const air_config *cfg);
  * Breaker and sticky state shared by every request of one process. Safe to
  * use from several threads at once. The state does not keep cfg (which may
  * be NULL): each run that uses it reads the policy from the config it runs
- * under, so one state outlives a config reload. AIR_EINVAL, AIR_ENOMEM.
+ * under, so one state outlives a config reload. When cfg has state.redis,
+ * the state is also shared with every process using the same Redis node
+ * and prefix (DESIGN.md 3.1, docs/scale-out.md): a thread of its own keeps
+ * the link in the background and no call ever waits for Redis.
+ * AIR_EINVAL, AIR_ENOMEM, AIR_EIO (the Redis thread did not start).
  */
 typedef struct air_state air_state;
 AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,

@@ -22,6 +22,7 @@
 
 #include "config_table.h"
 #include "limits.h"
+#include "redis_url.h"
 
 #define PATH_BYTES 320
 #define MSG_BYTES 1024
@@ -433,10 +434,8 @@ static int check_str(ctx *c, air__str_check ck, const char *s, size_t n,
                -1;
       return 0;
     }
-    case AIR__CK_URL:
-    case AIR__CK_REDIS: {
-      const char *a = ck == AIR__CK_URL ? "http://" : "redis://";
-      const char *b = ck == AIR__CK_URL ? "https://" : "rediss://";
+    case AIR__CK_URL: {
+      const char *a = "http://", *b = "https://";
       size_t skip = 0;
       if (n > strlen(a) && ieq(s, strlen(a), a))
         skip = strlen(a);
@@ -445,6 +444,22 @@ static int check_str(ctx *c, air__str_check ck, const char *s, size_t n,
       if (!skip || s[skip] == '/' || has_ctl_or_blank(s, n))
         return snprintf(why, wsz, "%s is not a %s or %s URL",
                         shown(v, sizeof v, s, n), a, b),
+               -1;
+      return 0;
+    }
+    case AIR__CK_REDIS: {
+      /* The value is never quoted: it might hold a password. */
+      air__redis_url u;
+      char r[256];
+      int bad = air__redis_url_parse(s, n, &u, r, sizeof r);
+      bool secret = bad == 0 && u.has_password;
+      air__redis_url_wipe(&u);
+      if (bad) return snprintf(why, wsz, "is not a usable URL: %s", r), -1;
+      if (secret)
+        return snprintf(why, wsz,
+                        "must not hold a password (a config file is no "
+                        "place for it): give it in password_env, or the "
+                        "whole URL in url_env"),
                -1;
       return 0;
     }
@@ -718,7 +733,12 @@ void air_config_free(air_config *cfg) {
   }
   free(cfg->routes);
   policy_cleanup(&cfg->defaults);
-  free(cfg->redis_url);
+  free(cfg->redis.url);
+  free(cfg->redis.url_env);
+  free(cfg->redis.password_env);
+  free(cfg->redis.prefix);
+  free_secret(cfg->redis.resolved_url);
+  free_secret(cfg->redis.password);
   strlist_free(cfg->forward_headers, cfg->n_forward_headers);
   free(cfg);
 }
@@ -1651,6 +1671,67 @@ static void yaml_problem(void *data, bool error, loc at, const char *msg) {
     warn_at(data, at, "YAML: %s", msg);
 }
 
+/*
+ * state.redis after its keys were read: url or url_env (not both), the
+ * URL resolved from the environment and checked like url, the password
+ * read from password_env. What the environment holds is never quoted in a
+ * message. An unset url_env or password_env is a warning, as api_key_env's
+ * is: the instance then keeps its state to itself, or connects without
+ * AUTH.
+ */
+static void resolve_redis(ctx *c, struct fy_node *root) {
+  air__redis_cfg *r = &c->cfg->redis;
+  struct fy_node *key = NULL;
+  struct fy_node *state = map_get(c, root, "state", NULL);
+  struct fy_node *node = map_get(c, state, "redis", &key);
+  if (!key || air__yaml_is_null(node)) return;
+  loc at = air__yaml_node_loc(node, air__yaml_node_loc(key, (loc){1, 1}));
+  if (!r->url && !r->url_env) {
+    error_at(c, at, "state.redis: needs url or url_env");
+    return;
+  }
+  if (r->url && r->url_env) {
+    error_at(c, at, "state.redis: give url or url_env, not both");
+    return;
+  }
+  const char *url = r->url;
+  if (r->url_env) {
+    url = getenv(r->url_env);
+    if (!url || !url[0]) {
+      warn_at(c, at,
+              "state.redis.url_env: %s is not set in the environment; state "
+              "stays per process",
+              r->url_env);
+      return;
+    }
+    air__redis_url u;
+    char why[MSG_BYTES / 4];
+    size_t n = strlen(url);
+    int bad = n > AIR__MAX_REDIS_URL_BYTES
+                  ? (snprintf(why, sizeof why, "it is over %u bytes",
+                              (unsigned)AIR__MAX_REDIS_URL_BYTES),
+                     -1)
+                  : air__redis_url_parse(url, n, &u, why, sizeof why);
+    air__redis_url_wipe(&u);
+    if (bad) {
+      error_at(c, at, "state.redis.url_env: the URL in %s is not usable: %s",
+               r->url_env, why);
+      return;
+    }
+  }
+  r->resolved_url = xstrndup(c, url, strlen(url));
+  if (r->password_env) {
+    const char *pw = getenv(r->password_env);
+    if (pw && pw[0])
+      r->password = xstrndup(c, pw, strlen(pw));
+    else
+      warn_at(c, at,
+              "state.redis.password_env: %s is not set in the environment; "
+              "connecting without a password",
+              r->password_env);
+  }
+}
+
 static void load_tree(ctx *c, const char *text, size_t len) {
   air__yaml_doc d;
   air__yaml_result r = air__yaml_load(&d, text, len, yaml_problem, c);
@@ -1676,6 +1757,7 @@ static void load_tree(ctx *c, const char *text, size_t len) {
       }
       seen_t sn;
       apply_map(c, AIR__SC_TOP, root, (loc){1, 1}, c->cfg, NULL, "", &sn);
+      if (!c->n_errors && !c->oom) resolve_redis(c, root);
       size_t i_keys = opt_index(c, AIR__SC_TOP, "client_keys_env");
       const char *env = c->cfg->client_keys_env;
       const char *val = env ? getenv(env) : NULL;

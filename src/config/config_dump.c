@@ -12,6 +12,7 @@
 
 #include "policy.h"
 #include "config_table.h"
+#include "redis_url.h"
 
 static bool ieq(const char *a, const char *b) {
   for (; *a && *b; a++, b++)
@@ -144,6 +145,31 @@ static void d_items(const dumper *d, unsigned scope, const void *arr,
   }
 }
 
+/* The resolved state.redis as a comment: where state lives, the URL
+ * without its password, where the password comes from. */
+static void d_redis_note(const dumper *d, int indent) {
+  const air__redis_cfg *r = &d->cfg->redis;
+  air__redis_url u;
+  char shown[AIR__MAX_REDIS_HOST_BYTES + AIR__MAX_REDIS_SECRET_BYTES + 64];
+  if (!r->resolved_url ||
+      air__redis_url_parse(r->resolved_url, strlen(r->resolved_url), &u, NULL,
+                           0) != 0) {
+    air__redis_url_wipe(&u);
+    fprintf(d->f, "%*s# not in use: breaker and sticky state is per process\n",
+            indent, "");
+    return;
+  }
+  air__redis_url_redact(&u, shown, sizeof shown);
+  bool url_pw = u.has_password;
+  air__redis_url_wipe(&u);
+  for (char *p = shown; *p; p++)
+    if ((unsigned char)*p < 0x20) *p = '?';
+  fprintf(d->f, "%*s# shared through %s, password %s\n", indent, "", shown,
+          r->password ? "from password_env"
+          : url_pw    ? "from the URL in url_env"
+                      : "none");
+}
+
 /* Prints one value after "name:" (block mode ends the line). */
 static void d_value(const dumper *d, const air__opt *o, const void *obj,
                     const air__policy *pol, int indent, bool flow,
@@ -186,6 +212,18 @@ static void d_value(const dumper *d, const air__opt *o, const void *obj,
       break;
     }
     case AIR__T_SECTION:
+      if (o->sub == AIR__SC_REDIS && !d->cfg->redis.url &&
+          !d->cfg->redis.url_env) {
+        fputs(" null  ", f);
+        d_redis_note(d, 0);
+        return;
+      }
+      if (o->sub == AIR__SC_REDIS && !child_flow) {
+        fputc('\n', f);
+        d_redis_note(d, indent + 2);
+        d_map(d, o->sub, field, NULL, indent + 2, false, false);
+        return;
+      }
       if (child_flow || !d_any(d, o->sub, field)) {
         fputc(' ', f);
         d_map(d, o->sub, field, NULL, 0, false, true);

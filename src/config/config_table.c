@@ -184,13 +184,66 @@ static const air__opt opts[] = {
     /* ---- state ---- */
     {.name = "redis",
      .scopes = AIR__SC_STATE,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air_config, redis),
+     .sub = AIR__SC_REDIS,
+     .doc = "Share breaker, probe, cooldown and sticky state between "
+            "gateway instances through one Redis node (docs/scale-out.md); "
+            "needs url or url_env."},
+    {.name = "url",
+     .scopes = AIR__SC_REDIS,
      .type = AIR__T_STR,
-     .offset = offsetof(air_config, redis_url),
-     .max = 2048,
+     .offset = offsetof(air__redis_cfg, url),
+     .max = AIR__MAX_REDIS_URL_BYTES,
      .check = AIR__CK_REDIS,
-     .def_doc = "unset (per process)",
-     .doc = "redis:// or rediss:// URL: share breaker and sticky state "
-            "between gateway instances (planned)."},
+     .def_doc = "unset",
+     .doc = "redis://HOST[:PORT][/DB] (a user may be given; a password only "
+            "through password_env or url_env). rediss:// is refused: no TLS "
+            "in hiredis 0.14, use a sidecar."},
+    {.name = "url_env",
+     .scopes = AIR__SC_REDIS,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__redis_cfg, url_env),
+     .max = AIR__MAX_NAME_BYTES,
+     .check = AIR__CK_ENV,
+     .def_doc = "unset",
+     .doc = "Environment variable holding the redis:// URL (it may carry "
+            "the password); instead of url."},
+    {.name = "password_env",
+     .scopes = AIR__SC_REDIS,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__redis_cfg, password_env),
+     .max = AIR__MAX_NAME_BYTES,
+     .check = AIR__CK_ENV,
+     .def_doc = "unset",
+     .doc = "Environment variable holding the password (AUTH); never "
+            "logged or printed."},
+    {.name = "prefix",
+     .scopes = AIR__SC_REDIS,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__redis_cfg, prefix),
+     .max = AIR__MAX_REDIS_PREFIX_BYTES,
+     .check = AIR__CK_TEXT,
+     .def = "airetry:",
+     .doc = "Prefix of every key and of the change channel."},
+    {.name = "connect_timeout_ms",
+     .scopes = AIR__SC_REDIS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__redis_cfg, connect_timeout_ms),
+     .min = 1,
+     .max = AIR__MAX_REDIS_TIMEOUT_MS,
+     .def = "200",
+     .doc = "Name lookup, connect and handshake must finish by then, or "
+            "the instance runs on its own state and retries."},
+    {.name = "command_timeout_ms",
+     .scopes = AIR__SC_REDIS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__redis_cfg, command_timeout_ms),
+     .min = 1,
+     .max = AIR__MAX_REDIS_TIMEOUT_MS,
+     .def = "200",
+     .doc = "A command unanswered for this long drops the connection "
+            "(requests never wait for Redis)."},
 
     /* ---- providers[] ---- */
     {.name = "name",
@@ -645,6 +698,9 @@ static const struct {
     {AIR__SC_TOP, "top level", "The keys of the file itself."},
     {AIR__SC_LIMITS, "limits", NULL},
     {AIR__SC_STATE, "state", NULL},
+    {AIR__SC_REDIS, "state.redis",
+     "Shared state (DESIGN.md 3.1, docs/scale-out.md). Without it, state "
+     "is per process."},
     {AIR__SC_PROVIDER, "providers[]", "Each provider is one upstream API."},
     {AIR__SC_BREAKER, "breaker",
      "In `defaults.breaker` and `providers[].breaker` (merged over "

@@ -30,6 +30,7 @@ enum {
   AIR__SC_RULE = 1u << 13,           /* rules[] */
   AIR__SC_BACKOFF = 1u << 14,        /* rules[].backoff */
   AIR__SC_RETRY_AFTER = 1u << 15,    /* rules[].retry_after */
+  AIR__SC_REDIS = 1u << 16,          /* state.redis */
 };
 
 /* How a value is read. Scalars are stored at `offset` in the current object. */
@@ -70,7 +71,7 @@ typedef enum air__str_check {
   AIR__CK_TARGET, /* "provider/model" naming a configured provider */
   AIR__CK_ENV,    /* environment variable name [A-Za-z_][A-Za-z0-9_]* */
   AIR__CK_URL,    /* http:// or https:// URL */
-  AIR__CK_REDIS,  /* redis:// or rediss:// URL */
+  AIR__CK_REDIS,  /* a redis:// URL without a password (redis_url.h) */
   AIR__CK_LISTEN, /* HOST:PORT */
   AIR__CK_TEXT,   /* non-empty, no NUL */
 } air__str_check;

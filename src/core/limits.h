@@ -44,6 +44,17 @@
 #define AIR__MAX_LOG_TURN_BYTES (1u << 20)   /* a worker's lines of one loop turn */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
 
+/* The shared state in Redis (DESIGN.md 3.1, src/state/redis.c). */
+#define AIR__MAX_REDIS_URL_BYTES 2048        /* state.redis.url and url_env's value */
+#define AIR__MAX_REDIS_HOST_BYTES 256        /* the host part of that URL */
+#define AIR__MAX_REDIS_SECRET_BYTES 512      /* its user or password, decoded */
+#define AIR__MAX_REDIS_PREFIX_BYTES 64       /* state.redis.prefix */
+#define AIR__MAX_REDIS_KEY_BYTES 1024        /* one key (prefix + kind + name + hash) */
+#define AIR__MAX_REDIS_QUEUE 4096            /* commands outstanding; past it dropped */
+#define AIR__MAX_REDIS_TIMEOUT_MS 60000      /* connect / command timeout option */
+#define AIR__MAX_REDIS_MESSAGE_BYTES 2048    /* one published change */
+#define AIR__MAX_REDIS_SCAN_KEYS 256         /* keys read per SCAN batch */
+
 /* The gateway's request limits (`limits:`, DESIGN.md 4): defaults (plain
  * decimals: the option table writes them as its default text) and the
  * largest value each option accepts. */

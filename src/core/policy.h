@@ -153,6 +153,21 @@ typedef struct air__limits {
   uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
 } air__limits;
 
+/* state.redis (DESIGN.md 3.1): where breaker, probe, cooldown and sticky
+ * state is shared. Given when url or url_env is. */
+typedef struct air__redis_cfg {
+  char *url;          /* state.redis.url: never holds a password */
+  char *url_env;      /* or the variable holding the URL (may hold one) */
+  char *password_env; /* the variable holding the password alone */
+  char *prefix;       /* key and channel prefix, default "airetry:" */
+  uint64_t connect_timeout_ms;
+  uint64_t command_timeout_ms;
+  /* Resolved at load (secrets: wiped when freed; never logged, never in
+   * `airetry check`): the URL to connect to and the password, when any. */
+  char *resolved_url;
+  char *password;
+} air__redis_cfg;
+
 struct air_config {
   char *file;
   char *listen;
@@ -163,7 +178,7 @@ struct air_config {
   size_t n_routes;
   air__policy defaults;  /* built-ins <- defaults: ; used for "provider/model" */
   air__breaker_cfg breaker_defaults;
-  char *redis_url;
+  air__redis_cfg redis; /* state.redis; resolved_url NULL: per process */
   char **forward_headers;
   size_t n_forward_headers;
   bool drop_params;

@@ -23,6 +23,11 @@ void air_state_free(air_state *st) {
   free(st);
 }
 
+void air__state_configure(air_state *st, const air_config *cfg) {
+  if (st != NULL && cfg != NULL && st->ops->configure)
+    st->ops->configure(st->impl, cfg);
+}
+
 air_breaker_mode air_state_breaker(air_state *st, const char *target,
                                    uint64_t now_ms) {
   if (st == NULL || target == NULL) return AIR_BREAKER_CLOSED;

@@ -62,6 +62,10 @@ typedef struct air__state_ops {
    * window at now_ms with no request counted. */
   void (*sticky_set)(void *impl, const char *route, const char *target,
                      uint64_t now_ms);
+  /* Optional: a config was loaded (at start and on every reload); a
+   * shared backend learns from it which targets and routes it shares and
+   * under which keys. cfg is borrowed for the call. */
+  void (*configure)(void *impl, const air_config *cfg);
   /* Frees impl (air_state_free). */
   void (*destroy)(void *impl);
 } air__state_ops;
@@ -78,6 +82,10 @@ struct air_state {
  * AIR_ENOMEM it does not. Returns 0, AIR_EINVAL or AIR_ENOMEM.
  */
 int air__state_new(const air__state_ops *ops, void *impl, air_state **out);
+
+/* Tells st's backend about a (re)loaded config (ops->configure); a no-op
+ * for a backend without one, and for st NULL. */
+void air__state_configure(air_state *st, const air_config *cfg);
 
 /*
  * What the engine calls: the decisions over the interface. st may be NULL

@@ -17,6 +17,8 @@
 #include "backoff.h"
 #include "gw_int.h"
 #include "limits.h"
+#include "redis.h"
+#include "state.h"
 
 /* ---- config snapshots ---------------------------------------------------------- */
 
@@ -108,6 +110,7 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
 /* ---- the request log --------------------------------------------------------------- */
 
 #define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
+#define STATE_WATCH_MS 100u          /* how often the Redis link is looked at */
 
 static _Thread_local air__gw_worker *log_worker;
 static _Thread_local air__log *log_ring; /* the worker process's main thread */
@@ -334,6 +337,21 @@ static void on_stop_signal(uv_signal_t *s, int signum) {
   uv_close((uv_handle_t *)&g->sig_term, NULL);
   uv_close((uv_handle_t *)&g->sig_int, NULL);
   uv_close((uv_handle_t *)&g->sig_hup, NULL);
+  uv_close((uv_handle_t *)&g->state_watch, NULL);
+}
+
+/* Every STATE_WATCH_MS: a line when the shared state's Redis link comes up
+ * or goes down (once per transition, never per request). */
+static void on_state_watch(uv_timer_t *t) {
+  air__gateway *g = t->data;
+  air__redis_stats s;
+  if (air__state_redis_stats(g->state, &s) != 0) return;
+  int up = s.up ? 1 : 0;
+  if (up == g->state_up) return;
+  if (up || g->state_up == 1)
+    say("airetry serve: state: redis link %s%s", up ? "up" : "down",
+        up ? "" : "; running on this instance's state until it is back");
+  g->state_up = up;
 }
 
 /* Swaps in c (a validated snapshot) and asks every thread to apply its
@@ -343,6 +361,7 @@ static void swap_cfg(air__gateway *g, air__gw_cfg *c) {
   air__gw_cfg *old = g->cur;
   g->cur = c;
   g->cfg_gen++;
+  air__state_configure(g->state, c->cfg);
   g->reload_left = g->n_workers;
   pthread_mutex_unlock(&g->mu);
   air__gw_cfg_release(old);
@@ -404,7 +423,11 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   g->w = calloc(g->n_workers, sizeof(air__gw_worker));
   int rc = g->w ? air__log_start(AIR__LOG_RING_BYTES, &g->log) : AIR_ENOMEM;
   log_ring = g->log;
-  if (rc == 0) rc = air_state_new(g->cur->cfg, &g->state, NULL);
+  air_error serr = {0};
+  if (rc == 0) {
+    rc = air_state_new(g->cur->cfg, &g->state, &serr);
+    if (rc != 0) say("airetry serve: %s", serr.message);
+  }
   if (rc == 0) rc = air__metrics_new(&g->metrics);
   if (rc == 0) {
     air__metrics_set_worker_restarts(g->metrics, restarts);
@@ -425,6 +448,11 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     uv_signal_start(&g->sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&g->sig_int, on_stop_signal, SIGINT);
     uv_signal_start(&g->sig_hup, on_hup, SIGHUP);
+    uv_timer_init(main_loop, &g->state_watch);
+    g->state_watch.data = g;
+    g->state_up = -1;
+    uv_timer_start(&g->state_watch, on_state_watch, STATE_WATCH_MS,
+                   STATE_WATCH_MS);
     signal(SIGPIPE, SIG_IGN);
     unsigned started = 0;
     for (; started < g->n_workers; started++) {
@@ -452,6 +480,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
       uv_close((uv_handle_t *)&g->sig_term, NULL);
       uv_close((uv_handle_t *)&g->sig_int, NULL);
       uv_close((uv_handle_t *)&g->sig_hup, NULL);
+      uv_close((uv_handle_t *)&g->state_watch, NULL);
       uv_run(main_loop, UV_RUN_DEFAULT);
       for (unsigned i = started; i < g->n_workers; i++) {
         air__gw_worker *w = &g->w[i];

@@ -139,6 +139,8 @@ struct air__gateway {
   atomic_size_t inflight_body;  /* body bytes being read by every worker */
   uint64_t grace_ms;
   uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t state_watch; /* notes the Redis link's transitions (once each) */
+  int state_up;           /* -1 unknown, 0 down, 1 up */
 };
 
 /* A new reference to the current config snapshot. */

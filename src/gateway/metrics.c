@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "redis.h"
 
 #define MAX_CELLS 65536
 #define FIRST_CAP 64 /* slots of the first table (a power of two) */
@@ -354,6 +355,38 @@ static void put_scalar(air__buf *out, const char *name, const char *help,
   air__buf_putc(out, '\n');
 }
 
+static void put_gauge(air__buf *out, const char *name, const char *help,
+                      uint64_t v) {
+  put_head(out, name, help, "gauge");
+  air__buf_puts(out, name);
+  air__buf_putc(out, ' ');
+  air__buf_putu(out, v);
+  air__buf_putc(out, '\n');
+}
+
+/* The shared state's Redis link (DESIGN.md 3.1), when state is in Redis. */
+static void put_state_link(air__buf *out, air_state *st) {
+  air__redis_stats s;
+  if (air__state_redis_stats(st, &s) != 0) return;
+  put_gauge(out, "airetry_state_redis_up",
+            "1 while the shared state's Redis link is up.", s.up ? 1 : 0);
+  put_scalar(out, "airetry_state_redis_reconnects_total",
+             "Redis links made again after the first.", s.reconnects);
+  put_scalar(out, "airetry_state_redis_command_errors_total",
+             "Redis error replies, timed-out and lost commands.",
+             s.command_errors);
+  put_scalar(out, "airetry_state_redis_dropped_writes_total",
+             "State changes not sent (queue full or link down; merged "
+             "when the link is back).",
+             s.dropped);
+  put_scalar(out, "airetry_state_redis_applied_total",
+             "State changes of other instances applied to this one.",
+             s.applied);
+  put_gauge(out, "airetry_state_redis_seconds_since_sync",
+            "Seconds since the last full sync with Redis (0 before one).",
+            s.synced ? s.since_sync_ms / 1000u : 0);
+}
+
 /* Bucket counts are read one by one while requests go on: each read is
  * clamped to the one before, so the exposition stays cumulative. */
 static void put_histogram(air__buf *out, const char *name, const char *help,
@@ -407,6 +440,7 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_scalar(out, "airetry_log_lines_dropped_total",
              "Log lines dropped because stderr did not keep up.",
              m->log_dropped ? atomic_load(m->log_dropped) : 0);
+  put_state_link(out, st);
   put_head(out, "airetry_breaker_state",
            "Breaker per target: 0 closed, 1 open, 2 half-open.", "gauge");
   for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "limits.h"
 #include "state.h"
+#include "state_new.h"
 
 #define NBUCKETS 1024u
 
@@ -199,8 +200,7 @@ static const air__state_ops local_ops = {
     .destroy = local_destroy,
 };
 
-int air_state_new(const air_config *cfg, air_state **out, air_error *err) {
-  (void)cfg;
+int air__state_local_new(air_state **out, air_error *err) {
   if (out == NULL) return air__error_set(err, AIR_EINVAL, "out is NULL");
   local *st = calloc(1, sizeof(*st));
   if (st == NULL) return air__error_set(err, AIR_ENOMEM, "out of memory");

@@ -198,7 +198,11 @@ static void builtin_defaults_are_design_3(void **state) {
 
   assert_string_equal(air_config_listen(cfg), "127.0.0.1:8080");
   assert_null(cfg->client_keys_env);
-  assert_null(cfg->redis_url);
+  assert_null(cfg->redis.url);
+  assert_null(cfg->redis.resolved_url);
+  assert_string_equal(cfg->redis.prefix, "airetry:");
+  assert_int_equal(cfg->redis.connect_timeout_ms, 200);
+  assert_int_equal(cfg->redis.command_timeout_ms, 200);
   assert_int_equal(cfg->n_forward_headers, 0);
   assert_false(cfg->drop_params);
   assert_int_equal(cfg->default_max_tokens, 4096);
@@ -403,7 +407,7 @@ static void misc_values(void **state) {
   (void)state;
   air_config *cfg = good(
       "listen: \"[::1]:9000\"\n"
-      "state: {redis: \"redis://127.0.0.1:6379\"}\n"
+      "state: {redis: {url: \"redis://127.0.0.1:6379\", prefix: \"x:\"}}\n"
       "forward_headers: [Anthropic-Beta, openai-project]\n"
       "drop_params: true\n"
       "default_max_tokens: 1024\n"
@@ -420,7 +424,9 @@ static void misc_values(void **state) {
       "  - {name: s, targets: *t, rules: [{on: rate_limit, action: retry,\n"
       "     max: unlimited, retry_after: {max_ms: 0}}]}\n");
   assert_string_equal(air_config_listen(cfg), "[::1]:9000");
-  assert_string_equal(cfg->redis_url, "redis://127.0.0.1:6379");
+  assert_string_equal(cfg->redis.url, "redis://127.0.0.1:6379");
+  assert_string_equal(cfg->redis.resolved_url, "redis://127.0.0.1:6379");
+  assert_string_equal(cfg->redis.prefix, "x:");
   assert_int_equal(cfg->n_forward_headers, 2);
   assert_string_equal(cfg->forward_headers[0], "anthropic-beta");
   assert_true(cfg->drop_params);
@@ -436,6 +442,81 @@ static void misc_values(void **state) {
   assert_string_equal(cfg->routes[1].targets[1].name, "p/b");
   assert_int_equal(cfg->routes[1].policy.rules[0].max, AIR__UNLIMITED);
   assert_int_equal(cfg->routes[1].policy.rules[0].retry_after_max_ms, 0);
+  air_config_free(cfg);
+}
+
+/* state.redis: url or url_env, rediss:// refused with its reason, no
+ * password in the file; the password and the env URL never appear in a
+ * diagnostic or in the dump, which says where state lives. */
+static void redis_state_settings(void **state) {
+  (void)state;
+  diags ds;
+  air_config *cfg = NULL;
+  setenv("AIR__TEST_RURL", "redis://bob:pw-in-url-777@127.0.0.1:6390/3", 1);
+  setenv("AIR__TEST_RPW", "pw-alone-888", 1);
+  cfg = good(
+      "state:\n"
+      "  redis: {url_env: AIR__TEST_RURL, password_env: AIR__TEST_RPW,\n"
+      "          connect_timeout_ms: 50, command_timeout_ms: 70}\n");
+  assert_string_equal(cfg->redis.resolved_url,
+                      "redis://bob:pw-in-url-777@127.0.0.1:6390/3");
+  assert_string_equal(cfg->redis.password, "pw-alone-888");
+  assert_int_equal(cfg->redis.connect_timeout_ms, 50);
+  assert_int_equal(cfg->redis.command_timeout_ms, 70);
+  char *out = dump_text(cfg);
+  assert_null(strstr(out, "pw-in-url-777"));
+  assert_null(strstr(out, "pw-alone-888"));
+  assert_non_null(strstr(out,
+                         "# shared through redis://bob:***@127.0.0.1:6390/3, "
+                         "password from password_env"));
+  free(out);
+  air_config_free(cfg);
+
+  cfg = good("listen: 127.0.0.1:1\n");
+  out = dump_text(cfg);
+  assert_non_null(strstr(out,
+                         "# not in use: breaker and sticky state is "
+                         "per process"));
+  free(out);
+  air_config_free(cfg);
+
+  /* rediss:// names the reason, in url and in url_env. */
+  assert_int_equal(
+      parse("state: {redis: {url: \"rediss://h:6380\"}}\n", &ds, &cfg),
+      AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 1, 22, "hiredis 0.14 has no TLS");
+  setenv("AIR__TEST_RURL", "rediss://:pw-tls-999@h:6380", 1);
+  assert_int_equal(
+      parse("state: {redis: {url_env: AIR__TEST_RURL}}\n", &ds, &cfg),
+      AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 1, 17, "no TLS");
+  for (size_t i = 0; i < ds.n; i++) assert_null(strstr(ds.d[i].msg, "pw-"));
+  /* A password in the file is an error that does not quote it. */
+  assert_int_equal(
+      parse("state: {redis: {url: \"redis://:pw-file-555@h/1\"}}\n", &ds, &cfg),
+      AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 1, 22, "must not hold a password");
+  for (size_t i = 0; i < ds.n; i++) assert_null(strstr(ds.d[i].msg, "pw-"));
+  /* Neither, both, a bad port, the old string form. */
+  assert_int_equal(parse("state: {redis: {prefix: a}}\n", &ds, &cfg),
+                   AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 1, 17, "needs url or url_env");
+  assert_int_equal(
+      parse("state: {redis: {url: \"redis://h\", url_env: X}}\n", &ds, &cfg),
+      AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 1, 17, "not both");
+  assert_int_equal(
+      parse("state: {redis: {url: \"redis://h:99999\"}}\n", &ds, &cfg),
+      AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 1, 22, "port");
+  assert_int_equal(parse("state: {redis: \"redis://h\"}\n", &ds, &cfg),
+                   AIR_ECONFIG);
+  /* An unset url_env is a warning: state stays per process. */
+  unsetenv("AIR__TEST_RURL");
+  assert_int_equal(
+      parse("state: {redis: {url_env: AIR__TEST_RURL}}\n", &ds, &cfg), 0);
+  expect_diag(&ds, AIR_DIAG_WARNING, 1, 17, "state stays per process");
+  assert_null(cfg->redis.resolved_url);
   air_config_free(cfg);
 }
 
@@ -921,6 +1002,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(defaults_section_merges),
       cmocka_unit_test(target_map_form),
       cmocka_unit_test(misc_values),
+      cmocka_unit_test(redis_state_settings),
       cmocka_unit_test(json_input_works),
       cmocka_unit_test(every_error_reported_with_position),
       cmocka_unit_test(missing_env_is_a_warning),
