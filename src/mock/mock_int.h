@@ -51,11 +51,12 @@
 #define AIR__MOCK_DEFAULT_TOKENS 8u
 #define AIR__MOCK_MAX_TOOL_CALLS 64u /* tool_calls: N (codecs track 128) */
 #define AIR__MOCK_TOOL_NAME "get_weather"
-#define AIR__MOCK_MAX_SCHEMA_DEPTH 32u   /* nesting followed in a schema */
-#define AIR__MOCK_EMBED_DIMS 16u         /* embedding length by default */
-#define AIR__MOCK_MAX_EMBED_DIMS 4096    /* dimensions: N */
-#define AIR__MOCK_MAX_EMBED_INPUTS 2048u /* inputs of one embeddings request \
-                                          */
+#define AIR__MOCK_MAX_SCHEMA_DEPTH 32u /* nesting followed in a schema */
+#define AIR__MOCK_EMBED_DIMS 16u       /* embedding length by default */
+#define AIR__MOCK_MAX_EMBED_DIMS 4096  /* dimensions: N */
+#define AIR__MOCK_MAX_EMBED_INPUTS          \
+  2048u /* inputs of one embeddings request \
+         */
 #define AIR__MOCK_MAX_WHOLE_BYTES (32u << 20) /* an embeddings / count body */
 #define AIR__MOCK_REFUSAL_TEXT \
   "I'm sorry, but I cannot assist with that request."
@@ -216,6 +217,10 @@ typedef struct air__mock_answer {
   air__mock_ev *ev;
   size_t n_ev;
   air_finish finish; /* the finish of the whole answer */
+  /* json with a forced tool (docs/mock.md): the answer is one call of that
+   * tool, its name and arguments (the schema's instance) in text. */
+  bool forced;
+  size_t fname_off, fname_len, fargs_off, fargs_len;
 } air__mock_answer;
 
 void air__mock_answer_init(air__mock_answer *a);

@@ -1021,6 +1021,63 @@ static void test_json_answers(void **state) {
   air__mock_answer_cleanup(&a);
 }
 
+/* json with a forced tool: one call of that tool whose arguments are the
+ * schema's instance, in both dialects; tool_calls: N keeps get_weather. */
+static void test_json_forced_tool(void **state) {
+  (void)state;
+#define FORCED_SCHEMA                                             \
+  "{\"type\":\"object\",\"required\":[\"city\"],\"properties\":{" \
+  "\"city\":{\"type\":\"string\"}}}"
+  static const struct {
+    air_dialect api;
+    const char *req;
+  } cases[] = {
+      {AIR_DIALECT_ANTHROPIC,
+       "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"tools\":[{"
+       "\"name\":\"other\",\"input_schema\":{}},{\"name\":\"out\","
+       "\"input_schema\":" FORCED_SCHEMA
+       "}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"out\"}}"},
+      {AIR_DIALECT_OPENAI,
+       "{\"model\":\"m\",\"messages\":[],\"tools\":[{\"type\":"
+       "\"function\",\"function\":{\"name\":\"out\","
+       "\"parameters\":" FORCED_SCHEMA
+       "}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
+       "\"out\"}}}"},
+  };
+#undef FORCED_SCHEMA
+  for (size_t c = 0; c < 2; c++) {
+    const char *req = cases[c].req;
+    air__mock_answer a;
+    air__mock_answer_init(&a);
+    air__mock_beh b = {.set = AIR__MOCK_K_JSON, .json = true};
+    build(&a, &b, cases[c].api, req);
+    assert_true(a.forced);
+    assert_int_equal(a.finish, AIR_FINISH_TOOL_CALLS);
+    got g;
+    air__buf bytes;
+    air__buf_init(&bytes, 1u << 20);
+    decode_stream(&a, cases[c].api, &g, &bytes);
+    assert_int_equal(g.n_tools, 1);
+    assert_string_equal(g.names[0], "out");
+    assert_int_equal(g.args[0].n, strlen("{\"city\": \"x\"}"));
+    assert_memory_equal(g.args[0].p, "{\"city\": \"x\"}", g.args[0].n);
+    assert_int_equal(g.text.n, 0);
+    got_cleanup(&g);
+    air__buf_cleanup(&bytes);
+
+    /* tool_calls: N wins: get_weather, not the forced tool. */
+    air__mock_beh t = {.set = AIR__MOCK_K_JSON | AIR__MOCK_K_TOOL_CALLS,
+                       .json = true,
+                       .tool_calls = 1};
+    build(&a, &t, cases[c].api, req);
+    assert_false(a.forced);
+    air_part p = air__mock_answer_part(&a, 0);
+    assert_int_equal(p.kind, AIR_PART_TOOL_START);
+    assert_memory_equal(p.name, AIR__MOCK_TOOL_NAME, p.name_len);
+    air__mock_answer_cleanup(&a);
+  }
+}
+
 /* ---- answers without a stream (embed.c) ---------------------------------- */
 
 static json_t *doc(const char *text) {
@@ -1216,6 +1273,7 @@ int main(void) {
       cmocka_unit_test(test_reasoning),
       cmocka_unit_test(test_native_refusal),
       cmocka_unit_test(test_json_answers),
+      cmocka_unit_test(test_json_forced_tool),
       cmocka_unit_test(test_embeddings),
       cmocka_unit_test(test_count_tokens),
   };
