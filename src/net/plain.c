@@ -65,8 +65,7 @@ static uint64_t now_of(const air__plain *p) {
   return p->clock->now_ms(p->clock->data);
 }
 
-/* ---- the read-only breaker (record false) ---------------------------------
- */
+/* ---- the read-only breaker (record false) -------------------------------- */
 
 /* Closed admits; anything else is passed over as if open, reopening "now"
  * (so when every target is passed over the first is tried). No lease. */
@@ -122,8 +121,7 @@ static const air__state_ops ro_ops = {
     ro_mode,      ro_sticky_get, ro_sticky_set, ro_destroy,
 };
 
-/* ---- timers
- * ------------------------------------------------------------------ */
+/* ---- timers -------------------------------------------------------------- */
 
 static void rearm(air__plain *p) {
   uint64_t next = 0;
@@ -152,8 +150,7 @@ static void xfer_cancel(air__plain *p) {
   p->xfer = NULL;
 }
 
-/* ---- the end
- * ----------------------------------------------------------------- */
+/* ---- the end ------------------------------------------------------------- */
 
 /* "no target of this route serves /v1/embeddings: anthropic/claude (...)"
  * when every target was skipped; kept in strs. */
@@ -214,8 +211,7 @@ static void end(air__plain *p, int rc) {
   p->cb.on_end(p->cb.data, &r);
 }
 
-/* ---- the attempt's failure
- * --------------------------------------------------- */
+/* ---- the attempt's failure ----------------------------------------------- */
 
 /* Copies s into strs with the upstream key replaced by "[redacted]" (an
  * upstream may echo the key it got); an offset + 1, fixed by fix(). */
@@ -287,8 +283,7 @@ static void attempt_failed(air__plain *p) {
   step(p);
 }
 
-/* ---- transport callbacks
- * ------------------------------------------------------- */
+/* ---- transport callbacks ------------------------------------------------- */
 
 static void keep_headers(air__plain *p, const air_header *h, size_t n) {
   air__buf_reset(&p->kept);
@@ -401,8 +396,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
   end(p, 0);
 }
 
-/* ---- timers' handlers
- * -------------------------------------------------------- */
+/* ---- timers' handlers ---------------------------------------------------- */
 
 static void timeout_fail(air__plain *p, air_reason reason, const char *msg) {
   xfer_cancel(p);
@@ -443,8 +437,7 @@ static void on_timer(void *arg) {
   if (!p->freeing && !p->ended) rearm(p);
 }
 
-/* ---- attempts
- * ---------------------------------------------------------------- */
+/* ---- attempts ------------------------------------------------------------ */
 
 typedef struct hdrs {
   air__buf buf;
@@ -642,8 +635,7 @@ static void step(air__plain *p) {
   }
 }
 
-/* ---- lifecycle --------------------------------------------------------------
- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 static void on_timer_closed(void *arg) {
   air__plain *p = arg;
