@@ -180,6 +180,16 @@ static const air__opt opts[] = {
             "connection of the process (a declared Content-Length counts "
             "from the head); a request that would pass it gets 503 with "
             "retry-after: 1, its body unread."},
+    {.name = "max_response_bytes",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_response_bytes),
+     MS(1024, AIR__MAX_RESPONSE_BYTES_LIMIT),
+     .def = DEF_TEXT(AIR__DEFAULT_MAX_RESPONSE_BYTES),
+     .doc = "Largest whole upstream response body read: an embeddings or "
+            "count_tokens answer, or a JSON body sent for a streamed request. "
+            "Past it the attempt fails with reason malformed and the route's "
+            "rules decide."},
 
     /* ---- state ---- */
     {.name = "redis",

@@ -151,6 +151,7 @@ typedef struct air__limits {
   uint64_t idle_timeout_ms;
   uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
   uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
+  uint64_t max_response_bytes;  /* a whole (non-stream) upstream body */
 } air__limits;
 
 /* state.redis (DESIGN.md 3.1): where breaker, probe, cooldown and sticky

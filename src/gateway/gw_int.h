@@ -157,6 +157,19 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg);
 void air__gw_log(const char *p, size_t n);
 /* Writes the streamed events the worker's requests produced this loop turn. */
 void air__gw_flush(air__gw_worker *w);
+/* "YYYY-MM-DDThh:mm:ss.mmmZ" of now into t (at least 25 bytes). */
+void air__gw_utc_now(char *t, size_t n);
+/* An error in the caller's dialect before any exchange, with its log line
+ * (request.c). */
+void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
+                           air_reason reason, const char *message,
+                           const char *rid);
+/* POST /v1/embeddings (dialect OpenAI) and /v1/messages/count_tokens
+ * (Anthropic) through the plain exchange (plain_ep.c). Takes over cfg's
+ * reference and finishes req. */
+void air__gw_plain(air__gw_worker *w, air__http_req *req,
+                   const air__http_request *msg, air_dialect dialect,
+                   air__gw_cfg *cfg, const char *rid);
 /* Tracks a request id in flight for the supervisor's death report;
  * returns the handle for air__gw_inflight_end. */
 int air__gw_inflight_begin(air__gw_worker *w, const char *rid);

@@ -66,7 +66,7 @@ static const air__http_field json_ct = {"content-type", 12, "application/json", 
 
 /* "YYYY-MM-DDThh:mm:ss.mmmZ" of now into t (at least 25 bytes); the date
  * and time of day are formatted once per second per thread. */
-static void utc_now(char *t, size_t n) {
+void air__gw_utc_now(char *t, size_t n) {
   static _Thread_local time_t sec = -1;
   static _Thread_local char head[64];  /* "YYYY-MM-DDThh:mm:ss" */
   struct timespec ts;
@@ -100,7 +100,7 @@ static void log_rejected(const air__http_request *msg, air_dialect dialect,
   air__buf b;
   air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
   char t[64];
-  utc_now(t, sizeof(t));
+  air__gw_utc_now(t, sizeof(t));
   air__buf_puts(&b, "{\"time\":\"");
   air__buf_puts(&b, t);
   air__buf_puts(&b, "\",\"request_id\":");
@@ -121,9 +121,9 @@ static void log_rejected(const air__http_request *msg, air_dialect dialect,
 }
 
 /* An error in the caller's dialect, before any exchange. */
-static void respond_error(air__http_req *req, air_dialect dialect, int status,
-                          air_reason reason, const char *message,
-                          const char *rid) {
+void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
+                           air_reason reason, const char *message,
+                           const char *rid) {
   log_rejected(air__http_req_msg(req), dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
@@ -227,7 +227,7 @@ static void models_list(air__http_req *req, const air__http_request *msg,
   air_dialect dialect = anth ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   if (air__buf_error(&b) != 0) {
     air__buf_cleanup(&b);
-    respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
                   "the model list is over the gateway's limits", NULL);
     return;
   }
@@ -255,7 +255,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf b;
   air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
   char t[64];
-  utc_now(t, sizeof(t));
+  air__gw_utc_now(t, sizeof(t));
   air__buf_puts(&b, "{\"time\":\"");
   air__buf_puts(&b, t);
   air__buf_puts(&b, "\",\"request_id\":\"");
@@ -525,7 +525,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   gw_req *r = calloc(1, sizeof(*r));
   if (r == NULL) {
     air__gw_cfg_release(cfg);
-    respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, "out of memory", NULL);
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, "out of memory", NULL);
     return;
   }
   r->w = w;
@@ -541,7 +541,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   memset(&err, 0, sizeof(err));
   if (air__request_parse(dialect, msg->body.p ? msg->body.p : "", msg->body.n,
                          &r->areq, &err) != 0) {
-    respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, err.message, r->rid);
+    air__gw_respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, err.message, r->rid);
     finish_request(r);
     return;
   }
@@ -564,10 +564,10 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     char m[320];
     snprintf(m, sizeof(m), "model '%.200s' is not a route or provider/model",
              r->areq.model);
-    respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND, m, r->rid);
+    air__gw_respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND, m, r->rid);
     finish_request(r);
   } else if (rc != 0) {
-    respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, air_strerror(rc), r->rid);
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, air_strerror(rc), r->rid);
     finish_request(r);
   } else if (r->ended) {
     finish_request(r);
@@ -595,7 +595,8 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   air__gw_cfg_release(cfg);
   if (ok) return;
   air__str p = msg->path;
-  bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
+  bool is_msgs = (p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0) ||
+                 (p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0);
   air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
@@ -618,7 +619,9 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   air__str p = msg->path;
   bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
-  air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+  bool is_emb = p.n == 14 && memcmp(p.p, "/v1/embeddings", 14) == 0;
+  bool is_count = p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0;
+  air_dialect dialect = is_msgs || is_count ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   if (is_healthz(p)) {
@@ -628,13 +631,20 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
       method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else if (!authorized(cfg, msg)) {
     /* Every endpoint but /healthz: the key comes before anything else. */
-    respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
+    air__gw_respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
   } else if (is_chat || is_msgs) {
     if (!post) {
       method_not_allowed(req, dialect, "POST", rid);
     } else {
       chat(w, req, msg, dialect, cfg, rid);
       return; /* chat owns the config reference now */
+    }
+  } else if (is_emb || is_count) {
+    if (!post) {
+      method_not_allowed(req, dialect, "POST", rid);
+    } else {
+      air__gw_plain(w, req, msg, dialect, cfg, rid);
+      return; /* it owns the config reference now */
     }
   } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0) {
     if (get)
@@ -647,7 +657,7 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
     else
       method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else {
-    respond_error(req, AIR_DIALECT_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
+    air__gw_respond_error(req, AIR_DIALECT_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
                   rid);
   }
   air__gw_cfg_release(cfg);

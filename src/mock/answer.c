@@ -15,7 +15,7 @@
 #define LIT(s) s, sizeof(s) - 1
 
 /* The answer text's maximum: the longest canonical answer fits. */
-#define ANSWER_MAX_BYTES                                      \
+#define ANSWER_MAX_BYTES                                        \
   (AIR__MOCK_MAX_MODEL_BYTES + 4u + AIR__MOCK_MAX_TOKENS * 9u + \
    AIR__MOCK_MAX_TEXT_BYTES)
 
@@ -135,6 +135,38 @@ int air__mock_schema_instance(const json_t *schema, air__buf *out) {
   return instance(schema, 0, out);
 }
 
+/*
+ * The tool a request forces (Anthropic tool_choice {"type": "tool", "name"},
+ * OpenAI {"type": "function", "function": {"name"}}) when its tools list has
+ * it with an object schema (input_schema / function.parameters): 1 with
+ * *name and *schema set, else 0.
+ */
+static int forced_tool(const json_t *req, const json_t **name,
+                       const json_t **schema) {
+  const json_t *tc = json_object_get(req, "tool_choice");
+  const char *type = json_string_value(json_object_get(tc, "type"));
+  const json_t *n = NULL;
+  if (type != NULL && strcmp(type, "tool") == 0)
+    n = json_object_get(tc, "name");
+  else if (type != NULL && strcmp(type, "function") == 0)
+    n = json_object_get(json_object_get(tc, "function"), "name");
+  if (!json_is_string(n)) return 0;
+  size_t i;
+  const json_t *t;
+  json_array_foreach(json_object_get(req, "tools"), i, t) {
+    const json_t *f = json_object_get(t, "function");
+    const json_t *tn = json_object_get(f ? f : t, "name");
+    const json_t *sc = f ? json_object_get(f, "parameters")
+                         : json_object_get(t, "input_schema");
+    if (json_is_string(tn) && json_equal(tn, n) && json_is_object(sc)) {
+      *name = n;
+      *schema = sc;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The JSON answer text: the schema's instance, else {"answer": canonical}. */
 static int json_text(const char *model, size_t m_n, const air__mock_beh *b,
                      const json_t *req, air__buf *out) {
@@ -166,12 +198,20 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
   a->ev = NULL;
   a->n = a->first = a->last = a->n_ev = 0;
   a->prefill = false;
+  a->forced = false;
   int rc = 0;
   air__buf jtext;
   air__buf_init(&jtext, ANSWER_MAX_BYTES);
   const char *src = NULL;
+  const json_t *fname = NULL, *fschema = NULL;
   if ((b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL) {
     src = b->refusal;
+  } else if ((b->set & AIR__MOCK_K_JSON) && b->json &&
+             !((b->set & AIR__MOCK_K_TOOL_CALLS) && b->tool_calls > 0) &&
+             forced_tool(req, &fname, &fschema)) {
+    /* The call's arguments; the text stays the canonical answer. */
+    rc = air__mock_schema_instance(fschema, &jtext);
+    a->forced = rc == 0;
   } else if ((b->set & AIR__MOCK_K_JSON) && b->json) {
     rc = json_text(model, m_n, b, req, &jtext);
     src = rc == 0 ? jtext.p : NULL;
@@ -203,6 +243,15 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
       if (rc == 0) rc = air__buf_addu(&a->text, i);
       if (rc == 0) a->ends[a->n++] = a->text.n;
     }
+  }
+  if (rc == 0 && a->forced) {
+    a->fname_off = a->text.n;
+    rc = air__buf_add(&a->text, json_string_value(fname),
+                      json_string_length(fname));
+    a->fname_len = a->text.n - a->fname_off;
+    a->fargs_off = a->text.n;
+    if (rc == 0) rc = air__buf_add(&a->text, jtext.p, jtext.n);
+    a->fargs_len = a->text.n - a->fargs_off;
   }
   air__buf_cleanup(&jtext);
   if (rc != 0) return rc;
@@ -243,7 +292,8 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
   uint32_t tools = (b->set & AIR__MOCK_K_TOOL_CALLS) ? b->tool_calls : 0;
   bool refusal = (b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL;
   bool native = refusal && b->refusal_native;
-  if (refusal) tools = 0; /* a refusal answers nothing else */
+  if (tools == 0 && a->forced) tools = 1; /* the forced tool's one call */
+  if (refusal) tools = 0;                 /* a refusal answers nothing else */
   size_t text_n = a->last - a->first;
   size_t cap = (size_t)reasoning + (size_t)tools * (1 + TOOL_PIECES) + text_n;
   free(a->ev);
@@ -274,6 +324,11 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
                : air__buf_add(&a->text, LIT("call_mock_"));
       if (rc == 0) rc = air__buf_addu(&a->text, i);
       id_len[i] = a->text.n - id_off[i];
+      if (rc == 0 && a->forced) {
+        arg_off[i] = a->fargs_off;
+        arg_len[i] = a->fargs_len;
+        continue;
+      }
       arg_off[i] = a->text.n;
       if (rc == 0) rc = air__buf_add(&a->text, LIT("{\"location\": \"city-"));
       if (rc == 0) rc = air__buf_addu(&a->text, i);
@@ -330,6 +385,10 @@ air_part air__mock_answer_part(const air__mock_answer *a, size_t i) {
     p.id_len = e->id_len;
     p.name = AIR__MOCK_TOOL_NAME;
     p.name_len = sizeof(AIR__MOCK_TOOL_NAME) - 1;
+    if (a->forced) {
+      p.name = a->text.p + a->fname_off;
+      p.name_len = a->fname_len;
+    }
   }
   return p;
 }

@@ -146,8 +146,8 @@ static size_t fit(const char *s, size_t n, size_t max) {
 
 air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
                                    const char *model, size_t model_n,
-                                   unsigned attempt, air_dialect api, bool stream,
-                                   const char *fault) {
+                                   unsigned attempt, air_dialect api,
+                                   bool stream, const char *fault) {
   if (make_room(l) != 0) return NULL;
   size_t mn = fit(model, model_n, AIR__MOCK_MAX_LOG_MODEL_BYTES);
   size_t fn = strlen(fault);
@@ -204,6 +204,11 @@ int air__mock_log_json(const air__mock_log *l, air__buf *out) {
     if (rc == 0)
       rc = air__buf_adds(out,
                          e->stream ? ",\"stream\":true" : ",\"stream\":false");
+    if (rc == 0 && e->endpoint != NULL) {
+      rc = air__buf_add(out, LIT(",\"endpoint\":"));
+      if (rc == 0)
+        rc = air__buf_add_json_str(out, e->endpoint, strlen(e->endpoint));
+    }
     if (rc == 0) rc = air__buf_add(out, LIT(",\"fault\":"));
     if (rc == 0) rc = air__buf_add_json_str(out, e->fault, strlen(e->fault));
     if (rc == 0) rc = air__buf_add(out, LIT(",\"status\":"));

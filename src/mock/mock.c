@@ -70,6 +70,8 @@ struct xchg {
   size_t sent;  /* content events sent */
   size_t total; /* content events of this response */
   bool malformed_sent;
+  const char *endpoint; /* "embeddings", "count_tokens"; NULL: chat */
+  air__buf whole;       /* their answer body, built at arrival */
   char id[32];
 };
 
@@ -106,6 +108,7 @@ static void xchg_free(uv_handle_t *h) {
   xchg *x = h->data;
   air__mock_answer_cleanup(&x->ans);
   air__buf_cleanup(&x->out);
+  air__buf_cleanup(&x->whole);
   free(x->model);
   free(x->storage);
   free(x);
@@ -168,8 +171,9 @@ static size_t fields(const xchg *x, air__http_field *f, const char *ctype) {
   size_t n = add_field(f, 0, "content-type", ctype);
   if (strcmp(ctype, "text/event-stream") == 0)
     n = add_field(f, n, "cache-control", "no-cache");
-  n = add_field(
-      f, n, x->api == AIR_DIALECT_ANTHROPIC ? "request-id" : "x-request-id", x->id);
+  n = add_field(f, n,
+                x->api == AIR_DIALECT_ANTHROPIC ? "request-id" : "x-request-id",
+                x->id);
   if ((b->set & AIR__MOCK_K_RETRY_AFTER) && b->retry_after != NULL)
     n = add_field(f, n, "retry-after", b->retry_after);
   if ((b->set & AIR__MOCK_K_RETRY_AFTER_MS) && b->retry_after_ms != NULL)
@@ -400,8 +404,8 @@ static void stream_begin(xchg *x) {
     step(x);
 }
 
-/* A whole (non-streaming) answer, or part of it for cut/stall. */
-static void body(xchg *x) {
+/* The whole chat answer into x->out. */
+static int chat_body(xchg *x) {
   x->total = x->ans.n_ev;
   air__aggregate a;
   air__aggregate_init(&a);
@@ -425,6 +429,19 @@ static void body(xchg *x) {
   air__buf_reset(&x->out);
   if (rc == 0) rc = x->ops->encode_response(&a, &x->out);
   air__aggregate_cleanup(&a);
+  return rc;
+}
+
+/* A whole (non-streaming) answer, or part of it for cut/stall: the chat
+ * answer, or the embeddings / count_tokens body built at arrival. */
+static void body(xchg *x) {
+  int rc = 0;
+  if (x->endpoint != NULL) {
+    air__buf_reset(&x->out);
+    rc = air__buf_add(&x->out, x->whole.p, x->whole.n);
+  } else {
+    rc = chat_body(x);
+  }
   if (rc == 0 && has(x, AIR__MOCK_K_MALFORMED)) {
     x->out.n /= 2;
     rc = air__buf_add(&x->out, LIT("{\"broken"));
@@ -574,6 +591,7 @@ static xchg *xchg_new(air__mock *m, air__http_req *req, air_dialect api,
   x->model_n = n;
   air__mock_answer_init(&x->ans);
   air__buf_init(&x->out, AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES / 2);
+  air__buf_init(&x->whole, AIR__MOCK_MAX_WHOLE_BYTES);
   uv_timer_init(m->loop, &x->timer);
   x->timer.data = x;
   x->next = m->live;
@@ -674,6 +692,96 @@ static void api_request(air__mock *m, air__http_req *req,
     head(x);
 }
 
+/*
+ * POST /v1/embeddings (OpenAI) and /v1/messages/count_tokens (Anthropic):
+ * the answer body is built from the request at once (a bad request is 400
+ * in the dialect, neither counted nor logged), then the attempt's behaviour
+ * chooses what is sent, as for a non-streaming chat request.
+ */
+static void whole_request(air__mock *m, air__http_req *req,
+                          const air__http_request *msg, air_dialect api,
+                          const char *endpoint) {
+  json_error_t jerr;
+  json_t *doc =
+      json_loadb(msg->body.p ? msg->body.p : "", msg->body.n, 0, &jerr);
+  const json_t *model = json_object_get(doc, "model");
+  const char *bad = NULL;
+  if (!json_is_object(doc))
+    bad = "the body is not a JSON object";
+  else if (!json_is_string(model) || json_string_length(model) == 0)
+    bad = "model: expected a non-empty string";
+  else if (json_string_length(model) > AIR__MOCK_MAX_MODEL_BYTES ||
+           memchr(json_string_value(model), '\0', json_string_length(model)))
+    bad = "model: too long for the mock (or holds NUL)";
+  if (bad != NULL) {
+    json_decref(doc);
+    plain_error(req, api, 400, bad, NULL);
+    return;
+  }
+  const char *name = json_string_value(model);
+  size_t model_n = json_string_length(model);
+  air__buf whole;
+  air__buf_init(&whole, AIR__MOCK_MAX_WHOLE_BYTES);
+  const char *err = NULL;
+  int rc = api == AIR_DIALECT_OPENAI
+               ? air__mock_embeddings(doc, name, model_n, &whole, &err)
+               : air__mock_count_tokens(doc, &whole, &err);
+  if (rc != 0) {
+    json_decref(doc);
+    air__buf_cleanup(&whole);
+    plain_error(req, api, 400, err ? err : "mock: bad request", NULL);
+    return;
+  }
+  unsigned attempt = 0;
+  rc = air__mock_log_count(&m->log, name, model_n, &attempt);
+  air__request stub = {.dialect = api, .model = name};
+  xchg *x = rc == 0 ? xchg_new(m, req, api, &stub, model_n) : NULL;
+  json_decref(doc);
+  if (x == NULL) {
+    air__buf_cleanup(&whole);
+    plain_error(req, api, 503,
+                rc == AIR_ETOOBIG
+                    ? "mock: too many model names since the last reset "
+                      "(POST /__mock/reset)"
+                    : "mock: out of memory",
+                NULL);
+    return;
+  }
+  air__buf_cleanup(&x->whole);
+  x->whole = whole;
+  x->endpoint = endpoint;
+  snprintf(x->id, sizeof(x->id), "mock-%llu", (unsigned long long)++m->seq);
+  uint64_t t_ms = now_ms(m);
+  air__mock_diag diag = {0};
+  const air__mock_model *mm = NULL;
+  int badname = choose_model(x, &mm, &diag);
+  air__buf fault;
+  air__buf_init(&fault, 1024);
+  if (badname == 0) {
+    air__mock_select(mm, attempt, t_ms, &x->beh);
+    rc = air__mock_describe(&x->beh, &fault);
+  } else {
+    rc = air__buf_adds(&fault, "bad_model_name");
+  }
+  air__mock_entry *e =
+      air__mock_log_add(&m->log, t_ms, x->model, x->model_n, attempt, api,
+                        false, rc == 0 ? fault.p : "?");
+  if (e != NULL) e->endpoint = endpoint;
+  x->log_id = e ? e->id : 0;
+  air__buf_cleanup(&fault);
+  if (badname != 0) {
+    air__mock_beh none = {0};
+    x->beh = none;
+    respond_error(x, badname == AIR_EINVAL ? 400 : 500,
+                  badname == AIR_EINVAL ? diag.message : "mock: out of memory");
+    return;
+  }
+  if (has(x, AIR__MOCK_K_HEADERS_DELAY) && x->beh.headers_delay_ms > 0)
+    arm(x, P_HEAD_WAIT, x->beh.headers_delay_ms);
+  else
+    head(x);
+}
+
 static bool path_is(const air__http_request *msg, const char *p) {
   return msg->path.n == strlen(p) && memcmp(msg->path.p, p, msg->path.n) == 0;
 }
@@ -691,10 +799,18 @@ static void on_request(void *data, air__http_req *req,
     plain_error(req, AIR_DIALECT_OPENAI, 503, "mock: stopping", NULL);
   } else if (path_is(msg, "/v1/chat/completions") ||
              path_is(msg, "/v1/messages")) {
-    air_dialect api =
-        path_is(msg, "/v1/messages") ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+    air_dialect api = path_is(msg, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
+                                                   : AIR_DIALECT_OPENAI;
     if (post)
       api_request(m, req, msg, api);
+    else
+      plain_error(req, api, 405, "use POST", "POST");
+  } else if (path_is(msg, "/v1/embeddings") ||
+             path_is(msg, "/v1/messages/count_tokens")) {
+    bool emb = path_is(msg, "/v1/embeddings");
+    air_dialect api = emb ? AIR_DIALECT_OPENAI : AIR_DIALECT_ANTHROPIC;
+    if (post)
+      whole_request(m, req, msg, api, emb ? "embeddings" : "count_tokens");
     else
       plain_error(req, api, 405, "use POST", "POST");
   } else if (path_is(msg, "/__mock/log")) {
@@ -707,7 +823,8 @@ static void on_request(void *data, air__http_req *req,
     if (air__mock_log_json(&m->log, &b) == 0)
       plain(req, 200, "application/json", NULL, NULL, b.p, b.n);
     else
-      plain_error(req, AIR_DIALECT_OPENAI, 500, "mock: the log is too large", NULL);
+      plain_error(req, AIR_DIALECT_OPENAI, 500, "mock: the log is too large",
+                  NULL);
     air__buf_cleanup(&b);
   } else if (path_is(msg, "/__mock/reset")) {
     if (!post) {

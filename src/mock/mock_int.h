@@ -32,10 +32,11 @@
 
 /* ---- named maxima (docs/mock.md "Limits") ------------------------------ */
 
-#define AIR__MOCK_MAX_LOG 100000u          /* log entries kept; oldest dropped */
-#define AIR__MOCK_MAX_MODELS 100000u       /* model names counted since reset */
-#define AIR__MOCK_MAX_MODEL_BYTES 1024u    /* a request's model name */
-#define AIR__MOCK_MAX_LOG_MODEL_BYTES 256u /* a model name as kept in the log \
+#define AIR__MOCK_MAX_LOG 100000u       /* log entries kept; oldest dropped */
+#define AIR__MOCK_MAX_MODELS 100000u    /* model names counted since reset */
+#define AIR__MOCK_MAX_MODEL_BYTES 1024u /* a request's model name */
+#define AIR__MOCK_MAX_LOG_MODEL_BYTES                                        \
+  256u                                    /* a model name as kept in the log \
                                            */
 #define AIR__MOCK_MAX_SCRIPT_MODELS 4096u /* entries under models: */
 #define AIR__MOCK_MAX_ATTEMPTS 10000u     /* behaviours in one attempts: list */
@@ -51,6 +52,12 @@
 #define AIR__MOCK_MAX_TOOL_CALLS 64u /* tool_calls: N (codecs track 128) */
 #define AIR__MOCK_TOOL_NAME "get_weather"
 #define AIR__MOCK_MAX_SCHEMA_DEPTH 32u /* nesting followed in a schema */
+#define AIR__MOCK_EMBED_DIMS 16u       /* embedding length by default */
+#define AIR__MOCK_MAX_EMBED_DIMS 4096  /* dimensions: N */
+#define AIR__MOCK_MAX_EMBED_INPUTS          \
+  2048u /* inputs of one embeddings request \
+         */
+#define AIR__MOCK_MAX_WHOLE_BYTES (32u << 20) /* an embeddings / count body */
 #define AIR__MOCK_REFUSAL_TEXT \
   "I'm sorry, but I cannot assist with that request."
 
@@ -154,8 +161,6 @@ struct air__mock_script {
   size_t n_models;
 };
 
-
-
 /* The script's merged entry for exactly this model name, or NULL. */
 const air__mock_model *air__mock_script_find(const air__mock_script *s,
                                              const char *name, size_t n);
@@ -212,6 +217,10 @@ typedef struct air__mock_answer {
   air__mock_ev *ev;
   size_t n_ev;
   air_finish finish; /* the finish of the whole answer */
+  /* json with a forced tool (docs/mock.md): the answer is one call of that
+   * tool, its name and arguments (the schema's instance) in text. */
+  bool forced;
+  size_t fname_off, fname_len, fargs_off, fargs_len;
 } air__mock_answer;
 
 void air__mock_answer_init(air__mock_answer *a);
@@ -277,6 +286,23 @@ int air__mock_overload_event(air_dialect api, air__buf *out);
 /* A malformed event in the dialect (bytes that do not decode). */
 int air__mock_malformed_event(air_dialect api, air__buf *out);
 
+/* ---- answers without a stream (embed.c) ---------------------------------- */
+
+/*
+ * The body of an OpenAI embeddings answer for a parsed request (docs/mock.md
+ * "Embeddings"): one deterministic unit vector per input, `dimensions` long
+ * (default AIR__MOCK_EMBED_DIMS), as numbers or base64 (`encoding_format`).
+ * Returns 0, AIR_EINVAL with *err naming the bad field (a 400), or a buf
+ * error with *err set.
+ */
+int air__mock_embeddings(const json_t *req, const char *model, size_t m_n,
+                         air__buf *out, const char **err);
+
+/* The body of an Anthropic count_tokens answer, {"input_tokens": N}, N
+ * from the bytes of system, messages and tools (docs/mock.md). Returns as
+ * air__mock_embeddings. */
+int air__mock_count_tokens(const json_t *req, air__buf *out, const char **err);
+
 /* ---- the log (log.c) ------------------------------------------------------
  */
 
@@ -293,6 +319,7 @@ typedef struct air__mock_entry {
   uint64_t hung_up_ms;
   bool ended;
   uint64_t end_ms;
+  const char *endpoint; /* static: "embeddings", "count_tokens"; NULL: chat */
 } air__mock_entry;
 
 typedef struct air__mock_count {
@@ -332,14 +359,13 @@ int air__mock_log_count(air__mock_log *l, const char *model, size_t n,
  * The pointer is valid until the next add or reset; keep e->id. */
 air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
                                    const char *model, size_t model_n,
-                                   unsigned attempt, air_dialect api, bool stream,
-                                   const char *fault);
+                                   unsigned attempt, air_dialect api,
+                                   bool stream, const char *fault);
 
 /* The entry with id, or NULL when it was reset or dropped. */
 air__mock_entry *air__mock_log_find(air__mock_log *l, uint64_t id);
 
 /* The log as docs/mock.md's JSON into out. */
 int air__mock_log_json(const air__mock_log *l, air__buf *out);
-
 
 #endif

@@ -21,7 +21,7 @@
 #define MAX_EVENT_PARTS 4  /* parts of one SSE event kept inline */
 /* An error (non-200) body is diagnostic only: its first MAX_ERROR_BODY
  * bytes are kept for classification and the rest is read and dropped. A
- * whole 200 body is an answer: bounded by AIR__MAX_RESPONSE_BYTES, past it
+ * whole 200 body is an answer: bounded by limits.max_response_bytes, past it
  * the attempt fails (malformed), never a silently shortened answer. */
 #define MAX_ERROR_BODY AIR__MAX_ERROR_BODY_BYTES
 #define MAX_KEPT_HEADERS 32
@@ -914,7 +914,9 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   x->cap_parts = MAX_EVENT_PARTS;
   air__sse_init(&x->sse, on_sse, x);
   air__buf_init(&x->body, AIR__MAX_REQUEST_BYTES);
-  air__buf_init(&x->err, AIR__MAX_RESPONSE_BYTES);
+  air__buf_init(&x->err, o->cfg->limits.max_response_bytes
+                             ? o->cfg->limits.max_response_bytes
+                             : AIR__MAX_RESPONSE_BYTES);
   air__buf_init(&x->kept, AIR__MAX_KEPT_HEADER_BYTES);
   air__buf_init(&x->strs, AIR__MAX_FAILURE_TEXT_BYTES);
   x->timer = x->loop.ops->timer_new(x->loop.impl, on_timer, x);

@@ -411,6 +411,57 @@ assert f["refuser"] == "refusal=native" and f["jsonly"] == "json" and f["tooly"]
 stop
 [ -s "$tmp/shapes.err" ] && fail "shapes: stderr not empty: $(head -c 500 "$tmp/shapes.err")"
 
+# ---- embeddings and count_tokens: answers and faults without a stream -----
+start whole
+emb() { curl -s -m 5 "$@" "$url/v1/embeddings" -H 'content-type: application/json'; }
+cnt() { curl -s -m 5 "$@" "$url/v1/messages/count_tokens" -H 'content-type: application/json'; }
+emb -d '{"model":"e","input":["hello","world"],"dimensions":4}' >"$tmp/e1"
+emb -d '{"model":"e","input":"hello","dimensions":4,"encoding_format":"base64"}' >"$tmp/e2"
+python3 -c '
+import base64, json, struct, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert a["object"] == "list" and a["model"] == "e", a
+assert [d["index"] for d in a["data"]] == [0, 1] and a["data"][0]["object"] == "embedding", a
+v = a["data"][0]["embedding"]
+assert len(v) == 4 and abs(sum(x * x for x in v) - 1) < 1e-3, v
+assert a["data"][1]["embedding"] != v
+assert a["usage"] == {"prompt_tokens": 4, "total_tokens": 4}, a["usage"]
+w = struct.unpack("<4f", base64.b64decode(b["data"][0]["embedding"]))
+assert all(abs(x - y) < 1e-6 for x, y in zip(v, w)), (v, w)
+' "$tmp/e1" "$tmp/e2" 2>&1 || fail "embeddings: $(head -c 400 "$tmp/e1") $(head -c 200 "$tmp/e2")"
+emb -d '{"model":"e","input":[]}' -o /dev/null -w '%{http_code}' | grep -q '^400$' || fail "embeddings: empty input not 400"
+cnt -d '{"model":"c","system":"be brief","messages":[{"role":"user","content":"hello world"}]}' -D "$tmp/ch" >"$tmp/c1"
+[ "$(cat "$tmp/c1")" = '{"input_tokens":8}' ] || fail "count_tokens: $(cat "$tmp/c1")"
+grep -qi '^request-id: mock-' "$tmp/ch" || fail "count_tokens: no request-id"
+# Faults by model name: 503 with retry-after for the first attempt only.
+emb -d '{"model":"e@503@ra=2@k=1","input":"a"}' -D "$tmp/eh" -o "$tmp/eb"
+grep -q '^HTTP/1.1 503' "$tmp/eh" && grep -qi '^retry-after: 2' "$tmp/eh" &&
+  grep -q '"type":"overloaded_error"' "$tmp/eb" || fail "embeddings 503: $(cat "$tmp/eh" "$tmp/eb")"
+emb -d '{"model":"e@503@ra=2@k=1","input":"a"}' -o /dev/null -w '%{http_code}' | grep -q '^200$' || fail "embeddings k=1: second not 200"
+cnt -d '{"model":"c@429","messages":[{"role":"user","content":"x"}]}' | grep -q '"type":"rate_limit_error"' || fail "count_tokens 429"
+emb -d '{"model":"e@reset","input":"a"}' -o /dev/null; rc=$?
+[ "$rc" -eq 56 ] || [ "$rc" -eq 52 ] || fail "embeddings reset: curl exit $rc, want 52/56"
+emb -d '{"model":"e@cut=1","input":"a"}' -o /dev/null; rc=$?
+[ "$rc" -eq 18 ] || fail "embeddings cut: curl exit $rc, want 18 (partial body)"
+emb -d '{"model":"e@bad=1","input":"a"}' | py 'import json,sys; json.load(sys.stdin)' 2>/dev/null && fail "embeddings bad=1: the body parsed"
+t0=$(date +%s%N)
+emb -d '{"model":"e@slow=300","input":"a"}' -o /dev/null -w '%{http_code}' | grep -q '^200$' || fail "embeddings slow: not 200"
+[ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 290 ] || fail "embeddings slow=300 answered in under 290 ms"
+emb -m 1 -d '{"model":"e@hang","input":"a"}' -o /dev/null; rc=$?
+[ "$rc" -eq 28 ] || fail "embeddings hang: curl exit $rc, want 28 (timeout)"
+curl -s -m 5 "$url/__mock/log" | py '
+import json, sys
+es = json.load(sys.stdin)["attempts"]
+f = [(e["model"], e["endpoint"], e["attempt"], e["fault"], e["status"]) for e in es]
+assert ("e@503@ra=2@k=1", "embeddings", 1, "status=503", 503) in f, f
+assert ("e@503@ra=2@k=1", "embeddings", 2, "ok", 200) in f, f
+assert ("c@429", "count_tokens", 1, "status=429", 429) in f, f
+assert ("e@reset", "embeddings", 1, "reset", 0) in f, f
+assert all(e["api"] == ("anthropic" if e["endpoint"] == "count_tokens" else "openai") for e in es), es
+assert len([e for e in es if e["model"] == "e"]) == 2, es  # the 400 is not logged
+' || fail "embeddings log: $(curl -s -m 5 "$url/__mock/log" | head -c 1500)"
+stop
+
 if [ "$failures" -ne 0 ]; then
   echo "mock.sh: $failures failure(s)" >&2
   exit 1

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# End-to-end tests: the official npm SDKs `openai` and `@anthropic-ai/sdk`
+# End-to-end tests: the official npm SDKs `openai` and `@anthropic-ai/sdk`,
+# the Vercel AI SDK (`ai`, `@ai-sdk/*`) and LangChain JS (`@langchain/*`)
 # against `airetry serve` in front of `airetry mock`, all on 127.0.0.1.
 #
 #   tests/e2e/run.sh PATH/TO/airetry
 #
-# Installs the SDKs into tests/e2e/node_modules (never committed) with
+# Installs the clients into tests/e2e/node_modules (never committed) with
 # `npm ci` when that folder is missing or older than package-lock.json, then
 # runs every tests/e2e/*.test.mjs with node's test runner, one file at a time.
 # Exits with node's status.
+#
+# AIR_E2E_CROSS=1 in the environment turns on cross_structured.test.mjs
+# (structured output across dialects); without it that file's suite is
+# reported as skipped.
 set -eu
 
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -757,7 +757,10 @@ ENDPOINTS = [
     ("GET", "/v1/models", None, "openai", 200),
     ("GET", "/metrics", None, "openai", 200),
     ("GET", "/v1/no-such-endpoint", None, "openai", 404),
-    ("POST", "/v1/embeddings", {"model": "ok", "input": "x"}, "openai", 404),
+    ("POST", "/v1/embeddings", {"model": "ok", "input": "x"}, "openai", 200),
+    ("POST", "/v1/messages/count_tokens",
+     {"model": "ok-anth", "messages": [{"role": "user", "content": "x"}]},
+     "anthropic", 200),
 ]
 
 

@@ -212,6 +212,7 @@ static void builtin_defaults_are_design_3(void **state) {
   assert_int_equal(cfg->limits.idle_timeout_ms, 75000);
   assert_int_equal(cfg->limits.request_timeout_ms, 30000);
   assert_int_equal(cfg->limits.max_inflight_body_bytes, 268435456);
+  assert_int_equal(cfg->limits.max_response_bytes, 64u << 20);
   assert_int_equal(cfg->n_providers, 0);
   assert_int_equal(cfg->n_routes, 0);
   air_config_free(cfg);
@@ -841,6 +842,22 @@ static void inflight_body_bounds(void **state) {
   air_config_free(cfg);
 }
 
+/* limits.max_response_bytes: 1024 to 1 GiB (default 64 MiB, DESIGN.md 4). */
+static void response_bytes_bounds(void **state) {
+  (void)state;
+  diags ds;
+  air_config *cfg = NULL;
+  assert_int_equal(parse("limits:\n  max_response_bytes: 1023\n", &ds, &cfg),
+                   AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 2, 23,
+              "limits.max_response_bytes: 1023 is out of range (1024 to "
+              "1073741824)");
+  assert_int_equal(ds.errors, 1);
+  cfg = good("limits: {max_response_bytes: 4096}\n");
+  assert_int_equal(cfg->limits.max_response_bytes, 4096);
+  air_config_free(cfg);
+}
+
 static void unknown_keys_and_types(void **state) {
   (void)state;
   diags ds;
@@ -996,6 +1013,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(builtin_defaults_are_design_3),
+      cmocka_unit_test(response_bytes_bounds),
       cmocka_unit_test(route_inherits_builtins),
       cmocka_unit_test(route_timeouts_merge_key_by_key),
       cmocka_unit_test(route_rules_replace_defaults),

@@ -468,16 +468,16 @@ static void test_error_bodies(void **state) {
   (void)state;
   air__buf b;
   air__buf_init(&b, 4096);
-  assert_int_equal(
-      air__mock_error_body(AIR_DIALECT_OPENAI, 429, "insufficient_quota", "q", &b),
-      0);
+  assert_int_equal(air__mock_error_body(AIR_DIALECT_OPENAI, 429,
+                                        "insufficient_quota", "q", &b),
+                   0);
   assert_string_equal(
       b.p,
       "{\"error\":{\"message\":\"q\",\"type\":\"rate_limit_error\","
       "\"param\":null,\"code\":\"insufficient_quota\"}}");
   air__buf_reset(&b);
-  assert_int_equal(air__mock_error_body(AIR_DIALECT_ANTHROPIC, 529, NULL, "o", &b),
-                   0);
+  assert_int_equal(
+      air__mock_error_body(AIR_DIALECT_ANTHROPIC, 529, NULL, "o", &b), 0);
   assert_string_equal(
       b.p,
       "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
@@ -530,14 +530,15 @@ static void test_log(void **state) {
     assert_int_equal(air__mock_log_count(&l, n, strlen(n), &a), 0);
     assert_int_equal(a, 2);
   }
-  air__mock_entry *e = air__mock_log_add(&l, 12, "primary", 7, 1,
-                                         AIR_DIALECT_OPENAI, true, "status=429");
+  air__mock_entry *e = air__mock_log_add(
+      &l, 12, "primary", 7, 1, AIR_DIALECT_OPENAI, true, "status=429");
   assert_non_null(e);
   uint64_t id = e->id;
   e->status = 429;
   e->ended = true;
   e->end_ms = 13;
-  e = air__mock_log_add(&l, 20, "q\"x", 3, 2, AIR_DIALECT_ANTHROPIC, false, "hang");
+  e = air__mock_log_add(&l, 20, "q\"x", 3, 2, AIR_DIALECT_ANTHROPIC, false,
+                        "hang");
   e->hung_up = true;
   e->hung_up_ms = 30;
   e->ended = true;
@@ -584,8 +585,8 @@ static void test_log(void **state) {
   /* A long model name is cut in the log. */
   char longname[AIR__MOCK_MAX_MODEL_BYTES];
   memset(longname, 'x', sizeof(longname));
-  e = air__mock_log_add(&l, 0, longname, sizeof(longname), 1, AIR_DIALECT_OPENAI,
-                        true, "ok");
+  e = air__mock_log_add(&l, 0, longname, sizeof(longname), 1,
+                        AIR_DIALECT_OPENAI, true, "ok");
   assert_int_equal(strlen(e->model), AIR__MOCK_MAX_LOG_MODEL_BYTES);
   air__buf_cleanup(&out);
   air__mock_log_cleanup(&l);
@@ -1020,6 +1021,240 @@ static void test_json_answers(void **state) {
   air__mock_answer_cleanup(&a);
 }
 
+/* json with a forced tool: one call of that tool whose arguments are the
+ * schema's instance, in both dialects; tool_calls: N keeps get_weather. */
+static void test_json_forced_tool(void **state) {
+  (void)state;
+#define FORCED_SCHEMA                                             \
+  "{\"type\":\"object\",\"required\":[\"city\"],\"properties\":{" \
+  "\"city\":{\"type\":\"string\"}}}"
+  static const struct {
+    air_dialect api;
+    const char *req;
+  } cases[] = {
+      {AIR_DIALECT_ANTHROPIC,
+       "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"tools\":[{"
+       "\"name\":\"other\",\"input_schema\":{}},{\"name\":\"out\","
+       "\"input_schema\":" FORCED_SCHEMA
+       "}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"out\"}}"},
+      {AIR_DIALECT_OPENAI,
+       "{\"model\":\"m\",\"messages\":[],\"tools\":[{\"type\":"
+       "\"function\",\"function\":{\"name\":\"out\","
+       "\"parameters\":" FORCED_SCHEMA
+       "}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
+       "\"out\"}}}"},
+  };
+#undef FORCED_SCHEMA
+  for (size_t c = 0; c < 2; c++) {
+    const char *req = cases[c].req;
+    air__mock_answer a;
+    air__mock_answer_init(&a);
+    air__mock_beh b = {.set = AIR__MOCK_K_JSON, .json = true};
+    build(&a, &b, cases[c].api, req);
+    assert_true(a.forced);
+    assert_int_equal(a.finish, AIR_FINISH_TOOL_CALLS);
+    got g;
+    air__buf bytes;
+    air__buf_init(&bytes, 1u << 20);
+    decode_stream(&a, cases[c].api, &g, &bytes);
+    assert_int_equal(g.n_tools, 1);
+    assert_string_equal(g.names[0], "out");
+    assert_int_equal(g.args[0].n, strlen("{\"city\": \"x\"}"));
+    assert_memory_equal(g.args[0].p, "{\"city\": \"x\"}", g.args[0].n);
+    assert_int_equal(g.text.n, 0);
+    got_cleanup(&g);
+    air__buf_cleanup(&bytes);
+
+    /* tool_calls: N wins: get_weather, not the forced tool. */
+    air__mock_beh t = {.set = AIR__MOCK_K_JSON | AIR__MOCK_K_TOOL_CALLS,
+                       .json = true,
+                       .tool_calls = 1};
+    build(&a, &t, cases[c].api, req);
+    assert_false(a.forced);
+    air_part p = air__mock_answer_part(&a, 0);
+    assert_int_equal(p.kind, AIR_PART_TOOL_START);
+    assert_memory_equal(p.name, AIR__MOCK_TOOL_NAME, p.name_len);
+    air__mock_answer_cleanup(&a);
+  }
+}
+
+/* ---- answers without a stream (embed.c) ---------------------------------- */
+
+static json_t *doc(const char *text) {
+  json_error_t e;
+  json_t *d = json_loads(text, 0, &e);
+  assert_non_null(d);
+  return d;
+}
+
+/* The body of an embeddings request, parsed; NULL when it is refused
+ * (*err then set). */
+static json_t *embed(const char *req, const char *model, const char **err) {
+  json_t *r = doc(req);
+  air__buf b;
+  air__buf_init(&b, AIR__MOCK_MAX_WHOLE_BYTES);
+  int rc = air__mock_embeddings(r, model, strlen(model), &b, err);
+  json_decref(r);
+  json_t *out = rc == 0 ? doc(b.p) : NULL;
+  air__buf_cleanup(&b);
+  return out;
+}
+
+static double norm_of(const json_t *v) {
+  double s = 0;
+  size_t i;
+  const json_t *x;
+  json_array_foreach(v, i, x) s += json_real_value(x) * json_real_value(x);
+  return s;
+}
+
+static void test_embeddings(void **state) {
+  (void)state;
+  const char *err = NULL;
+  json_t *a = embed("{\"input\":\"hello\"}", "m", &err);
+  json_t *b = embed("{\"input\":[\"hello\",\"world\"]}", "m", &err);
+  json_t *c = embed("{\"input\":\"hello\"}", "other", &err);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  /* The OpenAI shape; one unit vector per input, AIR__MOCK_EMBED_DIMS long. */
+  assert_string_equal(json_string_value(json_object_get(a, "object")), "list");
+  assert_string_equal(json_string_value(json_object_get(a, "model")), "m");
+  json_t *d0 = json_array_get(json_object_get(a, "data"), 0);
+  assert_string_equal(json_string_value(json_object_get(d0, "object")),
+                      "embedding");
+  assert_int_equal(json_integer_value(json_object_get(d0, "index")), 0);
+  json_t *v0 = json_object_get(d0, "embedding");
+  assert_int_equal(json_array_size(v0), AIR__MOCK_EMBED_DIMS);
+  assert_true(norm_of(v0) > 0.999 && norm_of(v0) < 1.001);
+  json_t *u = json_object_get(a, "usage");
+  assert_int_equal(json_integer_value(json_object_get(u, "prompt_tokens")), 2);
+  assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")), 2);
+  /* Deterministic by input (and model): "hello" gives the same vector alone
+   * or first in a list, another input or model another one. */
+  json_t *bd = json_object_get(b, "data");
+  assert_int_equal(json_array_size(bd), 2);
+  assert_true(
+      json_equal(v0, json_object_get(json_array_get(bd, 0), "embedding")));
+  assert_int_equal(
+      json_integer_value(json_object_get(json_array_get(bd, 1), "index")), 1);
+  assert_false(
+      json_equal(v0, json_object_get(json_array_get(bd, 1), "embedding")));
+  assert_false(json_equal(
+      v0, json_object_get(json_array_get(json_object_get(c, "data"), 0),
+                          "embedding")));
+  json_decref(a);
+  json_decref(b);
+  json_decref(c);
+
+  /* dimensions, and base64: the float32 values' little-endian bytes. */
+  json_t *f = embed("{\"input\":[1,2,3],\"dimensions\":3}", "m", &err);
+  json_t *g = embed(
+      "{\"input\":[[1,2,3]],\"dimensions\":3,"
+      "\"encoding_format\":\"base64\"}",
+      "m", &err);
+  assert_non_null(f);
+  assert_non_null(g);
+  json_t *fv = json_object_get(json_array_get(json_object_get(f, "data"), 0),
+                               "embedding");
+  assert_int_equal(json_array_size(fv), 3);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(f, "usage"), "prompt_tokens")),
+                   3);
+  const char *s = json_string_value(json_object_get(
+      json_array_get(json_object_get(g, "data"), 0), "embedding"));
+  assert_non_null(s);
+  assert_int_equal(strlen(s), 16); /* 12 bytes */
+  static const char al[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned char bytes[12];
+  for (size_t i = 0; i < 4; i++) {
+    uint32_t q = 0;
+    for (size_t j = 0; j < 4; j++)
+      q = q << 6 | (uint32_t)(strchr(al, s[4 * i + j]) - al);
+    bytes[3 * i] = (unsigned char)(q >> 16);
+    bytes[3 * i + 1] = (unsigned char)(q >> 8);
+    bytes[3 * i + 2] = (unsigned char)q;
+  }
+  for (size_t i = 0; i < 3; i++) {
+    uint32_t w = (uint32_t)bytes[4 * i] | (uint32_t)bytes[4 * i + 1] << 8 |
+                 (uint32_t)bytes[4 * i + 2] << 16 |
+                 (uint32_t)bytes[4 * i + 3] << 24;
+    float x;
+    memcpy(&x, &w, 4);
+    assert_true((double)x ==
+                (double)(float)json_real_value(json_array_get(fv, i)));
+  }
+  json_decref(f);
+  json_decref(g);
+
+  /* Refused: each names its field. */
+  static const char *const refused[][2] = {
+      {"{}", "input"},
+      {"{\"input\":\"\"}", "input"},
+      {"{\"input\":[]}", "input"},
+      {"{\"input\":[\"a\",3]}", "input"},
+      {"{\"input\":\"a\",\"dimensions\":0}", "dimensions"},
+      {"{\"input\":\"a\",\"dimensions\":4097}", "dimensions"},
+      {"{\"input\":\"a\",\"encoding_format\":\"hex\"}", "encoding_format"},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+    err = NULL;
+    assert_null(embed(refused[i][0], "m", &err));
+    assert_non_null(err);
+    assert_non_null(strstr(err, refused[i][1]));
+  }
+}
+
+static uint64_t count(const char *req, int *rc) {
+  json_t *r = doc(req);
+  air__buf b;
+  air__buf_init(&b, 1024);
+  const char *err = NULL;
+  *rc = air__mock_count_tokens(r, &b, &err);
+  json_decref(r);
+  uint64_t n = 0;
+  if (*rc == 0) {
+    json_t *d = doc(b.p);
+    assert_int_equal(json_object_size(d), 1);
+    n = (uint64_t)json_integer_value(json_object_get(d, "input_tokens"));
+    json_decref(d);
+  } else {
+    assert_non_null(strstr(err, "messages"));
+  }
+  air__buf_cleanup(&b);
+  return n;
+}
+
+static void test_count_tokens(void **state) {
+  (void)state;
+  int rc;
+  /* 11 bytes of text: 3 tokens, plus 3 for the message. */
+  assert_int_equal(
+      count("{\"messages\":[{\"role\":\"user\",\"content\":\"hello world\"}]}",
+            &rc),
+      6);
+  assert_int_equal(rc, 0);
+  /* Blocks count their text; system and tools add theirs. */
+  assert_int_equal(count("{\"messages\":[{\"role\":\"user\",\"content\":"
+                         "[{\"type\":\"text\",\"text\":\"hello world\"}]}]}",
+                         &rc),
+                   6);
+  assert_int_equal(
+      count("{\"system\":\"12345678\",\"messages\":[{\"role\":\"user\","
+            "\"content\":\"hello world\"}]}",
+            &rc),
+      8);
+  assert_true(
+      count("{\"messages\":[{\"role\":\"user\",\"content\":\"hello world\"}],"
+            "\"tools\":[{\"name\":\"t\",\"input_schema\":{}}]}",
+            &rc) > 6);
+  count("{\"messages\":[]}", &rc);
+  assert_int_equal(rc, AIR_EINVAL);
+  count("{\"messages\":[3]}", &rc);
+  assert_int_equal(rc, AIR_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_doc_script),
@@ -1038,6 +1273,9 @@ int main(void) {
       cmocka_unit_test(test_reasoning),
       cmocka_unit_test(test_native_refusal),
       cmocka_unit_test(test_json_answers),
+      cmocka_unit_test(test_json_forced_tool),
+      cmocka_unit_test(test_embeddings),
+      cmocka_unit_test(test_count_tokens),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,319 @@
+/*
+ * The endpoints without a stream (DESIGN.md 2.3 and 5): POST /v1/embeddings
+ * (OpenAI dialect) and POST /v1/messages/count_tokens (Anthropic) through
+ * the plain exchange (net/plain.h).
+ *
+ * - The body must be a JSON object with a non-empty string "model" (and
+ *   "input" for embeddings, an array "messages" for count_tokens), else 400
+ *   in the endpoint's dialect. The model routes like chat.
+ * - embeddings: targets must be OpenAI providers (others are skipped; a
+ *   route with none answers 400 naming the reason and its targets); the
+ *   breaker records verdicts as for chat.
+ * - count_tokens: targets must be Anthropic providers; the breaker is read
+ *   only (plain.h, `record`).
+ * - A success passes the upstream's status and JSON body through unchanged,
+ *   with x-airetry-attempts, x-airetry-target, x-request-id and, for
+ *   count_tokens, request-id (the upstream's, else the request id). A
+ *   failure is the responder's error body and headers, as for chat.
+ * - One log line per request (with "endpoint") and the chat metrics.
+ *
+ * Lifetime: a gw_plain lives from the handler until on_end finished the
+ * HTTP request; on_end may run inside air__plain_start.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "gw_int.h"
+#include "limits.h"
+#include "plain.h"
+#include "responder.h"
+
+#define MAX_FORWARD 32
+
+typedef struct gw_plain {
+  air__gw_worker *w;
+  air__gw_cfg *cfg;
+  air__http_req *req;
+  air_dialect dialect;
+  const char *path; /* the caller's endpoint, for the log */
+  air__plain *x;
+  air__request stub; /* what the responder reads: dialect, model */
+  char *model;
+  bool starting, ended, gone;
+  int inflight;
+  char rid[40];
+  air__buf fwd_buf;
+  const char *fwd[MAX_FORWARD + 1];
+} gw_plain;
+
+static air__http_field field(const char *name, const char *value) {
+  if (value == NULL) value = "";
+  air__http_field f = {name, strlen(name), value, strlen(value)};
+  return f;
+}
+
+static void finish(gw_plain *r) {
+  air__gw_inflight_end(r->w, r->inflight);
+  air__buf_cleanup(&r->fwd_buf);
+  air__gw_cfg_release(r->cfg);
+  free(r->model);
+  free(r);
+}
+
+/* The caller headers named in forward_headers, as "name: value" lines
+ * (every target speaks the caller's dialect). Offsets first, pointers once
+ * the buffer no longer moves. */
+static void collect_forward(gw_plain *r, const air__http_request *msg) {
+  const air_config *cfg = r->cfg->cfg;
+  size_t offs[MAX_FORWARD], n = 0;
+  for (size_t i = 0; i < cfg->n_forward_headers && n < MAX_FORWARD; i++) {
+    const air__str *h = air__http_find_header(msg, cfg->forward_headers[i]);
+    if (h == NULL) continue;
+    size_t at = r->fwd_buf.n;
+    int rc = air__buf_adds(&r->fwd_buf, cfg->forward_headers[i]);
+    if (rc == 0) rc = air__buf_adds(&r->fwd_buf, ": ");
+    if (rc == 0) rc = air__buf_add(&r->fwd_buf, h->p, h->n);
+    if (rc == 0) rc = air__buf_addc(&r->fwd_buf, '\0');
+    if (rc != 0) break;
+    offs[n++] = at;
+  }
+  for (size_t i = 0; i < n; i++) r->fwd[i] = r->fwd_buf.p + offs[i];
+  r->fwd[n] = NULL;
+}
+
+static void log_line(const gw_plain *r, const air__exchange_result *res,
+                     int status, const char *outcome) {
+  air__buf b;
+  air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
+  char t[64];
+  air__gw_utc_now(t, sizeof(t));
+  air__buf_puts(&b, "{\"time\":\"");
+  air__buf_puts(&b, t);
+  air__buf_puts(&b, "\",\"request_id\":\"");
+  air__buf_puts(&b, r->rid);
+  air__buf_puts(&b, "\",\"route\":");
+  air__buf_put_json_str(&b, r->model, strlen(r->model));
+  air__buf_puts(&b, r->dialect == AIR_DIALECT_ANTHROPIC
+                        ? ",\"api\":\"anthropic\""
+                        : ",\"api\":\"openai\"");
+  air__buf_puts(&b, ",\"endpoint\":");
+  air__buf_put_json_str(&b, r->path, strlen(r->path));
+  air__buf_puts(&b, ",\"stream\":false,\"attempts\":[");
+  for (size_t i = 0; i < res->n_log; i++) {
+    const air_attempt *a = &res->log[i];
+    if (i) air__buf_putc(&b, ',');
+    air__buf_puts(&b, "{\"target\":");
+    air__buf_put_json_str(&b, a->target, strlen(a->target));
+    if (a->skipped) {
+      air__buf_puts(&b, ",\"outcome\":\"skipped\",\"field\":");
+      air__buf_put_json_str(&b, a->field ? a->field : "",
+                            a->field ? strlen(a->field) : 0);
+      air__buf_putc(&b, '}');
+      continue;
+    }
+    air__buf_puts(&b, ",\"reason\":\"");
+    air__buf_puts(&b, a->reason ? air_reason_name(a->reason) : "ok");
+    air__buf_puts(&b, "\",\"status\":");
+    air__buf_putu(&b, (unsigned long long)a->status);
+    air__buf_puts(&b, ",\"ms\":");
+    air__buf_putu(&b, a->ms);
+    if (a->wait_ms) {
+      air__buf_puts(&b, ",\"wait_ms\":");
+      air__buf_putu(&b, a->wait_ms);
+    }
+    air__buf_putc(&b, '}');
+  }
+  air__buf_puts(&b, "],\"outcome\":\"");
+  air__buf_puts(&b, outcome);
+  air__buf_puts(&b, "\",\"status\":");
+  air__buf_putu(&b, (unsigned long long)status);
+  air__buf_puts(&b, ",\"total_ms\":");
+  air__buf_putu(&b, res->total_ms);
+  air__buf_puts(&b, "}\n");
+  if (air__buf_error(&b) != 0) {
+    /* Over the line's limit (a huge attempt log): the line without it. */
+    air__buf_reset(&b);
+    air__buf_puts(&b, "{\"time\":\"");
+    air__buf_puts(&b, t);
+    air__buf_puts(&b, "\",\"request_id\":\"");
+    air__buf_puts(&b, r->rid);
+    air__buf_puts(&b, "\",\"attempts_omitted\":");
+    air__buf_putu(&b, res->n_log);
+    air__buf_puts(&b, ",\"outcome\":\"");
+    air__buf_puts(&b, outcome);
+    air__buf_puts(&b, "\",\"status\":");
+    air__buf_putu(&b, (unsigned long long)status);
+    air__buf_puts(&b, "}\n");
+  }
+  if (air__buf_error(&b) == 0) air__gw_log(b.p, b.n);
+  air__buf_cleanup(&b);
+}
+
+/* The upstream's request-id header (an Anthropic upstream's), or NULL. */
+static const air_header *upstream_rid(const air__plain_result *res) {
+  for (size_t i = 0; i < res->n_headers; i++) {
+    const air_header *h = &res->headers[i];
+    if (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0)
+      return h;
+  }
+  return NULL;
+}
+
+static void on_end(void *data, const air__plain_result *res) {
+  gw_plain *r = data;
+  r->ended = true;
+  int status;
+  const char *outcome;
+  if (r->gone || res->x.rc == AIR_ECANCELED) {
+    status = 499;
+    outcome = "aborted";
+    air__http_abort(r->req);
+  } else if (res->x.rc == 0) {
+    status = res->status;
+    outcome = "ok";
+    char attempts[16], urid[128];
+    snprintf(attempts, sizeof(attempts), "%u", res->x.n_attempts);
+    air__http_field f[6];
+    size_t n = 0;
+    f[n++] = field("content-type", "application/json");
+    f[n++] = field("x-airetry-attempts", attempts);
+    f[n++] = field("x-airetry-target", res->x.answered);
+    f[n++] = field("x-request-id", r->rid);
+    if (r->dialect == AIR_DIALECT_ANTHROPIC) {
+      const air_header *h = upstream_rid(res);
+      if (h != NULL && h->value_len < sizeof(urid)) {
+        memcpy(urid, h->value, h->value_len);
+        urid[h->value_len] = '\0';
+        f[n++] = field("request-id", urid);
+      } else {
+        f[n++] = field("request-id", r->rid);
+      }
+    }
+    air__http_respond(r->req, status, f, n, res->body, res->body_len);
+  } else {
+    air__responder rs;
+    air__responder_init(&rs, r->dialect, &r->stub, r->rid);
+    air__responder_end(&rs, &res->x, (uint64_t)time(NULL));
+    status = rs.status;
+    outcome = rs.outcome;
+    air__http_field f[AIR__RESP_MAX_HEADERS];
+    for (size_t i = 0; i < rs.n_head; i++)
+      f[i] = field(rs.head[i].name, rs.head[i].value);
+    air__http_respond(r->req, rs.status, f, rs.n_head, rs.out.p ? rs.out.p : "",
+                      rs.out.n);
+    air__responder_cleanup(&rs);
+  }
+  uint64_t self = res->x.total_ms > res->x.upstream_wait_ms
+                      ? res->x.total_ms - res->x.upstream_wait_ms
+                      : 0;
+  air__metrics_request(r->w->g->metrics, r->cfg->cfg, r->model, outcome,
+                       res->x.log, res->x.n_log, res->x.first_content_ms,
+                       res->x.total_ms, self, 0);
+  log_line(r, &res->x, status, outcome);
+  air__plain_free(r->x);
+  r->x = NULL;
+  if (!r->starting) finish(r);
+}
+
+static void on_disconnect(void *data, air__http_req *req) {
+  gw_plain *r = data;
+  (void)req;
+  r->gone = true;
+  if (r->x != NULL && !r->ended) air__plain_cancel(r->x);
+}
+
+/* The 400 message for a body the endpoint cannot take, or NULL. *model is
+ * set (a copy) when the body is good. */
+static const char *check_body(const air__http_request *msg, bool emb,
+                              char **model) {
+  json_error_t je;
+  json_t *d = json_loadb(msg->body.p ? msg->body.p : "", msg->body.n, 0, &je);
+  const json_t *m = json_object_get(d, "model");
+  const char *bad = NULL;
+  if (!json_is_object(d))
+    bad = "the body is not a JSON object";
+  else if (!json_is_string(m) || json_string_length(m) == 0)
+    bad = "model: expected a non-empty string";
+  else if (json_string_length(m) > AIR__MAX_MODEL_VALUE_BYTES ||
+           memchr(json_string_value(m), '\0', json_string_length(m)))
+    bad = "model: too long, or holds NUL";
+  else if (emb && !json_is_string(json_object_get(d, "input")) &&
+           !json_is_array(json_object_get(d, "input")))
+    bad = "input: expected a string or an array";
+  else if (!emb && !json_is_array(json_object_get(d, "messages")))
+    bad = "messages: expected an array";
+  if (bad == NULL) {
+    *model = strdup(json_string_value(m));
+    if (*model == NULL) bad = "out of memory";
+  }
+  json_decref(d);
+  return bad;
+}
+
+void air__gw_plain(air__gw_worker *w, air__http_req *req,
+                   const air__http_request *msg, air_dialect dialect,
+                   air__gw_cfg *cfg, const char *rid) {
+  bool emb = dialect == AIR_DIALECT_OPENAI;
+  char *model = NULL;
+  const char *bad = check_body(msg, emb, &model);
+  if (bad != NULL) {
+    air__gw_respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, bad, rid);
+    air__gw_cfg_release(cfg);
+    return;
+  }
+  gw_plain *r = calloc(1, sizeof(*r));
+  if (r == NULL) {
+    free(model);
+    air__gw_cfg_release(cfg);
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
+                          "out of memory", rid);
+    return;
+  }
+  r->w = w;
+  r->cfg = cfg;
+  r->req = req;
+  r->dialect = dialect;
+  r->model = model;
+  r->path = emb ? "/v1/embeddings" : "/v1/messages/count_tokens";
+  r->stub.dialect = dialect;
+  r->stub.model = model;
+  snprintf(r->rid, sizeof(r->rid), "%s", rid);
+  r->inflight = air__gw_inflight_begin(w, r->rid);
+  air__buf_init(&r->fwd_buf, AIR__MAX_FORWARD_BYTES);
+  collect_forward(r, msg);
+  air__plain_opts o = {
+      .cfg = cfg->cfg,
+      .state = w->g->state,
+      .model = model,
+      .api = dialect,
+      .endpoint = r->path,
+      .path = emb ? "/embeddings" : "/v1/messages/count_tokens",
+      .body = msg->body.p,
+      .body_len = msg->body.n,
+      .forward = r->fwd,
+      .record = emb,
+  };
+  air__plain_cb cb = {NULL, on_end, r};
+  air__http_req_on_disconnect(req, on_disconnect, r);
+  r->starting = true;
+  int rc = air__plain_start(&w->loop, w->t, &o, &cb, &r->x);
+  r->starting = false;
+  if (rc == AIR_ENOTFOUND) {
+    char m[320];
+    snprintf(m, sizeof(m), "model '%.200s' is not a route or provider/model",
+             model);
+    air__gw_respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND, m, r->rid);
+    finish(r);
+  } else if (rc != 0) {
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
+                          air_strerror(rc), r->rid);
+    finish(r);
+  } else if (r->ended) {
+    finish(r);
+  }
+}
