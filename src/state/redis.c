@@ -42,6 +42,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1555,7 +1556,16 @@ int air__state_redis_new(const air_config *cfg, air_state **out,
     r->wake.data = r->tick.data = r->retry.data = r->deadline.data =
         r->kick.data = r;
     uv_timer_start(&r->tick, on_tick, TICK_MS, TICK_MS);
+    /* hiredis sends with write(2): a Redis that went away must be EPIPE on
+     * this thread, never a SIGPIPE that kills the application. The thread
+     * inherits a mask with SIGPIPE blocked (it never unblocks it, so one
+     * left pending is never delivered). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     rc = pthread_create(&r->thread, NULL, redis_thread, r) ? AIR_EIO : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
   if (rc == 0) rc = air__state_new(&redis_ops, r, out);
   if (rc != 0) {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include "airetry.h"
 #include "policy.h"
@@ -374,7 +375,7 @@ static void *loading_main(void *data) {
             (j == 0 || buf[j - 1] == '\n')) {
           static const char err[] =
               "-LOADING Redis is loading the dataset in memory\r\n";
-          if (write(fds[i].fd, err, sizeof err - 1) < 0) break;
+          if (send(fds[i].fd, err, sizeof err - 1, MSG_NOSIGNAL) < 0) break;
         }
       }
     }
