@@ -293,6 +293,8 @@ typedef struct air__mock_entry {
   uint64_t hung_up_ms;
   bool ended;
   uint64_t end_ms;
+  char traceparent[56]; /* the request's W3C traceparent, "" when none (or
+                           longer than a version-00 one) */
 } air__mock_entry;
 
 typedef struct air__mock_count {
