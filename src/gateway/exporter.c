@@ -62,18 +62,23 @@ static void post(air__exporter *e, size_t len, size_t n) {
 }
 
 /* Takes up to a batch of whole spans out of the ring (under mu) into
- * e->batch; returns the bytes taken, *n the spans. */
+ * e->batch; returns the bytes taken, *n the spans. Copies at most a batch
+ * and one span (two memcpy at a wrap), then finds the spans' ends with
+ * memchr: never a byte-by-byte walk of the ring. */
 static size_t take(air__exporter *e, size_t *n) {
+  size_t want = e->len;
+  if (want > AIR__MAX_TRACE_BATCH_BYTES + AIR__MAX_SPAN_BYTES + 1)
+    want = AIR__MAX_TRACE_BATCH_BYTES + AIR__MAX_SPAN_BYTES + 1;
+  size_t first = e->cap - e->head < want ? e->cap - e->head : want;
+  memcpy(e->batch, e->ring + e->head, first);
+  memcpy(e->batch + first, e->ring, want - first);
   size_t got = 0, spans = 0;
-  while (got < e->len && spans < AIR__MAX_TRACE_BATCH_SPANS) {
-    /* The next span's length: up to and with its '\n'. */
-    size_t k = 0;
-    while (e->ring[(e->head + got + k) % e->cap] != '\n') k++;
-    k++;
-    if (got + k > AIR__MAX_TRACE_BATCH_BYTES && spans > 0) break;
-    for (size_t i = 0; i < k; i++)
-      e->batch[got + i] = e->ring[(e->head + got + i) % e->cap];
-    got += k;
+  while (got < want && spans < AIR__MAX_TRACE_BATCH_SPANS) {
+    const char *nl = memchr(e->batch + got, '\n', want - got);
+    if (nl == NULL) break; /* cannot happen: the ring holds whole spans */
+    size_t end = (size_t)(nl - e->batch) + 1;
+    if (end > AIR__MAX_TRACE_BATCH_BYTES && spans > 0) break;
+    got = end;
     spans++;
   }
   e->head = (e->head + got) % e->cap;
@@ -128,9 +133,9 @@ const air__sampler *air__exporter_sampler(const air__exporter *e) {
 
 void air__exporter_put(air__exporter *e, const char *span, size_t n) {
   if (e == NULL) return;
+  bool ok = n > 0 && n <= AIR__MAX_SPAN_BYTES && memchr(span, '\n', n) == NULL;
   pthread_mutex_lock(&e->mu);
-  bool fits = !e->stop && n > 0 && n <= AIR__MAX_SPAN_BYTES &&
-              n + 1 <= e->cap - e->len && memchr(span, '\n', n) == NULL;
+  bool fits = ok && !e->stop && n + 1 <= e->cap - e->len;
   if (fits) {
     size_t at = (e->head + e->len) % e->cap;
     size_t first = e->cap - at < n ? e->cap - at : n;

@@ -154,8 +154,9 @@ int air__otlp_request(const char *service, const char *spans, size_t n,
   if (air__buf_error(b) == 0) {
     size_t end = b->n;
     while (end > start && b->p[end - 1] == '\n') end--;
-    for (size_t i = start; i < end; i++)
-      if (b->p[i] == '\n') b->p[i] = ',';
+    for (char *q = b->p + start;
+         (q = memchr(q, '\n', (size_t)(b->p + end - q))) != NULL;)
+      *q++ = ',';
     b->n = end;
     b->p[end] = '\0';
   }
