@@ -15,6 +15,7 @@
 #include "limits.h"
 
 #define TRACES_PATH "/v1/traces"
+#define MSG_BYTES 512 /* one diagnostic line */
 
 typedef struct rctx {
   air__env_fn env;
@@ -26,7 +27,7 @@ typedef struct rctx {
 
 __attribute__((format(printf, 3, 4))) static void report(rctx *c, bool error,
                                                          const char *fmt, ...) {
-  char msg[512];
+  char msg[MSG_BYTES];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);

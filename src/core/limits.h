@@ -47,6 +47,7 @@
 #define AIR__MAX_OTLP_HEADERS 32           /* export headers (OTEL_*_HEADERS) */
 #define AIR__MAX_OTLP_HEADERS_BYTES (8u << 10) /* their text, encoded */
 #define AIR__MAX_SERVICE_NAME_BYTES 256        /* OTEL_SERVICE_NAME */
+#define AIR__MAX_FINISH_NAME_BYTES 32   /* a finish reason kept for a span */
 #define AIR__MAX_SPAN_BYTES (16u << 10) /* one span encoded as OTLP JSON */
 #define AIR__MAX_TRACE_QUEUE_BYTES \
   (4u << 20)                           /* encoded spans waiting for export */

@@ -39,13 +39,11 @@ int air__trace_begin(air__trace *t, const char *tp, size_t n,
 void air__trace_attempt_header(const air__trace *t, unsigned attempt,
                                char out[AIR__TRACEPARENT_LEN + 1]);
 
-#define AIR__TRACE_FINISH_BYTES 32
-
 /* What the released answer said, gathered part by part. */
 typedef struct air__trace_answer {
   char model[AIR__MAX_NAME_BYTES];      /* "" when no part named it */
   int64_t input_tokens, output_tokens;  /* -1 unknown */
-  char finish[AIR__TRACE_FINISH_BYTES]; /* "" none */
+  char finish[AIR__MAX_FINISH_NAME_BYTES]; /* "" none */
 } air__trace_answer;
 
 void air__trace_answer_init(air__trace_answer *a);
