@@ -73,6 +73,10 @@ typedef struct air_chat_opts {
    * never called. May be NULL. */
   const air_observers *observers;
   air_cancel *cancel;  /* may be NULL; may be triggered from any thread */
+  /* With observers->on_span: a W3C traceparent value (NUL-terminated) the
+   * call's spans continue, so they join the application's trace; NULL or
+   * invalid: a new trace. Ignored without on_span. */
+  const char *traceparent;
 } air_chat_opts;
 #define AIR_CHAT_OPTS_INIT {.size = sizeof(air_chat_opts)}
 

@@ -89,6 +89,75 @@ typedef struct air_attempt_info {
 typedef int (*air_attempt_fn)(void *data, const air_attempt_info *info,
                               air_failure *f);
 
+/* ---- spans (DESIGN.md 5, Traces) ------------------------------------------
+ */
+
+typedef enum air_span_kind {
+  AIR_SPAN_REQUEST, /* the whole call: the parent of its attempts */
+  AIR_SPAN_ATTEMPT  /* one upstream attempt */
+} air_span_kind;
+
+/* Why an attempt ran. HEDGE and CONTINUATION are reserved for hedged first
+ * content (DESIGN.md 3.6) and continuation after commit (3.5). */
+typedef enum air_span_role {
+  AIR_ROLE_NONE,   /* a request span */
+  AIR_ROLE_FIRST,  /* the first attempt */
+  AIR_ROLE_RETRY,  /* the same target again */
+  AIR_ROLE_SWITCH, /* another target */
+  AIR_ROLE_HEDGE,
+  AIR_ROLE_CONTINUATION
+} air_span_role;
+
+/* "first", "retry", "switch", "hedge", "continuation"; "" for NONE. */
+AIR_EXTERN const char *air_span_role_name(air_span_role r);
+
+/*
+ * One finished span, in the shape of an OpenTelemetry span with the GenAI
+ * semantic conventions: a C application hands it to its own tracer. Ids are
+ * lowercase hex; times are nanoseconds since the Unix epoch. Strings are
+ * borrowed for the callback; NULL means "not known" (an attribute to leave
+ * out), as do the -1 of the signed counts.
+ */
+typedef struct air_span {
+  size_t size; /* sizeof(air_span) of the library */
+  air_span_kind kind;
+  char trace_id[33];
+  char span_id[17];
+  char parent_span_id[17]; /* "" for a root span */
+  bool sampled;            /* the trace's sampled flag */
+  const char *name;        /* "chat ROUTE" / "chat MODEL" (GenAI naming) */
+  uint64_t start_unix_nano;
+  uint64_t end_unix_nano;
+  bool error;                 /* the span's status is Error */
+  const char *operation;      /* gen_ai.operation.name: "chat" */
+  const char *provider;       /* gen_ai.provider.name ("openai", "anthropic"):
+                                 the attempt's, or the answering one's */
+  const char *request_model;  /* gen_ai.request.model: the route or
+                                 "provider/model" asked for; an attempt's:
+                                 its target's model */
+  const char *response_model; /* gen_ai.response.model */
+  int64_t input_tokens;       /* gen_ai.usage.input_tokens, -1 unknown */
+  int64_t output_tokens;      /* gen_ai.usage.output_tokens, -1 unknown */
+  const char *finish_reason;  /* gen_ai.response.finish_reasons[0] */
+  const char *error_type;     /* error.type: the reason name, NULL on success */
+  const char *message;        /* the failure message, NULL on success */
+  int64_t first_content_ms;   /* since this span's start, -1 none */
+  /* AIR_SPAN_REQUEST */
+  const char *route;   /* the model the caller sent */
+  air_dialect dialect; /* the caller's dialect */
+  const char *outcome; /* "ok", "error", "error_after_commit", "aborted" */
+  unsigned attempts;   /* attempts made */
+  /* AIR_SPAN_ATTEMPT */
+  unsigned attempt; /* 1-based */
+  air_span_role role;
+  const char *target;              /* "provider/model" */
+  const char *provider_name;       /* the provider's name in the config */
+  air_reason reason;               /* NONE: the attempt answered */
+  int status;                      /* HTTP status, 0 none */
+  uint64_t wait_ms;                /* the backoff wait before it */
+  const char *upstream_request_id; /* the upstream's, NULL none */
+} air_span;
+
 /*
  * The observers of one call, the same for air_call, air_stream and
  * air_client_chat. Every member may be NULL; each gets `data`. Set size to
@@ -112,6 +181,12 @@ typedef struct air_observers {
    * unless the call failed before anything ran (AIR_EINVAL, AIR_ENOTFOUND,
    * a bad request to the client: then no observer fires). */
   void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
+  /* air_client_chat only: every span of the call (each attempt's, then the
+   * request's) when it ends, on a client worker thread, before on_settled.
+   * Setting it turns tracing on for the call: each upstream request
+   * carries its attempt span's `traceparent`. Every such call is sampled;
+   * air_chat_opts.traceparent continues the application's own trace. */
+  void (*on_span)(void *data, const air_span *span);
 } air_observers;
 #define AIR_OBSERVERS_INIT {.size = sizeof(air_observers)}
 

@@ -23,6 +23,7 @@
 #include "config_table.h"
 #include "limits.h"
 #include "redis_url.h"
+#include "telemetry.h"
 
 #define PATH_BYTES 320
 #define MSG_BYTES 1024
@@ -118,6 +119,15 @@ static void warn_at(ctx *c, loc at, const char *fmt, ...) {
   va_start(ap, fmt);
   vreport(c, AIR_DIAG_WARNING, at, fmt, ap);
   va_end(ap);
+}
+
+/* Tracing settings come from the environment too: no place in the file. */
+static void otel_diag(void *data, bool error, const char *msg) {
+  ctx *c = data;
+  if (error)
+    error_at(c, (loc){0, 0}, "%s", msg);
+  else
+    warn_at(c, (loc){0, 0}, "%s", msg);
 }
 
 static int diag_cmp(const void *a, const void *b) {
@@ -740,6 +750,9 @@ void air_config_free(air_config *cfg) {
   free_secret(cfg->redis.resolved_url);
   free_secret(cfg->redis.password);
   strlist_free(cfg->forward_headers, cfg->n_forward_headers);
+  free(cfg->telemetry.otlp.endpoint);
+  free(cfg->telemetry.otlp.headers_env);
+  air__otel_cleanup(&cfg->otel);
   free(cfg);
 }
 
@@ -1766,6 +1779,9 @@ static void load_tree(ctx *c, const char *text, size_t len) {
                 "client_keys_env: %s is not set in the environment; no client "
                 "key will be accepted",
                 env);
+      if (air__otel_resolve(&c->cfg->telemetry, air__env_getenv, NULL,
+                            &c->cfg->otel, otel_diag, c) == AIR_ENOMEM)
+        c->oom = true;
       break;
   }
   air__yaml_doc_cleanup(&d);

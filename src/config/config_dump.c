@@ -13,6 +13,7 @@
 #include "policy.h"
 #include "config_table.h"
 #include "redis_url.h"
+#include "telemetry.h"
 
 static bool ieq(const char *a, const char *b) {
   for (; *a && *b; a++, b++)
@@ -362,5 +363,6 @@ int air_config_dump(const air_config *cfg, FILE *f) {
     fputc((unsigned char)*p < 0x20 ? '?' : *p, f);
   fputs(", every default filled in\n", f);
   d_map(&d, AIR__SC_TOP, cfg, NULL, 0, false, false);
+  air__otel_dump(&cfg->otel, f);
   return ferror(f) || fflush(f) != 0 ? AIR_EIO : 0;
 }

@@ -132,6 +132,52 @@ static const air__opt opts[] = {
      .sub = AIR__SC_LIMITS,
      .doc = "Gateway limits on client connections and requests."},
 
+    {.name = "telemetry",
+     .scopes = AIR__SC_TOP,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air_config, telemetry),
+     .sub = AIR__SC_TELEMETRY,
+     .doc = "OpenTelemetry trace export (docs/observability.md); the "
+            "standard `OTEL_*` variables override it key by key."},
+
+    /* ---- telemetry ---- */
+    {.name = "otlp",
+     .scopes = AIR__SC_TELEMETRY,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air__telemetry_file, otlp),
+     .sub = AIR__SC_OTLP,
+     .doc = "OTLP/HTTP JSON export of traces."},
+    {.name = "endpoint",
+     .scopes = AIR__SC_OTLP,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__otlp_file, endpoint),
+     .max = AIR__MAX_OTLP_ENDPOINT_BYTES,
+     .check = AIR__CK_URL,
+     .def_doc = "unset (no export)",
+     .doc = "Collector base URL; `/v1/traces` is appended (unless the path "
+            "already ends with it). `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or "
+            "`OTEL_EXPORTER_OTLP_ENDPOINT` override it."},
+    {.name = "headers_env",
+     .scopes = AIR__SC_OTLP,
+     .type = AIR__T_STR,
+     .offset = offsetof(air__otlp_file, headers_env),
+     .max = 256,
+     .check = AIR__CK_ENV,
+     .def_doc = "unset",
+     .doc = "Environment variable holding export headers as `k=v,k=v` "
+            "(URL-encoded, as `OTEL_EXPORTER_OTLP_HEADERS`, which overrides "
+            "it); values are never printed."},
+    {.name = "sample_ratio",
+     .scopes = AIR__SC_OTLP,
+     .type = AIR__T_DOUBLE,
+     .offset = offsetof(air__otlp_file, sample_ratio),
+     .dmin = 0,
+     .dmax = 1,
+     .def = "1",
+     .doc = "Share of new traces sampled (parent-based: a request with a "
+            "sampled `traceparent` is always kept, an unsampled one never). "
+            "`OTEL_TRACES_SAMPLER` overrides it."},
+
     /* ---- limits ---- */
     {.name = "max_body_bytes",
      .scopes = AIR__SC_LIMITS,
@@ -736,6 +782,9 @@ static const struct {
      "the matchers it has must match."},
     {AIR__SC_BACKOFF, "rules[].backoff", "Used by `retry` rules only."},
     {AIR__SC_RETRY_AFTER, "rules[].retry_after", NULL},
+    {AIR__SC_TELEMETRY, "telemetry", NULL},
+    {AIR__SC_OTLP, "telemetry.otlp",
+     "Off unless an endpoint is set here or in the environment."},
 };
 
 const char *air__config_scope_path(unsigned scope) {

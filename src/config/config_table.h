@@ -31,6 +31,10 @@ enum {
   AIR__SC_BACKOFF = 1u << 14,        /* rules[].backoff */
   AIR__SC_RETRY_AFTER = 1u << 15,    /* rules[].retry_after */
   AIR__SC_REDIS = 1u << 16,          /* state.redis */
+  /* Bits 20 and up: telemetry (issue 19), apart from the bits other
+   * sections may take next. */
+  AIR__SC_TELEMETRY = 1u << 20, /* telemetry: */
+  AIR__SC_OTLP = 1u << 21,      /* telemetry.otlp */
 };
 
 /* How a value is read. Scalars are stored at `offset` in the current object. */

@@ -43,6 +43,19 @@
 #define AIR__MAX_METRICS_BYTES (64u << 20)   /* GET /metrics */
 #define AIR__MAX_LOG_TURN_BYTES (1u << 20)   /* a worker's lines of one loop turn */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
+#define AIR__MAX_OTLP_ENDPOINT_BYTES 2048  /* the traces URL */
+#define AIR__MAX_OTLP_HEADERS 32           /* export headers (OTEL_*_HEADERS) */
+#define AIR__MAX_OTLP_HEADERS_BYTES (8u << 10) /* their text, encoded */
+#define AIR__MAX_SERVICE_NAME_BYTES 256        /* OTEL_SERVICE_NAME */
+#define AIR__MAX_FINISH_NAME_BYTES 32   /* a finish reason kept for a span */
+#define AIR__MAX_SPAN_BYTES (16u << 10) /* one span encoded as OTLP JSON */
+#define AIR__MAX_TRACE_QUEUE_BYTES \
+  (4u << 20)                           /* encoded spans waiting for export */
+#define AIR__MAX_TRACE_BATCH_SPANS 512 /* spans in one export request */
+#define AIR__MAX_TRACE_BATCH_BYTES (1u << 20) /* one export request's spans */
+#define AIR__MAX_OTLP_WAIT_MS 60000 /* OTEL_BSP_SCHEDULE_DELAY, *_TIMEOUT */
+#define AIR__OTLP_DELAY_MS 1000     /* default batch delay */
+#define AIR__OTLP_TIMEOUT_MS 2000   /* default export timeout */
 
 /* The shared state in Redis (DESIGN.md 3.1, src/state/redis.c). */
 #define AIR__MAX_REDIS_URL_BYTES 2048        /* state.redis.url and url_env's value */

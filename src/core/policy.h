@@ -12,6 +12,7 @@
 
 #include "airetry.h"
 #include "limits.h"
+#include "trace.h"
 
 /* "unlimited" for counts (max, max_total_attempts, per_reason). */
 #define AIR__UNLIMITED UINT32_MAX
@@ -168,6 +169,38 @@ typedef struct air__redis_cfg {
   char *resolved_url;
   char *password;
 } air__redis_cfg;
+/* telemetry.otlp of the file (DESIGN.md 4). */
+typedef struct air__otlp_file {
+  char *endpoint;    /* base URL ("/v1/traces" appended), NULL unset */
+  char *headers_env; /* variable holding k=v,k=v headers, NULL unset */
+  double sample_ratio;
+} air__otlp_file;
+
+typedef struct air__telemetry_file {
+  air__otlp_file otlp;
+} air__telemetry_file;
+
+/*
+ * Tracing as resolved from the environment (OTEL_*) and telemetry.otlp
+ * when the config is loaded (config/telemetry.c, docs/observability.md).
+ * The header values are secrets: never logged, never printed.
+ */
+typedef struct air__otel {
+  bool enabled;              /* an endpoint is set */
+  char *endpoint;            /* the traces URL POSTed to */
+  const char *endpoint_from; /* where it came from (static text) */
+  air__kv *headers;          /* extra request headers, decoded */
+  size_t n_headers;
+  const char *headers_from;
+  char *service_name; /* resource service.name */
+  air__sampler sampler;
+  const char *sampler_name; /* OTEL_TRACES_SAMPLER's spelling (static) */
+  const char *sampler_from;
+  bool protobuf_asked; /* http/protobuf was asked for; JSON is sent */
+  uint64_t delay_ms;   /* OTEL_BSP_SCHEDULE_DELAY: the longest a span
+                          waits for its batch */
+  uint64_t timeout_ms; /* OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT: one export */
+} air__otel;
 
 struct air_config {
   char *file;
@@ -185,6 +218,8 @@ struct air_config {
   bool drop_params;
   uint32_t default_max_tokens;
   air__limits limits;
+  air__telemetry_file telemetry;
+  air__otel otel;
 };
 
 /* The route named name (n bytes), or NULL. */

@@ -367,6 +367,24 @@ static void swap_cfg(air__gateway *g, air__gw_cfg *c) {
   air__gw_cfg_release(old);
 }
 
+/* Whether two resolved tracing settings are the same (header values
+ * included, compared, never printed). */
+static bool otel_same(const air__otel *a, const air__otel *b) {
+  if (a->enabled != b->enabled) return false;
+  if (!a->enabled) return true;
+  if (strcmp(a->endpoint, b->endpoint) != 0 ||
+      strcmp(a->service_name, b->service_name) != 0 ||
+      a->sampler.parent_based != b->sampler.parent_based ||
+      a->sampler.ratio != b->sampler.ratio || a->delay_ms != b->delay_ms ||
+      a->timeout_ms != b->timeout_ms || a->n_headers != b->n_headers)
+    return false;
+  for (size_t i = 0; i < a->n_headers; i++)
+    if (strcmp(a->headers[i].name, b->headers[i].name) != 0 ||
+        strcmp(a->headers[i].value, b->headers[i].value) != 0)
+      return false;
+  return true;
+}
+
 /* The worker's reload: the supervisor validated the file and reported on
  * it already; this re-reads it (errors only are printed, as the file may
  * have changed in between) and applies it. */
@@ -384,6 +402,9 @@ static void on_hup(uv_signal_t *s, int signum) {
     air__gw_cfg_release(c);
     return;
   }
+  if (!otel_same(&g->cur->cfg->otel, &c->cfg->otel))
+    say("airetry serve: SIGHUP: tracing settings changed: they need a restart; "
+        "the running ones stay in force");
   swap_cfg(g, c);
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
 }
@@ -432,6 +453,15 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   if (rc == 0) {
     air__metrics_set_worker_restarts(g->metrics, restarts);
     air__metrics_watch_log_drops(g->metrics, air__log_dropped(g->log));
+  }
+  if (rc == 0 && g->cur->cfg->otel.enabled) {
+    rc = air__exporter_start(&g->cur->cfg->otel, &g->traces);
+    if (rc == 0)
+      air__metrics_watch_traces(g->metrics, air__exporter_exported(g->traces),
+                                air__exporter_dropped(g->traces));
+    else
+      fprintf(stderr, "airetry serve: cannot start the trace exporter: %s\n",
+              air_strerror(rc));
   }
   for (unsigned i = 0; rc == 0 && i < g->n_workers; i++)
     rc = worker_init(g, &g->w[i], i, restarts);
@@ -498,6 +528,9 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     if (exit_code == 0) say("airetry serve: stopped");
   }
   close(ready_fd);
+  /* Every request has ended: their spans are queued; one last export. */
+  air__exporter_stop(g->traces);
+  g->traces = NULL;
   worker_cleanup(g, ran);
   /* Last: every line accepted so far reaches stderr before the exit. */
   log_ring = NULL;

@@ -15,6 +15,7 @@
 #include "exchange.h"
 #include "gateway.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "server.h"
 #include "transport.h"
 
@@ -127,6 +128,9 @@ struct air__gateway {
   int *fds;               /* n_workers listening sockets */
   air__sup_page *page;    /* worker: its requests in flight */
   air__log *log;          /* worker: the log thread */
+  air__exporter *traces;  /* worker: the trace exporter, NULL when off;
+                             its settings are the start's (a reload that
+                             changes them is reported, not applied) */
   pthread_mutex_t mu;  /* guards cur, cfg_gen, reload_left */
   air__gw_cfg *cur;
   uint64_t cfg_gen;       /* incremented by each accepted reload */

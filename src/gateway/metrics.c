@@ -77,6 +77,7 @@ struct air__metrics {
   _Atomic uint64_t malformed;
   uint64_t worker_restarts;
   const _Atomic uint64_t *log_dropped;
+  const _Atomic uint64_t *spans_exported, *spans_dropped;
   histogram first_content;
   histogram total;
   histogram self;
@@ -195,6 +196,15 @@ void air__metrics_watch_log_drops(air__metrics *m,
                                   const _Atomic uint64_t *dropped) {
   pthread_mutex_lock(&m->mu);
   m->log_dropped = dropped;
+  pthread_mutex_unlock(&m->mu);
+}
+
+void air__metrics_watch_traces(air__metrics *m,
+                               const _Atomic uint64_t *exported,
+                               const _Atomic uint64_t *dropped) {
+  pthread_mutex_lock(&m->mu);
+  m->spans_exported = exported;
+  m->spans_dropped = dropped;
   pthread_mutex_unlock(&m->mu);
 }
 
@@ -441,6 +451,13 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
              "Log lines dropped because stderr did not keep up.",
              m->log_dropped ? atomic_load(m->log_dropped) : 0);
   put_state_link(out, st);
+  put_scalar(out, "airetry_trace_spans_exported_total",
+             "Trace spans the OTLP collector accepted.",
+             m->spans_exported ? atomic_load(m->spans_exported) : 0);
+  put_scalar(out, "airetry_trace_spans_dropped_total",
+             "Trace spans dropped: the export queue was full, or the "
+             "collector failed or refused their batch.",
+             m->spans_dropped ? atomic_load(m->spans_dropped) : 0);
   put_head(out, "airetry_breaker_state",
            "Breaker per target: 0 closed, 1 open, 2 half-open.", "gauge");
   for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;

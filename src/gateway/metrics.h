@@ -49,6 +49,13 @@ void air__metrics_set_worker_restarts(air__metrics *m, uint64_t n);
 void air__metrics_watch_log_drops(air__metrics *m,
                                   const _Atomic uint64_t *dropped);
 
+/* Renders *exported and *dropped (trace spans, otlp.h) as
+ * airetry_trace_spans_exported_total and airetry_trace_spans_dropped_total
+ * (0 while tracing is off); the counters must outlive m's renders. */
+void air__metrics_watch_traces(air__metrics *m,
+                               const _Atomic uint64_t *exported,
+                               const _Atomic uint64_t *dropped);
+
 /* Appends the exposition text; breaker states are read from st at now_ms for
  * the targets counted so far. Returns 0 or the first append error as it is
  * (AIR_ETOOBIG, AIR_ENOMEM; then out is as it was, its error kept); a

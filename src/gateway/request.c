@@ -19,6 +19,7 @@
 #include "gw_int.h"
 #include "limits.h"
 #include "responder.h"
+#include "spans.h"
 
 #define HIGH_WATER (256u << 10)  /* queued response bytes before pausing */
 #define MAX_FORWARD 32
@@ -45,6 +46,9 @@ typedef struct gw_req {
   int inflight;       /* air__gw_inflight_begin's handle */
   const char *const *fwd;  /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
+  bool traced; /* tracing is on: trace holds the request's trace */
+  air__trace trace;
+  air__trace_answer ans; /* what the released answer said (sampled only) */
 } gw_req;
 
 static uint64_t mono_ms(void) {
@@ -370,6 +374,9 @@ static void on_commit(void *data, const air__commit_info *ci) {
 
 static int on_event(void *data, const air__gate_event *ev) {
   gw_req *r = data;
+  if (r->traced && r->trace.sampled)
+    for (size_t i = 0; i < ev->n_parts; i++)
+      air__trace_answer_part(&r->ans, &ev->parts[i]);
   /* Written at on_flush: one write per upstream read, not per event. */
   if (air__responder_event(&r->rs, ev) == 1 && r->x != NULL && !r->ended)
     air__exchange_cancel(r->x);
@@ -417,6 +424,39 @@ void air__gw_flush(air__gw_worker *w) {
 
 static void finish_request(gw_req *r);
 
+typedef struct span_out {
+  air__exporter *e;
+  const char *rid;
+  air__buf b;
+} span_out;
+
+static void export_span(void *data, const air_span *s) {
+  span_out *o = data;
+  air__buf_reset(&o->b);
+  if (air__otlp_span(s, s->kind == AIR_SPAN_REQUEST ? o->rid : NULL, &o->b) ==
+      0)
+    air__exporter_put(o->e, o->b.p, o->b.n);
+  else
+    air__exporter_put(o->e, NULL, 0); /* over the span limit: counted dropped */
+}
+
+/* The request's spans to the exporter (DESIGN.md 5, Traces). */
+static void export_spans(gw_req *r, const air__exchange_result *res,
+                         const char *outcome) {
+  if (!r->traced || !r->trace.sampled || r->w->g->traces == NULL) return;
+  air__trace_end e = {
+      .cfg = r->cfg->cfg,
+      .route = r->areq.model ? r->areq.model : "",
+      .dialect = r->dialect,
+      .outcome = outcome,
+      .end_unix_nano = air__unix_nano(),
+  };
+  span_out o = {r->w->g->traces, r->rid, {0}};
+  air__buf_init(&o.b, AIR__MAX_SPAN_BYTES);
+  air__trace_spans(&r->trace, &e, res, &r->ans, export_span, &o);
+  air__buf_cleanup(&o.b);
+}
+
 static void on_end(void *data, const air__exchange_result *res) {
   gw_req *r = data;
   r->ended = true;
@@ -446,6 +486,7 @@ static void on_end(void *data, const air__exchange_result *res) {
                        res->n_log, res->first_content_ms, res->total_ms, self,
                        res->malformed);
   log_line(r, res, status, outcome);
+  export_spans(r, res, outcome);
   air__exchange_free(r->x);
   r->x = NULL;
   if (!r->starting) finish_request(r);
@@ -555,6 +596,16 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
       .model = r->areq.model,
       .forward = (const char *const *)r->fwd,
   };
+  air__exporter *traces = w->g->traces;
+  if (traces != NULL) {
+    /* An incoming traceparent is continued when valid (a new trace when
+     * not); a system without randomness leaves the request untraced. */
+    const air__str *tp = air__http_find_header(msg, "traceparent");
+    r->traced = air__trace_begin(&r->trace, tp ? tp->p : NULL, tp ? tp->n : 0,
+                                 air__exporter_sampler(traces)) == 0;
+    air__trace_answer_init(&r->ans);
+    if (r->traced) o.trace = &r->trace;
+  }
   air__exchange_cb cb = {on_commit, on_event, on_flush, NULL, on_end, r};
   air__http_req_on_disconnect(req, on_disconnect, r);
   r->starting = true;

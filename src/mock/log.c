@@ -220,6 +220,11 @@ int air__mock_log_json(const air__mock_log *l, air__buf *out) {
     if (rc == 0) rc = add_ms_or_null(out, e->hung_up, e->hung_up_ms);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"end_ms\":"));
     if (rc == 0) rc = add_ms_or_null(out, e->ended, e->end_ms);
+    if (rc == 0 && e->traceparent[0] != '\0') {
+      rc = air__buf_add(out, LIT(",\"traceparent\":"));
+      if (rc == 0)
+        rc = air__buf_add_json_str(out, e->traceparent, strlen(e->traceparent));
+    }
     if (rc == 0) rc = air__buf_addc(out, '}');
   }
   if (rc == 0) rc = air__buf_add(out, LIT("],\"dropped\":"));

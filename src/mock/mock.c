@@ -677,6 +677,11 @@ static void api_request(air__mock *m, air__http_req *req,
       air__mock_log_add(&m->log, t_ms, x->model, x->model_n, attempt, api,
                         x->stream, rc == 0 ? fault.p : "?");
   x->log_id = e ? e->id : 0;
+  const air__str *tp = air__http_find_header(msg, "traceparent");
+  if (e != NULL && tp != NULL && tp->n < sizeof(e->traceparent)) {
+    memcpy(e->traceparent, tp->p, tp->n);
+    e->traceparent[tp->n] = '\0';
+  }
   air__buf_cleanup(&prefill);
   air__buf_cleanup(&fault);
   air__request_cleanup(&r);

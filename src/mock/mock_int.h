@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "mock.h"
 #include "policy.h"
+#include "trace.h"
 
 /* ---- named maxima (docs/mock.md "Limits") ------------------------------ */
 
@@ -320,6 +321,9 @@ typedef struct air__mock_entry {
   bool ended;
   uint64_t end_ms;
   const char *endpoint; /* static: "embeddings", "count_tokens"; NULL: chat */
+  /* the request's W3C traceparent, "" when none (or longer than a
+   * version-00 one) */
+  char traceparent[AIR__TRACEPARENT_LEN + 1];
 } air__mock_entry;
 
 typedef struct air__mock_count {

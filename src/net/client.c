@@ -17,6 +17,7 @@
 #include "error.h"
 #include "exchange.h"
 #include "limits.h"
+#include "spans.h"
 
 typedef struct worker worker;
 
@@ -38,6 +39,9 @@ typedef struct job {
   bool lost;  /* part of the answer could not be kept: never a success */
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  bool traced; /* obs.on_span is set: trace is the call's */
+  air__trace trace;
+  air__trace_answer ans;
 } job;
 
 struct worker {
@@ -121,6 +125,7 @@ static void on_commit(void *data, const air__commit_info *ci) {
 static int on_event(void *data, const air__gate_event *ev) {
   job *j = data;
   for (size_t i = 0; i < ev->n_parts; i++) {
+    if (j->traced) air__trace_answer_part(&j->ans, &ev->parts[i]);
     if (air__aggregate_add(&j->agg, &ev->parts[i]) != 0) {
       j->lost = true;
       air__exchange_cancel(j->x);
@@ -154,8 +159,36 @@ static air_attempt *copy_log(const air_attempt *log, size_t n) {
   return out;
 }
 
+typedef struct span_fwd {
+  const air_observers *obs;
+} span_fwd;
+
+static void forward_span(void *data, const air_span *s) {
+  const span_fwd *f = data;
+  f->obs->on_span(f->obs->data, s);
+}
+
+/* The call's spans to on_span (DESIGN.md 7 observers, 5 Traces). */
+static void emit_spans(job *j, const air__exchange_result *r) {
+  if (!j->traced) return;
+  const char *outcome = r->rc == 0               ? "ok"
+                        : r->rc == AIR_ECANCELED ? "aborted"
+                        : r->committed           ? "error_after_commit"
+                                                 : "error";
+  air__trace_end e = {
+      .cfg = j->w->cl->cfg,
+      .route = j->req.model ? j->req.model : "",
+      .dialect = j->dialect,
+      .outcome = outcome,
+      .end_unix_nano = air__unix_nano(),
+  };
+  span_fwd f = {&j->obs};
+  air__trace_spans(&j->trace, &e, r, &j->ans, forward_span, &f);
+}
+
 static void on_end(void *data, const air__exchange_result *r) {
   job *j = data;
+  emit_spans(j, r);
   if (r->committed && r->rc == AIR_EUPSTREAM && j->o.on_part) {
     /* A failure after commit reaches the part callback once, as an ERROR
      * part named after the reason (as in air_stream). */
@@ -231,6 +264,7 @@ static void start_job(worker *w, job *j) {
       .state = w->cl->state,
       .req = &j->req,
       .model = j->req.model,
+      .trace = j->traced ? &j->trace : NULL,
   };
   air__exchange_cb cb = {on_commit, on_event, NULL, on_failed, on_end, j};
   j->next = w->active;
@@ -447,6 +481,15 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   j->o = o;
   j->obs = obs;
   j->dialect = api;
+  if (obs.on_span != NULL) {
+    /* A call whose spans are asked for is sampled; it continues the
+     * application's traceparent when one is given. */
+    static const air__sampler always = {false, 1.0};
+    const char *tp = o.traceparent;
+    j->traced =
+        air__trace_begin(&j->trace, tp, tp ? strlen(tp) : 0, &always) == 0;
+    air__trace_answer_init(&j->ans);
+  }
   air__aggregate_init(&j->agg);
   pthread_mutex_init(&j->mu, NULL);
   pthread_cond_init(&j->cv, NULL);

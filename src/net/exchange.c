@@ -16,6 +16,7 @@
 #include "exchange.h"
 #include "limits.h"
 #include "retry_after.h"
+#include "spans.h"
 #include "sse.h"
 
 #define MAX_EVENT_PARTS 4  /* parts of one SSE event kept inline */
@@ -675,10 +676,18 @@ static int add_headers(const air__exchange *x, const air__provider *p,
   }
   for (size_t i = 0; rc == 0 && i < p->n_headers; i++)
     rc = add_header_s(hl, p->headers[i].name, p->headers[i].value);
+  if (rc == 0 && x->o.trace != NULL) { /* DESIGN.md 5, Traces */
+    char tp[AIR__TRACEPARENT_LEN + 1];
+    air__trace_attempt_header(x->o.trace, x->att_no, tp);
+    rc = add_header_s(hl, "traceparent", tp);
+  }
   if (x->o.req->dialect == p->api) {
     for (const char *const *f = x->o.forward; rc == 0 && f && *f; f++) {
       const char *colon = strchr(*f, ':');
       if (colon == NULL || !forwardable(*f, (size_t)(colon - *f))) continue;
+      if (x->o.trace != NULL && colon - *f == 11 &&
+          strncasecmp(*f, "traceparent", 11) == 0)
+        continue; /* ours replaces the caller's */
       const char *v = colon + 1;
       while (*v == ' ') v++;
       rc = add_header(hl, *f, (size_t)(colon - *f), v, strlen(v));

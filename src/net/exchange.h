@@ -22,6 +22,8 @@
 #include "transport.h"
 
 typedef struct air__exchange air__exchange;
+/* A request's trace (spans.h). */
+typedef struct air__trace air__trace;
 
 /* What the exchange knows when it commits. Valid during the callback. */
 typedef struct air__commit_info {
@@ -81,6 +83,8 @@ typedef struct air__exchange_opts {
   const char *model;            /* route or "provider/model" */
   const char *const *forward;   /* "Name: value" lines for same-dialect upstreams */
   const air_clock *clock;       /* NULL: the system clock */
+  const air__trace *trace;      /* borrowed until on_end; non-NULL: each
+                                   attempt sends its span's traceparent */
 } air__exchange_opts;
 
 /*

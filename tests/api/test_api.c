@@ -129,9 +129,16 @@ static void test_sizes_are_checked(void **st) {
   o.size = offsetof(air_call_opts, rng);  /* one field short */
   assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
   o.size = sizeof(o);
-  obs.size = sizeof(obs) - sizeof(void *);
+  obs.size =
+      offsetof(air_observers, on_settled); /* short of the first version */
   assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
   assert_non_null(strstr(err.message, "air_observers"));
+  /* The first version's observers (before on_span) are still accepted. */
+  obs.size = offsetof(air_observers, on_span);
+  assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), 0);
+  assert_int_equal(s.settled, 1);
+  s.settled = 0;
+  s.calls = 0;
   assert_int_equal(air_call(cfg, NULL, "r", NULL, NULL, NULL, &err), AIR_EINVAL);
   assert_int_equal(s.calls, 0);
   assert_int_equal(s.settled, 0);

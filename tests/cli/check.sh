@@ -116,6 +116,38 @@ head -c $((4 * 1024 * 1024 + 1)) /dev/zero | tr '\0' '#' >"$tmp/big.yaml"
 run big 2 check --config "$tmp/big.yaml"
 grep -q 'over the limit' "$tmp/big.err" || fail "big: no size error"
 
+# Tracing (issue 19): the resolved settings, header names but never values;
+# the environment overrides telemetry.otlp; grpc is an error.
+cat >"$tmp/otel.yaml" <<'YAML'
+telemetry: {otlp: {endpoint: "http://127.0.0.1:4318", headers_env: MY_OTEL_HEADERS, sample_ratio: 0.25}}
+YAML
+run otel_off 0 check --config "$src/examples/airetry.yaml"
+grep -q '^# tracing: off' "$tmp/otel_off.out" || fail "otel_off: tracing not shown off"
+MY_OTEL_HEADERS='authorization=Bearer%20sekrit-77,x-team=blue' \
+  run otel_file 0 check --config "$tmp/otel.yaml"
+grep -q '^#   endpoint: http://127.0.0.1:4318/v1/traces  (telemetry.otlp.endpoint)' \
+  "$tmp/otel_file.out" || fail "otel_file: endpoint not resolved"
+grep -q '^#   headers: authorization, x-team' "$tmp/otel_file.out" || fail "otel_file: header names"
+grep -q 'parentbased_traceidratio, ratio 0.25' "$tmp/otel_file.out" || fail "otel_file: sampler"
+grep -q 'sekrit-77\|blue' "$tmp/otel_file.out" "$tmp/otel_file.err" && fail "otel_file: a header value printed"
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT='http://u:pw@127.0.0.1:9/t' OTEL_SERVICE_NAME=gw-eu \
+  OTEL_TRACES_SAMPLER=always_off run otel_env 0 check --config "$tmp/otel.yaml"
+grep -q '^#   endpoint: http://\[redacted\]@127.0.0.1:9/t  (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)' \
+  "$tmp/otel_env.out" || fail "otel_env: endpoint override (or its password shown)"
+grep -q 'service.name: gw-eu' "$tmp/otel_env.out" || fail "otel_env: service name"
+grep -q 'sampler: always_off' "$tmp/otel_env.out" || fail "otel_env: sampler override"
+grep -q 'warning: telemetry.otlp.headers_env: MY_OTEL_HEADERS is not set' "$tmp/otel_env.err" ||
+  fail "otel_env: no warning for the unset headers variable"
+OTEL_EXPORTER_OTLP_PROTOCOL=grpc run otel_grpc 2 check --config "$tmp/otel.yaml"
+grep -q 'error: OTEL_EXPORTER_OTLP_PROTOCOL=grpc' "$tmp/otel_grpc.err" || fail "otel_grpc: no error"
+OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf run otel_pb 0 check --config "$tmp/otel.yaml"
+grep -q 'warning: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf' "$tmp/otel_pb.err" ||
+  fail "otel_pb: no warning"
+MY_OTEL_HEADERS='authorization=Bearer%20sekrit-77,x-team=blue' \
+  run otel_reload 0 check --config "$tmp/otel_file.out"
+diff <(tail -n +2 "$tmp/otel_file.out") <(tail -n +2 "$tmp/otel_reload.out") >/dev/null ||
+  fail "otel_reload: the dump does not load back to the same config"
+
 if [ "$failures" -ne 0 ]; then
   echo "check.sh: $failures failure(s)" >&2
   exit 1
