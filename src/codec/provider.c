@@ -13,6 +13,11 @@ const air__provider_ops *air__provider_get(air_dialect api) {
                                   : &air__provider_openai;
 }
 
+int air__request_build(const air__provider_ops *target, const air__request *req,
+                       const air__build_opts *o, air__buf *out, air_error *err) {
+  return target->build_request(req, o, out, err);
+}
+
 /* ---- request validation ------------------------------------------------------ */
 
 static int bad(air_error *err, int code, const char *field, const char *what) {

@@ -258,6 +258,13 @@ typedef struct air__provider_ops {
                            const air_attempt *log, size_t n, air__buf *out);
 } air__provider_ops;
 
+/*
+ * The upstream body of a request for the dialect of target (see
+ * build_request): the one entry point callers use.
+ */
+int air__request_build(const air__provider_ops *target, const air__request *req,
+                       const air__build_opts *o, air__buf *out, air_error *err);
+
 extern const air__provider_ops air__provider_openai;
 extern const air__provider_ops air__provider_anthropic;
 
