@@ -43,6 +43,12 @@
 #define AIR__MAX_METRICS_BYTES (64u << 20)   /* GET /metrics */
 #define AIR__MAX_LOG_TURN_BYTES (1u << 20)   /* a worker's lines of one loop turn */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
+#define AIR__MAX_CANON_MSGS (1u << 20)     /* messages of one canonical request */
+#define AIR__MAX_CANON_PARTS (1u << 16)    /* parts of one canonical message */
+#define AIR__MAX_CANON_TOOLS 4096          /* tools of one canonical request */
+#define AIR__MAX_CANON_STOP 1024           /* stop sequences of one request */
+#define AIR__MAX_CANON_EXTRAS 4096         /* fields only the caller's dialect has */
+#define AIR__MAX_CANON_FIELD_BYTES 256     /* a field name in an error message */
 
 /* The gateway's request limits (`limits:`, DESIGN.md 4): defaults (plain
  * decimals: the option table writes them as its default text) and the

@@ -733,7 +733,7 @@ static int launch(air__exchange *x) {
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
   };
-  int built = x->ops->build_request(x->o.req, &bo, &x->body, &err);
+  int built = air__request_build(x->ops, x->o.req, &bo, &x->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
