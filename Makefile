@@ -80,7 +80,7 @@ install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 format:
-	@clang-format -i include/*.h src/*/*.[ch] tests/unit/*/*.c examples/*.c bench/*.c fuzz/*.c
+	@clang-format -i include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*/*.c examples/*.c bench/*.c fuzz/*.c
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

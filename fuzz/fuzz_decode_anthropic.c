@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the Anthropic codec (src/codec/provider_anthropic.c).
+ * libFuzzer target for the Anthropic codec (src/codec/anthropic/).
  *
  * The input is taken as an upstream byte stream: parsed by air__sse, every
  * event goes through decode_event, every part is checked and handed to the
@@ -8,7 +8,7 @@
  * back (SSE + decoder) into the same text and reasoning, with nothing
  * malformed. The whole input also goes through decode_body, the aggregate
  * of each decode through encode_response, and, as a caller body of either
- * dialect, through air__request_parse + build_request, whose output must
+ * dialect, through air__request_parse + air__request_build, whose output must
  * be a JSON object.
  */
 #include <stdbool.h>
@@ -156,7 +156,7 @@ static void check_build(air_dialect dialect, const uint8_t *data, size_t size) {
                          1024};
     air__buf out;
     air__buf_init(&out, 64u << 20);
-    int rc = ops->build_request(&req, &o, &out, &err);
+    int rc = air__request_build(ops, &req, &o, &out, &err);
     if (rc == 0) {
       json_t *v = json_loadb(out.p, out.n, 0, NULL);
       CHECK(json_is_object(v));

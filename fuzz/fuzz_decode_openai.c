@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the OpenAI dialect (src/codec/provider_openai.c).
+ * libFuzzer target for the OpenAI dialect (src/codec/openai_chat/).
  *
  * The input is used four ways:
  *   1. as an upstream event stream: parsed by air__sse (fed at once, then
@@ -7,7 +7,7 @@
  *      both runs must give the same parts and decoder state;
  *   2. as a non-streaming body: decode_body;
  *   3. as a caller request body of each dialect: air__request_parse, then
- *      build_request (with and without drop_params) must give valid JSON;
+ *      air__request_build (with and without drop_params) must give valid JSON;
  *   4. every part produced in 1 and 2 is checked (strings present, indexes
  *      in range), encoded for an OpenAI caller (every chunk must tokenize as
  *      one JSON object, or be [DONE]) and aggregated; the aggregate's
@@ -197,7 +197,7 @@ static void requests(const uint8_t *in, size_t n) {
       air__buf out;
       air__buf_init(&out, 1u << 26);
       memset(&err, 0, sizeof(err));
-      int rc = OPS->build_request(&req, &o, &out, &err);
+      int rc = air__request_build(OPS, &req, &o, &out, &err);
       if (rc == 0) {
         json_t *v = json_loadb(out.p, out.n, 0, NULL);
         CHECK(json_is_object(v));

@@ -1,19 +1,17 @@
 /*
- * What the dialects share: the ops lookup, caller request validation,
- * error-body reading, aggregation of parts for non-streaming callers.
+ * What the dialects share: caller request validation, error-body reading,
+ * aggregation of parts for non-streaming callers.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "limits.h"
+#include "canon.h"
+#include "codec_json.h"
 #include "provider.h"
 
-const air__provider_ops *air__provider_get(air_dialect api) {
-  return api == AIR_DIALECT_ANTHROPIC ? &air__provider_anthropic
-                                  : &air__provider_openai;
-}
-
-/* ---- request validation ------------------------------------------------------ */
+/* ---- request validation
+ * ------------------------------------------------------ */
 
 static int bad(air_error *err, int code, const char *field, const char *what) {
   if (err != NULL) {
@@ -23,24 +21,29 @@ static int bad(air_error *err, int code, const char *field, const char *what) {
   return code;
 }
 
-
 /* Known top-level fields and their types; null is accepted for each. */
 static const air__field_rule openai_fields[] = {
-    {"stream", AIR__F_BOOL},          {"max_tokens", AIR__F_INT_POS},
+    {"stream", AIR__F_BOOL},
+    {"max_tokens", AIR__F_INT_POS},
     {"max_completion_tokens", AIR__F_INT_POS},
-    {"temperature", AIR__F_NUMBER},   {"top_p", AIR__F_NUMBER},
-    {"n", AIR__F_INT_POS},            {"stop", AIR__F_STR_OR_ARRAY},
-    {"tools", AIR__F_ARRAY},          {"tool_choice", AIR__F_STR_OR_OBJ},
-    {"stream_options", AIR__F_OBJECT}, {"response_format", AIR__F_OBJECT},
-    {"user", AIR__F_STRING},          {"seed", AIR__F_NUMBER},
+    {"temperature", AIR__F_NUMBER},
+    {"top_p", AIR__F_NUMBER},
+    {"n", AIR__F_INT_POS},
+    {"stop", AIR__F_STR_OR_ARRAY},
+    {"tools", AIR__F_ARRAY},
+    {"tool_choice", AIR__F_STR_OR_OBJ},
+    {"stream_options", AIR__F_OBJECT},
+    {"response_format", AIR__F_OBJECT},
+    {"user", AIR__F_STRING},
+    {"seed", AIR__F_NUMBER},
 };
 
 static const air__field_rule anthropic_fields[] = {
-    {"stream", AIR__F_BOOL},          {"max_tokens", AIR__F_INT_POS},
-    {"temperature", AIR__F_NUMBER},   {"top_p", AIR__F_NUMBER},
-    {"top_k", AIR__F_INT_POS},        {"stop_sequences", AIR__F_ARRAY},
-    {"tools", AIR__F_ARRAY},          {"tool_choice", AIR__F_OBJECT},
-    {"system", AIR__F_STR_OR_ARRAY},  {"metadata", AIR__F_OBJECT},
+    {"stream", AIR__F_BOOL},         {"max_tokens", AIR__F_INT_POS},
+    {"temperature", AIR__F_NUMBER},  {"top_p", AIR__F_NUMBER},
+    {"top_k", AIR__F_INT_POS},       {"stop_sequences", AIR__F_ARRAY},
+    {"tools", AIR__F_ARRAY},         {"tool_choice", AIR__F_OBJECT},
+    {"system", AIR__F_STR_OR_ARRAY}, {"metadata", AIR__F_OBJECT},
     {"thinking", AIR__F_OBJECT},
 };
 
@@ -56,28 +59,44 @@ const air__field_rule *air__field_rules(air_dialect dialect, size_t *n) {
 static bool type_ok(const json_t *v, air__field_type t) {
   if (json_is_null(v)) return true;
   switch (t) {
-    case AIR__F_BOOL: return json_is_boolean(v);
-    case AIR__F_INT_POS: return json_is_integer(v) && json_integer_value(v) > 0;
-    case AIR__F_NUMBER: return json_is_number(v);
-    case AIR__F_STRING: return json_is_string(v);
-    case AIR__F_ARRAY: return json_is_array(v);
-    case AIR__F_OBJECT: return json_is_object(v);
-    case AIR__F_STR_OR_ARRAY: return json_is_string(v) || json_is_array(v);
-    case AIR__F_STR_OR_OBJ: return json_is_string(v) || json_is_object(v);
+    case AIR__F_BOOL:
+      return json_is_boolean(v);
+    case AIR__F_INT_POS:
+      return json_is_integer(v) && json_integer_value(v) > 0;
+    case AIR__F_NUMBER:
+      return json_is_number(v);
+    case AIR__F_STRING:
+      return json_is_string(v);
+    case AIR__F_ARRAY:
+      return json_is_array(v);
+    case AIR__F_OBJECT:
+      return json_is_object(v);
+    case AIR__F_STR_OR_ARRAY:
+      return json_is_string(v) || json_is_array(v);
+    case AIR__F_STR_OR_OBJ:
+      return json_is_string(v) || json_is_object(v);
   }
   return false;
 }
 
 static const char *type_name(air__field_type t) {
   switch (t) {
-    case AIR__F_BOOL: return "expected a boolean";
-    case AIR__F_INT_POS: return "expected a positive integer";
-    case AIR__F_NUMBER: return "expected a number";
-    case AIR__F_STRING: return "expected a string";
-    case AIR__F_ARRAY: return "expected an array";
-    case AIR__F_OBJECT: return "expected an object";
-    case AIR__F_STR_OR_ARRAY: return "expected a string or an array";
-    case AIR__F_STR_OR_OBJ: return "expected a string or an object";
+    case AIR__F_BOOL:
+      return "expected a boolean";
+    case AIR__F_INT_POS:
+      return "expected a positive integer";
+    case AIR__F_NUMBER:
+      return "expected a number";
+    case AIR__F_STRING:
+      return "expected a string";
+    case AIR__F_ARRAY:
+      return "expected an array";
+    case AIR__F_OBJECT:
+      return "expected an object";
+    case AIR__F_STR_OR_ARRAY:
+      return "expected a string or an array";
+    case AIR__F_STR_OR_OBJ:
+      return "expected a string or an object";
   }
   return "wrong type";
 }
@@ -143,30 +162,34 @@ int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
     json_decref(root);
     return rc;
   }
-  out->body = root;
+  out->tree = root;
   out->model = json_string_value(model);
   out->stream = json_is_true(json_object_get(root, "stream"));
   json_t *so = json_object_get(root, "stream_options");
   out->include_usage = json_is_true(json_object_get(so, "include_usage"));
   json_t *rf = json_object_get(root, "response_format");
   const char *rft = json_string_value(json_object_get(rf, "type"));
-  out->json_response =
-      rft != NULL && (strcmp(rft, "json_object") == 0 || strcmp(rft, "json_schema") == 0);
+  out->json_response = rft != NULL && (strcmp(rft, "json_object") == 0 ||
+                                       strcmp(rft, "json_schema") == 0);
   return 0;
 }
 
 json_t *air__request_body(const air__request *r) {
-  if (r->body == NULL && r->raw != NULL) {
+  if (r->tree == NULL && r->raw != NULL) {
     /* A cache filled on first use; the text passed validation already.
      * NOLINTNEXTLINE(clang-diagnostic-cast-qual) */
     air__request *w = (air__request *)(uintptr_t)r;
-    w->body = json_loadb(r->raw, r->raw_n, JSON_REJECT_DUPLICATES, NULL);
+    w->tree = json_loadb(r->raw, r->raw_n, JSON_REJECT_DUPLICATES, NULL);
   }
-  return r->body;
+  return r->tree;
 }
 
 void air__request_cleanup(air__request *r) {
-  json_decref(r->body);
+  json_decref(r->tree);
+  if (r->canon != NULL) {
+    air__canon_cleanup(r->canon);
+    free(r->canon);
+  }
   free(r->raw);
   memset(r, 0, sizeof(*r));
 }
@@ -176,9 +199,11 @@ void air__decoder_cleanup(air__decoder *d) {
   air__buf_cleanup(&d->scratch2);
 }
 
-/* ---- error bodies --------------------------------------------------------------- */
+/* ---- error bodies
+ * --------------------------------------------------------------- */
 
-/* Copies a JSON string (or a number's text) into buf; returns its offset or -1. */
+/* Copies a JSON string (or a number's text) into buf; returns its offset or -1.
+ */
 static long keep_str(air__buf *buf, const json_t *v) {
   char num[32];
   const char *s = NULL;
@@ -269,8 +294,10 @@ int air__json_dump(const json_t *v, size_t flags, air__buf *out) {
 int air__final_status(air_reason reason, int status) {
   if (status >= 400 && status <= 599) return status;
   switch (reason) {
-    case AIR_REASON_RATE_LIMIT: return 429;
-    case AIR_REASON_OVERLOADED: return 503;
+    case AIR_REASON_RATE_LIMIT:
+      return 429;
+    case AIR_REASON_OVERLOADED:
+      return 503;
     case AIR_REASON_TIMEOUT_CONNECT:
     case AIR_REASON_TIMEOUT_FIRST_BYTE:
     case AIR_REASON_TIMEOUT_FIRST_CHUNK:
@@ -283,23 +310,34 @@ int air__final_status(air_reason reason, int status) {
     case AIR_REASON_LENGTH:
     case AIR_REASON_BAD_REQUEST:
       return 400;
-    case AIR_REASON_REFUSAL: return 422;
-    case AIR_REASON_AUTH: return 401;
-    case AIR_REASON_QUOTA: return 402;
-    case AIR_REASON_NOT_FOUND: return 404;
-    case AIR_REASON_ABORTED: return 499;
-    default: return 502;
+    case AIR_REASON_REFUSAL:
+      return 422;
+    case AIR_REASON_AUTH:
+      return 401;
+    case AIR_REASON_QUOTA:
+      return 402;
+    case AIR_REASON_NOT_FOUND:
+      return 404;
+    case AIR_REASON_ABORTED:
+      return 499;
+    default:
+      return 502;
   }
 }
 
 const char *air__error_type(air_dialect api, air_reason r) {
   bool a = api == AIR_DIALECT_ANTHROPIC;
   switch (r) {
-    case AIR_REASON_RATE_LIMIT: return a ? "rate_limit_error" : "rate_limit_exceeded";
-    case AIR_REASON_OVERLOADED: return a ? "overloaded_error" : "server_error";
-    case AIR_REASON_AUTH: return a ? "authentication_error" : "authentication_error";
-    case AIR_REASON_QUOTA: return a ? "billing_error" : "insufficient_quota";
-    case AIR_REASON_NOT_FOUND: return a ? "not_found_error" : "not_found_error";
+    case AIR_REASON_RATE_LIMIT:
+      return a ? "rate_limit_error" : "rate_limit_exceeded";
+    case AIR_REASON_OVERLOADED:
+      return a ? "overloaded_error" : "server_error";
+    case AIR_REASON_AUTH:
+      return a ? "authentication_error" : "authentication_error";
+    case AIR_REASON_QUOTA:
+      return a ? "billing_error" : "insufficient_quota";
+    case AIR_REASON_NOT_FOUND:
+      return a ? "not_found_error" : "not_found_error";
     case AIR_REASON_BAD_REQUEST:
     case AIR_REASON_CONTEXT_OVERFLOW:
     case AIR_REASON_CONTENT_FILTER:
@@ -316,7 +354,8 @@ const char *air__error_type(air_dialect api, air_reason r) {
   }
 }
 
-/* ---- aggregation ------------------------------------------------------------------ */
+/* ---- aggregation
+ * ------------------------------------------------------------------ */
 
 #define AGG_MAX AIR__MAX_ANSWER_BYTES
 

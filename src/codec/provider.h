@@ -1,9 +1,13 @@
 /*
- * API dialects (DESIGN.md 1, 2, 5): one file per dialect behind this ops
- * table. A codec knows how to build an upstream request for its API (from a
- * caller request of either dialect), decode its upstream stream and bodies
- * into parts, and encode parts back into bytes for a caller of its dialect.
- * Codecs know nothing about retries. Adding Gemini later is one more file.
+ * The codec's face (DESIGN.md 1, 2, 5): caller requests, the dialect ops
+ * table and the hub that translates through the canonical request
+ * (canon.h). One folder per dialect (openai_chat/, anthropic/) fills an
+ * air__provider_ops: decode its caller requests into canonical form,
+ * encode canonical form into its upstream request, decode its upstream
+ * events and bodies into parts, encode parts for a caller of its dialect.
+ * No file knows two dialects; codecs know nothing about retries. Adding a
+ * dialect is one folder and one line of the table in dialects.c
+ * (docs/architecture.md). This header carries no JSON library type.
  */
 #ifndef AIR__PROVIDER_H
 #define AIR__PROVIDER_H
@@ -12,29 +16,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "airetry.h"
 #include "buf.h"
 #include "policy.h"
 #include "sse.h"
 
-/* ---- requests -------------------------------------------------------------- */
+/* ---- requests --------------------------------------------------------------
+ */
+
+struct air__canon;
 
 /*
  * A caller's request, validated once. Its JSON object is either the text
- * (raw, from the fast validator of request_text.c) with the tree built on
- * first use (air__request_body), or only the tree (the jansson path).
+ * (raw, from the fast validator of request_text.c) with the codec's tree
+ * built on first use, or only the tree (the slow path). The canonical form
+ * is built on the first translation and kept for the request's next
+ * attempts (air__request_canon).
  */
 typedef struct air__request {
-  air_dialect dialect;    /* the dialect the caller spoke */
-  json_t *body;        /* the JSON object (owned), or NULL until needed */
-  char *raw;           /* the body's text, NUL-terminated (owned), or NULL */
+  air_dialect dialect;      /* the dialect the caller spoke */
+  void *tree;               /* the codec's parsed JSON object (owned, private to
+                               src/codec), or NULL until needed */
+  struct air__canon *canon; /* the canonical form (owned), NULL until
+                          needed */
+  char *raw; /* the body's text, NUL-terminated (owned), or NULL */
   size_t raw_n;
-  const char *model;   /* the "model" (borrowed from raw or body) */
-  bool stream;         /* the caller asked for a stream */
-  bool include_usage;  /* OpenAI: stream_options.include_usage was true */
-  bool json_response;  /* OpenAI response_format json_object / json_schema */
+  const char *model;  /* the "model" (borrowed from raw or body) */
+  bool stream;        /* the caller asked for a stream */
+  bool include_usage; /* OpenAI: stream_options.include_usage was true */
+  bool json_response; /* OpenAI response_format json_object / json_schema */
 } air__request;
 
 /*
@@ -51,14 +61,17 @@ int air__request_parse(air_dialect dialect, const char *body, size_t n,
 int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
                             air__request *out, air_error *err);
 void air__request_cleanup(air__request *r);
-/* The request's JSON object, parsed from raw on first use; NULL when out of
- * memory. */
-json_t *air__request_body(const air__request *r);
 
 /* Known top-level fields of a dialect and their types (null always passes). */
 typedef enum air__field_type {
-  AIR__F_BOOL, AIR__F_INT_POS, AIR__F_NUMBER, AIR__F_STRING, AIR__F_ARRAY, AIR__F_OBJECT,
-  AIR__F_STR_OR_ARRAY, AIR__F_STR_OR_OBJ
+  AIR__F_BOOL,
+  AIR__F_INT_POS,
+  AIR__F_NUMBER,
+  AIR__F_STRING,
+  AIR__F_ARRAY,
+  AIR__F_OBJECT,
+  AIR__F_STR_OR_ARRAY,
+  AIR__F_STR_OR_OBJ
 } air__field_type;
 typedef struct air__field_rule {
   const char *name;
@@ -76,20 +89,20 @@ bool air__request_fast(air_dialect dialect, const char *body, size_t n,
 
 /* One member to set in a same-dialect upstream body. */
 typedef enum air__patch_how {
-  AIR__PATCH_SET,             /* value replaces the caller's, or is added */
-  AIR__PATCH_DEFAULT,         /* only where the caller's is missing or null */
-  AIR__PATCH_STREAM_OPTIONS   /* the caller's object with include_usage: true */
+  AIR__PATCH_SET,           /* value replaces the caller's, or is added */
+  AIR__PATCH_DEFAULT,       /* only where the caller's is missing or null */
+  AIR__PATCH_STREAM_OPTIONS /* the caller's object with include_usage: true */
 } air__patch_how;
 typedef struct air__patch {
   const char *key;
-  const char *value;         /* JSON text (not for STREAM_OPTIONS) */
+  const char *value; /* JSON text (not for STREAM_OPTIONS) */
   air__patch_how how;
 } air__patch;
 /* Appends req's text (it must have raw) with the members of set (at most
  * 8) replaced in place or appended in order. Returns 0 or a buf error
  * (then out is as it was). */
-int air__request_patch(const air__request *req, const air__patch *set, size_t n_set,
-                       air__buf *out);
+int air__request_patch(const air__request *req, const air__patch *set,
+                       size_t n_set, air__buf *out);
 
 typedef struct air__build_opts {
   const char *model;           /* the upstream model name */
@@ -98,26 +111,27 @@ typedef struct air__build_opts {
   uint32_t default_max_tokens; /* used where Anthropic needs max_tokens */
 } air__build_opts;
 
-/* ---- decoding ---------------------------------------------------------------- */
+/* ---- decoding
+ * ---------------------------------------------------------------- */
 
 typedef int (*air__part_cb)(void *data, const air_part *p);
 
-#define AIR__DECODER_MAX_TOOLS 128  /* tool calls tracked in one response */
+#define AIR__DECODER_MAX_TOOLS 128 /* tool calls tracked in one response */
 
 /* Per-attempt decoder state. Init with the ops' decoder_init, free with
  * air__decoder_cleanup. */
 typedef struct air__decoder {
   air_dialect api;
-  unsigned malformed;  /* events that could not be decoded (skipped) */
-  bool started;        /* START was emitted */
-  bool done;           /* the terminator arrived ([DONE] / message_stop) */
-  bool finished;       /* a FINISH part was emitted */
-  bool usage_only;     /* the last event carried only usage (OpenAI) */
-  bool terminator;     /* the last event was the terminator */
-  bool error_event;    /* the last event was an error event */
-  uint64_t input_tokens;   /* running totals (Anthropic usage is cumulative) */
+  unsigned malformed;    /* events that could not be decoded (skipped) */
+  bool started;          /* START was emitted */
+  bool done;             /* the terminator arrived ([DONE] / message_stop) */
+  bool finished;         /* a FINISH part was emitted */
+  bool usage_only;       /* the last event carried only usage (OpenAI) */
+  bool terminator;       /* the last event was the terminator */
+  bool error_event;      /* the last event was an error event */
+  uint64_t input_tokens; /* running totals (Anthropic usage is cumulative) */
   uint64_t output_tokens;
-  air__buf scratch;    /* unescaped strings handed out in parts */
+  air__buf scratch; /* unescaped strings handed out in parts */
   air__buf scratch2;
   /* Anthropic: the kind of each open content block, by block index, and the
    * tool ordinal of tool_use blocks (OpenAI-style tool index).
@@ -130,7 +144,8 @@ typedef struct air__decoder {
 
 void air__decoder_cleanup(air__decoder *d);
 
-/* ---- aggregation (non-streaming callers) ------------------------------------- */
+/* ---- aggregation (non-streaming callers)
+ * ------------------------------------- */
 
 typedef struct air__tool_call {
   char *id;
@@ -152,8 +167,8 @@ typedef struct air__aggregate {
   uint64_t input_tokens;
   uint64_t output_tokens;
   bool has_usage;
-  uint64_t created;  /* OpenAI "created" (seconds) for encode_response, set
-                        by the caller (aggregate_init leaves 0) */
+  uint64_t created; /* OpenAI "created" (seconds) for encode_response, set
+                       by the caller (aggregate_init leaves 0) */
 } air__aggregate;
 
 void air__aggregate_init(air__aggregate *a);
@@ -161,24 +176,25 @@ void air__aggregate_cleanup(air__aggregate *a);
 /* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
 AIR__WUR int air__aggregate_add(air__aggregate *a, const air_part *p);
 
-/* ---- encoding for the caller ------------------------------------------------- */
+/* ---- encoding for the caller
+ * ------------------------------------------------- */
 
 /* Per-response encoder state, in the caller's dialect. */
 typedef struct air__encoder {
   air_dialect api;
-  bool passthrough;    /* raw upstream events are forwarded; encode only the end */
-  bool include_usage;  /* OpenAI caller asked for the usage chunk */
-  bool started;        /* the first chunk / message_start was written */
-  bool finished;       /* FINISH seen */
-  bool ended;          /* the terminator was written */
-  int open_block;      /* Anthropic: index of the open content block, -1 none */
-  int open_kind;       /* Anthropic: what that block is (text/thinking/tool) */
-  int next_block;      /* Anthropic: the next content block index */
+  bool passthrough; /* raw upstream events are forwarded; encode only the end */
+  bool include_usage; /* OpenAI caller asked for the usage chunk */
+  bool started;       /* the first chunk / message_start was written */
+  bool finished;      /* FINISH seen */
+  bool ended;         /* the terminator was written */
+  int open_block;     /* Anthropic: index of the open content block, -1 none */
+  int open_kind;      /* Anthropic: what that block is (text/thinking/tool) */
+  int next_block;     /* Anthropic: the next content block index */
   /* Anthropic: the content block index of each tool call (by the parts'
    * tool index), -1 while the tool has no block. */
   int tool_block[AIR__DECODER_MAX_TOOLS];
   air_finish finish;
-  uint64_t created;    /* OpenAI "created" (seconds), from the caller's clock */
+  uint64_t created; /* OpenAI "created" (seconds), from the caller's clock */
   uint64_t input_tokens;
   uint64_t output_tokens;
   bool has_usage;
@@ -186,7 +202,8 @@ typedef struct air__encoder {
   char model[256];
 } air__encoder;
 
-/* ---- the ops table -------------------------------------------------------------- */
+/* ---- the ops table
+ * -------------------------------------------------------------- */
 
 /* Between the field and the API in an AIR_ENOTSUP message. */
 #define AIR__NOT_SUPPORTED ": not supported by "
@@ -197,27 +214,35 @@ void air__unsupported_field(const char *message, char *out, size_t cap);
 
 typedef struct air__provider_ops {
   air_dialect api;
-  const char *name;  /* "openai", "anthropic" */
-  const char *path;  /* appended to base_url: "/chat/completions", "/v1/messages" */
+  const char *name; /* "openai", "anthropic" */
+  const char
+      *path; /* appended to base_url: "/chat/completions", "/v1/messages" */
 
   /*
-   * The upstream request body for this API from a caller request of either
-   * dialect: the model replaced by o->model, "stream": true (OpenAI also
-   * stream_options.include_usage: true), o->override_json merged over the
-   * top-level fields, and — across dialects — a translation of system
-   * prompt, messages (text, images, tool calls and tool results), tools and
-   * tool_choice, stop sequences, max tokens (o->default_max_tokens where
-   * Anthropic needs one), temperature (clamped to the API's range), top_p.
-   * Within one dialect unknown fields pass through unchanged; across
-   * dialects a field that is only a hint to a provider (seed, logprobs,
-   * service_tier, metadata, top_k, ...: DESIGN.md 5, docs/config.md) is
-   * dropped, and one that changes the answer and that the API cannot
-   * express is AIR_ENOTSUP with err->message "FIELD" AIR__NOT_SUPPORTED
-   * "API upstreams" (the target is then skipped), unless o->drop_params
-   * drops it too. A request that is invalid in itself is AIR_EINVAL.
+   * Requests. The hub (air__request_build) calls build_same for a caller
+   * of this dialect: the caller's text with model and stream set (the byte
+   * fast path), or under an override the caller's tree with the override
+   * merged. Across dialects it calls the caller dialect's decode_request
+   * once per request, then the target's can_express and encode_request.
    */
-  int (*build_request)(const air__request *req, const air__build_opts *o,
-                       air__buf *out, air_error *err);
+  int (*build_same)(const air__request *req, const air__build_opts *o,
+                    air__buf *out, air_error *err);
+  /* The caller's body (of this dialect) into c (initialised by the hub).
+   * A body invalid in itself is AIR_EINVAL with err naming the field;
+   * what only this dialect can say is kept as c's extras (canon.h). */
+  int (*decode_request)(const air__request *req, struct air__canon *c,
+                        air_error *err);
+  /* 0 when this dialect can say everything c asks for; else AIR_ENOTSUP
+   * naming the first field in the caller's order ("FIELD"
+   * AIR__NOT_SUPPORTED "NAME upstreams"). Sends nothing; cheap. */
+  int (*can_express)(const struct air__canon *c, air_error *err);
+  /* c as this dialect's upstream body: the model replaced by o->model,
+   * "stream": true (and this dialect's stream flags), o->override_json
+   * merged over the top-level fields. Fields c has that this dialect
+   * cannot say are dropped (the hub checked can_express first unless
+   * o->drop_params). A request this dialect finds invalid is AIR_EINVAL. */
+  int (*encode_request)(const struct air__canon *c, const air__build_opts *o,
+                        air__buf *out, air_error *err);
 
   void (*decoder_init)(air__decoder *d);
   /*
@@ -258,6 +283,40 @@ typedef struct air__provider_ops {
                            const air_attempt *log, size_t n, air__buf *out);
 } air__provider_ops;
 
+/*
+ * The upstream request body for target's dialect from a caller request of
+ * any dialect: the model replaced by o->model, "stream": true (OpenAI also
+ * stream_options.include_usage: true), o->override_json merged over the
+ * top-level fields, and — across dialects — a translation through the
+ * canonical request of system prompt, messages (text, images, tool calls
+ * and tool results), tools and tool_choice, stop sequences, max tokens
+ * (o->default_max_tokens where Anthropic needs one), temperature (clamped
+ * to the API's range), top_p. Within one dialect unknown fields pass
+ * through unchanged; across dialects a field that is only a hint to a
+ * provider (seed, logprobs, service_tier, metadata, top_k, ...: DESIGN.md
+ * 5, docs/config.md) is dropped, and one that changes the answer and that
+ * the API cannot express is AIR_ENOTSUP with err->message "FIELD"
+ * AIR__NOT_SUPPORTED "API upstreams" (the target is then skipped), unless
+ * o->drop_params drops it too. A request that is invalid in itself is
+ * AIR_EINVAL. On failure nothing is appended to out.
+ */
+int air__request_build(const air__provider_ops *target, const air__request *req,
+                       const air__build_opts *o, air__buf *out, air_error *err);
+
+/*
+ * Whether target's dialect can express req, before anything is sent: 0,
+ * or AIR_ENOTSUP with the message air__request_build would give (the
+ * target is skipped), or another error of building the canonical form
+ * (AIR_EINVAL: the request is invalid; it is reported by the build).
+ * Always 0 for a caller of target's own dialect or under drop_params.
+ */
+int air__request_can_express(const air__provider_ops *target,
+                             const air__request *req, bool drop_params,
+                             air_error *err);
+
+/* The dialects, in air_dialect order (dialects.c); *n set to the count. */
+const air__provider_ops *const *air__dialects(size_t *n);
+
 extern const air__provider_ops air__provider_openai;
 extern const air__provider_ops air__provider_anthropic;
 
@@ -272,14 +331,6 @@ const air__provider_ops *air__provider_get(air_dialect api);
  */
 void air__parse_error_body(const char *body, size_t n, air__buf *buf,
                            air_failure *f);
-
-/* json_object_set_new / json_array_append_new that report AIR_ENOMEM when v
- * is NULL (a failed constructor) or the insertion fails. Both steal v. */
-int air__json_put(json_t *obj, const char *key, json_t *v);
-int air__json_push(json_t *arr, json_t *v);
-/* Appends v dumped with jansson flags; on failure out is left as it was and
- * AIR_ENOMEM or AIR_ETOOBIG is returned. */
-int air__json_dump(const json_t *v, size_t flags, air__buf *out);
 
 /*
  * The HTTP status of a final failure (DESIGN.md 5): the upstream's own when

@@ -63,6 +63,8 @@ struct air_run {
   size_t n_log;
   size_t cap_log;
   air__arena arena;
+  air__run_expressible_fn expressible; /* NULL: every target can */
+  void *expressible_data;
 };
 
 const air__policy *air__run_policy(const air_run *run) {
@@ -238,6 +240,12 @@ static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
   for (unsigned k = 0; k < run->n_order; k++) {
     unsigned i = run->order[k];
     if (run->tried[i]) continue;
+    if (run->expressible != NULL &&
+        !run->expressible(run->expressible_data, &run->route->targets[i])) {
+      /* It will be skipped: no probe slot, no breaker verdict. */
+      *idx = i;
+      return true;
+    }
     uint64_t reopen = now_ms;
     air__admit a = air__state_admit(run->st, run->route->targets[i].name,
                                     breaker_of(run, i),
@@ -269,6 +277,14 @@ static int switch_target(air_run *run, const char *to, const air__rule *rule,
 int air_run_new(const air_config *cfg, air_state *state, const char *model,
                 const air_rng *rng, uint64_t now_ms, air_run **out,
                 air_action *act) {
+  return air__run_new_checked(cfg, state, model, rng, now_ms, NULL, NULL, out,
+                              act);
+}
+
+int air__run_new_checked(const air_config *cfg, air_state *state,
+                         const char *model, const air_rng *rng,
+                         uint64_t now_ms, air__run_expressible_fn ok,
+                         void *ok_data, air_run **out, air_action *act) {
   if (cfg == NULL || model == NULL || out == NULL || act == NULL)
     return AIR_EINVAL;
   size_t mlen = strlen(model);
@@ -285,6 +301,8 @@ int air_run_new(const air_config *cfg, air_state *state, const char *model,
   air__arena_init(&run->arena);
   run->cfg = cfg;
   run->st = state;
+  run->expressible = ok;
+  run->expressible_data = ok_data;
   if (route == NULL) {
     char *name = air__arena_strndup(&run->arena, model, mlen);
     if (name == NULL) {

@@ -37,6 +37,20 @@ int air__run_fail_final(air_run *run, unsigned attempt_id,
 int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
                   const char *message, uint64_t now_ms, air_action *act);
 
+/*
+ * Whether target t can express the request (the exchange asks the codec,
+ * DESIGN.md 2.1). air__run_new_checked is air_run_new with this question
+ * asked before a target is admitted: one that cannot express the request
+ * is chosen without taking its breaker's half-open probe slot (and
+ * whatever its breaker says), so the skip that follows (air__run_skip)
+ * never holds or touches a slot. ok may be NULL (every target can).
+ */
+typedef bool (*air__run_expressible_fn)(void *data, const air__target *t);
+int air__run_new_checked(const air_config *cfg, air_state *state,
+                         const char *model, const air_rng *rng,
+                         uint64_t now_ms, air__run_expressible_fn ok,
+                         void *ok_data, air_run **out, air_action *act);
+
 /* The number of attempts made (skipped ones not counted). */
 unsigned air__run_attempts(const air_run *run);
 

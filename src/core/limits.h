@@ -68,6 +68,13 @@
 #define AIR__MAX_REDIS_MESSAGE_BYTES 2048    /* one published change */
 #define AIR__MAX_REDIS_SCAN_KEYS 256         /* keys read per SCAN batch */
 
+#define AIR__MAX_CANON_MSGS (1u << 20)     /* messages of one canonical request */
+#define AIR__MAX_CANON_PARTS (1u << 16)    /* parts of one canonical message */
+#define AIR__MAX_CANON_TOOLS 4096          /* tools of one canonical request */
+#define AIR__MAX_CANON_STOP 1024           /* stop sequences of one request */
+#define AIR__MAX_CANON_EXTRAS 4096         /* fields only the caller's dialect has */
+#define AIR__MAX_CANON_FIELD_BYTES 256     /* a field name in an error message */
+
 /* The gateway's request limits (`limits:`, DESIGN.md 4): defaults (plain
  * decimals: the option table writes them as its default text) and the
  * largest value each option accepts. */

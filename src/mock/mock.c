@@ -655,12 +655,15 @@ static void api_request(air__mock *m, air__http_req *req,
     status = bad == AIR_EINVAL ? 400 : 500;
   } else {
     air__mock_select(mm, attempt, t_ms, &x->beh);
-    int has_prefill = air__mock_prefill_text(air__request_body(&r), &prefill);
+    /* The codec validated the body; the mock reads it with its own parser
+     * (the codec's interface carries no JSON library type). */
+    json_t *body = json_loadb(msg->body.p, msg->body.n, 0, NULL);
+    int has_prefill = air__mock_prefill_text(body, &prefill);
     rc = air__mock_answer_build(&x->ans, x->model, x->model_n, &x->beh,
                                 has_prefill == 1 ? prefill.p : NULL,
-                                has_prefill == 1 ? prefill.n : 0,
-                                air__request_body(&r));
+                                has_prefill == 1 ? prefill.n : 0, body);
     if (rc == 0) rc = air__mock_answer_events(&x->ans, &x->beh, api);
+    json_decref(body);
     if (rc != 0) {
       fault_word = "error";
       message = "mock: cannot build the answer";

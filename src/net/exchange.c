@@ -742,7 +742,7 @@ static int launch(air__exchange *x) {
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
   };
-  int built = x->ops->build_request(x->o.req, &bo, &x->body, &err);
+  int built = air__request_build(x->ops, x->o.req, &bo, &x->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
@@ -888,6 +888,19 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
   return air__exchange_start_on(&lp, &tr, o, cb, out);
 }
 
+/* The engine's question before it admits a target (air__run_new_checked):
+ * can the target's dialect express the request? Only AIR_ENOTSUP says no;
+ * any other failure is left to launch, which reports it. */
+static bool expressible(void *data, const air__target *t) {
+  const air__exchange *x = data;
+  const air_config *cfg = x->o.cfg;
+  const air__provider_ops *ops =
+      air__provider_get(cfg->providers[t->provider].api);
+  air_error err;
+  return air__request_can_express(ops, x->o.req, cfg->drop_params, &err) !=
+         AIR_ENOTSUP;
+}
+
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
                            const air__exchange_opts *o, const air__exchange_cb *cb,
                            air__exchange **out) {
@@ -902,8 +915,8 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   x->cb = *cb;
   x->clock = o->clock ? o->clock : air_clock_system();
   x->start_ms = now_of(x);
-  int rc = air_run_new(o->cfg, o->state, o->model, NULL, x->start_ms, &x->run,
-                       &x->act);
+  int rc = air__run_new_checked(o->cfg, o->state, o->model, NULL, x->start_ms,
+                                expressible, x, &x->run, &x->act);
   if (rc != 0) {
     free(x);
     return rc;

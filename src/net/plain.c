@@ -535,7 +535,11 @@ static int build_body(air__plain *p, const char *model) {
   json_t *m = json_string(model);
   if (m == NULL || json_object_set_new(p->doc, "model", m) != 0)
     return AIR_ENOMEM;
-  return air__json_dump(p->doc, JSON_COMPACT, &p->body);
+  char *text = json_dumps(p->doc, JSON_COMPACT);
+  if (text == NULL) return AIR_ENOMEM;
+  int rc = air__buf_adds(&p->body, text);
+  free(text);
+  return rc;
 }
 
 /* Starts the current ATTEMPT. 0: in flight; 1: failed at once (fail set);

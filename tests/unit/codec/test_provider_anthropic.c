@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/codec/provider_anthropic.c: the Anthropic Messages
+ * Unit tests for src/codec/anthropic/: the Anthropic Messages
  * dialect.
  *
  * test_transcripts replays tests/data (README.md there): every
@@ -835,7 +835,7 @@ static void test_decode_body(void **state) {
   }
 }
 
-/* ---- build_request
+/* ---- air__request_build
  * --------------------------------------------------------------- */
 
 static const air__build_opts base_opts = {"claude-target", NULL, false, 4096};
@@ -851,7 +851,7 @@ static json_t *build(air_dialect dialect, const char *body,
   if (prc != 0) fail_msg("request_parse: %s", perr.message);
   air__buf out;
   air__buf_init(&out, 1u << 20);
-  *rc = ops->build_request(&req, o, &out, err);
+  *rc = air__request_build(ops, &req, o, &out, err);
   air__request_cleanup(&req);
   json_t *v = NULL;
   if (*rc == 0) {
@@ -950,7 +950,7 @@ static void test_build_same_dialect(void **state) {
       0);
   air__buf small;
   air__buf_init(&small, 20);
-  assert_int_equal(ops->build_request(&req, &base_opts, &small, &err),
+  assert_int_equal(air__request_build(ops, &req, &base_opts, &small, &err),
                    AIR_EINVAL);
   assert_int_equal(small.n, 0);
   assert_string_equal(err.message, "body: too big");

@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/codec/provider_openai.c: the OpenAI chat-completions
+ * Unit tests for src/codec/openai_chat/: the OpenAI chat-completions
  * dialect.
  *
  * The stream codec is tested from transcripts (tests/data/README.md): every
@@ -1004,7 +1004,7 @@ static void test_encode_error_body(void **state) {
   air__buf_cleanup(&out);
 }
 
-/* ---- build_request
+/* ---- air__request_build
  * -------------------------------------------------------------------- */
 
 /* Builds an upstream body from a caller body; returns the parsed result, or
@@ -1021,7 +1021,7 @@ static json_t *build(air_dialect dialect, const char *body, const char *model,
                        .default_max_tokens = 4096};
   air__buf out;
   air__buf_init(&out, 1u << 20);
-  *rc = OPS->build_request(&req, &o, &out, err);
+  *rc = air__request_build(OPS, &req, &o, &out, err);
   json_t *v = NULL;
   if (*rc == 0) {
     json_error_t jerr;
@@ -1342,13 +1342,13 @@ static void test_request_fast_path(void **state) {
     air_error err = {0};
     assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI, fast[i], strlen(fast[i]), &r, &err), 0);
     assert_non_null(r.raw);
-    assert_null(r.body);  /* no tree unless a build needs one */
+    assert_null(r.tree);  /* no tree unless a build needs one */
     assert_string_equal(r.model, "m");
     air__buf out;
     air__buf_init(&out, 1u << 20);
     air__build_opts o = {.model = "up\"stream"};
-    assert_int_equal(air__provider_openai.build_request(&r, &o, &out, &err), 0);
-    assert_null(r.body);  /* same dialect: built from the text */
+    assert_int_equal(air__request_build(&air__provider_openai, &r, &o, &out, &err), 0);
+    assert_null(r.tree);  /* same dialect: built from the text */
     json_t *v = json_loads(out.p, JSON_REJECT_DUPLICATES, NULL);
     assert_non_null(v);
     assert_string_equal(json_string_value(json_object_get(v, "model")), "up\"stream");
@@ -1373,7 +1373,7 @@ static void test_request_fast_path(void **state) {
     int rc = air__request_parse(AIR_DIALECT_OPENAI, slow[i], strlen(slow[i]), &r, &err);
     if (rc == 0) {
       assert_null(r.raw);
-      assert_non_null(r.body);
+      assert_non_null(r.tree);
       air__request_cleanup(&r);
     } else {
       assert_true(err.message[0] != '\0');  /* jansson's words */

@@ -55,7 +55,7 @@ static void fast_path_takes_ordinary_bodies(void **state) {
     if (!air__request_fast(cases[i].d, b, strlen(b), &r))
       fail_msg("fast path declined case %zu", i);
     assert_int_equal(r.dialect, cases[i].d);
-    assert_null(r.body); /* no tree until a build needs one */
+    assert_null(r.tree); /* no tree until a build needs one */
     assert_int_equal(r.raw_n, strlen(b));
     assert_memory_equal(r.raw, b, r.raw_n);
     assert_int_equal(r.raw[r.raw_n], '\0');
@@ -141,7 +141,7 @@ static void fast_path_falls_back_where_documented(void **state) {
     if (cases[i].jansson_accepts) {
       if (rc != 0) fail_msg("%s: %s", cases[i].why, err.message);
       assert_null(r.raw);
-      assert_non_null(r.body);
+      assert_non_null(r.tree);
       air__request_cleanup(&r);
     } else {
       if (rc == 0) fail_msg("jansson took: %s", cases[i].why);

@@ -799,6 +799,48 @@ static void test_skip_releases_probe(void **s) {
   fx_end(&fx);
 }
 
+/* The exchange's answer to "can this target express the request?": here,
+ * every target but the one named by data. */
+static bool all_but(void *data, const air__target *t) {
+  return strcmp(t->name, (const char *)data) != 0;
+}
+
+/* A target that cannot express the request is chosen without taking its
+ * half-open probe slot (issue #13: can_express before the probe): while
+ * this run is on it, a concurrent run still probes it. Without the check
+ * the first run holds the slot and the second goes to p/b. */
+static void test_inexpressible_takes_no_probe(void **s) {
+  (void)s;
+  run_fx fx;
+  fx_start(&fx, BREAKER_CFG, "r");
+  for (int i = 0; i < 3; i++) {
+    if (i > 0) fx_new_run(&fx, "r");
+    fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
+  }
+  fx.now += 10000;
+  air_run_free(fx.run);
+  fx.run = NULL;
+  assert_int_equal(air__run_new_checked(fx.cfg, fx.st, "r", &fx.rng, fx.now,
+                                        all_but, (void *)"p/a", &fx.run,
+                                        &fx.act),
+                   0);
+  expect_attempt(&fx, 1, "p/a"); /* to be skipped, not a probe */
+  air_run *other = NULL;
+  air_action oact;
+  assert_int_equal(
+      air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact), 0);
+  assert_string_equal(oact.target, "p/a"); /* the probe is still free */
+  air_run_free(other);
+  assert_int_equal(air__run_skip(fx.run, fx.act.attempt_id, "thinking",
+                                 "thinking: not supported", fx.now, &fx.act),
+                   0);
+  expect_attempt(&fx, 1, "p/b");
+  assert_true(air_run_attempt(fx.run, 0)->skipped);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now),
+                   AIR_BREAKER_HALF_OPEN);
+  fx_end(&fx);
+}
+
 /* ---- attempt ids, first content and commit -------------------------------- */
 
 #define IDS_ROUTE                                                          \
@@ -1059,6 +1101,7 @@ int main(void) {
       cmocka_unit_test(test_skip_counts_nothing),
       cmocka_unit_test(test_skip_all_is_bad_request),
       cmocka_unit_test(test_skip_releases_probe),
+      cmocka_unit_test(test_inexpressible_takes_no_probe),
       cmocka_unit_test(test_attempt_ids_on_every_action),
       cmocka_unit_test(test_commit_answers_first_content),
       cmocka_unit_test(test_stale_attempt_ids_refused),

@@ -1,0 +1,473 @@
+/*
+ * The Anthropic Messages stream and bodies decoded into parts (DESIGN.md
+ * 2, 5). Usage input counts include the cache creation and cache read
+ * tokens (the total prompt, as OpenAI counts it). A stop reason this file
+ * does not know is FINISH STOP with the raw string kept. Deltas are decoded
+ * by their own type, so a text delta on a block never started still yields
+ * TEXT; an input_json_delta needs a started tool_use block (else malformed)
+ * and is ignored on other blocks (server tools).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anthropic.h"
+#include "codec_json.h"
+#include "json.h"
+#include "limits.h"
+
+/* Appends v as compact JSON (15 significant digits for reals). */
+static int dump_json(const json_t *v, air__buf *out) {
+  return air__json_dump(v, JSON_COMPACT | JSON_REAL_PRECISION(15), out);
+}
+
+/* ---- decoding: the hot path (json.c tokens, no allocation)
+ * -------------------------------- */
+
+void air__ant_decoder_init(air__decoder *d) {
+  memset(d, 0, sizeof(*d));
+  d->api = AIR_DIALECT_ANTHROPIC;
+  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
+  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
+  for (int i = 0; i < AIR__DECODER_MAX_TOOLS; i++) d->block_tool[i] = -1;
+}
+
+/*
+ * The string at token i, decoded: borrowed from the event when it holds no
+ * escape, else unescaped into buf. A missing or null token is "" (true); a
+ * token of another type, or a bad escape, is false.
+ */
+static bool str_at(const air__json *j, int i, air__buf *buf, const char **p,
+                   size_t *n) {
+  if (i < 0 || air__json_is_null(j, i)) {
+    *p = "";
+    *n = 0;
+    return true;
+  }
+  if (!air__json_is_str(j, i)) return false;
+  if (air__json_plain(j, i, p, n)) return true;
+  air__buf_reset(buf);
+  if (air__json_str(j, i, buf) != 0) return false;
+  *p = buf->n > 0 ? buf->p : "";
+  *n = buf->n;
+  return true;
+}
+
+/* A non-negative integer at token i; missing or null leaves *set false. */
+static bool count_at(const air__json *j, int i, bool *set, uint64_t *v) {
+  int64_t x;
+  *set = false;
+  if (i < 0 || air__json_is_null(j, i)) return true;
+  if (!air__json_int(j, i, &x) || x < 0) return false;
+  *set = true;
+  *v = (uint64_t)x;
+  return true;
+}
+
+/*
+ * Reads a usage object. *has_in when input_tokens is there (then *in also
+ * counts the cache tokens), *has_out when output_tokens is. False when a
+ * count is not a non-negative integer.
+ */
+static bool read_usage(const air__json *j, int u, bool *has_in, uint64_t *in,
+                       bool *has_out, uint64_t *out) {
+  bool s1, s2;
+  uint64_t c1 = 0, c2 = 0;
+  *in = *out = 0;
+  if (!count_at(j, air__json_get(j, u, "input_tokens"), has_in, in) ||
+      !count_at(j, air__json_get(j, u, "cache_creation_input_tokens"), &s1,
+                &c1) ||
+      !count_at(j, air__json_get(j, u, "cache_read_input_tokens"), &s2, &c2) ||
+      !count_at(j, air__json_get(j, u, "output_tokens"), has_out, out))
+    return false;
+  if (*has_in) *in = sat_add(*in, sat_add(s1 ? c1 : 0, s2 ? c2 : 0));
+  return true;
+}
+
+static bool index_at(const air__json *j, int obj, int *idx) {
+  int64_t v;
+  if (!air__json_int(j, air__json_get(j, obj, "index"), &v) || v < 0 ||
+      v > MAX_BLOCK_INDEX)
+    return false;
+  *idx = (int)v;
+  return true;
+}
+
+static int emit_text(air__part_cb cb, void *data, air_part_kind k, int idx,
+                     const char *p, size_t n) {
+  air_part part = {.kind = k,
+                   .index = idx,
+                   .text = p,
+                   .text_len = n,
+                   .id = "",
+                   .name = "",
+                   .finish_raw = ""};
+  return cb(data, &part);
+}
+
+static int emit_usage(air__decoder *d, air__part_cb cb, void *data) {
+  air_part part = {.kind = AIR_PART_USAGE,
+                   .text = "",
+                   .id = "",
+                   .name = "",
+                   .finish_raw = "",
+                   .input_tokens = d->input_tokens,
+                   .output_tokens = d->output_tokens};
+  return cb(data, &part);
+}
+
+/* Each handler validates the event first: *bad (and nothing emitted) when it
+ * cannot be decoded; otherwise the parts, returning cb's first non-zero. */
+
+static int on_message_start(air__decoder *d, const air__json *j, bool *bad,
+                            air__part_cb cb, void *data) {
+  int m = air__json_get(j, 0, "message");
+  int u = air__json_get(j, m, "usage");
+  const char *id, *model;
+  size_t id_n, model_n;
+  bool has_in, has_out;
+  uint64_t in = 0, out = 0;
+  if (!air__json_is_obj(j, m) ||
+      !str_at(j, air__json_get(j, m, "id"), &d->scratch, &id, &id_n) ||
+      !str_at(j, air__json_get(j, m, "model"), &d->scratch2, &model,
+              &model_n) ||
+      (u >= 0 && !air__json_is_obj(j, u) && !air__json_is_null(j, u)) ||
+      (air__json_is_obj(j, u) &&
+       !read_usage(j, u, &has_in, &in, &has_out, &out))) {
+    *bad = true;
+    return 0;
+  }
+  air_part part = {.kind = AIR_PART_START,
+                   .text = "",
+                   .id = id,
+                   .id_len = id_n,
+                   .name = model,
+                   .name_len = model_n,
+                   .finish_raw = ""};
+  d->started = true;
+  int rc = cb(data, &part);
+  if (rc != 0 || !air__json_is_obj(j, u)) return rc;
+  d->input_tokens = in;
+  d->output_tokens = out;
+  return emit_usage(d, cb, data);
+}
+
+/* The block index of a content_block_* event, its object member `key` and
+ * that member's "type" string; false when any is missing (malformed). */
+static bool block_member(const air__json *j, const char *key, int *idx,
+                         int *obj, int *type) {
+  *obj = air__json_get(j, 0, key);
+  *type = air__json_get(j, *obj, "type");
+  return index_at(j, 0, idx) && air__json_is_obj(j, *obj) &&
+         air__json_is_str(j, *type);
+}
+
+static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
+                          air__part_cb cb, void *data) {
+  int idx, b, t;
+  if (!block_member(j, "content_block", &idx, &b, &t)) {
+    *bad = true;
+    return 0;
+  }
+  const char *p;
+  size_t n;
+  if (air__json_eq(j, t, "text") || air__json_eq(j, t, "thinking")) {
+    bool text = air__json_eq(j, t, "text");
+    if (!str_at(j, air__json_get(j, b, text ? "text" : "thinking"), &d->scratch,
+                &p, &n)) {
+      *bad = true;
+      return 0;
+    }
+    if (idx < AIR__DECODER_MAX_TOOLS)
+      d->block_kind[idx] = text ? BK_TEXT : BK_THINKING;
+    if (n == 0) return 0;
+    return emit_text(cb, data, text ? AIR_PART_TEXT : AIR_PART_REASONING, idx,
+                     p, n);
+  }
+  if (air__json_eq(j, t, "tool_use")) {
+    const char *name;
+    size_t name_n;
+    int input = air__json_get(j, b, "input");
+    if (idx >= AIR__DECODER_MAX_TOOLS || d->n_tools >= AIR__DECODER_MAX_TOOLS ||
+        !str_at(j, air__json_get(j, b, "id"), &d->scratch, &p, &n) ||
+        !str_at(j, air__json_get(j, b, "name"), &d->scratch2, &name, &name_n)) {
+      *bad = true;
+      return 0;
+    }
+    int tool = d->n_tools++;
+    d->block_kind[idx] = BK_TOOL;
+    d->block_tool[idx] = tool;
+    air_part part = {.kind = AIR_PART_TOOL_START,
+                     .index = tool,
+                     .text = "",
+                     .id = p,
+                     .id_len = n,
+                     .name = name,
+                     .name_len = name_n,
+                     .finish_raw = ""};
+    int rc = cb(data, &part);
+    /* Streams start tool_use with "input": {} and send the arguments as
+     * deltas; an input given at once is passed on as one delta. */
+    if (rc == 0 && air__json_is_obj(j, input) && j->tok[input].size > 0) {
+      const char *raw = air__json_raw(j, input, &n);
+      rc = emit_text(cb, data, AIR_PART_TOOL_DELTA, tool, raw, n);
+    }
+    return rc;
+  }
+  if (idx < AIR__DECODER_MAX_TOOLS)
+    d->block_kind[idx] =
+        air__json_eq(j, t, "redacted_thinking") ? BK_REDACTED : BK_OTHER;
+  return 0;
+}
+
+static int on_block_delta(air__decoder *d, const air__json *j, bool *bad,
+                          air__part_cb cb, void *data) {
+  int idx, dl, t;
+  if (!block_member(j, "delta", &idx, &dl, &t)) {
+    *bad = true;
+    return 0;
+  }
+  const char *key;
+  air_part_kind kind;
+  if (air__json_eq(j, t, "text_delta")) {
+    key = "text";
+    kind = AIR_PART_TEXT;
+  } else if (air__json_eq(j, t, "thinking_delta")) {
+    key = "thinking";
+    kind = AIR_PART_REASONING;
+  } else if (air__json_eq(j, t, "input_json_delta")) {
+    key = "partial_json";
+    kind = AIR_PART_TOOL_DELTA;
+  } else {
+    return 0; /* signature_delta, citations_delta, future kinds */
+  }
+  const char *p;
+  size_t n;
+  int s = air__json_get(j, dl, key);
+  if (!air__json_is_str(j, s) || !str_at(j, s, &d->scratch, &p, &n)) {
+    *bad = true;
+    return 0;
+  }
+  if (kind == AIR_PART_TOOL_DELTA) {
+    int bk = idx < AIR__DECODER_MAX_TOOLS ? d->block_kind[idx] : BK_NONE;
+    if (bk == BK_OTHER) return 0; /* server tool input */
+    if (bk != BK_TOOL) {
+      *bad = true;
+      return 0;
+    }
+    idx = d->block_tool[idx];
+  }
+  if (n == 0) return 0;
+  return emit_text(cb, data, kind, idx, p, n);
+}
+
+static int on_message_delta(air__decoder *d, const air__json *j, bool *bad,
+                            air__part_cb cb, void *data) {
+  int dl = air__json_get(j, 0, "delta");
+  int sr = air__json_get(j, dl, "stop_reason");
+  int u = air__json_get(j, 0, "usage");
+  bool has_in = false, has_out = false;
+  uint64_t in = 0, out = 0;
+  const char *p;
+  size_t n;
+  if ((dl >= 0 && !air__json_is_obj(j, dl) && !air__json_is_null(j, dl)) ||
+      (sr >= 0 && !air__json_is_str(j, sr) && !air__json_is_null(j, sr)) ||
+      !str_at(j, sr, &d->scratch, &p, &n) ||
+      (u >= 0 && !air__json_is_obj(j, u) && !air__json_is_null(j, u)) ||
+      (air__json_is_obj(j, u) &&
+       !read_usage(j, u, &has_in, &in, &has_out, &out))) {
+    *bad = true;
+    return 0;
+  }
+  bool finish = air__json_is_str(j, sr);
+  int rc = 0;
+  if (finish) {
+    air_part part = {.kind = AIR_PART_FINISH,
+                     .text = "",
+                     .id = "",
+                     .name = "",
+                     .finish = finish_of(p, n),
+                     .finish_raw = p,
+                     .finish_raw_len = n};
+    d->finished = true;
+    rc = cb(data, &part);
+  }
+  if (rc != 0 || !air__json_is_obj(j, u)) return rc;
+  if (has_in) d->input_tokens = in;
+  if (has_out) d->output_tokens = out;
+  d->usage_only = !finish;
+  return emit_usage(d, cb, data);
+}
+
+static int on_error(air__decoder *d, const air__json *j, bool *bad,
+                    air__part_cb cb, void *data) {
+  int e = air__json_get(j, 0, "error");
+  const char *type = "", *msg = "";
+  size_t type_n = 0, msg_n = 0;
+  if (air__json_is_obj(j, e) &&
+      (!str_at(j, air__json_get(j, e, "type"), &d->scratch, &type, &type_n) ||
+       !str_at(j, air__json_get(j, e, "message"), &d->scratch2, &msg,
+               &msg_n))) {
+    *bad = true;
+    return 0;
+  }
+  d->error_event = true;
+  air_part part = {.kind = AIR_PART_ERROR,
+                   .text = msg,
+                   .text_len = msg_n,
+                   .id = "",
+                   .name = type,
+                   .name_len = type_n,
+                   .finish_raw = ""};
+  return cb(data, &part);
+}
+
+int air__ant_decode_event(air__decoder *d, const air__sse_event *ev,
+                          air__part_cb cb, void *data) {
+  d->usage_only = d->terminator = d->error_event = false;
+  if (IS(ev->type.p, ev->type.n, "ping")) return 0;
+  air__json j;
+  if (air__json_parse(&j, ev->data.p, ev->data.n) != 0 ||
+      !air__json_is_obj(&j, 0)) {
+    air__json_cleanup(&j);
+    d->malformed++;
+    return 0;
+  }
+  /* The data's own type decides; the event field only when it has none. */
+  const char *t = ev->type.p;
+  size_t tn = ev->type.n;
+  int ti = air__json_get(&j, 0, "type");
+  if (air__json_is_str(&j, ti)) t = air__json_raw(&j, ti, &tn);
+  bool bad = false;
+  int rc = 0;
+  if (IS(t, tn, "content_block_delta"))
+    rc = on_block_delta(d, &j, &bad, cb, data);
+  else if (IS(t, tn, "content_block_start"))
+    rc = on_block_start(d, &j, &bad, cb, data);
+  else if (IS(t, tn, "message_start"))
+    rc = on_message_start(d, &j, &bad, cb, data);
+  else if (IS(t, tn, "message_delta"))
+    rc = on_message_delta(d, &j, &bad, cb, data);
+  else if (IS(t, tn, "message_stop"))
+    d->done = d->terminator = true;
+  else if (IS(t, tn, "error"))
+    rc = on_error(d, &j, &bad, cb, data);
+  /* content_block_stop, ping and unknown types: nothing. */
+  air__json_cleanup(&j);
+  if (bad) d->malformed++;
+  return rc;
+}
+
+/* ---- decoding a whole body (cold path, jansson)
+ * ------------------------------- */
+
+static const char *jstr(const json_t *v, size_t *n) {
+  if (!json_is_string(v)) {
+    *n = 0;
+    return "";
+  }
+  *n = json_string_length(v);
+  return json_string_value(v);
+}
+
+static uint64_t jcount(const json_t *v) {
+  return json_is_integer(v) && json_integer_value(v) > 0
+             ? (uint64_t)json_integer_value(v)
+             : 0;
+}
+
+static int body_block(air__decoder *d, const json_t *b, int i, air__part_cb cb,
+                      void *data) {
+  const char *type = json_string_value(json_object_get(b, "type"));
+  size_t n;
+  const char *s;
+  if (type == NULL) return 0;
+  bool text = strcmp(type, "text") == 0;
+  if (text || strcmp(type, "thinking") == 0) {
+    s = jstr(json_object_get(b, text ? "text" : "thinking"), &n);
+    if (n == 0) return 0;
+    return emit_text(cb, data, text ? AIR_PART_TEXT : AIR_PART_REASONING, i, s,
+                     n);
+  }
+  if (strcmp(type, "tool_use") != 0) return 0;
+  if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
+  int tool = d->n_tools++;
+  size_t id_n, name_n;
+  const char *id = jstr(json_object_get(b, "id"), &id_n);
+  const char *name = jstr(json_object_get(b, "name"), &name_n);
+  air_part part = {.kind = AIR_PART_TOOL_START,
+                   .index = tool,
+                   .text = "",
+                   .id = id,
+                   .id_len = id_n,
+                   .name = name,
+                   .name_len = name_n,
+                   .finish_raw = ""};
+  int rc = cb(data, &part);
+  if (rc != 0) return rc;
+  const json_t *input = json_object_get(b, "input");
+  air__buf_reset(&d->scratch);
+  if (input == NULL) {
+    rc = air__buf_add(&d->scratch, LIT("{}"));
+  } else {
+    rc = dump_json(input, &d->scratch);
+  }
+  if (rc != 0) return rc;
+  return emit_text(cb, data, AIR_PART_TOOL_DELTA, tool, d->scratch.p,
+                   d->scratch.n);
+}
+
+int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
+                         air__part_cb cb, void *data) {
+  json_t *root = json_loadb(body, n, 0, NULL);
+  const char *type = json_string_value(json_object_get(root, "type"));
+  const json_t *content = json_object_get(root, "content");
+  if (type == NULL || strcmp(type, "message") != 0 ||
+      (content != NULL && !json_is_array(content))) {
+    json_decref(root);
+    return AIR_EPARSE;
+  }
+  size_t id_n, model_n, sr_n;
+  const char *id = jstr(json_object_get(root, "id"), &id_n);
+  const char *model = jstr(json_object_get(root, "model"), &model_n);
+  air_part start = {.kind = AIR_PART_START,
+                    .text = "",
+                    .id = id,
+                    .id_len = id_n,
+                    .name = model,
+                    .name_len = model_n,
+                    .finish_raw = ""};
+  d->started = true;
+  int rc = cb(data, &start);
+  size_t i;
+  const json_t *b;
+  json_array_foreach(content, i, b) {
+    if (rc != 0) break;
+    rc = body_block(d, b, i > MAX_BLOCK_INDEX ? MAX_BLOCK_INDEX : (int)i, cb,
+                    data);
+  }
+  const json_t *sr = json_object_get(root, "stop_reason");
+  if (rc == 0 && json_is_string(sr)) {
+    const char *raw = jstr(sr, &sr_n);
+    air_part fin = {.kind = AIR_PART_FINISH,
+                    .text = "",
+                    .id = "",
+                    .name = "",
+                    .finish = finish_of(raw, sr_n),
+                    .finish_raw = raw,
+                    .finish_raw_len = sr_n};
+    d->finished = true;
+    rc = cb(data, &fin);
+  }
+  const json_t *u = json_object_get(root, "usage");
+  if (rc == 0 && json_is_object(u)) {
+    d->input_tokens = sat_add(
+        jcount(json_object_get(u, "input_tokens")),
+        sat_add(jcount(json_object_get(u, "cache_creation_input_tokens")),
+                jcount(json_object_get(u, "cache_read_input_tokens"))));
+    d->output_tokens = jcount(json_object_get(u, "output_tokens"));
+    rc = emit_usage(d, cb, data);
+  }
+  json_decref(root);
+  return rc;
+}

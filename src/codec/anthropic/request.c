@@ -1,0 +1,502 @@
+/*
+ * Requests of a caller that speaks Anthropic Messages: the same-dialect
+ * upstream body (the byte fast path, or the caller's tree under an
+ * override), and the decoding of the body into the canonical request for
+ * a target of another dialect (canon.h).
+ *
+ * Decoding keeps, in canonical form:
+ *   - system (a string, or text blocks; cache_control on them is a hint
+ *     and is left out);
+ *   - user messages: text and image blocks (base64 or url sources),
+ *     tool_result blocks (content: a string, or text and image blocks;
+ *     is_error); assistant messages: text, tool_use (input as JSON text),
+ *     thinking and redacted_thinking (reasoning with their signature or
+ *     data, bound to Anthropic);
+ *   - tools (custom tools), tool_choice (+ disable_parallel_tool_use),
+ *     stop_sequences, max_tokens, temperature, top_p, metadata.user_id;
+ *   - as extras (a target of another dialect cannot say them: skipped, or
+ *     dropped under drop_params): thinking other than {type: disabled},
+ *     server tools (a type other than "custom"), blocks of other types
+ *     (document, search_result, ...), image sources other than base64 and
+ *     url, and every unknown top-level field;
+ *   - nothing of: stream, top_k, service_tier, context_management,
+ *     cache_control, metadata other than user_id, citations of blocks,
+ *     thinking {type: disabled}, null values (only hints to a provider, or
+ *     no effect: DESIGN.md 5).
+ * A null field counts as absent.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anthropic.h"
+#include "codec_json.h"
+#include "limits.h"
+
+static int fail(air_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fills err (when given) and returns code. */
+static int fail(air_error *err, int code, const char *fmt, ...) {
+  if (err != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+/* ---- the same dialect ------------------------------------------------------
+ */
+
+int air__ant_build_same(const air__request *req, const air__build_opts *o,
+                        air__buf *out, air_error *err) {
+  if (req->raw != NULL && o->override_json == NULL) {
+    /* The caller's text with model, stream and (when missing) max_tokens
+     * set: what finish_body does to a copy of the tree. */
+    const char *model = o->model != NULL ? o->model : req->model;
+    char mt[24];
+    snprintf(mt, sizeof(mt), "%u",
+             (unsigned)(o->default_max_tokens ? o->default_max_tokens
+                                              : DEFAULT_MAX_TOKENS));
+    air__buf mv;
+    air__buf_init(&mv, AIR__MAX_MODEL_VALUE_BYTES);
+    int rc = air__buf_add_json_str(&mv, model ? model : "",
+                                   model ? strlen(model) : 0);
+    const air__patch set[] = {{"model", mv.p, AIR__PATCH_SET},
+                              {"stream", "true", AIR__PATCH_SET},
+                              {"max_tokens", mt, AIR__PATCH_DEFAULT}};
+    if (rc == 0) rc = air__request_patch(req, set, 3, out);
+    air__buf_cleanup(&mv);
+    if (rc == AIR_ETOOBIG) return fail(err, AIR_EINVAL, "body: too big");
+    return rc;
+  }
+  const json_t *body = air__request_body(req);
+  if (!json_is_object(body))
+    return fail(err, AIR_EINVAL, "body: expected a JSON object");
+  json_t *root = json_deep_copy(body);
+  if (root == NULL) return AIR_ENOMEM;
+  int rc = air__ant_finish_body(root, req->model, o, out, err);
+  json_decref(root);
+  return rc;
+}
+
+/* ---- decoding into the canonical request -----------------------------------
+ */
+
+typedef struct dec {
+  air__canon *c;
+  air_error *err;
+} dec;
+
+static air__str jstr(dec *d, const json_t *v) {
+  return air__canon_str(d->c, json_string_value(v), json_string_length(v));
+}
+
+/* v as JSON text in the arena ({NULL, 0} when out of memory). */
+static air__str dump(dec *d, const json_t *v) {
+  air__str s = {NULL, 0};
+  char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (t != NULL) {
+    s = air__canon_str(d->c, t, strlen(t));
+    free(t);
+  }
+  return s;
+}
+
+/* An extra named field, with v's JSON text when v is given. */
+static int extra(dec *d, const char *field, const char *key, const json_t *v) {
+  air__str raw = {NULL, 0};
+  if (v != NULL && (raw = dump(d, v)).p == NULL) return AIR_ENOMEM;
+  const char *k = key != NULL ? air__canon_fmt(d->c, "%s", key) : NULL;
+  if (key != NULL && k == NULL) return AIR_ENOMEM;
+  return air__canon_add_extra(d->c, air__canon_fmt(d->c, "%s", field), k, raw);
+}
+
+/* A block with no canonical form: an OPAQUE part (its JSON kept for an
+ * Anthropic target) and the extra naming it. */
+static int opaque(dec *d, const json_t *blk, const char *name, const char *type,
+                  air__cpart **parts, size_t *n, size_t *cap) {
+  int rc = extra(d, name, NULL, NULL);
+  if (rc != 0) return rc;
+  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_OPAQUE, &rc);
+  if (p == NULL) return rc;
+  p->raw = dump(d, blk);
+  p->field = air__canon_fmt(d->c, "%s", name);
+  p->type = air__canon_str(d->c, type, strlen(type));
+  return p->raw.p != NULL && p->field != NULL ? 0 : AIR_ENOMEM;
+}
+
+/* The "type" of a block, or NULL (and an error) when the block is not an
+ * object with a string type. */
+static const char *block_type(dec *d, const json_t *b, const char *path,
+                              int *rc) {
+  const char *t = json_string_value(json_object_get(b, "type"));
+  if (!json_is_object(b) || t == NULL) {
+    *rc = fail(d->err, AIR_EINVAL, "%s.type: expected a string", path);
+    return NULL;
+  }
+  return t;
+}
+
+/* A text block as a TEXT part. */
+static int text_block(dec *d, const json_t *b, const char *path,
+                      air__cpart **parts, size_t *n, size_t *cap) {
+  const json_t *t = json_object_get(b, "text");
+  if (!json_is_string(t))
+    return fail(d->err, AIR_EINVAL, "%s.text: expected a string", path);
+  int rc;
+  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_TEXT, &rc);
+  if (p == NULL) return rc;
+  p->text = jstr(d, t);
+  return p->text.p != NULL ? 0 : AIR_ENOMEM;
+}
+
+/*
+ * An image block as an IMAGE part: base64 sources keep media type and
+ * data, url sources their URL. Another source type is an extra ("PATH.
+ * source.type T"); strict: a base64 or url source without its strings is
+ * invalid, else (inside a tool result) any undecodable source is an extra
+ * naming the block.
+ */
+static int image_block(dec *d, const json_t *b, const char *path, bool strict,
+                       air__cpart **parts, size_t *n, size_t *cap) {
+  const json_t *src = json_object_get(b, "source");
+  const char *st = json_string_value(json_object_get(src, "type"));
+  const json_t *mt = json_object_get(src, "media_type");
+  const json_t *dt = json_object_get(src, "data");
+  const json_t *url = json_object_get(src, "url");
+  bool b64 = st != NULL && strcmp(st, "base64") == 0;
+  bool is_url = st != NULL && strcmp(st, "url") == 0;
+  bool ok = (b64 && json_is_string(mt) && json_is_string(dt)) ||
+            (is_url && json_is_string(url));
+  if (!ok && !strict) {
+    char f[AIR__MAX_CANON_FIELD_BYTES];
+    snprintf(f, sizeof(f), "%s (type image)", path);
+    return opaque(d, b, f, "image", parts, n, cap);
+  }
+  if (b64 && !ok)
+    return fail(d->err, AIR_EINVAL,
+                "%s.source: expected media_type and data strings", path);
+  if (is_url && !ok)
+    return fail(d->err, AIR_EINVAL, "%s.source.url: expected a string", path);
+  if (!ok) {
+    char f[AIR__MAX_CANON_FIELD_BYTES];
+    snprintf(f, sizeof(f), "%s.source.type %s", path,
+             st != NULL ? st : "(none)");
+    return opaque(d, b, f, "image", parts, n, cap);
+  }
+  int rc;
+  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_IMAGE, &rc);
+  if (p == NULL) return rc;
+  p->field = air__canon_fmt(d->c, "%s", path);
+  p->type = air__canon_str(d->c, "image", 5);
+  if (b64) {
+    p->media_type = jstr(d, mt);
+    p->data = jstr(d, dt);
+    return p->media_type.p != NULL && p->data.p != NULL ? 0 : AIR_ENOMEM;
+  }
+  p->url = jstr(d, url);
+  return p->url.p != NULL ? 0 : AIR_ENOMEM;
+}
+
+/* A tool_result block as a TOOL_RESULT part. */
+static int tool_result(dec *d, const json_t *b, const char *path,
+                       air__cmsg *m) {
+  const json_t *id = json_object_get(b, "tool_use_id");
+  if (!json_is_string(id))
+    return fail(d->err, AIR_EINVAL, "%s.tool_use_id: expected a string", path);
+  const json_t *c = json_object_get(b, "content");
+  if (c != NULL && !json_is_null(c) && !json_is_string(c) && !json_is_array(c))
+    return fail(d->err, AIR_EINVAL, "%s.content: expected a string or an array",
+                path);
+  int rc;
+  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
+                                      &m->cap_parts, AIR__CP_TOOL_RESULT, &rc);
+  if (p == NULL) return rc;
+  p->id = jstr(d, id);
+  p->field = air__canon_fmt(d->c, "%s", path);
+  p->is_error = json_is_true(json_object_get(b, "is_error"));
+  if (p->id.p == NULL) return AIR_ENOMEM;
+  if (!json_is_array(c)) {
+    p->content_string = true;
+    p->text = air__canon_str(d->c, json_string_value(c),
+                             json_is_string(c) ? json_string_length(c) : 0);
+    return p->text.p != NULL ? 0 : AIR_ENOMEM;
+  }
+  size_t k;
+  const json_t *blk;
+  json_array_foreach(c, k, blk) {
+    char pk[AIR__MAX_CANON_FIELD_BYTES];
+    snprintf(pk, sizeof(pk), "%s.content[%zu]", path, k);
+    const char *t = block_type(d, blk, pk, &rc);
+    if (t == NULL) return rc;
+    if (strcmp(t, "text") == 0) {
+      rc = text_block(d, blk, pk, &p->parts, &p->n_parts, &p->cap_parts);
+    } else if (strcmp(t, "image") == 0) {
+      rc =
+          image_block(d, blk, pk, false, &p->parts, &p->n_parts, &p->cap_parts);
+    } else {
+      char f[AIR__MAX_CANON_FIELD_BYTES + 64];
+      snprintf(f, sizeof(f), "%s (type %s)", pk, t);
+      rc = opaque(d, blk, f, t, &p->parts, &p->n_parts, &p->cap_parts);
+    }
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* A tool_use block as a TOOL_CALL part (the input as compact JSON). */
+static int tool_use(dec *d, const json_t *b, const char *path, air__cmsg *m) {
+  const json_t *id = json_object_get(b, "id");
+  const json_t *name = json_object_get(b, "name");
+  if (!json_is_string(id) || !json_is_string(name))
+    return fail(d->err, AIR_EINVAL, "%s: expected id and name strings", path);
+  int rc;
+  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
+                                      &m->cap_parts, AIR__CP_TOOL_CALL, &rc);
+  if (p == NULL) return rc;
+  p->id = jstr(d, id);
+  p->name = jstr(d, name);
+  p->field = air__canon_fmt(d->c, "%s", path);
+  p->args_field = air__canon_fmt(d->c, "%s.input", path);
+  const json_t *input = json_object_get(b, "input");
+  if (input != NULL && (p->args = dump(d, input)).p == NULL) return AIR_ENOMEM;
+  return p->id.p != NULL && p->name.p != NULL && p->args_field != NULL
+             ? 0
+             : AIR_ENOMEM;
+}
+
+/* A thinking or redacted_thinking block as a REASONING part. */
+static int thinking(dec *d, const json_t *b, bool redacted, air__cmsg *m) {
+  int rc;
+  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
+                                      &m->cap_parts, AIR__CP_REASONING, &rc);
+  if (p == NULL) return rc;
+  p->redacted = redacted;
+  const json_t *t = json_object_get(b, "thinking");
+  const json_t *o = json_object_get(b, redacted ? "data" : "signature");
+  if (json_is_string(t) && (p->text = jstr(d, t)).p == NULL) return AIR_ENOMEM;
+  if (json_is_string(o) && (p->opaque = jstr(d, o)).p == NULL)
+    return AIR_ENOMEM;
+  return 0;
+}
+
+static int message(dec *d, size_t i, const json_t *jm) {
+  const char *role = json_string_value(json_object_get(jm, "role"));
+  const json_t *content = json_object_get(jm, "content");
+  if (!json_is_string(content) && !json_is_array(content))
+    return fail(d->err, AIR_EINVAL,
+                "messages[%zu].content: expected a string or an array", i);
+  bool user = role != NULL && strcmp(role, "user") == 0;
+  if (!user && (role == NULL || strcmp(role, "assistant") != 0))
+    return fail(d->err, AIR_EINVAL,
+                "messages[%zu].role: expected \"user\" or \"assistant\"", i);
+  int rc;
+  air__cmsg *m = air__canon_add_msg(
+      d->c, user ? AIR__ROLE_USER : AIR__ROLE_ASSISTANT, &rc);
+  if (m == NULL) return rc;
+  if (json_is_string(content)) {
+    air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
+                                        &m->cap_parts, AIR__CP_TEXT, &rc);
+    if (p == NULL) return rc;
+    p->text = jstr(d, content);
+    return p->text.p != NULL ? 0 : AIR_ENOMEM;
+  }
+  size_t j;
+  const json_t *blk;
+  json_array_foreach(content, j, blk) {
+    char path[64];
+    snprintf(path, sizeof(path), "messages[%zu].content[%zu]", i, j);
+    const char *t = block_type(d, blk, path, &rc);
+    if (t == NULL) return rc;
+    if (strcmp(t, "text") == 0) {
+      rc = text_block(d, blk, path, &m->parts, &m->n_parts, &m->cap_parts);
+    } else if (user && strcmp(t, "image") == 0) {
+      rc = image_block(d, blk, path, true, &m->parts, &m->n_parts,
+                       &m->cap_parts);
+    } else if (user && strcmp(t, "tool_result") == 0) {
+      rc = tool_result(d, blk, path, m);
+    } else if (!user && strcmp(t, "tool_use") == 0) {
+      rc = tool_use(d, blk, path, m);
+    } else if (!user && (strcmp(t, "thinking") == 0 ||
+                         strcmp(t, "redacted_thinking") == 0)) {
+      rc = thinking(d, blk, t[0] == 'r', m);
+    } else {
+      char f[128];
+      snprintf(f, sizeof(f), "%s (type %s)", path, t);
+      rc = opaque(d, blk, f, t, &m->parts, &m->n_parts, &m->cap_parts);
+    }
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static int system_prompt(dec *d, const json_t *sys) {
+  air__canon *c = d->c;
+  int rc = 0;
+  if (sys == NULL || json_is_null(sys)) return 0;
+  c->has_system = true;
+  if (json_is_string(sys)) {
+    c->system_string = true;
+    air__cpart *p = air__canon_add_part(c, &c->system, &c->n_system,
+                                        &c->cap_system, AIR__CP_TEXT, &rc);
+    if (p == NULL) return rc;
+    p->text = jstr(d, sys);
+    return p->text.p != NULL ? 0 : AIR_ENOMEM;
+  }
+  size_t i;
+  const json_t *blk;
+  json_array_foreach(sys, i, blk) {
+    char p[64];
+    snprintf(p, sizeof(p), "system[%zu]", i);
+    const char *t = block_type(d, blk, p, &rc);
+    if (t == NULL) return rc;
+    if (strcmp(t, "text") == 0) {
+      rc = text_block(d, blk, p, &c->system, &c->n_system, &c->cap_system);
+    } else {
+      char f[128];
+      snprintf(f, sizeof(f), "%s (type %s)", p, t);
+      rc = opaque(d, blk, f, t, &c->system, &c->n_system, &c->cap_system);
+    }
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static int tools(dec *d, const json_t *v) {
+  size_t i;
+  const json_t *t;
+  json_array_foreach(v, i, t) {
+    const char *type = json_string_value(json_object_get(t, "type"));
+    const json_t *name = json_object_get(t, "name");
+    if (!json_is_object(t))
+      return fail(d->err, AIR_EINVAL, "tools[%zu]: expected an object", i);
+    int rc;
+    if (type != NULL && strcmp(type, "custom") != 0) {
+      char f[128];
+      snprintf(f, sizeof(f), "tools[%zu] (type %s)", i, type);
+      if ((rc = extra(d, f, NULL, t)) != 0) return rc;
+      continue;
+    }
+    if (!json_is_string(name))
+      return fail(d->err, AIR_EINVAL, "tools[%zu].name: expected a string", i);
+    air__ctool *ct;
+    if ((rc = air__canon_add_tool(d->c, &ct)) != 0) return rc;
+    ct->name = jstr(d, name);
+    if (ct->name.p == NULL) return AIR_ENOMEM;
+    const json_t *desc = json_object_get(t, "description");
+    const json_t *schema = json_object_get(t, "input_schema");
+    if (json_is_string(desc) && (ct->description = jstr(d, desc)).p == NULL)
+      return AIR_ENOMEM;
+    if (json_is_object(schema) && (ct->schema = dump(d, schema)).p == NULL)
+      return AIR_ENOMEM;
+  }
+  return 0;
+}
+
+static int tool_choice(dec *d, const json_t *tc) {
+  const char *t = json_string_value(json_object_get(tc, "type"));
+  air__canon *c = d->c;
+  if (t != NULL && strcmp(t, "auto") == 0) {
+    c->tool_choice = AIR__TC_AUTO;
+  } else if (t != NULL && strcmp(t, "any") == 0) {
+    c->tool_choice = AIR__TC_REQUIRED;
+  } else if (t != NULL && strcmp(t, "none") == 0) {
+    c->tool_choice = AIR__TC_NONE;
+  } else if (t != NULL && strcmp(t, "tool") == 0) {
+    const json_t *name = json_object_get(tc, "name");
+    if (!json_is_string(name))
+      return fail(d->err, AIR_EINVAL, "tool_choice.name: expected a string");
+    c->tool_choice = AIR__TC_TOOL;
+    if ((c->tool_choice_name = jstr(d, name)).p == NULL) return AIR_ENOMEM;
+  } else {
+    return fail(d->err, AIR_EINVAL,
+                "tool_choice.type: expected auto, any, tool or none");
+  }
+  if (json_is_true(json_object_get(tc, "disable_parallel_tool_use")))
+    c->parallel_tools = 0;
+  return 0;
+}
+
+static void num(air__cnum *n, const json_t *v) {
+  n->set = true;
+  n->is_int = json_is_integer(v);
+  n->i = n->is_int ? (int64_t)json_integer_value(v) : 0;
+  n->d = json_number_value(v);
+}
+
+/* One top-level field other than model, messages, system and stream. */
+static int field(dec *d, const char *k, const json_t *v) {
+  air__canon *c = d->c;
+  if (strcmp(k, "max_tokens") == 0) {
+    if (json_is_integer(v) && json_integer_value(v) > 0)
+      c->max_tokens = (int64_t)json_integer_value(v);
+    return 0;
+  }
+  if (strcmp(k, "top_p") == 0 || strcmp(k, "temperature") == 0) {
+    if (!json_is_number(v))
+      return fail(d->err, AIR_EINVAL, "%s: expected a number", k);
+    num(k[0] == 't' && k[1] == 'o' ? &c->top_p : &c->temperature, v);
+    return 0;
+  }
+  if (strcmp(k, "stop_sequences") == 0) {
+    size_t i;
+    const json_t *s;
+    json_array_foreach(v, i, s) {
+      if (!json_is_string(s))
+        return fail(d->err, AIR_EINVAL,
+                    "stop_sequences[%zu]: expected a string", i);
+      int rc =
+          air__canon_add_stop(c, json_string_value(s), json_string_length(s));
+      if (rc != 0) return rc;
+    }
+    return 0;
+  }
+  if (strcmp(k, "tools") == 0) return tools(d, v);
+  if (strcmp(k, "tool_choice") == 0) return tool_choice(d, v);
+  if (strcmp(k, "metadata") == 0) {
+    const json_t *u = json_object_get(v, "user_id");
+    if (json_is_string(u) && (c->user = jstr(d, u)).p == NULL)
+      return AIR_ENOMEM;
+    return 0;
+  }
+  if (strcmp(k, "thinking") == 0) {
+    const char *t = json_string_value(json_object_get(v, "type"));
+    if (t != NULL && strcmp(t, "disabled") == 0) return 0;
+  }
+  /* Only hints to a provider (DESIGN.md 5): dropped, never skipped. */
+  static const char *const hints[] = {"top_k", "service_tier",
+                                      "context_management", "cache_control"};
+  for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+    if (strcmp(k, hints[i]) == 0) return 0;
+  char f[160];
+  snprintf(f, sizeof(f), "%.150s", k);
+  return extra(d, f, k, v);
+}
+
+int air__ant_decode_request(const air__request *req, air__canon *c,
+                            air_error *err) {
+  const json_t *in = air__request_body(req);
+  if (!json_is_object(in))
+    return fail(err, AIR_EINVAL, "body: expected a JSON object");
+  dec d = {c, err};
+  int rc = system_prompt(&d, json_object_get(in, "system"));
+  const json_t *msgs = json_object_get(in, "messages");
+  for (size_t i = 0; rc == 0 && i < json_array_size(msgs); i++)
+    rc = message(&d, i, json_array_get(msgs, i));
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)in, k, v) {
+    if (rc != 0) break;
+    if (json_is_null(v) || strcmp(k, "model") == 0 ||
+        strcmp(k, "messages") == 0 || strcmp(k, "system") == 0 ||
+        strcmp(k, "stream") == 0)
+      continue;
+    rc = field(&d, k, v);
+  }
+  return rc;
+}

@@ -1,0 +1,375 @@
+/*
+ * The canonical request as an Anthropic Messages upstream body (POST
+ * {base_url}/v1/messages), and what this dialect cannot say.
+ *
+ *   - system text (given apart, and every system or developer turn) is
+ *     hoisted into the top-level "system" string, every non-empty text
+ *     joined with "\n\n";
+ *   - turns become content blocks: text, image (inline data -> base64
+ *     source, a URL -> url source); empty texts are left out (the API
+ *     rejects empty text blocks) and a turn left with no block is dropped;
+ *     consecutive turns of one role are merged (the API wants alternating
+ *     roles) and a message holding a single plain text block is written
+ *     with string content;
+ *   - tool calls -> tool_use blocks (arguments parsed; none or blank ->
+ *     {}); tool results -> tool_result blocks in a user message;
+ *     reasoning of another provider is dropped (its opaque fields mean
+ *     nothing here);
+ *   - tools, tool_choice, stop -> stop_sequences, max tokens (else
+ *     o->default_max_tokens), temperature clamped to 0..1, top_p, user ->
+ *     metadata.user_id, parallel tool calls off ->
+ *     tool_choice.disable_parallel_tool_use.
+ * Not expressible (can_express: AIR_ENOTSUP naming the first in the
+ * caller's order; dropped under drop_params): the caller dialect's extras.
+ *
+ * The body: o->override_json is merged last over the top-level fields (a
+ * null value removes the field), then model and stream are forced and a
+ * missing max_tokens filled in. Reals are written with 15 significant
+ * digits, so a value a client typed (0.7) is sent as typed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anthropic.h"
+#include "codec_json.h"
+#include "limits.h"
+
+#define API_NAME "anthropic"
+
+static int invalid(air_error *err, const char *field, const char *what) {
+  if (err != NULL) {
+    err->code = AIR_EINVAL;
+    snprintf(err->message, sizeof(err->message), "%s: %s", field, what);
+  }
+  return AIR_EINVAL;
+}
+
+/* Appends v as compact JSON; on failure out is left as it was. */
+static int dump_json(const json_t *v, air__buf *out) {
+  return air__json_dump(v, JSON_COMPACT | JSON_REAL_PRECISION(15), out);
+}
+
+/* Merges o->override_json over root's top-level fields; null removes. */
+static int apply_override(json_t *root, const air__build_opts *o,
+                          air_error *err) {
+  if (o->override_json == NULL) return 0;
+  json_t *ov = json_loads(o->override_json, 0, NULL);
+  if (!json_is_object(ov)) {
+    json_decref(ov);
+    return invalid(err, "override", "expected a JSON object");
+  }
+  const char *key;
+  json_t *v;
+  int rc = 0;
+  json_object_foreach(ov, key, v) {
+    if (json_is_null(v))
+      json_object_del(root, key);
+    else if (json_object_set(root, key, v) != 0)
+      rc = AIR_ENOMEM;
+  }
+  json_decref(ov);
+  return rc;
+}
+
+int air__ant_finish_body(json_t *root, const char *req_model,
+                         const air__build_opts *o, air__buf *out,
+                         air_error *err) {
+  int rc = apply_override(root, o, err);
+  const char *model = o->model != NULL ? o->model : req_model;
+  if (rc == 0)
+    rc = air__json_put(root, "model", json_string(model ? model : ""));
+  if (rc == 0) rc = air__json_put(root, "stream", json_true());
+  json_t *mt = json_object_get(root, "max_tokens");
+  if (rc == 0 && (mt == NULL || json_is_null(mt))) {
+    uint32_t dm =
+        o->default_max_tokens ? o->default_max_tokens : DEFAULT_MAX_TOKENS;
+    rc = air__json_put(root, "max_tokens", json_integer(dm));
+  }
+  if (rc == 0) rc = dump_json(root, out);
+  if (rc == AIR_ETOOBIG) rc = invalid(err, "body", "too big");
+  return rc;
+}
+
+int air__ant_can_express(const air__canon *c, air_error *err) {
+  const air__cextra *x = air__canon_first_extra(c, AIR_DIALECT_ANTHROPIC);
+  return x != NULL ? air__canon_unsupported(err, x->field, API_NAME) : 0;
+}
+
+/* ---- encode_request
+ * ---------------------------------------------------------- */
+
+static json_t *jstr(air__str s) {
+  return json_stringn(s.p ? s.p : "", s.n);
+}
+
+static bool all_space(air__str s) {
+  for (size_t k = 0; k < s.n; k++)
+    if (s.p[k] != ' ' && s.p[k] != '\t' && s.p[k] != '\r' && s.p[k] != '\n')
+      return false;
+  return true;
+}
+
+/* Encoding state: the messages so far and the system text. */
+typedef struct enc {
+  const air__canon *c;
+  air_error *err;
+  json_t *msgs;
+  air__buf system;
+} enc;
+
+static int add_system(enc *e, air__str s) {
+  if (s.n == 0) return 0;
+  int rc = 0;
+  if (e->system.n > 0) rc = air__buf_add(&e->system, LIT("\n\n"));
+  if (rc == 0) rc = air__buf_add(&e->system, s.p, s.n);
+  return rc;
+}
+
+static json_t *text_block(air__str s) {
+  return json_pack("{s:s, s:o}", "type", "text", "text", jstr(s));
+}
+
+static json_t *image_block(const air__cpart *p) {
+  json_t *src =
+      p->url.p != NULL
+          ? json_pack("{s:s, s:o}", "type", "url", "url", jstr(p->url))
+          : json_pack("{s:s, s:o, s:o}", "type", "base64", "media_type",
+                      jstr(p->media_type), "data", jstr(p->data));
+  return json_pack("{s:s, s:o}", "type", "image", "source", src);
+}
+
+/* Text (non-empty) and image parts as blocks appended to blocks. */
+static int plain_block(const air__cpart *p, json_t *blocks) {
+  if (p->kind == AIR__CP_TEXT)
+    return p->text.n == 0 ? 0 : air__json_push(blocks, text_block(p->text));
+  if (p->kind == AIR__CP_IMAGE) return air__json_push(blocks, image_block(p));
+  if (p->kind == AIR__CP_OPAQUE && p->origin == AIR_DIALECT_ANTHROPIC)
+    return air__json_push(blocks, json_loadb(p->raw.p, p->raw.n, 0, NULL));
+  return 0;
+}
+
+static int tool_use_block(enc *e, const air__cpart *p, json_t *blocks) {
+  json_t *input;
+  if (p->args.p == NULL || all_space(p->args)) {
+    input = json_object();
+  } else {
+    input = json_loadb(p->args.p, p->args.n, 0, NULL);
+    if (input == NULL) return invalid(e->err, p->args_field, "invalid JSON");
+    if (!json_is_object(input)) {
+      json_decref(input);
+      return invalid(e->err, p->args_field, "expected a JSON object");
+    }
+  }
+  return air__json_push(
+      blocks, json_pack("{s:s, s:o, s:o, s:o}", "type", "tool_use", "id",
+                        jstr(p->id), "name", jstr(p->name), "input", input));
+}
+
+static int tool_result_block(const air__cpart *p, json_t *blocks) {
+  json_t *content;
+  int rc = 0;
+  if (p->content_string) {
+    content = jstr(p->text);
+  } else {
+    content = json_array();
+    for (size_t k = 0; content != NULL && rc == 0 && k < p->n_parts; k++)
+      rc = plain_block(&p->parts[k], content);
+    if (rc == 0 && json_array_size(content) == 0) {
+      json_decref(content);
+      content = json_string("");
+    }
+  }
+  if (rc != 0 || content == NULL) {
+    json_decref(content);
+    return rc != 0 ? rc : AIR_ENOMEM;
+  }
+  json_t *b = json_pack("{s:s, s:o, s:o}", "type", "tool_result", "tool_use_id",
+                        jstr(p->id), "content", content);
+  if (b != NULL && p->is_error &&
+      (rc = air__json_put(b, "is_error", json_true())) != 0) {
+    json_decref(b);
+    return rc;
+  }
+  return air__json_push(blocks, b);
+}
+
+/* Appends blocks (taken) as a message of role, merged into the previous
+ * message when it has the same role; nothing when blocks is empty. */
+static int push(enc *e, const char *role, json_t *blocks) {
+  if (blocks == NULL) return AIR_ENOMEM;
+  if (json_array_size(blocks) == 0) {
+    json_decref(blocks);
+    return 0;
+  }
+  size_t k = json_array_size(e->msgs);
+  json_t *last = k > 0 ? json_array_get(e->msgs, k - 1) : NULL;
+  const char *lr = json_string_value(json_object_get(last, "role"));
+  if (lr != NULL && strcmp(lr, role) == 0) {
+    int rc = json_array_extend(json_object_get(last, "content"), blocks);
+    json_decref(blocks);
+    return rc == 0 ? 0 : AIR_ENOMEM;
+  }
+  json_t *m = json_pack("{s:s, s:o}", "role", role, "content", blocks);
+  return air__json_push(e->msgs, m);
+}
+
+static int turn(enc *e, const air__cmsg *m) {
+  int rc = 0;
+  if (m->role == AIR__ROLE_SYSTEM) {
+    for (size_t j = 0; j < m->n_parts && rc == 0; j++)
+      if (m->parts[j].kind == AIR__CP_TEXT)
+        rc = add_system(e, m->parts[j].text);
+    return rc;
+  }
+  json_t *blocks = json_array();
+  if (blocks == NULL) return AIR_ENOMEM;
+  for (size_t j = 0; j < m->n_parts && rc == 0; j++) {
+    const air__cpart *p = &m->parts[j];
+    if (p->kind == AIR__CP_TOOL_CALL)
+      rc = tool_use_block(e, p, blocks);
+    else if (p->kind == AIR__CP_TOOL_RESULT)
+      rc = tool_result_block(p, blocks);
+    else
+      rc = plain_block(p, blocks);
+  }
+  if (rc != 0) {
+    json_decref(blocks);
+    return rc;
+  }
+  return push(e, m->role == AIR__ROLE_USER ? "user" : "assistant", blocks);
+}
+
+static int messages(enc *e) {
+  const air__canon *c = e->c;
+  int rc = 0;
+  for (size_t i = 0; i < c->n_system && rc == 0; i++)
+    if (c->system[i].kind == AIR__CP_TEXT)
+      rc = add_system(e, c->system[i].text);
+  for (size_t i = 0; i < c->n_msgs && rc == 0; i++) rc = turn(e, &c->msgs[i]);
+  if (rc != 0) return rc;
+  if (json_array_size(e->msgs) == 0)
+    return invalid(e->err, "messages", "no user or assistant message");
+  /* A message holding one plain text block is written as a string. */
+  size_t i;
+  json_t *m;
+  json_array_foreach(e->msgs, i, m) {
+    json_t *content = json_object_get(m, "content");
+    json_t *b = json_array_get(content, 0);
+    if (json_array_size(content) == 1 && json_object_size(b) == 2 &&
+        json_is_string(json_object_get(b, "text"))) {
+      const char *t = json_string_value(json_object_get(b, "type"));
+      if (t != NULL && strcmp(t, "text") == 0 &&
+          json_object_set(m, "content", json_object_get(b, "text")) != 0)
+        return AIR_ENOMEM;
+    }
+  }
+  return 0;
+}
+
+static int tools(const air__canon *c, json_t *out) {
+  if (c->n_tools == 0) return 0;
+  json_t *res = json_array();
+  if (res == NULL) return AIR_ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
+    const air__ctool *t = &c->tools[i];
+    json_t *a = json_pack("{s:o}", "name", jstr(t->name));
+    rc = a != NULL ? 0 : AIR_ENOMEM;
+    if (rc == 0 && t->description.p != NULL)
+      rc = air__json_put(a, "description", jstr(t->description));
+    if (rc == 0)
+      rc = air__json_put(
+          a, "input_schema",
+          t->schema.p != NULL
+              ? json_loadb(t->schema.p, t->schema.n, 0, NULL)
+              : json_pack("{s:s,s:{}}", "type", "object", "properties"));
+    if (rc == 0)
+      rc = air__json_push(res, a);
+    else
+      json_decref(a);
+  }
+  if (rc == 0) return air__json_put(out, "tools", res);
+  json_decref(res);
+  return rc;
+}
+
+static int tool_choice(const air__canon *c, json_t *out) {
+  int rc = 0;
+  if (c->tool_choice != AIR__TC_UNSET) {
+    json_t *r = c->tool_choice == AIR__TC_TOOL
+                    ? json_pack("{s:s,s:o}", "type", "tool", "name",
+                                jstr(c->tool_choice_name))
+                    : json_pack("{s:s}", "type",
+                                c->tool_choice == AIR__TC_AUTO       ? "auto"
+                                : c->tool_choice == AIR__TC_REQUIRED ? "any"
+                                                                     : "none");
+    rc = air__json_put(out, "tool_choice", r);
+  }
+  /* Parallel tool calls off: Anthropic says it on tool_choice. */
+  if (rc == 0 && c->parallel_tools == 0 &&
+      json_object_get(out, "tools") != NULL) {
+    if (json_object_get(out, "tool_choice") == NULL)
+      rc =
+          air__json_put(out, "tool_choice", json_pack("{s:s}", "type", "auto"));
+    json_t *tc = rc == 0 ? json_object_get(out, "tool_choice") : NULL;
+    const char *t = json_string_value(json_object_get(tc, "type"));
+    if (t != NULL && strcmp(t, "none") != 0)
+      rc = air__json_put(tc, "disable_parallel_tool_use", json_true());
+  }
+  return rc;
+}
+
+static int fields(const air__canon *c, json_t *root) {
+  int rc = 0;
+  if (c->temperature.set) {
+    double t = c->temperature.d;
+    rc = air__json_put(root, "temperature",
+                       json_real(t < 0   ? 0
+                                 : t > 1 ? 1
+                                         : t));
+  }
+  if (rc == 0 && c->top_p.set)
+    rc = air__json_put(root, "top_p",
+                       c->top_p.is_int ? json_integer((json_int_t)c->top_p.i)
+                                       : json_real(c->top_p.d));
+  if (rc == 0 && c->n_stop > 0) {
+    json_t *seq = json_array();
+    for (size_t i = 0; seq != NULL && rc == 0 && i < c->n_stop; i++)
+      rc = air__json_push(seq, jstr(c->stop[i]));
+    if (rc == 0)
+      rc = air__json_put(root, "stop_sequences", seq);
+    else
+      json_decref(seq);
+  }
+  if (rc == 0) rc = tools(c, root);
+  if (rc == 0) rc = tool_choice(c, root);
+  if (rc == 0 && c->user.p != NULL)
+    rc = air__json_put(root, "metadata",
+                       json_pack("{s:o}", "user_id", jstr(c->user)));
+  return rc;
+}
+
+int air__ant_encode_request(const air__canon *c, const air__build_opts *o,
+                            air__buf *out, air_error *err) {
+  enc e = {c, err, json_array(), {0}};
+  air__buf_init(&e.system, AIR__MAX_REQUEST_BYTES);
+  json_t *root = json_object();
+  int rc = root != NULL && e.msgs != NULL ? 0 : AIR_ENOMEM;
+  /* Key order: model, max_tokens, system, messages, the rest; stream
+   * last (finish_body). */
+  if (rc == 0) rc = air__json_put(root, "model", json_string(""));
+  if (rc == 0 && c->max_tokens > 0)
+    rc = air__json_put(root, "max_tokens",
+                       json_integer((json_int_t)c->max_tokens));
+  if (rc == 0) rc = messages(&e);
+  if (rc == 0 && e.system.n > 0)
+    rc = air__json_put(root, "system", json_stringn(e.system.p, e.system.n));
+  if (rc == 0) rc = air__json_put(root, "messages", json_incref(e.msgs));
+  if (rc == 0) rc = fields(c, root);
+  if (rc == 0) rc = air__ant_finish_body(root, c->model, o, out, err);
+  json_decref(root);
+  json_decref(e.msgs);
+  air__buf_cleanup(&e.system);
+  return rc;
+}

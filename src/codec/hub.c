@@ -1,0 +1,111 @@
+/*
+ * The hub (DESIGN.md 1, 5; issue #13): every translation is the caller
+ * dialect's decode_request into the canonical request (canon.h), then the
+ * target's can_express and encode_request. A caller of the target's own
+ * dialect takes the target's build_same (the byte fast path) and never
+ * builds the canonical form. The canonical form is built once per request,
+ * on the first translation, and kept on the request for its next attempts
+ * (and for can_express before them).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "canon.h"
+#include "provider.h"
+
+/* A message for a build that failed without one (out of memory, over a
+ * limit), as the pairwise builders gave it. */
+static int plain_error(air_error *err, int rc) {
+  if (err != NULL && err->message[0] == '\0') {
+    err->code = rc;
+    snprintf(err->message, sizeof(err->message), "%s",
+             rc == AIR_ENOMEM    ? "out of memory"
+             : rc == AIR_ETOOBIG ? "request too large to translate"
+                                 : "request: cannot be translated");
+  }
+  return rc;
+}
+
+/*
+ * req's canonical form, built on first use by the caller dialect's
+ * decode_request; NULL with *rc (and err) when it cannot be built (a
+ * request that cannot be decoded is decoded again by the next attempt,
+ * which gives the same message; cold).
+ */
+static const air__canon *canon_of(const air__request *req, air_error *err,
+                                  int *rc) {
+  /* A cache on a request the callers hold as const (air__request_body
+   * does the same). NOLINTNEXTLINE(clang-diagnostic-cast-qual) */
+  air__request *w = (air__request *)(uintptr_t)req;
+  if (w->canon != NULL) {
+    *rc = 0;
+    return w->canon;
+  }
+  air__canon *c = malloc(sizeof(*c));
+  if (c == NULL) {
+    *rc = AIR_ENOMEM;
+    return NULL;
+  }
+  air__canon_init(c, req->dialect);
+  c->model = air__arena_strndup(&c->arena, req->model,
+                                req->model != NULL ? strlen(req->model) : 0);
+  *rc = c->model != NULL ? 0 : AIR_ENOMEM;
+  if (*rc == 0)
+    *rc = air__provider_get(req->dialect)->decode_request(req, c, err);
+  if (*rc != 0) {
+    air__canon_cleanup(c);
+    free(c);
+    return NULL;
+  }
+  w->canon = c;
+  return c;
+}
+
+int air__request_can_express(const air__provider_ops *target,
+                             const air__request *req, bool drop_params,
+                             air_error *err) {
+  if (err != NULL) {
+    err->code = 0;
+    err->message[0] = '\0';
+  }
+  if (req == NULL || target == NULL) return AIR_EINVAL;
+  if (req->dialect == target->api || drop_params) return 0;
+  int rc;
+  const air__canon *c = canon_of(req, err, &rc);
+  if (c == NULL) return rc;
+  return target->can_express(c, err);
+}
+
+int air__request_build(const air__provider_ops *target, const air__request *req,
+                       const air__build_opts *o, air__buf *out,
+                       air_error *err) {
+  if (err != NULL) {
+    err->code = 0;
+    err->message[0] = '\0';
+  }
+  if (req == NULL || o == NULL || target == NULL) {
+    if (err != NULL) {
+      err->code = AIR_EINVAL;
+      snprintf(err->message, sizeof(err->message),
+               "request: expected a parsed request");
+    }
+    return AIR_EINVAL;
+  }
+  size_t mark = out->n;
+  int rc;
+  if (req->dialect == target->api) {
+    rc = target->build_same(req, o, out, err);
+  } else {
+    const air__canon *c = canon_of(req, err, &rc);
+    if (c != NULL && !o->drop_params) rc = target->can_express(c, err);
+    if (rc == 0) rc = target->encode_request(c, o, out, err);
+  }
+  if (rc != 0) {
+    out->n = mark;
+    if (out->p != NULL) out->p[mark] = '\0';
+    plain_error(err, rc);
+  }
+  return rc;
+}

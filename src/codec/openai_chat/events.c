@@ -1,0 +1,376 @@
+/*
+ * The OpenAI chat-completions stream (chat.completion.chunk events) and
+ * chat.completion bodies decoded into parts (DESIGN.md 5).
+ *
+ * Hot path (decode_event): json.c tokens and appends to bounded buffers.
+ * Nothing is allocated per event once the decoder's scratch buffer has
+ * grown to the largest escaped event seen. decode_body (cold) uses jansson.
+ *
+ * Choices where the API is silent: an event whose data is empty or white
+ * space is a keep-alive (nothing, not malformed). A chunk with no choices
+ * and no usage (Azure's prompt_filter_results chunk, id "") yields nothing,
+ * not even START. An event is checked whole before any of its parts is
+ * handed over, so a malformed event (not a JSON object; choices, delta,
+ * finish_reason, tool_calls or usage of the wrong type; a tool index
+ * outside 0..AIR__DECODER_MAX_TOOLS-1) yields nothing at all. An empty
+ * finish_reason ("") is no finish. A tool call piece with neither id, name
+ * nor arguments yields nothing; a second id/name for a tool index that
+ * already had its TOOL_START yields no second TOOL_START.
+ * "reasoning_content" wins over "reasoning" when both are present.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_json.h"
+#include "json.h"
+#include "limits.h"
+#include "openai_chat.h"
+
+void air__oai_decoder_init(air__decoder *d) {
+  memset(d, 0, sizeof(*d));
+  d->api = AIR_DIALECT_OPENAI;
+  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
+  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
+}
+
+/*
+ * String token tok of the current event: borrowed from the event when it
+ * holds no escape, else decoded into d->scratch. decode_event sized scratch
+ * for the whole event before the first decode (a decoded string is never
+ * longer than its escaped form), so scratch never moves during an event and
+ * earlier pointers stay valid. A missing or non-string token is "".
+ */
+static void ev_str(air__decoder *d, const air__json *j, int tok, const char **p,
+                   size_t *n) {
+  if (air__json_plain(j, tok, p, n)) return;
+  *p = "";
+  *n = 0;
+  if (!air__json_is_str(j, tok)) return;
+  size_t off = d->scratch.n;
+  if (air__json_str(j, tok, &d->scratch) != 0) {
+    rollback(&d->scratch, off);
+    return;
+  }
+  *p = d->scratch.p + off;
+  *n = d->scratch.n - off;
+}
+
+/* A token count: a non-negative integer, else 0. */
+static uint64_t count_of(const air__json *j, int tok) {
+  int64_t v;
+  return air__json_int(j, tok, &v) && v > 0 ? (uint64_t)v : 0;
+}
+
+#define EMIT(part)              \
+  do {                          \
+    int r_ = cb(data, &(part)); \
+    if (r_ != 0) return r_;     \
+  } while (0)
+
+/* An "error" member inside a 200 stream: one ERROR part. */
+static int decode_error(air__decoder *d, const air__json *j, int e,
+                        air__part_cb cb, void *data) {
+  air_part p = {.kind = AIR_PART_ERROR};
+  d->error_event = true;
+  if (air__json_is_obj(j, e)) {
+    int type = air__json_get(j, e, "type");
+    int code = air__json_get(j, e, "code");
+    ev_str(d, j, type, &p.name, &p.name_len);
+    if (p.name_len == 0 && air__json_is_str(j, code))
+      ev_str(d, j, code, &p.name, &p.name_len);
+    else if (p.name_len == 0 && !air__json_is_null(j, code) &&
+             !air__json_is_obj(j, code) && !air__json_is_arr(j, code))
+      p.name = air__json_raw(j, code, &p.name_len);
+    ev_str(d, j, air__json_get(j, e, "message"), &p.text, &p.text_len);
+  } else {
+    ev_str(d, j, e, &p.text, &p.text_len);
+  }
+  EMIT(p);
+  return 0;
+}
+
+/* The tool index of the tool call at token t, the k-th of its array: its
+ * "index", or k when it has none; -1 when out of range or not an integer. */
+static int tool_index(const air__json *j, int t, int k) {
+  int it = air__json_get(j, t, "index");
+  if (it < 0) return k < AIR__DECODER_MAX_TOOLS ? k : -1;
+  int64_t v;
+  if (!air__json_int(j, it, &v) || v < 0 || v >= AIR__DECODER_MAX_TOOLS)
+    return -1;
+  return (int)v;
+}
+
+/* True when token i is absent, null or of the wanted kind. */
+static bool opt_obj(const air__json *j, int i) {
+  return air__json_is_null(j, i) || air__json_is_obj(j, i);
+}
+static bool opt_str(const air__json *j, int i) {
+  return air__json_is_null(j, i) || air__json_is_str(j, i);
+}
+
+/*
+ * One chat.completion.chunk (an object at token 0) into parts. Everything
+ * that could make the event malformed is checked before the first part is
+ * handed over.
+ */
+static int decode_chunk(air__decoder *d, const air__json *j, air__part_cb cb,
+                        void *data) {
+  int e = air__json_get(j, 0, "error");
+  if (!air__json_is_null(j, e)) return decode_error(d, j, e, cb, data);
+
+  int choices = air__json_get(j, 0, "choices");
+  int usage = air__json_get(j, 0, "usage");
+  if (!opt_obj(j, usage) ||
+      !(air__json_is_null(j, choices) || air__json_is_arr(j, choices)))
+    goto malformed;
+  int n_choices = air__json_is_arr(j, choices) ? j->tok[choices].size : 0;
+  bool has_usage = air__json_is_obj(j, usage);
+  if (n_choices == 0 && !has_usage) return 0;
+
+  /* Choice index 0: the element whose "index" is 0 (or that has none). */
+  int choice = -1;
+  for (int k = 0, c = choices + 1; k < n_choices;
+       k++, c = air__json_skip(j, c)) {
+    if (!air__json_is_obj(j, c)) goto malformed;
+    int it = air__json_get(j, c, "index");
+    int64_t v;
+    if (choice < 0 && (it < 0 || (air__json_int(j, it, &v) && v == 0)))
+      choice = c;
+  }
+  int delta = air__json_get(j, choice, "delta");
+  int finish = air__json_get(j, choice, "finish_reason");
+  int tools = air__json_get(j, delta, "tool_calls");
+  if (!opt_obj(j, delta) || !opt_str(j, finish) ||
+      !(air__json_is_null(j, tools) || air__json_is_arr(j, tools)))
+    goto malformed;
+  int n_tools = air__json_is_arr(j, tools) ? j->tok[tools].size : 0;
+  for (int k = 0, t = tools + 1; k < n_tools; k++, t = air__json_skip(j, t)) {
+    if (!air__json_is_obj(j, t) || tool_index(j, t, k) < 0 ||
+        !opt_obj(j, air__json_get(j, t, "function")))
+      goto malformed;
+  }
+
+  /* Checked: from here on the event yields its parts. */
+  if (!d->started) {
+    air_part p = {.kind = AIR_PART_START};
+    ev_str(d, j, air__json_get(j, 0, "id"), &p.id, &p.id_len);
+    ev_str(d, j, air__json_get(j, 0, "model"), &p.name, &p.name_len);
+    d->started = true;
+    EMIT(p);
+  }
+  if (air__json_is_obj(j, delta)) {
+    static const air_part_kind kinds[] = {AIR_PART_REASONING, AIR_PART_TEXT,
+                                          AIR_PART_REFUSAL};
+    int toks[3];
+    toks[0] = air__json_get(j, delta, "reasoning_content");
+    if (!air__json_is_str(j, toks[0]))
+      toks[0] = air__json_get(j, delta, "reasoning");
+    toks[1] = air__json_get(j, delta, "content");
+    toks[2] = air__json_get(j, delta, "refusal");
+    for (int k = 0; k < 3; k++) {
+      air_part p = {.kind = kinds[k]};
+      ev_str(d, j, toks[k], &p.text, &p.text_len);
+      if (p.text_len > 0) EMIT(p);
+    }
+  }
+  for (int k = 0, t = tools + 1; k < n_tools; k++, t = air__json_skip(j, t)) {
+    int idx = tool_index(j, t, k);
+    int fn = air__json_get(j, t, "function");
+    air_part p = {.kind = AIR_PART_TOOL_START, .index = idx};
+    ev_str(d, j, air__json_get(j, t, "id"), &p.id, &p.id_len);
+    ev_str(d, j, air__json_get(j, fn, "name"), &p.name, &p.name_len);
+    if ((p.id_len > 0 || p.name_len > 0) && !d->block_kind[idx]) {
+      d->block_kind[idx] = 1;
+      d->n_tools++;
+      EMIT(p);
+    }
+    air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = idx};
+    ev_str(d, j, air__json_get(j, fn, "arguments"), &a.text, &a.text_len);
+    if (a.text_len > 0) EMIT(a);
+  }
+  if (air__json_is_str(j, finish)) {
+    air_part p = {.kind = AIR_PART_FINISH};
+    ev_str(d, j, finish, &p.finish_raw, &p.finish_raw_len);
+    if (p.finish_raw_len > 0) {
+      p.finish = map_finish(p.finish_raw, p.finish_raw_len);
+      d->finished = true;
+      EMIT(p);
+    }
+  }
+  if (has_usage) {
+    air_part p = {.kind = AIR_PART_USAGE};
+    p.input_tokens = count_of(j, air__json_get(j, usage, "prompt_tokens"));
+    p.output_tokens = count_of(j, air__json_get(j, usage, "completion_tokens"));
+    d->input_tokens = p.input_tokens;
+    d->output_tokens = p.output_tokens;
+    d->usage_only = n_choices == 0;
+    EMIT(p);
+  }
+  return 0;
+
+malformed:
+  d->malformed++;
+  return 0;
+}
+
+static bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* decode_event: see provider.h and the notes at the top of this file. */
+int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
+                          air__part_cb cb, void *data) {
+  d->usage_only = d->terminator = d->error_event = false;
+  const char *s = ev->data.p;
+  size_t n = ev->data.n;
+  while (n > 0 && is_ws(s[0])) {
+    s++;
+    n--;
+  }
+  while (n > 0 && is_ws(s[n - 1])) n--;
+  if (n == 0) return 0;
+  if (n == 6 && memcmp(s, "[DONE]", 6) == 0) {
+    d->done = d->terminator = true;
+    return 0;
+  }
+  /* Size scratch for every string of the event at once (see ev_str). */
+  air__buf_reset(&d->scratch);
+  if (memchr(s, '\\', n) != NULL && d->scratch.cap <= n) {
+    int rc = air__buf_add(&d->scratch, s, n);
+    air__buf_reset(&d->scratch);
+    if (rc != 0) {
+      d->malformed++;
+      return 0;
+    }
+  }
+  air__json j;
+  int rc = air__json_parse(&j, s, n);
+  if (rc != 0 || !air__json_is_obj(&j, 0)) {
+    air__json_cleanup(&j);
+    d->malformed++;
+    return 0;
+  }
+  rc = decode_chunk(d, &j, cb, data);
+  air__json_cleanup(&j);
+  return rc;
+}
+
+/* ---- decoding: a whole body
+ * ------------------------------------------------------- */
+
+/* A jansson string as a part field ("" for anything else). */
+static const char *jv(json_t *v, size_t *n) {
+  if (!json_is_string(v)) {
+    *n = 0;
+    return "";
+  }
+  *n = json_string_length(v);
+  return json_string_value(v);
+}
+
+static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
+                      void *data) {
+  air_part s = {.kind = AIR_PART_START};
+  s.id = jv(json_object_get(root, "id"), &s.id_len);
+  s.name = jv(json_object_get(root, "model"), &s.name_len);
+  d->started = true;
+  EMIT(s);
+
+  json_t *choices = json_object_get(root, "choices");
+  json_t *choice = NULL;
+  size_t i;
+  json_t *c;
+  json_array_foreach(choices, i, c) {
+    json_t *idx = json_object_get(c, "index");
+    if (idx == NULL || (json_is_integer(idx) && json_integer_value(idx) == 0)) {
+      choice = c;
+      break;
+    }
+  }
+  json_t *msg = json_object_get(choice, "message");
+  json_t *reasoning = json_object_get(msg, "reasoning_content");
+  if (!json_is_string(reasoning)) reasoning = json_object_get(msg, "reasoning");
+  air_part p = {.kind = AIR_PART_REASONING};
+  p.text = jv(reasoning, &p.text_len);
+  if (p.text_len > 0) EMIT(p);
+
+  json_t *content = json_object_get(msg, "content");
+  if (json_is_array(content)) {
+    json_t *part;
+    json_array_foreach(content, i, part) {
+      air_part t = {.kind = AIR_PART_TEXT};
+      if (json_is_string(json_object_get(part, "type")) &&
+          strcmp(json_string_value(json_object_get(part, "type")), "text") == 0)
+        t.text = jv(json_object_get(part, "text"), &t.text_len);
+      if (t.text_len > 0) EMIT(t);
+    }
+  } else {
+    air_part t = {.kind = AIR_PART_TEXT};
+    t.text = jv(content, &t.text_len);
+    if (t.text_len > 0) EMIT(t);
+  }
+  air_part r = {.kind = AIR_PART_REFUSAL};
+  r.text = jv(json_object_get(msg, "refusal"), &r.text_len);
+  if (r.text_len > 0) EMIT(r);
+
+  json_t *calls = json_object_get(msg, "tool_calls");
+  json_array_foreach(calls, i, c) {
+    if (i >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
+    json_t *fn = json_object_get(c, "function");
+    air_part t = {.kind = AIR_PART_TOOL_START, .index = (int)i};
+    t.id = jv(json_object_get(c, "id"), &t.id_len);
+    t.name = jv(json_object_get(fn, "name"), &t.name_len);
+    if (t.id_len > 0 || t.name_len > 0) {
+      d->block_kind[i] = 1;
+      d->n_tools++;
+      EMIT(t);
+    }
+    air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = (int)i};
+    a.text = jv(json_object_get(fn, "arguments"), &a.text_len);
+    if (a.text_len > 0) EMIT(a);
+  }
+
+  air_part f = {.kind = AIR_PART_FINISH};
+  f.finish_raw =
+      jv(json_object_get(choice, "finish_reason"), &f.finish_raw_len);
+  if (f.finish_raw_len > 0) {
+    f.finish = map_finish(f.finish_raw, f.finish_raw_len);
+    d->finished = true;
+    EMIT(f);
+  }
+  json_t *usage = json_object_get(root, "usage");
+  if (json_is_object(usage)) {
+    air_part u = {.kind = AIR_PART_USAGE};
+    json_t *pt = json_object_get(usage, "prompt_tokens");
+    json_t *ct = json_object_get(usage, "completion_tokens");
+    u.input_tokens =
+        json_integer_value(pt) > 0 ? (uint64_t)json_integer_value(pt) : 0;
+    u.output_tokens =
+        json_integer_value(ct) > 0 ? (uint64_t)json_integer_value(ct) : 0;
+    d->input_tokens = u.input_tokens;
+    d->output_tokens = u.output_tokens;
+    EMIT(u);
+  }
+  return 0;
+}
+
+/* decode_body: a chat.completion object ("object" absent or
+ * "chat.completion", "choices" an array); anything else is AIR_EPARSE. */
+int air__oai_decode_body(air__decoder *d, const char *body, size_t n,
+                         air__part_cb cb, void *data) {
+  json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
+  json_t *obj = json_object_get(root, "object");
+  if (!json_is_object(root) ||
+      !json_is_array(json_object_get(root, "choices")) ||
+      (obj != NULL &&
+       !(json_is_string(obj) &&
+         strcmp(json_string_value(obj), "chat.completion") == 0))) {
+    json_decref(root);
+    return AIR_EPARSE;
+  }
+  int rc = body_parts(d, root, cb, data);
+  if (rc == 0) d->done = true;
+  json_decref(root);
+  return rc;
+}
