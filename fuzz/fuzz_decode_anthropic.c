@@ -151,9 +151,12 @@ static void check_build(air_dialect dialect, const uint8_t *data, size_t size) {
   if (air__request_parse(dialect, (const char *)data, size, &req, &err) != 0)
     return;
   for (int drop = 0; drop < 2; drop++) {
-    air__build_opts o = {"claude-fuzz",
-                         drop ? "{\"top_k\":null,\"x\":1}" : NULL, drop == 1,
-                         1024};
+    air__build_opts o = {
+        .model = "claude-fuzz",
+        .override_json = drop ? "{\"top_k\":null,\"x\":1}" : NULL,
+        .drop_params = drop == 1,
+        .default_max_tokens = 1024,
+        .structured_output = drop ? AIR__STRUCT_NATIVE : AIR__STRUCT_TOOL};
     air__buf out;
     air__buf_init(&out, 64u << 20);
     int rc = air__request_build(ops, &req, &o, &out, &err);

@@ -732,6 +732,8 @@ static int launch(air__exchange *x) {
       .override_json = x->act.override_json,
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
+      .structured_output = t->structured_output,
+      .json_tool = &x->dec.json_tool,
   };
   int built = air__request_build(x->ops, x->o.req, &bo, &x->body, &err);
   if (built == AIR_ENOTSUP) {
@@ -887,9 +889,10 @@ static bool expressible(void *data, const air__target *t) {
   const air_config *cfg = x->o.cfg;
   const air__provider_ops *ops =
       air__provider_get(cfg->providers[t->provider].api);
+  air__build_opts bo = {.drop_params = cfg->drop_params,
+                        .structured_output = t->structured_output};
   air_error err;
-  return air__request_can_express(ops, x->o.req, cfg->drop_params, &err) !=
-         AIR_ENOTSUP;
+  return air__request_can_express(ops, x->o.req, &bo, &err) != AIR_ENOTSUP;
 }
 
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,

@@ -19,6 +19,9 @@
 #include "limits.h"
 #include "provider.h"
 
+static const air__build_opts plain = {.model = "up"};
+static const air__build_opts dropping = {.model = "up", .drop_params = true};
+
 static void parse(air_dialect d, const char *body, air__request *r) {
   air_error err = {0};
   assert_int_equal(air__request_parse(d, body, strlen(body), r, &err), 0);
@@ -27,7 +30,7 @@ static void parse(air_dialect d, const char *body, air__request *r) {
 static const char THINKING[] =
     "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\","
     "\"content\":\"hi\"}],\"thinking\":{\"type\":\"enabled\","
-    "\"budget_tokens\":1024}}";
+    "\"budget_tokens\":1024},\"frobnicate\":1}";
 
 static void test_same_dialect_builds_no_canon(void **s) {
   (void)s;
@@ -38,7 +41,7 @@ static void test_same_dialect_builds_no_canon(void **s) {
   air__build_opts o = {.model = "up"};
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_anthropic, &r, false, &err), 0);
+      air__request_can_express(&air__provider_anthropic, &r, &o, &err), 0);
   assert_int_equal(
       air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
   assert_null(r.canon); /* the byte fast path */
@@ -54,21 +57,22 @@ static void test_can_express_and_cache(void **s) {
   parse(AIR_DIALECT_ANTHROPIC, THINKING, &r);
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, false, &err),
+      air__request_can_express(&air__provider_openai, &r, &plain, &err),
       AIR_ENOTSUP);
   assert_string_equal(err.message,
-                      "thinking: not supported by openai upstreams");
+                      "frobnicate: not supported by openai upstreams");
   const struct air__canon *c = r.canon;
   assert_non_null(c); /* built once ... */
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, true, &err), 0);
+      air__request_can_express(&air__provider_openai, &r, &dropping, &err), 0);
   air__buf out;
   air__buf_init(&out, 1u << 20);
   air__build_opts o = {.model = "up", .drop_params = true};
   assert_int_equal(
       air__request_build(&air__provider_openai, &r, &o, &out, &err), 0);
   assert_ptr_equal(r.canon, c); /* ... and kept for the next attempts */
-  assert_null(strstr(out.p, "thinking"));
+  assert_null(strstr(out.p, "frobnicate"));
+  assert_non_null(strstr(out.p, "\"reasoning_effort\":\"low\""));
   /* Not under drop_params: the same refusal from the build, nothing out. */
   out.n = 0;
   o.drop_params = false;
@@ -94,7 +98,7 @@ static void test_first_problem_named(void **s) {
   parse(AIR_DIALECT_ANTHROPIC, body, &r);
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, false, &err),
+      air__request_can_express(&air__provider_openai, &r, &plain, &err),
       AIR_ENOTSUP);
   assert_string_equal(err.message,
                       "messages[0].content[0].content[0] (type image): not "
