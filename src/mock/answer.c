@@ -135,6 +135,36 @@ int air__mock_schema_instance(const json_t *schema, air__buf *out) {
   return instance(schema, 0, out);
 }
 
+/* The tool a request forces (Anthropic tool_choice {type: tool, name},
+ * OpenAI {type: function, function: {name}}) when its tools list has it:
+ * its name and input schema; false when there is none. */
+static bool forced_tool(const json_t *req, const char **name,
+                        const json_t **schema) {
+  const json_t *tc = json_object_get(req, "tool_choice");
+  const char *t = json_string_value(json_object_get(tc, "type"));
+  const char *n = NULL;
+  if (t != NULL && strcmp(t, "tool") == 0)
+    n = json_string_value(json_object_get(tc, "name"));
+  else if (t != NULL && strcmp(t, "function") == 0)
+    n = json_string_value(
+        json_object_get(json_object_get(tc, "function"), "name"));
+  if (n == NULL) return false;
+  size_t i;
+  const json_t *tool;
+  json_array_foreach(json_object_get(req, "tools"), i, tool) {
+    const json_t *fn = json_object_get(tool, "function");
+    const char *tn = json_string_value(
+        json_object_get(fn != NULL ? fn : tool, "name"));
+    if (tn != NULL && strcmp(tn, n) == 0) {
+      *name = tn;
+      *schema = fn != NULL ? json_object_get(fn, "parameters")
+                           : json_object_get(tool, "input_schema");
+      return true;
+    }
+  }
+  return false;
+}
+
 /* The JSON answer text: the schema's instance, else {"answer": canonical}. */
 static int json_text(const char *model, size_t m_n, const air__mock_beh *b,
                      const json_t *req, air__buf *out) {
@@ -166,7 +196,23 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
   a->ev = NULL;
   a->n = a->first = a->last = a->n_ev = 0;
   a->prefill = false;
+  a->forced = false;
   int rc = 0;
+  const char *tname;
+  const json_t *tschema;
+  if ((b->set & AIR__MOCK_K_JSON) && b->json &&
+      !((b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL) &&
+      forced_tool(req, &tname, &tschema)) {
+    /* The forced tool's call: its arguments are the schema's instance. */
+    a->forced = true;
+    a->args_off = a->text.n;
+    rc = air__mock_schema_instance(tschema, &a->text);
+    a->args_len = a->text.n - a->args_off;
+    a->name_off = a->text.n;
+    if (rc == 0) rc = air__buf_adds(&a->text, tname);
+    a->name_len = a->text.n - a->name_off;
+    return rc;
+  }
   air__buf jtext;
   air__buf_init(&jtext, ANSWER_MAX_BYTES);
   const char *src = NULL;
@@ -244,6 +290,7 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
   bool refusal = (b->set & AIR__MOCK_K_REFUSAL) && b->refusal != NULL;
   bool native = refusal && b->refusal_native;
   if (refusal) tools = 0; /* a refusal answers nothing else */
+  if (a->forced) tools = 1;
   size_t text_n = a->last - a->first;
   size_t cap = (size_t)reasoning + (size_t)tools * (1 + TOOL_PIECES) + text_n;
   free(a->ev);
@@ -275,6 +322,11 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
       if (rc == 0) rc = air__buf_addu(&a->text, i);
       id_len[i] = a->text.n - id_off[i];
       arg_off[i] = a->text.n;
+      if (a->forced) {
+        arg_off[i] = a->args_off;
+        arg_len[i] = a->args_len;
+        continue;
+      }
       if (rc == 0) rc = air__buf_add(&a->text, LIT("{\"location\": \"city-"));
       if (rc == 0) rc = air__buf_addu(&a->text, i);
       if (rc == 0) rc = air__buf_add(&a->text, LIT("\", \"days\": "));
@@ -328,8 +380,8 @@ air_part air__mock_answer_part(const air__mock_answer *a, size_t i) {
     p.text_len = 0;
     p.id = a->text.p + e->id_off;
     p.id_len = e->id_len;
-    p.name = AIR__MOCK_TOOL_NAME;
-    p.name_len = sizeof(AIR__MOCK_TOOL_NAME) - 1;
+    p.name = a->forced ? a->text.p + a->name_off : AIR__MOCK_TOOL_NAME;
+    p.name_len = a->forced ? a->name_len : sizeof(AIR__MOCK_TOOL_NAME) - 1;
   }
   return p;
 }

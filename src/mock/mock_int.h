@@ -212,6 +212,11 @@ typedef struct air__mock_answer {
   air__mock_ev *ev;
   size_t n_ev;
   air_finish finish; /* the finish of the whole answer */
+  /* json with a request that forces one tool: the answer is one call of
+   * that tool (name and arguments in text), not text. */
+  bool forced;
+  size_t name_off, name_len;
+  size_t args_off, args_len;
 } air__mock_answer;
 
 void air__mock_answer_init(air__mock_answer *a);

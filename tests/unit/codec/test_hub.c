@@ -18,6 +18,7 @@
 #include "canon.h"
 #include "limits.h"
 #include "provider.h"
+#include "sse.h"
 
 static const air__build_opts plain = {.model = "up"};
 static const air__build_opts dropping = {.model = "up", .drop_params = true};
@@ -134,6 +135,94 @@ static void test_canon_limit(void **s) {
   air__request_cleanup(&r);
 }
 
+static int collect(void *data, const air_part *p) {
+  air__buf *b = data;
+  static const char *const names[] = {[AIR_PART_TEXT] = "T",
+                                      [AIR_PART_TOOL_START] = "S",
+                                      [AIR_PART_TOOL_DELTA] = "D",
+                                      [AIR_PART_FINISH] = "F"};
+  if ((size_t)p->kind >= sizeof(names) / sizeof(names[0]) ||
+      names[p->kind] == NULL)
+    return 0;
+  int rc = air__buf_adds(b, names[p->kind]);
+  if (rc == 0 && p->kind == AIR_PART_FINISH)
+    rc = air__buf_adds(b, p->finish == AIR_FINISH_STOP ? "stop" : "other");
+  if (rc == 0 && p->text_len > 0) rc = air__buf_add(b, p->text, p->text_len);
+  return rc == 0 ? air__buf_addc(b, '|') : rc;
+}
+
+/* Feeds Anthropic events (one "data" each) to a decoder; the parts. */
+static void decode(bool json_tool, const char *const *ev, size_t n,
+                   air__buf *out) {
+  air__decoder d;
+  air__provider_anthropic.decoder_init(&d);
+  d.json_tool = json_tool;
+  for (size_t i = 0; i < n; i++) {
+    air__sse_event e = {.type = {"message", 7},
+                        .data = {ev[i], strlen(ev[i])},
+                        .id = {"", 0},
+                        .retry = -1,
+                        .raw = {ev[i], strlen(ev[i])}};
+    assert_int_equal(air__provider_anthropic.decode_event(&d, &e, collect, out),
+                     0);
+  }
+  assert_int_equal(d.malformed, 0);
+  air__decoder_cleanup(&d);
+}
+
+/* An OpenAI caller's schema to an Anthropic target: structured_output
+ * tool forces json_output and flags the decoder, which gives the tool's
+ * input back as text and its tool_use stop as a plain stop; native sends
+ * output_config.format; an unflagged decoder leaves a json_output call a
+ * tool call. */
+static void test_json_tool(void **s) {
+  (void)s;
+  static const char body[] =
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+      "\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+      "\"json_schema\":{\"name\":\"w\",\"schema\":{\"type\":\"object\"}}}}";
+  air__request r;
+  parse(AIR_DIALECT_OPENAI, body, &r);
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  bool flag = false;
+  air__build_opts o = {.model = "up", .json_tool = &flag};
+  air_error err;
+  assert_int_equal(
+      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+  assert_true(flag);
+  assert_non_null(strstr(out.p,
+                         "\"tool_choice\":{\"type\":\"tool\","
+                         "\"name\":\"json_output\"}"));
+  out.n = 0;
+  o.structured_output = AIR__STRUCT_NATIVE;
+  assert_int_equal(
+      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+  assert_false(flag);
+  assert_non_null(strstr(out.p, "\"output_config\":{\"format\":{"));
+  assert_null(strstr(out.p, "json_output"));
+  air__buf_cleanup(&out);
+  air__request_cleanup(&r);
+
+  static const char *const ev[] = {
+      "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+      "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"json_output\","
+      "\"input\":{}}}",
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+      "\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}",
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+      "\"input_json_delta\",\"partial_json\":\"1}\"}}",
+      "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}"};
+  air__buf parts;
+  air__buf_init(&parts, 1u << 16);
+  decode(true, ev, 4, &parts);
+  assert_string_equal(parts.p, "T{\"a\":|T1}|Fstop|");
+  parts.n = 0;
+  decode(false, ev, 4, &parts);
+  assert_string_equal(parts.p, "S|D{\"a\":|D1}|Fother|");
+  air__buf_cleanup(&parts);
+}
+
 /* The table names every dialect at its own index. */
 static void test_dialect_table(void **s) {
   (void)s;
@@ -153,6 +242,7 @@ int main(void) {
       cmocka_unit_test(test_first_problem_named),
       cmocka_unit_test(test_canon_limit),
       cmocka_unit_test(test_dialect_table),
+      cmocka_unit_test(test_json_tool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
