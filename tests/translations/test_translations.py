@@ -159,7 +159,20 @@ def anthropic_stream(raw):
 
 class Env:
     def __init__(self, binary):
-        _, mport = start([binary, "mock", "--listen", LOCAL + ":0"], "mock")
+        script = os.path.join(WORK, "mock.yaml")
+        with open(script, "w") as f:
+            # A native target that refuses the schema once (then answers
+            # JSON: the forced tool's call when the request forces one).
+            f.write("""models:
+  schema400:
+    json: true
+    attempts:
+      - status: 400
+        body: '{"type":"error","error":{"type":"invalid_request_error","message":"output_config.format.schema: unsupported keyword"}}'
+""")
+        _, mport = start([binary, "mock", "--listen", LOCAL + ":0", "--script",
+                          script], "mock")
+        self.mock_port = mport
         cfg = """providers:
   - {name: oa, api: openai, base_url: "http://127.0.0.1:%(p)d/v1"}
   - {name: an, api: anthropic, base_url: "http://127.0.0.1:%(p)d"}
@@ -170,6 +183,8 @@ routes:
   - {name: oa-json, targets: [oa/m@json]}
   - {name: reason-an, targets: [an/m@reason=2]}
   - {name: reason-oa, targets: [oa/m@reason=2]}
+  - name: json-native-400
+    targets: [{target: an/schema400, structured_output: native}]
   - {name: skip-only, targets: [an/m]}
   - {name: skip-fallback, targets: [an/m, oa/m2@json]}
   - {name: down-json, targets: [oa/down@503, an/m@json]}
@@ -221,6 +236,28 @@ def t_json_native(env):
     check(st == 200, "status %d: %s" % (st, body[:500]))
     msg = json.loads(body)["choices"][0]
     check(msg["message"].get("content") == INSTANCE, "content %r" % msg["message"])
+
+
+@test("structured output: a native target's schema 400 falls back to the tool once")
+def t_json_native_fallback(env):
+    st, hs, body = openai(env.port, oa_json_body("json-native-400", False))
+    check(st == 200, "status %d: %s" % (st, body[:500]))
+    msg = json.loads(body)["choices"][0]
+    check(msg["message"].get("content") == INSTANCE, "content %r" % msg["message"])
+    check(hs.get("x-airetry-attempts") == "1", "attempts %r" % hs.get("x-airetry-attempts"))
+    s = socket.create_connection((LOCAL, env.mock_port), timeout=10)
+    s.sendall(b"GET /__mock/log HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+    raw = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        raw += d
+    s.close()
+    log = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    seen = [(a["attempt"], a["status"]) for a in log["attempts"]
+            if a["model"] == "schema400"]
+    check(seen == [(1, 400), (2, 200)], "mock saw %r" % seen)
 
 
 @test("structured output: Anthropic caller, OpenAI target")
