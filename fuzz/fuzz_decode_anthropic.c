@@ -7,7 +7,8 @@
  * encode_error_event, as the gateway does). The encoder's bytes must parse
  * back (SSE + decoder) into the same text and reasoning, with nothing
  * malformed. The whole input also goes through decode_body, the aggregate
- * of each decode through encode_response, and, as a caller body of either
+ * of each decode through encode_response (both also with the forced JSON
+ * tool read back as text, decoder json_tool), and, as a caller body of either
  * dialect, through air__request_parse + air__request_build, whose output must
  * be a JSON object.
  */
@@ -209,6 +210,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   CHECK(rc == 0 || rc == AIR_EPARSE || rc == AIR_ETOOBIG);
   if (rc == 0) check_response(&b.agg);
   ctx_cleanup(&b);
+
+  /* Both again with the forced JSON tool read back as text (a request
+   * that asked a schema through structured_output: tool). */
+  ctx j;
+  ctx_init(&j, true);
+  j.d.json_tool = true;
+  decode_stream(&j, in, size);
+  if (!j.errored) CHECK(ops->encode_end(&j.e, &j.out) == 0);
+  check_response(&j.agg);
+  ctx_cleanup(&j);
+  ctx_init(&j, false);
+  j.d.json_tool = true;
+  rc = ops->decode_body(&j.d, in, size, on_part, &j);
+  CHECK(rc == 0 || rc == AIR_EPARSE || rc == AIR_ETOOBIG);
+  if (rc == 0) check_response(&j.agg);
+  ctx_cleanup(&j);
 
   /* The whole input as a caller request of either dialect. */
   check_build(AIR_DIALECT_ANTHROPIC, data, size);
