@@ -78,6 +78,8 @@ struct air__exchange {
                               stopped still names the attempt that made it */
   unsigned att_id;         /* the engine's id of the current (or last) attempt */
   const char *answered;    /* the target whose answer was released, or NULL */
+  bool native_json;        /* the attempt asks a schema natively (4) */
+  unsigned tool_retry_id;  /* the attempt re-sent with the JSON tool */
   const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
 };
@@ -741,7 +743,14 @@ static int launch(air__exchange *x) {
       .override_json = x->act.override_json,
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
+      .structured_output = t->structured_output,
+      .json_tool = &x->dec.json_tool,
   };
+  if (x->tool_retry_id == x->att_id) bo.structured_output = AIR__STRUCT_TOOL;
+  x->native_json = bo.structured_output == AIR__STRUCT_NATIVE &&
+                   x->ops->api == AIR_DIALECT_ANTHROPIC &&
+                   x->o.req->dialect != AIR_DIALECT_ANTHROPIC &&
+                   x->o.req->json_response;
   int built = air__request_build(x->ops, x->o.req, &bo, &x->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
@@ -816,6 +825,17 @@ static void skip_target(air__exchange *x) {
   if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, skipped));
 }
 
+/* Whether a failure's message speaks of the structured-output schema. */
+static bool schema_error(const air_failure *f) {
+  static const char *const words[] = {"schema", "output_config",
+                                      "output_format"};
+  const char *m = f->message != NULL ? f->message : "";
+  for (size_t i = 0; m[i] != '\0'; i++)
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+      if (strncasecmp(m + i, words[w], strlen(words[w])) == 0) return true;
+  return false;
+}
+
 /* The attempt failed (x->fail): before commit the policy decides. */
 static void attempt_failed(air__exchange *x) {
   uint64_t now = now_of(x);
@@ -826,6 +846,15 @@ static void attempt_failed(air__exchange *x) {
   if (x->gate.committed) {
     air__run_fail_final(x->run, x->att_id, &x->fail, now, &x->act);
     end(x, AIR_EUPSTREAM);
+    return;
+  }
+  if (x->native_json && x->tool_retry_id != x->att_id &&
+      x->fail.status == 400 && schema_error(&x->fail)) {
+    /* A schema 400 from a native structured-output target: the same
+     * attempt once more with the JSON tool (DESIGN.md 4); x->act is still
+     * its ATTEMPT action. */
+    x->tool_retry_id = x->att_id;
+    step(x);
     return;
   }
   policy_fail(x);
@@ -896,9 +925,10 @@ static bool expressible(void *data, const air__target *t) {
   const air_config *cfg = x->o.cfg;
   const air__provider_ops *ops =
       air__provider_get(cfg->providers[t->provider].api);
+  air__build_opts bo = {.drop_params = cfg->drop_params,
+                        .structured_output = t->structured_output};
   air_error err;
-  return air__request_can_express(ops, x->o.req, cfg->drop_params, &err) !=
-         AIR_ENOTSUP;
+  return air__request_can_express(ops, x->o.req, &bo, &err) != AIR_ENOTSUP;
 }
 
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
