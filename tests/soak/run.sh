@@ -13,10 +13,11 @@
 # redis-server (a free 127.0.0.1 port, --save "" --appendonly no, a temp
 # folder; never the packaged daemon on 6379), the requests spread over the
 # three, and Redis killed (-9) and started again on the same port every
-# AIRETRY_SOAK_REDIS_EVERY seconds (default 2) while the load runs; the
-# driver checks every answer and each instance's log lines, /metrics, RSS
-# and fds as for one gateway, plus each instance's Redis link up again and
-# its reconnects counted at the end.
+# AIRETRY_SOAK_REDIS_EVERY whole seconds (default 1 in redis-short, 2 in
+# redis) while the load runs after the warm-up; the driver checks every
+# answer and each instance's log lines, /metrics, RSS and fds as for one
+# gateway, plus each instance's Redis link up again and its reconnects
+# counted at the end.
 # The driver defaults to the `soak` binary beside airetry. The ASan build
 # runs the same checks at a lower rate. AIRETRY_SOAK_SEED replays a run
 # (the short profile's default seed is fixed, see below).
@@ -72,7 +73,10 @@ if [ "$asan" = 1 ]; then
     *) rate_args=(--rate 60) ;;
   esac
 fi
-restart_every="${AIRETRY_SOAK_REDIS_EVERY:-2}"
+# Seconds between Redis restarts: 1 in redis-short (a few within its ~4 s
+# of load), 2 in redis.
+if [ "$profile" = redis-short ]; then restart_every=1; else restart_every=2; fi
+restart_every="${AIRETRY_SOAK_REDIS_EVERY:-$restart_every}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/airetry-soak.XXXXXX")"
 mock_pid=""

@@ -169,7 +169,7 @@ typedef struct profile {
 static const profile PROFILES[] = {
     {"short", 1000, 200, 250, 700, 1},
     {"long", 11000, 1000, 200, 6500, 1},
-    {"redis-short", 1500, 200, 250, 1000, 3},
+    {"redis-short", 1500, 600, 250, 1000, 3},
     {"redis", 11000, 1000, 200, 6500, 3},
 };
 #define MAX_GW 3 /* gateways of one run */
