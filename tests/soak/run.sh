@@ -152,11 +152,10 @@ redis_ping() {
 
 # Starts redis-server on $redis_port; waits (bounded) for its PONG.
 redis_start() {
-  local i
   redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$redis_dir" --daemonize no >>"$work/redis.log" 2>&1 </dev/null &
   redis_pid=$!
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     redis_ping && return 0
     kill -0 "$redis_pid" 2>/dev/null || break
     sleep 0.05
@@ -175,9 +174,8 @@ redis_kill() {
 # Started again on the same port: a few bounded tries (the old socket may
 # still be closing).
 redis_restart() {
-  local i
   redis_kill
-  for i in $(seq 1 20); do
+  for _ in $(seq 1 20); do
     redis_start && return 0
     sleep 0.05
   done
