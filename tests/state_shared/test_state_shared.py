@@ -9,7 +9,10 @@ gateways A, B, C on 127.0.0.1 ephemeral ports, each test under a key prefix
 of its own, and checks through the mock's attempt log:
 
   breaker/*  opened through A: B and C make zero attempts on the primary;
-             after open_ms one probe request across all three
+             after open_ms one probe request across all three; the opening
+             is in B's and C's mirrors (their airetry_breaker_state) under
+             100 ms after the request that opened it ended on A, and B and C
+             make zero attempts on it from 100 ms later
   cooldown/* a 30 s Retry-After seen by A keeps B and C off the target
   sticky/*   a sticky choice made on A is followed by B and C; routes that
              list other targets keep their own
@@ -48,6 +51,14 @@ N_PREFIX = [0]
 # is several times slower: there the bound is half the command timeout
 # (100 ms) a request would have waited if it ever waited on Redis.
 P99_SLACK = 0.005
+# Issue 18: B and C have an opening made through A within 100 ms of the
+# request that opened it ending (measured, not waited for).
+PROPAGATION = 0.100
+# The mock model of the propagation test: healthy for its first FLAP_MS
+# after a mock reset (B and C try it once, so their /metrics show its
+# breaker), failing with 500 from then on.
+FLAP_MS = 800
+PROP = "prop@500@flap=%d-3600000" % FLAP_MS
 
 
 def check(cond, msg):
@@ -260,6 +271,7 @@ def config(open_ms=4000, extra_routes=()):
             {"name": "st", "targets": ["calm/first@500", "calm/second"],
              "sticky": {"after_ms": 60000}},
             {"name": "fast", "targets": ["mock/ok"]},
+            {"name": "prop", "targets": ["mock/" + PROP, "mock/fallback"]},
         ] + list(extra_routes),
         "state": {"redis": {"url_env": "T_REDIS_URL", "password_env": "T_REDIS_PW",
                             "prefix": "s%d:" % N_PREFIX[0],
@@ -292,6 +304,15 @@ def three(cfg=None):
 
 def applied(gw):
     return metric(gw.port, "airetry_state_redis_applied_total") or 0
+
+
+def breaker_state(gw, target):
+    """airetry_breaker_state of target on gw (its mirror): 0 closed, 1 open,
+    2 half-open; None while gw has not attempted the target."""
+    st, body, _ = request(gw.port, "GET", "/metrics", timeout=10)
+    m = re.search(rb'^airetry_breaker_state\{target="' + re.escape(target.encode()) +
+                  rb'"\} (\d+)$', body, re.M)
+    return int(m.group(1)) if m else None
 
 
 # ---- tests ---------------------------------------------------------------------------
@@ -341,6 +362,54 @@ def t_breaker():
     check(1 <= len(n) <= 2, "probe attempts across the instances: %r" % n)
     if len(n) == 2:
         check(abs(n[1]["t_ms"] - n[0]["t_ms"]) < 1000, "two probes? %r" % n)
+
+
+@test("breaker/the opening through A is in B's and C's mirrors within 100 ms; "
+      "from 100 ms later they make zero attempts on the target")
+def t_propagation():
+    a, b, c = three()
+    target = "mock/" + PROP
+    mock_reset()
+    t_reset = time.monotonic()
+    # While the model is healthy B and C try it once: their /metrics then
+    # show its breaker (closed).
+    for g in (b, c):
+        ok_chat(g.port, "prop", "B and C while healthy")
+    check(time.monotonic() - t_reset < FLAP_MS / 1000.0 - 0.1,
+          "too slow to try the target while it is healthy")
+    check(len(mock_attempts("prop@")) == 2, "B and C did not try the target: %r"
+          % mock_attempts("prop@"))
+    for g in (b, c):
+        check(breaker_state(g, target) == 0, "%s: breaker not closed before" % g.name)
+    check(wait_until(lambda: time.monotonic() - t_reset > FLAP_MS / 1000.0 + 0.05, 2.0),
+          "clock")
+    # Two requests through A: the target fails (a retry each), its third
+    # failure opens the breaker; t_done is when the second request ended.
+    for _ in range(2):
+        ok_chat(a.port, "prop", "through A")
+    t_done = time.monotonic()
+    check(breaker_state(a, target) == 1, "A did not open the breaker")
+    # Polls B's and C's /metrics back to back (each poll a few ms) until
+    # both show it open, bounded by 2 s.
+    seen = {}
+    deadline = t_done + 2.0
+    while len(seen) < 2 and time.monotonic() < deadline:
+        for g in (b, c):
+            if g.name not in seen and breaker_state(g, target) == 1:
+                seen[g.name] = time.monotonic() - t_done
+    check(len(seen) == 2, "the opening did not reach B and C within 2 s: %r" % seen)
+    print("     the opening reached B in %.1f ms, C in %.1f ms (bound %.0f ms)"
+          % (seen["b"] * 1000, seen["c"] * 1000, PROPAGATION * 1000), flush=True)
+    check(max(seen.values()) < PROPAGATION,
+          "the opening reached B and C %.1f ms after the request on A ended (bound %.0f ms)"
+          % (max(seen.values()) * 1000, PROPAGATION * 1000))
+    # From 100 ms after that request: B and C skip the target.
+    check(wait_until(lambda: time.monotonic() - t_done >= PROPAGATION, 1.0, 0.005), "clock")
+    before = len(mock_attempts("prop@"))
+    for g in (b, c, b, c):
+        ok_chat(g.port, "prop", "B and C after the opening")
+    after = mock_attempts("prop@")
+    check(len(after) == before, "B or C tried the open target: %r" % after[before:])
 
 
 @test("cooldown/a 30 s Retry-After seen by A keeps B and C off the target")
