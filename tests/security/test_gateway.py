@@ -548,14 +548,7 @@ def find_secrets(data):
 
 # ---- the test registry ---------------------------------------------------------------
 
-TESTS = []
-
-
-def test(name):
-    def deco(f):
-        TESTS.append((name, f))
-        return f
-    return deco
+TESTS, test = airtest.registry()
 
 
 class Fixture:
