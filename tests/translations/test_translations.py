@@ -20,17 +20,14 @@ started. Prints one "ok"/"FAIL" line per test and exits 1 when any failed.
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import traceback
 
-LOCAL = "127.0.0.1"
-WORK = tempfile.mkdtemp(prefix="airetry-translations-")
-PROCS = []
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL, check, sse  # noqa: E402
+
+WORK = airtest.init("translations")
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLAUDE_CODE = os.path.join(HERE, "..", "data", "codec_diff", "requests",
                            "claude_code.anthropic.json")
@@ -41,73 +38,9 @@ SCHEMA = {"type": "object",
 INSTANCE = '{"city": "x", "temp": 1}'
 
 
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def start(argv, what):
-    """Starts a process that prints "listening on http://HOST:PORT" first."""
-    err = open(os.path.join(WORK, "%s-%d.stderr" % (what, len(PROCS))), "wb")
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
-                         stdin=subprocess.DEVNULL)
-    PROCS.append(p)
-    line = p.stdout.readline().decode()
-    check(line.startswith("listening on http://"), "%s did not start: %r" % (what, line))
-    return p, int(line.strip().rsplit(":", 1)[1])
-
-
 def request(port, path, body, headers=None):
     """One POST on a fresh connection; (status, headers dict, body bytes)."""
-    s = socket.create_connection((LOCAL, port), timeout=20)
-    data = json.dumps(body).encode()
-    h = {"host": "x", "content-length": str(len(data)), "connection": "close",
-         "content-type": "application/json"}
-    h.update(headers or {})
-    s.sendall(("POST %s HTTP/1.1\r\n" % path).encode()
-              + "".join("%s: %s\r\n" % kv for kv in h.items()).encode() + b"\r\n" + data)
-    raw = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        raw += d
-    s.close()
-    check(b"\r\n\r\n" in raw, "no complete response head: %r" % raw[:300])
-    head, rest = raw.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    hs = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        hs[k.strip().lower()] = v.strip()
-    if hs.get("transfer-encoding", "").lower() == "chunked":
-        out = b""
-        while True:
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.split(b";")[0], 16)
-            if size == 0:
-                break
-            out += rest[:size]
-            rest = rest[size + 2:]
-        rest = out
-    return status, hs, rest
-
-
-def sse(body):
-    """[(event name or None, data)] of an event stream."""
-    out = []
-    for block in body.decode().split("\n\n"):
-        if not block.strip():
-            continue
-        name, data = None, []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].strip())
-        out.append((name, "\n".join(data)))
-    return out
+    return airtest.fetch(port, "POST", path, body, headers, timeout=20)
 
 
 def openai(port, body):
@@ -170,8 +103,8 @@ class Env:
       - status: 400
         body: '{"type":"error","error":{"type":"invalid_request_error","message":"output_config.format.schema: unsupported keyword"}}'
 """)
-        _, mport = start([binary, "mock", "--listen", LOCAL + ":0", "--script",
-                          script], "mock")
+        mport = airtest.Proc("mock", [binary, "mock", "--listen", LOCAL + ":0", "--script",
+                                      script]).port
         self.mock_port = mport
         cfg = """providers:
   - {name: oa, api: openai, base_url: "http://127.0.0.1:%(p)d/v1"}
@@ -193,18 +126,12 @@ routes:
         path = os.path.join(WORK, "gw.yaml")
         with open(path, "w") as f:
             f.write(cfg)
-        self.gw, self.port = start([binary, "serve", "--config", path, "--listen",
-                                    LOCAL + ":0"], "gateway")
+        self.gw = airtest.Proc("gateway", [binary, "serve", "--config", path, "--listen",
+                                           LOCAL + ":0"])
+        self.port = self.gw.port
 
 
-TESTS = []
-
-
-def test(name):
-    def deco(fn):
-        TESTS.append((name, fn))
-        return fn
-    return deco
+TESTS, test = airtest.registry()
 
 
 def oa_json_body(model, stream):
@@ -245,16 +172,7 @@ def t_json_native_fallback(env):
     msg = json.loads(body)["choices"][0]
     check(msg["message"].get("content") == INSTANCE, "content %r" % msg["message"])
     check(hs.get("x-airetry-attempts") == "1", "attempts %r" % hs.get("x-airetry-attempts"))
-    s = socket.create_connection((LOCAL, env.mock_port), timeout=10)
-    s.sendall(b"GET /__mock/log HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-    raw = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        raw += d
-    s.close()
-    log = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    log = {"attempts": airtest.mock_log(env.mock_port)}
     seen = [(a["attempt"], a["status"]) for a in log["attempts"]
             if a["model"] == "schema400"]
     check(seen == [(1, 400), (2, 200)], "mock saw %r" % seen)
@@ -340,35 +258,13 @@ def t_claude_code(env):
 
 
 def main():
-    binary = sys.argv[1]
-    only = sys.argv[2:]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    failed = 0
-    try:
-        env = Env(binary)
-        for name, fn in TESTS:
-            if only and not any(o in name for o in only):
-                continue
-            t0 = time.monotonic()
-            try:
-                fn(env)
-                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
-        check(env.gw.poll() is None, "the gateway died")
-    finally:
-        for p in PROCS:
-            if p.poll() is None:
-                p.terminate()
-        for p in PROCS:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    n = len([1 for name, _ in TESTS if not only or any(o in name for o in only)])
-    print("%d passed, %d failed" % (n - failed, failed))
-    return 1 if failed else 0
+    env = []
+
+    def setup(binary):
+        env.append(Env(binary))
+        return lambda fn: fn(env[0])
+    return airtest.main(TESTS, setup,
+                        finish=lambda: check(env[0].gw.poll() is None, "the gateway died"))
 
 
 if __name__ == "__main__":
