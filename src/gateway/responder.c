@@ -36,6 +36,7 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
 }
 
 void air__responder_cleanup(air__responder *rs) {
+  if (rs->began) air__encoder_cleanup(&rs->enc);
   air__aggregate_cleanup(&rs->agg);
   air__buf_cleanup(&rs->out);
 }

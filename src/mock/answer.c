@@ -338,8 +338,9 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
       arg_len[i] = a->text.n - arg_off[i];
     }
     if (rc != 0) return rc;
-    bool anthropic = api == AIR_DIALECT_ANTHROPIC;
-    /* OpenAI: round 0 starts every call, round r the r-th pieces. */
+    /* OpenAI chat: round 0 starts every call, round r the r-th pieces;
+     * Anthropic and Responses: one call after the other. */
+    bool anthropic = api != AIR_DIALECT_OPENAI;
     uint32_t rounds = anthropic ? tools : 1 + TOOL_PIECES;
     uint32_t per = anthropic ? 1 + TOOL_PIECES : tools;
     for (uint32_t r = 0; r < rounds; r++)
@@ -524,6 +525,15 @@ int air__mock_error_body(air_dialect api, int status, const char *code,
 }
 
 int air__mock_overload_event(air_dialect api, air__buf *out) {
+  if (api == AIR_DIALECT_OPENAI_RESPONSES) {
+    /* A Responses "error" event with the error object inside. */
+    int rc = air__buf_add(out, LIT("event: error\ndata: {\"type\":\"error\","
+                                   "\"error\":{\"type\":\"overloaded_error\","
+                                   "\"code\":null,\"message\":"));
+    if (rc == 0) rc = add_cstr(out, default_message(529));
+    if (rc == 0) rc = air__buf_add(out, LIT("}}\n\n"));
+    return rc;
+  }
   int rc = api == AIR_DIALECT_ANTHROPIC
                ? air__buf_add(out, LIT("event: error\ndata: "))
                : air__buf_add(out, LIT("data: "));
@@ -534,6 +544,9 @@ int air__mock_overload_event(air_dialect api, air__buf *out) {
 }
 
 int air__mock_malformed_event(air_dialect api, air__buf *out) {
+  if (api == AIR_DIALECT_OPENAI_RESPONSES)
+    return air__buf_add(
+        out, LIT("event: response.output_text.delta\ndata: {\"broken\n\n"));
   if (api == AIR_DIALECT_ANTHROPIC)
     return air__buf_add(out,
                         LIT("event: content_block_delta\ndata: {\"broken\n\n"));
