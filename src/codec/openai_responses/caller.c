@@ -20,12 +20,16 @@
  *                    reasoning_summary_part.done);
  *   TOOL_START/DELTA a function_call item ("fc_...", call_id from the
  *                    part; function_call_arguments.delta / .done).
- * A part of another kind closes the open item; the .done events and
- * response.completed repeat the whole text, so the encoder keeps every
- * item (bounded by AIR__MAX_ANSWER_BYTES: over it, encode_part fails and
- * the responder cuts the stream). Arguments for a tool other than the open
- * one (calls interleaved, as an OpenAI chat upstream may send them) are
- * AIR_EINVAL: the stream is cut rather than an item left without them.
+ * Text or reasoning after other items closes every open item first; a
+ * function call closes an open message or reasoning item but leaves other
+ * function calls open, so calls whose arguments come interleaved (as an
+ * OpenAI chat upstream may send them) are concurrent items, each written
+ * to by its own output_index and item_id; all close at the finish. The
+ * .done events and response.completed repeat the whole text, so the
+ * encoder keeps every item (bounded by AIR__MAX_ANSWER_BYTES: over it,
+ * encode_part fails and the responder cuts the stream). Arguments for a
+ * call not open (never started, or closed by text in between) are
+ * AIR_EINVAL: the stream is cut rather than a call left without them.
  *
  * A failure after commit: the open item closed as incomplete,
  * response.failed with the error, then an "error" event (its "error"
@@ -43,20 +47,29 @@
 enum { K_NONE, K_MSG, K_REASON, K_TOOL };
 enum { P_NONE, P_TEXT, P_REFUSAL };
 
-typedef struct air__rsp_enc {
-  uint64_t seq;
-  int next_index; /* the next output_index */
-  int kind;       /* the open item */
-  int index;      /* its output_index */
-  int part;       /* a message's open content part */
+/* One output item being written. */
+typedef struct rsp_item {
+  int kind;  /* K_NONE: closed (or never opened) */
+  int index; /* its output_index */
+  int part;  /* a message's open content part */
   int content_index;
-  int tool;         /* the parts' tool index of the open function call */
+  int tool;         /* a function call's tool index (the parts') */
   air__buf text;    /* the open part's text / summary / arguments */
-  air__buf parts;   /* the open message's closed content parts (JSON) */
-  air__buf items;   /* closed output items (JSON, comma separated) */
-  air__buf call_id; /* the open function call's */
+  air__buf parts;   /* a message's closed content parts (JSON) */
+  air__buf call_id; /* a function call's */
   air__buf name;
   char item_id[sizeof(((air__encoder *)0)->id) + 32];
+} rsp_item;
+
+typedef struct air__rsp_enc {
+  uint64_t seq;
+  int next_index;  /* the next output_index */
+  air__buf items;  /* closed output items (JSON, comma separated) */
+  rsp_item cur;    /* the open message or reasoning item */
+  rsp_item *tools; /* function calls, in output order; open ones are
+                      written to as their arguments come */
+  size_t n_tools;
+  size_t cap_tools;
 } air__rsp_enc;
 
 #define TRY(x)             \
@@ -92,6 +105,21 @@ static void set_ident(air__encoder *e, const char *id, size_t id_n,
   e->model[k] = '\0';
 }
 
+static void item_init(rsp_item *it) {
+  memset(it, 0, sizeof(*it));
+  air__buf_init(&it->text, AIR__MAX_ANSWER_BYTES);
+  air__buf_init(&it->parts, AIR__MAX_ANSWER_BYTES);
+  air__buf_init(&it->call_id, 2 * AIR__MAX_NAME_BYTES);
+  air__buf_init(&it->name, 2 * AIR__MAX_NAME_BYTES);
+}
+
+static void item_cleanup(rsp_item *it) {
+  air__buf_cleanup(&it->text);
+  air__buf_cleanup(&it->parts);
+  air__buf_cleanup(&it->call_id);
+  air__buf_cleanup(&it->name);
+}
+
 void air__rsp_encoder_init(air__encoder *e, const air__request *req,
                            uint64_t created_s) {
   (void)req;
@@ -101,22 +129,18 @@ void air__rsp_encoder_init(air__encoder *e, const air__request *req,
   e->open_block = -1;
   air__rsp_enc *s = calloc(1, sizeof(*s));
   if (s == NULL) return; /* encode_part then fails with AIR_ENOMEM */
-  air__buf_init(&s->text, AIR__MAX_ANSWER_BYTES);
-  air__buf_init(&s->parts, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&s->items, AIR__MAX_ANSWER_BYTES);
-  air__buf_init(&s->call_id, 2 * AIR__MAX_NAME_BYTES);
-  air__buf_init(&s->name, 2 * AIR__MAX_NAME_BYTES);
+  item_init(&s->cur);
   e->rsp = s;
 }
 
 void air__rsp_encoder_cleanup(air__encoder *e) {
   air__rsp_enc *s = e->rsp;
   if (s == NULL) return;
-  air__buf_cleanup(&s->text);
-  air__buf_cleanup(&s->parts);
+  item_cleanup(&s->cur);
+  for (size_t i = 0; i < s->n_tools; i++) item_cleanup(&s->tools[i]);
+  free(s->tools);
   air__buf_cleanup(&s->items);
-  air__buf_cleanup(&s->call_id);
-  air__buf_cleanup(&s->name);
   free(s);
   e->rsp = NULL;
 }
@@ -139,12 +163,12 @@ static int ev_close(air__buf *out) {
 }
 
 /* ',"output_index":I,"item_id":ID' of the open item. */
-static int item_ref(const air__rsp_enc *s, air__buf *out) {
+static int item_ref(const rsp_item *it, air__buf *out) {
   int rc;
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
-  TRY(air__buf_addu(out, (unsigned long long)s->index));
+  TRY(air__buf_addu(out, (unsigned long long)it->index));
   TRY(air__buf_add(out, LIT(",\"item_id\":")));
-  TRY(air__buf_add_json_str(out, s->item_id, strlen(s->item_id)));
+  TRY(air__buf_add_json_str(out, it->item_id, strlen(it->item_id)));
 out:
   return rc;
 }
@@ -241,165 +265,186 @@ out:
   return rc;
 }
 
-/* A content part object of the open message part (text: the whole). */
-static int content_part_obj(const air__rsp_enc *s, int part, air__buf *out) {
+/* A content part object of a message's open part (text: the whole). */
+static int content_part_obj(const rsp_item *it, int part, air__buf *out) {
   int rc;
   if (part == P_TEXT) {
     TRY(air__buf_add(out, LIT("{\"type\":\"output_text\",\"text\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(air__buf_add(out, LIT(",\"annotations\":[],\"logprobs\":[]}")));
   } else {
     TRY(air__buf_add(out, LIT("{\"type\":\"refusal\",\"refusal\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(air__buf_addc(out, '}'));
   }
 out:
   return rc;
 }
 
-/* The open item as JSON (status completed or incomplete). */
-static int item_obj(const air__rsp_enc *s, const char *status, air__buf *out) {
+/* An item as JSON (status completed or incomplete). */
+static int item_obj(const rsp_item *it, const char *status, air__buf *out) {
   int rc;
   TRY(air__buf_add(out, LIT("{\"id\":")));
-  TRY(air__buf_add_json_str(out, s->item_id, strlen(s->item_id)));
-  if (s->kind == K_MSG) {
+  TRY(air__buf_add_json_str(out, it->item_id, strlen(it->item_id)));
+  if (it->kind == K_MSG) {
     TRY(air__buf_add(out, LIT(",\"type\":\"message\",\"status\":\"")));
     TRY(air__buf_adds(out, status));
     TRY(air__buf_add(out, LIT("\",\"role\":\"assistant\",\"content\":[")));
-    TRY(air__buf_add(out, s->parts.p, s->parts.n));
+    TRY(air__buf_add(out, it->parts.p, it->parts.n));
     TRY(air__buf_add(out, LIT("]}")));
-  } else if (s->kind == K_REASON) {
+  } else if (it->kind == K_REASON) {
     TRY(air__buf_add(out, LIT(",\"type\":\"reasoning\",\"summary\":[{\"type\":"
                               "\"summary_text\",\"text\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(air__buf_add(out, LIT("}]}")));
   } else {
     TRY(air__buf_add(out, LIT(",\"type\":\"function_call\",\"status\":\"")));
     TRY(air__buf_adds(out, status));
     TRY(air__buf_add(out, LIT("\",\"call_id\":")));
-    TRY(rsp_jstr(out, s->call_id.p, s->call_id.n));
+    TRY(rsp_jstr(out, it->call_id.p, it->call_id.n));
     TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, s->name.p, s->name.n));
+    TRY(rsp_jstr(out, it->name.p, it->name.n));
     TRY(air__buf_add(out, LIT(",\"arguments\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(air__buf_addc(out, '}'));
   }
 out:
   return rc;
 }
 
+/* ',"content_index":N' */
+static int content_ref(const rsp_item *it, air__buf *out) {
+  int rc = air__buf_add(out, LIT(",\"content_index\":"));
+  return rc != 0 ? rc
+                 : air__buf_addu(out, (unsigned long long)it->content_index);
+}
+
 /* Closes a message's open content part. */
-static int close_part(air__rsp_enc *s, air__buf *out) {
-  if (s->part == P_NONE) return 0;
+static int close_part(air__rsp_enc *s, rsp_item *it, air__buf *out) {
+  if (it->part == P_NONE) return 0;
   int rc;
-  bool text = s->part == P_TEXT;
+  bool text = it->part == P_TEXT;
   TRY(ev_open(s, text ? "response.output_text.done" : "response.refusal.done",
               out));
-  TRY(item_ref(s, out));
-  TRY(air__buf_add(out, LIT(",\"content_index\":")));
-  TRY(air__buf_addu(out, (unsigned long long)s->content_index));
+  TRY(item_ref(it, out));
+  TRY(content_ref(it, out));
   TRY(air__buf_add(out, text ? ",\"text\":" : ",\"refusal\":", text ? 8 : 11));
-  TRY(rsp_jstr(out, s->text.p, s->text.n));
+  TRY(rsp_jstr(out, it->text.p, it->text.n));
   if (text) TRY(air__buf_add(out, LIT(",\"logprobs\":[]")));
   TRY(ev_close(out));
   TRY(ev_open(s, "response.content_part.done", out));
-  TRY(item_ref(s, out));
-  TRY(air__buf_add(out, LIT(",\"content_index\":")));
-  TRY(air__buf_addu(out, (unsigned long long)s->content_index));
+  TRY(item_ref(it, out));
+  TRY(content_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"part\":")));
-  TRY(content_part_obj(s, s->part, out));
+  TRY(content_part_obj(it, it->part, out));
   TRY(ev_close(out));
-  if (s->parts.n > 0) TRY(air__buf_addc(&s->parts, ','));
-  TRY(content_part_obj(s, s->part, &s->parts));
-  s->part = P_NONE;
-  s->content_index++;
-  air__buf_reset(&s->text);
+  if (it->parts.n > 0) TRY(air__buf_addc(&it->parts, ','));
+  TRY(content_part_obj(it, it->part, &it->parts));
+  it->part = P_NONE;
+  it->content_index++;
+  air__buf_reset(&it->text);
 out:
   return rc;
 }
 
-/* Closes the open item (its .done events and output_item.done) and keeps
- * it for response.completed. */
-static int close_item(air__rsp_enc *s, const char *status, air__buf *out) {
+/* Closes an open item (its .done events and output_item.done) and keeps it
+ * for response.completed. */
+static int close_item(air__rsp_enc *s, rsp_item *it, const char *status,
+                      air__buf *out) {
   int rc = 0;
-  if (s->kind == K_NONE) return 0;
-  if (s->kind == K_MSG) {
-    TRY(close_part(s, out));
-  } else if (s->kind == K_REASON) {
+  if (it->kind == K_NONE) return 0;
+  if (it->kind == K_MSG) {
+    TRY(close_part(s, it, out));
+  } else if (it->kind == K_REASON) {
     TRY(ev_open(s, "response.reasoning_summary_text.done", out));
-    TRY(item_ref(s, out));
+    TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"text\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(ev_close(out));
     TRY(ev_open(s, "response.reasoning_summary_part.done", out));
-    TRY(item_ref(s, out));
+    TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"part\":{\"type\":"
                               "\"summary_text\",\"text\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(air__buf_addc(out, '}'));
     TRY(ev_close(out));
   } else {
     TRY(ev_open(s, "response.function_call_arguments.done", out));
-    TRY(item_ref(s, out));
+    TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, s->name.p, s->name.n));
+    TRY(rsp_jstr(out, it->name.p, it->name.n));
     TRY(air__buf_add(out, LIT(",\"arguments\":")));
-    TRY(rsp_jstr(out, s->text.p, s->text.n));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(ev_close(out));
   }
   TRY(ev_open(s, "response.output_item.done", out));
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
-  TRY(air__buf_addu(out, (unsigned long long)s->index));
+  TRY(air__buf_addu(out, (unsigned long long)it->index));
   TRY(air__buf_add(out, LIT(",\"item\":")));
-  TRY(item_obj(s, status, out));
+  TRY(item_obj(it, status, out));
   TRY(ev_close(out));
   if (s->items.n > 0) TRY(air__buf_addc(&s->items, ','));
-  TRY(item_obj(s, status, &s->items));
-  s->kind = K_NONE;
-  air__buf_reset(&s->text);
-  air__buf_reset(&s->parts);
+  TRY(item_obj(it, status, &s->items));
+  it->kind = K_NONE;
+  air__buf_reset(&it->text);
+  air__buf_reset(&it->parts);
 out:
   return rc;
 }
 
-/* Opens an item of kind (closing the open one); the item id from prefix. */
-static int open_item(air__encoder *e, int kind, const char *prefix,
-                     const air_part *p, air__buf *out) {
+/* Closes every open function call, in output order. */
+static int close_tools(air__rsp_enc *s, const char *status, air__buf *out) {
+  int rc = 0;
+  for (size_t i = 0; i < s->n_tools && rc == 0; i++)
+    rc = close_item(s, &s->tools[i], status, out);
+  return rc;
+}
+
+/* Closes every open item (message or reasoning first: it was opened
+ * before any open function call). */
+static int close_all(air__rsp_enc *s, const char *status, air__buf *out) {
+  int rc = close_item(s, &s->cur, status, out);
+  return rc != 0 ? rc : close_tools(s, status, out);
+}
+
+/* Opens it as an item of kind with the next output index; the item id
+ * from prefix. */
+static int open_item(air__encoder *e, rsp_item *it, int kind,
+                     const char *prefix, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
   int rc;
-  TRY(close_item(s, "completed", out));
-  s->kind = kind;
-  s->index = s->next_index++;
-  s->part = P_NONE;
-  s->content_index = 0;
+  it->kind = kind;
+  it->index = s->next_index++;
+  it->part = P_NONE;
+  it->content_index = 0;
   const char *tail = strncmp(e->id, "resp_", 5) == 0 ? e->id + 5 : e->id;
   air__buf idb;
-  air__buf_init(&idb, sizeof(s->item_id) - 1);
+  air__buf_init(&idb, sizeof(it->item_id) - 1);
   rc = air__buf_adds(&idb, prefix);
   if (rc == 0)
     rc = air__buf_add(&idb, tail, fit(tail, strlen(tail), sizeof(e->id)));
   if (rc == 0) rc = air__buf_addc(&idb, '_');
-  if (rc == 0) rc = air__buf_addu(&idb, (unsigned long long)s->index);
-  if (rc == 0) memcpy(s->item_id, idb.p, idb.n + 1);
+  if (rc == 0) rc = air__buf_addu(&idb, (unsigned long long)it->index);
+  if (rc == 0) memcpy(it->item_id, idb.p, idb.n + 1);
   air__buf_cleanup(&idb);
   if (rc != 0) goto out;
-  air__buf_reset(&s->text);
-  air__buf_reset(&s->parts);
+  air__buf_reset(&it->text);
+  air__buf_reset(&it->parts);
   if (kind == K_TOOL) {
-    air__buf_reset(&s->call_id);
-    air__buf_reset(&s->name);
-    s->tool = p->index;
-    TRY(air__buf_add(&s->call_id, p->id,
+    air__buf_reset(&it->call_id);
+    air__buf_reset(&it->name);
+    it->tool = p->index;
+    TRY(air__buf_add(&it->call_id, p->id,
                      fit(p->id, p->id_len, AIR__MAX_NAME_BYTES)));
-    TRY(air__buf_add(&s->name, p->name,
+    TRY(air__buf_add(&it->name, p->name,
                      fit(p->name, p->name_len, AIR__MAX_NAME_BYTES)));
   }
   TRY(ev_open(s, "response.output_item.added", out));
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
-  TRY(air__buf_addu(out, (unsigned long long)s->index));
+  TRY(air__buf_addu(out, (unsigned long long)it->index));
   TRY(air__buf_add(out, LIT(",\"item\":")));
   TRY(air__buf_add(out, LIT("{\"id\":")));
-  TRY(air__buf_add_json_str(out, s->item_id, strlen(s->item_id)));
+  TRY(air__buf_add_json_str(out, it->item_id, strlen(it->item_id)));
   if (kind == K_MSG) {
     TRY(air__buf_add(out, LIT(",\"type\":\"message\",\"status\":"
                               "\"in_progress\",\"role\":\"assistant\","
@@ -409,15 +454,15 @@ static int open_item(air__encoder *e, int kind, const char *prefix,
   } else {
     TRY(air__buf_add(out, LIT(",\"type\":\"function_call\",\"status\":"
                               "\"in_progress\",\"call_id\":")));
-    TRY(rsp_jstr(out, s->call_id.p, s->call_id.n));
+    TRY(rsp_jstr(out, it->call_id.p, it->call_id.n));
     TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, s->name.p, s->name.n));
+    TRY(rsp_jstr(out, it->name.p, it->name.n));
     TRY(air__buf_add(out, LIT(",\"arguments\":\"\"}")));
   }
   TRY(ev_close(out));
   if (kind == K_REASON) {
     TRY(ev_open(s, "response.reasoning_summary_part.added", out));
-    TRY(item_ref(s, out));
+    TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"part\":{\"type\":"
                               "\"summary_text\",\"text\":\"\"}")));
     TRY(ev_close(out));
@@ -426,66 +471,106 @@ out:
   return rc;
 }
 
+/* The message or reasoning item for a part of that kind: the open one, or
+ * a new one after every open item is closed. */
+static int cur_item(air__encoder *e, int kind, const char *prefix,
+                    const air_part *p, air__buf *out) {
+  air__rsp_enc *s = e->rsp;
+  if (s->cur.kind == kind) return 0;
+  int rc = close_all(s, "completed", out);
+  return rc != 0 ? rc : open_item(e, &s->cur, kind, prefix, p, out);
+}
+
 /* A text or refusal delta into the open message (opening what is needed). */
 static int msg_delta(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
+  rsp_item *it = &s->cur;
   int part = p->kind == AIR_PART_TEXT ? P_TEXT : P_REFUSAL;
   int rc = 0;
-  if (s->kind != K_MSG) TRY(open_item(e, K_MSG, "msg_", p, out));
-  if (s->part != part) {
-    TRY(close_part(s, out));
-    s->part = part;
+  TRY(cur_item(e, K_MSG, "msg_", p, out));
+  if (it->part != part) {
+    TRY(close_part(s, it, out));
+    it->part = part;
     TRY(ev_open(s, "response.content_part.added", out));
-    TRY(item_ref(s, out));
-    TRY(air__buf_add(out, LIT(",\"content_index\":")));
-    TRY(air__buf_addu(out, (unsigned long long)s->content_index));
+    TRY(item_ref(it, out));
+    TRY(content_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"part\":")));
-    TRY(content_part_obj(s, part, out));
+    TRY(content_part_obj(it, part, out));
     TRY(ev_close(out));
   }
   TRY(ev_open(
       s,
       part == P_TEXT ? "response.output_text.delta" : "response.refusal.delta",
       out));
-  TRY(item_ref(s, out));
-  TRY(air__buf_add(out, LIT(",\"content_index\":")));
-  TRY(air__buf_addu(out, (unsigned long long)s->content_index));
+  TRY(item_ref(it, out));
+  TRY(content_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"delta\":")));
   TRY(rsp_jstr(out, p->text, p->text_len));
   if (part == P_TEXT) TRY(air__buf_add(out, LIT(",\"logprobs\":[]")));
   TRY(ev_close(out));
-  TRY(air__buf_add(&s->text, p->text, p->text_len));
+  TRY(air__buf_add(&it->text, p->text, p->text_len));
 out:
   return rc;
 }
 
 static int reasoning_delta(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
+  rsp_item *it = &s->cur;
   int rc = 0;
-  if (s->kind != K_REASON) TRY(open_item(e, K_REASON, "rs_", p, out));
+  TRY(cur_item(e, K_REASON, "rs_", p, out));
   TRY(ev_open(s, "response.reasoning_summary_text.delta", out));
-  TRY(item_ref(s, out));
+  TRY(item_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"delta\":")));
   TRY(rsp_jstr(out, p->text, p->text_len));
   TRY(ev_close(out));
-  TRY(air__buf_add(&s->text, p->text, p->text_len));
+  TRY(air__buf_add(&it->text, p->text, p->text_len));
 out:
   return rc;
 }
 
+/* The open function call of tool index idx, or NULL. */
+static rsp_item *open_tool(air__rsp_enc *s, int idx) {
+  for (size_t i = 0; i < s->n_tools; i++)
+    if (s->tools[i].kind == K_TOOL && s->tools[i].tool == idx)
+      return &s->tools[i];
+  return NULL;
+}
+
+/* A function call item: the message or reasoning item is closed; function
+ * calls already open stay open (their arguments may still come). A second
+ * start for an open call writes nothing. */
+static int tool_start(air__encoder *e, const air_part *p, air__buf *out) {
+  air__rsp_enc *s = e->rsp;
+  if (open_tool(s, p->index) != NULL) return 0;
+  if (s->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
+  int rc = close_item(s, &s->cur, "completed", out);
+  if (rc != 0) return rc;
+  if (s->n_tools == s->cap_tools) {
+    size_t cap = s->cap_tools ? 2 * s->cap_tools : 4;
+    rsp_item *t = realloc(s->tools, cap * sizeof(*t));
+    if (t == NULL) return AIR_ENOMEM;
+    s->tools = t;
+    s->cap_tools = cap;
+  }
+  rsp_item *it = &s->tools[s->n_tools++];
+  item_init(it);
+  return open_item(e, it, K_TOOL, "fc_", p, out);
+}
+
 static int args_delta(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
+  rsp_item *it = open_tool(s, p->index);
   int rc = 0;
-  /* Items are written one after the other: arguments for a call that is
-   * no longer open cannot be placed. An error (the responder then cuts the
-   * stream) rather than a function call missing its arguments. */
-  if (s->kind != K_TOOL || s->tool != p->index) return AIR_EINVAL;
+  /* Arguments of a call never started, or already closed (text came in
+   * between): there is no item to put them in. An error (the responder
+   * cuts the stream) rather than a call missing its arguments. */
+  if (it == NULL) return AIR_EINVAL;
   TRY(ev_open(s, "response.function_call_arguments.delta", out));
-  TRY(item_ref(s, out));
+  TRY(item_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"delta\":")));
   TRY(rsp_jstr(out, p->text, p->text_len));
   TRY(ev_close(out));
-  TRY(air__buf_add(&s->text, p->text, p->text_len));
+  TRY(air__buf_add(&it->text, p->text, p->text_len));
 out:
   return rc;
 }
@@ -538,13 +623,13 @@ int air__rsp_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
       TRY(reasoning_delta(e, p, out));
       break;
     case AIR_PART_TOOL_START:
-      TRY(open_item(e, K_TOOL, "fc_", p, out));
+      TRY(tool_start(e, p, out));
       break;
     case AIR_PART_TOOL_DELTA:
       TRY(args_delta(e, p, out));
       break;
     case AIR_PART_FINISH:
-      TRY(close_item(e->rsp, "completed", out));
+      TRY(close_all(e->rsp, "completed", out));
       e->finished = true;
       e->finish = p->finish;
       break;
@@ -558,7 +643,7 @@ out:
   return rc;
 }
 
-/* encode_end: the open item closed, response.completed (or
+/* encode_end: the open items closed, response.completed (or
  * response.incomplete after a length or content_filter finish).
  * Passthrough: nothing (the upstream's own end was forwarded). */
 int air__rsp_encode_end(air__encoder *e, air__buf *out) {
@@ -574,7 +659,7 @@ int air__rsp_encode_end(air__encoder *e, air__buf *out) {
     set_ident(e, NULL, 0, NULL, 0);
     TRY(begin(e, out));
   }
-  TRY(close_item(e->rsp, "completed", out));
+  TRY(close_all(e->rsp, "completed", out));
   bool incomplete = incomplete_reason(e->finish) != NULL;
   TRY(ev_open(e->rsp, incomplete ? "response.incomplete" : "response.completed",
               out));
@@ -600,7 +685,7 @@ int air__rsp_encode_error_event(air__encoder *e, air_reason reason,
    * among them; the sequence numbers here start again from 0. */
   if (e->id[0] == '\0') set_ident(e, NULL, 0, NULL, 0);
   if (!e->started && !e->passthrough) TRY(begin(e, out));
-  if (!e->passthrough) TRY(close_item(e->rsp, "incomplete", out));
+  if (!e->passthrough) TRY(close_all(e->rsp, "incomplete", out));
   TRY(ev_open(e->rsp, "response.failed", out));
   TRY(air__buf_add(out, LIT(",\"response\":")));
   TRY(response_obj(e, "failed", true, code, msg, out));

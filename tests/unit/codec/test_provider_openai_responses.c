@@ -415,12 +415,38 @@ static void test_encode_incomplete_and_failed(void **s) {
   air__buf_cleanup(&types);
   enc_done(&r);
 
-  /* Interleaved arguments cannot be placed: an error, not a lost piece. */
+  /* Interleaved calls are concurrent items, each with its own output
+   * index; arguments for a call closed by text in between cannot be
+   * placed: an error, not a lost piece. */
   enc_begin(&r);
   enc_part(&r, PART(.kind = AIR_PART_TOOL_START, .index = 0, .id = "a",
                     .id_len = 1, .name = "f", .name_len = 1));
   enc_part(&r, PART(.kind = AIR_PART_TOOL_START, .index = 1, .id = "b",
+                    .id_len = 1, .name = "g", .name_len = 1));
+  enc_part(&r, PART(.kind = AIR_PART_TOOL_DELTA, .index = 1,
+                    .text = "{\"y\":2}", .text_len = 7));
+  enc_part(&r, PART(.kind = AIR_PART_TOOL_DELTA, .index = 0,
+                    .text = "{\"x\":1}", .text_len = 7));
+  assert_int_equal(OPS->encode_end(&r.e, &r.out), 0);
+  air__buf back;
+  decode(r.out.p, 0, &back);
+  assert_string_equal(back.p,
+                      "START resp_airetry \nTOOL_START 0 a f\n"
+                      "TOOL_START 1 b g\nTOOL_DELTA 1 {\"y\":2}\n"
+                      "TOOL_DELTA 0 {\"x\":1}\nFINISH tool_calls completed\n"
+                      "STATE malformed=0 done=1 finished=1\n");
+  air__buf_cleanup(&back);
+  assert_non_null(strstr(r.out.p,
+                         "\"output\":[{\"id\":\"fc_airetry_0\","
+                         "\"type\":\"function_call\",\"status\":"
+                         "\"completed\",\"call_id\":\"a\",\"name\":"
+                         "\"f\",\"arguments\":\"{\\\"x\\\":1}\"}"));
+  enc_done(&r);
+
+  enc_begin(&r);
+  enc_part(&r, PART(.kind = AIR_PART_TOOL_START, .index = 0, .id = "a",
                     .id_len = 1, .name = "f", .name_len = 1));
+  enc_part(&r, PART(.kind = AIR_PART_TEXT, .text = "t", .text_len = 1));
   air_part late = {
       .kind = AIR_PART_TOOL_DELTA, .index = 0, .text = "{}", .text_len = 2};
   size_t n = r.out.n;
