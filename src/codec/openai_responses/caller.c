@@ -20,16 +20,18 @@
  *                    reasoning_summary_part.done);
  *   TOOL_START/DELTA a function_call item ("fc_...", call_id from the
  *                    part; function_call_arguments.delta / .done).
- * Text or reasoning after other items closes every open item first; a
- * function call closes an open message or reasoning item but leaves other
- * function calls open, so calls whose arguments come interleaved (as an
- * OpenAI chat upstream may send them) are concurrent items, each written
- * to by its own output_index and item_id; all close at the finish. The
- * .done events and response.completed repeat the whole text, so the
- * encoder keeps every item (bounded by AIR__MAX_ANSWER_BYTES: over it,
- * encode_part fails and the responder cuts the stream). Arguments for a
- * call not open (never started, or closed by text in between) are
- * AIR_EINVAL: the stream is cut rather than a call left without them.
+ * Items are numbered in the order they open. A message item holds the text
+ * and refusal runs until a function call starts (text after it opens a new
+ * message item); each function call is its own item, open until the end,
+ * so arguments that come interleaved (as an OpenAI chat upstream may send
+ * them) or after text go on in their items (written to by output_index and
+ * item_id); a reasoning item ends when anything else comes. Every open item
+ * closes, in output order, at the finish. The .done events and
+ * response.completed repeat the whole text, so the encoder keeps every item
+ * (bounded by AIR__MAX_ANSWER_BYTES and AIR__MAX_RESPONSES_ITEMS: over them,
+ * encode_part fails and the responder cuts the stream). Arguments of a
+ * call never started are AIR_EINVAL (the stream is cut rather than the
+ * arguments lost).
  *
  * A failure after commit: the open item closed as incomplete,
  * response.failed with the error, then an "error" event (its "error"
@@ -47,11 +49,13 @@
 enum { K_NONE, K_MSG, K_REASON, K_TOOL };
 enum { P_NONE, P_TEXT, P_REFUSAL };
 
-/* One output item being written. */
+/* One output item. */
 typedef struct rsp_item {
-  int kind;  /* K_NONE: closed (or never opened) */
-  int index; /* its output_index */
-  int part;  /* a message's open content part */
+  int kind;        /* K_MSG, K_REASON, K_TOOL */
+  bool open;       /* its .done events are still to come */
+  bool incomplete; /* closed by a failure */
+  int index;       /* its output_index */
+  int part;        /* a message's open content part */
   int content_index;
   int tool;         /* a function call's tool index (the parts') */
   air__buf text;    /* the open part's text / summary / arguments */
@@ -63,13 +67,9 @@ typedef struct rsp_item {
 
 typedef struct air__rsp_enc {
   uint64_t seq;
-  int next_index;  /* the next output_index */
-  air__buf items;  /* closed output items (JSON, comma separated) */
-  rsp_item cur;    /* the open message or reasoning item */
-  rsp_item *tools; /* function calls, in output order; open ones are
-                      written to as their arguments come */
-  size_t n_tools;
-  size_t cap_tools;
+  rsp_item *items; /* every item, in output order (output_index = position) */
+  size_t n_items;
+  size_t cap_items;
 } air__rsp_enc;
 
 #define TRY(x)             \
@@ -129,18 +129,14 @@ void air__rsp_encoder_init(air__encoder *e, const air__request *req,
   e->open_block = -1;
   air__rsp_enc *s = calloc(1, sizeof(*s));
   if (s == NULL) return; /* encode_part then fails with AIR_ENOMEM */
-  air__buf_init(&s->items, AIR__MAX_ANSWER_BYTES);
-  item_init(&s->cur);
   e->rsp = s;
 }
 
 void air__rsp_encoder_cleanup(air__encoder *e) {
   air__rsp_enc *s = e->rsp;
   if (s == NULL) return;
-  item_cleanup(&s->cur);
-  for (size_t i = 0; i < s->n_tools; i++) item_cleanup(&s->tools[i]);
-  free(s->tools);
-  air__buf_cleanup(&s->items);
+  for (size_t i = 0; i < s->n_items; i++) item_cleanup(&s->items[i]);
+  free(s->items);
   free(s);
   e->rsp = NULL;
 }
@@ -185,6 +181,40 @@ static const char *incomplete_reason(air_finish f) {
   }
 }
 
+/* An item as JSON (status completed or incomplete). */
+static int item_obj(const rsp_item *it, air__buf *out) {
+  const char *status = it->open         ? "in_progress"
+                       : it->incomplete ? "incomplete"
+                                        : "completed";
+  int rc;
+  TRY(air__buf_add(out, LIT("{\"id\":")));
+  TRY(air__buf_add_json_str(out, it->item_id, strlen(it->item_id)));
+  if (it->kind == K_MSG) {
+    TRY(air__buf_add(out, LIT(",\"type\":\"message\",\"status\":\"")));
+    TRY(air__buf_adds(out, status));
+    TRY(air__buf_add(out, LIT("\",\"role\":\"assistant\",\"content\":[")));
+    TRY(air__buf_add(out, it->parts.p, it->parts.n));
+    TRY(air__buf_add(out, LIT("]}")));
+  } else if (it->kind == K_REASON) {
+    TRY(air__buf_add(out, LIT(",\"type\":\"reasoning\",\"summary\":[{\"type\":"
+                              "\"summary_text\",\"text\":")));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__buf_add(out, LIT("}]}")));
+  } else {
+    TRY(air__buf_add(out, LIT(",\"type\":\"function_call\",\"status\":\"")));
+    TRY(air__buf_adds(out, status));
+    TRY(air__buf_add(out, LIT("\",\"call_id\":")));
+    TRY(rsp_jstr(out, it->call_id.p, it->call_id.n));
+    TRY(air__buf_add(out, LIT(",\"name\":")));
+    TRY(rsp_jstr(out, it->name.p, it->name.n));
+    TRY(air__buf_add(out, LIT(",\"arguments\":")));
+    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__buf_addc(out, '}'));
+  }
+out:
+  return rc;
+}
+
 /* The response object. status: "in_progress", "completed", "incomplete",
  * "failed"; output: the closed items (else []); err_*: the error of a
  * failed one. */
@@ -223,7 +253,10 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
                             "null,\"model\":")));
   TRY(air__buf_add_json_str(out, e->model, strlen(e->model)));
   TRY(air__buf_add(out, LIT(",\"output\":[")));
-  if (output && s != NULL) TRY(air__buf_add(out, s->items.p, s->items.n));
+  for (size_t i = 0; output && s != NULL && i < s->n_items; i++) {
+    if (i > 0) TRY(air__buf_addc(out, ','));
+    TRY(item_obj(&s->items[i], out));
+  }
   TRY(air__buf_add(out, LIT("],\"parallel_tool_calls\":true,"
                             "\"previous_response_id\":null,\"reasoning\":"
                             "{\"effort\":null,\"summary\":null},\"store\":"
@@ -281,37 +314,6 @@ out:
   return rc;
 }
 
-/* An item as JSON (status completed or incomplete). */
-static int item_obj(const rsp_item *it, const char *status, air__buf *out) {
-  int rc;
-  TRY(air__buf_add(out, LIT("{\"id\":")));
-  TRY(air__buf_add_json_str(out, it->item_id, strlen(it->item_id)));
-  if (it->kind == K_MSG) {
-    TRY(air__buf_add(out, LIT(",\"type\":\"message\",\"status\":\"")));
-    TRY(air__buf_adds(out, status));
-    TRY(air__buf_add(out, LIT("\",\"role\":\"assistant\",\"content\":[")));
-    TRY(air__buf_add(out, it->parts.p, it->parts.n));
-    TRY(air__buf_add(out, LIT("]}")));
-  } else if (it->kind == K_REASON) {
-    TRY(air__buf_add(out, LIT(",\"type\":\"reasoning\",\"summary\":[{\"type\":"
-                              "\"summary_text\",\"text\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
-    TRY(air__buf_add(out, LIT("}]}")));
-  } else {
-    TRY(air__buf_add(out, LIT(",\"type\":\"function_call\",\"status\":\"")));
-    TRY(air__buf_adds(out, status));
-    TRY(air__buf_add(out, LIT("\",\"call_id\":")));
-    TRY(rsp_jstr(out, it->call_id.p, it->call_id.n));
-    TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, it->name.p, it->name.n));
-    TRY(air__buf_add(out, LIT(",\"arguments\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
-    TRY(air__buf_addc(out, '}'));
-  }
-out:
-  return rc;
-}
-
 /* ',"content_index":N' */
 static int content_ref(const rsp_item *it, air__buf *out) {
   int rc = air__buf_add(out, LIT(",\"content_index\":"));
@@ -347,12 +349,12 @@ out:
   return rc;
 }
 
-/* Closes an open item (its .done events and output_item.done) and keeps it
- * for response.completed. */
-static int close_item(air__rsp_enc *s, rsp_item *it, const char *status,
+/* Closes an open item (its .done events and output_item.done);
+ * incomplete: a failure cut it. */
+static int close_item(air__rsp_enc *s, rsp_item *it, bool incomplete,
                       air__buf *out) {
   int rc = 0;
-  if (it->kind == K_NONE) return 0;
+  if (!it->open) return 0;
   if (it->kind == K_MSG) {
     TRY(close_part(s, it, out));
   } else if (it->kind == K_REASON) {
@@ -377,46 +379,61 @@ static int close_item(air__rsp_enc *s, rsp_item *it, const char *status,
     TRY(rsp_jstr(out, it->text.p, it->text.n));
     TRY(ev_close(out));
   }
+  it->open = false;
+  it->incomplete = incomplete;
   TRY(ev_open(s, "response.output_item.done", out));
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
   TRY(air__buf_addu(out, (unsigned long long)it->index));
   TRY(air__buf_add(out, LIT(",\"item\":")));
-  TRY(item_obj(it, status, out));
+  TRY(item_obj(it, out));
   TRY(ev_close(out));
-  if (s->items.n > 0) TRY(air__buf_addc(&s->items, ','));
-  TRY(item_obj(it, status, &s->items));
-  it->kind = K_NONE;
-  air__buf_reset(&it->text);
-  air__buf_reset(&it->parts);
 out:
   return rc;
 }
 
-/* Closes every open function call, in output order. */
-static int close_tools(air__rsp_enc *s, const char *status, air__buf *out) {
+/* Closes every open item, in output order. */
+static int close_all(air__rsp_enc *s, bool incomplete, air__buf *out) {
   int rc = 0;
-  for (size_t i = 0; i < s->n_tools && rc == 0; i++)
-    rc = close_item(s, &s->tools[i], status, out);
+  for (size_t i = 0; i < s->n_items && rc == 0; i++)
+    rc = close_item(s, &s->items[i], incomplete, out);
   return rc;
 }
 
-/* Closes every open item (message or reasoning first: it was opened
- * before any open function call). */
-static int close_all(air__rsp_enc *s, const char *status, air__buf *out) {
-  int rc = close_item(s, &s->cur, status, out);
-  return rc != 0 ? rc : close_tools(s, status, out);
+/* The open item of kind (and tool index, for a function call), or NULL. */
+static rsp_item *find_open(air__rsp_enc *s, int kind, int tool) {
+  for (size_t i = s->n_items; i-- > 0;) {
+    rsp_item *it = &s->items[i];
+    if (it->open && it->kind == kind && (kind != K_TOOL || it->tool == tool))
+      return it;
+  }
+  return NULL;
 }
 
-/* Opens it as an item of kind with the next output index; the item id
- * from prefix. */
-static int open_item(air__encoder *e, rsp_item *it, int kind,
-                     const char *prefix, const air_part *p, air__buf *out) {
+/* A new item of kind at the next output index, announced; the item id from
+ * prefix. NULL with *rc set when it cannot be made. */
+static rsp_item *open_item(air__encoder *e, int kind, const char *prefix,
+                           const air_part *p, air__buf *out, int *rc_out) {
   air__rsp_enc *s = e->rsp;
-  int rc;
+  int rc = 0;
+  if (s->n_items >= AIR__MAX_RESPONSES_ITEMS) {
+    *rc_out = AIR_ETOOBIG;
+    return NULL;
+  }
+  if (s->n_items == s->cap_items) {
+    size_t cap = s->cap_items ? 2 * s->cap_items : 4;
+    rsp_item *t = realloc(s->items, cap * sizeof(*t));
+    if (t == NULL) {
+      *rc_out = AIR_ENOMEM;
+      return NULL;
+    }
+    s->items = t;
+    s->cap_items = cap;
+  }
+  rsp_item *it = &s->items[s->n_items];
+  item_init(it);
   it->kind = kind;
-  it->index = s->next_index++;
-  it->part = P_NONE;
-  it->content_index = 0;
+  it->index = (int)s->n_items++;
+  it->open = true;
   const char *tail = strncmp(e->id, "resp_", 5) == 0 ? e->id + 5 : e->id;
   air__buf idb;
   air__buf_init(&idb, sizeof(it->item_id) - 1);
@@ -428,11 +445,7 @@ static int open_item(air__encoder *e, rsp_item *it, int kind,
   if (rc == 0) memcpy(it->item_id, idb.p, idb.n + 1);
   air__buf_cleanup(&idb);
   if (rc != 0) goto out;
-  air__buf_reset(&it->text);
-  air__buf_reset(&it->parts);
   if (kind == K_TOOL) {
-    air__buf_reset(&it->call_id);
-    air__buf_reset(&it->name);
     it->tool = p->index;
     TRY(air__buf_add(&it->call_id, p->id,
                      fit(p->id, p->id_len, AIR__MAX_NAME_BYTES)));
@@ -443,22 +456,7 @@ static int open_item(air__encoder *e, rsp_item *it, int kind,
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
   TRY(air__buf_addu(out, (unsigned long long)it->index));
   TRY(air__buf_add(out, LIT(",\"item\":")));
-  TRY(air__buf_add(out, LIT("{\"id\":")));
-  TRY(air__buf_add_json_str(out, it->item_id, strlen(it->item_id)));
-  if (kind == K_MSG) {
-    TRY(air__buf_add(out, LIT(",\"type\":\"message\",\"status\":"
-                              "\"in_progress\",\"role\":\"assistant\","
-                              "\"content\":[]}")));
-  } else if (kind == K_REASON) {
-    TRY(air__buf_add(out, LIT(",\"type\":\"reasoning\",\"summary\":[]}")));
-  } else {
-    TRY(air__buf_add(out, LIT(",\"type\":\"function_call\",\"status\":"
-                              "\"in_progress\",\"call_id\":")));
-    TRY(rsp_jstr(out, it->call_id.p, it->call_id.n));
-    TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, it->name.p, it->name.n));
-    TRY(air__buf_add(out, LIT(",\"arguments\":\"\"}")));
-  }
+  TRY(item_obj(it, out));
   TRY(ev_close(out));
   if (kind == K_REASON) {
     TRY(ev_open(s, "response.reasoning_summary_part.added", out));
@@ -468,26 +466,26 @@ static int open_item(air__encoder *e, rsp_item *it, int kind,
     TRY(ev_close(out));
   }
 out:
-  return rc;
+  *rc_out = rc;
+  return rc == 0 ? it : NULL;
 }
 
-/* The message or reasoning item for a part of that kind: the open one, or
- * a new one after every open item is closed. */
-static int cur_item(air__encoder *e, int kind, const char *prefix,
-                    const air_part *p, air__buf *out) {
-  air__rsp_enc *s = e->rsp;
-  if (s->cur.kind == kind) return 0;
-  int rc = close_all(s, "completed", out);
-  return rc != 0 ? rc : open_item(e, &s->cur, kind, prefix, p, out);
+/* The open reasoning item ends when anything else comes. */
+static int end_reasoning(air__rsp_enc *s, air__buf *out) {
+  rsp_item *it = find_open(s, K_REASON, 0);
+  return it != NULL ? close_item(s, it, false, out) : 0;
 }
 
-/* A text or refusal delta into the open message (opening what is needed). */
+/* A text or refusal delta into the open message (opening what is needed;
+ * text after a function call opens a new message item). */
 static int msg_delta(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
-  rsp_item *it = &s->cur;
   int part = p->kind == AIR_PART_TEXT ? P_TEXT : P_REFUSAL;
   int rc = 0;
-  TRY(cur_item(e, K_MSG, "msg_", p, out));
+  TRY(end_reasoning(s, out));
+  rsp_item *it = find_open(s, K_MSG, 0);
+  if (it == NULL && (it = open_item(e, K_MSG, "msg_", p, out, &rc)) == NULL)
+    goto out;
   if (it->part != part) {
     TRY(close_part(s, it, out));
     it->part = part;
@@ -515,9 +513,10 @@ out:
 
 static int reasoning_delta(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
-  rsp_item *it = &s->cur;
   int rc = 0;
-  TRY(cur_item(e, K_REASON, "rs_", p, out));
+  rsp_item *it = find_open(s, K_REASON, 0);
+  if (it == NULL && (it = open_item(e, K_REASON, "rs_", p, out, &rc)) == NULL)
+    goto out;
   TRY(ev_open(s, "response.reasoning_summary_text.delta", out));
   TRY(item_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"delta\":")));
@@ -528,42 +527,26 @@ out:
   return rc;
 }
 
-/* The open function call of tool index idx, or NULL. */
-static rsp_item *open_tool(air__rsp_enc *s, int idx) {
-  for (size_t i = 0; i < s->n_tools; i++)
-    if (s->tools[i].kind == K_TOOL && s->tools[i].tool == idx)
-      return &s->tools[i];
-  return NULL;
-}
-
-/* A function call item: the message or reasoning item is closed; function
- * calls already open stay open (their arguments may still come). A second
- * start for an open call writes nothing. */
+/* A function call item (the open message or reasoning item ends); calls
+ * stay open until the end, so arguments that come interleaved go to their
+ * own items. A second start for an open call writes nothing. */
 static int tool_start(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
-  if (open_tool(s, p->index) != NULL) return 0;
-  if (s->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
-  int rc = close_item(s, &s->cur, "completed", out);
+  if (find_open(s, K_TOOL, p->index) != NULL) return 0;
+  rsp_item *msg = find_open(s, K_MSG, 0);
+  int rc = end_reasoning(s, out);
+  if (rc == 0 && msg != NULL) rc = close_item(s, msg, false, out);
   if (rc != 0) return rc;
-  if (s->n_tools == s->cap_tools) {
-    size_t cap = s->cap_tools ? 2 * s->cap_tools : 4;
-    rsp_item *t = realloc(s->tools, cap * sizeof(*t));
-    if (t == NULL) return AIR_ENOMEM;
-    s->tools = t;
-    s->cap_tools = cap;
-  }
-  rsp_item *it = &s->tools[s->n_tools++];
-  item_init(it);
-  return open_item(e, it, K_TOOL, "fc_", p, out);
+  return open_item(e, K_TOOL, "fc_", p, out, &rc) != NULL ? 0 : rc;
 }
 
 static int args_delta(air__encoder *e, const air_part *p, air__buf *out) {
   air__rsp_enc *s = e->rsp;
-  rsp_item *it = open_tool(s, p->index);
-  int rc = 0;
-  /* Arguments of a call never started, or already closed (text came in
-   * between): there is no item to put them in. An error (the responder
-   * cuts the stream) rather than a call missing its arguments. */
+  int rc = end_reasoning(s, out);
+  if (rc != 0) return rc;
+  rsp_item *it = find_open(s, K_TOOL, p->index);
+  /* Arguments of a call never started: there is no item to put them in.
+   * An error (the responder cuts the stream) rather than lost arguments. */
   if (it == NULL) return AIR_EINVAL;
   TRY(ev_open(s, "response.function_call_arguments.delta", out));
   TRY(item_ref(it, out));
@@ -629,7 +612,7 @@ int air__rsp_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
       TRY(args_delta(e, p, out));
       break;
     case AIR_PART_FINISH:
-      TRY(close_all(e->rsp, "completed", out));
+      TRY(close_all(e->rsp, false, out));
       e->finished = true;
       e->finish = p->finish;
       break;
@@ -659,7 +642,7 @@ int air__rsp_encode_end(air__encoder *e, air__buf *out) {
     set_ident(e, NULL, 0, NULL, 0);
     TRY(begin(e, out));
   }
-  TRY(close_all(e->rsp, "completed", out));
+  TRY(close_all(e->rsp, false, out));
   bool incomplete = incomplete_reason(e->finish) != NULL;
   TRY(ev_open(e->rsp, incomplete ? "response.incomplete" : "response.completed",
               out));
@@ -685,7 +668,7 @@ int air__rsp_encode_error_event(air__encoder *e, air_reason reason,
    * among them; the sequence numbers here start again from 0. */
   if (e->id[0] == '\0') set_ident(e, NULL, 0, NULL, 0);
   if (!e->started && !e->passthrough) TRY(begin(e, out));
-  if (!e->passthrough) TRY(close_all(e->rsp, "incomplete", out));
+  if (!e->passthrough) TRY(close_all(e->rsp, true, out));
   TRY(ev_open(e->rsp, "response.failed", out));
   TRY(air__buf_add(out, LIT(",\"response\":")));
   TRY(response_obj(e, "failed", true, code, msg, out));

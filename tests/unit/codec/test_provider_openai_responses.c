@@ -443,15 +443,31 @@ static void test_encode_incomplete_and_failed(void **s) {
                          "\"f\",\"arguments\":\"{\\\"x\\\":1}\"}"));
   enc_done(&r);
 
+  /* Text after a call is a new message item; the call's later arguments
+   * still go to the call. Arguments of a call never started: an error. */
   enc_begin(&r);
-  enc_part(&r, PART(.kind = AIR_PART_TOOL_START, .index = 0, .id = "a",
+  enc_part(&r, PART(.kind = AIR_PART_TEXT, .text = "a", .text_len = 1));
+  enc_part(&r, PART(.kind = AIR_PART_TOOL_START, .index = 0, .id = "c",
                     .id_len = 1, .name = "f", .name_len = 1));
-  enc_part(&r, PART(.kind = AIR_PART_TEXT, .text = "t", .text_len = 1));
+  enc_part(&r, PART(.kind = AIR_PART_TEXT, .text = "b", .text_len = 1));
+  enc_part(&r, PART(.kind = AIR_PART_TOOL_DELTA, .index = 0, .text = "{}",
+                    .text_len = 2));
   air_part late = {
-      .kind = AIR_PART_TOOL_DELTA, .index = 0, .text = "{}", .text_len = 2};
+      .kind = AIR_PART_TOOL_DELTA, .index = 5, .text = "{}", .text_len = 2};
   size_t n = r.out.n;
   assert_int_equal(OPS->encode_part(&r.e, &late, &r.out), AIR_EINVAL);
   assert_int_equal(r.out.n, n);
+  assert_int_equal(OPS->encode_end(&r.e, &r.out), 0);
+  const char *c = strstr(r.out.p, "data: {\"type\":\"response.completed\"");
+  assert_non_null(c);
+  assert_non_null(
+      strstr(c,
+             "\"output\":[{\"id\":\"msg_airetry_0\",\"type\":\"message\","
+             "\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{"
+             "\"type\":\"output_text\",\"text\":\"a\",\"annotations\":[],"
+             "\"logprobs\":[]}]},{\"id\":\"fc_airetry_1\",\"type\":"
+             "\"function_call\",\"status\":\"completed\",\"call_id\":\"c\","
+             "\"name\":\"f\",\"arguments\":\"{}\"},{\"id\":\"msg_airetry_2\""));
   enc_done(&r);
 }
 
