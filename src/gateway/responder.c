@@ -33,12 +33,14 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->outcome = "ok";
   air__aggregate_init(&rs->agg);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
+  air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
 }
 
 void air__responder_cleanup(air__responder *rs) {
   if (rs->began) air__encoder_cleanup(&rs->enc);
   air__aggregate_cleanup(&rs->agg);
   air__buf_cleanup(&rs->out);
+  air__buf_cleanup(&rs->held);
 }
 
 int air__responder_commit(air__responder *rs, const air__commit_info *ci,
@@ -89,7 +91,14 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     rs->enc.passthrough = rs->passthrough;
   }
   if (rs->passthrough && ev->raw != NULL) {
-    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) return 0;
+    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) {
+      /* A Responses stream's end (response.completed) carries the output
+       * and usage: held, and sent only when the answer ends well. */
+      if ((ev->flags & AIR__EV_TERMINATOR) && rs->dialect == AIR_DIALECT_OPENAI_RESPONSES &&
+          air__buf_add(&rs->held, ev->raw, ev->raw_len) != 0)
+        return lose(rs);
+      return 0;
+    }
     if ((ev->flags & AIR__EV_USAGE_ONLY) && !rs->req->include_usage) return 0;
     if (air__buf_add(&rs->out, ev->raw, ev->raw_len) != 0) return lose(rs);
   } else {
@@ -121,6 +130,9 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
   } else if (rs->began) {
     int erc = AIR_ETOOBIG;
     if (rs->lost)
+      ;
+    else if (res->rc == 0 && rs->held.n > 0 &&
+             (erc = air__buf_add(&rs->out, rs->held.p, rs->held.n)) != 0)
       ;
     else if (res->rc == 0)
       erc = ops->encode_end(&rs->enc, &rs->out);

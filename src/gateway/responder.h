@@ -52,6 +52,8 @@ typedef struct air__responder {
   air__aggregate agg;
   air__buf out;               /* bytes to send; the sender takes and resets
                                  them (air__buf_reset) as it writes */
+  air__buf held;              /* a Responses upstream's terminator event
+                                 (response.completed), sent at a good end */
   int status;                 /* the head's status (log status at the end) */
   air__resp_header head[AIR__RESP_MAX_HEADERS];
   size_t n_head;

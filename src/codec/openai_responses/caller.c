@@ -175,6 +175,7 @@ static const char *incomplete_reason(air_finish f) {
     case AIR_FINISH_CONTEXT:
       return "max_output_tokens";
     case AIR_FINISH_CONTENT_FILTER:
+    case AIR_FINISH_REFUSAL:
       return "content_filter";
     default:
       return NULL;

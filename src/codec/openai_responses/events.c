@@ -18,6 +18,9 @@
  *                                     yet) and its arguments whole
  *   response.completed                FINISH stop (tool_calls when a call
  *                                     was made), USAGE; the terminator
+ *                                     (it carries the output and usage:
+ *                                     the responder holds it for a
+ *                                     same-dialect caller until the end)
  *   response.incomplete               FINISH by incomplete_details.reason
  *                                     (max_output_tokens: length,
  *                                     content_filter: content_filter),
