@@ -68,6 +68,10 @@ static const json_t *requested_schema(const json_t *req) {
   s = json_object_get(
       json_object_get(json_object_get(req, "output_config"), "format"),
       "schema");
+  if (json_is_object(s)) return s;
+  /* Responses: text.format {type: json_schema, name, schema}. */
+  s = json_object_get(json_object_get(json_object_get(req, "text"), "format"),
+                      "schema");
   return json_is_object(s) ? s : NULL;
 }
 
@@ -137,8 +141,9 @@ int air__mock_schema_instance(const json_t *schema, air__buf *out) {
 
 /*
  * The tool a request forces (Anthropic tool_choice {"type": "tool", "name"},
- * OpenAI {"type": "function", "function": {"name"}}) when its tools list has
- * it with an object schema (input_schema / function.parameters): 1 with
+ * OpenAI {"type": "function", "function": {"name"}}, Responses {"type":
+ * "function", "name"}) when its tools list has it with an object schema
+ * (input_schema / function.parameters / parameters): 1 with
  * *name and *schema set, else 0.
  */
 static int forced_tool(const json_t *req, const json_t **name,
@@ -149,7 +154,9 @@ static int forced_tool(const json_t *req, const json_t **name,
   if (type != NULL && strcmp(type, "tool") == 0)
     n = json_object_get(tc, "name");
   else if (type != NULL && strcmp(type, "function") == 0)
-    n = json_object_get(json_object_get(tc, "function"), "name");
+    n = json_object_get(tc, "function") != NULL
+            ? json_object_get(json_object_get(tc, "function"), "name")
+            : json_object_get(tc, "name"); /* Responses */
   if (!json_is_string(n)) return 0;
   size_t i;
   const json_t *t;
@@ -158,6 +165,7 @@ static int forced_tool(const json_t *req, const json_t **name,
     const json_t *tn = json_object_get(f ? f : t, "name");
     const json_t *sc = f ? json_object_get(f, "parameters")
                          : json_object_get(t, "input_schema");
+    if (f == NULL && sc == NULL) sc = json_object_get(t, "parameters");
     if (json_is_string(tn) && json_equal(tn, n) && json_is_object(sc)) {
       *name = n;
       *schema = sc;
