@@ -146,6 +146,10 @@ typedef struct air__canon {
   size_t n_stop;
   air__str user; /* end-user id (OpenAI user, Anthropic
                     metadata.user_id); p NULL: none */
+  const char *dropped; /* tools only the origin dialect's provider can run
+                          (Responses web_search, ...), left out for a target
+                          of another dialect: their types, comma-separated
+                          (x-airetry-dropped); NULL: none */
 
   air__cextra *extras; /* in the caller's order */
   size_t n_extras;

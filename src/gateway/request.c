@@ -308,6 +308,10 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_putu(&b, r->bytes);
   air__buf_puts(&b, ",\"malformed\":");
   air__buf_putu(&b, res->malformed);
+  if (r->rs.dropped != NULL) {
+    air__buf_puts(&b, ",\"dropped\":");
+    air__buf_put_json_str(&b, r->rs.dropped, strlen(r->rs.dropped));
+  }
   air__buf_puts(&b, "}\n");
   if (air__buf_error(&b) != 0) {
     /* Over the line's limit (a huge attempt log): the line without it. */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "canon.h"
 #include "limits.h"
 #include "responder.h"
 
@@ -46,6 +47,8 @@ void air__responder_cleanup(air__responder *rs) {
 int air__responder_commit(air__responder *rs, const air__commit_info *ci,
                           uint64_t created_s) {
   rs->passthrough = ci->upstream == rs->dialect;
+  /* Tools left out of a translated request (DESIGN.md 5). */
+  rs->dropped = !rs->passthrough && rs->req->canon != NULL ? rs->req->canon->dropped : NULL;
   rs->upstream_rid[0] = '\0';
   for (size_t i = 0; ci->upstream == AIR_DIALECT_ANTHROPIC && i < ci->n_headers; i++) {
     const air_header *h = &ci->headers[i];
@@ -64,6 +67,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   put(rs, "x-airetry-attempts", rs->attempts);
   put(rs, "x-airetry-target", ci->target);
   put_ids(rs);
+  if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
   rs->began = true;
   air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
   return 1;
@@ -156,6 +160,7 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
     put(rs, "x-airetry-attempts", rs->attempts);
     put_ids(rs);
     if (res->answered) put(rs, "x-airetry-target", res->answered);
+    if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
     rs->end = AIR__RESP_WHOLE;
   } else {
     air_reason reason = res->reason;

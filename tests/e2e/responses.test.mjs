@@ -254,6 +254,7 @@ test('Codex-shaped request (developer input, namespace and web_search tools, rea
     });
     assert.equal(r.status, 200, r.body);
     assert.equal(JSON.parse(r.body).output[0].content[0].text, canonical('text'));
+    assert.equal(r.headers['x-airetry-dropped'], 'web_search');
   }
 });
 

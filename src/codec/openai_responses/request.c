@@ -427,6 +427,20 @@ static int function_tool(dec *d, const json_t *t, const char *field) {
   return 0;
 }
 
+/* Names a built-in tool type in c->dropped (once). */
+static int dropped(dec *d, const char *type) {
+  const char *old = d->c->dropped;
+  size_t n = strlen(type);
+  for (const char *p = old; p != NULL && *p != '\0';) {
+    size_t k = strcspn(p, ",");
+    if (k == n && memcmp(p, type, n) == 0) return 0;
+    p += k + (p[k] == ',');
+  }
+  d->c->dropped = old != NULL ? air__canon_fmt(d->c, "%s,%s", old, type)
+                              : air__canon_fmt(d->c, "%s", type);
+  return d->c->dropped != NULL ? 0 : AIR_ENOMEM;
+}
+
 static int tools(dec *d, const json_t *v) {
   char field[64], f[96];
   if (!json_is_array(v)) return invalid(d->err, "tools", "expected an array");
@@ -454,7 +468,9 @@ static int tools(dec *d, const json_t *v) {
           rc = function_tool(d, nt, f);
         if (rc != 0) return rc;
       }
-    } else if (!air__rsp_builtin_tool(type)) {
+    } else if (air__rsp_builtin_tool(type)) {
+      rc = dropped(d, type);
+    } else {
       snprintf(f, sizeof(f), "%s.type", field);
       rc = extra(d, f, NULL, NULL);
     }

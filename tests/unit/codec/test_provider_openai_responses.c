@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "canon.h"
 #include "classify.h"
 #include "limits.h"
 #include "provider.h"
@@ -653,6 +654,26 @@ static void test_requests(void **s) {
               "\"previous_response_id\":\"resp_1\",\"stream\":true}");
 }
 
+/* Built-in tools are named once each for x-airetry-dropped. */
+static void test_dropped_tools(void **s) {
+  (void)s;
+  const char *body =
+      "{\"model\":\"r\",\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"},"
+      "{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"file_search\"},"
+      "{\"type\":\"web_search\"}]}";
+  air__request r;
+  air_error err = {0};
+  assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI_RESPONSES, body,
+                                      strlen(body), &r, &err),
+                   0);
+  assert_int_equal(
+      air__request_can_express(&air__provider_openai, &r, false, &err), 0);
+  assert_non_null(r.canon);
+  assert_string_equal(r.canon->dropped, "web_search,file_search");
+  assert_int_equal(r.canon->n_tools, 1);
+  air__request_cleanup(&r);
+}
+
 static void test_request_validation(void **s) {
   (void)s;
   static const struct {
@@ -696,6 +717,7 @@ int main(void) {
       cmocka_unit_test(test_encode_incomplete_and_failed),
       cmocka_unit_test(test_encode_response_and_error_body),
       cmocka_unit_test(test_requests),
+      cmocka_unit_test(test_dropped_tools),
       cmocka_unit_test(test_request_validation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
