@@ -166,6 +166,10 @@ typedef struct air__canon {
   size_t n_stop;
   air__str user; /* end-user id (OpenAI user, Anthropic
                     metadata.user_id); p NULL: none */
+  const char *dropped; /* tools only the origin dialect's provider can run
+                          (Responses web_search, ...), left out for a target
+                          of another dialect: their types, comma-separated
+                          (x-airetry-dropped); NULL: none */
 
   air__cformat format;
   air__str format_name;     /* the schema's name (p NULL: none) */

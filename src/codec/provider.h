@@ -213,7 +213,14 @@ typedef struct air__encoder {
   bool has_usage;
   char id[128];
   char model[256];
+  struct air__rsp_enc *rsp; /* Responses: the items being written (owned;
+                               freed by air__encoder_cleanup) */
 } air__encoder;
+
+/* Frees what a dialect's encoder_init allocated (the Responses encoder
+ * keeps every output item for its .done events and response.completed);
+ * safe on any initialised encoder, and twice. */
+void air__encoder_cleanup(air__encoder *e);
 
 /* ---- the ops table
  * -------------------------------------------------------------- */
@@ -272,9 +279,12 @@ typedef struct air__provider_ops {
   int (*decode_body)(air__decoder *d, const char *body, size_t n,
                      air__part_cb cb, void *data);
 
-  /* Encoding for a caller of this dialect. created_s: the response time. */
+  /* Encoding for a caller of this dialect. created_s: the response time.
+   * encoder_cleanup (NULL: nothing to free) is called by
+   * air__encoder_cleanup. */
   void (*encoder_init)(air__encoder *e, const air__request *req,
                        uint64_t created_s);
+  void (*encoder_cleanup)(air__encoder *e);
   /* One part as stream bytes ("data: ...\n\n" / "event: ...\ndata: ...\n\n"),
    * appended to out. Parts that have no wire form append nothing. */
   int (*encode_part)(air__encoder *e, const air_part *p, air__buf *out);
@@ -333,6 +343,7 @@ const air__provider_ops *const *air__dialects(size_t *n);
 
 extern const air__provider_ops air__provider_openai;
 extern const air__provider_ops air__provider_anthropic;
+extern const air__provider_ops air__provider_openai_responses;
 
 const air__provider_ops *air__provider_get(air_dialect api);
 

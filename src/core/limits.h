@@ -71,6 +71,7 @@
 #define AIR__MAX_CANON_MSGS (1u << 20)     /* messages of one canonical request */
 #define AIR__MAX_CANON_PARTS (1u << 16)    /* parts of one canonical message */
 #define AIR__MAX_CANON_TOOLS 4096          /* tools of one canonical request */
+#define AIR__MAX_RESPONSES_ITEMS 4096      /* output items of one Responses answer */
 #define AIR__MAX_CANON_STOP 1024           /* stop sequences of one request */
 #define AIR__MAX_CANON_EXTRAS 4096         /* fields only the caller's dialect has */
 #define AIR__MAX_CANON_FIELD_BYTES 256     /* a field name in an error message */

@@ -106,6 +106,7 @@ static void log_end(xchg *x, bool hung_up) {
 
 static void xchg_free(uv_handle_t *h) {
   xchg *x = h->data;
+  air__encoder_cleanup(&x->enc);
   air__mock_answer_cleanup(&x->ans);
   air__buf_cleanup(&x->out);
   air__buf_cleanup(&x->whole);
@@ -806,9 +807,11 @@ static void on_request(void *data, air__http_req *req,
   if (m->stopping) {
     plain_error(req, AIR_DIALECT_OPENAI, 503, "mock: stopping", NULL);
   } else if (path_is(msg, "/v1/chat/completions") ||
-             path_is(msg, "/v1/messages")) {
+             path_is(msg, "/v1/messages") || path_is(msg, "/v1/responses")) {
     air_dialect api = path_is(msg, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
-                                                   : AIR_DIALECT_OPENAI;
+                      : path_is(msg, "/v1/responses")
+                          ? AIR_DIALECT_OPENAI_RESPONSES
+                          : AIR_DIALECT_OPENAI;
     if (post)
       api_request(m, req, msg, api);
     else
