@@ -16,19 +16,23 @@
  *     (flattened); tool_choice (auto / required / none / a function);
  *     parallel_tool_calls false; max_output_tokens; temperature; top_p;
  *     user;
+ *   - text.format json_schema {name, schema, strict} / json_object as the
+ *     answer's format, reasoning.effort as the reasoning effort (as chat's
+ *     response_format and reasoning_effort);
  *   - as extras (a target of another dialect cannot say them: skipped, or
  *     dropped under drop_params): previous_response_id, conversation,
  *     background true, prompt, item_reference and other item types,
- *     input_file parts, text.format json_schema / json_object, tool_choice
- *     forms other than the four known, and every unknown top-level field;
+ *     input_file parts, other text.format types and reasoning.effort
+ *     values, tool_choice forms other than the four known, and every
+ *     unknown top-level field;
  *   - nothing of (ours to set, or only hints: DESIGN.md 5): stream,
  *     stream_options, store, include, metadata, prompt_cache_key,
  *     safety_identifier, service_tier, truncation, top_logprobs,
- *     max_tool_calls, text.verbosity, reasoning (effort and summary: the
- *     canonical model has no member for them yet; docs/decisions.md), and
- *     built-in tools (web_search, file_search, code_interpreter,
- *     computer_use, ...), which only OpenAI can run: they are removed for a
- *     target of another dialect.
+ *     max_tool_calls, text.verbosity, reasoning.summary (the summary parts
+ *     are what a reasoning target streams anyway), and built-in tools
+ *     (web_search, file_search, code_interpreter, computer_use, ...), which
+ *     only OpenAI can run: they are removed for a target of another
+ *     dialect.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -520,7 +524,6 @@ static const char *const ignored_fields[] = {"model",
                                              "truncation",
                                              "top_logprobs",
                                              "max_tool_calls",
-                                             "reasoning",
                                              "input",
                                              "instructions",
                                              "max_output_tokens",
@@ -533,16 +536,64 @@ static bool ignored(const char *key) {
   return false;
 }
 
+/* text.format: text (nothing), json_object, json_schema {name, schema,
+ * strict} (flat, unlike chat's response_format); another type is an
+ * extra. text.verbosity is a hint. */
+static int text_format(dec *d, const json_t *v) {
+  air__canon *c = d->c;
+  const json_t *fmt = json_object_get(v, "format");
+  if (fmt == NULL || json_is_null(fmt)) return 0;
+  if (!json_is_object(fmt))
+    return invalid(d->err, "text.format", "expected an object");
+  const char *t = json_string_value(json_object_get(fmt, "type"));
+  if (t != NULL && strcmp(t, "text") == 0) return 0;
+  c->format_field = "text.format";
+  if (t != NULL && strcmp(t, "json_object") == 0) {
+    c->format = AIR__FMT_JSON_OBJECT;
+    return 0;
+  }
+  if (t == NULL || strcmp(t, "json_schema") != 0)
+    return extra(d, "text.format", "text", v);
+  const json_t *name = json_object_get(fmt, "name");
+  const json_t *schema = json_object_get(fmt, "schema");
+  const json_t *strict = json_object_get(fmt, "strict");
+  if (schema != NULL && !json_is_null(schema) && !json_is_object(schema))
+    return invalid(d->err, "text.format.schema", "expected an object");
+  c->format = AIR__FMT_JSON_SCHEMA;
+  if (json_is_string(name) && (c->format_name = copy_str(d, name)).p == NULL)
+    return AIR_ENOMEM;
+  if (json_is_boolean(strict)) c->format_strict = json_is_true(strict);
+  char *s =
+      json_is_object(schema) ? json_dumps(schema, JSON_COMPACT) : strdup("{}");
+  if (s == NULL) return AIR_ENOMEM;
+  c->format_schema = air__canon_str(c, s, strlen(s));
+  free(s);
+  return c->format_schema.p != NULL ? 0 : AIR_ENOMEM;
+}
+
+/* reasoning.effort as the effort asked (the names chat's reasoning_effort
+ * takes); another value is an extra. reasoning.summary is a hint. */
+static int reasoning_opts(dec *d, const json_t *v) {
+  static const char *const names[] = {"none",   "minimal", "low",
+                                      "medium", "high",    "xhigh"};
+  const json_t *ef = json_object_get(v, "effort");
+  if (ef == NULL || json_is_null(ef)) return 0;
+  const char *s = json_string_value(ef);
+  for (size_t i = 0; s != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
+    if (strcmp(s, names[i]) == 0) {
+      d->c->effort =
+          i == 5 ? AIR__EFFORT_MAX : (air__ceffort)(AIR__EFFORT_NONE + i);
+      d->c->reasoning_field = "reasoning.effort";
+      return 0;
+    }
+  }
+  return extra(d, "reasoning.effort", "reasoning", v);
+}
+
 static int field(dec *d, const char *key, const json_t *v) {
   air__canon *c = d->c;
-  if (strcmp(key, "text") == 0) {
-    const json_t *fmt = json_object_get(v, "format");
-    const char *t = json_string_value(json_object_get(fmt, "type"));
-    if (fmt == NULL || json_is_null(fmt) ||
-        (t != NULL && strcmp(t, "text") == 0))
-      return 0;
-    return extra(d, "text.format", key, v);
-  }
+  if (strcmp(key, "text") == 0) return text_format(d, v);
+  if (strcmp(key, "reasoning") == 0) return reasoning_opts(d, v);
   if (strcmp(key, "background") == 0)
     return json_is_true(v) ? extra(d, key, key, v) : 0;
   if (strcmp(key, "parallel_tool_calls") == 0) {

@@ -16,6 +16,9 @@
  *   - tools as function tools ("strict": false: the caller's schema is
  *     taken as it is), tool_choice, parallel_tool_calls false,
  *     max_output_tokens, temperature clamped to 0..2, top_p, user;
+ *   - the answer's format as text.format, the reasoning effort (or a
+ *     thinking budget's) as reasoning.effort (summary "auto" for a
+ *     caller that asked for thinking);
  *   - "store": false: the gateway serves the dialect statelessly.
  * Not expressible (can_express: AIR_ENOTSUP naming the first in the
  * caller's order; dropped under drop_params): the caller dialect's extras,
@@ -256,6 +259,52 @@ static int tools(const air__canon *c, json_t *out) {
   return rc;
 }
 
+/* The format as text.format: {type: json_object} or {type: json_schema,
+ * name, schema, strict} (name "output" when the caller gave none). */
+static int text_format(const air__canon *c, json_t *out) {
+  if (c->format == AIR__FMT_TEXT) return 0;
+  json_t *fmt;
+  if (c->format == AIR__FMT_JSON_OBJECT) {
+    fmt = json_pack("{s:s}", "type", "json_object");
+  } else {
+    json_t *schema =
+        json_loadb(c->format_schema.p, c->format_schema.n, 0, NULL);
+    fmt = json_pack("{s:s, s:o, s:o}", "type", "json_schema", "name",
+                    c->format_name.p != NULL ? jstring(c->format_name)
+                                             : json_string("output"),
+                    "schema", schema);
+  }
+  int rc = fmt != NULL ? 0 : AIR_ENOMEM;
+  if (rc == 0 && c->format == AIR__FMT_JSON_SCHEMA && c->format_strict >= 0)
+    rc = air__json_put(fmt, "strict", json_boolean(c->format_strict));
+  if (rc != 0) {
+    json_decref(fmt);
+    return rc;
+  }
+  return air__json_put(out, "text", json_pack("{s:o}", "format", fmt));
+}
+
+/* reasoning.effort from the effort asked, else from a thinking budget (the
+ * table chat's reasoning_effort uses, docs/config.md); summary "auto" when
+ * the caller asked for thinking, so the summary streams back as its
+ * thinking. Adaptive thinking without an effort sends none. */
+static int reasoning_opts(const air__canon *c, json_t *out) {
+  air__ceffort e = c->effort;
+  if (e == AIR__EFFORT_UNSET && c->thinking_budget > 0)
+    e = c->thinking_budget < 4096    ? AIR__EFFORT_LOW
+        : c->thinking_budget < 16384 ? AIR__EFFORT_MEDIUM
+                                     : AIR__EFFORT_HIGH;
+  static const char *const names[] = {NULL,     "none", "minimal", "low",
+                                      "medium", "high", "high"};
+  if (e == AIR__EFFORT_UNSET) return 0;
+  bool thinking = c->thinking_budget > 0 || c->thinking_adaptive;
+  json_t *r =
+      thinking && e != AIR__EFFORT_NONE
+          ? json_pack("{s:s, s:s}", "effort", names[e], "summary", "auto")
+          : json_pack("{s:s}", "effort", names[e]);
+  return air__json_put(out, "reasoning", r);
+}
+
 static int fields(const air__canon *c, json_t *out) {
   int rc = 0;
   if (c->max_tokens > 0)
@@ -282,6 +331,8 @@ static int fields(const air__canon *c, json_t *out) {
     rc = air__json_put(out, "parallel_tool_calls", json_false());
   if (rc == 0 && c->user.p != NULL)
     rc = air__json_put(out, "user", jstring(c->user));
+  if (rc == 0) rc = text_format(c, out);
+  if (rc == 0) rc = reasoning_opts(c, out);
   if (rc == 0) rc = air__json_put(out, "store", json_false());
   return rc;
 }

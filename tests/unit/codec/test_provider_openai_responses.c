@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -596,7 +597,8 @@ static void test_requests(void **s) {
             "\"max_output_tokens\":99,\"stream\":true}",
             &air__provider_openai, 0, NULL),
       "{\"model\":\"up\",\"stream\":true,\"stream_options\":{"
-      "\"include_usage\":true},\"max_tokens\":99,\"messages\":["
+      "\"include_usage\":true},\"max_tokens\":99,\"reasoning_effort\":"
+      "\"low\",\"messages\":["
       "{\"role\":\"system\",\"content\":\"Be brief\"},"
       "{\"role\":\"developer\",\"content\":\"dev\"},"
       "{\"role\":\"user\",\"content\":\"hi\"},"
@@ -618,11 +620,6 @@ static void test_requests(void **s) {
         "\"m\"}]}",
         &air__provider_openai, AIR_ENOTSUP,
         "input[0].item_reference: not supported by openai upstreams");
-  build(AIR_DIALECT_OPENAI_RESPONSES,
-        "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{\"type\":"
-        "\"json_object\"}}}",
-        &air__provider_openai, AIR_ENOTSUP,
-        "text.format: not supported by openai upstreams");
   /* A chat caller to a Responses target; stop cannot be said there. */
   expect_json(
       build(AIR_DIALECT_OPENAI,
@@ -652,6 +649,177 @@ static void test_requests(void **s) {
                     &air__provider_openai_responses, 0, NULL),
               "{\"model\":\"up\",\"input\":\"x\",\"store\":true,"
               "\"previous_response_id\":\"resp_1\",\"stream\":true}");
+}
+
+/* The target's body built from a caller's body under structured (NULL
+ * json_tool: not asked). */
+static json_t *build_so(air_dialect from, const char *body,
+                        const air__provider_ops *to, air__structured so,
+                        bool *json_tool, int want_rc, const char *want_msg) {
+  air__request r;
+  air_error err = {0};
+  assert_int_equal(air__request_parse(from, body, strlen(body), &r, &err), 0);
+  air__build_opts o = {.model = "up",
+                       .default_max_tokens = 4096,
+                       .structured_output = so,
+                       .json_tool = json_tool};
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  int rc = air__request_build(to, &r, &o, &out, &err);
+  assert_int_equal(rc, want_rc);
+  json_t *j = NULL;
+  if (rc == 0) {
+    j = json_loadb(out.p, out.n, 0, NULL);
+    assert_non_null(j);
+  } else {
+    assert_string_equal(err.message, want_msg);
+  }
+  air__buf_cleanup(&out);
+  air__request_cleanup(&r);
+  return j;
+}
+
+/* The JSON text of root's member at the dotted path (NULL: absent). */
+static char *member(const json_t *root, const char *path) {
+  char key[64];
+  const json_t *v = root;
+  while (v != NULL && *path != '\0') {
+    size_t n = strcspn(path, ".");
+    snprintf(key, sizeof(key), "%.*s", (int)n, path);
+    v = json_object_get(v, key);
+    path += n + (path[n] == '.');
+  }
+  return v != NULL
+             ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS)
+             : NULL;
+}
+
+static void expect_member(const json_t *root, const char *path,
+                          const char *want) {
+  char *got = member(root, path);
+  if (want == NULL) {
+    if (got != NULL) fprintf(stderr, "%s: %s\n", path, got);
+    assert_null(got);
+    return;
+  }
+  if (got == NULL || strcmp(got, want) != 0)
+    fprintf(stderr, "%s: got %s\n", path, got != NULL ? got : "(absent)");
+  assert_non_null(got);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+#define RSP_SCHEMA                                                     \
+  "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}," \
+  "\"required\":[\"a\"]}"
+
+/* text.format and reasoning.effort mean what chat's response_format and
+ * reasoning_effort mean, both ways. */
+static void test_format_and_reasoning(void **s) {
+  (void)s;
+  const char *rsp_schema =
+      "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{\"type\":"
+      "\"json_schema\",\"name\":\"s\",\"strict\":true,\"schema\":" RSP_SCHEMA
+      "},\"verbosity\":\"low\"},\"reasoning\":{\"effort\":\"medium\","
+      "\"summary\":\"auto\"}}";
+  /* To chat: response_format json_schema, reasoning_effort. */
+  json_t *j = build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema,
+                       &air__provider_openai, AIR__STRUCT_TOOL, NULL, 0, NULL);
+  expect_member(j, "response_format",
+                "{\"json_schema\":{\"name\":\"s\",\"schema\":{\"properties\":"
+                "{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],\"type\":"
+                "\"object\"},\"strict\":true},\"type\":\"json_schema\"}");
+  expect_member(j, "reasoning_effort", "\"medium\"");
+  expect_member(j, "text", NULL);
+  expect_member(j, "reasoning", NULL);
+  json_decref(j);
+  /* json_object to chat. */
+  j = build_so(AIR_DIALECT_OPENAI_RESPONSES,
+               "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
+               "\"type\":\"json_object\"}}}",
+               &air__provider_openai, AIR__STRUCT_TOOL, NULL, 0, NULL);
+  expect_member(j, "response_format", "{\"type\":\"json_object\"}");
+  json_decref(j);
+  /* To Anthropic, native: output_config.format; the effort as a thinking
+   * budget. */
+  j = build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema,
+               &air__provider_anthropic, AIR__STRUCT_NATIVE, NULL, 0, NULL);
+  expect_member(j, "output_config.format.type", "\"json_schema\"");
+  expect_member(j, "output_config.format.schema.required", "[\"a\"]");
+  expect_member(j, "thinking.budget_tokens", "8192");
+  json_decref(j);
+  /* To Anthropic through the forced tool: with thinking it cannot be said
+   * (the names are the Responses caller's fields); without, the tool. */
+  build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema, &air__provider_anthropic,
+           AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
+           "reasoning.effort with text.format (structured_output: tool): not "
+           "supported by anthropic upstreams");
+  bool jt = false;
+  j = build_so(AIR_DIALECT_OPENAI_RESPONSES,
+               "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
+               "\"type\":\"json_schema\",\"name\":\"s\",\"schema\":" RSP_SCHEMA
+               "}}}",
+               &air__provider_anthropic, AIR__STRUCT_TOOL, &jt, 0, NULL);
+  assert_true(jt);
+  expect_member(j, "tool_choice",
+                "{\"name\":\"" AIR__JSON_TOOL "\",\"type\":\"tool\"}");
+  json_decref(j);
+  /* Unknown format types and effort values still skip. */
+  build_so(AIR_DIALECT_OPENAI_RESPONSES,
+           "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
+           "\"type\":\"grammar\"}}}",
+           &air__provider_openai, AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
+           "text.format: not supported by openai upstreams");
+  build_so(AIR_DIALECT_OPENAI_RESPONSES,
+           "{\"model\":\"r\",\"input\":\"x\",\"reasoning\":{\"effort\":"
+           "\"extreme\"}}",
+           &air__provider_anthropic, AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
+           "reasoning.effort: not supported by anthropic upstreams");
+  build_so(AIR_DIALECT_OPENAI_RESPONSES,
+           "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
+           "\"type\":\"json_schema\",\"schema\":3}}}",
+           &air__provider_openai, AIR__STRUCT_TOOL, NULL, AIR_EINVAL,
+           "text.format.schema: expected an object");
+
+  /* The reverse: chat's response_format and reasoning_effort as
+   * text.format and reasoning.effort (no summary: chat shows none). */
+  j = build_so(AIR_DIALECT_OPENAI,
+               "{\"model\":\"c\",\"messages\":[{\"role\":\"user\","
+               "\"content\":\"x\"}],\"reasoning_effort\":\"high\","
+               "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+               "{\"name\":\"s\",\"strict\":false,\"schema\":" RSP_SCHEMA "}}}",
+               &air__provider_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
+               NULL);
+  expect_member(j, "text",
+                "{\"format\":{\"name\":\"s\",\"schema\":{\"properties\":{"
+                "\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],\"type\":"
+                "\"object\"},\"strict\":false,\"type\":\"json_schema\"}}");
+  expect_member(j, "reasoning", "{\"effort\":\"high\"}");
+  expect_member(j, "response_format", NULL);
+  json_decref(j);
+  j = build_so(AIR_DIALECT_OPENAI,
+               "{\"model\":\"c\",\"messages\":[{\"role\":\"user\","
+               "\"content\":\"x\"}],\"response_format\":{\"type\":"
+               "\"json_object\"}}",
+               &air__provider_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
+               NULL);
+  expect_member(j, "text", "{\"format\":{\"type\":\"json_object\"}}");
+  expect_member(j, "reasoning", NULL);
+  json_decref(j);
+  /* Anthropic thinking: the budget's effort, with the summary streamed
+   * back as thinking; output_config.format as text.format. */
+  j = build_so(
+      AIR_DIALECT_ANTHROPIC,
+      "{\"model\":\"a\",\"max_tokens\":20000,\"messages\":[{\"role\":"
+      "\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":"
+      "\"enabled\",\"budget_tokens\":2000},\"output_config\":{"
+      "\"format\":{\"type\":\"json_schema\",\"schema\":" RSP_SCHEMA "}}}",
+      &air__provider_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
+  expect_member(j, "reasoning", "{\"effort\":\"low\",\"summary\":\"auto\"}");
+  expect_member(j, "text.format.type", "\"json_schema\"");
+  expect_member(j, "text.format.name", "\"output\"");
+  expect_member(j, "text.format.schema.required", "[\"a\"]");
+  json_decref(j);
 }
 
 /* Built-in tools are named once each for x-airetry-dropped. */
@@ -718,6 +886,7 @@ int main(void) {
       cmocka_unit_test(test_encode_incomplete_and_failed),
       cmocka_unit_test(test_encode_response_and_error_body),
       cmocka_unit_test(test_requests),
+      cmocka_unit_test(test_format_and_reasoning),
       cmocka_unit_test(test_dropped_tools),
       cmocka_unit_test(test_request_validation),
   };
