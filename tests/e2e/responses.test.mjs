@@ -2,7 +2,8 @@
 // official `openai` SDK's client.responses.create (whole and streamed, a
 // function tool, text.format with a JSON schema) and the AI SDK's default
 // OpenAI model createOpenAI({baseURL})(route) (generateText, streamText,
-// generateObject), in front of chat (mo), Anthropic (ma) and Responses (mr)
+// generateObject), in front of chat (mo), Anthropic (ma, and man with
+// structured_output: native) and Responses (mr)
 // upstreams, each healthy and with the primary down (503 on every attempt)
 // falling over to the healthy target. A failure after commit (the stream
 // cut after three content events) raises in both SDKs. SDK retries are off.
@@ -14,7 +15,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { z } from 'zod';
 
 import {
-  OpenAI, startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll, thrown,
+  OpenAI, Anthropic, startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll, thrown,
   errAttempts, postJSON,
 } from './lib.mjs';
 
@@ -31,6 +32,15 @@ for (const p of UPSTREAMS) {
   ROUTES.push({ name: `${p}-cut`, targets: [`${p}/c@cut=3`] });
 }
 ROUTES.push({ name: 'chat-only', targets: ['mo/text', 'ma/text'] });
+// Anthropic with structured_output: native (the JSON tool is the default).
+ROUTES.push({ name: 'man-js-ok', targets: [{ target: 'ma/js@json', structured_output: 'native' }] });
+ROUTES.push({
+  name: 'man-js-down',
+  targets: ['ma/down@503', { target: 'ma/js@json', structured_output: 'native' }],
+});
+// Chat and Anthropic callers in front of a Responses upstream that reasons.
+ROUTES.push({ name: 'mr-think-ok', targets: ['mr/think@reason=3'] });
+ROUTES.push({ name: 'mr-think-down', targets: ['mr/down@503', 'mr/think@reason=3'] });
 
 const SCHEMA = {
   type: 'object',
@@ -189,37 +199,76 @@ for (const p of UPSTREAMS) {
   });
 }
 
-// text.format with a schema: the canonical model has no structured output
-// yet, so only a Responses upstream is asked (docs/decisions.md).
+// text.format with a schema means what chat's response_format means: in
+// front of chat, Anthropic (the JSON tool, and native) and Responses
+// upstreams, healthy and with the primary down.
+for (const p of ['mo', 'ma', 'man', 'mr']) {
+  for (const down of [false, true]) {
+    const state = down ? 'down' : 'ok';
+    test(`text.format json_schema (openai SDK) and generateObject (AI SDK) (${p}, ${state})`, async () => {
+      const r = await sdk().responses.create({
+        model: `${p}-js-${state}`,
+        input: 'weather as JSON',
+        text: { format: { type: 'json_schema', name: 'weather', schema: SCHEMA, strict: true } },
+      });
+      assert.equal(r.status, 'completed');
+      const v = JSON.parse(r.output_text);
+      assert.equal(typeof v.city, 'string');
+      assert.equal(typeof v.temp, 'number');
+      assert.deepEqual(await seen(), want(down, 'js@json'));
+      await mock.reset();
+      const o = await generateObject({
+        model: aisdk()(`${p}-js-${state}`),
+        schema: z.object({ city: z.string(), temp: z.number() }),
+        prompt: 'weather',
+        maxRetries: 0,
+        providerOptions: STORE,
+      });
+      assert.equal(typeof o.object.city, 'string');
+      assert.equal(typeof o.object.temp, 'number');
+      assert.deepEqual(await seen(), want(down, 'js@json'));
+    });
+  }
+}
+
+// The reverse: chat's response_format and an Anthropic caller's thinking in
+// front of a Responses upstream (text.format; reasoning.effort with the
+// summary streamed back as thinking).
 for (const down of [false, true]) {
   const state = down ? 'down' : 'ok';
-  test(`text.format json_schema (openai SDK) and generateObject (AI SDK) on a Responses upstream (${state})`, async () => {
-    const r = await sdk().responses.create({
+  test(`chat response_format and Anthropic thinking on a Responses upstream (${state})`, async () => {
+    const c = await sdk().chat.completions.create({
       model: `mr-js-${state}`,
-      input: 'weather as JSON',
-      text: { format: { type: 'json_schema', name: 'weather', schema: SCHEMA, strict: true } },
+      messages: [{ role: 'user', content: 'weather as JSON' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: SCHEMA, strict: true } },
     });
-    const v = JSON.parse(r.output_text);
+    const v = JSON.parse(c.choices[0].message.content);
     assert.equal(typeof v.city, 'string');
     assert.equal(typeof v.temp, 'number');
-    await mock.reset();
-    const o = await generateObject({
-      model: aisdk()(`mr-js-${state}`),
-      schema: z.object({ city: z.string(), temp: z.number() }),
-      prompt: 'weather',
-      maxRetries: 0,
-      providerOptions: STORE,
-    });
-    assert.equal(typeof o.object.city, 'string');
-    assert.equal(typeof o.object.temp, 'number');
     assert.deepEqual(await seen(), want(down, 'js@json'));
+    await mock.reset();
+    const a = new Anthropic({ baseURL: gw.url, apiKey: 'test', maxRetries: 0 });
+    const stream = a.messages.stream({
+      model: `mr-think-${state}`,
+      max_tokens: 8000,
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let thinking = '';
+    stream.on('thinking', (d) => { thinking += d; });
+    const m = await stream.finalMessage();
+    assert.ok(thinking.length > 0, 'the reasoning summary streams as thinking');
+    assert.equal(m.content[0].type, 'thinking');
+    assert.equal(m.content.at(-1).type, 'text');
+    assert.equal(m.stop_reason, 'end_turn');
+    assert.deepEqual(await seen(), want(down, 'think@reason=3'));
   });
 }
 
-test('stateful and structured requests skip targets of other dialects (400 naming the field)', async () => {
+test('stateful requests and unknown formats skip targets of other dialects (400 naming the field)', async () => {
   for (const [body, field] of [
     [{ previous_response_id: 'resp_x' }, 'previous_response_id'],
-    [{ text: { format: { type: 'json_schema', name: 's', schema: SCHEMA } } }, 'text.format'],
+    [{ text: { format: { type: 'grammar', grammar: 'x' } } }, 'text.format'],
   ]) {
     const e = await thrown(() => sdk().responses.create({ model: 'chat-only', input: 'hi', ...body }));
     assert.equal(e.status, 400);
