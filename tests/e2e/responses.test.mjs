@@ -32,6 +32,10 @@ for (const p of UPSTREAMS) {
   ROUTES.push({ name: `${p}-cut`, targets: [`${p}/c@cut=3`] });
 }
 ROUTES.push({ name: 'chat-only', targets: ['mo/text', 'ma/text'] });
+// Stateful requests: only the provider of the route's first Responses
+// target (mr2 is another Responses provider on the same mock).
+ROUTES.push({ name: 'state-down', targets: ['mr/down@503', 'mr2/text', 'mo/text', 'mr/text'] });
+ROUTES.push({ name: 'state-other', targets: ['mr2/down@503', 'mr/text'] });
 // Anthropic with structured_output: native (the JSON tool is the default).
 ROUTES.push({ name: 'man-js-ok', targets: [{ target: 'ma/js@json', structured_output: 'native' }] });
 ROUTES.push({
@@ -59,6 +63,7 @@ before(async () => {
     },
   });
   cfg.providers.push({ name: 'mr', api: 'openai_responses', base_url: `http://127.0.0.1:${mock.port}/v1` });
+  cfg.providers.push({ name: 'mr2', api: 'openai_responses', base_url: `http://127.0.0.1:${mock.port}/v1` });
   gw = await startGateway(cfg);
 });
 
@@ -278,6 +283,34 @@ test('stateful requests and unknown formats skip targets of other dialects (400 
     ]);
   }
   assert.deepEqual(await seen(), {});
+});
+
+test('stateful requests go only to the provider of the route\'s first Responses target, primary down', async () => {
+  for (const body of [
+    { previous_response_id: 'resp_x' },
+    { input: [{ role: 'user', content: 'hi' }, { type: 'item_reference', id: 'msg_x' }] },
+    { conversation: 'conv_x' },
+  ]) {
+    await mock.reset();
+    const field = Object.keys(body)[0] === 'input' ? 'input[1].item_reference' : Object.keys(body)[0];
+    const { data: r, response } = await sdk()
+      .responses.create({ model: 'state-down', input: 'hi', ...body })
+      .withResponse();
+    assert.equal(r.output_text, canonical('text'));
+    assert.equal(response.headers.get('x-airetry-target'), 'mr/text');
+    assert.equal(response.headers.get('x-airetry-attempts'), '2');
+    assert.deepEqual(await seen(), { 'down@503': 1, text: 1 }, field);
+    await mock.reset();
+    const e = await thrown(() => sdk().responses.create({ model: 'state-other', input: 'hi', ...body }));
+    assert.equal(e.status, 503);
+    assert.deepEqual(errAttempts(e).map((a) => [a.target, a.outcome || a.reason, a.field]), [
+      ['mr2/down@503', 'overloaded', undefined], ['mr/text', 'skipped', field],
+    ]);
+  }
+  // Without state any Responses provider answers.
+  await mock.reset();
+  const r = await sdk().responses.create({ model: 'state-other', input: 'hi', store: false });
+  assert.equal(r.output_text, canonical('text'));
 });
 
 test('Codex-shaped request (developer input, namespace and web_search tools, reasoning, include) in front of chat and Anthropic', async () => {

@@ -13,6 +13,7 @@ const air__provider_ops air__provider_openai_responses = {
     .build_same = air__rsp_build_same,
     .decode_request = air__rsp_decode_request,
     .can_express = air__rsp_can_express,
+    .stateful_field = air__rsp_stateful_field,
     .encode_request = air__rsp_encode_request,
     .decoder_init = air__rsp_decoder_init,
     .decode_event = air__rsp_decode_event,

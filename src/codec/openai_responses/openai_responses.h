@@ -49,6 +49,8 @@ int air__rsp_decode_request(const air__request *req, air__canon *c,
 /* upstream.c: canonical form into an upstream request. */
 int air__rsp_finish_body(json_t *root, const char *req_model,
                          const air__build_opts *o, air_error *err);
+int air__rsp_stateful_field(const air__canon *c, const char *api_name,
+                            air_error *err);
 int air__rsp_can_express(const air__canon *c, const air__build_opts *o,
                          air_error *err);
 int air__rsp_encode_request(const air__canon *c, const air__build_opts *o,

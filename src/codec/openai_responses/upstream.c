@@ -66,6 +66,27 @@ int air__rsp_finish_body(json_t *root, const char *req_model,
   return air__json_put(root, "stream", json_true());
 }
 
+/* The stateful extras of a Responses caller (kept by its provider only):
+ * previous_response_id, conversation, background true, item_reference
+ * items. */
+int air__rsp_stateful_field(const air__canon *c, const char *api_name,
+                            air_error *err) {
+  static const char suffix[] = ".item_reference";
+  for (size_t i = 0; i < c->n_extras; i++) {
+    const air__cextra *x = &c->extras[i];
+    if (x->origin != AIR_DIALECT_OPENAI_RESPONSES || x->field == NULL) continue;
+    size_t n = strlen(x->field);
+    bool ref = n >= sizeof(suffix) - 1 &&
+               strcmp(x->field + n - (sizeof(suffix) - 1), suffix) == 0;
+    if (ref ||
+        (x->key != NULL && (strcmp(x->key, "previous_response_id") == 0 ||
+                            strcmp(x->key, "conversation") == 0 ||
+                            strcmp(x->key, "background") == 0)))
+      return air__canon_unsupported(err, x->field, api_name);
+  }
+  return 0;
+}
+
 int air__rsp_can_express(const air__canon *c, const air__build_opts *o,
                          air_error *err) {
   (void)o;

@@ -822,6 +822,77 @@ static void test_format_and_reasoning(void **s) {
   json_decref(j);
 }
 
+/* The build and can_express of body (a Responses caller's) for target
+ * under o agree: rc, and msg when not 0. */
+static void stateful_case(const char *body, const air__provider_ops *to,
+                          const air__build_opts *o, int want_rc,
+                          const char *want_msg) {
+  air__request r;
+  air_error err = {0};
+  assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI_RESPONSES, body,
+                                      strlen(body), &r, &err),
+                   0);
+  assert_int_equal(air__request_can_express(to, &r, o, &err), want_rc);
+  if (want_rc != 0) assert_string_equal(err.message, want_msg);
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  assert_int_equal(air__request_build(to, &r, o, &out, &err), want_rc);
+  if (want_rc != 0) {
+    assert_string_equal(err.message, want_msg);
+    assert_int_equal(out.n, 0);
+  }
+  air__buf_cleanup(&out);
+  air__request_cleanup(&r);
+}
+
+/* State kept upstream goes only to the provider that keeps it: a Responses
+ * target of another provider, or a target of another dialect (drop_params
+ * or not), is skipped naming the field. */
+static void test_stateful_same_provider(void **s) {
+  (void)s;
+  const air__build_opts same = {.model = "up"};
+  const air__build_opts other = {.model = "up", .other_provider = true};
+  const air__build_opts other_drop = {
+      .model = "up", .other_provider = true, .drop_params = true};
+  const air__build_opts drop = {.model = "up", .drop_params = true};
+  const char *prev =
+      "{\"model\":\"r\",\"input\":\"x\",\"previous_response_id\":\"resp_1\"}";
+  stateful_case(prev, &air__provider_openai_responses, &same, 0, NULL);
+  stateful_case(prev, &air__provider_openai_responses, &other, AIR_ENOTSUP,
+                "previous_response_id: not supported by another provider's "
+                "openai_responses upstreams");
+  stateful_case(prev, &air__provider_openai_responses, &other_drop, AIR_ENOTSUP,
+                "previous_response_id: not supported by another provider's "
+                "openai_responses upstreams");
+  stateful_case(prev, &air__provider_anthropic, &drop, AIR_ENOTSUP,
+                "previous_response_id: not supported by anthropic upstreams");
+  stateful_case(
+      "{\"model\":\"r\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
+      "{\"type\":\"item_reference\",\"id\":\"msg_1\"}]}",
+      &air__provider_openai_responses, &other, AIR_ENOTSUP,
+      "input[1].item_reference: not supported by another provider's "
+      "openai_responses upstreams");
+  stateful_case(
+      "{\"model\":\"r\",\"input\":\"x\",\"conversation\":\"conv_1\"}",
+      &air__provider_openai_responses, &other, AIR_ENOTSUP,
+      "conversation: not supported by another provider's openai_responses "
+      "upstreams");
+  stateful_case("{\"model\":\"r\",\"input\":\"x\",\"background\":true}",
+                &air__provider_openai, &drop, AIR_ENOTSUP,
+                "background: not supported by openai upstreams");
+  stateful_case("{\"model\":\"r\",\"input\":\"x\",\"background\":true}",
+                &air__provider_openai_responses, &other, AIR_ENOTSUP,
+                "background: not supported by another provider's "
+                "openai_responses upstreams");
+  /* Nothing stateful: any provider. */
+  stateful_case(
+      "{\"model\":\"r\",\"input\":\"x\",\"background\":false,"
+      "\"store\":true}",
+      &air__provider_openai_responses, &other, 0, NULL);
+  stateful_case("{\"model\":\"r\",\"input\":\"x\",\"prompt_cache_key\":\"k\"}",
+                &air__provider_anthropic, &other, 0, NULL);
+}
+
 /* Built-in tools are named once each for x-airetry-dropped. */
 static void test_dropped_tools(void **s) {
   (void)s;
@@ -887,6 +958,7 @@ int main(void) {
       cmocka_unit_test(test_encode_response_and_error_body),
       cmocka_unit_test(test_requests),
       cmocka_unit_test(test_format_and_reasoning),
+      cmocka_unit_test(test_stateful_same_provider),
       cmocka_unit_test(test_dropped_tools),
       cmocka_unit_test(test_request_validation),
   };
