@@ -35,6 +35,7 @@
 #define AIR__MAX_RESPONSE_HEAD_BYTES (64u << 10) /* an upstream response head */
 #define AIR__MAX_UPSTREAM_HEADER_BYTES (64u << 10) /* our upstream header lines */
 #define AIR__MAX_URL_BYTES (8u << 10)        /* an upstream URL */
+#define AIR__MAX_RESPONSE_ID_BYTES 256      /* GET /v1/responses/{id}: the id, and the query */
 #define AIR__MAX_KEPT_HEADER_BYTES (16u << 10)   /* response headers kept */
 #define AIR__MAX_FAILURE_TEXT_BYTES (8u << 10)   /* an attempt's failure strings */
 #define AIR__MAX_FORWARD_BYTES (64u << 10)   /* forwarded caller header lines */

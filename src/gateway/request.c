@@ -712,14 +712,12 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
       return; /* it owns the config reference now */
     }
   } else if (is_rsp_id) {
-    /* Stateless (DESIGN.md 5): nothing this gateway answered is stored. */
-    if (get)
-      air__gw_respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND,
-                            "responses are not stored by this gateway (it serves "
-                            "the Responses API statelessly)",
-                            rid);
-    else
-      method_not_allowed(req, dialect, "GET, HEAD", rid);
+    /* DESIGN.md 5: to the first openai_responses provider (plain_ep.c). */
+    if (air__http_str_eq(msg->method, "GET")) {
+      air__gw_plain_retrieve(w, req, msg, cfg, rid);
+      return; /* it owns the config reference now */
+    }
+    method_not_allowed(req, dialect, "GET", rid);
   } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0) {
     if (get)
       models_list(req, msg, cfg->cfg);

@@ -16,7 +16,7 @@ import { z } from 'zod';
 
 import {
   OpenAI, Anthropic, startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll, thrown,
-  errAttempts, postJSON,
+  errAttempts, postJSON, request,
 } from './lib.mjs';
 
 let mock;
@@ -340,7 +340,27 @@ test('Codex-shaped request (developer input, namespace and web_search tools, rea
   }
 });
 
-test('GET /v1/responses/{id}: 404 (nothing is stored)', async () => {
-  const e = await thrown(() => sdk().responses.retrieve('resp_x'));
+test('GET /v1/responses/{id} is forwarded to the first openai_responses provider (mr)', async () => {
+  const { data: r, response } = await sdk().responses.retrieve('resp_abc').withResponse();
+  assert.equal(r.id, 'resp_abc');
+  assert.equal(r.output_text, '[retrieved resp_abc]');
+  assert.equal(response.headers.get('x-airetry-target'), 'mr/retrieve');
+  // The query string goes along; the mock answers it back as metadata.q.
+  const q = await request(`${gw.url}/v1/responses/resp_q?include[]=x`);
+  assert.equal(q.status, 200, q.body);
+  assert.equal(JSON.parse(q.body).metadata.q, 'include[]=x');
+  // The upstream's 404 is the caller's, in the Responses shape.
+  const e = await thrown(() => sdk().responses.retrieve('msg_unknown'));
   assert.equal(e.status, 404);
+  assert.equal(errAttempts(e)[0].target, 'mr/retrieve');
+  // What the gateway does not forward: the gateway's own 400 / 405.
+  for (const [method, path, status, msg] of [
+    ['GET', '/v1/responses/resp_x?stream=true', 400, /^stream: /],
+    ['GET', '/v1/responses/resp_x%2F..', 400, /^id: /],
+    ['POST', '/v1/responses/resp_x', 405, /GET/],
+  ]) {
+    const res = await request(`${gw.url}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
+    assert.equal(res.status, status, `${method} ${path}: ${res.body}`);
+    assert.match(JSON.parse(res.body).error.message, msg);
+  }
 });
