@@ -26,8 +26,10 @@
 
 typedef struct air__log air__log;
 
-/* Starts the process's log thread with a ring of cap bytes. Returns 0,
- * AIR_ENOMEM or AIR_EIO (a lock or the thread refused; no thread then). */
+/* Starts the process's log thread with room for cap bytes of lines waiting
+ * for stderr (two buffers of cap bytes, each touched only as far as the
+ * largest backlog). Returns 0, AIR_ENOMEM or AIR_EIO (a lock or the thread
+ * refused; no thread then). */
 int air__log_start(size_t cap, air__log **out);
 /* Hands whole lines over without waiting on stderr (a mutex for a memcpy);
  * a line that does not fit is dropped and counted. Any thread. l NULL or

@@ -1,15 +1,23 @@
 /*
  * The log thread of a gateway worker process (DESIGN.md 5, Logs). Loop
- * threads hand whole lines over to a bounded ring under a mutex held only
+ * threads hand whole lines over to a bounded buffer under a mutex held only
  * for a memcpy; one thread per process writes them to stderr. So a stalled
  * stderr (a pipe nobody reads) stalls only this thread: lines that do not
- * fit in the ring are dropped and counted, requests go on. stderr's file
+ * fit in the buffer are dropped and counted, requests go on. stderr's file
  * description is shared with the parent shell and is never made
  * non-blocking: the writes here simply block while the reader is away.
  *
  * Writes carry whole lines, at most AIR__LOG_WRITE_BYTES each (PIPE_BUF, so
  * a write is never interleaved with another process's; a longer line goes
  * alone). air__log_stop writes every line accepted before it returns.
+ *
+ * Two buffers of cap bytes take turns: the loop threads append to `lines`
+ * from its first byte; the writer swaps it with `spare` (emptied) and writes
+ * the swapped one outside the mutex. Lines always start at offset 0, so a
+ * buffer's pages are touched only up to the largest backlog. (A ring whose
+ * head moved on by every line walked through all of its 4 MiB, faulting in
+ * a fresh page every dozen lines: the worker's RSS grew ~300 bytes a
+ * request until the ring wrapped, see docs/decisions.md.)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,9 +30,9 @@
 struct air__log {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  char *ring;
-  size_t cap, head, len; /* bytes [head, head+len) mod cap hold lines */
-  char *scratch;         /* the writer's copy (cap bytes) */
+  char *lines;     /* bytes [0, len) hold lines not yet written */
+  size_t cap, len; /* both buffers hold cap bytes */
+  char *spare;     /* the writer's (the one it writes or last wrote) */
   bool stop;
   pthread_t thread;
   _Atomic uint64_t dropped;
@@ -59,14 +67,13 @@ static void *log_main(void *arg) {
   for (;;) {
     while (l->len == 0 && !l->stop) pthread_cond_wait(&l->cv, &l->mu);
     if (l->len == 0) break; /* stopping and nothing left */
+    char *out = l->lines;
     size_t n = l->len;
-    size_t first = l->cap - l->head < n ? l->cap - l->head : n;
-    memcpy(l->scratch, l->ring + l->head, first);
-    memcpy(l->scratch + first, l->ring, n - first);
-    l->head = (l->head + n) % l->cap;
+    l->lines = l->spare;
+    l->spare = out;
     l->len = 0;
     pthread_mutex_unlock(&l->mu);
-    air__log_write_lines(l->scratch, n); /* never under the mutex */
+    air__log_write_lines(out, n); /* never under the mutex */
     pthread_mutex_lock(&l->mu);
   }
   pthread_mutex_unlock(&l->mu);
@@ -78,11 +85,11 @@ int air__log_start(size_t cap, air__log **out) {
   air__log *l = calloc(1, sizeof(*l));
   if (l == NULL) return AIR_ENOMEM;
   l->cap = cap;
-  l->ring = malloc(cap);
-  l->scratch = malloc(cap);
+  l->lines = malloc(cap);
+  l->spare = malloc(cap);
   atomic_init(&l->dropped, 0);
   int rc = AIR_ENOMEM;
-  if (l->ring == NULL || l->scratch == NULL) goto fail;
+  if (l->lines == NULL || l->spare == NULL) goto fail;
   /* Past memory, the system refusing a lock or a thread is AIR_EIO. */
   rc = AIR_EIO;
   if (pthread_mutex_init(&l->mu, NULL) != 0) goto fail;
@@ -98,8 +105,8 @@ int air__log_start(size_t cap, air__log **out) {
   *out = l;
   return 0;
 fail:
-  free(l->ring);
-  free(l->scratch);
+  free(l->lines);
+  free(l->spare);
   free(l);
   return rc;
 }
@@ -121,10 +128,7 @@ void air__log_put(air__log *l, const char *p, size_t n) {
     const char *nl = memchr(p, '\n', n);
     size_t k = nl ? (size_t)(nl - p) + 1 : n;
     if (k <= l->cap - l->len) {
-      size_t at = (l->head + l->len) % l->cap;
-      size_t first = l->cap - at < k ? l->cap - at : k;
-      memcpy(l->ring + at, p, first);
-      memcpy(l->ring, p + first, k - first);
+      memcpy(l->lines + l->len, p, k);
       l->len += k;
       added = true;
     } else {
@@ -151,7 +155,7 @@ void air__log_stop(air__log *l) {
   pthread_join(l->thread, NULL);
   pthread_cond_destroy(&l->cv);
   pthread_mutex_destroy(&l->mu);
-  free(l->ring);
-  free(l->scratch);
+  free(l->lines);
+  free(l->spare);
   free(l);
 }

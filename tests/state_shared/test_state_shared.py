@@ -443,14 +443,21 @@ def t_kill():
         ok_chat(c.port, "smart", "C after")
         check(not mock_attempts("primary@"), "C tried the primary after the restart")
         shared_in = time.monotonic() - t0
+        j = load.mark()
+        check(wait_until(lambda: len(load.since(j)) >= 300, 10), "no load after the restart")
+        after = load.since(j)
     finally:
         load.stop()
     check(shared_in < 1.0, "shared again only %.2f s after the restart" % shared_in)
     bad = [r for r in during if not r[1]]
     check(not bad, "%d requests failed during the outage" % len(bad))
-    added = p99(during) - p99(base)
-    print("     p99 %.1f ms before, %.1f ms during the outage; shared again %.2f s after "
-          "the restart" % (p99(base) * 1000, p99(during) * 1000, shared_in), flush=True)
+    # Against the slower of the windows before and after the outage: on a
+    # loaded machine one window's p99 moves by a few ms on its own, while a
+    # request that waited on Redis would add its command timeout (200 ms).
+    added = p99(during) - max(p99(base), p99(after))
+    print("     p99 %.1f ms before, %.1f ms during the outage, %.1f ms after; shared again "
+          "%.2f s after the restart" % (p99(base) * 1000, p99(during) * 1000,
+                                        p99(after) * 1000, shared_in), flush=True)
     check(added < P99_SLACK, "p99 grew by %.1f ms during the outage" % (added * 1000))
 
 
@@ -473,14 +480,19 @@ def t_pause():
         during = load.since(i)
         for g in (a, b, c):
             check(linked(g), "%s: not linked again after the pause" % g.name)
+        j = load.mark()
+        check(wait_until(lambda: len(load.since(j)) >= 200, 10), "no load after the pause")
+        after = load.since(j)
     finally:
         load.stop()
     check(all(r[1] for r in during), "requests failed during the pause")
     slow = max(r[2] for r in during)
-    print("     %d requests during the pause, slowest %.1f ms (p99 before %.1f ms)"
-          % (len(during), slow * 1000, p99(base) * 1000), flush=True)
-    check(p99(during) - p99(base) < P99_SLACK, "p99 grew by %.1f ms"
-          % ((p99(during) - p99(base)) * 1000))
+    ref = max(p99(base), p99(after))  # as in the kill test
+    print("     %d requests during the pause, slowest %.1f ms (p99 before %.1f ms, "
+          "after %.1f ms)" % (len(during), slow * 1000, p99(base) * 1000,
+                              p99(after) * 1000), flush=True)
+    check(p99(during) - ref < P99_SLACK, "p99 grew by %.1f ms"
+          % ((p99(during) - ref) * 1000))
 
 
 
