@@ -866,6 +866,7 @@ static void step(air__exchange *x) {
       case AIR_ACT_COMMIT:
       case AIR_ACT_CANCEL:
       case AIR_ACT_CONTINUE:
+      case AIR_ACT_IDLE:
         /* Not answers to the events step follows (COMMIT answers first
          * content, in emit; CANCEL and CONTINUE come with hedging and
          * continuation): a broken promise, ended rather than hung. */
