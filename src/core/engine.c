@@ -804,6 +804,11 @@ int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
     return stamped(run, finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, now_ms, act),
                    act);
   }
+  /* A hedge may have spent the budget during the wait (DESIGN.md 3.6). */
+  const air__budget *b = &run->pol->budget;
+  if (b->max_total_attempts != AIR__UNLIMITED &&
+      run->attempts >= b->max_total_attempts)
+    return stamped(run, end_racer(run, r, now_ms, act), act);
   int wait_rule = r->wait_rule;
   int rc = start_attempt(run, r, r->idx, 0, r->next_override, false, now_ms,
                          act);

@@ -309,6 +309,7 @@ static void end(air__exchange *x, int rc) {
   for (int k = 0; k < MAX_LEGS; k++)
     if (x->legs[k].state == L_RUNNING || x->legs[k].state == L_WAITING)
       cancel_leg(x, &x->legs[k]);
+  if (x->in_xfer_cb == 0) reap(x); /* else air__exchange_free removes them */
   stop_timers(x);
   air__exchange_result r;
   memset(&r, 0, sizeof(r));

@@ -354,6 +354,56 @@ static void waits_and_cancel_while_racing(void **s) {
   fx_end(&f);
 }
 
+/* A hedge that spends the budget while a racer waits for its retry: the
+ * retry does not start (the budget holds), the hedge goes on. */
+static void budget_spent_during_a_wait(void **s) {
+  (void)s;
+  fx f;
+  fx_start(&f,
+           ROUTE("[p/a, p/b]", "") "    budget: {max_total_attempts: 2}\n"
+           "    rules: [{on: overloaded, action: retry, max: 1,\n"
+           "             backoff: {base_ms: 1000, jitter: none}}]\n",
+           "r");
+  f.now += 100;
+  fail_id(&f, 1, AIR_REASON_OVERLOADED, 529);
+  assert_int_equal(f.act.kind, AIR_ACT_WAIT);
+  /* No racer runs during the wait: no hedge. */
+  assert_int_equal(f.act.hedge_at_ms, 0);
+  fx_end(&f);
+
+  fx_start(&f,
+           ROUTE("[p/a, p/b]", "") "    budget: {max_total_attempts: 2}\n"
+           "    rules: [{on: overloaded, action: retry, max: 1,\n"
+           "             backoff: {base_ms: 1000, jitter: none}}]\n",
+           "r");
+  hedge_now(&f);
+  expect_attempt(&f, 2, "p/b", true);
+  fail_id(&f, 1, AIR_REASON_OVERLOADED, 529); /* budget spent: no wait */
+  assert_int_equal(f.act.kind, AIR_ACT_IDLE);
+  fx_end(&f);
+
+  fx_start(&f,
+           ROUTE("[p/a, p/b]", "") "    budget: {max_total_attempts: 3}\n"
+           "    rules: [{on: overloaded, action: retry, max: 2,\n"
+           "             backoff: {base_ms: 1000, jitter: none}}]\n",
+           "r");
+  hedge_now(&f);                              /* attempt 2, at 1500 */
+  fail_id(&f, 2, AIR_REASON_OVERLOADED, 529); /* b waits 1000 */
+  assert_int_equal(f.act.kind, AIR_ACT_WAIT);
+  unsigned wb = f.act.attempt_id;
+  fail_id(&f, 1, AIR_REASON_OVERLOADED, 529); /* a waits 2000 */
+  assert_int_equal(f.act.kind, AIR_ACT_WAIT);
+  unsigned wa = f.act.attempt_id;
+  f.now += 1000;
+  assert_int_equal(air_run_wait_done(f.run, wb, f.now, &f.act), 0);
+  expect_attempt(&f, 3, "p/b", false); /* the budget's last attempt */
+  f.now += 1000;
+  assert_int_equal(air_run_wait_done(f.run, wa, f.now, &f.act), 0);
+  assert_int_equal(f.act.kind, AIR_ACT_IDLE); /* spent: a stops, b goes on */
+  assert_int_equal(air__run_attempts(f.run), 3);
+  fx_end(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hedge_starts_late_and_first_content_wins),
@@ -365,6 +415,7 @@ int main(void) {
       cmocka_unit_test(when_no_hedge_starts),
       cmocka_unit_test(hedge_respects_the_breaker),
       cmocka_unit_test(waits_and_cancel_while_racing),
+      cmocka_unit_test(budget_spent_during_a_wait),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
