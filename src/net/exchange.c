@@ -801,19 +801,20 @@ static void on_timer(void *arg) {
   uint64_t now = now_of(x);
   leg *which_leg = NULL;
   int which = -1;
+  uint64_t best = 0;
   for (int k = 0; k < MAX_LEGS; k++)
     for (int i = 0; i < T_COUNT; i++) {
       uint64_t d = x->legs[k].due[i];
-      if (d != 0 && d <= now &&
-          (which < 0 || d < which_leg->due[which])) {
+      if (d != 0 && d <= now && (which_leg == NULL || d < best)) {
         which_leg = &x->legs[k];
         which = i;
+        best = d;
       }
     }
-  if (which < 0 && x->hedge_due != 0 && x->hedge_due <= now) {
+  if (which_leg == NULL && x->hedge_due != 0 && x->hedge_due <= now) {
     x->hedge_due = 0;
     on_hedge(x);
-  } else if (which >= 0) {
+  } else if (which_leg != NULL) {
     which_leg->due[which] = 0;
     handler[which](which_leg);
   }
