@@ -56,7 +56,6 @@ enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT, T_COUNT };
 typedef struct leg {
   air__exchange *x;
   enum leg_state state;
-  bool inited;           /* gate, parser, decoder and buffers set up */
   unsigned id;           /* the engine's attempt id */
   size_t log;            /* its attempt log entry */
   const char *target;    /* its target and 1-based number: a judged answer */
@@ -102,7 +101,8 @@ struct air__exchange {
   air__timer *timer;      /* one loop timer, armed at the earliest due */
   uint64_t hedge_due;     /* air_run_hedge then (0: off) */
   bool reap;              /* L_LOST legs wait for the next loop turn */
-  leg legs[MAX_LEGS];
+  leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
+  unsigned n_legs;
   leg *win;               /* the leg whose answer is released, or NULL */
   leg *last;              /* the leg of the failure the engine saw last */
   bool freeing;
@@ -141,9 +141,9 @@ static uint64_t now_of(const air__exchange *x) {
  */
 static void rearm(air__exchange *x) {
   uint64_t next = x->reap ? 1 : x->hedge_due;
-  for (int k = 0; k < MAX_LEGS; k++)
+  for (unsigned k = 0; k < x->n_legs; k++)
     for (int i = 0; i < T_COUNT; i++) {
-      uint64_t d = x->legs[k].due[i];
+      uint64_t d = x->legs[k]->due[i];
       if (d != 0 && (next == 0 || d < next)) next = d;
     }
   if (next == 0) {
@@ -165,7 +165,7 @@ static void stop_leg_timers(leg *l) {
 }
 
 static void stop_timers(air__exchange *x) {
-  for (int k = 0; k < MAX_LEGS; k++) stop_leg_timers(&x->legs[k]);
+  for (unsigned k = 0; k < x->n_legs; k++) stop_leg_timers(x->legs[k]);
   x->hedge_due = 0;
   x->loop.ops->timer_stop(x->loop.impl, x->timer);
 }
@@ -185,44 +185,42 @@ static void xfer_cancel(leg *l) {
 /* ---- legs ------------------------------------------------------------------------ */
 
 static leg *leg_of(air__exchange *x, unsigned id, enum leg_state state) {
-  for (int k = 0; k < MAX_LEGS; k++)
-    if (x->legs[k].state == state && x->legs[k].id == id) return &x->legs[k];
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->state == state && x->legs[k]->id == id) return x->legs[k];
   return NULL;
 }
 
 static int emit(void *data, const air__gate_event *ev);
 static int on_sse(void *data, const air__sse_event *ev);
 
-/* A free leg, set up on first use (the gate allocates). NULL when none is
- * free or out of memory. */
+/* A free leg; a new one is made and set up when none is (the gate
+ * allocates). NULL when MAX_LEGS are in use or out of memory. */
 static leg *take_leg(air__exchange *x) {
-  for (int k = 0; k < MAX_LEGS; k++) {
-    leg *l = &x->legs[k];
-    if (l->state != L_FREE) continue;
-    if (!l->inited) {
-      l->x = x;
-      if (air__gate_init(&l->gate, &x->gcfg, emit, l) != 0) {
-        air__gate_cleanup(&l->gate);
-        return NULL;
-      }
-      l->parts = l->parts_inline;
-      l->cap_parts = MAX_EVENT_PARTS;
-      air__sse_init(&l->sse, on_sse, l);
-      air__buf_init(&l->body, AIR__MAX_REQUEST_BYTES);
-      air__buf_init(&l->err, x->o.cfg->limits.max_response_bytes
-                                 ? x->o.cfg->limits.max_response_bytes
-                                 : AIR__MAX_RESPONSE_BYTES);
-      air__buf_init(&l->kept, AIR__MAX_KEPT_HEADER_BYTES);
-      air__buf_init(&l->strs, AIR__MAX_FAILURE_TEXT_BYTES);
-      l->inited = true;
-    }
-    return l;
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->state == L_FREE) return x->legs[k];
+  if (x->n_legs >= MAX_LEGS) return NULL;
+  leg *l = calloc(1, sizeof(*l));
+  if (l == NULL) return NULL;
+  l->x = x;
+  if (air__gate_init(&l->gate, &x->gcfg, emit, l) != 0) {
+    air__gate_cleanup(&l->gate);
+    free(l);
+    return NULL;
   }
-  return NULL;
+  l->parts = l->parts_inline;
+  l->cap_parts = MAX_EVENT_PARTS;
+  air__sse_init(&l->sse, on_sse, l);
+  air__buf_init(&l->body, AIR__MAX_REQUEST_BYTES);
+  air__buf_init(&l->err, x->o.cfg->limits.max_response_bytes
+                             ? x->o.cfg->limits.max_response_bytes
+                             : AIR__MAX_RESPONSE_BYTES);
+  air__buf_init(&l->kept, AIR__MAX_KEPT_HEADER_BYTES);
+  air__buf_init(&l->strs, AIR__MAX_FAILURE_TEXT_BYTES);
+  x->legs[x->n_legs++] = l;
+  return l;
 }
 
 static void leg_cleanup(leg *l) {
-  if (!l->inited) return;
   air__gate_cleanup(&l->gate);
   air__sse_cleanup(&l->sse);
   air__decoder_cleanup(&l->dec);
@@ -255,8 +253,8 @@ static void cancel_leg(air__exchange *x, leg *l) {
 /* Removes the transfers of lost legs (never inside a transfer callback). */
 static void reap(air__exchange *x) {
   x->reap = false;
-  for (int k = 0; k < MAX_LEGS; k++) {
-    leg *l = &x->legs[k];
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg *l = x->legs[k];
     if (l->state != L_LOST) continue;
     xfer_cancel(l);
     l->state = L_FREE;
@@ -306,17 +304,17 @@ static void end(air__exchange *x, int rc) {
   if (x->ended) return;
   x->ended = true;
   /* Racers still running stop with the request. */
-  for (int k = 0; k < MAX_LEGS; k++)
-    if (x->legs[k].state == L_RUNNING || x->legs[k].state == L_WAITING)
-      cancel_leg(x, &x->legs[k]);
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->state == L_RUNNING || x->legs[k]->state == L_WAITING)
+      cancel_leg(x, x->legs[k]);
   if (x->in_xfer_cb == 0) reap(x); /* else air__exchange_free removes them */
   stop_timers(x);
   air__exchange_result r;
   memset(&r, 0, sizeof(r));
   r.rc = rc;
   r.committed = x->notified;
-  for (int k = 0; k < MAX_LEGS; k++)
-    if (x->legs[k].inited && x->legs[k].gate.committed) r.committed = true;
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->gate.committed) r.committed = true;
   r.reason = rc == 0 ? AIR_REASON_NONE : x->act.reason;
   r.status = rc == 0 ? 200 : x->act.status;
   size_t n = air_run_attempt_count(x->run);
@@ -802,11 +800,11 @@ static void on_timer(void *arg) {
   leg *which_leg = NULL;
   int which = -1;
   uint64_t best = 0;
-  for (int k = 0; k < MAX_LEGS; k++)
+  for (unsigned k = 0; k < x->n_legs; k++)
     for (int i = 0; i < T_COUNT; i++) {
-      uint64_t d = x->legs[k].due[i];
+      uint64_t d = x->legs[k]->due[i];
       if (d != 0 && d <= now && (which_leg == NULL || d < best)) {
-        which_leg = &x->legs[k];
+        which_leg = x->legs[k];
         which = i;
         best = d;
       }
@@ -1202,8 +1200,8 @@ void air__exchange_cancel(air__exchange *x) {
     return;
   }
   uint64_t now = now_of(x);
-  for (int k = 0; k < MAX_LEGS; k++) {
-    leg *l = &x->legs[k];
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg *l = x->legs[k];
     if (l->xfer == NULL) continue;
     xfer_cancel(l);
     if (l->state == L_RUNNING) x->upstream_ms += now - l->attempt_start;
@@ -1216,14 +1214,17 @@ void air__exchange_cancel(air__exchange *x) {
 
 void air__exchange_resume(air__exchange *x) {
   if (x == NULL) return;
-  for (int k = 0; k < MAX_LEGS; k++)
-    if (x->legs[k].xfer != NULL && x->legs[k].state == L_RUNNING)
-      x->tr.ops->resume(x->tr.impl, x->legs[k].xfer);
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->xfer != NULL && x->legs[k]->state == L_RUNNING)
+      x->tr.ops->resume(x->tr.impl, x->legs[k]->xfer);
 }
 
 static void on_timer_closed(void *arg) {
   air__exchange *x = arg;
-  for (int k = 0; k < MAX_LEGS; k++) leg_cleanup(&x->legs[k]);
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg_cleanup(x->legs[k]);
+    free(x->legs[k]);
+  }
   air__buf_cleanup(&x->msg);
   air_run_free(x->run);
   free(x);
@@ -1232,6 +1233,6 @@ static void on_timer_closed(void *arg) {
 void air__exchange_free(air__exchange *x) {
   if (x == NULL || x->freeing) return;
   x->freeing = true;
-  for (int k = 0; k < MAX_LEGS; k++) xfer_cancel(&x->legs[k]);
+  for (unsigned k = 0; k < x->n_legs; k++) xfer_cancel(x->legs[k]);
   x->loop.ops->timer_close(x->loop.impl, x->timer, on_timer_closed, x);
 }
