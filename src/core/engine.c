@@ -65,7 +65,7 @@ struct air_run {
   enum phase phase;
   unsigned attempts;
   unsigned last_id;  /* the id of the latest attempt (0: none yet) */
-  unsigned cur;  /* route index of the latest attempt's target, or the winner's */
+  unsigned cur;  /* route index: the latest attempt's target, or the winner's */
   unsigned n_real; /* log entries that are not skipped */
   racer racers[AIR__MAX_RACERS];
   unsigned hedges;       /* hedges started */
