@@ -58,10 +58,13 @@ bench: build
 	@scripts/bench.sh $(BUILD)
 
 # Soak under faults: 11,000 requests through the gateway in front of a
-# faulty mock, every answer, log line, metric, RSS and fd checked
-# (tests/soak/run.sh; the ~1,000-request profile runs in `make check`).
+# faulty mock, every answer, log line, metric, RSS and fd checked; then
+# 11,000 more through three gateways sharing their state through a Redis
+# restarted every 2 s (tests/soak/run.sh; the ~1,000- and ~1,500-request
+# profiles run in `make check`).
 soak: build
 	@bash tests/soak/run.sh $(BUILD)/airetry long $(BUILD)/soak
+	@bash tests/soak/run.sh $(BUILD)/airetry redis $(BUILD)/soak
 
 fuzz: deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \

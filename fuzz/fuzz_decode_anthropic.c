@@ -7,7 +7,8 @@
  * encode_error_event, as the gateway does). The encoder's bytes must parse
  * back (SSE + decoder) into the same text and reasoning, with nothing
  * malformed. The whole input also goes through decode_body, the aggregate
- * of each decode through encode_response, and, as a caller body of either
+ * of each decode through encode_response (both also with the forced JSON
+ * tool read back as text, decoder json_tool), and, as a caller body of either
  * dialect, through air__request_parse + air__request_build, whose output must
  * be a JSON object.
  */
@@ -151,9 +152,12 @@ static void check_build(air_dialect dialect, const uint8_t *data, size_t size) {
   if (air__request_parse(dialect, (const char *)data, size, &req, &err) != 0)
     return;
   for (int drop = 0; drop < 2; drop++) {
-    air__build_opts o = {"claude-fuzz",
-                         drop ? "{\"top_k\":null,\"x\":1}" : NULL, drop == 1,
-                         1024};
+    air__build_opts o = {
+        .model = "claude-fuzz",
+        .override_json = drop ? "{\"top_k\":null,\"x\":1}" : NULL,
+        .drop_params = drop == 1,
+        .default_max_tokens = 1024,
+        .structured_output = drop ? AIR__STRUCT_NATIVE : AIR__STRUCT_TOOL};
     air__buf out;
     air__buf_init(&out, 64u << 20);
     int rc = air__request_build(ops, &req, &o, &out, &err);
@@ -206,6 +210,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   CHECK(rc == 0 || rc == AIR_EPARSE || rc == AIR_ETOOBIG);
   if (rc == 0) check_response(&b.agg);
   ctx_cleanup(&b);
+
+  /* Both again with the forced JSON tool read back as text (a request
+   * that asked a schema through structured_output: tool). */
+  ctx j;
+  ctx_init(&j, true);
+  j.d.json_tool = true;
+  decode_stream(&j, in, size);
+  if (!j.errored) CHECK(ops->encode_end(&j.e, &j.out) == 0);
+  check_response(&j.agg);
+  ctx_cleanup(&j);
+  ctx_init(&j, false);
+  j.d.json_tool = true;
+  rc = ops->decode_body(&j.d, in, size, on_part, &j);
+  CHECK(rc == 0 || rc == AIR_EPARSE || rc == AIR_ETOOBIG);
+  if (rc == 0) check_response(&j.agg);
+  ctx_cleanup(&j);
 
   /* The whole input as a caller request of either dialect. */
   check_build(AIR_DIALECT_ANTHROPIC, data, size);

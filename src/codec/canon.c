@@ -14,6 +14,7 @@ void air__canon_init(air__canon *c, air_dialect origin) {
   memset(c, 0, sizeof(*c));
   c->origin = origin;
   c->parallel_tools = -1;
+  c->format_strict = -1;
   air__arena_init(&c->arena);
 }
 

@@ -100,6 +100,26 @@ typedef enum air__ctool_choice {
   AIR__TC_TOOL /* the named tool */
 } air__ctool_choice;
 
+/* The answer's format (OpenAI response_format, Anthropic
+ * output_config.format). */
+typedef enum air__cformat {
+  AIR__FMT_TEXT = 0,
+  AIR__FMT_JSON_OBJECT, /* any JSON object */
+  AIR__FMT_JSON_SCHEMA  /* JSON matching format_schema */
+} air__cformat;
+
+/* How hard to reason (OpenAI reasoning_effort, Anthropic
+ * output_config.effort); the budgets are in docs/config.md. */
+typedef enum air__ceffort {
+  AIR__EFFORT_UNSET = 0,
+  AIR__EFFORT_NONE,
+  AIR__EFFORT_MINIMAL,
+  AIR__EFFORT_LOW,
+  AIR__EFFORT_MEDIUM,
+  AIR__EFFORT_HIGH,
+  AIR__EFFORT_MAX
+} air__ceffort;
+
 /* A number as the caller wrote it: an integer stays one. */
 typedef struct air__cnum {
   bool set;
@@ -146,6 +166,18 @@ typedef struct air__canon {
   size_t n_stop;
   air__str user; /* end-user id (OpenAI user, Anthropic
                     metadata.user_id); p NULL: none */
+
+  air__cformat format;
+  air__str format_name;     /* the schema's name (p NULL: none) */
+  air__str format_schema;   /* JSON_SCHEMA: the schema (JSON text) */
+  int format_strict;        /* -1 unset, 0, 1 */
+  const char *format_field; /* the caller's field ("response_format") */
+
+  air__ceffort effort;         /* reasoning effort asked, or UNSET */
+  int64_t thinking_budget;     /* Anthropic thinking enabled: budget_tokens */
+  bool thinking_adaptive;      /* Anthropic thinking {type: adaptive} */
+  const char *reasoning_field; /* the caller's field ("reasoning_effort",
+                                  "thinking") */
 
   air__cextra *extras; /* in the caller's order */
   size_t n_extras;

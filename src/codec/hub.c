@@ -64,18 +64,18 @@ static const air__canon *canon_of(const air__request *req, air_error *err,
 }
 
 int air__request_can_express(const air__provider_ops *target,
-                             const air__request *req, bool drop_params,
+                             const air__request *req, const air__build_opts *o,
                              air_error *err) {
   if (err != NULL) {
     err->code = 0;
     err->message[0] = '\0';
   }
-  if (req == NULL || target == NULL) return AIR_EINVAL;
-  if (req->dialect == target->api || drop_params) return 0;
+  if (req == NULL || target == NULL || o == NULL) return AIR_EINVAL;
+  if (req->dialect == target->api || o->drop_params) return 0;
   int rc;
   const air__canon *c = canon_of(req, err, &rc);
   if (c == NULL) return rc;
-  return target->can_express(c, err);
+  return target->can_express(c, o, err);
 }
 
 int air__request_build(const air__provider_ops *target, const air__request *req,
@@ -95,11 +95,12 @@ int air__request_build(const air__provider_ops *target, const air__request *req,
   }
   size_t mark = out->n;
   int rc;
+  if (o->json_tool != NULL) *o->json_tool = false;
   if (req->dialect == target->api) {
     rc = target->build_same(req, o, out, err);
   } else {
     const air__canon *c = canon_of(req, err, &rc);
-    if (c != NULL && !o->drop_params) rc = target->can_express(c, err);
+    if (c != NULL && !o->drop_params) rc = target->can_express(c, o, err);
     if (rc == 0) rc = target->encode_request(c, o, out, err);
   }
   if (rc != 0) {

@@ -109,7 +109,16 @@ typedef struct air__build_opts {
   const char *override_json;   /* a JSON object of fields to set, or NULL */
   bool drop_params;            /* cross-dialect: drop fields the API lacks */
   uint32_t default_max_tokens; /* used where Anthropic needs max_tokens */
+  air__structured structured_output; /* how a schema is asked (Anthropic) */
+  bool *json_tool; /* when not NULL: set true when the upstream
+                      body forces the JSON tool, whose input the
+                      decoder gives back as text (decoder's
+                      json_tool) */
 } air__build_opts;
+
+/* The forced tool that carries a JSON schema to a target without native
+ * structured output (structured_output: tool). */
+#define AIR__JSON_TOOL "json_output"
 
 /* ---- decoding
  * ---------------------------------------------------------------- */
@@ -129,6 +138,10 @@ typedef struct air__decoder {
   bool usage_only;       /* the last event carried only usage (OpenAI) */
   bool terminator;       /* the last event was the terminator */
   bool error_event;      /* the last event was an error event */
+  bool json_tool;        /* set by the caller after init: the request forced
+                            AIR__JSON_TOOL, whose input is the answer's text (and
+                            its tool_use stop a plain stop) */
+  bool json_seen;        /* such a tool block was seen */
   uint64_t input_tokens; /* running totals (Anthropic usage is cumulative) */
   uint64_t output_tokens;
   air__buf scratch; /* unescaped strings handed out in parts */
@@ -235,7 +248,8 @@ typedef struct air__provider_ops {
   /* 0 when this dialect can say everything c asks for; else AIR_ENOTSUP
    * naming the first field in the caller's order ("FIELD"
    * AIR__NOT_SUPPORTED "NAME upstreams"). Sends nothing; cheap. */
-  int (*can_express)(const struct air__canon *c, air_error *err);
+  int (*can_express)(const struct air__canon *c, const air__build_opts *o,
+                     air_error *err);
   /* c as this dialect's upstream body: the model replaced by o->model,
    * "stream": true (and this dialect's stream flags), o->override_json
    * merged over the top-level fields. Fields c has that this dialect
@@ -311,7 +325,7 @@ int air__request_build(const air__provider_ops *target, const air__request *req,
  * Always 0 for a caller of target's own dialect or under drop_params.
  */
 int air__request_can_express(const air__provider_ops *target,
-                             const air__request *req, bool drop_params,
+                             const air__request *req, const air__build_opts *o,
                              air_error *err);
 
 /* The dialects, in air_dialect order (dialects.c); *n set to the count. */

@@ -22,6 +22,7 @@ static const char *const commit_names[] = {"first_content", "complete", NULL};
 static const char *const malformed_names[] = {"skip", "fail", NULL};
 static const char *const action_names[] = {"retry", "switch", "fail", NULL};
 static const char *const jitter_names[] = {"full", "equal", "none", NULL};
+static const char *const structured_names[] = {"tool", "native", NULL};
 
 /* The enums above are read and written as int (see config.c). */
 _Static_assert(sizeof(air_dialect) == sizeof(int), "enum size");
@@ -29,6 +30,9 @@ _Static_assert(sizeof(air__commit) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__malformed) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__rule_action) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__jitter) == sizeof(int), "enum size");
+_Static_assert(sizeof(air__structured) == sizeof(int), "enum size");
+_Static_assert(AIR__STRUCT_TOOL == 0 && AIR__STRUCT_NATIVE == 1,
+               "structured_names");
 _Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1, "api_names");
 _Static_assert(AIR__COMMIT_FIRST_CONTENT == 0 && AIR__COMMIT_COMPLETE == 1,
                "commit_names");
@@ -512,6 +516,16 @@ static const air__opt opts[] = {
      .doc = "Request fields set on every attempt to this target "
             "(`max_tokens`, provider parameters); not `model`, `messages`, "
             "`stream`."},
+    {.name = "structured_output",
+     .scopes = AIR__SC_TARGET,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__target, structured_output),
+     .enums = structured_names,
+     .def = "tool",
+     .doc = "Anthropic targets: how a JSON schema from an OpenAI caller "
+            "(`response_format`) is asked for. tool: one forced tool whose "
+            "input is the schema, its input given back as the answer's "
+            "text; native: `output_config.format`."},
 
     {.name = "hedge",
      .scopes = AIR__SC_TARGET,

@@ -129,6 +129,13 @@ typedef struct air__provider {
   air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */
 } air__provider;
 
+/* How a JSON schema from another dialect is asked of an Anthropic target
+ * (DESIGN.md 4, `structured_output`). */
+typedef enum air__structured {
+  AIR__STRUCT_TOOL = 0, /* one forced tool whose input is the schema */
+  AIR__STRUCT_NATIVE    /* output_config.format */
+} air__structured;
+
 typedef struct air__target {
   char *name;   /* "provider/model" */
   char *model;  /* the part after the first '/' */
@@ -136,6 +143,7 @@ typedef struct air__target {
   air__timeouts timeouts;  /* route timeouts with the target's merged over */
   char *override_json;     /* JSON object text or NULL */
   air__hedge_cfg hedge;    /* route hedge with the target's merged over */
+  air__structured structured_output;
 } air__target;
 
 /* Everything that decides how a request behaves. */

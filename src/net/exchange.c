@@ -87,6 +87,8 @@ typedef struct leg {
   const char *key;       /* the attempt's upstream key (environment), or NULL */
   const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
+  bool native_json;      /* the attempt asks a schema natively (4) */
+  air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
 } leg;
 
 struct air__exchange {
@@ -119,6 +121,7 @@ struct air__exchange {
   bool has_hint;
   uint64_t hint_ms;
   const char *answered;   /* the target whose answer was released, or NULL */
+  unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
 };
 
 static void step(air__exchange *x);
@@ -923,7 +926,17 @@ static int launch(leg *l, const air_action *a) {
   l->target = a->target;
   l->no = a->attempt;
   l->id = a->attempt_id;
+  l->act = *a;
+  /* Its log entry: the last one with its number (a relaunch with the JSON
+   * tool runs after other racers may have started). */
   l->log = air_run_attempt_count(x->run) - 1;
+  for (size_t i = l->log + 1; i > 0; i--) {
+    const air_attempt *e = air_run_attempt(x->run, i - 1);
+    if (!e->skipped && e->n == a->attempt) {
+      l->log = i - 1;
+      break;
+    }
+  }
   l->attempt_start = now_of(x);
   l->status = 0;
   l->mode = M_NONE;
@@ -960,7 +973,14 @@ static int launch(leg *l, const air_action *a) {
       .override_json = a->override_json,
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
+      .structured_output = t->structured_output,
+      .json_tool = &l->dec.json_tool,
   };
+  if (x->tool_retry_id == l->id) bo.structured_output = AIR__STRUCT_TOOL;
+  l->native_json = bo.structured_output == AIR__STRUCT_NATIVE &&
+                   l->ops->api == AIR_DIALECT_ANTHROPIC &&
+                   x->o.req->dialect != AIR_DIALECT_ANTHROPIC &&
+                   x->o.req->json_response;
   int built = air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
@@ -1042,6 +1062,17 @@ static void skip_target(leg *l) {
   if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
 }
 
+/* Whether a failure's message speaks of the structured-output schema. */
+static bool schema_error(const air_failure *f) {
+  static const char *const words[] = {"schema", "output_config",
+                                      "output_format"};
+  const char *m = f->message != NULL ? f->message : "";
+  for (size_t i = 0; m[i] != '\0'; i++)
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+      if (strncasecmp(m + i, words[w], strlen(words[w])) == 0) return true;
+  return false;
+}
+
 /* The attempt failed (l->fail): before commit the policy decides. */
 static void attempt_failed(leg *l) {
   air__exchange *x = l->x;
@@ -1056,6 +1087,17 @@ static void attempt_failed(leg *l) {
     air__run_fail_final(x->run, l->id, &l->fail, now, &x->act);
     engine_did(x, &x->act);
     end(x, AIR_EUPSTREAM);
+    return;
+  }
+  if (l->native_json && x->tool_retry_id != l->id && l->fail.status == 400 &&
+      schema_error(&l->fail)) {
+    /* A schema 400 from a native structured-output target: the same
+     * attempt once more with the JSON tool (DESIGN.md 4), from the ATTEMPT
+     * action the leg ran. */
+    x->tool_retry_id = l->id;
+    l->state = L_FREE;
+    x->act = l->act;
+    step(x);
     return;
   }
   policy_fail(l);
@@ -1143,9 +1185,10 @@ static bool expressible(void *data, const air__target *t) {
   const air_config *cfg = x->o.cfg;
   const air__provider_ops *ops =
       air__provider_get(cfg->providers[t->provider].api);
+  air__build_opts bo = {.drop_params = cfg->drop_params,
+                        .structured_output = t->structured_output};
   air_error err;
-  return air__request_can_express(ops, x->o.req, cfg->drop_params, &err) !=
-         AIR_ENOTSUP;
+  return air__request_can_express(ops, x->o.req, &bo, &err) != AIR_ENOTSUP;
 }
 
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,

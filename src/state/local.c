@@ -1,7 +1,7 @@
 /*
- * The in-process state backend (core/state.h): a chained hash table of
- * entries keyed by (kind, name) under one mutex. Entries are created on
- * first use and live until air_state_free; their number is bounded by
+ * The in-process state backend (core/state.h): a table of records keyed by
+ * (kind, name) under one mutex (table.h). Records are created on first use
+ * and live until air_state_free; their number is bounded by
  * AIR__MAX_STATE_TARGETS (past it, targets are admitted untracked and
  * routes are not sticky, rather than failing requests). It stores; the
  * decisions are core's (breaker.h), applied under the mutex.
@@ -14,61 +14,25 @@
 #include "limits.h"
 #include "state.h"
 #include "state_new.h"
-
-#define NBUCKETS 1024u
+#include "table.h"
 
 enum { KIND_TARGET = 't', KIND_ROUTE = 'r' };
 
 typedef struct entry {
-  struct entry *next;
-  uint64_t hash;
-  air__breaker_rec breaker;
-  /* sticky */
-  bool sticky;
-  char *target;         /* the sticky target's name (owned) */
-  uint64_t since;
-  uint32_t used;        /* requests started since it became sticky */
-  char kind;
-  size_t len;
-  char name[];
+  air__table_node node;
+  air__breaker_rec breaker; /* kind t */
+  air__sticky_mem *sticky;  /* kind r: made by the first sticky_set */
 } entry;
 
 typedef struct local {
   pthread_mutex_t mu;
-  entry *buckets[NBUCKETS];
-  size_t count;
-  uint64_t tokens;      /* the last probe lease token made */
+  air__table table;
 } local;
-
-static uint64_t hash_name(char kind, const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)(unsigned char)kind;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 /* Finds or (when create) makes the entry; NULL when absent or over the cap. */
 static entry *lookup(local *st, char kind, const char *name, bool create) {
-  size_t n = strlen(name);
-  uint64_t h = hash_name(kind, name, n);
-  entry **slot = &st->buckets[h % NBUCKETS];
-  for (entry *e = *slot; e != NULL; e = e->next)
-    if (e->hash == h && e->kind == kind && e->len == n &&
-        memcmp(e->name, name, n) == 0)
-      return e;
-  if (!create || st->count >= AIR__MAX_STATE_TARGETS) return NULL;
-  entry *e = calloc(1, sizeof(*e) + n + 1);
-  if (e == NULL) return NULL;
-  e->hash = h;
-  e->kind = kind;
-  e->len = n;
-  memcpy(e->name, name, n + 1);
-  e->next = *slot;
-  *slot = e;
-  st->count++;
-  return e;
+  return air__table_get(&st->table, kind, name, strlen(name), create,
+                        sizeof(entry));
 }
 
 static air__admit local_try_probe(void *impl, const char *target,
@@ -78,14 +42,9 @@ static air__admit local_try_probe(void *impl, const char *target,
   air__admit a = AIR__ADMIT_YES;
   pthread_mutex_lock(&st->mu);
   entry *e = lookup(st, KIND_TARGET, target, false);
-  if (e != NULL) {
-    uint64_t token = st->tokens + 1;
-    a = air__breaker_admit(&e->breaker, now_ms, lease_ms, token, reopen_ms);
-    if (a == AIR__ADMIT_PROBE) {
-      st->tokens = token;
-      *lease = token;
-    }
-  }
+  if (e != NULL)
+    a = air__table_admit(&st->table, &e->breaker, now_ms, lease_ms, reopen_ms,
+                         lease);
   pthread_mutex_unlock(&st->mu);
   return a;
 }
@@ -134,16 +93,8 @@ static int local_sticky_get(void *impl, const char *route, uint64_t now_ms,
   int found = 0;
   pthread_mutex_lock(&st->mu);
   entry *e = lookup(st, KIND_ROUTE, route, false);
-  if (e != NULL && e->sticky) {
-    size_t n = strlen(e->target);
-    if (n < sizeof(out->target)) {
-      memcpy(out->target, e->target, n + 1);
-      out->age_ms = now_ms >= e->since ? now_ms - e->since : 0;
-      out->used = e->used;
-      if (e->used < UINT32_MAX) e->used++;
-      found = 1;
-    }
-  }
+  if (e != NULL && e->sticky != NULL)
+    found = air__sticky_mem_get(e->sticky, now_ms, out);
   pthread_mutex_unlock(&st->mu);
   return found;
 }
@@ -153,38 +104,19 @@ static void local_sticky_set(void *impl, const char *route, const char *target,
   local *st = impl;
   pthread_mutex_lock(&st->mu);
   entry *e = lookup(st, KIND_ROUTE, route, target != NULL);
-  if (e != NULL) {
-    if (target == NULL) {
-      e->sticky = false;
-    } else if (!e->sticky || strcmp(e->target, target) != 0) {
-      size_t n = strlen(target);
-      char *copy = malloc(n + 1);
-      if (copy == NULL) {
-        e->sticky = false; /* no memory: not sticky rather than wrong */
-      } else {
-        memcpy(copy, target, n + 1);
-        free(e->target);
-        e->target = copy;
-        e->sticky = true;
-        e->since = now_ms;
-        e->used = 0;
-      }
-    }
-  }
+  if (e != NULL && e->sticky == NULL && target != NULL)
+    e->sticky = calloc(1, sizeof(*e->sticky)); /* none: not sticky */
+  if (e != NULL && e->sticky != NULL)
+    air__sticky_mem_set(e->sticky, target, now_ms);
   pthread_mutex_unlock(&st->mu);
 }
 
 static void local_destroy(void *impl) {
   local *st = impl;
-  for (size_t i = 0; i < NBUCKETS; i++) {
-    entry *e = st->buckets[i];
-    while (e != NULL) {
-      entry *next = e->next;
-      free(e->target);
-      free(e);
-      e = next;
-    }
-  }
+  for (entry *e = air__table_next(&st->table, NULL); e != NULL;
+       e = air__table_next(&st->table, e))
+    free(e->sticky);
+  air__table_cleanup(&st->table);
   pthread_mutex_destroy(&st->mu);
   free(st);
 }

@@ -54,8 +54,8 @@
 #include "redis_lua.h"
 #include "redis_url.h"
 #include "state.h"
+#include "table.h"
 
-#define NBUCKETS 1024u
 #define BACKOFF_MAX_MS 500u /* DESIGN.md 3.1: reconnect backoff cap */
 #define BACKOFF_BASE_MS 25u
 #define TICK_MS 20u /* command timeouts, dirty pushes */
@@ -85,27 +85,20 @@ typedef struct change {
 } change;
 
 typedef struct entry {
-  struct entry *next;
-  uint64_t hash;
-  char kind;
-  bool shared;         /* has a Redis key */
-  air__breaker_rec br; /* breaker (kind b) */
-  uint64_t ready;      /* a lease Redis gave us, not handed out yet */
+  air__table_node node; /* its key: the Redis key (or a local name) */
+  bool shared;          /* has a Redis key */
+  air__breaker_rec br;  /* breaker (kind b) */
+  uint64_t ready;       /* a lease Redis gave us, not handed out yet */
   uint64_t ready_until;
   bool asking;          /* a lease request is in flight */
   bool own_lease;       /* br.lease is ours in Redis (not a local one) */
   uint64_t renewed;     /* own lease: last renewal (this thread's clock) */
   uint64_t renew_until; /* own lease: the engine's lease ends (same clock) */
-  bool sticky;          /* sticky (kind s) */
-  uint32_t used;
-  uint64_t since;
-  char target[AIR__MAX_TARGET_BYTES];
-  uint64_t version; /* the newest version applied */
-  uint32_t pending; /* our commands in flight on this key */
-  bool dirty;       /* changed without reaching Redis */
-  change wait;      /* the newest of others' changes while pending */
-  size_t klen;
-  char key[]; /* the Redis key (or a local name) */
+  air__sticky_mem st;   /* sticky (kind s) */
+  uint64_t version;     /* the newest version applied */
+  uint32_t pending;     /* our commands in flight on this key */
+  bool dirty;           /* changed without reaching Redis */
+  change wait;          /* the newest of others' changes while pending */
 } entry;
 
 /* ---- commands ---------------------------------------------------------------
@@ -159,10 +152,8 @@ typedef struct name_hash {
 typedef struct redis {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* answers arrived (air__state_redis_sync) */
-  entry *buckets[NBUCKETS];
-  size_t count;
-  uint64_t tokens;
-  size_t n_leases; /* entries whose own_lease is set */
+  air__table table;  /* the mirror */
+  size_t n_leases;   /* entries whose own_lease is set */
   char instance[17];
   /* What is shared and under which key (from the config). */
   char prefix[AIR__MAX_REDIS_PREFIX_BYTES + 1];
@@ -274,21 +265,9 @@ static size_t key_of(const redis *r, char kind, const char *name, char *out,
 /* Finds or (when create) makes the entry of key; NULL over the cap. */
 static entry *lookup_key(redis *r, char kind, const char *key, size_t n,
                          bool shared, bool create) {
-  uint64_t h = fnv(key, n, 1469598103934665603ull ^ (uint64_t)kind);
-  entry **slot = &r->buckets[h % NBUCKETS];
-  for (entry *e = *slot; e != NULL; e = e->next)
-    if (e->hash == h && e->klen == n && memcmp(e->key, key, n) == 0) return e;
-  if (!create || r->count >= AIR__MAX_STATE_TARGETS) return NULL;
-  entry *e = calloc(1, sizeof(*e) + n + 1);
-  if (e == NULL) return NULL;
-  e->hash = h;
-  e->kind = kind;
-  e->shared = shared;
-  e->klen = n;
-  memcpy(e->key, key, n);
-  e->next = *slot;
-  *slot = e;
-  r->count++;
+  size_t before = r->table.count;
+  entry *e = air__table_get(&r->table, kind, key, n, create, sizeof(entry));
+  if (e != NULL && r->table.count != before) e->shared = shared;
   return e;
 }
 
@@ -334,7 +313,8 @@ static cmd *cmd_new(op_kind o, int script, entry *e, uint64_t now) {
   c->e = e;
   c->op_now = now;
   if (e != NULL) {
-    snprintf(c->keys[0], sizeof c->keys[0], "%.*s", (int)e->klen, e->key);
+    snprintf(c->keys[0], sizeof c->keys[0], "%.*s", (int)e->node.len,
+             e->node.key);
     c->nkeys = 1;
   }
   return c;
@@ -351,8 +331,8 @@ static void cmd_num(cmd *c, long long v) {
 /* The lease key of a breaker key: "l" in place of its "b". */
 static void lease_key(const redis *r, const entry *e, char *out, size_t sz) {
   size_t p = strlen(r->prefix);
-  snprintf(out, sz, "%sl%.*s", r->prefix, (int)(e->klen - p - 1),
-           e->key + p + 1);
+  snprintf(out, sz, "%sl%.*s", r->prefix, (int)(e->node.len - p - 1),
+           e->node.key + p + 1);
 }
 
 static void lease_value(const redis *r, uint64_t token, char *out, size_t sz) {
@@ -441,6 +421,17 @@ static long long left_open(const entry *e, uint64_t now) {
   return e->br.open_until > now ? (long long)(e->br.open_until - now) : 0;
 }
 
+/* Queues e's record through the merge script of its kind (the stricter
+ * state wins). Caller holds mu. */
+static void push_merge(redis *r, entry *e, uint64_t now) {
+  if (e->node.kind == KIND_TARGET)
+    enqueue(r,
+            breaker_cmd(r, e, 'm', e->br.failures, left_open(e, now), 0, now));
+  else if (e->st.on)
+    enqueue(r, sticky_cmd(r, e, "m", e->st.target, e->st.used,
+                          now > e->st.since ? now - e->st.since : 0, now));
+}
+
 /* ---- the ops (worker threads)
  * ------------------------------------------------ */
 
@@ -459,13 +450,8 @@ static air__admit redis_try_probe(void *impl, const char *target,
     e->ready = 0;
   }
   if (m != AIR_BREAKER_HALF_OPEN || !e->shared || !r->up) {
-    uint64_t token = r->tokens + 1;
-    a = air__breaker_admit(&e->br, now_ms, lease_ms, token, reopen_ms);
-    if (a == AIR__ADMIT_PROBE) {
-      r->tokens = token;
-      *lease = token;
-      drop_own(r, e);
-    }
+    a = air__table_admit(&r->table, &e->br, now_ms, lease_ms, reopen_ms, lease);
+    if (a == AIR__ADMIT_PROBE) drop_own(r, e);
     goto out;
   }
   a = AIR__ADMIT_NO;
@@ -486,7 +472,7 @@ static air__admit redis_try_probe(void *impl, const char *target,
   if (!e->asking) {
     e->asking = true;
     enqueue(r,
-            lease_cmd(r, e, 'a', ++r->tokens,
+            lease_cmd(r, e, 'a', ++r->table.tokens,
                       lease_ms < LEASE_PX_MS ? lease_ms : LEASE_PX_MS, now_ms));
   }
 out:
@@ -562,17 +548,10 @@ static int redis_sticky_get(void *impl, const char *route, uint64_t now_ms,
   int found = 0;
   pthread_mutex_lock(&r->mu);
   entry *e = lookup(r, KIND_ROUTE, route, false);
-  if (e != NULL && e->sticky) {
-    size_t n = strlen(e->target);
-    if (n < sizeof(out->target)) {
-      memcpy(out->target, e->target, n + 1);
-      out->age_ms = now_ms >= e->since ? now_ms - e->since : 0;
-      out->used = e->used;
-      if (e->used < UINT32_MAX) e->used++;
-      found = 1;
-      if (e->shared)
-        enqueue(r, sticky_cmd(r, e, "use", e->target, 0, 0, now_ms));
-    }
+  if (e != NULL && air__sticky_mem_get(&e->st, now_ms, out)) {
+    found = 1;
+    if (e->shared)
+      enqueue(r, sticky_cmd(r, e, "use", e->st.target, 0, 0, now_ms));
   }
   pthread_mutex_unlock(&r->mu);
   return found;
@@ -583,25 +562,9 @@ static void redis_sticky_set(void *impl, const char *route, const char *target,
   redis *r = impl;
   pthread_mutex_lock(&r->mu);
   entry *e = lookup(r, KIND_ROUTE, route, target != NULL);
-  if (e != NULL) {
-    bool changed = false;
-    if (target == NULL) {
-      changed = e->sticky;
-      e->sticky = false;
-    } else if (strlen(target) >= sizeof e->target) {
-      changed = e->sticky;
-      e->sticky = false; /* does not fit: not sticky rather than wrong */
-    } else if (!e->sticky || strcmp(e->target, target) != 0) {
-      snprintf(e->target, sizeof e->target, "%s", target);
-      e->sticky = true;
-      e->since = now_ms;
-      e->used = 0;
-      changed = true;
-    }
-    if (changed && e->shared)
-      enqueue(r, sticky_cmd(r, e, e->sticky ? "set" : "clr", e->target, 0, 0,
-                            now_ms));
-  }
+  if (e != NULL && air__sticky_mem_set(&e->st, target, now_ms) && e->shared)
+    enqueue(r, sticky_cmd(r, e, e->st.on ? "set" : "clr", e->st.target, 0, 0,
+                          now_ms));
   pthread_mutex_unlock(&r->mu);
 }
 
@@ -663,7 +626,7 @@ static void apply(redis *r, entry *e, const change *ch, bool reply) {
   if (!ch->have || ch->version <= e->version) return;
   e->version = ch->version;
   if (!reply) r->applied++;
-  if (e->kind == KIND_TARGET) {
+  if (e->node.kind == KIND_TARGET) {
     if (reply && e->br.failures == ch->n && e->br.open == ch->on) return;
     e->br.failures = ch->n;
     e->br.open = ch->on;
@@ -671,13 +634,13 @@ static void apply(redis *r, entry *e, const change *ch, bool reply) {
     if (!ch->on && !e->own_lease) e->br.lease = 0;
     return;
   }
-  if (reply && e->sticky == ch->on && e->used == ch->n &&
-      (!ch->on || strcmp(e->target, ch->target) == 0))
+  if (reply && e->st.on == ch->on && e->st.used == ch->n &&
+      (!ch->on || strcmp(e->st.target, ch->target) == 0))
     return;
-  e->sticky = ch->on;
-  e->used = ch->n;
-  snprintf(e->target, sizeof e->target, "%s", ch->target);
-  e->since = ch->base >= ch->ms ? ch->base - ch->ms : 0;
+  e->st.on = ch->on;
+  e->st.used = ch->n;
+  snprintf(e->st.target, sizeof e->st.target, "%s", ch->target);
+  e->st.since = ch->base >= ch->ms ? ch->base - ch->ms : 0;
 }
 
 /* Others' change: applied now, or kept until our commands on e are done. */
@@ -1032,20 +995,16 @@ static void scan_step(redis *r) {
     /* Merge what this instance holds (changed meanwhile, or lost by a
      * restarted Redis); versions start over, the scan reads them anew. */
     uint64_t now = mono_ms();
-    for (size_t b = 0; b < NBUCKETS; b++)
-      for (entry *e = r->buckets[b]; e; e = e->next) {
-        if (e->dirty) r->n_dirty--;
-        e->dirty = false;
-        e->version = 0;
-        e->wait.have = false;
-        if (!e->shared) continue;
-        if (e->kind == KIND_TARGET && (e->br.failures || e->br.open))
-          enqueue(r, breaker_cmd(r, e, 'm', e->br.failures, left_open(e, now),
-                                 0, now));
-        else if (e->kind == KIND_ROUTE && e->sticky)
-          enqueue(r, sticky_cmd(r, e, "m", e->target, e->used,
-                                now > e->since ? now - e->since : 0, now));
-      }
+    for (entry *e = air__table_next(&r->table, NULL); e != NULL;
+         e = air__table_next(&r->table, e)) {
+      if (e->dirty) r->n_dirty--;
+      e->dirty = false;
+      e->version = 0;
+      e->wait.have = false;
+      if (e->shared &&
+          (e->node.kind == KIND_ROUTE || e->br.failures || e->br.open))
+        push_merge(r, e, now);
+    }
     pthread_mutex_unlock(&r->mu);
     pump(r);
   }
@@ -1345,28 +1304,23 @@ static void on_tick(uv_timer_t *t) {
   }
   pthread_mutex_lock(&r->mu);
   /* Renew the leases of the probes running here. */
-  for (size_t b = 0; r->up && r->n_leases > 0 && b < NBUCKETS; b++)
-    for (entry *e = r->buckets[b]; e; e = e->next) {
-      if (!e->own_lease || now - e->renewed < LEASE_PX_MS / 3) continue;
-      if (now >= e->renew_until) continue; /* its owner vanished: expire */
-      e->renewed = now;
-      enqueue(r, lease_cmd(r, e, 'x', e->br.lease, LEASE_PX_MS, now));
-    }
+  for (entry *e = r->up && r->n_leases > 0 ? air__table_next(&r->table, NULL)
+                                           : NULL;
+       e != NULL; e = air__table_next(&r->table, e)) {
+    if (!e->own_lease || now - e->renewed < LEASE_PX_MS / 3) continue;
+    if (now >= e->renew_until) continue; /* its owner vanished: expire */
+    e->renewed = now;
+    enqueue(r, lease_cmd(r, e, 'x', e->br.lease, LEASE_PX_MS, now));
+  }
   bool flush = r->up && !r->scanning && r->n_dirty > 0 &&
                r->queued < AIR__MAX_REDIS_QUEUE / 2;
-  for (size_t b = 0; flush && b < NBUCKETS && r->n_dirty; b++)
-    for (entry *e = r->buckets[b]; e; e = e->next) {
-      if (!e->dirty) continue;
-      e->dirty = false;
-      r->n_dirty--;
-      if (!e->shared) continue;
-      if (e->kind == KIND_TARGET)
-        enqueue(r, breaker_cmd(r, e, 'm', e->br.failures, left_open(e, now), 0,
-                               now));
-      else if (e->sticky)
-        enqueue(r, sticky_cmd(r, e, "m", e->target, e->used,
-                              now > e->since ? now - e->since : 0, now));
-    }
+  for (entry *e = flush ? air__table_next(&r->table, NULL) : NULL;
+       e != NULL && r->n_dirty > 0; e = air__table_next(&r->table, e)) {
+    if (!e->dirty) continue;
+    e->dirty = false;
+    r->n_dirty--;
+    if (e->shared) push_merge(r, e, now);
+  }
   pthread_mutex_unlock(&r->mu);
 }
 
@@ -1482,14 +1436,7 @@ static void redis_destroy(void *impl) {
     pthread_join(r->thread, NULL);
   }
   uv_loop_close(&r->loop);
-  for (size_t i = 0; i < NBUCKETS; i++) {
-    entry *e = r->buckets[i];
-    while (e != NULL) {
-      entry *next = e->next;
-      free(e);
-      e = next;
-    }
-  }
+  air__table_cleanup(&r->table);
   tables_free(r);
   air__redis_url_wipe(&r->url);
   if (r->password) {

@@ -16,30 +16,16 @@ Only 127.0.0.1; every wait is bounded.
 import json
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 
-LOCAL = "127.0.0.1"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL  # noqa: E402
+
 TOKENS = 100000
 MODEL = "big@tokens=%d" % TOKENS
-
-
-def start(argv, stderr=None):
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr or subprocess.DEVNULL)
-    deadline = time.time() + 15
-    line = b""
-    while time.time() < deadline and not line.endswith(b"\n"):
-        ch = p.stdout.read(1)
-        if not ch:
-            break
-        line += ch
-    text = line.decode()
-    if not text.startswith("listening on http://"):
-        p.kill()
-        raise SystemExit("did not start: %r" % text)
-    return p, int(text.strip().rsplit(":", 1)[1])
 
 
 def rss_kib(pid):
@@ -50,23 +36,12 @@ def rss_kib(pid):
     return 0
 
 
-def http(port, method, path, body=b""):
-    s = socket.create_connection((LOCAL, port), timeout=10)
-    s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-               % (method, path, len(body))).encode() + body)
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return data.split(b"\r\n\r\n", 1)[1]
+def http(port, method, path, body=None):
+    return airtest.fetch(port, method, path, body, timeout=10)[2]
 
 
 def mock_entry(mport):
-    log = json.loads(http(mport, "GET", "/__mock/log"))
-    entries = [e for e in log["attempts"] if e["model"] == MODEL]
+    entries = [e for e in airtest.mock_log(mport) if e["model"] == MODEL]
     return entries[-1] if entries else None
 
 
@@ -74,38 +49,28 @@ def dechunk(raw):
     """The body of a chunked HTTP/1.1 response."""
     head, rest = raw.split(b"\r\n\r\n", 1)
     assert b"200 OK" in head.split(b"\r\n")[0], head[:200]
-    out = bytearray()
-    while True:
-        size_line, rest = rest.split(b"\r\n", 1)
-        size = int(size_line, 16)
-        if size == 0:
-            return bytes(out)
-        out += rest[:size]
-        rest = rest[size + 2:]
+    return airtest.dechunk(rest)
 
 
 def main():
     airetry = sys.argv[1]
-    tmp = tempfile.mkdtemp(prefix="airetry-bp-")
-    procs = []
+    airtest.init("bp")
     failures = []
     try:
-        mock, mport = start([airetry, "mock", "--listen", LOCAL + ":0"])
-        procs.append(mock)
-        cfg = os.path.join(tmp, "gw.yaml")
-        with open(cfg, "w") as f:
-            f.write("providers:\n  - {name: m, api: openai, base_url: \"http://%s:%d/v1\"}\n"
-                    "defaults:\n  timeouts: {chunk_ms: 20000, first_chunk_ms: 20000}\n"
-                    "routes:\n  - {name: big, targets: [m/%s]}\n" % (LOCAL, mport, MODEL))
-        gw, gport = start([airetry, "serve", "--config", cfg, "--listen", LOCAL + ":0",
-                           "--workers", "1"])
-        procs.append(gw)
+        mport = airtest.Proc("mock", [airetry, "mock", "--listen", LOCAL + ":0"]).port
+        cfg = airtest.write_file(
+            "gw.yaml", "providers:\n  - {name: m, api: openai, base_url: \"http://%s:%d/v1\"}\n"
+            "defaults:\n  timeouts: {chunk_ms: 20000, first_chunk_ms: 20000}\n"
+            "routes:\n  - {name: big, targets: [m/%s]}\n" % (LOCAL, mport, MODEL))
+        gw = airtest.Proc("gateway", [airetry, "serve", "--config", cfg, "--listen",
+                                      LOCAL + ":0", "--workers", "1"])
+        gport = gw.port
         body = json.dumps({"model": "big", "stream": True,
                            "messages": [{"role": "user", "content": "go"}]}).encode()
         # Warm up (allocator, connection pool), then measure.
         http(gport, "POST", "/v1/chat/completions",
-             json.dumps({"model": "m/w@tokens=4", "stream": True,
-                         "messages": [{"role": "user", "content": "w"}]}).encode())
+             {"model": "m/w@tokens=4", "stream": True,
+              "messages": [{"role": "user", "content": "w"}]})
         before = rss_kib(gw.pid)
         s = socket.create_connection((LOCAL, gport), timeout=30)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
@@ -157,13 +122,8 @@ def main():
         if not done:
             failures.append("no [DONE]: not a clean end")
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        airtest.stop_all()
+        airtest.remove_work()
     for f in failures:
         print("FAIL: " + f)
     print("backpressure: %s" % ("ok" if not failures else "FAILED"))

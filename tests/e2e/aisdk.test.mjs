@@ -114,92 +114,97 @@ function attempts(down, model, calls) {
   return down ? { 'down@503': calls, [model]: calls } : { [model]: calls };
 }
 
+// Every client in front of every upstream dialect (mo: OpenAI, ma:
+// Anthropic): across dialects the gateway translates through its canonical
+// request (tools, schemas, reasoning), so the SDK sees the same answers.
 for (const kind of ['openai', 'anthropic', 'compat']) {
-  for (const down of [false, true]) {
-    const state = down ? 'down' : 'ok';
-    const route = (m) => `${provider(kind)}-${m}-${state}`;
+  for (const up of ['mo', 'ma']) {
+    for (const down of [false, true]) {
+      const state = `${up === provider(kind) ? '' : `to ${up}, `}${down ? 'down' : 'ok'}`;
+      const route = (m) => `${up}-${m}-${down ? 'down' : 'ok'}`;
 
-    test(`${kind} generateText (${state})`, async () => {
-      const r = await exactly(route('text'), 1, attempts(down, 'text', 1), () =>
-        generateText({ model: chatModel(kind, route('text')), prompt: 'hi', maxRetries: 0 }),
-      );
-      assert.equal(r.text, canonical('text'));
-      assert.equal(r.finishReason, 'stop');
-      assert.equal(r.response.modelId, 'text');
-      assert.ok(r.usage.outputTokens > 0);
-    });
-
-    test(`${kind} streamText (${state})`, async () => {
-      const r = await exactly(route('text'), 1, attempts(down, 'text', 1), async () => {
-        const s = streamText({ model: chatModel(kind, route('text')), prompt: 'hi', maxRetries: 0 });
-        let text = '';
-        let parts = 0;
-        for await (const t of s.textStream) {
-          text += t;
-          parts++;
-        }
-        return { text, parts, finish: await s.finishReason };
+      test(`${kind} generateText (${state})`, async () => {
+        const r = await exactly(route('text'), 1, attempts(down, 'text', 1), () =>
+          generateText({ model: chatModel(kind, route('text')), prompt: 'hi', maxRetries: 0 }),
+        );
+        assert.equal(r.text, canonical('text'));
+        assert.equal(r.finishReason, 'stop');
+        assert.equal(r.response.modelId, 'text');
+        assert.ok(r.usage.outputTokens > 0);
       });
-      assert.equal(r.text, canonical('text'));
-      assert.ok(r.parts > 1, 'streamed in pieces');
-      assert.equal(r.finish, 'stop');
-    });
 
-    test(`${kind} tools: a tool call round trip (${state})`, async () => {
-      const calls = [];
-      const r = await exactly(route('tooly'), 2, attempts(down, 'tooly', 2), () =>
-        generateText({
-          model: chatModel(kind, route('tooly')),
-          prompt: 'What is the weather?',
-          maxRetries: 0,
-          stopWhen: stepCountIs(3),
-          tools: {
-            get_weather: tool({
-              description: 'The weather at a place',
-              inputSchema: z.object({ location: z.string(), days: z.number() }),
-              execute: async (args) => {
-                calls.push(args);
-                return { forecast: 'sunny' };
-              },
-            }),
-          },
-        }),
-      );
-      assert.deepEqual(calls, [{ location: 'city-0', days: 1 }]);
-      assert.equal(r.steps.length, 2);
-      assert.equal(r.steps[0].finishReason, 'tool-calls');
-      assert.equal(r.text, canonical('tooly'));
-    });
-
-    test(`${kind} generateObject (${state})`, async () => {
-      const r = await exactly(route('js'), 1, attempts(down, 'js@json', 1), () =>
-        generateObject({
-          model: chatModel(kind, route('js')),
-          schema: SCHEMA,
-          prompt: 'A city.',
-          maxRetries: 0,
-          ...objectOptions(kind),
-        }),
-      );
-      assert.deepEqual(r.object, INSTANCE);
-    });
-
-    test(`${kind} streamObject (${state})`, async () => {
-      const r = await exactly(route('js'), 1, attempts(down, 'js@json', 1), async () => {
-        const s = streamObject({
-          model: chatModel(kind, route('js')),
-          schema: SCHEMA,
-          prompt: 'A city.',
-          maxRetries: 0,
-          ...objectOptions(kind),
+      test(`${kind} streamText (${state})`, async () => {
+        const r = await exactly(route('text'), 1, attempts(down, 'text', 1), async () => {
+          const s = streamText({ model: chatModel(kind, route('text')), prompt: 'hi', maxRetries: 0 });
+          let text = '';
+          let parts = 0;
+          for await (const t of s.textStream) {
+            text += t;
+            parts++;
+          }
+          return { text, parts, finish: await s.finishReason };
         });
-        let partials = 0;
-        for await (const _ of s.partialObjectStream) partials++;
-        return { object: await s.object, partials };
+        assert.equal(r.text, canonical('text'));
+        assert.ok(r.parts > 1, 'streamed in pieces');
+        assert.equal(r.finish, 'stop');
       });
-      assert.deepEqual(r.object, INSTANCE);
-      assert.ok(r.partials >= 1);
-    });
+
+      test(`${kind} tools: a tool call round trip (${state})`, async () => {
+        const calls = [];
+        const r = await exactly(route('tooly'), 2, attempts(down, 'tooly', 2), () =>
+          generateText({
+            model: chatModel(kind, route('tooly')),
+            prompt: 'What is the weather?',
+            maxRetries: 0,
+            stopWhen: stepCountIs(3),
+            tools: {
+              get_weather: tool({
+                description: 'The weather at a place',
+                inputSchema: z.object({ location: z.string(), days: z.number() }),
+                execute: async (args) => {
+                  calls.push(args);
+                  return { forecast: 'sunny' };
+                },
+              }),
+            },
+          }),
+        );
+        assert.deepEqual(calls, [{ location: 'city-0', days: 1 }]);
+        assert.equal(r.steps.length, 2);
+        assert.equal(r.steps[0].finishReason, 'tool-calls');
+        assert.equal(r.text, canonical('tooly'));
+      });
+
+      test(`${kind} generateObject (${state})`, async () => {
+        const r = await exactly(route('js'), 1, attempts(down, 'js@json', 1), () =>
+          generateObject({
+            model: chatModel(kind, route('js')),
+            schema: SCHEMA,
+            prompt: 'A city.',
+            maxRetries: 0,
+            ...objectOptions(kind),
+          }),
+        );
+        assert.deepEqual(r.object, INSTANCE);
+      });
+
+      test(`${kind} streamObject (${state})`, async () => {
+        const r = await exactly(route('js'), 1, attempts(down, 'js@json', 1), async () => {
+          const s = streamObject({
+            model: chatModel(kind, route('js')),
+            schema: SCHEMA,
+            prompt: 'A city.',
+            maxRetries: 0,
+            ...objectOptions(kind),
+          });
+          let partials = 0;
+          for await (const _ of s.partialObjectStream) partials++;
+          return { object: await s.object, partials };
+        });
+        assert.deepEqual(r.object, INSTANCE);
+        assert.ok(r.partials >= 1);
+      });
+    }
   }
 }
 

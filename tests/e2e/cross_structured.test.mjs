@@ -4,9 +4,6 @@
 // native), and an Anthropic caller's output_config.format when it falls over
 // to an OpenAI target — with the official openai SDK, the AI SDK and
 // LangChain, the primary down (a 503 on every attempt).
-//
-// Skipped unless AIR_E2E_CROSS=1: the translation lands with another branch
-// of issue 14; tests/e2e/run.sh passes the variable through.
 import { describe, test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -16,8 +13,6 @@ import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
 
 import { startMock, startGateway, gatewayConfig, assertCleanExit, stopAll } from './lib.mjs';
-
-const CROSS = process.env.AIR_E2E_CROSS === '1';
 
 const SCHEMA = {
   type: 'object',
@@ -39,7 +34,7 @@ const ROUTES = [
   { name: 'an-to-oa', targets: ['ma/down@503', 'mo/js@json'] },
 ];
 
-describe('structured output across dialects', { skip: !CROSS && 'set AIR_E2E_CROSS=1' }, () => {
+describe('structured output across dialects', () => {
   let mock;
   let gw;
 

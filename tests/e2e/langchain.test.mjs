@@ -98,11 +98,13 @@ function attempts(down, model, calls) {
 const text = (content) =>
   typeof content === 'string' ? content : content.map((c) => c.text || '').join('');
 
+// Each client in front of both upstream dialects (mo: OpenAI, ma: Anthropic).
 for (const kind of ['openai', 'anthropic']) {
-  const p = kind === 'openai' ? 'mo' : 'ma';
-  for (const down of [false, true]) {
-    const state = down ? 'down' : 'ok';
-    const route = (m) => `${p}-${m}-${state}`;
+  const own = kind === 'openai' ? 'mo' : 'ma';
+  const other = own === 'mo' ? 'ma' : 'mo';
+  for (const [p, down] of [[own, false], [own, true], [other, false], [other, true]]) {
+    const state = `${p === own ? '' : `to ${p}, `}${down ? 'down' : 'ok'}`;
+    const route = (m) => `${p}-${m}-${down ? 'down' : 'ok'}`;
 
     test(`${kind} invoke (${state})`, async () => {
       const r = await exactly(route('text'), 1, attempts(down, 'text', 1), () =>

@@ -9,10 +9,6 @@
 # `npm ci` when that folder is missing or older than package-lock.json, then
 # runs every tests/e2e/*.test.mjs with node's test runner, one file at a time.
 # Exits with node's status.
-#
-# AIR_E2E_CROSS=1 in the environment turns on cross_structured.test.mjs
-# (structured output across dialects); without it that file's suite is
-# reported as skipped.
 set -eu
 
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -34,18 +34,20 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
 import urllib.parse
 
-LOCAL = "127.0.0.1"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL, PROCS, Proc, check  # noqa: E402
+
 
 # ---- secrets -------------------------------------------------------------------
 # Distinctive values with characters that change under URL- and
@@ -77,8 +79,7 @@ WRONG_KEYS = {
 
 # ---- bookkeeping -----------------------------------------------------------------
 
-WORK = tempfile.mkdtemp(prefix="airetry-security-")
-PROCS = []  # every process started, stopped at the end
+WORK = airtest.init("security")  # PROCS: every process started, stopped at the end
 LISTENERS = []
 CAPTURED = []  # (label, bytes): every byte a gateway or the CLI sent us
 CAPTURED_LOCK = threading.Lock()
@@ -97,11 +98,6 @@ class Skip(Exception):
     pass
 
 
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
 def short(b, n=300):
     if isinstance(b, bytes):
         b = b.decode("utf-8", "replace")
@@ -111,97 +107,7 @@ def short(b, n=300):
 # ---- processes ------------------------------------------------------------------------
 
 
-class Proc:
-    """A child process whose stdout's first line is `listening on http://H:P`."""
-
-    def __init__(self, name, args, env=None, expect_listen=True, timeout=15.0):
-        self.name = name
-        self.err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
-        self.err_file = open(self.err_path, "wb")
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.p = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self.err_file,
-            env=full_env,
-        )
-        PROCS.append(self)
-        self.port = None
-        self.host = None
-        self.first_line = ""
-        if expect_listen:
-            line = self.read_line(timeout)
-            self.first_line = line
-            prefix = "listening on http://"
-            if not line.startswith(prefix):
-                self.stop()
-                raise RuntimeError(
-                    "%s did not start: stdout %r, stderr %r"
-                    % (name, line, short(self.stderr(), 800))
-                )
-            hostport = line[len(prefix):].strip()
-            host, _, port = hostport.rpartition(":")
-            self.host = host.strip("[]")
-            self.port = int(port)
-
-    def read_line(self, timeout):
-        fd = self.p.stdout.fileno()
-        buf = b""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            r, _, _ = select.select([fd], [], [], left)
-            if not r:
-                break
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            buf += chunk
-        return buf.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-    def stderr(self):
-        if not self.err_file.closed:
-            self.err_file.flush()
-        with open(self.err_path, "rb") as f:
-            return f.read()
-
-    def wait(self, timeout):
-        try:
-            return self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def stop(self, timeout=10.0):
-        """SIGTERM, then SIGKILL after timeout. Returns the exit status."""
-        if self.p.poll() is None:
-            try:
-                self.p.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            if self.wait(timeout) is None:
-                self.p.kill()
-                self.p.wait(timeout=5)
-        try:
-            self.p.stdout.close()
-        except Exception:
-            pass
-        if not self.err_file.closed:
-            self.err_file.close()
-        return self.p.returncode
-
-
-def write_config(name, obj):
-    path = os.path.join(WORK, name)
-    with open(path, "w") as f:
-        if isinstance(obj, str):
-            f.write(obj)
-        else:
-            json.dump(obj, f, indent=1)
-    return path
+write_config = airtest.write_file
 
 
 def start_gateway(name, cfg, env=None, workers=2, listen=LOCAL + ":0", extra=()):
@@ -565,20 +471,11 @@ def msgs_body(model, stream=False, text="hello", **extra):
 
 
 def mock_log(mock):
-    s = connect(mock.port)
-    s.sendall(b"GET /__mock/log HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    raw, _ = recv_until_close(s, 10)
-    s.close()
-    return Resp(raw, True).json()["attempts"]
+    return airtest.mock_log(mock.port)
 
 
 def wait_until(pred, timeout, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
+    return airtest.wait_until(pred, timeout, step)
 
 
 # ---- assertions shared by tests --------------------------------------------------------
@@ -651,14 +548,7 @@ def find_secrets(data):
 
 # ---- the test registry ---------------------------------------------------------------
 
-TESTS = []
-
-
-def test(name):
-    def deco(f):
-        TESTS.append((name, f))
-        return f
-    return deco
+TESTS, test = airtest.registry()
 
 
 class Fixture:
@@ -676,12 +566,7 @@ SWITCH_ON = ["rate_limit", "overloaded", "server_error", "network", "malformed",
              "not_found", "refusal"]
 
 
-def closed_port():
-    s = socket.socket()
-    s.bind((LOCAL, 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+closed_port = airtest.free_port
 
 
 def main_config(mock_port, raw_port):
@@ -1856,7 +1741,6 @@ def main():
         return 2
     BIN = os.path.abspath(sys.argv[1])
     only = sys.argv[2:]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     failed = 0
     try:
         F.raw = RawListener("raw")
@@ -1883,11 +1767,7 @@ def main():
                 print("FAIL    %s\n        %s" % (name, msg.replace("\n", "\n        ")),
                       flush=True)
     finally:
-        for p in reversed(PROCS):
-            try:
-                p.stop()
-            except Exception:  # noqa: BLE001
-                pass
+        airtest.stop_all()
         for lst in LISTENERS:
             lst.stop()
     n = len(RESULTS)
@@ -1895,7 +1775,7 @@ def main():
     print("security: %d of %d tests passed%s" % (
         n - failed, n, " (configs and stderr of every process in %s)" % WORK if keep else ""))
     if not keep:
-        shutil.rmtree(WORK, ignore_errors=True)
+        airtest.remove_work()
     return 1 if failed else 0
 
 

@@ -5,9 +5,22 @@
  * and every one of them verified. tests/soak/run.sh starts the processes:
  *
  *   soak script --profile P --seed S --out FILE       the mock's script
- *   soak config --mock-port PORT --out FILE           the gateway's config
+ *   soak config --mock-port PORT [--redis-port PORT] --out FILE
+ *                                                     the gateway's config
  *   soak run    --profile P --seed S --gateway URL --mock URL --pid PID
- *               --log FILE [--rate R] [--concurrency C]
+ *               --log FILE [--rate R] [--concurrency C] [--ctl DIR]
+ *
+ * The profiles redis-short and redis (issue 18) run three gateways that
+ * share their state through one Redis, which run.sh restarts (kill -9)
+ * every few seconds during the load: --gateway, --pid and --log are then
+ * given once per instance (in the same order), request i goes to instance
+ * i % 3, and every check below is made per instance (its log lines, its
+ * /metrics, its worker's RSS and fds). --ctl DIR is the handshake with
+ * run.sh's restarter: the driver creates DIR/warm after the warm-up (the
+ * restarts begin), DIR/stop when the last request has ended (they end);
+ * run.sh then answers with DIR/final holding the number of restarts, once
+ * Redis is up again. At the end every instance must show
+ * airetry_state_redis_up 1 and at least that many reconnects.
  *
  * The routes (ROUTES below) each have three targets across both upstream
  * dialects and their own budget and policy. Every model of the mock has a
@@ -146,16 +159,20 @@ static const char REFUSAL_PHRASE[] = "I'm sorry, but I cannot assist";
 
 typedef struct profile {
   const char *name;
-  int total;    /* requests, the warm-up included */
-  int warm;     /* warm-up requests (RSS and fds measured after them) */
-  double rate;  /* requests started per second at most */
-  int list_len; /* behaviours listed per primary model */
+  int total;     /* requests, the warm-up included */
+  int warm;      /* warm-up requests (RSS and fds measured after them) */
+  double rate;   /* requests started per second at most */
+  int list_len;  /* behaviours listed per primary model */
+  int instances; /* gateways (3: sharing state through Redis) */
 } profile;
 
 static const profile PROFILES[] = {
-    {"short", 1000, 200, 250, 700},
-    {"long", 11000, 1000, 200, 6500},
+    {"short", 1000, 200, 250, 700, 1},
+    {"long", 11000, 1000, 200, 6500, 1},
+    {"redis-short", 1500, 600, 250, 1000, 3},
+    {"redis", 11000, 1000, 200, 6500, 3},
 };
+#define MAX_GW 3 /* gateways of one run */
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -332,7 +349,7 @@ static int write_script(const profile *pr, uint64_t seed, const char *path) {
   return 0;
 }
 
-static int write_config(int mock_port, const char *path) {
+static int write_config(int mock_port, int redis_port, const char *path) {
   FILE *f = fopen(path, "w");
   if (f == NULL) {
     fprintf(stderr, "soak: %s: %s\n", path, strerror(errno));
@@ -363,6 +380,14 @@ static int write_config(int mock_port, const char *path) {
     else
       fprintf(f, "    budget: {max_total_attempts: %d}\n", r->budget);
   }
+  /* The Redis profiles: breaker, probe, cooldown and sticky state shared by
+   * the three instances; Redis on 127.0.0.1 without a password. */
+  if (redis_port > 0)
+    fprintf(f,
+            "state:\n"
+            "  redis: {url: \"redis://127.0.0.1:%d/0\", prefix: \"soak:\",\n"
+            "          connect_timeout_ms: 200, command_timeout_ms: 200}\n",
+            redis_port);
   if (fclose(f) != 0) {
     fprintf(stderr, "soak: %s: %s\n", path, strerror(errno));
     return 1;
@@ -398,6 +423,7 @@ typedef struct result {
   short status;           /* HTTP status, 0 none */
   short attempts_hdr;     /* x-airetry-attempts, -1 none */
   unsigned char logged;   /* log lines seen */
+  unsigned char gw;       /* the instance it is sent to */
   double t_send, t_abort; /* driver ms */
 } result;
 
@@ -425,8 +451,11 @@ typedef struct run {
   uint64_t seed;
   double rate;
   int conc;
-  const char *gw_url, *mock_url, *log_path;
-  int pid;
+  const char *mock_url;
+  const char *gw_url[MAX_GW], *log_path[MAX_GW];
+  int pid[MAX_GW];
+  int n_gw, n_pid, n_log;
+  const char *ctl; /* run.sh's restarter handshake folder, or NULL */
   bool asan;
   CURLM *m;
   inflight *slots;
@@ -438,10 +467,11 @@ typedef struct run {
   /* figures */
   unsigned n_stream_ok, n_plain_ok, n_after_commit, n_aborted;
   unsigned by_status[600];
-  long rss_warm, rss_end;
-  long trend[MAX_TREND]; /* VmRSS every RSS_EVERY requests (under load) */
+  long rss_warm[MAX_GW], rss_end[MAX_GW];
+  /* VmRSS every RSS_EVERY requests (under load), per instance */
+  long trend[MAX_GW][MAX_TREND];
   int n_trend;
-  int fd_warm, fd_end;
+  int fd_warm[MAX_GW], fd_end[MAX_GW];
 } run;
 
 static void draw_requests(run *R) {
@@ -451,9 +481,11 @@ static void draw_requests(run *R) {
     memset(x, 0, sizeof(*x));
     x->target = -1;
     x->attempts_hdr = -1;
+    x->gw = (unsigned char)(i % R->n_gw); /* draws nothing: seeds replay */
     x->api = (unsigned char)rng_below(&s, 2);
     x->stream = rng_below(&s, 100) < 60;
-    x->usage = x->api == AIR_DIALECT_OPENAI && x->stream && rng_below(&s, 4) == 0;
+    x->usage =
+        x->api == AIR_DIALECT_OPENAI && x->stream && rng_below(&s, 4) == 0;
     if (rng_below(&s, 100) < 3) {
       x->route = (unsigned char)(N_PLAIN_ROUTES + rng_below(&s, 2));
       if (x->stream && rng_below(&s, 2) == 0) {
@@ -633,8 +665,9 @@ static int start_request(run *R, int i) {
   if (x->api == AIR_DIALECT_ANTHROPIC)
     f->hdrs = curl_slist_append(f->hdrs, "anthropic-version: 2023-06-01");
   char url[512];
-  snprintf(url, sizeof(url), "%s%s", R->gw_url,
-           x->api == AIR_DIALECT_OPENAI ? "/v1/chat/completions" : "/v1/messages");
+  snprintf(
+      url, sizeof(url), "%s%s", R->gw_url[x->gw],
+      x->api == AIR_DIALECT_OPENAI ? "/v1/chat/completions" : "/v1/messages");
   f->h = easy_new();
   if (f->h == NULL || f->hdrs == NULL) {
     fprintf(stderr, "soak: out of memory\n");
@@ -922,8 +955,11 @@ static void drive(run *R, int from, int to) {
        * checks must accept as a request the gateway never saw. */
       if (R->res[i].abort_mode == ABORT_TIMED && R->res[i].abort_ms == 0)
         check_aborts(R);
-      if (next % RSS_EVERY == 0 && R->n_trend < MAX_TREND)
-        R->trend[R->n_trend++] = proc_rss_kib(R->pid);
+      if (next % RSS_EVERY == 0 && R->n_trend < MAX_TREND) {
+        for (int g = 0; g < R->n_gw; g++)
+          R->trend[g][R->n_trend] = proc_rss_kib(R->pid[g]);
+        R->n_trend++;
+      }
     }
     int running;
     curl_multi_perform(R->m, &running);
@@ -998,16 +1034,18 @@ static int read_file(const char *path, air__buf *out) {
   return rc;
 }
 
-/* Complete JSON log lines in the gateway's stderr file. */
+/* Complete JSON log lines in the gateways' stderr files. */
 static size_t count_log_lines(run *R, air__buf *b) {
-  if (read_file(R->log_path, b) != 0 || b->p == NULL) return 0;
   size_t n = 0;
-  const char *p = b->p, *end = b->p + b->n;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (nl == NULL) break;
-    n += *p == '{';
-    p = nl + 1;
+  for (int g = 0; g < R->n_gw; g++) {
+    if (read_file(R->log_path[g], b) != 0 || b->p == NULL) continue;
+    const char *p = b->p, *end = b->p + b->n;
+    while (p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      if (nl == NULL) break;
+      n += *p == '{';
+      p = nl + 1;
+    }
   }
   return n;
 }
@@ -1055,9 +1093,10 @@ static void settle(run *R, int sent, air__buf *b) {
     sleep_ms(50);
   }
   if (lines < required)
-    fail("settle: %zu log lines for %d requests (%zu must have one) after "
-         "%d ms",
-         lines, sent, required, SETTLE_MS);
+    fail(
+        "settle: %zu log lines for %d requests (%zu must have one) after "
+        "%d ms",
+        lines, sent, required, SETTLE_MS);
   if (open < 0)
     fail("settle: the mock's log could not be read");
   else if (open > 0)
@@ -1068,14 +1107,19 @@ static void settle(run *R, int sent, air__buf *b) {
   curl_multi_cleanup(R->m);
   R->m = curl_multi_init();
   curl_multi_setopt(R->m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)R->conc);
-  /* The gateway closes its side as it sees ours close: poll its descriptor
-   * count until two reads in a row agree (bounded by 1 s). */
-  int before = proc_fds(R->pid);
+  /* The gateways close their side as they see ours close: poll their
+   * descriptor counts until two reads in a row agree (bounded by 1 s). */
+  int before[MAX_GW];
+  for (int g = 0; g < R->n_gw; g++) before[g] = proc_fds(R->pid[g]);
   for (double fd_end = mono_ms() + 1000; mono_ms() < fd_end;) {
     sleep_ms(20);
-    int now = proc_fds(R->pid);
-    if (now == before) break;
-    before = now;
+    bool same = true;
+    for (int g = 0; g < R->n_gw; g++) {
+      int now = proc_fds(R->pid[g]);
+      same &= now == before[g];
+      before[g] = now;
+    }
+    if (same) break;
   }
 }
 
@@ -1175,73 +1219,93 @@ static uint64_t metric_scalar(const char *text, const char *name) {
   return UINT64_MAX;
 }
 
-/* Keeps b in the folder of the gateway's log (run.sh keeps that folder
- * when the soak fails), for the diagnosis. */
+/* Keeps b in the folder of the (first) gateway's log (run.sh keeps that
+ * folder when the soak fails), for the diagnosis. */
 static void save_beside_log(const run *R, const char *name, const air__buf *b) {
-  const char *slash = strrchr(R->log_path, '/');
+  const char *slash = strrchr(R->log_path[0], '/');
   char path[4096];
   if (slash == NULL)
     snprintf(path, sizeof(path), "%s", name);
   else
-    snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - R->log_path),
-             R->log_path, name);
+    snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - R->log_path[0]),
+             R->log_path[0], name);
   FILE *f = fopen(path, "w");
   if (f == NULL) return;
   if (b->p) fwrite(b->p, 1, b->n, f);
   fclose(f);
 }
 
+static uint64_t sum_over(const uint64_t *v) {
+  uint64_t n = 0;
+  for (int g = 0; g < MAX_GW; g++) n += v[g];
+  return n;
+}
+
 static void final_checks(run *R, air__buf *b) {
   int total = R->pr->total;
-  /* ---- the gateway's log lines ------------------------------------------- */
-  if (read_file(R->log_path, b) != 0 || b->p == NULL) {
-    fail("cannot read the gateway log %s", R->log_path);
-    return;
-  }
   json_t *lines = json_array();
   json_t **by_req = calloc((size_t)total, sizeof(*by_req));
   model_count *mc = calloc(N_ROUTES * N_TARGETS, sizeof(*mc));
-  kvs req_t = {0}, att_t = {0};
-  uint64_t gw_attempts = 0, retries = 0, switches = 0, other_lines = 0;
+  /* Per instance: its log lines' counts against its /metrics. att_all sums
+   * the instances for the summary. */
+  kvs req_t[MAX_GW] = {{0}}, att_t[MAX_GW] = {{0}}, att_all = {0};
+  uint64_t retries[MAX_GW] = {0}, switches[MAX_GW] = {0};
+  uint64_t gw_attempts = 0, other_lines = 0;
   unsigned log_outcomes[K_BAD + 1][4];
   memset(log_outcomes, 0, sizeof(log_outcomes));
   char prefix[64];
   rid_of(R, 0, prefix, sizeof(prefix));
   prefix[strlen(prefix) - 1] = '\0'; /* "soak-S-" */
   size_t pl = strlen(prefix);
-  const char *p = b->p, *end = b->p + b->n;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-    if (n > 0 && *p == '{') {
-      json_t *l = json_loadb(p, n, 0, NULL);
-      const char *rid = json_string_value(json_object_get(l, "request_id"));
-      if (l == NULL || rid == NULL) {
-        fail("gateway log: a line that is not a request log line: %.200s", p);
-        json_decref(l);
-      } else if (strncmp(rid, prefix, pl) != 0) {
-        fail(
-            "gateway log: a line for a request the driver did not send: %.300s",
-            p);
-        json_decref(l);
-      } else {
-        char *e = NULL;
-        long i = strtol(rid + pl, &e, 10);
-        if (e == rid + pl || *e || i < 0 || i >= total) {
-          fail("gateway log: unknown request id %s", rid);
-        } else if (R->res[i].logged++) {
-          fail("gateway log: a second line for %s", rid);
-        } else {
-          by_req[i] = l;
-        }
-        json_array_append_new(lines, l);
-      }
-    } else if (n > 0) {
-      other_lines++;
-      if (other_lines <= 5)
-        fprintf(stderr, "soak: gateway stderr: %.*s\n", (int)n, p);
+  /* ---- the gateways' log lines ------------------------------------------- */
+  for (int g = 0; g < R->n_gw; g++) {
+    if (read_file(R->log_path[g], b) != 0 || b->p == NULL) {
+      fail("cannot read the gateway log %s", R->log_path[g]);
+      continue;
     }
-    p = nl ? nl + 1 : end;
+    const char *p = b->p, *end = b->p + b->n;
+    uint64_t other_here = 0; /* this instance's; five of each are shown */
+    while (p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+      if (n > 0 && *p == '{') {
+        json_t *l = json_loadb(p, n, 0, NULL);
+        const char *rid = json_string_value(json_object_get(l, "request_id"));
+        if (l == NULL || rid == NULL) {
+          fail("gateway log: a line that is not a request log line: %.200s", p);
+          json_decref(l);
+        } else if (strncmp(rid, prefix, pl) != 0) {
+          fail(
+              "gateway log: a line for a request the driver did not send: "
+              "%.300s",
+              p);
+          json_decref(l);
+        } else {
+          char *e = NULL;
+          long i = strtol(rid + pl, &e, 10);
+          if (e == rid + pl || *e || i < 0 || i >= total) {
+            fail("gateway log: unknown request id %s", rid);
+          } else if (R->res[i].logged++) {
+            fail("gateway log: a second line for %s", rid);
+          } else if (R->res[i].gw != g) {
+            fail("gateway log: %s was sent to instance %d, logged by %d", rid,
+                 R->res[i].gw, g);
+          } else {
+            by_req[i] = l;
+          }
+          json_array_append_new(lines, l);
+        }
+      } else if (n > 0) {
+        other_lines++;
+        if (++other_here <= 5) {
+          if (R->n_gw > 1)
+            fprintf(stderr, "soak: gateway %d stderr: %.*s\n", g, (int)n, p);
+          else
+            fprintf(stderr, "soak: gateway stderr: %.*s\n", (int)n, p);
+        }
+      }
+      p = nl ? nl + 1 : end;
+    }
   }
   unsigned n_missing = 0, n_unsent = 0;
   for (int i = 0; i < total; i++) {
@@ -1256,11 +1320,12 @@ static void final_checks(run *R, air__buf *b) {
     if (l == NULL) {
       n_missing++;
       if (x->kind == K_ABORTED)
-        fail("gateway log: no line for %s (%s, aborted by the client %.0f ms "
-             "after sending, %s; %s)",
-             rid, ROUTES[x->route].name, x->t_abort - x->t_send,
-             PHASES[x->phase],
-             x->abort_mode == ABORT_PARTS ? "abort after parts" : "timed abort");
+        fail(
+            "gateway log: no line for %s (%s, aborted by the client %.0f ms "
+            "after sending, %s; %s)",
+            rid, ROUTES[x->route].name, x->t_abort - x->t_send,
+            PHASES[x->phase],
+            x->abort_mode == ABORT_PARTS ? "abort after parts" : "timed abort");
       else
         fail("gateway log: no line for %s (%s, kind %d)", rid,
              ROUTES[x->route].name, x->kind);
@@ -1319,7 +1384,7 @@ static void final_checks(run *R, air__buf *b) {
               rid, x->target, last ? last : "?", reason ? reason : "?");
       }
     }
-    kv_get(&req_t, r->name, outc)->log++;
+    kv_get(&req_t[x->gw], r->name, outc)->log++;
     const char *prev = NULL;
     for (size_t k = 0; k < na; k++) {
       json_t *a = json_array_get(atts, k);
@@ -1339,48 +1404,58 @@ static void final_checks(run *R, air__buf *b) {
         m->gw_aborted++;
       else if (st >= 0 && st < 600)
         m->gw_st[st]++;
-      kv_get(&att_t, t, reason)->log++;
+      kv_get(&att_t[x->gw], t, reason)->log++;
+      kv_get(&att_all, t, reason)->log++;
       if (prev != NULL) {
         if (strcmp(prev, t) == 0)
-          retries++;
+          retries[x->gw]++;
         else
-          switches++;
+          switches[x->gw]++;
       }
       prev = t;
     }
   }
 
-  /* ---- /metrics ---------------------------------------------------------- */
-  char url[512];
-  snprintf(url, sizeof(url), "%s/metrics", R->gw_url);
+  /* ---- /metrics, per instance ------------------------------------------- */
   air__buf mb;
   air__buf_init(&mb, MAX_FETCH);
-  if (fetch(url, false, &mb) != 200 || mb.p == NULL) {
-    fail("GET /metrics did not answer 200");
-  } else {
-    save_beside_log(R, "metrics.txt", &mb);
-    parse_metrics(mb.p, "airetry_requests_total", &req_t, true);
-    parse_metrics(mb.p, "airetry_attempts_total", &att_t, true);
-    for (size_t i = 0; i < req_t.n; i++)
-      if (req_t.v[i].log != req_t.v[i].metric)
+  for (int g = 0; g < R->n_gw; g++) {
+    char url[512], name[32];
+    snprintf(url, sizeof(url), "%s/metrics", R->gw_url[g]);
+    if (fetch(url, false, &mb) != 200 || mb.p == NULL) {
+      fail("GET %s did not answer 200", url);
+      continue;
+    }
+    if (R->n_gw == 1)
+      snprintf(name, sizeof(name), "metrics.txt");
+    else
+      snprintf(name, sizeof(name), "metrics-%d.txt", g);
+    save_beside_log(R, name, &mb);
+    kvs *rq = &req_t[g], *at = &att_t[g];
+    parse_metrics(mb.p, "airetry_requests_total", rq, true);
+    parse_metrics(mb.p, "airetry_attempts_total", at, true);
+    for (size_t i = 0; i < rq->n; i++)
+      if (rq->v[i].log != rq->v[i].metric)
         fail(
-            "metrics: airetry_requests_total{route|outcome=%s} = %llu, log "
-            "lines %llu",
-            req_t.v[i].key, (unsigned long long)req_t.v[i].metric,
-            (unsigned long long)req_t.v[i].log);
-    for (size_t i = 0; i < att_t.n; i++)
-      if (att_t.v[i].log != att_t.v[i].metric)
+            "metrics of instance %d: airetry_requests_total{route|outcome=%s} "
+            "= %llu, log lines %llu",
+            g, rq->v[i].key, (unsigned long long)rq->v[i].metric,
+            (unsigned long long)rq->v[i].log);
+    for (size_t i = 0; i < at->n; i++)
+      if (at->v[i].log != at->v[i].metric)
         fail(
-            "metrics: airetry_attempts_total{target|reason=%s} = %llu, log "
-            "lines %llu",
-            att_t.v[i].key, (unsigned long long)att_t.v[i].metric,
-            (unsigned long long)att_t.v[i].log);
+            "metrics of instance %d: airetry_attempts_total{target|reason=%s} "
+            "= %llu, log lines %llu",
+            g, at->v[i].key, (unsigned long long)at->v[i].metric,
+            (unsigned long long)at->v[i].log);
     uint64_t mr = metric_scalar(mb.p, "airetry_retries_total");
     uint64_t ms = metric_scalar(mb.p, "airetry_switches_total");
-    if (mr != retries || ms != switches)
-      fail("metrics: retries %llu switches %llu, log lines %llu and %llu",
-           (unsigned long long)mr, (unsigned long long)ms,
-           (unsigned long long)retries, (unsigned long long)switches);
+    if (mr != retries[g] || ms != switches[g])
+      fail(
+          "metrics of instance %d: retries %llu switches %llu, log lines %llu "
+          "and %llu",
+          g, (unsigned long long)mr, (unsigned long long)ms,
+          (unsigned long long)retries[g], (unsigned long long)switches[g]);
   }
   air__buf_cleanup(&mb);
 
@@ -1522,10 +1597,11 @@ static void final_checks(run *R, air__buf *b) {
     }
     free(claimed);
     if (mock_attempts + unsent_total != gw_attempts)
-      fail("attempts: the mock logged %llu (+%llu aborted before they were "
-           "sent), the gateway's log lines %llu",
-           (unsigned long long)mock_attempts, (unsigned long long)unsent_total,
-           (unsigned long long)gw_attempts);
+      fail(
+          "attempts: the mock logged %llu (+%llu aborted before they were "
+          "sent), the gateway's log lines %llu",
+          (unsigned long long)mock_attempts, (unsigned long long)unsent_total,
+          (unsigned long long)gw_attempts);
     for (size_t i = 0; i < N_ROUTES * N_TARGETS; i++) {
       const target *t = &ROUTES[i / N_TARGETS].t[i % N_TARGETS];
       if (mc[i].gw_all != mc[i].mock_all + unsent[i])
@@ -1565,29 +1641,96 @@ static void final_checks(run *R, air__buf *b) {
       "%llu, switches %llu; log lines missing %u; aborted before the request "
       "left the driver (no line) %u; other stderr lines %llu\n",
       (unsigned long long)gw_attempts, (unsigned long long)mock_attempts,
-      (unsigned long long)hung_up, (unsigned long long)retries,
-      (unsigned long long)switches, n_missing, n_unsent,
+      (unsigned long long)hung_up, (unsigned long long)sum_over(retries),
+      (unsigned long long)sum_over(switches), n_missing, n_unsent,
       (unsigned long long)other_lines);
   fprintf(stderr, "soak: attempts by reason:");
-  for (size_t i = 0; i < att_t.n; i++) {
+  for (size_t i = 0; i < att_all.n; i++) {
     /* Sums over targets per reason, printed once per reason. */
-    const char *reason = strchr(att_t.v[i].key, '|') + 1;
+    const char *reason = strchr(att_all.v[i].key, '|') + 1;
     bool seen = false;
     for (size_t k = 0; k < i && !seen; k++)
-      seen = strcmp(strchr(att_t.v[k].key, '|') + 1, reason) == 0;
+      seen = strcmp(strchr(att_all.v[k].key, '|') + 1, reason) == 0;
     if (seen) continue;
     uint64_t sum = 0;
-    for (size_t k = i; k < att_t.n; k++)
-      if (strcmp(strchr(att_t.v[k].key, '|') + 1, reason) == 0)
-        sum += att_t.v[k].log;
+    for (size_t k = i; k < att_all.n; k++)
+      if (strcmp(strchr(att_all.v[k].key, '|') + 1, reason) == 0)
+        sum += att_all.v[k].log;
     fprintf(stderr, " %s=%llu", reason, (unsigned long long)sum);
   }
   fputc('\n', stderr);
-  free(req_t.v);
-  free(att_t.v);
+  for (int g = 0; g < MAX_GW; g++) {
+    free(req_t[g].v);
+    free(att_t[g].v);
+  }
+  free(att_all.v);
   free(mc);
   free(by_req);
   json_decref(lines);
+}
+
+/* ---- the Redis restarter (run.sh) --------------------------------------- */
+
+/* Creates the empty file DIR/name: a step of the handshake with run.sh. */
+static void ctl_say(const run *R, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", R->ctl, name);
+  FILE *f = fopen(path, "w");
+  if (f == NULL || fclose(f) != 0)
+    fail("cannot create %s: %s", path, strerror(errno));
+}
+
+/* Ends the restarts and waits (bounded) for run.sh's DIR/final, written
+ * once Redis is up again: the number of restarts, -1 on failure. */
+static long ctl_end(const run *R, air__buf *b) {
+  char path[4096];
+  ctl_say(R, "stop");
+  snprintf(path, sizeof(path), "%s/final", R->ctl);
+  double end = mono_ms() + SETTLE_MS;
+  while (read_file(path, b) != 0) {
+    if (mono_ms() >= end) {
+      fail("redis: no %s within %d ms of the stop", path, SETTLE_MS);
+      return -1;
+    }
+    sleep_ms(20);
+  }
+  return b->p ? strtol(b->p, NULL, 10) : -1;
+}
+
+/* Every instance linked to Redis again (polled, bounded) and counted at
+ * least one reconnect per restart; the restarts happened at all. */
+static void redis_checks(run *R, long restarts, air__buf *b) {
+  if (restarts < 1) {
+    fail("redis: %ld restarts during the load (want at least 1)", restarts);
+    return;
+  }
+  for (int g = 0; g < R->n_gw; g++) {
+    char url[512];
+    snprintf(url, sizeof(url), "%s/metrics", R->gw_url[g]);
+    uint64_t up = UINT64_MAX, rec = UINT64_MAX;
+    double end = mono_ms() + SETTLE_MS;
+    for (;;) {
+      if (fetch(url, false, b) == 200 && b->p != NULL) {
+        up = metric_scalar(b->p, "airetry_state_redis_up");
+        rec = metric_scalar(b->p, "airetry_state_redis_reconnects_total");
+      }
+      if (up == 1 || mono_ms() >= end) break;
+      sleep_ms(20);
+    }
+    fprintf(stderr,
+            "soak: instance %d: airetry_state_redis_up %lld, reconnects %lld "
+            "(%ld restarts)\n",
+            g, up == UINT64_MAX ? -1LL : (long long)up,
+            rec == UINT64_MAX ? -1LL : (long long)rec, restarts);
+    if (up != 1)
+      fail(
+          "redis: instance %d: airetry_state_redis_up %lld %d ms after Redis "
+          "was up again, want 1",
+          g, up == UINT64_MAX ? -1LL : (long long)up, SETTLE_MS);
+    if (rec == UINT64_MAX || rec < (uint64_t)restarts)
+      fail("redis: instance %d: %lld reconnects for %ld restarts", g,
+           rec == UINT64_MAX ? -1LL : (long long)rec, restarts);
+  }
 }
 
 /* ---- run ----------------------------------------------------------------- */
@@ -1618,62 +1761,78 @@ static int do_run(run *R) {
 
   fprintf(stderr,
           "soak: profile %s, seed %llu: %d requests (warm-up %d), at most "
-          "%.0f/s, %d in "
-          "flight, gateway pid %d%s\n",
+          "%.0f/s, %d in flight, %d gateway%s (worker pid",
           R->pr->name, (unsigned long long)R->seed, R->pr->total, R->pr->warm,
-          R->rate, R->conc, R->pid, R->asan ? " (ASan build)" : "");
+          R->rate, R->conc, R->n_gw, R->n_gw > 1 ? "s" : "");
+  for (int g = 0; g < R->n_gw; g++) fprintf(stderr, " %d", R->pid[g]);
+  fprintf(stderr, ")%s%s\n", R->ctl ? ", Redis restarted during the load" : "",
+          R->asan ? " (ASan build)" : "");
   double t0 = mono_ms();
   drive(R, 0, R->pr->warm);
   settle(R, R->pr->warm, &b);
-  R->rss_warm = proc_rss_kib(R->pid);
-  R->fd_warm = proc_fds(R->pid);
+  for (int g = 0; g < R->n_gw; g++) {
+    R->rss_warm[g] = proc_rss_kib(R->pid[g]);
+    R->fd_warm[g] = proc_fds(R->pid[g]);
+  }
   double t1 = mono_ms();
-  fprintf(stderr, "soak: warm-up done in %.1f s: VmRSS %ld kB, %d fds\n",
-          (t1 - t0) / 1000, R->rss_warm, R->fd_warm);
+  fprintf(stderr, "soak: warm-up done in %.1f s: VmRSS", (t1 - t0) / 1000);
+  for (int g = 0; g < R->n_gw; g++)
+    fprintf(stderr, "%s %ld kB, %d fds", g ? ";" : "", R->rss_warm[g],
+            R->fd_warm[g]);
+  fputc('\n', stderr);
+  /* The restarts run while the rest of the requests do, and end with them:
+   * RSS and fds are compared with Redis linked at both ends. */
+  if (R->ctl) ctl_say(R, "warm");
   drive(R, R->pr->warm, R->pr->total);
   double t2 = mono_ms();
+  long restarts = R->ctl ? ctl_end(R, &b) : 0;
   settle(R, R->pr->total, &b);
   fprintf(stderr, "soak: %d requests in %.1f s (%.0f/s after the warm-up)\n",
           R->pr->total - R->pr->warm, (t2 - t1) / 1000,
           (R->pr->total - R->pr->warm) * 1000.0 / (t2 - t1));
 
   final_checks(R, &b);
+  if (R->ctl) redis_checks(R, restarts, &b);
 
-  /* The gateway still answers; memory and descriptors came back. */
-  snprintf(url, sizeof(url), "%s/healthz", R->gw_url);
-  if ((st = fetch(url, false, &b)) != 200)
-    fail("GET /healthz: %ld after the run", st);
-  double end = mono_ms() + 3000;
-  do {
-    R->fd_end = proc_fds(R->pid);
-    if (R->fd_end >= 0 && R->fd_end <= R->fd_warm + FD_SLACK) break;
-    sleep_ms(100);
-  } while (mono_ms() < end);
-  R->rss_end = proc_rss_kib(R->pid);
-  double pct = R->rss_warm > 0 ? 100.0 * (double)(R->rss_end - R->rss_warm) /
-                                     (double)R->rss_warm
-                               : 0;
-  fprintf(
-      stderr,
-      "soak: gateway VmRSS %ld kB after warm-up, %ld kB at the end (%+.1f%%); "
-      "fds %d -> %d\n",
-      R->rss_warm, R->rss_end, pct, R->fd_warm, R->fd_end);
-  fprintf(stderr,
-          "soak: gateway VmRSS under load every %d requests (kB):", RSS_EVERY);
-  for (int i = 0; i < R->n_trend; i++) fprintf(stderr, " %ld", R->trend[i]);
-  fputc('\n', stderr);
-  if (R->rss_warm <= 0 || R->rss_end <= 0)
-    fail("cannot read the gateway's VmRSS (pid %d)", R->pid);
-  else if (pct > RSS_SLACK_PCT)
-    fail(
-        "gateway VmRSS grew %.1f%% after the warm-up (%ld -> %ld kB), limit "
-        "%d%%",
-        pct, R->rss_warm, R->rss_end, RSS_SLACK_PCT);
-  if (R->fd_warm < 0 || R->fd_end < 0)
-    fail("cannot count the gateway's fds (pid %d)", R->pid);
-  else if (R->fd_end > R->fd_warm + FD_SLACK)
-    fail("gateway fds: %d after the warm-up, %d at the end (limit +%d)",
-         R->fd_warm, R->fd_end, FD_SLACK);
+  /* Every gateway still answers; memory and descriptors came back. */
+  for (int g = 0; g < R->n_gw; g++) {
+    const char *who = R->n_gw > 1 ? "gateway instance" : "gateway";
+    char gs[16] = "";
+    if (R->n_gw > 1) snprintf(gs, sizeof(gs), " %d", g);
+    snprintf(url, sizeof(url), "%s/healthz", R->gw_url[g]);
+    if ((st = fetch(url, false, &b)) != 200)
+      fail("GET %s: %ld after the run", url, st);
+    double end = mono_ms() + 3000;
+    do {
+      R->fd_end[g] = proc_fds(R->pid[g]);
+      if (R->fd_end[g] >= 0 && R->fd_end[g] <= R->fd_warm[g] + FD_SLACK) break;
+      sleep_ms(100);
+    } while (mono_ms() < end);
+    R->rss_end[g] = proc_rss_kib(R->pid[g]);
+    long rw = R->rss_warm[g], re = R->rss_end[g];
+    double pct = rw > 0 ? 100.0 * (double)(re - rw) / (double)rw : 0;
+    fprintf(stderr,
+            "soak: %s%s VmRSS %ld kB after warm-up, %ld kB at the end "
+            "(%+.1f%%); fds %d -> %d\n",
+            who, gs, rw, re, pct, R->fd_warm[g], R->fd_end[g]);
+    fprintf(stderr, "soak: %s%s VmRSS under load every %d requests (kB):", who,
+            gs, RSS_EVERY);
+    for (int i = 0; i < R->n_trend; i++)
+      fprintf(stderr, " %ld", R->trend[g][i]);
+    fputc('\n', stderr);
+    if (rw <= 0 || re <= 0)
+      fail("cannot read the %s%s's VmRSS (pid %d)", who, gs, R->pid[g]);
+    else if (pct > RSS_SLACK_PCT)
+      fail(
+          "%s%s VmRSS grew %.1f%% after the warm-up (%ld -> %ld kB), limit "
+          "%d%%",
+          who, gs, pct, rw, re, RSS_SLACK_PCT);
+    if (R->fd_warm[g] < 0 || R->fd_end[g] < 0)
+      fail("cannot count the %s%s's fds (pid %d)", who, gs, R->pid[g]);
+    else if (R->fd_end[g] > R->fd_warm[g] + FD_SLACK)
+      fail("%s%s fds: %d after the warm-up, %d at the end (limit +%d)", who, gs,
+           R->fd_warm[g], R->fd_end[g], FD_SLACK);
+  }
   fprintf(stderr, "soak: %s in %.1f s\n", n_failures ? "FAILED" : "ok",
           (mono_ms() - t0) / 1000);
   if (n_failures) fprintf(stderr, "soak: %u failed checks\n", n_failures);
@@ -1687,11 +1846,15 @@ static int do_run(run *R) {
 }
 
 static const char usage[] =
-    "usage: soak script --profile short|long --seed S --out FILE\n"
-    "       soak config --mock-port PORT --out FILE\n"
-    "       soak run --profile short|long --seed S --gateway URL --mock URL\n"
+    "usage: soak script --profile P --seed S --out FILE\n"
+    "       soak config --mock-port PORT [--redis-port PORT] --out FILE\n"
+    "       soak run --profile P --seed S --gateway URL --mock URL\n"
     "                --pid PID --log FILE [--rate R] [--concurrency C] "
-    "[--asan]\n";
+    "[--asan]\n"
+    "                [--ctl DIR]\n"
+    "P: short, long, redis-short or redis; the redis profiles take "
+    "--gateway,\n"
+    "--pid and --log once per instance (3) and --ctl.\n";
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -1703,7 +1866,7 @@ int main(int argc, char **argv) {
   run R;
   memset(&R, 0, sizeof(R));
   R.conc = 32;
-  int mock_port = 0;
+  int mock_port = 0, redis_port = 0;
   for (int i = 2; i < argc; i++) {
     const char *k = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1724,14 +1887,18 @@ int main(int argc, char **argv) {
       out = v;
     else if (strcmp(k, "--mock-port") == 0)
       mock_port = atoi(v);
-    else if (strcmp(k, "--gateway") == 0)
-      R.gw_url = v;
+    else if (strcmp(k, "--redis-port") == 0)
+      redis_port = atoi(v);
+    else if (strcmp(k, "--gateway") == 0 && R.n_gw < MAX_GW)
+      R.gw_url[R.n_gw++] = v;
     else if (strcmp(k, "--mock") == 0)
       R.mock_url = v;
-    else if (strcmp(k, "--pid") == 0)
-      R.pid = atoi(v);
-    else if (strcmp(k, "--log") == 0)
-      R.log_path = v;
+    else if (strcmp(k, "--pid") == 0 && R.n_pid < MAX_GW)
+      R.pid[R.n_pid++] = atoi(v);
+    else if (strcmp(k, "--log") == 0 && R.n_log < MAX_GW)
+      R.log_path[R.n_log++] = v;
+    else if (strcmp(k, "--ctl") == 0)
+      R.ctl = v;
     else if (strcmp(k, "--rate") == 0)
       R.rate = atof(v);
     else if (strcmp(k, "--concurrency") == 0)
@@ -1749,17 +1916,23 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "script") == 0 && out != NULL)
     return write_script(R.pr, R.seed, out);
   if (strcmp(cmd, "config") == 0 && out != NULL && mock_port > 0)
-    return write_config(mock_port, out);
-  if (strcmp(cmd, "run") != 0 || !R.gw_url || !R.mock_url || !R.log_path ||
-      R.pid <= 0 || R.conc < 1 || R.conc > MAX_CONCURRENCY ||
-      R.pr->total > MAX_REQUESTS) {
+    return write_config(mock_port, redis_port, out);
+  bool args_ok = strcmp(cmd, "run") == 0 && R.mock_url &&
+                 R.n_gw == R.pr->instances && R.n_pid == R.n_gw &&
+                 R.n_log == R.n_gw && (R.ctl != NULL) == (R.n_gw > 1) &&
+                 R.conc >= 1 && R.conc <= MAX_CONCURRENCY &&
+                 R.pr->total <= MAX_REQUESTS;
+  for (int g = 0; args_ok && g < R.n_gw; g++) args_ok = R.pid[g] > 0;
+  if (!args_ok) {
     fputs(usage, stderr);
     return 2;
   }
-  if (strncmp(R.gw_url, "http://127.0.0.1:", 17) != 0 ||
-      strncmp(R.mock_url, "http://127.0.0.1:", 17) != 0) {
+  bool local = strncmp(R.mock_url, "http://127.0.0.1:", 17) == 0;
+  for (int g = 0; g < R.n_gw; g++)
+    local &= strncmp(R.gw_url[g], "http://127.0.0.1:", 17) == 0;
+  if (!local) {
     fprintf(stderr,
-            "soak: the gateway and the mock must be on http://127.0.0.1\n");
+            "soak: the gateways and the mock must be on http://127.0.0.1\n");
     return 2;
   }
   if (R.rate <= 0) R.rate = R.pr->rate;

@@ -9,7 +9,10 @@ gateways A, B, C on 127.0.0.1 ephemeral ports, each test under a key prefix
 of its own, and checks through the mock's attempt log:
 
   breaker/*  opened through A: B and C make zero attempts on the primary;
-             after open_ms one probe request across all three
+             after open_ms one probe request across all three; the opening
+             is in B's and C's mirrors (their airetry_breaker_state) under
+             100 ms after the request that opened it ended on A, and B and C
+             make zero attempts on it from 100 ms later
   cooldown/* a 30 s Retry-After seen by A keeps B and C off the target
   sticky/*   a sticky choice made on A is followed by B and C; routes that
              list other targets keep their own
@@ -25,8 +28,6 @@ Standard library only; every wait is a bounded poll on an event. Prints one
 import json
 import os
 import re
-import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,11 +35,13 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
-LOCAL = "127.0.0.1"
-WORK = tempfile.mkdtemp(prefix="airetry-state-shared-")
-PROCS = []
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL, Proc, check, children, wait_until  # noqa: E402
+
+WORK = airtest.init("state-shared")
 BIN = None
 MOCK = None
 REDIS = None
@@ -48,74 +51,15 @@ N_PREFIX = [0]
 # is several times slower: there the bound is half the command timeout
 # (100 ms) a request would have waited if it ever waited on Redis.
 P99_SLACK = 0.005
+# Issue 18: B and C have an opening made through A within 100 ms of the
+# request that opened it ending (measured, not waited for).
+PROPAGATION = 0.100
+# The mock model of the propagation test: healthy for its first FLAP_MS
+# after a mock reset (B and C try it once, so their /metrics show its
+# breaker), failing with 500 from then on.
+FLAP_MS = 800
+PROP = "prop@500@flap=%d-3600000" % FLAP_MS
 
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def wait_until(pred, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
-
-
-class Proc:
-    """A child whose stdout's first line is `listening on http://H:P`."""
-
-    def __init__(self, name, args, env=None, timeout=20.0):
-        self.name = name
-        self.err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
-        self.err_file = open(self.err_path, "wb")
-        full = dict(os.environ)
-        full.update(env or {})
-        self.p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=self.err_file, env=full)
-        PROCS.append(self)
-        line = self.read_line(timeout)
-        prefix = "listening on http://"
-        if not line.startswith(prefix):
-            self.stop()
-            raise RuntimeError("%s did not start: %r %r" % (name, line, self.stderr()[-800:]))
-        self.port = int(line[len(prefix):].strip().rpartition(":")[2])
-
-    def read_line(self, timeout):
-        fd = self.p.stdout.fileno()
-        buf = b""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                break
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            buf += chunk
-        return buf.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-    def stderr(self):
-        if not self.err_file.closed:
-            self.err_file.flush()
-        with open(self.err_path, "rb") as f:
-            return f.read()
-
-    def stop(self, timeout=15.0):
-        if self.p.poll() is None:
-            try:
-                self.p.send_signal(signal.SIGTERM)
-                self.p.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
-        for f in (self.p.stdout, self.err_file):
-            try:
-                f.close()
-            except Exception:
-                pass
 
 
 class Redis:
@@ -125,10 +69,7 @@ class Redis:
         self.dir = tempfile.mkdtemp(prefix="redis-", dir=WORK)
         self.p = None
         for _ in range(5):
-            s = socket.socket()
-            s.bind((LOCAL, 0))
-            self.port = s.getsockname()[1]
-            s.close()
+            self.port = airtest.free_port()
             if self.start():
                 return
         raise RuntimeError("cannot start redis-server (scripts/deps.sh installs it)")
@@ -180,35 +121,11 @@ class Redis:
 
 def request(port, method, path, body=None, timeout=30):
     """One request with `connection: close`; (status, body bytes, seconds)."""
-    if body is not None and not isinstance(body, bytes):
-        body = json.dumps(body).encode()
-    head = "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" % (method, path)
-    if body is not None:
-        head += "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
     t0 = time.monotonic()
-    with socket.create_connection((LOCAL, port), timeout=timeout) as s:
-        s.sendall(head.encode() + b"\r\n" + (body or b""))
-        data = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
+    raw = airtest.exchange(port, method, path, body, timeout=timeout)
     took = time.monotonic() - t0
-    m = re.match(rb"HTTP/1\.[01] (\d{3})", data)
-    hd, _, bd = data.partition(b"\r\n\r\n")
-    if b"transfer-encoding: chunked" in hd.lower():
-        out, rest = b"", bd
-        while rest:
-            line, _, rest = rest.partition(b"\r\n")
-            try:
-                n = int(line.split(b";")[0], 16)
-            except ValueError:
-                break
-            out += rest[:n]
-            rest = rest[n + 2:]
-        bd = out
-    return (int(m.group(1)) if m else None), bd, took
+    status, _, bd = airtest.parse_response(raw)
+    return status, bd, took
 
 
 def chat(port, model):
@@ -230,13 +147,11 @@ def metric(port, name):
 
 
 def mock_reset():
-    st, _, _ = request(MOCK.port, "POST", "/__mock/reset")
-    check(st == 204, "mock reset: %r" % st)
+    airtest.mock_reset(MOCK.port)
 
 
 def mock_attempts(model_prefix):
-    st, body, _ = request(MOCK.port, "GET", "/__mock/log")
-    return [a for a in json.loads(body)["attempts"] if a["model"].startswith(model_prefix)]
+    return [a for a in airtest.mock_log(MOCK.port) if a["model"].startswith(model_prefix)]
 
 
 # ---- gateways ------------------------------------------------------------------------
@@ -260,6 +175,7 @@ def config(open_ms=4000, extra_routes=()):
             {"name": "st", "targets": ["calm/first@500", "calm/second"],
              "sticky": {"after_ms": 60000}},
             {"name": "fast", "targets": ["mock/ok"]},
+            {"name": "prop", "targets": ["mock/" + PROP, "mock/fallback"]},
         ] + list(extra_routes),
         "state": {"redis": {"url_env": "T_REDIS_URL", "password_env": "T_REDIS_PW",
                             "prefix": "s%d:" % N_PREFIX[0],
@@ -272,9 +188,7 @@ def env():
 
 
 def start_gateway(name, cfg):
-    path = os.path.join(WORK, name + ".json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
+    path = airtest.write_file(name + ".json", cfg)
     return Proc(name, [BIN, "serve", "--config", path, "--workers", "2"], env=env())
 
 
@@ -294,16 +208,18 @@ def applied(gw):
     return metric(gw.port, "airetry_state_redis_applied_total") or 0
 
 
+def breaker_state(gw, target):
+    """airetry_breaker_state of target on gw (its mirror): 0 closed, 1 open,
+    2 half-open; None while gw has not attempted the target."""
+    st, body, _ = request(gw.port, "GET", "/metrics", timeout=10)
+    m = re.search(rb'^airetry_breaker_state\{target="' + re.escape(target.encode()) +
+                  rb'"\} (\d+)$', body, re.M)
+    return int(m.group(1)) if m else None
+
+
 # ---- tests ---------------------------------------------------------------------------
 
-TESTS = []
-
-
-def test(name):
-    def deco(f):
-        TESTS.append((name, f))
-        return f
-    return deco
+TESTS, test = airtest.registry()
 
 
 def open_primary_through(a, others):
@@ -341,6 +257,54 @@ def t_breaker():
     check(1 <= len(n) <= 2, "probe attempts across the instances: %r" % n)
     if len(n) == 2:
         check(abs(n[1]["t_ms"] - n[0]["t_ms"]) < 1000, "two probes? %r" % n)
+
+
+@test("breaker/the opening through A is in B's and C's mirrors within 100 ms; "
+      "from 100 ms later they make zero attempts on the target")
+def t_propagation():
+    a, b, c = three()
+    target = "mock/" + PROP
+    mock_reset()
+    t_reset = time.monotonic()
+    # While the model is healthy B and C try it once: their /metrics then
+    # show its breaker (closed).
+    for g in (b, c):
+        ok_chat(g.port, "prop", "B and C while healthy")
+    check(time.monotonic() - t_reset < FLAP_MS / 1000.0 - 0.1,
+          "too slow to try the target while it is healthy")
+    check(len(mock_attempts("prop@")) == 2, "B and C did not try the target: %r"
+          % mock_attempts("prop@"))
+    for g in (b, c):
+        check(breaker_state(g, target) == 0, "%s: breaker not closed before" % g.name)
+    check(wait_until(lambda: time.monotonic() - t_reset > FLAP_MS / 1000.0 + 0.05, 2.0),
+          "clock")
+    # Two requests through A: the target fails (a retry each), its third
+    # failure opens the breaker; t_done is when the second request ended.
+    for _ in range(2):
+        ok_chat(a.port, "prop", "through A")
+    t_done = time.monotonic()
+    check(breaker_state(a, target) == 1, "A did not open the breaker")
+    # Polls B's and C's /metrics back to back (each poll a few ms) until
+    # both show it open, bounded by 2 s.
+    seen = {}
+    deadline = t_done + 2.0
+    while len(seen) < 2 and time.monotonic() < deadline:
+        for g in (b, c):
+            if g.name not in seen and breaker_state(g, target) == 1:
+                seen[g.name] = time.monotonic() - t_done
+    check(len(seen) == 2, "the opening did not reach B and C within 2 s: %r" % seen)
+    print("     the opening reached B in %.1f ms, C in %.1f ms (bound %.0f ms)"
+          % (seen["b"] * 1000, seen["c"] * 1000, PROPAGATION * 1000), flush=True)
+    check(max(seen.values()) < PROPAGATION,
+          "the opening reached B and C %.1f ms after the request on A ended (bound %.0f ms)"
+          % (max(seen.values()) * 1000, PROPAGATION * 1000))
+    # From 100 ms after that request: B and C skip the target.
+    check(wait_until(lambda: time.monotonic() - t_done >= PROPAGATION, 1.0, 0.005), "clock")
+    before = len(mock_attempts("prop@"))
+    for g in (b, c, b, c):
+        ok_chat(g.port, "prop", "B and C after the opening")
+    after = mock_attempts("prop@")
+    check(len(after) == before, "B or C tried the open target: %r" % after[before:])
 
 
 @test("cooldown/a 30 s Retry-After seen by A keeps B and C off the target")
@@ -519,16 +483,6 @@ def t_pause():
           % ((p99(during) - p99(base)) * 1000))
 
 
-def children(pid):
-    out = []
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
-                out += [int(x) for x in f.read().split()]
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return out
-
 
 @test("worker/a restarted gateway worker reads the shared state again")
 def t_worker():
@@ -560,9 +514,7 @@ def t_secret():
     check(linked(a), "link")
     ok_chat(a.port, "smart", "a request")
     st, metrics, _ = request(a.port, "GET", "/metrics")
-    path = os.path.join(WORK, "check.json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
+    path = airtest.write_file("check.json", cfg)
     # The password in the URL too: check shows it as ***.
     e = dict(os.environ, **env())
     e["T_REDIS_URL"] = "redis://:%s@%s:%d/0" % (PASSWORD, LOCAL, REDIS.port)
@@ -577,9 +529,7 @@ def t_secret():
         check(PASSWORD.encode() not in text, "the password is in the %s" % what)
     # A wrong password: the gateway serves, logs no password, link stays down.
     e2 = {"T_REDIS_PW": "wrong-" + PASSWORD}
-    path2 = os.path.join(WORK, "wrong.json")
-    with open(path2, "w") as f:
-        json.dump(cfg, f)
+    path2 = airtest.write_file("wrong.json", cfg)
     g = Proc("wrong", [BIN, "serve", "--config", path2, "--workers", "1"],
              env=dict(env(), **e2))
     ok_chat(g.port, "fast", "served without Redis")
@@ -589,43 +539,30 @@ def t_secret():
 
 
 def main():
-    global BIN, MOCK, REDIS
-    BIN = os.path.abspath(sys.argv[1])
-    if "asan" in BIN:
-        global P99_SLACK
-        P99_SLACK = 0.05
-    only = sys.argv[2:]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    failed = 0
-    try:
+    def setup(binary):
+        global BIN, MOCK, REDIS, P99_SLACK
+        BIN = binary
+        if "asan" in BIN:
+            P99_SLACK = 0.05
         REDIS = Redis()
         MOCK = Proc("mock", [BIN, "mock", "--listen", LOCAL + ":0"])
-        for name, f in TESTS:
-            if only and not any(s in name for s in only):
-                continue
-            t0 = time.monotonic()
-            before = len(PROCS)
-            try:
-                if REDIS.p.poll() is not None:
-                    REDIS.restart()
-                f()
-                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
-                for p in PROCS[before:]:
-                    sys.stdout.write("---- %s stderr (tail)\n%s\n" % (
-                        p.name, p.stderr()[-1500:].decode("utf-8", "replace")))
-            finally:
-                for p in PROCS[before:]:
-                    p.stop()
-    finally:
-        for p in PROCS:
-            p.stop()
+        return call
+
+    def call(f):
+        if REDIS.p.poll() is not None:
+            REDIS.restart()
+        f()
+
+    def tails(procs):
+        for p in procs:
+            sys.stdout.write("---- %s stderr (tail)\n%s\n" % (
+                p.name, p.stderr()[-1500:].decode("utf-8", "replace")))
+
+    def cleanup():
         if REDIS:
             REDIS.kill()
-        shutil.rmtree(WORK, ignore_errors=True)
-    return 1 if failed else 0
+    return airtest.main(TESTS, setup, cleanup=cleanup, own_procs=True, on_fail=tails,
+                        summary=False)
 
 
 if __name__ == "__main__":

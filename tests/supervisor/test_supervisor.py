@@ -24,109 +24,21 @@ line per test and exits 1 when any failed.
 import json
 import os
 import re
-import select
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
-LOCAL = "127.0.0.1"
-WORK = tempfile.mkdtemp(prefix="airetry-supervisor-")
-PROCS = []
-RESULTS = []
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL, Proc, check, children, wait_until  # noqa: E402
+
+airtest.init("supervisor")
 BIN = None
 MOCK = None
-
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def wait_until(pred, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
-
-
-class Proc:
-    """A child whose stdout's first line is `listening on http://H:P`.
-    stderr goes to a file, or to a pipe nobody reads (stall_stderr)."""
-
-    def __init__(self, name, args, env=None, stall_stderr=False, timeout=20.0):
-        self.name = name
-        self.err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
-        self.err_file = None if stall_stderr else open(self.err_path, "wb")
-        full = dict(os.environ)
-        full.update(env or {})
-        self.p = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if stall_stderr else self.err_file, env=full)
-        PROCS.append(self)
-        line = self.read_line(timeout)
-        prefix = "listening on http://"
-        if not line.startswith(prefix):
-            self.stop()
-            raise RuntimeError("%s did not start: %r %r" % (name, line, self.stderr()[-800:]))
-        host, _, port = line[len(prefix):].strip().rpartition(":")
-        self.port = int(port)
-
-    def read_line(self, timeout):
-        fd = self.p.stdout.fileno()
-        buf = b""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                break
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            buf += chunk
-        return buf.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-    def stderr(self):
-        if self.err_file is None:
-            return b""
-        self.err_file.flush()
-        with open(self.err_path, "rb") as f:
-            return f.read()
-
-    def stop(self, timeout=15.0):
-        if self.p.poll() is None:
-            try:
-                self.p.send_signal(signal.SIGTERM)
-                self.p.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=5)
-        for f in (self.p.stdout, self.p.stderr, self.err_file):
-            try:
-                if f is not None:
-                    f.close()
-            except Exception:
-                pass
-        return self.p.returncode
-
-
-def children(pid):
-    """Child pids of pid (the supervisor's worker)."""
-    out = []
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
-                out += [int(x) for x in f.read().split()]
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return out
 
 
 def worker_of(gw, not_pid=None, timeout=5.0):
@@ -141,11 +53,7 @@ def worker_of(gw, not_pid=None, timeout=5.0):
     return found[0]
 
 
-def write_config(name, obj):
-    path = os.path.join(WORK, name)
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1)
-    return path
+write_config = airtest.write_file
 
 
 def base_config(**extra):
@@ -215,16 +123,7 @@ class Exchange:
     def body(self):
         head, _, body = self.data.partition(b"\r\n\r\n")
         if b"transfer-encoding: chunked" in head.lower():
-            out, rest = b"", body
-            while rest:
-                line, _, rest = rest.partition(b"\r\n")
-                try:
-                    n = int(line.split(b";")[0], 16)
-                except ValueError:
-                    break
-                out += rest[:n]
-                rest = rest[n + 2:]
-            return out
+            return airtest.dechunk(body)
         return body
 
 
@@ -254,14 +153,7 @@ def assert_served(port, what):
 
 # ---- tests ---------------------------------------------------------------------------
 
-TESTS = []
-
-
-def test(name):
-    def deco(f):
-        TESTS.append((name, f))
-        return f
-    return deco
+TESTS, test = airtest.registry()
 
 
 @test("crash/SIGSEGV under load: served again within 1 s, nothing truncated, logged, counted; then HUP and TERM")
@@ -476,38 +368,16 @@ def t_log_stall():
 
 
 def mock_log():
-    r = request(MOCK.port, "GET", "/__mock/log", timeout=10)
-    return json.loads(r.body())["attempts"]
+    return airtest.mock_log(MOCK.port)
 
 
 def main():
-    global BIN, MOCK
-    BIN = os.path.abspath(sys.argv[1])
-    only = sys.argv[2:]
-    # SIGTERM (ctest's timeout, the wrapper) still runs the finally below.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    failed = 0
-    try:
+    def setup(binary):
+        global BIN, MOCK
+        BIN = binary
         MOCK = Proc("mock", [BIN, "mock", "--listen", LOCAL + ":0"])
-        for name, f in TESTS:
-            if only and not any(s in name for s in only):
-                continue
-            t0 = time.monotonic()
-            before = len(PROCS)
-            try:
-                f()
-                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
-            finally:
-                for p in PROCS[before:]:
-                    p.stop()
-    finally:
-        for p in PROCS:
-            p.stop()
-        shutil.rmtree(WORK, ignore_errors=True)
-    return 1 if failed else 0
+        return lambda fn: fn()
+    return airtest.main(TESTS, setup, own_procs=True, summary=False)
 
 
 if __name__ == "__main__":

@@ -22,29 +22,22 @@ Prints one "ok"/"FAIL" line per test and exits 1 when any failed.
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCAL = "127.0.0.1"
-WORK = tempfile.mkdtemp(prefix="airetry-traces-")
-PROCS = []
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL, check  # noqa: E402
+
+airtest.init("traces")
 SERVERS = []
 WAIT_S = 15  # the longest any event is waited for
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
 DIGITS = re.compile(r"^[0-9]+$")
-
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
 
 
 # ---- the collector --------------------------------------------------------------
@@ -133,32 +126,20 @@ class Collector:
 
 
 def start(argv, env_extra=None, name="proc"):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(env_extra or {})
-    err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
-    err = open(err_path, "wb")
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                         env=env)
-    PROCS.append(p)
-    line = p.stdout.readline().decode()
-    check(line.startswith("listening on http://"),
-          "%s did not start: %r %s" % (name, line, open(err_path).read()[-2000:]))
-    p.err_path = err_path
-    return p, int(line.strip().rsplit(":", 1)[1])
+    """A child with no OTEL_ variable but env_extra's."""
+    return airtest.Proc(name, argv, env_extra, timeout=WAIT_S, drop_env=("OTEL_",))
 
 
 class Mock:
     def __init__(self, binary):
-        self.p, self.port = start([binary, "mock", "--listen", LOCAL + ":0"], name="mock")
+        self.p = start([binary, "mock", "--listen", LOCAL + ":0"], name="mock")
+        self.port = self.p.port
 
     def reset(self):
-        st, _, _ = request(self.port, "POST", "/__mock/reset", None)
-        check(st == 204, "mock reset: %d" % st)
+        airtest.mock_reset(self.port)
 
     def log(self):
-        st, _, body = request(self.port, "GET", "/__mock/log", None)
-        check(st == 200, "mock log: %d" % st)
-        return json.loads(body)["attempts"]
+        return airtest.mock_log(self.port)
 
 
 def config(mock):
@@ -178,15 +159,13 @@ routes:
 
 class Gateway:
     def __init__(self, binary, mock, env=None):
-        path = os.path.join(WORK, "gw-%d.yaml" % len(PROCS))
-        with open(path, "w") as f:
-            f.write(config(mock))
-        self.p, self.port = start([binary, "serve", "--config", path, "--listen", LOCAL + ":0"],
-                                  env, name="gw")
+        path = airtest.write_file("gw-%d.yaml" % len(airtest.PROCS), config(mock))
+        self.p = start([binary, "serve", "--config", path, "--listen", LOCAL + ":0"],
+                       env, name="gw")
+        self.port = self.p.port
 
     def stderr(self):
-        with open(self.p.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
+        return self.p.stderr().decode("utf-8", "replace")
 
     def metric(self, name):
         st, _, body = request(self.port, "GET", "/metrics", None)
@@ -205,7 +184,7 @@ class Gateway:
 
     def stop(self):
         self.p.terminate()
-        self.p.wait(timeout=WAIT_S)
+        self.p.p.wait(timeout=WAIT_S)
         text = self.stderr()
         for bad in ("runtime error", "AddressSanitizer", "LeakSanitizer"):
             check(bad not in text, "sanitizer report:\n" + text[-3000:])
@@ -213,37 +192,7 @@ class Gateway:
 
 def request(port, method, path, body, headers=None):
     """One request on a fresh connection; (status, headers, body bytes)."""
-    s = socket.create_connection((LOCAL, port), timeout=WAIT_S)
-    data = json.dumps(body).encode() if body is not None else b""
-    h = {"host": "x", "content-length": str(len(data)), "connection": "close",
-         "content-type": "application/json"}
-    h.update(headers or {})
-    s.sendall(("%s %s HTTP/1.1\r\n" % (method, path)).encode()
-              + "".join("%s: %s\r\n" % kv for kv in h.items()).encode() + b"\r\n" + data)
-    raw = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        raw += d
-    s.close()
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    hs = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        hs[k.strip().lower()] = v.strip()
-    if hs.get("transfer-encoding", "").lower() == "chunked":
-        out = b""
-        while True:
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.split(b";")[0], 16)
-            if size == 0:
-                break
-            out += rest[:size]
-            rest = rest[size + 2:]
-        rest = out
-    return int(lines[0].split()[1]), hs, rest
+    return airtest.fetch(port, method, path, body, headers, timeout=WAIT_S)
 
 
 def chat(gw, model, stream, dialect="openai", traceparent=None):
@@ -355,14 +304,7 @@ def check_failover(col, mock, trace_id, roles, stream, parent=None):
 
 # ---- the cases -------------------------------------------------------------------
 
-TESTS = []
-
-
-def test(name):
-    def deco(fn):
-        TESTS.append((name, fn))
-        return fn
-    return deco
+TESTS, test = airtest.registry()
 
 
 def traced_env(col, **extra):
@@ -475,10 +417,7 @@ def quick_requests(gw, n):
 
 @test("drops/a dead or failing collector: requests succeed, spans dropped and counted")
 def t_dead(binary, mock):
-    s = socket.socket()
-    s.bind((LOCAL, 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = airtest.free_port()
     gw = Gateway(binary, mock, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
                                 "http://%s:%d/v1/traces" % (LOCAL, port),
                                 "OTEL_BSP_SCHEDULE_DELAY": "20"})
@@ -521,37 +460,14 @@ def t_stalled(binary, mock):
 
 
 def main():
-    binary = sys.argv[1]
-    only = sys.argv[2:]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    failed = 0
-    mock = None
-    try:
+    def setup(binary):
         mock = Mock(binary)
-        for name, fn in TESTS:
-            if only and not any(o in name for o in only):
-                continue
-            t0 = time.monotonic()
-            try:
-                fn(binary, mock)
-                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
-    finally:
+        return lambda fn: fn(binary, mock)
+
+    def cleanup():
         for c in SERVERS:
             c.release.set()
-        for p in PROCS:
-            if p.poll() is None:
-                p.terminate()
-        for p in PROCS:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    n = len([1 for name, _ in TESTS if not only or any(o in name for o in only)])
-    print("%d passed, %d failed" % (n - failed, failed))
-    return 1 if failed else 0
+    return airtest.main(TESTS, setup, cleanup=cleanup)
 
 
 if __name__ == "__main__":

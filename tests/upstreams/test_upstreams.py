@@ -18,24 +18,17 @@ Prints one "ok"/"FAIL" line per test and exits 1 when any failed.
 
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
-LOCAL = "127.0.0.1"
-WORK = tempfile.mkdtemp(prefix="airetry-upstreams-")
-PROCS = []
-RESULTS = []
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import airtest  # noqa: E402
+from airtest import LOCAL, check  # noqa: E402
 
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
+airtest.init("upstreams")
 
 
 # ---- the scripted upstream -------------------------------------------------------
@@ -202,26 +195,17 @@ class Upstream:
 
 class Gateway:
     def __init__(self, binary, config):
-        path = os.path.join(WORK, "gw-%d.yaml" % len(PROCS))
-        with open(path, "w") as f:
-            f.write(config)
-        self.err_path = path + ".stderr"
-        self.err = open(self.err_path, "wb")
-        self.p = subprocess.Popen([binary, "serve", "--config", path, "--listen",
-                                   LOCAL + ":0"], stdout=subprocess.PIPE,
-                                  stderr=self.err, stdin=subprocess.DEVNULL)
-        PROCS.append(self.p)
-        line = self.p.stdout.readline().decode()
-        check(line.startswith("listening on http://"), "gateway did not start: %r" % line)
-        self.port = int(line.strip().rsplit(":", 1)[1])
+        path = airtest.write_file("gw-%d.yaml" % len(airtest.PROCS), config)
+        self.p = airtest.Proc("gateway", [binary, "serve", "--config", path, "--listen",
+                                          LOCAL + ":0"])
+        self.port = self.p.port
 
     def stderr(self):
-        with open(self.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
+        return self.p.stderr().decode("utf-8", "replace")
 
     def alive(self):
         check(self.p.poll() is None,
-              "the gateway died (exit %r): %s" % (self.p.returncode, self.stderr()[-2000:]))
+              "the gateway died (exit %r): %s" % (self.p.p.returncode, self.stderr()[-2000:]))
         status, _, body = request(self.port, "GET", "/healthz", None)
         check(status == 200, "/healthz answered %d" % status)
         text = self.stderr()
@@ -231,77 +215,17 @@ class Gateway:
 
 def request(port, method, path, body, headers=None):
     """One request on a fresh connection; (status, headers dict, body bytes).
-    The response is read until the server closes or the framing ends."""
-    s = socket.create_connection((LOCAL, port), timeout=10)
-    data = json.dumps(body).encode() if body is not None else b""
-    h = {"host": "x", "content-length": str(len(data)), "connection": "close",
-         "content-type": "application/json"}
-    h.update(headers or {})
-    s.sendall(("%s %s HTTP/1.1\r\n" % (method, path)).encode()
-              + "".join("%s: %s\r\n" % kv for kv in h.items()).encode() + b"\r\n" + data)
-    raw = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        raw += d
-    s.close()
-    check(b"\r\n\r\n" in raw, "no complete response head: %r" % raw[:300])
-    head, rest = raw.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    hs = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        hs[k.strip().lower()] = v.strip()
-    if hs.get("transfer-encoding", "").lower() == "chunked":
-        out = b""
-        while True:
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.split(b";")[0], 16)
-            if size == 0:
-                break
-            out += rest[:size]
-            rest = rest[size + 2:]
-        rest = out
-    return status, hs, rest
+    The response is read until the server closes."""
+    return airtest.fetch(port, method, path, body, headers, timeout=10)
 
 
-def sse_events(body):
-    """[(event name or None, data string)] of an event stream."""
-    out = []
-    for block in body.decode().split("\n\n"):
-        if not block.strip():
-            continue
-        name, data = None, []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].strip())
-        out.append((name, "\n".join(data)))
-    return out
+sse_events = airtest.sse
 
 
 # ---- the cases ------------------------------------------------------------------------
 
-TESTS = []
-
-
-def test(name):
-    def deco(fn):
-        TESTS.append((name, fn))
-        return fn
-    return deco
-
-
-def closed_port():
-    """A 127.0.0.1 port with nothing listening (bound, then closed)."""
-    s = socket.socket()
-    s.bind((LOCAL, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+TESTS, test = airtest.registry()
+closed_port = airtest.free_port
 
 
 def config(up, commit="first_content"):
@@ -570,37 +494,12 @@ def t_usage_last_chunk(binary, up):
 
 
 def main():
-    binary = sys.argv[1]
-    only = sys.argv[2:]
-    # SIGTERM (ctest's timeout, the wrapper) still runs the finally below.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     up = Upstream()
-    failed = 0
-    try:
-        for name, fn in TESTS:
-            if only and not any(o in name for o in only):
-                continue
-            t0 = time.monotonic()
-            try:
-                fn(binary, up)
-                print("ok   %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s\n%s" % (name, traceback.format_exc()), flush=True)
-    finally:
+
+    def cleanup():
         up.stop = True
         up.sock.close()
-        for p in PROCS:
-            if p.poll() is None:
-                p.terminate()
-        for p in PROCS:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    n = len([1 for name, _ in TESTS if not only or any(o in name for o in only)])
-    print("%d passed, %d failed" % (n - failed, failed))
-    return 1 if failed else 0
+    return airtest.main(TESTS, lambda binary: lambda fn: fn(binary, up), cleanup=cleanup)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,15 @@
 #define MAX_BLOCK_INDEX 1000000
 
 /* Content block kinds the decoder remembers (d->block_kind). */
-enum { BK_NONE = 0, BK_TEXT, BK_THINKING, BK_REDACTED, BK_TOOL, BK_OTHER };
+enum {
+  BK_NONE = 0,
+  BK_TEXT,
+  BK_THINKING,
+  BK_REDACTED,
+  BK_TOOL,
+  BK_OTHER,
+  BK_JSON /* the forced JSON tool (d->json_tool): its input is text */
+};
 /* What the encoder's open block is (e->open_kind). */
 enum { EK_NONE = 0, EK_TEXT, EK_THINKING, EK_TOOL };
 
@@ -83,7 +91,8 @@ int air__ant_decode_request(const air__request *req, air__canon *c,
 int air__ant_finish_body(json_t *root, const char *req_model,
                          const air__build_opts *o, air__buf *out,
                          air_error *err);
-int air__ant_can_express(const air__canon *c, air_error *err);
+int air__ant_can_express(const air__canon *c, const air__build_opts *o,
+                         air_error *err);
 int air__ant_encode_request(const air__canon *c, const air__build_opts *o,
                             air__buf *out, air_error *err);
 /* events.c: the upstream's stream and bodies into parts. */

@@ -194,6 +194,14 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
       *bad = true;
       return 0;
     }
+    if (d->json_tool && IS(name, name_n, AIR__JSON_TOOL)) {
+      /* The JSON tool the request forced: its input is the answer. */
+      d->block_kind[idx] = BK_JSON;
+      d->json_seen = true;
+      if (!air__json_is_obj(j, input) || j->tok[input].size == 0) return 0;
+      const char *raw = air__json_raw(j, input, &n);
+      return emit_text(cb, data, AIR_PART_TEXT, idx, raw, n);
+    }
     int tool = d->n_tools++;
     d->block_kind[idx] = BK_TOOL;
     d->block_tool[idx] = tool;
@@ -251,6 +259,8 @@ static int on_block_delta(air__decoder *d, const air__json *j, bool *bad,
   if (kind == AIR_PART_TOOL_DELTA) {
     int bk = idx < AIR__DECODER_MAX_TOOLS ? d->block_kind[idx] : BK_NONE;
     if (bk == BK_OTHER) return 0; /* server tool input */
+    if (bk == BK_JSON)
+      return n == 0 ? 0 : emit_text(cb, data, AIR_PART_TEXT, idx, p, n);
     if (bk != BK_TOOL) {
       *bad = true;
       return 0;
@@ -282,11 +292,18 @@ static int on_message_delta(air__decoder *d, const air__json *j, bool *bad,
   bool finish = air__json_is_str(j, sr);
   int rc = 0;
   if (finish) {
+    air_finish f = finish_of(p, n);
+    if (f == AIR_FINISH_TOOL_CALLS && d->json_seen) {
+      /* The forced JSON tool's stop is the answer's end. */
+      f = AIR_FINISH_STOP;
+      p = "end_turn";
+      n = 8;
+    }
     air_part part = {.kind = AIR_PART_FINISH,
                      .text = "",
                      .id = "",
                      .name = "",
-                     .finish = finish_of(p, n),
+                     .finish = f,
                      .finish_raw = p,
                      .finish_raw_len = n};
     d->finished = true;
@@ -390,6 +407,17 @@ static int body_block(air__decoder *d, const json_t *b, int i, air__part_cb cb,
                      n);
   }
   if (strcmp(type, "tool_use") != 0) return 0;
+  const char *tn = json_string_value(json_object_get(b, "name"));
+  if (d->json_tool && tn != NULL && strcmp(tn, AIR__JSON_TOOL) == 0) {
+    /* The JSON tool the request forced: its input is the answer. */
+    d->json_seen = true;
+    air__buf_reset(&d->scratch);
+    const json_t *in = json_object_get(b, "input");
+    int rc = in != NULL ? dump_json(in, &d->scratch)
+                        : air__buf_add(&d->scratch, LIT("{}"));
+    if (rc != 0 || d->scratch.n == 0) return rc;
+    return emit_text(cb, data, AIR_PART_TEXT, i, d->scratch.p, d->scratch.n);
+  }
   if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
   int tool = d->n_tools++;
   size_t id_n, name_n;
@@ -449,11 +477,17 @@ int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
   const json_t *sr = json_object_get(root, "stop_reason");
   if (rc == 0 && json_is_string(sr)) {
     const char *raw = jstr(sr, &sr_n);
+    air_finish f = finish_of(raw, sr_n);
+    if (f == AIR_FINISH_TOOL_CALLS && d->json_seen) {
+      f = AIR_FINISH_STOP;
+      raw = "end_turn";
+      sr_n = 8;
+    }
     air_part fin = {.kind = AIR_PART_FINISH,
                     .text = "",
                     .id = "",
                     .name = "",
-                    .finish = finish_of(raw, sr_n),
+                    .finish = f,
                     .finish_raw = raw,
                     .finish_raw_len = sr_n};
     d->finished = true;

@@ -292,12 +292,18 @@ static int message(dec *d, size_t i, const json_t *jm) {
     return fail(d->err, AIR_EINVAL,
                 "messages[%zu].content: expected a string or an array", i);
   bool user = role != NULL && strcmp(role, "user") == 0;
-  if (!user && (role == NULL || strcmp(role, "assistant") != 0))
+  bool system = role != NULL && strcmp(role, "system") == 0;
+  if (!user && !system && (role == NULL || strcmp(role, "assistant") != 0))
     return fail(d->err, AIR_EINVAL,
                 "messages[%zu].role: expected \"user\" or \"assistant\"", i);
   int rc;
-  air__cmsg *m = air__canon_add_msg(
-      d->c, user ? AIR__ROLE_USER : AIR__ROLE_ASSISTANT, &rc);
+  /* A system message among the turns (Claude Code sends one): a system
+   * turn in its place; its text blocks only. */
+  air__cmsg *m = air__canon_add_msg(d->c,
+                                    system ? AIR__ROLE_SYSTEM
+                                    : user ? AIR__ROLE_USER
+                                           : AIR__ROLE_ASSISTANT,
+                                    &rc);
   if (m == NULL) return rc;
   if (json_is_string(content)) {
     air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
@@ -315,6 +321,10 @@ static int message(dec *d, size_t i, const json_t *jm) {
     if (t == NULL) return rc;
     if (strcmp(t, "text") == 0) {
       rc = text_block(d, blk, path, &m->parts, &m->n_parts, &m->cap_parts);
+    } else if (system) {
+      char f[128];
+      snprintf(f, sizeof(f), "%s (type %s)", path, t);
+      rc = opaque(d, blk, f, t, &m->parts, &m->n_parts, &m->cap_parts);
     } else if (user && strcmp(t, "image") == 0) {
       rc = image_block(d, blk, path, true, &m->parts, &m->n_parts,
                        &m->cap_parts);
@@ -422,6 +432,74 @@ static int tool_choice(dec *d, const json_t *tc) {
   return 0;
 }
 
+/* thinking {type: enabled, budget_tokens} | {type: adaptive} | {type:
+ * disabled} (nothing); another form is an extra. */
+static int thinking_field(dec *d, const json_t *v) {
+  const char *t = json_string_value(json_object_get(v, "type"));
+  air__canon *c = d->c;
+  if (t != NULL && strcmp(t, "disabled") == 0) return 0;
+  if (t != NULL && strcmp(t, "adaptive") == 0) {
+    c->thinking_adaptive = true;
+    c->reasoning_field = "thinking";
+    return 0;
+  }
+  if (t != NULL && strcmp(t, "enabled") == 0) {
+    const json_t *b = json_object_get(v, "budget_tokens");
+    if (!json_is_integer(b) || json_integer_value(b) <= 0)
+      return fail(d->err, AIR_EINVAL,
+                  "thinking.budget_tokens: expected a positive integer");
+    c->thinking_budget = (int64_t)json_integer_value(b);
+    c->reasoning_field = "thinking";
+    return 0;
+  }
+  return extra(d, "thinking", "thinking", v);
+}
+
+/* A format {type: json_schema, schema} (output_config.format, or the
+ * older top-level output_format); field names it. */
+static int output_format(dec *d, const json_t *v, const char *field) {
+  const char *t = json_string_value(json_object_get(v, "type"));
+  const json_t *schema = json_object_get(v, "schema");
+  if (t == NULL || strcmp(t, "json_schema") != 0 || !json_is_object(schema))
+    return extra(d, field, NULL, v);
+  air__canon *c = d->c;
+  c->format = AIR__FMT_JSON_SCHEMA;
+  c->format_field =
+      strcmp(field, "output_format") == 0 ? "output_format" : "output_config";
+  return (c->format_schema = dump(d, schema)).p != NULL ? 0 : AIR_ENOMEM;
+}
+
+/* output_config {effort, format}; other members are extras. */
+static int output_config(dec *d, const json_t *v) {
+  const char *k;
+  const json_t *m;
+  json_object_foreach((json_t *)v, k, m) {
+    int rc = 0;
+    if (json_is_null(m)) continue;
+    if (strcmp(k, "effort") == 0) {
+      static const char *const names[] = {"low", "medium", "high", "max"};
+      static const air__ceffort efforts[] = {AIR__EFFORT_LOW,
+                                             AIR__EFFORT_MEDIUM,
+                                             AIR__EFFORT_HIGH, AIR__EFFORT_MAX};
+      const char *s = json_string_value(m);
+      for (size_t i = 0; s != NULL && i < 4; i++)
+        if (strcmp(s, names[i]) == 0) d->c->effort = efforts[i];
+      if (d->c->effort == AIR__EFFORT_UNSET)
+        rc = extra(d, "output_config.effort", NULL, m);
+      else if (d->c->reasoning_field == NULL)
+        d->c->reasoning_field = "output_config.effort";
+    } else if (strcmp(k, "format") == 0) {
+      rc = output_format(d, m, "output_config.format");
+    } else {
+      char f[160];
+      snprintf(f, sizeof(f), "output_config.%.100s", k);
+      rc = extra(d, f, NULL, m);
+    }
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
 static void num(air__cnum *n, const json_t *v) {
   n->set = true;
   n->is_int = json_is_integer(v);
@@ -464,10 +542,9 @@ static int field(dec *d, const char *k, const json_t *v) {
       return AIR_ENOMEM;
     return 0;
   }
-  if (strcmp(k, "thinking") == 0) {
-    const char *t = json_string_value(json_object_get(v, "type"));
-    if (t != NULL && strcmp(t, "disabled") == 0) return 0;
-  }
+  if (strcmp(k, "thinking") == 0) return thinking_field(d, v);
+  if (strcmp(k, "output_config") == 0) return output_config(d, v);
+  if (strcmp(k, "output_format") == 0) return output_format(d, v, k);
   /* Only hints to a provider (DESIGN.md 5): dropped, never skipped. */
   static const char *const hints[] = {"top_k", "service_tier",
                                       "context_management", "cache_control"};

@@ -91,9 +91,49 @@ int air__ant_finish_body(json_t *root, const char *req_model,
   return rc;
 }
 
-int air__ant_can_express(const air__canon *c, air_error *err) {
+/* The thinking budget of a reasoning effort (docs/config.md); 0: none. */
+static int64_t budget_of(air__ceffort e) {
+  switch (e) {
+    case AIR__EFFORT_MINIMAL:
+      return 1024;
+    case AIR__EFFORT_LOW:
+      return 2048;
+    case AIR__EFFORT_MEDIUM:
+      return 8192;
+    case AIR__EFFORT_HIGH:
+      return 16384;
+    case AIR__EFFORT_MAX:
+      return 32768;
+    default:
+      return 0;
+  }
+}
+
+/* Whether the request asks for thinking (an effort, or a budget). */
+static bool wants_thinking(const air__canon *c) {
+  return budget_of(c->effort) > 0 ||
+         (c->effort == AIR__EFFORT_UNSET && c->thinking_budget > 0);
+}
+
+/* A JSON format asked through the forced tool (structured_output: tool). */
+static bool json_tool(const air__canon *c, const air__build_opts *o) {
+  return c->format != AIR__FMT_TEXT && o->structured_output == AIR__STRUCT_TOOL;
+}
+
+int air__ant_can_express(const air__canon *c, const air__build_opts *o,
+                         air_error *err) {
   const air__cextra *x = air__canon_first_extra(c, AIR_DIALECT_ANTHROPIC);
-  return x != NULL ? air__canon_unsupported(err, x->field, API_NAME) : 0;
+  if (x != NULL) return air__canon_unsupported(err, x->field, API_NAME);
+  /* The API refuses thinking with a forced tool: a schema asked through
+   * the tool and thinking together cannot be said (DESIGN.md 4). */
+  if (json_tool(c, o) && wants_thinking(c)) {
+    char f[160];
+    snprintf(f, sizeof(f), "%s with %s (structured_output: tool)",
+             c->reasoning_field ? c->reasoning_field : "reasoning_effort",
+             c->format_field ? c->format_field : "response_format");
+    return air__canon_unsupported(err, f, API_NAME);
+  }
+  return 0;
 }
 
 /* ---- encode_request
@@ -320,16 +360,58 @@ static int tool_choice(const air__canon *c, json_t *out) {
   return rc;
 }
 
-static int fields(const air__canon *c, json_t *root) {
+/* The schema a JSON format asks for (json_object: any object). */
+static json_t *format_schema(const air__canon *c) {
+  if (c->format == AIR__FMT_JSON_SCHEMA)
+    return json_loadb(c->format_schema.p, c->format_schema.n, 0, NULL);
+  return json_pack("{s:s}", "type", "object");
+}
+
+/*
+ * The JSON format: structured_output native, output_config.format;
+ * tool, one more tool (AIR__JSON_TOOL, its input_schema the schema) and
+ * tool_choice forcing it (the caller's tool_choice is replaced), and the
+ * decoder told to give its input back as text.
+ */
+static int structured(const air__canon *c, const air__build_opts *o,
+                      json_t *root) {
+  if (c->format == AIR__FMT_TEXT) return 0;
+  if (o->structured_output == AIR__STRUCT_NATIVE)
+    return air__json_put(root, "output_config",
+                         json_pack("{s:{s:s, s:o}}", "format", "type",
+                                   "json_schema", "schema", format_schema(c)));
+  json_t *tools = json_object_get(root, "tools");
   int rc = 0;
-  if (c->temperature.set) {
+  if (tools == NULL) {
+    tools = json_array();
+    rc = air__json_put(root, "tools", tools);
+  }
+  if (rc == 0)
+    rc = air__json_push(
+        tools,
+        json_pack("{s:s, s:s, s:o}", "name", AIR__JSON_TOOL, "description",
+                  "Give the answer as this tool's input: a JSON value "
+                  "matching its schema.",
+                  "input_schema", format_schema(c)));
+  if (rc == 0)
+    rc = air__json_put(
+        root, "tool_choice",
+        json_pack("{s:s, s:s}", "type", "tool", "name", AIR__JSON_TOOL));
+  if (rc == 0 && o->json_tool != NULL) *o->json_tool = true;
+  return rc;
+}
+
+static int fields(const air__canon *c, bool thinking, json_t *root) {
+  int rc = 0;
+  /* With thinking the API takes no temperature or top_p change. */
+  if (c->temperature.set && !thinking) {
     double t = c->temperature.d;
     rc = air__json_put(root, "temperature",
                        json_real(t < 0   ? 0
                                  : t > 1 ? 1
                                          : t));
   }
-  if (rc == 0 && c->top_p.set)
+  if (rc == 0 && c->top_p.set && !thinking)
     rc = air__json_put(root, "top_p",
                        c->top_p.is_int ? json_integer((json_int_t)c->top_p.i)
                                        : json_real(c->top_p.d));
@@ -356,17 +438,40 @@ int air__ant_encode_request(const air__canon *c, const air__build_opts *o,
   air__buf_init(&e.system, AIR__MAX_REQUEST_BYTES);
   json_t *root = json_object();
   int rc = root != NULL && e.msgs != NULL ? 0 : AIR_ENOMEM;
+  /* Thinking: the budget of the effort (or the one given), below
+   * max_tokens as the API wants: with no max_tokens asked, the default
+   * answer length plus the budget; with one, the budget cut to fit it, and
+   * no thinking when under the API's minimum of 1024. Not with a forced
+   * tool (the API refuses it): the JSON tool, or the caller's own choice. */
+  int64_t budget = c->effort != AIR__EFFORT_UNSET ? budget_of(c->effort)
+                                                  : c->thinking_budget;
+  int64_t max_tokens = c->max_tokens;
+  if (json_tool(c, o) || c->tool_choice == AIR__TC_REQUIRED ||
+      c->tool_choice == AIR__TC_TOOL)
+    budget = 0;
+  if (budget > 0 && max_tokens > 0 && budget >= max_tokens)
+    budget = max_tokens - 1;
+  if (budget > 0 && budget < 1024) budget = 0;
+  if (budget > 0 && max_tokens == 0)
+    max_tokens = (int64_t)(o->default_max_tokens ? o->default_max_tokens
+                                                 : DEFAULT_MAX_TOKENS) +
+                 budget;
   /* Key order: model, max_tokens, system, messages, the rest; stream
    * last (finish_body). */
   if (rc == 0) rc = air__json_put(root, "model", json_string(""));
-  if (rc == 0 && c->max_tokens > 0)
-    rc = air__json_put(root, "max_tokens",
-                       json_integer((json_int_t)c->max_tokens));
+  if (rc == 0 && max_tokens > 0)
+    rc =
+        air__json_put(root, "max_tokens", json_integer((json_int_t)max_tokens));
   if (rc == 0) rc = messages(&e);
   if (rc == 0 && e.system.n > 0)
     rc = air__json_put(root, "system", json_stringn(e.system.p, e.system.n));
   if (rc == 0) rc = air__json_put(root, "messages", json_incref(e.msgs));
-  if (rc == 0) rc = fields(c, root);
+  if (rc == 0) rc = fields(c, budget > 0, root);
+  if (rc == 0 && budget > 0)
+    rc = air__json_put(root, "thinking",
+                       json_pack("{s:s, s:I}", "type", "enabled",
+                                 "budget_tokens", (json_int_t)budget));
+  if (rc == 0) rc = structured(c, o, root);
   if (rc == 0) rc = air__ant_finish_body(root, c->model, o, out, err);
   json_decref(root);
   json_decref(e.msgs);

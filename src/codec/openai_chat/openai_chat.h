@@ -82,7 +82,8 @@ int air__oai_decode_request(const air__request *req, air__canon *c,
  * and stream_options.include_usage set. */
 int air__oai_finish_body(json_t *root, const char *req_model,
                          const air__build_opts *o, air_error *err);
-int air__oai_can_express(const air__canon *c, air_error *err);
+int air__oai_can_express(const air__canon *c, const air__build_opts *o,
+                         air_error *err);
 int air__oai_encode_request(const air__canon *c, const air__build_opts *o,
                             air__buf *out, air_error *err);
 /* events.c: the upstream's stream and bodies into parts. */

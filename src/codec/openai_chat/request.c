@@ -428,6 +428,40 @@ static int stop(dec *d, const json_t *v) {
   return 0;
 }
 
+/* response_format: text (nothing), json_object, json_schema {name, schema,
+ * strict}; another type is an extra. */
+static int response_format(dec *d, const json_t *v) {
+  air__canon *c = d->c;
+  const char *t = json_string_value(json_object_get(v, "type"));
+  if (t != NULL && strcmp(t, "text") == 0) return 0;
+  c->format_field = "response_format";
+  if (t != NULL && strcmp(t, "json_object") == 0) {
+    c->format = AIR__FMT_JSON_OBJECT;
+    return 0;
+  }
+  if (t == NULL || strcmp(t, "json_schema") != 0)
+    return extra(d, "response_format", "response_format", v);
+  const json_t *js = json_object_get(v, "json_schema");
+  if (!json_is_object(js))
+    return invalid(d->err, "response_format.json_schema", "expected an object");
+  const json_t *name = json_object_get(js, "name");
+  const json_t *schema = json_object_get(js, "schema");
+  const json_t *strict = json_object_get(js, "strict");
+  if (schema != NULL && !json_is_null(schema) && !json_is_object(schema))
+    return invalid(d->err, "response_format.json_schema.schema",
+                   "expected an object");
+  c->format = AIR__FMT_JSON_SCHEMA;
+  if (json_is_string(name) && (c->format_name = copy_str(d, name)).p == NULL)
+    return AIR_ENOMEM;
+  if (json_is_boolean(strict)) c->format_strict = json_is_true(strict);
+  char *s =
+      json_is_object(schema) ? json_dumps(schema, JSON_COMPACT) : strdup("{}");
+  if (s == NULL) return AIR_ENOMEM;
+  c->format_schema = air__canon_str(c, s, strlen(s));
+  free(s);
+  return c->format_schema.p != NULL ? 0 : AIR_ENOMEM;
+}
+
 static void num(air__cnum *n, const json_t *v) {
   n->set = true;
   n->is_int = json_is_integer(v);
@@ -470,9 +504,19 @@ static int field(dec *d, const char *key, const json_t *v) {
     if (json_is_integer(v) && json_integer_value(v) == 1) return 0;
     return extra(d, key, key, v);
   }
-  if (strcmp(key, "response_format") == 0) {
-    const char *t = json_string_value(json_object_get(v, "type"));
-    if (t != NULL && strcmp(t, "text") == 0) return 0;
+  if (strcmp(key, "response_format") == 0) return response_format(d, v);
+  if (strcmp(key, "reasoning_effort") == 0) {
+    static const char *const names[] = {"none",   "minimal", "low",
+                                        "medium", "high",    "xhigh"};
+    const char *s = json_string_value(v);
+    for (size_t i = 0; s != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
+      if (strcmp(s, names[i]) == 0) {
+        c->effort =
+            i == 5 ? AIR__EFFORT_MAX : (air__ceffort)(AIR__EFFORT_NONE + i);
+        c->reasoning_field = "reasoning_effort";
+        return 0;
+      }
+    }
     return extra(d, key, key, v);
   }
   if (strcmp(key, "parallel_tool_calls") == 0) {

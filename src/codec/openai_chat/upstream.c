@@ -72,7 +72,9 @@ int air__oai_finish_body(json_t *root, const char *req_model,
 /* ---- can_express ------------------------------------------------------------
  */
 
-int air__oai_can_express(const air__canon *c, air_error *err) {
+int air__oai_can_express(const air__canon *c, const air__build_opts *o,
+                         air_error *err) {
+  (void)o;
   const air__cextra *x = air__canon_first_extra(c, AIR_DIALECT_OPENAI);
   /* A tool result holding more than text (an image). */
   const air__cpart *bad = NULL;
@@ -342,6 +344,45 @@ static int tool_choice(const air__canon *c, json_t *out) {
   return air__json_put(out, "tool_choice", v);
 }
 
+/* The format: {type: json_object} or {type: json_schema, json_schema:
+ * {name, schema, strict}} (name "output" when the caller gave none). */
+static int response_format(const air__canon *c, json_t *out) {
+  if (c->format == AIR__FMT_TEXT) return 0;
+  if (c->format == AIR__FMT_JSON_OBJECT)
+    return air__json_put(out, "response_format",
+                         json_pack("{s:s}", "type", "json_object"));
+  json_t *schema = json_loadb(c->format_schema.p, c->format_schema.n, 0, NULL);
+  json_t *js = json_pack("{s:o, s:o}", "name",
+                         c->format_name.p != NULL ? jstring(c->format_name)
+                                                  : json_string("output"),
+                         "schema", schema);
+  int rc = js != NULL ? 0 : AIR_ENOMEM;
+  if (rc == 0 && c->format_strict >= 0)
+    rc = air__json_put(js, "strict", json_boolean(c->format_strict));
+  if (rc != 0) {
+    json_decref(js);
+    return rc;
+  }
+  return air__json_put(
+      out, "response_format",
+      json_pack("{s:s, s:o}", "type", "json_schema", "json_schema", js));
+}
+
+/* reasoning_effort from the effort asked, else from a thinking budget
+ * (docs/config.md: under 4096 low, under 16384 medium, else high);
+ * adaptive thinking without an effort sends none (the model's default). */
+static int reasoning_effort(const air__canon *c, json_t *out) {
+  air__ceffort e = c->effort;
+  if (e == AIR__EFFORT_UNSET && c->thinking_budget > 0)
+    e = c->thinking_budget < 4096    ? AIR__EFFORT_LOW
+        : c->thinking_budget < 16384 ? AIR__EFFORT_MEDIUM
+                                     : AIR__EFFORT_HIGH;
+  static const char *const names[] = {NULL,     "none", "minimal", "low",
+                                      "medium", "high", "high"};
+  if (e == AIR__EFFORT_UNSET) return 0;
+  return air__json_put(out, "reasoning_effort", json_string(names[e]));
+}
+
 static int fields(const air__canon *c, json_t *out) {
   int rc = 0;
   if (c->max_tokens > 0)
@@ -366,6 +407,8 @@ static int fields(const air__canon *c, json_t *out) {
     rc = air__json_put(out, "parallel_tool_calls", json_false());
   if (rc == 0 && c->user.p != NULL)
     rc = air__json_put(out, "user", jstring(c->user));
+  if (rc == 0) rc = response_format(c, out);
+  if (rc == 0) rc = reasoning_effort(c, out);
   return rc;
 }
 

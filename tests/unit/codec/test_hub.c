@@ -18,6 +18,10 @@
 #include "canon.h"
 #include "limits.h"
 #include "provider.h"
+#include "sse.h"
+
+static const air__build_opts plain = {.model = "up"};
+static const air__build_opts dropping = {.model = "up", .drop_params = true};
 
 static void parse(air_dialect d, const char *body, air__request *r) {
   air_error err = {0};
@@ -27,7 +31,7 @@ static void parse(air_dialect d, const char *body, air__request *r) {
 static const char THINKING[] =
     "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\","
     "\"content\":\"hi\"}],\"thinking\":{\"type\":\"enabled\","
-    "\"budget_tokens\":1024}}";
+    "\"budget_tokens\":1024},\"frobnicate\":1}";
 
 static void test_same_dialect_builds_no_canon(void **s) {
   (void)s;
@@ -38,7 +42,7 @@ static void test_same_dialect_builds_no_canon(void **s) {
   air__build_opts o = {.model = "up"};
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_anthropic, &r, false, &err), 0);
+      air__request_can_express(&air__provider_anthropic, &r, &o, &err), 0);
   assert_int_equal(
       air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
   assert_null(r.canon); /* the byte fast path */
@@ -54,21 +58,22 @@ static void test_can_express_and_cache(void **s) {
   parse(AIR_DIALECT_ANTHROPIC, THINKING, &r);
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, false, &err),
+      air__request_can_express(&air__provider_openai, &r, &plain, &err),
       AIR_ENOTSUP);
   assert_string_equal(err.message,
-                      "thinking: not supported by openai upstreams");
+                      "frobnicate: not supported by openai upstreams");
   const struct air__canon *c = r.canon;
   assert_non_null(c); /* built once ... */
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, true, &err), 0);
+      air__request_can_express(&air__provider_openai, &r, &dropping, &err), 0);
   air__buf out;
   air__buf_init(&out, 1u << 20);
   air__build_opts o = {.model = "up", .drop_params = true};
   assert_int_equal(
       air__request_build(&air__provider_openai, &r, &o, &out, &err), 0);
   assert_ptr_equal(r.canon, c); /* ... and kept for the next attempts */
-  assert_null(strstr(out.p, "thinking"));
+  assert_null(strstr(out.p, "frobnicate"));
+  assert_non_null(strstr(out.p, "\"reasoning_effort\":\"low\""));
   /* Not under drop_params: the same refusal from the build, nothing out. */
   out.n = 0;
   o.drop_params = false;
@@ -94,7 +99,7 @@ static void test_first_problem_named(void **s) {
   parse(AIR_DIALECT_ANTHROPIC, body, &r);
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, false, &err),
+      air__request_can_express(&air__provider_openai, &r, &plain, &err),
       AIR_ENOTSUP);
   assert_string_equal(err.message,
                       "messages[0].content[0].content[0] (type image): not "
@@ -130,6 +135,94 @@ static void test_canon_limit(void **s) {
   air__request_cleanup(&r);
 }
 
+static int collect(void *data, const air_part *p) {
+  air__buf *b = data;
+  static const char *const names[] = {[AIR_PART_TEXT] = "T",
+                                      [AIR_PART_TOOL_START] = "S",
+                                      [AIR_PART_TOOL_DELTA] = "D",
+                                      [AIR_PART_FINISH] = "F"};
+  if ((size_t)p->kind >= sizeof(names) / sizeof(names[0]) ||
+      names[p->kind] == NULL)
+    return 0;
+  int rc = air__buf_adds(b, names[p->kind]);
+  if (rc == 0 && p->kind == AIR_PART_FINISH)
+    rc = air__buf_adds(b, p->finish == AIR_FINISH_STOP ? "stop" : "other");
+  if (rc == 0 && p->text_len > 0) rc = air__buf_add(b, p->text, p->text_len);
+  return rc == 0 ? air__buf_addc(b, '|') : rc;
+}
+
+/* Feeds Anthropic events (one "data" each) to a decoder; the parts. */
+static void decode(bool json_tool, const char *const *ev, size_t n,
+                   air__buf *out) {
+  air__decoder d;
+  air__provider_anthropic.decoder_init(&d);
+  d.json_tool = json_tool;
+  for (size_t i = 0; i < n; i++) {
+    air__sse_event e = {.type = {"message", 7},
+                        .data = {ev[i], strlen(ev[i])},
+                        .id = {"", 0},
+                        .retry = -1,
+                        .raw = {ev[i], strlen(ev[i])}};
+    assert_int_equal(air__provider_anthropic.decode_event(&d, &e, collect, out),
+                     0);
+  }
+  assert_int_equal(d.malformed, 0);
+  air__decoder_cleanup(&d);
+}
+
+/* An OpenAI caller's schema to an Anthropic target: structured_output
+ * tool forces json_output and flags the decoder, which gives the tool's
+ * input back as text and its tool_use stop as a plain stop; native sends
+ * output_config.format; an unflagged decoder leaves a json_output call a
+ * tool call. */
+static void test_json_tool(void **s) {
+  (void)s;
+  static const char body[] =
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+      "\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+      "\"json_schema\":{\"name\":\"w\",\"schema\":{\"type\":\"object\"}}}}";
+  air__request r;
+  parse(AIR_DIALECT_OPENAI, body, &r);
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  bool flag = false;
+  air__build_opts o = {.model = "up", .json_tool = &flag};
+  air_error err;
+  assert_int_equal(
+      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+  assert_true(flag);
+  assert_non_null(strstr(out.p,
+                         "\"tool_choice\":{\"type\":\"tool\","
+                         "\"name\":\"json_output\"}"));
+  out.n = 0;
+  o.structured_output = AIR__STRUCT_NATIVE;
+  assert_int_equal(
+      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+  assert_false(flag);
+  assert_non_null(strstr(out.p, "\"output_config\":{\"format\":{"));
+  assert_null(strstr(out.p, "json_output"));
+  air__buf_cleanup(&out);
+  air__request_cleanup(&r);
+
+  static const char *const ev[] = {
+      "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+      "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"json_output\","
+      "\"input\":{}}}",
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+      "\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}",
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+      "\"input_json_delta\",\"partial_json\":\"1}\"}}",
+      "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}"};
+  air__buf parts;
+  air__buf_init(&parts, 1u << 16);
+  decode(true, ev, 4, &parts);
+  assert_string_equal(parts.p, "T{\"a\":|T1}|Fstop|");
+  parts.n = 0;
+  decode(false, ev, 4, &parts);
+  assert_string_equal(parts.p, "S|D{\"a\":|D1}|Fother|");
+  air__buf_cleanup(&parts);
+}
+
 /* The table names every dialect at its own index. */
 static void test_dialect_table(void **s) {
   (void)s;
@@ -149,6 +242,7 @@ int main(void) {
       cmocka_unit_test(test_first_problem_named),
       cmocka_unit_test(test_canon_limit),
       cmocka_unit_test(test_dialect_table),
+      cmocka_unit_test(test_json_tool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -838,7 +838,8 @@ static void test_decode_body(void **state) {
 /* ---- air__request_build
  * --------------------------------------------------------------- */
 
-static const air__build_opts base_opts = {"claude-target", NULL, false, 4096};
+static const air__build_opts base_opts = {.model = "claude-target",
+                                          .default_max_tokens = 4096};
 
 /* Builds from a caller body; returns the parsed upstream body (or NULL with
  * *rc set). *raw (optional) receives the bytes. */
@@ -1150,8 +1151,8 @@ static void test_build_unsupported(void **state) {
     const char *field; /* the name the error must give */
   } cases[] = {
       {"\"n\":2", "n"},
-      {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
-      {"\"reasoning_effort\":\"high\"", "reasoning_effort"},
+      {"\"response_format\":{\"type\":\"grammar\"}", "response_format"},
+      {"\"reasoning_effort\":\"extreme\"", "reasoning_effort"},
       {"\"x_unknown\":1", "x_unknown"},
       {"\"tool_choice\":{\"type\":\"allowed_tools\"}", "tool_choice"},
       {"\"tools\":[{\"type\":\"custom\",\"custom\":{\"name\":\"x\"}}]",

@@ -1242,7 +1242,7 @@ static void test_build_unsupported(void **state) {
   static const struct {
     const char *body, *field;
   } cases[] = {
-      {"\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}",
+      {"\"thinking\":{\"type\":\"sometimes\"}",
        "thinking: not supported by openai upstreams"},
       {"\"frobnicate\":true", "frobnicate: not supported by openai upstreams"},
       {"\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\"}]",
@@ -1302,7 +1302,7 @@ static void test_build_unsupported(void **state) {
   /* Bad shapes are errors even with drop_params. */
   v = build(
       AIR_DIALECT_ANTHROPIC,
-      "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\","
+      "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"tool\","
       "\"content\":\"x\"}]}",
       "o", NULL, true, &rc, &err);
   assert_null(v);

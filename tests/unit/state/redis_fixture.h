@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -74,6 +75,9 @@ static inline pid_t rf_spawn(redis_fixture *f) {
   snprintf(port, sizeof port, "%d", f->port);
   pid_t pid = fork();
   if (pid == 0) {
+    /* A test that dies (a crash, ctest's timeout) takes its server along. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(127);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) {
       dup2(devnull, 1);
