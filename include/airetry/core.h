@@ -245,6 +245,12 @@ typedef struct air_attempt {
    * reason is NONE and message says why; field names the field. It counts
    * towards no budget, rule max or breaker, nor x-airetry-attempts. */
   bool skipped;
+  /* A hedge racer (DESIGN.md 3.6): started beside an attempt still in
+   * flight because that one had no content after hedge.after_ms. */
+  bool hedge;
+  /* Outcome `hedge_lost`: cancelled because another racer won (reason
+   * NONE, never a breaker verdict). */
+  bool hedge_lost;
   const char *field;       /* skipped: the field; NULL otherwise */
 } air_attempt;
 
@@ -283,11 +289,16 @@ typedef enum air_action_kind {
   AIR_ACT_DONE,      /* success; the run is over */
   AIR_ACT_FAIL,      /* final failure with `reason`; the run is over */
   AIR_ACT_COMMIT,    /* release attempt attempt_id's content: it is the answer */
-  AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost); not
-                        emitted yet: hedging (DESIGN.md 3.6) will */
+  AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost, or the
+                        WAIT that follows it); read with air_run_next */
   AIR_ACT_CONTINUE,  /* continue the committed answer with attempt attempt_id
                         on `target`; not emitted yet: continuation (3.5) will */
+  AIR_ACT_IDLE,      /* nothing to start: the other racers go on (a racer
+                        dropped while others run; a hedge not possible) */
 } air_action_kind;
+
+/* air_action.flags */
+#define AIR_ACTF_HEDGE 1u /* ATTEMPT: a hedge racer, beside the others */
 
 typedef struct air_action {
   air_action_kind kind;
@@ -303,7 +314,10 @@ typedef struct air_action {
   uint64_t wait_ms;          /* WAIT */
   air_reason reason;         /* FAIL: the reason of the last failure */
   int status;                /* FAIL: the status of the last failure */
-  uint64_t reserved[2];      /* zero; room for later kinds without an ABI break */
+  uint64_t hedge_at_ms;      /* every kind: when to call air_run_hedge
+                                (monotonic; 0: no hedge is due) */
+  unsigned flags;            /* AIR_ACTF_* */
+  unsigned reserved;         /* zero */
 } air_action;
 
 /*
@@ -320,8 +334,9 @@ AIR_EXTERN void air_run_free(air_run *run);
 
 /*
  * Attempt attempt_id failed. wall_ms is for HTTP-date Retry-After hints.
- * Before its commit the policy decides (ATTEMPT, WAIT or FAIL); after it the
- * failure is final (FAIL).
+ * Before its commit the policy decides (ATTEMPT, WAIT or FAIL; IDLE when
+ * other racers go on without it, DESIGN.md 3.6); after it the failure is
+ * final (FAIL).
  */
 AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
                  uint64_t now_ms, uint64_t wall_ms, air_action *act);
@@ -334,6 +349,29 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure
  */
 AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                           air_action *act);
+/*
+ * Hedging (DESIGN.md 3.6). Every action carries hedge_at_ms: the time the
+ * newest racer, still without content, reaches hedge.after_ms. Call
+ * air_run_hedge then: ATTEMPT (flag AIR_ACTF_HEDGE) on the next eligible
+ * target beside the racers in flight, or IDLE when none may start (hedge
+ * max, budget, total_ms, breakers, max_prompt_bytes). Before, IDLE too.
+ */
+AIR_EXTERN int air_run_hedge(air_run *run, uint64_t now_ms, air_action *act);
+/*
+ * Attempt attempt_id received its first content part (before any holding
+ * or judging; air_run_first_content follows when it may be released): it
+ * wins the race. Returns CANCEL for a racer that lost (more through
+ * air_run_next), or IDLE when no other racer is in flight.
+ */
+AIR_EXTERN int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                               air_action *act);
+/*
+ * The actions that follow the one an event returned: CANCEL for each racer
+ * that lost, after a COMMIT, DONE, FAIL or a CANCEL of air_run_content.
+ * Returns 1 and sets *act while one is pending, 0 when none is (the next
+ * event drops the ones not read).
+ */
+AIR_EXTERN int air_run_next(air_run *run, air_action *act);
 /* Attempt attempt_id succeeded (finished; committed or not): DONE. */
 AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     air_action *act);

@@ -97,8 +97,8 @@ typedef enum air_span_kind {
   AIR_SPAN_ATTEMPT  /* one upstream attempt */
 } air_span_kind;
 
-/* Why an attempt ran. HEDGE and CONTINUATION are reserved for hedged first
- * content (DESIGN.md 3.6) and continuation after commit (3.5). */
+/* Why an attempt ran. HEDGE: a hedge racer (DESIGN.md 3.6); CONTINUATION
+ * is reserved for continuation after commit (3.5). */
 typedef enum air_span_role {
   AIR_ROLE_NONE,   /* a request span */
   AIR_ROLE_FIRST,  /* the first attempt */
@@ -145,7 +145,9 @@ typedef struct air_span {
   /* AIR_SPAN_REQUEST */
   const char *route;   /* the model the caller sent */
   air_dialect dialect; /* the caller's dialect */
-  const char *outcome; /* "ok", "error", "error_after_commit", "aborted" */
+  const char *outcome; /* "ok", "error", "error_after_commit", "aborted";
+                          an attempt's: "hedge_lost" for a racer that lost
+                          the race (DESIGN.md 3.6), else NULL */
   unsigned attempts;   /* attempts made */
   /* AIR_SPAN_ATTEMPT */
   unsigned attempt; /* 1-based */

@@ -4,8 +4,9 @@
  * sends a few streaming requests through the gateway and prints a live
  * trace of each: the tokens as they arrive, then every upstream attempt
  * with its reason and wait (from the gateway's log line), the time to first
- * content and the target that answered. Exits 0 when every request was
- * answered.
+ * content and the target that answered; one request is hedged (DESIGN.md
+ * 3.6: a primary slow to its first token races the fallback). Exits 0
+ * when every request was answered.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@ static const char mock_script[] =
     "      - {status: 529}\n"
     "      - {first_delay_ms: 60000}\n"
     "      - {refusal: true}\n"
+    "  gpt-4o-mini: {tokens: 10, delay_ms: 25, first_delay_ms: 5000}\n"
     "  claude-sonnet-4-5: {tokens: 10, delay_ms: 25}\n";
 
 static const char gateway_config[] =
@@ -52,19 +54,24 @@ static const char gateway_config[] =
     "  - name: smart\n"
     "    targets: [primary/gpt-4o, fallback/claude-sonnet-4-5]\n"
     "    timeouts: {first_chunk_ms: 1500}\n"
-    "    refusal: {phrases: [\"I'm sorry, but I cannot assist\"]}\n";
+    "    refusal: {phrases: [\"I'm sorry, but I cannot assist\"]}\n"
+    "  - name: fast\n"
+    "    targets: [primary/gpt-4o-mini, fallback/claude-sonnet-4-5]\n"
+    "    hedge: {after_ms: 400}\n";
 
 typedef struct request {
   const char *title;
   bool anthropic;  /* sent in the Anthropic dialect */
+  const char *model; /* the route */
 } request;
 
 static const request requests[] = {
-    {"primary rate-limits (429, Retry-After: 1)", false},
-    {"primary is overloaded twice (529)", false},
-    {"primary goes silent: no first content", true},
-    {"primary answers with a canned refusal", false},
-    {"primary is healthy again", false},
+    {"primary rate-limits (429, Retry-After: 1)", false, "smart"},
+    {"primary is overloaded twice (529)", false, "smart"},
+    {"primary goes silent: no first content", true, "smart"},
+    {"primary is slow to its first token: hedged after 400 ms", false, "fast"},
+    {"primary answers with a canned refusal", false, "smart"},
+    {"primary is healthy again", false, "smart"},
 };
 
 typedef struct child {
@@ -202,8 +209,9 @@ static long send_request(int port, const request *rq, stream_view *v) {
   const char *path = rq->anthropic ? "/v1/messages" : "/v1/chat/completions";
   snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
   snprintf(body, sizeof(body),
-           "{\"model\":\"smart\",\"stream\":true,\"max_tokens\":200,"
-           "\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}");
+           "{\"model\":\"%s\",\"stream\":true,\"max_tokens\":200,"
+           "\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}",
+           rq->model);
   v->reader = air__stream_reader_new(rq->anthropic, on_part, v);
   CURL *e = curl_easy_init();
   struct curl_slist *h = curl_slist_append(NULL, "content-type: application/json");
@@ -244,10 +252,16 @@ static void print_attempts(int log_fd) {
   json_array_foreach(atts, i, a) {
     const char *target = json_string_value(json_object_get(a, "target"));
     const char *reason = json_string_value(json_object_get(a, "reason"));
+    const char *outcome = json_string_value(json_object_get(a, "outcome"));
+    bool hedge = json_is_true(json_object_get(a, "hedge"));
     json_int_t status = json_integer_value(json_object_get(a, "status"));
     json_int_t ms = json_integer_value(json_object_get(a, "ms"));
     json_int_t wait = json_integer_value(json_object_get(a, "wait_ms"));
-    if (prev != NULL && target && strcmp(prev, target) != 0)
+    if (reason == NULL) reason = outcome; /* hedge_lost: lost the race */
+    if (hedge)
+      printf("      -> hedge: %s races beside it (no first content yet)\n",
+             target ? target : "?");
+    else if (prev != NULL && target && strcmp(prev, target) != 0)
       printf("      -> failover to %s\n", target);
     printf("      attempt %zu  %-28s %-20s %3lld %6lld ms", i + 1,
            target ? target : "?", reason ? reason : "?", (long long)status,

@@ -848,6 +848,8 @@ static void apply_map(ctx *c, unsigned scope, struct fy_node *map, loc at,
         !seen->key[i])
       error_at(c, at, "%s: missing required key '%s'", where(path),
                c->opts[i].name);
+  if (scope == AIR__SC_HEDGE && !seen->key[opt_index(c, scope, "enabled")])
+    ((air__hedge_cfg *)obj)->enabled = true; /* the map given turns it on */
   if (scope == AIR__SC_STICKY) {
     air__sticky_cfg *st = obj;
     size_t en = opt_index(c, scope, "enabled");
@@ -1361,6 +1363,7 @@ static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     air__target *t = &route->targets[i];
     route->n_targets = i + 1;
     t->timeouts = route->policy.timeouts;
+    t->hedge = route->policy.hedge;
     t->provider = SIZE_MAX;
     struct fy_node *item = deref(c, air__yaml_seq_next(v, &it));
     loc il = air__yaml_node_loc(item, at);
@@ -1559,6 +1562,19 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
   }
 }
 
+/* DESIGN.md 3.6: a single-target route does not hedge unless
+ * hedge.same_target is set; hedging turned on there is worth a warning. */
+static void warn_lone_hedge(ctx *c, const air__route *r, loc at,
+                            const char *path) {
+  if (r->n_targets != 1) return;
+  const air__hedge_cfg *h = &r->targets[0].hedge;
+  if (h->enabled && !h->same_target)
+    warn_at(c, at,
+            "%s: hedge is on but the route has one target: it never hedges "
+            "without hedge.same_target: true",
+            path);
+}
+
 static void parse_routes(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                          const char *path) {
   air_config *cfg = c->cfg;
@@ -1604,6 +1620,7 @@ static void parse_routes(ctx *c, const air__opt *o, struct fy_node *v, loc at,
       check_rule_targets(c, r, i, c->defaults_rules, "defaults.rules");
     }
     merge_rule_overrides(c, r);
+    warn_lone_hedge(c, r, il, ip);
   }
 }
 

@@ -440,6 +440,14 @@ static const air__opt opts[] = {
      .offset = offsetof(air__policy, sticky),
      .sub = AIR__SC_STICKY,
      .doc = "After a fallback answered, keep starting there for a while."},
+    {.name = "hedge",
+     .scopes = POL,
+     .type = AIR__T_SECTION,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, hedge),
+     .sub = AIR__SC_HEDGE,
+     .doc = "Race the next target when the first content is late (DESIGN.md "
+            "3.6); every hedge sends the prompt again."},
     {.name = "refusal",
      .scopes = POL,
      .type = AIR__T_SECTION,
@@ -521,6 +529,14 @@ static const air__opt opts[] = {
             "(`response_format`) is asked for. tool: one forced tool whose "
             "input is the schema, its input given back as the answer's "
             "text; native: `output_config.format`."},
+
+    {.name = "hedge",
+     .scopes = AIR__SC_TARGET,
+     .type = AIR__T_SECTION,
+     .offset = offsetof(air__target, hedge),
+     .sub = AIR__SC_HEDGE,
+     .doc = "Hedging while this target is the newest racer, merged over the "
+            "route's."},
 
     /* ---- timeouts ---- */
     {.name = "connect_ms",
@@ -610,6 +626,46 @@ static const air__opt opts[] = {
      .def = "0",
      .doc = "Return to the first target after this many "
             "requests (0: no count limit)."},
+
+    /* ---- hedge ---- */
+    {.name = "enabled",
+     .scopes = AIR__SC_HEDGE,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air__hedge_cfg, enabled),
+     .def = "false",
+     .doc = "Giving `hedge` without `enabled` turns it on; `enabled: false` "
+            "turns off one inherited from `defaults` or the route."},
+    {.name = "after_ms",
+     .scopes = AIR__SC_HEDGE,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__hedge_cfg, after_ms),
+     MS(1, DAY_MS),
+     .def = "4000",
+     .doc = "Start the next target when the newest racer has no content "
+            "part this long after it started."},
+    {.name = "max",
+     .scopes = AIR__SC_HEDGE,
+     .type = AIR__T_U32,
+     .offset = offsetof(air__hedge_cfg, max),
+     MS(1, AIR__MAX_HEDGES),
+     .def = "1",
+     .doc = "Hedges one request may start (each is an attempt: budget, "
+            "breaker, total_ms)."},
+    {.name = "same_target",
+     .scopes = AIR__SC_HEDGE,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air__hedge_cfg, same_target),
+     .def = "false",
+     .doc = "With no untried target left, hedge on the newest racer's "
+            "target again (what a single-target route needs)."},
+    {.name = "max_prompt_bytes",
+     .scopes = AIR__SC_HEDGE,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__hedge_cfg, max_prompt_bytes),
+     MS(0, AIR__MAX_REQUEST_BYTES),
+     .def = "262144",
+     .doc = "No hedge for a request body larger than this: every hedge "
+            "pays the prompt again."},
 
     /* ---- refusal ---- */
     {.name = "phrases",
@@ -780,7 +836,8 @@ static const struct {
      "`defaults.breaker`)."},
     {AIR__SC_DEFAULTS, "defaults",
      "Besides `breaker`, `defaults` holds every policy key of a route "
-     "(timeouts, budget, sticky, refusal, commit, max_malformed, malformed, "
+     "(timeouts, budget, sticky, hedge, refusal, commit, max_malformed, "
+     "malformed, "
      "rules), listed under routes[]."},
     {AIR__SC_ROUTE, "routes[]",
      "The policy keys are also accepted in `defaults`; every map merges key "
@@ -793,6 +850,9 @@ static const struct {
      "Merged over the route's timeouts."},
     {AIR__SC_BUDGET, "budget", NULL},
     {AIR__SC_STICKY, "sticky", "Off by default."},
+    {AIR__SC_HEDGE, "hedge",
+     "Off by default. In `defaults`, `routes[]` and `routes[].targets[]` "
+     "(merged over the route's)."},
     {AIR__SC_REFUSAL, "refusal", NULL},
     {AIR__SC_RULE, "rules[]",
      "A rule needs at least one matcher (`on`, `status`, `message`); all "

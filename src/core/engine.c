@@ -3,14 +3,18 @@
  * route. Pure: the clock and the random source come from the caller, nothing
  * here does I/O or sleeps. Shared breaker/sticky state goes through state.h.
  *
- * Phases: ATTEMPT (an attempt is in flight) -> WAIT (a retry backoff) ->
- * ATTEMPT ... -> COMMITTED (its first content was released) -> OVER.
- * Every attempt has an id, unique in the run (a skipped attempt's id is not
- * reused, unlike its number); every event names the attempt it is about.
- * Every event checks the phase and the id it is valid for and returns
- * AIR_ESTATE otherwise, leaving the run unchanged. One attempt is in flight
- * at a time today; hedging and continuation will add racers and CANCEL /
- * CONTINUE actions without changing the event functions.
+ * Phases: RACING (attempts in flight or in a retry backoff) -> COMMITTED
+ * (one attempt's first content was released) -> OVER. The attempts of the
+ * RACING phase live in racer slots: without hedging there is one, which
+ * is in flight or waits (a retry backoff). Hedging (DESIGN.md 3.6) adds
+ * slots, up to 1 + hedge.max: a failure ends only its own slot's attempt
+ * (a retry or switch refills the slot, anything else frees it), and the
+ * run fails when the last slot is freed. The first racer with content wins
+ * and every other slot is cancelled (CANCEL actions, read with
+ * air_run_next). Every attempt has an id, unique in the run (a skipped
+ * attempt's id is not reused, unlike its number); every event names the
+ * attempt it is about, checks the phase and the id it is valid for and
+ * returns AIR_ESTATE otherwise, leaving the run unchanged.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -25,13 +29,28 @@
 #include "retry_after.h"
 #include "state.h"
 
-enum phase { P_ATTEMPT, P_COMMITTED, P_WAIT, P_OVER };
+enum phase { P_RACING, P_COMMITTED, P_OVER };
 
 /* The default retry_after.max_ms: a hint longer than this, on a failure no
  * retry rule waits for, cools the target down for every request. */
 #define COOL_AFTER_MS 10000u
 /* How long a probe lease outlives the deadline its attempt must commit by. */
 #define PROBE_LEASE_SLACK_MS 1000u
+
+/* One racer slot: an attempt from its start until it commits, fails for
+ * good or loses the race; between a failure and its retry, the WAIT. */
+typedef struct racer {
+  unsigned id;       /* the attempt's id (the failed one while waiting); 0: free */
+  unsigned idx;      /* route index of its target */
+  size_t log;        /* its log entry */
+  uint64_t lease;    /* the half-open probe lease it holds, or 0 */
+  int cause_rule;    /* the rule whose max the attempt used, or -1 */
+  bool waiting;      /* failed; its retry WAIT runs */
+  bool hedge;        /* started by air_run_hedge */
+  bool content;      /* its first content part arrived: it won the race */
+  const char *next_override; /* for the attempt after the WAIT */
+  int wait_rule;             /* the retry rule of that WAIT */
+} racer;
 
 struct air_run {
   const air_config *cfg;
@@ -46,12 +65,15 @@ struct air_run {
   enum phase phase;
   unsigned attempts;
   unsigned last_id;  /* the id of the latest attempt (0: none yet) */
-  unsigned cur;  /* route index of the target of the current attempt */
-  int cause_rule;  /* the rule whose max the current attempt used, or -1 */
+  unsigned cur;  /* route index: the latest attempt's target, or the winner's */
   unsigned n_real; /* log entries that are not skipped */
-  uint64_t lease;  /* the half-open probe lease the current attempt holds, or 0 */
-  const char *next_override;  /* for the attempt after a WAIT */
-  int wait_rule;              /* the retry rule of that WAIT */
+  racer racers[AIR__MAX_RACERS];
+  unsigned hedges;       /* hedges started */
+  unsigned hedge_block;  /* no target was left for a hedge while this
+                            attempt was the newest racer */
+  uint64_t prompt_bytes; /* the request body (hedge.max_prompt_bytes) */
+  air_action pend[AIR__MAX_RACERS];  /* CANCELs for air_run_next */
+  unsigned n_pend, pend_at;
   unsigned n_order;
   unsigned order[AIR__MAX_TARGETS];  /* route indices, sticky target first */
   bool tried[AIR__MAX_TARGETS];
@@ -128,13 +150,90 @@ static const char *merge_override(const air_run *run, unsigned idx,
   return rule->override_json;
 }
 
-/* True when id is the attempt in flight (before or after its commit). */
-static bool in_flight(const air_run *run, unsigned id) {
-  return (run->phase == P_ATTEMPT || run->phase == P_COMMITTED) &&
-         id == run->last_id && id != 0;
+/* ---- racer slots ------------------------------------------------------- */
+
+/* The slot of attempt id in flight (waiting false) or of the WAIT that
+ * follows failed attempt id (waiting true); NULL when there is none. */
+static racer *slot_of(air_run *run, unsigned id, bool waiting) {
+  if (id == 0 || run->phase == P_OVER) return NULL;
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++)
+    if (run->racers[i].id == id && run->racers[i].waiting == waiting)
+      return &run->racers[i];
+  return NULL;
 }
 
-static int finish(air_run *run, air_reason reason, int status, air_action *act) {
+static unsigned n_busy(const air_run *run) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++) n += run->racers[i].id != 0;
+  return n;
+}
+
+static racer *free_slot(air_run *run) {
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++)
+    if (run->racers[i].id == 0) return &run->racers[i];
+  return NULL;
+}
+
+/* The racer in flight that started last, or NULL. */
+static const racer *newest(const air_run *run) {
+  const racer *best = NULL;
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++) {
+    const racer *r = &run->racers[i];
+    if (r->id != 0 && !r->waiting && (best == NULL || r->log > best->log))
+      best = r;
+  }
+  return best;
+}
+
+static void drop(racer *r) {
+  memset(r, 0, sizeof(*r));
+}
+
+/* Queues an action for air_run_next. */
+static void queue(air_run *run, air_action_kind kind, unsigned id) {
+  if (run->n_pend >= AIR__MAX_RACERS) return;
+  air_action *a = &run->pend[run->n_pend++];
+  memset(a, 0, sizeof(*a));
+  a->kind = kind;
+  a->attempt_id = id;
+}
+
+static void reset_pending(air_run *run) {
+  run->n_pend = run->pend_at = 0;
+}
+
+/*
+ * Racer r stops because the request is decided elsewhere: it lost the race
+ * (reason NONE: outcome hedge_lost, no breaker verdict) or the run ends
+ * with reason. A probe lease it held is released; CANCEL is queued.
+ */
+static void lose(air_run *run, racer *r, air_reason reason, uint64_t now_ms) {
+  if (!r->waiting) {
+    air_attempt *e = &run->log[r->log];
+    e->ms = now_ms - e->start_ms;
+    if (reason == AIR_REASON_NONE)
+      e->hedge_lost = true;
+    else
+      e->reason = reason;
+  }
+  air__state_release(run->st, run->route->targets[r->idx].name, r->lease);
+  queue(run, AIR_ACT_CANCEL, r->id);
+  drop(r);
+}
+
+/* Every racer but keep loses the race (keep may be NULL). */
+static void lose_others(air_run *run, const racer *keep, uint64_t now_ms) {
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++)
+    if (run->racers[i].id != 0 && &run->racers[i] != keep)
+      lose(run, &run->racers[i], AIR_REASON_NONE, now_ms);
+}
+
+/* The run is over with reason: racers still in flight end with it (CANCEL
+ * queued for each). */
+static int finish(air_run *run, air_reason reason, int status, uint64_t now_ms,
+                  air_action *act) {
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++)
+    if (run->racers[i].id != 0) lose(run, &run->racers[i], reason, now_ms);
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_FAIL;
@@ -142,6 +241,20 @@ static int finish(air_run *run, air_reason reason, int status, air_action *act) 
   act->reason = reason;
   act->status = status;
   return 0;
+}
+
+static int idle(air_action *act) {
+  memset(act, 0, sizeof(*act));
+  act->kind = AIR_ACT_IDLE;
+  return 0;
+}
+
+/* Racer r is out (its failure stays in the log): the others go on (IDLE),
+ * or with none left the run fails with the last failure. */
+static int end_racer(air_run *run, racer *r, uint64_t now_ms, air_action *act) {
+  drop(r);
+  if (n_busy(run) > 0) return idle(act);
+  return finish(run, run->last_reason, run->last_status, now_ms, act);
 }
 
 /* The monotonic time an attempt on target idx started at now_ms must commit
@@ -155,17 +268,18 @@ static uint64_t attempt_deadline(const air_run *run, unsigned idx,
 }
 
 /*
- * Starts an attempt on target idx. lease: pick acquired the target's
- * half-open probe lease for it (0: none); every return without an attempt
- * (the log is full, no memory) gives the lease back, or the target would
- * not be admitted again until the lease expired.
+ * Starts an attempt on target idx in slot r. lease: pick acquired the
+ * target's half-open probe lease for it (0: none); every return without an
+ * attempt (the log is full, no memory) gives the lease back, or the target
+ * would not be admitted again until the lease expired.
  */
-static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
-                         const char *override, uint64_t now_ms,
+static int start_attempt(air_run *run, racer *r, unsigned idx, uint64_t lease,
+                         const char *override, bool hedge, uint64_t now_ms,
                          air_action *act) {
   if (run->n_log >= AIR__MAX_ATTEMPT_LOG) {
     air__state_release(run->st, run->route->targets[idx].name, lease);
-    return finish(run, run->last_reason, run->last_status, act);
+    drop(r);
+    return finish(run, run->last_reason, run->last_status, now_ms, act);
   }
   if (run->n_log == run->cap_log) {
     size_t cap = run->cap_log ? run->cap_log * 2 : 8;
@@ -182,11 +296,17 @@ static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
   run->attempts++;
   run->last_id++;
   run->n_real++;
-  run->cause_rule = -1;
   run->cur = idx;
-  run->lease = lease;
   run->tried[idx] = true;
-  run->phase = P_ATTEMPT;
+  run->phase = P_RACING;
+  r->id = run->last_id;
+  r->idx = idx;
+  r->log = run->n_log;
+  r->lease = lease;
+  r->cause_rule = -1;
+  r->waiting = false;
+  r->hedge = hedge;
+  r->content = false;
   air_attempt *e = &run->log[run->n_log++];
   memset(e, 0, sizeof(*e));
   e->n = run->attempts;
@@ -194,6 +314,7 @@ static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
   e->message = "";
   e->request_id = "";
   e->start_ms = now_ms;
+  e->hedge = hedge;
 
   uint64_t deadline = attempt_deadline(run, idx, now_ms);
   memset(act, 0, sizeof(*act));
@@ -204,6 +325,7 @@ static int start_attempt(air_run *run, unsigned idx, uint64_t lease,
   act->attempt = run->attempts;
   act->deadline_ms = deadline;
   act->override_json = override;
+  act->flags = hedge ? AIR_ACTF_HEDGE : 0;
   return 0;
 }
 
@@ -219,13 +341,14 @@ static uint64_t probe_lease_ms(const air_run *run, unsigned idx,
 }
 
 /*
- * Chooses the next untried target: `to` when given and untried, else the
- * first in order whose breaker admits it; when every untried one is open,
- * the one that reopens soonest. Returns false when none is left. *lease is
- * the probe lease taken for the chosen target (0: none).
+ * Chooses the next untried target (a racing one is tried): `to` when given
+ * and untried, else the first in order whose breaker admits it; when every
+ * untried one is open, the one that reopens soonest (not for a hedge, which
+ * only starts where the breaker admits it). Returns false when none is
+ * left. *lease is the probe lease taken for the chosen target (0: none).
  */
-static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
-                 uint64_t *lease) {
+static bool pick(air_run *run, const char *to, bool hedge, uint64_t now_ms,
+                 unsigned *idx, uint64_t *lease) {
   *lease = 0;
   if (to != NULL) {
     for (unsigned i = 0; i < run->route->n_targets; i++) {
@@ -255,7 +378,7 @@ static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
       *idx = i;
       return true;
     }
-    if (!found || reopen < soonest) {
+    if (!hedge && (!found || reopen < soonest)) {
       soonest = reopen;
       *idx = i;
       found = true;
@@ -264,15 +387,83 @@ static bool pick(air_run *run, const char *to, uint64_t now_ms, unsigned *idx,
   return found;
 }
 
-static int switch_target(air_run *run, const char *to, const air__rule *rule,
-                         uint64_t now_ms, air_action *act) {
+/* Refills slot r with the next target (a switch), or ends it. */
+static int switch_target(air_run *run, racer *r, const char *to,
+                         const air__rule *rule, bool hedge, uint64_t now_ms,
+                         air_action *act) {
   unsigned idx;
   uint64_t lease;
-  if (!pick(run, to, now_ms, &idx, &lease))
-    return finish(run, run->last_reason, run->last_status, act);
+  if (!pick(run, to, false, now_ms, &idx, &lease))
+    return end_racer(run, r, now_ms, act);
   const char *ov = merge_override(run, idx, rule);
-  return start_attempt(run, idx, lease, ov, now_ms, act);
+  return start_attempt(run, r, idx, lease, ov, hedge, now_ms, act);
 }
+
+/* ---- hedging (DESIGN.md 3.6) ------------------------------------------- */
+
+uint64_t air__run_hedge_at(const air_run *run) {
+  if (run == NULL || run->phase != P_RACING) return 0;
+  const racer *nw = newest(run);
+  if (nw == NULL || nw->id == run->hedge_block) return 0;
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++)
+    if (run->racers[i].id != 0 && run->racers[i].content) return 0;
+  const air__hedge_cfg *h = &run->route->targets[nw->idx].hedge;
+  if (!h->enabled || run->hedges >= h->max || n_busy(run) >= AIR__MAX_RACERS)
+    return 0;
+  if (run->prompt_bytes > h->max_prompt_bytes) return 0;
+  if (run->route->n_targets == 1 && !h->same_target) return 0;
+  const air__budget *b = &run->pol->budget;
+  if (b->max_total_attempts != AIR__UNLIMITED &&
+      run->attempts >= b->max_total_attempts)
+    return 0;
+  uint64_t at = run->log[nw->log].start_ms + h->after_ms;
+  return at < run->deadline_ms ? at : 0;
+}
+
+void air__run_set_prompt_bytes(air_run *run, uint64_t n) {
+  if (run != NULL) run->prompt_bytes = n;
+}
+
+/* Every action an event returns says when the next hedge is due. */
+static int stamped(air_run *run, int rc, air_action *act) {
+  if (rc == 0) act->hedge_at_ms = air__run_hedge_at(run);
+  return rc;
+}
+
+static int run_hedge(air_run *run, uint64_t now_ms, air_action *act) {
+  uint64_t at = air__run_hedge_at(run);
+  const racer *nw = newest(run);
+  racer *slot = free_slot(run);
+  if (at == 0 || now_ms < at || nw == NULL || slot == NULL) return idle(act);
+  unsigned idx = 0;
+  uint64_t lease = 0;
+  if (!pick(run, NULL, true, now_ms, &idx, &lease)) {
+    if (!run->route->targets[nw->idx].hedge.same_target) {
+      run->hedge_block = nw->id; /* asked again only for a newer racer */
+      return idle(act);
+    }
+    idx = nw->idx; /* same_target: the newest racer's target again */
+  }
+  run->hedges++;
+  return start_attempt(run, slot, idx, lease, merge_override(run, idx, NULL),
+                       true, now_ms, act);
+}
+
+int air_run_hedge(air_run *run, uint64_t now_ms, air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  if (run->phase != P_RACING) return AIR_ESTATE;
+  reset_pending(run);
+  return stamped(run, run_hedge(run, now_ms, act), act);
+}
+
+int air_run_next(air_run *run, air_action *act) {
+  if (run == NULL || act == NULL || run->pend_at >= run->n_pend) return 0;
+  *act = run->pend[run->pend_at++];
+  act->hedge_at_ms = air__run_hedge_at(run);
+  return 1;
+}
+
+/* ---- starting ---------------------------------------------------------- */
 
 int air_run_new(const air_config *cfg, air_state *state, const char *model,
                 const air_rng *rng, uint64_t now_ms, air_run **out,
@@ -313,6 +504,7 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
     run->direct_target.model = name + (slash - model) + 1;
     run->direct_target.provider = pidx;
     run->direct_target.timeouts = cfg->defaults.timeouts;
+    run->direct_target.hedge = cfg->defaults.hedge;
     run->direct.name = name;
     run->direct.targets = &run->direct_target;
     run->direct.n_targets = 1;
@@ -341,19 +533,22 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
   for (unsigned i = 0; i < n; i++)
     if (i != first) run->order[run->n_order++] = i;
 
-  int rc = switch_target(run, NULL, NULL, now_ms, act);
+  int rc = switch_target(run, &run->racers[0], NULL, NULL, false, now_ms, act);
   if (rc != 0) {
     air_run_free(run);
     return rc;
   }
   *out = run;
-  return 0;
+  return stamped(run, 0, act);
 }
 
 void air_run_free(air_run *run) {
   if (run == NULL) return;
-  if (run->phase == P_ATTEMPT || run->phase == P_COMMITTED)
-    air__state_release(run->st, run->route->targets[run->cur].name, run->lease);
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++) {
+    const racer *r = &run->racers[i];
+    if (r->id != 0)
+      air__state_release(run->st, run->route->targets[r->idx].name, r->lease);
+  }
   free(run->log);
   air__arena_cleanup(&run->arena);
   free(run);
@@ -391,104 +586,16 @@ static bool is_timeout(air_reason r) {
   return r >= AIR_REASON_TIMEOUT_CONNECT && r <= AIR_REASON_TIMEOUT_TOTAL;
 }
 
-static air_reason record_failure(air_run *run, const air_failure *f,
-                                 uint64_t now_ms);
-
-int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
-                 uint64_t now_ms, uint64_t wall_ms, air_action *act) {
-  if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
-  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
-  /* After commit the attempt is final: no policy runs. */
-  if (run->phase == P_COMMITTED)
-    return air__run_fail_final(run, attempt_id, f, now_ms, act);
-  air_reason reason = record_failure(run, f, now_ms);
-  air_attempt *e = &run->log[run->n_log - 1];
-  const air__target *t = &run->route->targets[run->cur];
-
-  if (reason == AIR_REASON_ABORTED) {
-    air__state_release(run->st, t->name, run->lease);
-    run->lease = 0;
-    return finish(run, reason, f->status, act);
-  }
-  air__state_record(run->st, t->name, breaker_of(run, run->cur), reason,
-                    run->lease, now_ms);
-  run->lease = 0;
-  /* A Retry-After longer than the engine would wait opens the breaker until
-   * it expires (3.1): here, longer than the default retry_after.max_ms; a
-   * retry rule with its own max_ms cools below when it declines to wait. */
-  uint64_t hint_ms = 0;
-  bool hint =
-      f->n_headers > 0 &&
-      air__retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
-  if (hint && hint_ms > COOL_AFTER_MS)
-    air__state_cool(run->st, t->name, now_ms, hint_ms);
-  if (reason == AIR_REASON_TIMEOUT_TOTAL || now_ms >= run->deadline_ms)
-    return finish(run, reason, f->status, act);
-
-  /* Budgets: the shared counter first, then the reason's own cap. */
-  if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
-  const air__budget *b = &run->pol->budget;
-  if (b->max_total_attempts != AIR__UNLIMITED &&
-      run->attempts >= b->max_total_attempts)
-    return finish(run, reason, f->status, act);
-  if (b->per_reason[reason] != AIR__UNLIMITED &&
-      run->reason_count[reason] >= b->per_reason[reason])
-    return finish(run, reason, f->status, act);
-
-  const air__policy *pol = run->pol;
-  size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
-  int rc;
-  for (size_t i = 0; i < n_rules; i++) {
-    const air__rule *r = &pol->rules[i];
-    if (!rule_matches(r, reason, f->status, f->message)) continue;
-    if (r->max != AIR__UNLIMITED && run->rule_used[i] >= r->max) continue;
-    switch (r->action) {
-      case AIR__RULE_FAIL:
-        return finish(run, reason, f->status, act);
-      case AIR__RULE_SWITCH:
-        run->rule_used[i]++;
-        rc = switch_target(run, r->to, r, now_ms, act);
-        if (act->kind == AIR_ACT_ATTEMPT) run->cause_rule = (int)i;
-        return rc;
-      case AIR__RULE_RETRY:
-        break;
-    }
-    uint64_t remaining = run->deadline_ms - now_ms;
-    uint64_t wait = hint_ms;
-    if (hint && (wait > r->retry_after_max_ms || wait >= remaining)) {
-      /* Too long to sleep: cool the target down and go elsewhere. */
-      air__state_cool(run->st, t->name, now_ms, hint_ms);
-      return switch_target(run, NULL, NULL, now_ms, act);
-    }
-    if (!hint)
-      wait = air__backoff_wait(&r->backoff, run->rule_used[i] + 1, &run->rng);
-    /* No attempt could follow a wait that reaches the deadline. */
-    if (wait >= remaining) return finish(run, reason, f->status, act);
-    run->rule_used[i]++;
-    run->wait_rule = (int)i;
-    e->wait_ms = wait;
-    e->hint = hint;
-    run->next_override = merge_override(run, run->cur, r);
-    run->phase = P_WAIT;
-    memset(act, 0, sizeof(*act));
-    act->kind = AIR_ACT_WAIT;
-    act->attempt_id = run->last_id;
-    act->wait_ms = wait;
-    return 0;
-  }
-  return finish(run, reason, f->status, act);
-}
-
-/* Fills the current log entry from f; returns the classified reason. */
-static air_reason record_failure(air_run *run, const air_failure *f,
-                                 uint64_t now_ms) {
+/* Fills racer r's log entry from f; returns the classified reason. */
+static air_reason record_failure(air_run *run, const racer *r,
+                                 const air_failure *f, uint64_t now_ms) {
   air_reason reason = f->reason;
   if (reason == AIR_REASON_NONE || reason >= AIR_REASON__COUNT)
     reason =
         air__classify(f->status, f->type, f->code, f->message, f->transport);
   if (is_timeout(reason) && now_ms >= run->deadline_ms)
     reason = AIR_REASON_TIMEOUT_TOTAL;
-  air_attempt *e = &run->log[run->n_log - 1];
+  air_attempt *e = &run->log[r->log];
   e->reason = reason;
   e->status = f->status;
   e->ms = now_ms - e->start_ms;
@@ -499,84 +606,224 @@ static air_reason record_failure(air_run *run, const air_failure *f,
   return reason;
 }
 
+/* ---- events ------------------------------------------------------------ */
+
+static int fail_final(air_run *run, racer *r, const air_failure *f,
+                      uint64_t now_ms, air_action *act) {
+  air_reason reason = record_failure(run, r, f, now_ms);
+  const air__target *t = &run->route->targets[r->idx];
+  if (reason == AIR_REASON_ABORTED) {
+    air__state_release(run->st, t->name, r->lease);
+  } else {
+    air__state_record(run->st, t->name, breaker_of(run, r->idx), reason,
+                      r->lease, now_ms);
+  }
+  drop(r);
+  return finish(run, reason, f->status, now_ms, act);
+}
+
+static int run_fail(air_run *run, racer *r, const air_failure *f,
+                    uint64_t now_ms, uint64_t wall_ms, air_action *act) {
+  /* After commit the attempt is final: no policy runs. */
+  if (run->phase == P_COMMITTED) return fail_final(run, r, f, now_ms, act);
+  air_reason reason = record_failure(run, r, f, now_ms);
+  air_attempt *e = &run->log[r->log];
+  const air__target *t = &run->route->targets[r->idx];
+
+  if (reason == AIR_REASON_ABORTED) {
+    air__state_release(run->st, t->name, r->lease);
+    drop(r);
+    return finish(run, reason, f->status, now_ms, act);
+  }
+  air__state_record(run->st, t->name, breaker_of(run, r->idx), reason,
+                    r->lease, now_ms);
+  r->lease = 0;
+  /* A Retry-After longer than the engine would wait opens the breaker until
+   * it expires (3.1): here, longer than the default retry_after.max_ms; a
+   * retry rule with its own max_ms cools below when it declines to wait. */
+  uint64_t hint_ms = 0;
+  bool hint =
+      f->n_headers > 0 &&
+      air__retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
+  if (hint && hint_ms > COOL_AFTER_MS)
+    air__state_cool(run->st, t->name, now_ms, hint_ms);
+  if (reason == AIR_REASON_TIMEOUT_TOTAL || now_ms >= run->deadline_ms) {
+    drop(r);
+    return finish(run, reason, f->status, now_ms, act);
+  }
+
+  /* Budgets: the shared counter first, then the reason's own cap. A spent
+   * budget ends this racer; the others go on (DESIGN.md 3.6). */
+  if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
+  const air__budget *b = &run->pol->budget;
+  if (b->max_total_attempts != AIR__UNLIMITED &&
+      run->attempts >= b->max_total_attempts)
+    return end_racer(run, r, now_ms, act);
+  if (b->per_reason[reason] != AIR__UNLIMITED &&
+      run->reason_count[reason] >= b->per_reason[reason])
+    return end_racer(run, r, now_ms, act);
+
+  const air__policy *pol = run->pol;
+  size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
+  int rc;
+  for (size_t i = 0; i < n_rules; i++) {
+    const air__rule *rule = &pol->rules[i];
+    if (!rule_matches(rule, reason, f->status, f->message)) continue;
+    if (rule->max != AIR__UNLIMITED && run->rule_used[i] >= rule->max) continue;
+    switch (rule->action) {
+      case AIR__RULE_FAIL: /* with other racers: only this one stops */
+        return end_racer(run, r, now_ms, act);
+      case AIR__RULE_SWITCH:
+        run->rule_used[i]++;
+        rc = switch_target(run, r, rule->to, rule, false, now_ms, act);
+        if (act->kind == AIR_ACT_ATTEMPT) r->cause_rule = (int)i;
+        return rc;
+      case AIR__RULE_RETRY:
+        break;
+    }
+    uint64_t remaining = run->deadline_ms - now_ms;
+    uint64_t wait = hint_ms;
+    if (hint && (wait > rule->retry_after_max_ms || wait >= remaining)) {
+      /* Too long to sleep: cool the target down and go elsewhere. */
+      air__state_cool(run->st, t->name, now_ms, hint_ms);
+      return switch_target(run, r, NULL, NULL, false, now_ms, act);
+    }
+    if (!hint)
+      wait = air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
+    /* No attempt could follow a wait that reaches the deadline. */
+    if (wait >= remaining) return end_racer(run, r, now_ms, act);
+    run->rule_used[i]++;
+    r->wait_rule = (int)i;
+    e->wait_ms = wait;
+    e->hint = hint;
+    r->next_override = merge_override(run, r->idx, rule);
+    r->waiting = true;
+    memset(act, 0, sizeof(*act));
+    act->kind = AIR_ACT_WAIT;
+    act->attempt_id = r->id;
+    act->wait_ms = wait;
+    return 0;
+  }
+  return end_racer(run, r, now_ms, act);
+}
+
+int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
+                 uint64_t now_ms, uint64_t wall_ms, air_action *act) {
+  if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL) return AIR_ESTATE;
+  reset_pending(run);
+  return stamped(run, run_fail(run, r, f, now_ms, wall_ms, act), act);
+}
+
 int air__run_fail_final(air_run *run, unsigned attempt_id,
                         const air_failure *f, uint64_t now_ms,
                         air_action *act) {
   if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
-  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
-  air_reason reason = record_failure(run, f, now_ms);
-  const air__target *t = &run->route->targets[run->cur];
-  if (reason == AIR_REASON_ABORTED) {
-    air__state_release(run->st, t->name, run->lease);
-  } else {
-    air__state_record(run->st, t->name, breaker_of(run, run->cur), reason,
-                      run->lease, now_ms);
-  }
-  run->lease = 0;
-  return finish(run, reason, f->status, act);
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL) return AIR_ESTATE;
+  reset_pending(run);
+  return stamped(run, fail_final(run, r, f, now_ms, act), act);
+}
+
+int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                    air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  reset_pending(run);
+  r->content = true;
+  lose_others(run, r, now_ms);
+  if (air_run_next(run, act) == 0) idle(act);
+  return stamped(run, 0, act);
 }
 
 int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                           air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT || !in_flight(run, attempt_id)) return AIR_ESTATE;
-  const air__target *t = &run->route->targets[run->cur];
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  reset_pending(run);
+  const air__target *t = &run->route->targets[r->idx];
   /* A probe's verdict is given at its first content (DESIGN.md 3.1): the
    * target answers, so the breaker closes and the lease is freed now, not
    * when a long answer ends. Other attempts give theirs when they end. */
-  if (run->lease != 0) {
-    air__state_record(run->st, t->name, breaker_of(run, run->cur),
-                      AIR_REASON_NONE, run->lease, now_ms);
-    run->lease = 0;
+  if (r->lease != 0) {
+    air__state_record(run->st, t->name, breaker_of(run, r->idx),
+                      AIR_REASON_NONE, r->lease, now_ms);
+    r->lease = 0;
   }
+  r->content = true;
+  lose_others(run, r, now_ms);
   run->phase = P_COMMITTED;
+  run->cur = r->idx;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_COMMIT;
   act->attempt_id = attempt_id;
   act->target = t->name;
-  act->target_index = run->cur;
-  act->attempt = run->attempts;
-  return 0;
+  act->target_index = r->idx;
+  act->attempt = run->log[r->log].n;
+  return stamped(run, 0, act);
 }
 
 int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (!in_flight(run, attempt_id)) return AIR_ESTATE;
-  air_attempt *e = &run->log[run->n_log - 1];
-  const air__target *t = &run->route->targets[run->cur];
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL) return AIR_ESTATE;
+  reset_pending(run);
+  air_attempt *e = &run->log[r->log];
+  const air__target *t = &run->route->targets[r->idx];
   e->reason = AIR_REASON_NONE;
   e->ms = now_ms - e->start_ms;
-  air__state_record(run->st, t->name, breaker_of(run, run->cur),
-                    AIR_REASON_NONE, run->lease, now_ms);
-  run->lease = 0;
-  if (run->route != &run->direct)
+  air__state_record(run->st, t->name, breaker_of(run, r->idx),
+                    AIR_REASON_NONE, r->lease, now_ms);
+  r->lease = 0;
+  lose_others(run, r, now_ms);
+  /* A hedge win never makes a route sticky (DESIGN.md 3.6). */
+  if (run->route != &run->direct && !r->hedge)
     air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
-                       t->name, run->cur == 0, now_ms);
+                       t->name, r->idx == 0, now_ms);
+  run->cur = r->idx;
+  drop(r);
   run->phase = P_OVER;
   memset(act, 0, sizeof(*act));
   act->kind = AIR_ACT_DONE;
   act->attempt_id = attempt_id;
-  return 0;
+  return stamped(run, 0, act);
 }
 
 int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
                       air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_WAIT || attempt_id != run->last_id) return AIR_ESTATE;
-  if (now_ms >= run->deadline_ms)
-    return finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, act);
-  int rc = start_attempt(run, run->cur, 0, run->next_override, now_ms, act);
-  if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) run->cause_rule = run->wait_rule;
-  return rc;
+  racer *r = slot_of(run, attempt_id, true);
+  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  reset_pending(run);
+  if (now_ms >= run->deadline_ms) {
+    drop(r);
+    return stamped(run, finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, now_ms, act),
+                   act);
+  }
+  /* A hedge may have spent the budget during the wait (DESIGN.md 3.6). */
+  const air__budget *b = &run->pol->budget;
+  if (b->max_total_attempts != AIR__UNLIMITED &&
+      run->attempts >= b->max_total_attempts)
+    return stamped(run, end_racer(run, r, now_ms, act), act);
+  int wait_rule = r->wait_rule;
+  int rc = start_attempt(run, r, r->idx, 0, r->next_override, false, now_ms,
+                         act);
+  if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) r->cause_rule = wait_rule;
+  return stamped(run, rc, act);
 }
 
 int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
                   const char *message, uint64_t now_ms, air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
-  if (run->phase != P_ATTEMPT || !in_flight(run, attempt_id)) return AIR_ESTATE;
-  air_attempt *e = &run->log[run->n_log - 1];
-  const air__target *t = &run->route->targets[run->cur];
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  reset_pending(run);
+  air_attempt *e = &run->log[r->log];
+  const air__target *t = &run->route->targets[r->idx];
   e->n = 0;
   e->skipped = true;
   e->reason = AIR_REASON_NONE;
@@ -584,18 +831,20 @@ int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
   e->ms = now_ms - e->start_ms;
   e->field = keep(run, field);
   e->message = keep(run, message);
-  air__state_release(run->st, t->name, run->lease);
-  run->lease = 0;
+  air__state_release(run->st, t->name, r->lease);
+  r->lease = 0;
   run->attempts--;
   run->n_real--;
-  if (run->cause_rule >= 0 && run->rule_used[run->cause_rule] > 0)
-    run->rule_used[run->cause_rule]--;
-  run->cause_rule = -1;
+  if (r->cause_rule >= 0 && run->rule_used[r->cause_rule] > 0)
+    run->rule_used[r->cause_rule]--;
+  r->cause_rule = -1;
   if (run->n_real == 0 && run->last_reason == AIR_REASON_NONE) {
     run->last_reason = AIR_REASON_BAD_REQUEST;
     run->last_status = 400;
   }
-  return switch_target(run, NULL, NULL, now_ms, act);
+  /* A skipped hedge goes on to the next target, still a hedge. */
+  return stamped(run,
+                 switch_target(run, r, NULL, NULL, r->hedge, now_ms, act), act);
 }
 
 unsigned air__run_attempts(const air_run *run) {
@@ -605,20 +854,25 @@ unsigned air__run_attempts(const air_run *run) {
 int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   if (run->phase == P_OVER) return AIR_ESTATE;
-  if (run->phase == P_ATTEMPT || run->phase == P_COMMITTED) {
-    air_attempt *e = &run->log[run->n_log - 1];
-    e->reason = AIR_REASON_ABORTED;
-    e->ms = now_ms - e->start_ms;
-    air__state_release(run->st, run->route->targets[run->cur].name, run->lease);
-    run->lease = 0;
+  reset_pending(run);
+  for (unsigned i = 0; i < AIR__MAX_RACERS; i++) {
+    racer *r = &run->racers[i];
+    if (r->id == 0) continue;
+    if (!r->waiting) {
+      air_attempt *e = &run->log[r->log];
+      e->reason = AIR_REASON_ABORTED;
+      e->ms = now_ms - e->start_ms;
+    }
+    air__state_release(run->st, run->route->targets[r->idx].name, r->lease);
+    drop(r);
   }
   run->last_reason = AIR_REASON_ABORTED;
-  return finish(run, AIR_REASON_ABORTED, 0, act);
+  return stamped(run, finish(run, AIR_REASON_ABORTED, 0, now_ms, act), act);
 }
 
 void air__run_note_status(air_run *run, unsigned attempt_id, int status) {
-  if (run != NULL && in_flight(run, attempt_id) && run->n_log > 0)
-    run->log[run->n_log - 1].status = status;
+  racer *r = run != NULL ? slot_of(run, attempt_id, false) : NULL;
+  if (r != NULL) run->log[r->log].status = status;
 }
 
 size_t air_run_attempt_count(const air_run *run) {

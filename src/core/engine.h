@@ -51,6 +51,15 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
                          uint64_t now_ms, air__run_expressible_fn ok,
                          void *ok_data, air_run **out, air_action *act);
 
+/*
+ * Hedging (DESIGN.md 3.6): the size of the caller's request body, which
+ * hedge.max_prompt_bytes bounds (0 until set: every request may hedge),
+ * and when the next hedge is due (air_action.hedge_at_ms: the newest
+ * racer's start + hedge.after_ms; 0 when none may start).
+ */
+void air__run_set_prompt_bytes(air_run *run, uint64_t n);
+uint64_t air__run_hedge_at(const air_run *run);
+
 /* The number of attempts made (skipped ones not counted). */
 unsigned air__run_attempts(const air_run *run);
 

@@ -17,6 +17,8 @@
 #define AIR__MAX_PHRASE_BYTES 512         /* one refusal phrase */
 #define AIR__MAX_HEADERS 64               /* extra/forwarded headers */
 #define AIR__MAX_ATTEMPT_LOG 10000        /* attempts recorded per request */
+#define AIR__MAX_HEDGES 3                 /* hedge.max: hedges of one request */
+#define AIR__MAX_RACERS (1 + AIR__MAX_HEDGES)  /* attempts in flight at once */
 #define AIR__MAX_MESSAGE_BYTES 1024       /* a failure message kept in the log */
 #define AIR__MAX_STATE_TARGETS 65536      /* breaker entries in one air_state */
 #define AIR__MAX_RETRY_AFTER_MS (86400000ull * 7)  /* a hint longer is clipped */

@@ -94,6 +94,19 @@ typedef struct air__sticky_cfg {
   uint32_t requests;  /* 0: no count limit */
 } air__sticky_cfg;
 
+/*
+ * hedge: (DESIGN.md 3.6): when the newest racer has no content part
+ * after_ms after it started, the next eligible target starts beside it.
+ * On a route (defaults, route) and merged over it per target.
+ */
+typedef struct air__hedge_cfg {
+  bool enabled;              /* giving the map without `enabled` turns it on */
+  uint64_t after_ms;
+  uint32_t max;              /* hedges per request, 1..AIR__MAX_HEDGES */
+  bool same_target;          /* a hedge may go to a target already racing */
+  uint64_t max_prompt_bytes; /* no hedge for a larger request body */
+} air__hedge_cfg;
+
 typedef enum air__commit { AIR__COMMIT_FIRST_CONTENT, AIR__COMMIT_COMPLETE } air__commit;
 typedef enum air__malformed { AIR__MALFORMED_SKIP, AIR__MALFORMED_FAIL } air__malformed;
 
@@ -129,6 +142,7 @@ typedef struct air__target {
   size_t provider;  /* index into air_config.providers */
   air__timeouts timeouts;  /* route timeouts with the target's merged over */
   char *override_json;     /* JSON object text or NULL */
+  air__hedge_cfg hedge;    /* route hedge with the target's merged over */
   air__structured structured_output;
 } air__target;
 
@@ -141,6 +155,7 @@ typedef struct air__policy {
   char **phrases;  /* refusal phrases */
   size_t n_phrases;
   air__sticky_cfg sticky;
+  air__hedge_cfg hedge;
   air__commit commit;
   uint32_t max_malformed;
   air__malformed malformed;

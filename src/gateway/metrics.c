@@ -38,11 +38,16 @@ static const char *const outcomes[] = {"ok",      "error",    "error_after_commi
                                        "aborted", "rejected", "other"};
 #define N_OUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
 
+/* Outcomes of a hedge (DESIGN.md 3.6): its answer was the caller's, it
+ * was cancelled because another racer won, or it failed. */
+static const char *const hedge_outcomes[] = {"won", "lost", "failed"};
+#define N_HEDGE_OUTCOMES (sizeof(hedge_outcomes) / sizeof(hedge_outcomes[0]))
+
 /* Slots of a cell: a route's outcomes or a target's reasons (0: "ok"). */
 #define N_SLOTS \
   (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES : (size_t)AIR_REASON__COUNT)
 
-enum kind { K_ROUTE, K_TARGET };
+enum kind { K_ROUTE, K_TARGET, K_HEDGE }; /* K_HEDGE: a route's hedges */
 
 typedef struct cell {
   struct cell *next_all; /* every cell, oldest first (under mu) */
@@ -163,7 +168,8 @@ static cell *cell_of(air__metrics *m, enum kind k, const char *p, size_t n) {
   pthread_mutex_lock(&m->mu);
   c = insert_locked(m, k, p, n);
   pthread_mutex_unlock(&m->mu);
-  return c != NULL ? c : k == K_ROUTE ? m->other_route : m->other_target;
+  if (c != NULL) return c;
+  return k == K_ROUTE ? m->other_route : k == K_TARGET ? m->other_target : NULL;
 }
 
 int air__metrics_new(air__metrics **out) {
@@ -272,6 +278,23 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
   for (size_t i = 0; i < n; i++) {
     if (log[i].skipped) continue;  /* not an attempt (DESIGN.md 2.1) */
     const char *t = log[i].target ? log[i].target : "";
+    if (log[i].hedge && named) {
+      size_t ho = log[i].hedge_lost                    ? 1
+                  : log[i].reason == AIR_REASON_NONE ? 0
+                                                     : 2;
+      cell *hc = cell_of(m, K_HEDGE, model, mlen); /* NULL: over MAX_CELLS */
+      if (hc != NULL) bump(&hc->n[ho], 1);
+    }
+    /* A racer that lost did not fail nor answer; a hedge is neither a
+     * retry nor a switch. */
+    if (log[i].hedge_lost) continue;
+    if (log[i].hedge) {
+      prev = t;
+      if (route) tc = cell_of(m, K_TARGET, t, strlen(t));
+      size_t hr = (size_t)log[i].reason;
+      if (hr < (size_t)AIR_REASON__COUNT) bump(&tc->n[hr], 1);
+      continue;
+    }
     if (route) tc = cell_of(m, K_TARGET, t, strlen(t));
     size_t r = (size_t)log[i].reason;
     if (r < (size_t)AIR_REASON__COUNT) bump(&tc->n[r], 1);
@@ -330,16 +353,19 @@ static void put_counter(air__buf *out, const char *name, const char *help,
                         const air__metrics *m, enum kind k, const char *la,
                         const char *lb) {
   put_head(out, name, help, "counter");
-  size_t slots = k == K_ROUTE ? N_OUTCOMES : (size_t)AIR_REASON__COUNT;
+  size_t slots = k == K_ROUTE   ? N_OUTCOMES
+                 : k == K_HEDGE ? N_HEDGE_OUTCOMES
+                                : (size_t)AIR_REASON__COUNT;
   for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;
        c = c->next_all) {
     if (c->kind != k) continue;
     for (size_t i = 0; i < slots; i++) {
       uint64_t v = atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
       if (v == 0) continue;
-      const char *b = k == K_ROUTE ? outcomes[i]
-                      : i == 0     ? "ok"
-                                   : air_reason_name((air_reason)i);
+      const char *b = k == K_ROUTE   ? outcomes[i]
+                       : k == K_HEDGE ? hedge_outcomes[i]
+                       : i == 0       ? "ok"
+                                      : air_reason_name((air_reason)i);
       air__buf_puts(out, name);
       air__buf_putc(out, '{');
       air__buf_puts(out, la);
@@ -435,6 +461,10 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_counter(out, "airetry_attempts_total",
               "Upstream attempts by target and reason (ok: answered).", m,
               K_TARGET, "target", "reason");
+  put_counter(out, "airetry_hedges_total",
+              "Hedges (DESIGN.md 3.6) by route and outcome: won (its answer "
+              "was released), lost (another racer won), failed.",
+              m, K_HEDGE, "route", "outcome");
   put_scalar(out, "airetry_retries_total",
              "Attempts on the same target as the one before.",
              atomic_load_explicit(&m->retries, memory_order_relaxed));

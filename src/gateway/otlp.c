@@ -107,6 +107,7 @@ int air__otlp_span(const air_span *s, const char *request_id, air__buf *out) {
   } else {
     attr_int(&a, "airetry.attempt", s->attempt);
     attr_str(&a, "airetry.role", air_span_role_name(s->role));
+    attr_str(&a, "airetry.outcome", s->outcome); /* "hedge_lost" or none */
     attr_str(&a, "airetry.target", s->target);
     attr_str(&a, "airetry.provider", s->provider_name);
     attr_str(&a, "airetry.reason",

@@ -284,9 +284,17 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
       air__buf_putc(&b, '}');
       continue;
     }
-    air__buf_puts(&b, ",\"reason\":\"");
-    air__buf_puts(&b, a->reason ? air_reason_name(a->reason) : "ok");
-    air__buf_puts(&b, "\",\"status\":");
+    /* A hedge racer is marked; one that lost has outcome hedge_lost and
+     * no reason (DESIGN.md 2.1, 3.6). */
+    if (a->hedge) air__buf_puts(&b, ",\"hedge\":true");
+    if (a->hedge_lost) {
+      air__buf_puts(&b, ",\"outcome\":\"hedge_lost\"");
+    } else {
+      air__buf_puts(&b, ",\"reason\":\"");
+      air__buf_puts(&b, a->reason ? air_reason_name(a->reason) : "ok");
+      air__buf_putc(&b, '"');
+    }
+    air__buf_puts(&b, ",\"status\":");
     air__buf_putu(&b, (unsigned long long)a->status);
     air__buf_puts(&b, ",\"ms\":");
     air__buf_putu(&b, a->ms);

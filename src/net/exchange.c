@@ -1,10 +1,20 @@
 /*
  * The exchange: engine + codec + transport + gate on one uv loop.
  *
+ * Racers (DESIGN.md 3.6): every attempt in flight is a leg with its own
+ * transfer, SSE parser, decoder, commit gate, headers, failure and
+ * deadlines. Without hedging one leg runs at a time; with it the engine
+ * starts hedges beside the running leg (air_run_hedge at hedge_at_ms), the
+ * first leg whose content arrives wins (air_run_content, then
+ * air_run_first_content at its release) and the engine's CANCELs stop the
+ * others at once: their transfers are removed, which closes their
+ * upstream connections.
+ *
  * Reentrancy: the transport calls on_head/on_body/on_done from inside
- * libcurl; the exchange never removes its transfer from inside on_head or
- * on_body (it returns non-zero from on_body instead, and finishes the
- * attempt in on_done). A cancel that arrives while such a callback runs is
+ * libcurl; the exchange never removes a transfer from inside on_head or
+ * on_body (its own: it returns non-zero from on_body instead, and finishes
+ * the attempt in on_done; another leg's: marked and removed from the next
+ * loop turn, the reap). A cancel that arrives while such a callback runs is
  * recorded and acted on when the callback returns.
  */
 #include <stdlib.h>
@@ -27,8 +37,59 @@
 #define MAX_ERROR_BODY AIR__MAX_ERROR_BODY_BYTES
 #define MAX_KEPT_HEADERS 32
 #define MAX_REQUEST_HEADERS (AIR__MAX_HEADERS + 16)
+/* Legs: every racer, plus as many again for losers whose transfer is
+ * removed on the next loop turn while new attempts start. */
+#define MAX_LEGS (2 * AIR__MAX_RACERS)
 
 enum mode { M_NONE, M_SSE, M_BODY };
+
+enum leg_state {
+  L_FREE,    /* unused */
+  L_RUNNING, /* an attempt in flight */
+  L_WAITING, /* the backoff WAIT after a failed attempt (id: that one) */
+  L_LOST,    /* cancelled from inside a transfer callback: its transfer
+                is removed on the next loop turn (reap) */
+};
+
+enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT, T_COUNT };
+
+typedef struct leg {
+  air__exchange *x;
+  enum leg_state state;
+  unsigned id;           /* the engine's attempt id */
+  size_t log;            /* its attempt log entry */
+  const char *target;    /* its target and 1-based number: a judged answer */
+  unsigned no;           /* released after the run stopped still names it */
+  const air__provider_ops *ops;
+  void *xfer;            /* the transfer in flight (tr's), or NULL */
+  uint64_t due[T_COUNT]; /* first byte, attempt, part, wait: 0 = off */
+  uint64_t wait_len;     /* L_WAITING: the wait's length */
+  bool in_cb;            /* inside its on_head / on_body */
+  bool pause_pending;
+  bool content_told;     /* air_run_content was called for it */
+  enum mode mode;
+  int status;
+  air_failure fail;      /* the attempt's failure under construction */
+  bool have_fail;
+  air__gate gate;
+  air__sse sse;
+  air__decoder dec;
+  air__buf body;         /* upstream request body */
+  air__buf err;          /* a non-stream response body */
+  air__buf kept;         /* copies of response headers, then hv */
+  air__buf strs;         /* error strings of its failure */
+  air_header *hv;        /* the kept headers (inside kept) */
+  size_t n_hv;
+  air_part parts_inline[MAX_EVENT_PARTS];
+  air_part *parts;       /* parts_inline, or a heap array for big events */
+  size_t n_parts, cap_parts;
+  uint64_t attempt_start;
+  const char *key;       /* the attempt's upstream key (environment), or NULL */
+  const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
+  const char *skip_msg;
+  bool native_json;      /* the attempt asks a schema natively (4) */
+  air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
+} leg;
 
 struct air__exchange {
   air__loop loop;         /* time (loop.h) */
@@ -38,63 +99,39 @@ struct air__exchange {
   const air_clock *clock;
   air_run *run;
   air_action act;
-  air__gate gate;
-  air__sse sse;
-  air__decoder dec;
-  const air__provider_ops *ops;
-  void *xfer;             /* the transfer in flight (tr's), or NULL */
-  air__timer *timer;      /* one loop timer, armed at the earliest due[] */
-  uint64_t due[4];        /* first byte, attempt, part, wait: 0 = off */
+  air__gate_cfg gcfg;     /* every leg's gate, deadlines set per attempt */
+  air__timer *timer;      /* one loop timer, armed at the earliest due */
+  uint64_t hedge_due;     /* air_run_hedge then (0: off) */
+  bool reap;              /* L_LOST legs wait for the next loop turn */
+  leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
+  unsigned n_legs;
+  leg *win;               /* the leg whose answer is released, or NULL */
+  leg *last;              /* the leg of the failure the engine saw last */
   bool freeing;
   bool ended;
-  bool in_xfer_cb;       /* inside on_head / on_body */
+  int in_xfer_cb;         /* inside some leg's on_head / on_body */
   bool cancel_pending;
-  bool pause_pending;
   bool notified;
-  enum mode mode;
-  int status;
-  air_failure fail;      /* the attempt's failure under construction */
-  bool have_fail;
-  air__buf body;         /* upstream request body */
-  air__buf err;          /* a non-stream response body */
-  air__buf kept;         /* copies of response headers, then hv */
-  air__buf strs;         /* error strings of the last failure */
-  air_header *hv;        /* the kept headers (inside kept) */
-  size_t n_hv;
-  air_part parts_inline[MAX_EVENT_PARTS];
-  air_part *parts;       /* parts_inline, or a heap array for big events */
-  size_t n_parts, cap_parts;
+  air__buf msg;           /* the every-target-skipped message */
   uint64_t start_ms;
   uint64_t first_content_ms;
-  uint64_t wait_ms;      /* time spent in backoff waits */
-  uint64_t attempt_start;
-  uint64_t upstream_ms;  /* time spent in attempts */
+  uint64_t wait_ms;       /* time spent in backoff waits */
+  uint64_t upstream_ms;   /* time spent in attempts */
   unsigned malformed;
   bool has_hint;
   uint64_t hint_ms;
-  const char *key;       /* the attempt's upstream key (environment), or NULL */
-  const char *att_target;  /* the current (or last) attempt's target and 1-based */
-  unsigned att_no;         /* number: a judged answer released after the run
-                              stopped still names the attempt that made it */
-  unsigned att_id;         /* the engine's id of the current (or last) attempt */
-  const char *answered;    /* the target whose answer was released, or NULL */
-  bool native_json;        /* the attempt asks a schema natively (4) */
-  size_t state_provider;   /* the provider of the route's first
-                              openai_responses target (SIZE_MAX: none):
-                              the only one a stateful Responses request
-                              goes to (issue 15) */
-  unsigned tool_retry_id;  /* the attempt re-sent with the JSON tool */
-  const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
-  const char *skip_msg;
+  const char *answered;   /* the target whose answer was released, or NULL */
+  unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
+  size_t state_provider;  /* the provider of the route's first
+                             openai_responses target (SIZE_MAX: none): the
+                             only one a stateful Responses request goes to
+                             (issue 15) */
 };
 
-enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT };
-
 static void step(air__exchange *x);
-static void attempt_failed(air__exchange *x);
-static void on_part_timeout(void *arg);
-static void set_fail(air__exchange *x, air_reason reason, int status,
-                     const char *type, const char *code, const char *message,
+static void attempt_failed(leg *l);
+static void set_fail(leg *l, air_reason reason, int status, const char *type,
+                     const char *code, const char *message,
                      air_transport_err transport);
 
 static uint64_t now_of(const air__exchange *x) {
@@ -104,15 +141,18 @@ static uint64_t now_of(const air__exchange *x) {
 /* ---- the seams: timers (loop.h) and the transfer (transport.h) ---------------- */
 
 /*
- * The four deadlines of an exchange (first byte, attempt, part gap, wait)
- * share one loop timer armed at the earliest of them: one timer per open
- * stream instead of four. due[] holds each deadline on the exchange's
- * clock, 0 when it is off.
+ * Every deadline of every leg (first byte, attempt, part gap, wait), the
+ * next hedge and the reap share one loop timer armed at the earliest of
+ * them: one timer per request. A due time is on the exchange's clock, 0
+ * when it is off.
  */
 static void rearm(air__exchange *x) {
-  uint64_t next = 0;
-  for (int i = 0; i < 4; i++)
-    if (x->due[i] != 0 && (next == 0 || x->due[i] < next)) next = x->due[i];
+  uint64_t next = x->reap ? 1 : x->hedge_due;
+  for (unsigned k = 0; k < x->n_legs; k++)
+    for (int i = 0; i < T_COUNT; i++) {
+      uint64_t d = x->legs[k]->due[i];
+      if (d != 0 && (next == 0 || d < next)) next = d;
+    }
   if (next == 0) {
     x->loop.ops->timer_stop(x->loop.impl, x->timer);
     return;
@@ -121,65 +161,177 @@ static void rearm(air__exchange *x) {
   x->loop.ops->timer_start(x->loop.impl, x->timer, next > now ? next - now : 0);
 }
 
-static void timer_stop(air__exchange *x, int which) {
-  if (x->due[which] == 0) return;
-  x->due[which] = 0;
-  rearm(x);
+static void timer_stop(leg *l, int which) {
+  if (l->due[which] == 0) return;
+  l->due[which] = 0;
+  rearm(l->x);
+}
+
+static void stop_leg_timers(leg *l) {
+  for (int i = 0; i < T_COUNT; i++) l->due[i] = 0;
 }
 
 static void stop_timers(air__exchange *x) {
-  for (int i = 0; i < 4; i++) x->due[i] = 0;
+  for (unsigned k = 0; k < x->n_legs; k++) stop_leg_timers(x->legs[k]);
+  x->hedge_due = 0;
   x->loop.ops->timer_stop(x->loop.impl, x->timer);
 }
 
 /* Arms deadline which at deadline on the exchange's clock (at once when it
  * has passed: the loop fires it on its next turn). */
-static void arm(air__exchange *x, int which, uint64_t deadline) {
-  x->due[which] = deadline != 0 ? deadline : 1;
+static void arm(leg *l, int which, uint64_t deadline) {
+  l->due[which] = deadline != 0 ? deadline : 1;
+  rearm(l->x);
+}
+
+static void xfer_cancel(leg *l) {
+  if (l->xfer != NULL) l->x->tr.ops->cancel(l->x->tr.impl, l->xfer);
+  l->xfer = NULL;
+}
+
+/* ---- legs ------------------------------------------------------------------------ */
+
+static leg *leg_of(air__exchange *x, unsigned id, enum leg_state state) {
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->state == state && x->legs[k]->id == id) return x->legs[k];
+  return NULL;
+}
+
+static int emit(void *data, const air__gate_event *ev);
+static int on_sse(void *data, const air__sse_event *ev);
+
+/* A free leg; a new one is made and set up when none is (the gate
+ * allocates). NULL when MAX_LEGS are in use or out of memory. */
+static leg *take_leg(air__exchange *x) {
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->state == L_FREE) return x->legs[k];
+  if (x->n_legs >= MAX_LEGS) return NULL;
+  leg *l = calloc(1, sizeof(*l));
+  if (l == NULL) return NULL;
+  l->x = x;
+  if (air__gate_init(&l->gate, &x->gcfg, emit, l) != 0) {
+    air__gate_cleanup(&l->gate);
+    free(l);
+    return NULL;
+  }
+  l->parts = l->parts_inline;
+  l->cap_parts = MAX_EVENT_PARTS;
+  air__sse_init(&l->sse, on_sse, l);
+  air__buf_init(&l->body, AIR__MAX_REQUEST_BYTES);
+  air__buf_init(&l->err, x->o.cfg->limits.max_response_bytes
+                             ? x->o.cfg->limits.max_response_bytes
+                             : AIR__MAX_RESPONSE_BYTES);
+  air__buf_init(&l->kept, AIR__MAX_KEPT_HEADER_BYTES);
+  air__buf_init(&l->strs, AIR__MAX_FAILURE_TEXT_BYTES);
+  x->legs[x->n_legs++] = l;
+  return l;
+}
+
+static void leg_cleanup(leg *l) {
+  air__gate_cleanup(&l->gate);
+  air__sse_cleanup(&l->sse);
+  air__decoder_cleanup(&l->dec);
+  air__buf_cleanup(&l->body);
+  air__buf_cleanup(&l->err);
+  air__buf_cleanup(&l->kept);
+  air__buf_cleanup(&l->strs);
+  if (l->parts != l->parts_inline) free(l->parts);
+}
+
+/*
+ * The engine cancelled leg l (it lost the race, or the run ended): its
+ * transfer is removed now, closing the upstream connection, or from the
+ * next loop turn when a transfer callback is running; a wait just stops.
+ */
+static void cancel_leg(air__exchange *x, leg *l) {
+  if (l == NULL) return;
+  stop_leg_timers(l);
+  if (l->state == L_RUNNING) x->upstream_ms += now_of(x) - l->attempt_start;
+  if (l->state == L_RUNNING && l->xfer != NULL && x->in_xfer_cb > 0) {
+    l->state = L_LOST;
+    x->reap = true;
+  } else {
+    xfer_cancel(l);
+    l->state = L_FREE;
+  }
   rearm(x);
 }
 
-static void xfer_cancel(air__exchange *x) {
-  if (x->xfer != NULL) x->tr.ops->cancel(x->tr.impl, x->xfer);
-  x->xfer = NULL;
+/* Removes the transfers of lost legs (never inside a transfer callback). */
+static void reap(air__exchange *x) {
+  x->reap = false;
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg *l = x->legs[k];
+    if (l->state != L_LOST) continue;
+    xfer_cancel(l);
+    l->state = L_FREE;
+  }
+}
+
+/*
+ * After every engine call: the next hedge's time, and the CANCELs that
+ * follow its action (a CANCEL may be the action itself: air_run_content).
+ */
+static void engine_did(air__exchange *x, const air_action *a) {
+  x->hedge_due = a->hedge_at_ms;
+  if (a->kind == AIR_ACT_CANCEL)
+    cancel_leg(x, leg_of(x, a->attempt_id, L_RUNNING)
+                      ? leg_of(x, a->attempt_id, L_RUNNING)
+                      : leg_of(x, a->attempt_id, L_WAITING));
+  air_action c;
+  while (air_run_next(x->run, &c) == 1) {
+    x->hedge_due = c.hedge_at_ms;
+    if (c.kind != AIR_ACT_CANCEL) continue;
+    leg *l = leg_of(x, c.attempt_id, L_RUNNING);
+    cancel_leg(x, l ? l : leg_of(x, c.attempt_id, L_WAITING));
+  }
+  if (!x->ended && !x->freeing) rearm(x);
 }
 
 /* ---- ending ---------------------------------------------------------------------- */
 
 /* "no target of this route can express the request: FIELD (TARGET), ..."
- * for a request whose every target was skipped; kept in x->strs. */
+ * for a request whose every target was skipped; kept in x->msg. */
 static const char *skipped_message(air__exchange *x, size_t n) {
-  air__buf_reset(&x->strs);
-  int rc = air__buf_adds(&x->strs, "no target can express this request:");
+  air__buf_reset(&x->msg);
+  int rc = air__buf_adds(&x->msg, "no target can express this request:");
   for (size_t i = 0; rc == 0 && i < n; i++) {
     const air_attempt *a = air_run_attempt(x->run, i);
-    rc = air__buf_adds(&x->strs, i ? ", " : " ");
-    if (rc == 0) rc = air__buf_adds(&x->strs, a->field ? a->field : "");
-    if (rc == 0) rc = air__buf_adds(&x->strs, " (");
-    if (rc == 0) rc = air__buf_adds(&x->strs, a->target);
-    if (rc == 0) rc = air__buf_addc(&x->strs, ')');
+    rc = air__buf_adds(&x->msg, i ? ", " : " ");
+    if (rc == 0) rc = air__buf_adds(&x->msg, a->field ? a->field : "");
+    if (rc == 0) rc = air__buf_adds(&x->msg, " (");
+    if (rc == 0) rc = air__buf_adds(&x->msg, a->target);
+    if (rc == 0) rc = air__buf_addc(&x->msg, ')');
   }
-  if (rc == 0) rc = air__buf_addc(&x->strs, '\0');
-  return rc == 0 ? x->strs.p : "no target can express this request";
+  if (rc == 0) rc = air__buf_addc(&x->msg, '\0');
+  return rc == 0 ? x->msg.p : "no target can express this request";
 }
 
 static void end(air__exchange *x, int rc) {
   if (x->ended) return;
   x->ended = true;
+  /* Racers still running stop with the request. */
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->state == L_RUNNING || x->legs[k]->state == L_WAITING)
+      cancel_leg(x, x->legs[k]);
+  if (x->in_xfer_cb == 0) reap(x); /* else air__exchange_free removes them */
   stop_timers(x);
   air__exchange_result r;
   memset(&r, 0, sizeof(r));
   r.rc = rc;
-  r.committed = x->gate.committed || x->notified;
+  r.committed = x->notified;
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->gate.committed) r.committed = true;
   r.reason = rc == 0 ? AIR_REASON_NONE : x->act.reason;
   r.status = rc == 0 ? 200 : x->act.status;
   size_t n = air_run_attempt_count(x->run);
   /* The final error is the last real failure (skipped entries are not
-   * attempts); when every target was skipped, a message naming them. */
+   * attempts, lost racers did not fail); when every target was skipped, a
+   * message naming them. */
   const air_attempt *last = NULL;
   for (size_t i = n; i > 0 && last == NULL; i--) {
     const air_attempt *a = air_run_attempt(x->run, i - 1);
-    if (!a->skipped) last = a;
+    if (!a->skipped && !a->hedge_lost) last = a;
   }
   r.message = last && rc != 0 ? last->message : "";
   r.target = last ? last->target : "";
@@ -202,36 +354,40 @@ static void end(air__exchange *x, int rc) {
 
 /*
  * The first release of an attempt is its first content: the engine is told
- * and the bytes go on only when it answers COMMIT for that attempt (x->act).
- * A judged answer released after the run failed (step, FAIL) is the run's
- * own final decision, with no attempt in flight to report.
+ * and the bytes go on only when it answers COMMIT for that attempt (x->act);
+ * the other racers are cancelled then. A judged answer released after the
+ * run failed (step, FAIL) is the run's own final decision, with no attempt
+ * in flight to report. A leg that lost never releases anything.
  */
 static int emit(void *data, const air__gate_event *ev) {
-  air__exchange *x = data;
+  leg *l = data;
+  air__exchange *x = l->x;
+  if (x->notified && x->win != l) return AIR_ESTATE;
   if (!x->notified) {
     if (x->act.kind != AIR_ACT_FAIL) {
       air_action a;
-      int rc = air_run_first_content(x->run, x->att_id, now_of(x), &a);
+      int rc = air_run_first_content(x->run, l->id, now_of(x), &a);
       if (rc != 0) return rc;
-      if (a.kind != AIR_ACT_COMMIT || a.attempt_id != x->att_id)
-        return AIR_ESTATE;
+      if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
       x->act = a;
+      engine_did(x, &a);
     }
     x->notified = true;
+    x->win = l;
     x->first_content_ms = now_of(x) - x->start_ms;
-    x->answered = x->att_target;
+    x->answered = l->target;
     air__commit_info ci = {
-        .target = x->att_target,
-        .attempts = x->att_no,
-        .upstream = x->ops ? x->ops->api : AIR_DIALECT_OPENAI,
+        .target = l->target,
+        .attempts = l->no,
+        .upstream = l->ops ? l->ops->api : AIR_DIALECT_OPENAI,
         .ms = x->first_content_ms,
-        .headers = x->hv,
-        .n_headers = x->n_hv,
+        .headers = l->hv,
+        .n_headers = l->n_hv,
     };
     if (x->cb.on_commit) x->cb.on_commit(x->cb.data, &ci);
   }
   if (x->cb.on_event && x->cb.on_event(x->cb.data, ev) == 1)
-    x->pause_pending = true;
+    l->pause_pending = true;
   return 0;
 }
 
@@ -240,33 +396,48 @@ static int emit(void *data, const air__gate_event *ev) {
 /* Gathers the parts of one event; an event with many (parallel tool calls)
  * moves to a heap array, bounded by AIR__MAX_EVENT_PARTS. */
 static int collect(void *data, const air_part *p) {
-  air__exchange *x = data;
-  if (x->n_parts == x->cap_parts) {
-    size_t cap = x->cap_parts * 2;
+  leg *l = data;
+  if (l->n_parts == l->cap_parts) {
+    size_t cap = l->cap_parts * 2;
     if (cap > AIR__MAX_EVENT_PARTS) return 1;  /* stops decoding: malformed */
-    air_part *a = x->parts == x->parts_inline ? malloc(cap * sizeof(*a))
-                                              : realloc(x->parts, cap * sizeof(*a));
+    air_part *a = l->parts == l->parts_inline ? malloc(cap * sizeof(*a))
+                                              : realloc(l->parts, cap * sizeof(*a));
     if (a == NULL) return 1;
-    if (x->parts == x->parts_inline) memcpy(a, x->parts_inline, sizeof(x->parts_inline));
-    x->parts = a;
-    x->cap_parts = cap;
+    if (l->parts == l->parts_inline) memcpy(a, l->parts_inline, sizeof(l->parts_inline));
+    l->parts = a;
+    l->cap_parts = cap;
   }
-  x->parts[x->n_parts++] = *p;
+  l->parts[l->n_parts++] = *p;
   return 0;
 }
 
+/*
+ * The race (DESIGN.md 3.6) is won when a leg's first content part arrives,
+ * before the refusal hold or complete-mode judging: the engine cancels the
+ * other racers. Without racers this only ends hedging for the request.
+ */
+static void tell_content(leg *l) {
+  air__exchange *x = l->x;
+  if (l->content_told || !l->gate.content || x->notified) return;
+  l->content_told = true;
+  air_action a;
+  if (air_run_content(x->run, l->id, now_of(x), &a) == 0) engine_did(x, &a);
+}
+
 /* Feeds one decoded batch of parts to the gate; 1 when the attempt stops. */
-static int feed_gate(air__exchange *x, const char *raw, size_t raw_len,
+static int feed_gate(leg *l, const char *raw, size_t raw_len,
                      unsigned before_malformed) {
-  for (unsigned m = before_malformed; m < x->dec.malformed; m++) {
+  air__exchange *x = l->x;
+  for (unsigned m = before_malformed; m < l->dec.malformed; m++) {
     x->malformed++;
-    if (air__gate_malformed(&x->gate) == 1) return 1;
+    if (air__gate_malformed(&l->gate) == 1) return 1;
   }
-  unsigned flags = (x->dec.usage_only ? AIR__EV_USAGE_ONLY : 0) |
-                   (x->dec.terminator ? AIR__EV_TERMINATOR : 0) |
-                   (x->dec.error_event ? AIR__EV_ERROR : 0);
-  air__gate_event gev = {raw, raw_len, x->parts, x->n_parts, flags};
-  int rc = air__gate_feed(&x->gate, &gev, now_of(x));
+  unsigned flags = (l->dec.usage_only ? AIR__EV_USAGE_ONLY : 0) |
+                   (l->dec.terminator ? AIR__EV_TERMINATOR : 0) |
+                   (l->dec.error_event ? AIR__EV_ERROR : 0);
+  air__gate_event gev = {raw, raw_len, l->parts, l->n_parts, flags};
+  int rc = air__gate_feed(&l->gate, &gev, now_of(x));
+  if (rc == 0) tell_content(l);
   return rc != 0 ? 1 : 0;
 }
 
@@ -279,121 +450,123 @@ static void part_str(char *buf, size_t cap, const char *p, size_t n) {
 }
 
 static int on_sse(void *data, const air__sse_event *ev) {
-  air__exchange *x = data;
-  x->n_parts = 0;
-  unsigned before = x->dec.malformed;
-  if (x->ops->decode_event(&x->dec, ev, collect, x) != 0)
-    x->dec.malformed++;  /* over AIR__MAX_EVENT_PARTS: skipped as malformed */
-  if (x->gate.committed && x->dec.error_event && x->dec.malformed == before) {
+  leg *l = data;
+  air__exchange *x = l->x;
+  l->n_parts = 0;
+  unsigned before = l->dec.malformed;
+  if (l->ops->decode_event(&l->dec, ev, collect, l) != 0)
+    l->dec.malformed++;  /* over AIR__MAX_EVENT_PARTS: skipped as malformed */
+  if (l->gate.committed && l->dec.error_event && l->dec.malformed == before) {
     /* An error event after commit ends the attempt, final; the consumer
      * hears of it once, through on_end, never as a part. */
     char type[64] = "", msg[256] = "upstream error event";
-    for (size_t i = 0; i < x->n_parts; i++) {
-      if (x->parts[i].kind != AIR_PART_ERROR) continue;
-      part_str(type, sizeof(type), x->parts[i].name, x->parts[i].name_len);
-      if (x->parts[i].text_len)
-        part_str(msg, sizeof(msg), x->parts[i].text, x->parts[i].text_len);
+    for (size_t i = 0; i < l->n_parts; i++) {
+      if (l->parts[i].kind != AIR_PART_ERROR) continue;
+      part_str(type, sizeof(type), l->parts[i].name, l->parts[i].name_len);
+      if (l->parts[i].text_len)
+        part_str(msg, sizeof(msg), l->parts[i].text, l->parts[i].text_len);
     }
-    set_fail(x, air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK),
-             x->status, type, NULL, msg, AIR_TRANSPORT_OK);
+    set_fail(l, air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK),
+             l->status, type, NULL, msg, AIR_TRANSPORT_OK);
     return 1;
   }
-  if (x->dec.malformed > before) {
+  if (l->dec.malformed > before) {
     /* Skipped and counted: never released, not even as raw bytes. */
-    for (unsigned m = before; m < x->dec.malformed; m++) {
+    for (unsigned m = before; m < l->dec.malformed; m++) {
       x->malformed++;
-      if (air__gate_malformed(&x->gate) == 1) return 1;
+      if (air__gate_malformed(&l->gate) == 1) return 1;
     }
     return 0;
   }
-  return feed_gate(x, ev->raw.p, ev->raw.n, before);
+  return feed_gate(l, ev->raw.p, ev->raw.n, before);
 }
 
 /* ---- the attempt's failure ------------------------------------------------------- */
 
 /*
- * Copies s into the failure strings, with every occurrence of the attempt's
- * upstream key replaced by "[redacted]": an upstream that echoes the key it
- * got (in a 401 message, say) must not leak it to callers or logs.
+ * Copies s into the leg's failure strings, with every occurrence of the
+ * attempt's upstream key replaced by "[redacted]": an upstream that echoes
+ * the key it got (in a 401 message, say) must not leak it to callers or
+ * logs.
  */
-static const char *keep_str(air__exchange *x, const char *s) {
+static const char *keep_str(leg *l, const char *s) {
   if (s == NULL) return NULL;
-  size_t off = x->strs.n;
-  size_t kn = x->key ? strlen(x->key) : 0;
+  size_t off = l->strs.n;
+  size_t kn = l->key ? strlen(l->key) : 0;
   const char *p = s;
   int rc = 0;
   while (rc == 0 && *p) {
-    const char *hit = kn >= 8 ? strstr(p, x->key) : NULL;
+    const char *hit = kn >= 8 ? strstr(p, l->key) : NULL;
     if (hit == NULL) {
-      rc = air__buf_adds(&x->strs, p);
+      rc = air__buf_adds(&l->strs, p);
       break;
     }
-    rc = air__buf_add(&x->strs, p, (size_t)(hit - p));
-    if (rc == 0) rc = air__buf_adds(&x->strs, "[redacted]");
+    rc = air__buf_add(&l->strs, p, (size_t)(hit - p));
+    if (rc == 0) rc = air__buf_adds(&l->strs, "[redacted]");
     p = hit + kn;
   }
-  if (rc == 0) rc = air__buf_addc(&x->strs, '\0');
+  if (rc == 0) rc = air__buf_addc(&l->strs, '\0');
   if (rc != 0) return NULL;
   return (const char *)(uintptr_t)(off + 1);  /* fixed up by fix() */
 }
 
-static const char *fix(const air__exchange *x, const char *off) {
-  return off == NULL ? NULL : x->strs.p + ((uintptr_t)off - 1);
+static const char *fix(const leg *l, const char *off) {
+  return off == NULL ? NULL : l->strs.p + ((uintptr_t)off - 1);
 }
 
 /* Sets the attempt's failure; strings are copied. */
-static void set_fail(air__exchange *x, air_reason reason, int status,
-                     const char *type, const char *code, const char *message,
+static void set_fail(leg *l, air_reason reason, int status, const char *type,
+                     const char *code, const char *message,
                      air_transport_err transport) {
-  air__buf_reset(&x->strs);
-  memset(&x->fail, 0, sizeof(x->fail));
-  x->fail.reason = reason;
-  x->fail.status = status;
-  x->fail.transport = transport;
-  const char *t = keep_str(x, type), *c = keep_str(x, code),
-             *m = keep_str(x, message);
+  air__buf_reset(&l->strs);
+  memset(&l->fail, 0, sizeof(l->fail));
+  l->fail.reason = reason;
+  l->fail.status = status;
+  l->fail.transport = transport;
+  const char *t = keep_str(l, type), *c = keep_str(l, code),
+             *m = keep_str(l, message);
   const char *rid = NULL;
-  for (size_t i = 0; i < x->n_hv; i++) {
-    const air_header *h = &x->hv[i];
+  for (size_t i = 0; i < l->n_hv; i++) {
+    const air_header *h = &l->hv[i];
     if ((h->name_len == 12 && strncasecmp(h->name, "x-request-id", 12) == 0) ||
         (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0)) {
       char tmp[128];
       size_t n = h->value_len < sizeof(tmp) - 1 ? h->value_len : sizeof(tmp) - 1;
       memcpy(tmp, h->value, n);
       tmp[n] = '\0';
-      rid = keep_str(x, tmp);
+      rid = keep_str(l, tmp);
     }
   }
-  x->fail.type = fix(x, t);
-  x->fail.code = fix(x, c);
-  x->fail.message = fix(x, m);
-  x->fail.request_id = fix(x, rid);
-  x->fail.headers = x->hv;
-  x->fail.n_headers = x->n_hv;
-  x->have_fail = true;
+  l->fail.type = fix(l, t);
+  l->fail.code = fix(l, c);
+  l->fail.message = fix(l, m);
+  l->fail.request_id = fix(l, rid);
+  l->fail.headers = l->hv;
+  l->fail.n_headers = l->n_hv;
+  l->have_fail = true;
 }
 
-static void fail_from_gate(air__exchange *x) {
-  set_fail(x, x->gate.reason, x->status, NULL, NULL, x->gate.message,
+static void fail_from_gate(leg *l) {
+  set_fail(l, l->gate.reason, l->status, NULL, NULL, l->gate.message,
            AIR_TRANSPORT_OK);
 }
 
 /* ---- transport callbacks -------------------------------------------------------- */
 
-static void keep_headers(air__exchange *x, const air_header *h, size_t n) {
-  air__buf_reset(&x->kept);
-  x->hv = NULL;
-  x->n_hv = 0;
+static void keep_headers(leg *l, const air_header *h, size_t n) {
+  air__buf_reset(&l->kept);
+  l->hv = NULL;
+  l->n_hv = 0;
   /* The strings, then the array (8-aligned) after them in the same buffer,
    * pointing into it once nothing more moves it: one allocation per
    * stream, sized to what the upstream sent. */
   air_header tmp[MAX_KEPT_HEADERS];
   size_t k = 0;
   for (size_t i = 0; i < n && k < MAX_KEPT_HEADERS; i++) {
-    size_t a = x->kept.n;
-    if (air__buf_add(&x->kept, h[i].name, h[i].name_len) != 0) break;
-    size_t b = x->kept.n;
-    if (air__buf_add(&x->kept, h[i].value, h[i].value_len) != 0) break;
+    size_t a = l->kept.n;
+    if (air__buf_add(&l->kept, h[i].name, h[i].name_len) != 0) break;
+    size_t b = l->kept.n;
+    if (air__buf_add(&l->kept, h[i].value, h[i].value_len) != 0) break;
     tmp[k].name = (const char *)(uintptr_t)a;
     tmp[k].value = (const char *)(uintptr_t)b;
     tmp[k].name_len = h[i].name_len;
@@ -401,14 +574,14 @@ static void keep_headers(air__exchange *x, const air_header *h, size_t n) {
     k++;
   }
   size_t at;
-  if (k == 0 || air__buf_add_aligned(&x->kept, tmp, k * sizeof(tmp[0]), &at) != 0)
+  if (k == 0 || air__buf_add_aligned(&l->kept, tmp, k * sizeof(tmp[0]), &at) != 0)
     return;
-  x->hv = (air_header *)(void *)(x->kept.p + at);
+  l->hv = (air_header *)(void *)(l->kept.p + at);
   for (size_t i = 0; i < k; i++) {
-    x->hv[i].name = x->kept.p + (uintptr_t)x->hv[i].name;
-    x->hv[i].value = x->kept.p + (uintptr_t)x->hv[i].value;
+    l->hv[i].name = l->kept.p + (uintptr_t)l->hv[i].name;
+    l->hv[i].value = l->kept.p + (uintptr_t)l->hv[i].value;
   }
-  x->n_hv = k;
+  l->n_hv = k;
 }
 
 static bool is_event_stream(const air_header *h, size_t n) {
@@ -423,54 +596,61 @@ static bool is_event_stream(const air_header *h, size_t n) {
 }
 
 static void on_head(void *data, int status, const air_header *h, size_t n) {
-  air__exchange *x = data;
-  timer_stop(x, T_FIRST_BYTE);
-  x->status = status;
-  air__run_note_status(x->run, x->att_id, status);
-  keep_headers(x, h, n);
-  x->mode = status == 200 && is_event_stream(h, n) ? M_SSE : M_BODY;
+  leg *l = data;
+  if (l->state != L_RUNNING) return; /* lost: removed on the next turn */
+  timer_stop(l, T_FIRST_BYTE);
+  l->status = status;
+  air__run_note_status(l->x->run, l->id, status);
+  keep_headers(l, h, n);
+  l->mode = status == 200 && is_event_stream(h, n) ? M_SSE : M_BODY;
+}
+
+/* Stops when the request was cancelled or this leg lost the race. */
+static bool stopped(const leg *l) {
+  return l->x->cancel_pending || l->state != L_RUNNING;
 }
 
 static int on_body(void *data, const char *p, size_t n) {
-  air__exchange *x = data;
-  if (x->cancel_pending) return -1;
-  if (x->mode != M_SSE) {
-    if (x->status != 200) {
-      size_t room = x->err.n < MAX_ERROR_BODY ? MAX_ERROR_BODY - x->err.n : 0;
+  leg *l = data;
+  air__exchange *x = l->x;
+  if (stopped(l)) return -1;
+  if (l->mode != M_SSE) {
+    if (l->status != 200) {
+      size_t room = l->err.n < MAX_ERROR_BODY ? MAX_ERROR_BODY - l->err.n : 0;
       if (room == 0) return 0;
-      return air__buf_add(&x->err, p, n < room ? n : room) == 0 ? 0 : -1;
+      return air__buf_add(&l->err, p, n < room ? n : room) == 0 ? 0 : -1;
     }
-    if (air__buf_add(&x->err, p, n) == 0) return 0;
-    set_fail(x, AIR_REASON_MALFORMED, x->status, NULL, NULL,
+    if (air__buf_add(&l->err, p, n) == 0) return 0;
+    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
              "response body over max_response_bytes", AIR_TRANSPORT_BADBODY);
     return -1;
   }
-  x->in_xfer_cb = true;
-  int rc = air__sse_feed(&x->sse, p, n);
-  x->in_xfer_cb = false;
-  if (x->cancel_pending) return -1;
+  x->in_xfer_cb++;
+  int rc = air__sse_feed(&l->sse, p, n);
+  x->in_xfer_cb--;
+  if (stopped(l)) return -1;
   if (rc < 0) {
-    set_fail(x, AIR_REASON_MALFORMED, x->status, NULL, NULL,
+    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
              "event stream over the size limits", AIR_TRANSPORT_BADBODY);
     return -1;
   }
-  if (x->have_fail) return -1;
-  if (x->gate.state == AIR__GATE_FAILED) {
-    fail_from_gate(x);
+  if (l->have_fail) return -1;
+  if (l->gate.state == AIR__GATE_FAILED) {
+    fail_from_gate(l);
     return -1;
   }
   /* Deadlines: attempt_ms only until commit; the part gap always. */
-  if (x->gate.committed) timer_stop(x, T_ATTEMPT);
-  arm(x, T_PART, air__gate_deadline(&x->gate, NULL));
-  if (x->notified && x->cb.on_flush) {
-    x->in_xfer_cb = true;
-    if (x->cb.on_flush(x->cb.data) == 1) x->pause_pending = true;
-    x->in_xfer_cb = false;
+  if (l->gate.committed) timer_stop(l, T_ATTEMPT);
+  arm(l, T_PART, air__gate_deadline(&l->gate, NULL));
+  if (x->notified && x->win == l && x->cb.on_flush) {
+    x->in_xfer_cb++;
+    if (x->cb.on_flush(x->cb.data) == 1) l->pause_pending = true;
+    x->in_xfer_cb--;
   }
-  if (x->cancel_pending) return -1;
-  if (x->pause_pending) {
-    x->pause_pending = false;
-    x->tr.ops->pause(x->tr.impl, x->xfer);
+  if (stopped(l)) return -1;
+  if (l->pause_pending) {
+    l->pause_pending = false;
+    x->tr.ops->pause(x->tr.impl, l->xfer);
   }
   return 0;
 }
@@ -478,34 +658,43 @@ static int on_body(void *data, const char *p, size_t n) {
 /* Feeds one part of a whole response body to the gate at once: its strings
  * point into the decoder's document, valid only during this callback. */
 static int feed_body_part(void *data, const air_part *p) {
-  air__exchange *x = data;
+  leg *l = data;
   air__gate_event gev = {NULL, 0, p, 1, 0};
-  return air__gate_feed(&x->gate, &gev, now_of(x)) != 0 ? 1 : 0;
+  int rc = air__gate_feed(&l->gate, &gev, now_of(l->x));
+  if (rc == 0) tell_content(l);
+  return rc != 0 ? 1 : 0;
 }
 
 /* Decodes a complete non-stream 200 body into one released answer. */
-static void finish_body(air__exchange *x) {
-  x->n_parts = 0;
-  if (x->ops->decode_body(&x->dec, x->err.p ? x->err.p : "", x->err.n,
-                          feed_body_part, x) != 0 &&
-      x->gate.state != AIR__GATE_FAILED) {
-    set_fail(x, AIR_REASON_MALFORMED, 200, NULL, NULL,
+static void finish_body(leg *l) {
+  l->n_parts = 0;
+  if (l->ops->decode_body(&l->dec, l->err.p ? l->err.p : "", l->err.n,
+                          feed_body_part, l) != 0 &&
+      l->gate.state != AIR__GATE_FAILED) {
+    set_fail(l, AIR_REASON_MALFORMED, 200, NULL, NULL,
              "response is neither an event stream nor a response body",
              AIR_TRANSPORT_BADBODY);
     return;
   }
-  if (x->gate.state != AIR__GATE_FAILED) air__gate_end(&x->gate, true, now_of(x));
-  if (x->gate.state == AIR__GATE_FAILED) fail_from_gate(x);
+  if (l->gate.state != AIR__GATE_FAILED) air__gate_end(&l->gate, true, now_of(l->x));
+  if (l->gate.state == AIR__GATE_FAILED) fail_from_gate(l);
 }
+
+void air__exchange_cancel(air__exchange *x);
 
 static void on_done(void *data, int rc, air_transport_err kind,
                     bool connect_timeout, const char *msg) {
-  air__exchange *x = data;
-  x->xfer = NULL;
-  timer_stop(x, T_FIRST_BYTE);
-  timer_stop(x, T_ATTEMPT);
-  timer_stop(x, T_PART);
-  x->upstream_ms += now_of(x) - x->attempt_start;
+  leg *l = data;
+  air__exchange *x = l->x;
+  l->xfer = NULL;
+  if (l->state == L_LOST) { /* it ended before the reap removed it */
+    l->state = L_FREE;
+    return;
+  }
+  timer_stop(l, T_FIRST_BYTE);
+  timer_stop(l, T_ATTEMPT);
+  timer_stop(l, T_PART);
+  x->upstream_ms += now_of(x) - l->attempt_start;
   if (x->cancel_pending) {
     air__exchange_cancel(x);
     return;
@@ -513,102 +702,127 @@ static void on_done(void *data, int rc, air_transport_err kind,
   if (rc == AIR_ECANCELED) {
     /* We stopped it: the failure is already set. */
   } else if (rc != 0) {
-    set_fail(x, connect_timeout ? AIR_REASON_TIMEOUT_CONNECT : AIR_REASON_NONE,
-             x->status == 200 ? 0 : x->status, NULL, NULL, msg, kind);
-  } else if (x->mode == M_SSE) {
-    air__sse_finish(&x->sse);
-    if (x->gate.state != AIR__GATE_FAILED && x->gate.state != AIR__GATE_DONE) {
+    set_fail(l, connect_timeout ? AIR_REASON_TIMEOUT_CONNECT : AIR_REASON_NONE,
+             l->status == 200 ? 0 : l->status, NULL, NULL, msg, kind);
+  } else if (l->mode == M_SSE) {
+    air__sse_finish(&l->sse);
+    if (l->gate.state != AIR__GATE_FAILED && l->gate.state != AIR__GATE_DONE) {
       /* Complete only with a finish: a terminator ([DONE], message_stop)
        * after no finish is a stream cut short as much as a closed socket
        * (DESIGN.md 9: a terminator only after a finish). */
-      bool clean = x->dec.finished;
-      air__gate_end(&x->gate, clean, now_of(x));
+      bool clean = l->dec.finished;
+      air__gate_end(&l->gate, clean, now_of(x));
     }
-    if (x->gate.state == AIR__GATE_FAILED) fail_from_gate(x);
-  } else if (x->status == 200) {
-    finish_body(x);
+    if (l->gate.state == AIR__GATE_FAILED) fail_from_gate(l);
+  } else if (l->status == 200) {
+    finish_body(l);
   } else {
     air__buf tmp;
     air__buf_init(&tmp, AIR__MAX_FAILURE_TEXT_BYTES);
     air_failure f;
     memset(&f, 0, sizeof(f));
-    air__parse_error_body(x->err.p, x->err.n, &tmp, &f);
+    air__parse_error_body(l->err.p, l->err.n, &tmp, &f);
     char what[64];
     if (f.message == NULL) {
-      snprintf(what, sizeof(what), "upstream answered HTTP %d", x->status);
+      snprintf(what, sizeof(what), "upstream answered HTTP %d", l->status);
       f.message = what;
     }
-    set_fail(x, AIR_REASON_NONE, x->status, f.type, f.code, f.message,
+    set_fail(l, AIR_REASON_NONE, l->status, f.type, f.code, f.message,
              AIR_TRANSPORT_OK);
     air__buf_cleanup(&tmp);
   }
-  if (x->have_fail) {
-    attempt_failed(x);
+  if (x->ended || l->state != L_RUNNING) return; /* decided while releasing */
+  if (l->have_fail) {
+    attempt_failed(l);
     return;
   }
-  air_run_succeed(x->run, x->att_id, now_of(x), &x->act);
+  l->state = L_FREE;
+  air_run_succeed(x->run, l->id, now_of(x), &x->act);
+  engine_did(x, &x->act);
   step(x);
 }
 
 /* ---- timers ------------------------------------------------------------------------ */
 
-static void timeout_fail(air__exchange *x, air_reason reason, const char *msg) {
-  xfer_cancel(x);
-  stop_timers(x);
-  x->upstream_ms += now_of(x) - x->attempt_start;
-  set_fail(x, reason, x->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
-  attempt_failed(x);
+static void timeout_fail(leg *l, air_reason reason, const char *msg) {
+  air__exchange *x = l->x;
+  xfer_cancel(l);
+  stop_leg_timers(l);
+  x->upstream_ms += now_of(x) - l->attempt_start;
+  set_fail(l, reason, l->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
+  attempt_failed(l);
 }
 
-static void on_first_byte_timeout(void *arg) {
-  timeout_fail(arg, AIR_REASON_TIMEOUT_FIRST_BYTE,
+static void on_first_byte_timeout(leg *l) {
+  timeout_fail(l, AIR_REASON_TIMEOUT_FIRST_BYTE,
                "no response headers within first_byte_ms");
 }
 
-static void on_attempt_timeout(void *arg) {
-  air__exchange *x = arg;
-  if (x->gate.committed) return;
-  timeout_fail(x, AIR_REASON_TIMEOUT_ATTEMPT, "no commit within attempt_ms");
+static void on_attempt_timeout(leg *l) {
+  if (l->gate.committed) return;
+  timeout_fail(l, AIR_REASON_TIMEOUT_ATTEMPT, "no commit within attempt_ms");
 }
 
-static void on_part_timeout(void *arg) {
-  air__exchange *x = arg;
+static void on_part_timeout(leg *l) {
   air_reason which;
-  air__gate_deadline(&x->gate, &which);
-  timeout_fail(x, which,
+  air__gate_deadline(&l->gate, &which);
+  timeout_fail(l, which,
                which == AIR_REASON_TIMEOUT_FIRST_CHUNK
                    ? "no content part within first_chunk_ms"
                    : "no event within chunk_ms");
 }
 
-static void on_wait_done(void *arg) {
-  air__exchange *x = arg;
-  x->wait_ms += x->act.wait_ms;
-  air_run_wait_done(x->run, x->act.attempt_id, now_of(x), &x->act);
+static void on_wait_done(leg *l) {
+  air__exchange *x = l->x;
+  x->wait_ms += l->wait_len;
+  l->state = L_FREE;
+  air_run_wait_done(x->run, l->id, now_of(x), &x->act);
+  engine_did(x, &x->act);
   step(x);
 }
 
-/* The loop timer fired: the earliest deadline that is due runs (first
- * byte, attempt, part, wait in that order on a tie), then the timer is
- * armed for what is left. A handler may end the exchange, and its owner
- * free it: the memory stays until the timer's close callback. */
+/* The newest racer has had no content for hedge.after_ms: the engine may
+ * start a hedge beside it (DESIGN.md 3.6). */
+static void on_hedge(air__exchange *x) {
+  air_action a;
+  if (air_run_hedge(x->run, now_of(x), &a) != 0) return;
+  engine_did(x, &a);
+  if (a.kind != AIR_ACT_ATTEMPT) return;
+  x->act = a;
+  step(x);
+}
+
+/* The loop timer fired: lost legs are reaped, then the earliest deadline
+ * that is due runs (by leg; first byte, attempt, part, wait in that order
+ * on a tie; a hedge after them), then the timer is armed for what is left.
+ * A handler may end the exchange, and its owner free it: the memory stays
+ * until the timer's close callback. */
 static void on_timer(void *arg) {
-  static void (*const handler[4])(void *) = {on_first_byte_timeout,
-                                              on_attempt_timeout,
-                                              on_part_timeout, on_wait_done};
+  static void (*const handler[T_COUNT])(leg *) = {
+      on_first_byte_timeout, on_attempt_timeout, on_part_timeout,
+      on_wait_done};
   air__exchange *x = arg;
+  if (x->reap) reap(x);
   uint64_t now = now_of(x);
+  leg *which_leg = NULL;
   int which = -1;
-  for (int i = 0; i < 4; i++)
-    if (x->due[i] != 0 && x->due[i] <= now &&
-        (which < 0 || x->due[i] < x->due[which]))
-      which = i;
-  if (which < 0) {
-    rearm(x); /* early (a coarser loop clock): wait for the rest */
-    return;
+  uint64_t best = 0;
+  for (unsigned k = 0; k < x->n_legs; k++)
+    for (int i = 0; i < T_COUNT; i++) {
+      uint64_t d = x->legs[k]->due[i];
+      if (d != 0 && d <= now && (which_leg == NULL || d < best)) {
+        which_leg = x->legs[k];
+        which = i;
+        best = d;
+      }
+    }
+  if (which_leg == NULL && x->hedge_due != 0 && x->hedge_due <= now) {
+    x->hedge_due = 0;
+    on_hedge(x);
+  } else if (which_leg != NULL) {
+    which_leg->due[which] = 0;
+    handler[which](which_leg);
   }
-  x->due[which] = 0;
-  handler[which](x);
   if (!x->freeing && !x->ended) rearm(x);
 }
 
@@ -660,8 +874,9 @@ static bool forwardable(const char *name, size_t n) {
 
 /* The upstream request's headers: ours, the provider's, and the caller's
  * forwarded ones (same dialect only). */
-static int add_headers(const air__exchange *x, const air__provider *p,
-                       const char *key, hdrs *hl) {
+static int add_headers(const leg *l, const air__provider *p, const char *key,
+                       hdrs *hl) {
+  const air__exchange *x = l->x;
   int rc = add_header_s(hl, "Content-Type", "application/json");
   if (rc == 0) rc = add_header_s(hl, "Accept", "text/event-stream");
   if (rc == 0) rc = add_header_s(hl, "User-Agent", "airetry/" AIR_VERSION);
@@ -684,7 +899,7 @@ static int add_headers(const air__exchange *x, const air__provider *p,
     rc = add_header_s(hl, p->headers[i].name, p->headers[i].value);
   if (rc == 0 && x->o.trace != NULL) { /* DESIGN.md 5, Traces */
     char tp[AIR__TRACEPARENT_LEN + 1];
-    air__trace_attempt_header(x->o.trace, x->att_no, tp);
+    air__trace_attempt_header(x->o.trace, l->no, tp);
     rc = add_header_s(hl, "traceparent", tp);
   }
   if (x->o.req->dialect == p->api) {
@@ -702,41 +917,56 @@ static int add_headers(const air__exchange *x, const air__provider *p,
   return rc;
 }
 
-/* Prepares and starts the transfer of the current ATTEMPT action. Returns 0
- * when it is in flight, 1 with x->fail set when it failed at once, or 2
+/* Prepares and starts on leg l the transfer of ATTEMPT action a. Returns 0
+ * when it is in flight, 1 with l->fail set when it failed at once, or 2
  * when the target cannot express the request (skip_field / skip_msg). */
-static int launch(air__exchange *x) {
-  const air__target *t = air__run_target(x->run);
+static int launch(leg *l, const air_action *a) {
+  air__exchange *x = l->x;
+  const air__target *t = &air__run_route(x->run)->targets[a->target_index];
   const air_config *cfg = x->o.cfg;
   const air__provider *p = &cfg->providers[t->provider];
-  x->ops = air__provider_get(p->api);
-  x->att_target = x->act.target;
-  x->att_no = x->act.attempt;
-  x->att_id = x->act.attempt_id;
-  x->attempt_start = now_of(x);
-  x->status = 0;
-  x->mode = M_NONE;
-  x->have_fail = false;
-  x->hv = NULL;
-  x->n_hv = 0;
-  air__buf_reset(&x->err);
-  air__buf_reset(&x->body);
-  air__sse_reset(&x->sse);
-  air__decoder_cleanup(&x->dec);
-  x->ops->decoder_init(&x->dec);
-  air__gate_begin(&x->gate, x->attempt_start);
-  x->gate.cfg.first_chunk_ms = t->timeouts.first_chunk_ms;
-  x->gate.cfg.chunk_ms = t->timeouts.chunk_ms;
+  l->state = L_RUNNING;
+  l->ops = air__provider_get(p->api);
+  l->target = a->target;
+  l->no = a->attempt;
+  l->id = a->attempt_id;
+  l->act = *a;
+  /* Its log entry: the last one with its number (a relaunch with the JSON
+   * tool runs after other racers may have started). */
+  l->log = air_run_attempt_count(x->run) - 1;
+  for (size_t i = l->log + 1; i > 0; i--) {
+    const air_attempt *e = air_run_attempt(x->run, i - 1);
+    if (!e->skipped && e->n == a->attempt) {
+      l->log = i - 1;
+      break;
+    }
+  }
+  l->attempt_start = now_of(x);
+  l->status = 0;
+  l->mode = M_NONE;
+  l->have_fail = false;
+  l->content_told = false;
+  l->pause_pending = false;
+  l->hv = NULL;
+  l->n_hv = 0;
+  air__buf_reset(&l->err);
+  air__buf_reset(&l->body);
+  air__sse_reset(&l->sse);
+  air__decoder_cleanup(&l->dec);
+  l->ops->decoder_init(&l->dec);
+  air__gate_begin(&l->gate, l->attempt_start);
+  l->gate.cfg.first_chunk_ms = t->timeouts.first_chunk_ms;
+  l->gate.cfg.chunk_ms = t->timeouts.chunk_ms;
 
   const char *key = NULL;
-  x->key = NULL;
+  l->key = NULL;
   if (p->api_key_env != NULL) {
-    key = x->key = p->api_key; /* read at config load (config.h) */
+    key = l->key = p->api_key; /* read at config load (config.h) */
     if (key == NULL || key[0] == '\0') {
       char msg[2 * AIR__MAX_NAME_BYTES + 64];
       snprintf(msg, sizeof(msg), "%s is not set: no API key for provider %s",
                p->api_key_env, p->name);
-      set_fail(x, AIR_REASON_AUTH, 0, NULL, NULL, msg, AIR_TRANSPORT_OK);
+      set_fail(l, AIR_REASON_AUTH, 0, NULL, NULL, msg, AIR_TRANSPORT_OK);
       return 1;
     }
   }
@@ -744,37 +974,39 @@ static int launch(air__exchange *x) {
   memset(&err, 0, sizeof(err));
   air__build_opts bo = {
       .model = t->model,
-      .override_json = x->act.override_json,
+      .override_json = a->override_json,
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
       .structured_output = t->structured_output,
       .other_provider = x->state_provider != SIZE_MAX && t->provider != x->state_provider,
-      .json_tool = &x->dec.json_tool,
+      .json_tool = &l->dec.json_tool,
   };
-  if (x->tool_retry_id == x->att_id) bo.structured_output = AIR__STRUCT_TOOL;
-  x->native_json = bo.structured_output == AIR__STRUCT_NATIVE &&
-                   x->ops->api == AIR_DIALECT_ANTHROPIC &&
+  if (x->tool_retry_id == l->id) bo.structured_output = AIR__STRUCT_TOOL;
+  l->native_json = bo.structured_output == AIR__STRUCT_NATIVE &&
+                   l->ops->api == AIR_DIALECT_ANTHROPIC &&
                    x->o.req->dialect != AIR_DIALECT_ANTHROPIC &&
                    x->o.req->json_response;
-  int built = air__request_build(x->ops, x->o.req, &bo, &x->body, &err);
+  int built = air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
     air__unsupported_field(err.message, field, sizeof(field));
-    air__buf_reset(&x->strs);
-    x->skip_field = keep_str(x, field);
-    x->skip_msg = keep_str(x, err.message);
+    air__buf_reset(&l->strs);
+    l->skip_field = keep_str(l, field);
+    l->skip_msg = keep_str(l, err.message);
     return 2;
   }
   if (built != 0) {
-    set_fail(x, AIR_REASON_BAD_REQUEST, 400, "invalid_request_error", NULL,
+    set_fail(l, AIR_REASON_BAD_REQUEST, 400, "invalid_request_error", NULL,
              err.message, AIR_TRANSPORT_OK);
     return 1;
   }
+  if (x->o.req->raw == NULL) /* no caller text: the upstream body's size */
+    air__run_set_prompt_bytes(x->run, l->body.n);
   hdrs hl;
   air__buf_init(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES);
   hl.n = 0;
-  int rc = add_headers(x, p, key, &hl);
+  int rc = add_headers(l, p, key, &hl);
   const char *lines[MAX_REQUEST_HEADERS + 1];
   for (size_t i = 0; i < hl.n; i++) lines[i] = hl.buf.p + hl.off[i];
   lines[hl.n] = NULL;
@@ -783,51 +1015,56 @@ static int launch(air__exchange *x) {
   size_t bl = strlen(p->base_url);
   while (bl > 0 && p->base_url[bl - 1] == '/') bl--;
   if (rc == 0) rc = air__buf_add(&url, p->base_url, bl);
-  if (rc == 0) rc = air__buf_adds(&url, x->ops->path);
+  if (rc == 0) rc = air__buf_adds(&url, l->ops->path);
   air__xfer_req r = {
       .url = url.p,
       .headers = lines,
-      .body = x->body.p,
-      .body_len = x->body.n,
+      .body = l->body.p,
+      .body_len = l->body.n,
       .connect_ms = t->timeouts.connect_ms,
   };
-  air__xfer_cb cb = {on_head, on_body, on_done, x};
-  int started = rc == 0 ? x->tr.ops->start(x->tr.impl, &r, &cb, &x->xfer) : rc;
+  air__xfer_cb cb = {on_head, on_body, on_done, l};
+  int started = rc == 0 ? x->tr.ops->start(x->tr.impl, &r, &cb, &l->xfer) : rc;
   air__buf_cleanup(&hl.buf);  /* libcurl keeps copies */
   air__buf_cleanup(&url);
   if (rc != 0) {
-    set_fail(x, AIR_REASON_BAD_REQUEST, 0, NULL, NULL,
+    set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL,
              "upstream request over the size limits", AIR_TRANSPORT_OK);
     return 1;
   }
   if (started != 0) {
-    set_fail(x, AIR_REASON_NETWORK, 0, NULL, NULL, "could not start the transfer",
+    set_fail(l, AIR_REASON_NETWORK, 0, NULL, NULL, "could not start the transfer",
              AIR_TRANSPORT_CONNECT);
     return 1;
   }
-  uint64_t now = x->attempt_start;
-  arm(x, T_FIRST_BYTE, now + t->timeouts.first_byte_ms);
-  arm(x, T_ATTEMPT, x->act.deadline_ms);
-  arm(x, T_PART, air__gate_deadline(&x->gate, NULL));
+  uint64_t now = l->attempt_start;
+  arm(l, T_FIRST_BYTE, now + t->timeouts.first_byte_ms);
+  arm(l, T_ATTEMPT, a->deadline_ms);
+  arm(l, T_PART, air__gate_deadline(&l->gate, NULL));
   return 0;
 }
 
-/* Hands x->fail to the policy (x->act is its decision) and tells the
+/* Hands l->fail to the policy (x->act is its decision) and tells the
  * observer about the failed attempt. */
-static void policy_fail(air__exchange *x) {
-  size_t failed = air_run_attempt_count(x->run) - 1;
-  air_run_fail(x->run, x->att_id, &x->fail, now_of(x),
+static void policy_fail(leg *l) {
+  air__exchange *x = l->x;
+  l->state = L_FREE;
+  x->last = l;
+  air_run_fail(x->run, l->id, &l->fail, now_of(x),
                x->clock->wall_ms(x->clock->data), &x->act);
-  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, failed));
+  engine_did(x, &x->act);
+  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
 }
 
 /* launch() found that the target cannot express the request: the run goes
  * on without it, and the observer hears of the skipped entry. */
-static void skip_target(air__exchange *x) {
-  size_t skipped = air_run_attempt_count(x->run) - 1;
-  air__run_skip(x->run, x->att_id, fix(x, x->skip_field), fix(x, x->skip_msg),
+static void skip_target(leg *l) {
+  air__exchange *x = l->x;
+  l->state = L_FREE;
+  air__run_skip(x->run, l->id, fix(l, l->skip_field), fix(l, l->skip_msg),
                 now_of(x), &x->act);
-  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, skipped));
+  engine_did(x, &x->act);
+  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
 }
 
 /* Whether a failure's message speaks of the structured-output schema. */
@@ -841,48 +1078,68 @@ static bool schema_error(const air_failure *f) {
   return false;
 }
 
-/* The attempt failed (x->fail): before commit the policy decides. */
-static void attempt_failed(air__exchange *x) {
+/* The attempt failed (l->fail): before commit the policy decides. */
+static void attempt_failed(leg *l) {
+  air__exchange *x = l->x;
   uint64_t now = now_of(x);
   uint64_t hint = 0;
-  x->has_hint = air__retry_after(x->fail.headers, x->fail.n_headers,
+  x->has_hint = air__retry_after(l->fail.headers, l->fail.n_headers,
                                  x->clock->wall_ms(x->clock->data), &hint) == 1;
   x->hint_ms = hint;
-  if (x->gate.committed) {
-    air__run_fail_final(x->run, x->att_id, &x->fail, now, &x->act);
+  if (l->gate.committed) {
+    l->state = L_FREE;
+    x->last = l;
+    air__run_fail_final(x->run, l->id, &l->fail, now, &x->act);
+    engine_did(x, &x->act);
     end(x, AIR_EUPSTREAM);
     return;
   }
-  if (x->native_json && x->tool_retry_id != x->att_id &&
-      x->fail.status == 400 && schema_error(&x->fail)) {
+  if (l->native_json && x->tool_retry_id != l->id && l->fail.status == 400 &&
+      schema_error(&l->fail)) {
     /* A schema 400 from a native structured-output target: the same
-     * attempt once more with the JSON tool (DESIGN.md 4); x->act is still
-     * its ATTEMPT action. */
-    x->tool_retry_id = x->att_id;
+     * attempt once more with the JSON tool (DESIGN.md 4), from the ATTEMPT
+     * action the leg ran. */
+    x->tool_retry_id = l->id;
+    l->state = L_FREE;
+    x->act = l->act;
     step(x);
     return;
   }
-  policy_fail(x);
+  policy_fail(l);
   step(x);
 }
 
 /* Acts on x->act until something asynchronous is in flight or the end. */
 static void step(air__exchange *x) {
   for (;;) {
+    leg *l;
     switch (x->act.kind) {
       case AIR_ACT_ATTEMPT:
-        switch (launch(x)) {
+        l = take_leg(x);
+        if (l == NULL) {
+          end(x, AIR_ENOMEM);
+          return;
+        }
+        switch (launch(l, &x->act)) {
           case 0:
             return;
           case 2:
-            skip_target(x);
+            skip_target(l);
             continue;
           default:
-            policy_fail(x);
+            policy_fail(l);
             continue;
         }
       case AIR_ACT_WAIT:
-        arm(x, T_WAIT, now_of(x) + x->act.wait_ms);
+        l = take_leg(x);
+        if (l == NULL) {
+          end(x, AIR_ENOMEM);
+          return;
+        }
+        l->state = L_WAITING;
+        l->id = x->act.attempt_id;
+        l->wait_len = x->act.wait_ms;
+        arm(l, T_WAIT, now_of(x) + x->act.wait_ms);
         return;
       case AIR_ACT_DONE:
         end(x, 0);
@@ -890,19 +1147,22 @@ static void step(air__exchange *x) {
       case AIR_ACT_FAIL:
         if (x->act.reason == AIR_REASON_ABORTED) {
           end(x, AIR_ECANCELED);
-        } else if (x->gate.state == AIR__GATE_FAILED && x->gate.judged &&
-                   air__gate_release_judged(&x->gate) == 0) {
+        } else if (x->last != NULL && x->last->gate.state == AIR__GATE_FAILED &&
+                   x->last->gate.judged &&
+                   air__gate_release_judged(&x->last->gate) == 0) {
           end(x, 0);
         } else {
           end(x, AIR_EUPSTREAM);
         }
         return;
+      case AIR_ACT_IDLE:
+        return; /* other racers go on */
       case AIR_ACT_COMMIT:
       case AIR_ACT_CANCEL:
       case AIR_ACT_CONTINUE:
         /* Not answers to the events step follows (COMMIT answers first
-         * content, in emit; CANCEL and CONTINUE come with hedging and
-         * continuation): a broken promise, ended rather than hung. */
+         * content, in emit; CANCEL is read by engine_did; CONTINUE comes
+         * with continuation): a broken promise, ended rather than hung. */
         end(x, AIR_ESTATE);
         return;
     }
@@ -971,66 +1231,64 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
     free(x);
     return rc;
   }
+  /* hedge.max_prompt_bytes bounds the caller's body (DESIGN.md 3.6). */
+  if (o->req->raw != NULL) air__run_set_prompt_bytes(x->run, o->req->raw_n);
+  x->act.hedge_at_ms = air__run_hedge_at(x->run);
   const air__policy *pol = air__run_policy(x->run);
-  air__gate_cfg gc = air__gate_cfg_of(
+  x->gcfg = air__gate_cfg_of(
       pol, o->req->stream ? pol->commit : AIR__COMMIT_COMPLETE,
       o->req->json_response);
-  rc = air__gate_init(&x->gate, &gc, emit, x);
-  if (rc != 0) {
-    air__gate_cleanup(&x->gate);
-    air_run_free(x->run);
-    free(x);
-    return rc;
-  }
-  x->parts = x->parts_inline;
-  x->cap_parts = MAX_EVENT_PARTS;
-  air__sse_init(&x->sse, on_sse, x);
-  air__buf_init(&x->body, AIR__MAX_REQUEST_BYTES);
-  air__buf_init(&x->err, o->cfg->limits.max_response_bytes
-                             ? o->cfg->limits.max_response_bytes
-                             : AIR__MAX_RESPONSE_BYTES);
-  air__buf_init(&x->kept, AIR__MAX_KEPT_HEADER_BYTES);
-  air__buf_init(&x->strs, AIR__MAX_FAILURE_TEXT_BYTES);
+  air__buf_init(&x->msg, AIR__MAX_FAILURE_TEXT_BYTES);
   x->timer = x->loop.ops->timer_new(x->loop.impl, on_timer, x);
-  if (x->timer == NULL) {
+  if (x->timer == NULL || take_leg(x) == NULL) {
+    if (x->timer != NULL) {
+      x->freeing = true;
+      x->loop.ops->timer_close(x->loop.impl, x->timer, on_timer_closed, x);
+      return AIR_ENOMEM;
+    }
     x->freeing = true;
     on_timer_closed(x);
     return AIR_ENOMEM;
   }
   *out = x;
+  x->hedge_due = x->act.hedge_at_ms;
   step(x);
   return 0;
 }
 
 void air__exchange_cancel(air__exchange *x) {
   if (x == NULL || x->ended) return;
-  if (x->in_xfer_cb) {
+  if (x->in_xfer_cb > 0) {
     x->cancel_pending = true;
     return;
   }
-  if (x->xfer != NULL) {
-    xfer_cancel(x);
-    x->upstream_ms += now_of(x) - x->attempt_start;
+  uint64_t now = now_of(x);
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg *l = x->legs[k];
+    if (l->xfer == NULL) continue;
+    xfer_cancel(l);
+    if (l->state == L_RUNNING) x->upstream_ms += now - l->attempt_start;
+    l->state = L_FREE;
   }
   stop_timers(x);
-  air_run_cancel(x->run, now_of(x), &x->act);
+  air_run_cancel(x->run, now, &x->act);
   end(x, AIR_ECANCELED);
 }
 
 void air__exchange_resume(air__exchange *x) {
-  if (x != NULL && x->xfer != NULL) x->tr.ops->resume(x->tr.impl, x->xfer);
+  if (x == NULL) return;
+  for (unsigned k = 0; k < x->n_legs; k++)
+    if (x->legs[k]->xfer != NULL && x->legs[k]->state == L_RUNNING)
+      x->tr.ops->resume(x->tr.impl, x->legs[k]->xfer);
 }
 
 static void on_timer_closed(void *arg) {
   air__exchange *x = arg;
-  air__gate_cleanup(&x->gate);
-  air__sse_cleanup(&x->sse);
-  air__decoder_cleanup(&x->dec);
-  air__buf_cleanup(&x->body);
-  air__buf_cleanup(&x->err);
-  air__buf_cleanup(&x->kept);
-  air__buf_cleanup(&x->strs);
-  if (x->parts != x->parts_inline) free(x->parts);
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg_cleanup(x->legs[k]);
+    free(x->legs[k]);
+  }
+  air__buf_cleanup(&x->msg);
   air_run_free(x->run);
   free(x);
 }
@@ -1038,6 +1296,6 @@ static void on_timer_closed(void *arg) {
 void air__exchange_free(air__exchange *x) {
   if (x == NULL || x->freeing) return;
   x->freeing = true;
-  xfer_cancel(x);
+  for (unsigned k = 0; k < x->n_legs; k++) xfer_cancel(x->legs[k]);
   x->loop.ops->timer_close(x->loop.impl, x->timer, on_timer_closed, x);
 }

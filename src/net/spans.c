@@ -128,6 +128,7 @@ static uint64_t at_ns(const air__trace *t, uint64_t t_ms, uint64_t lo,
 
 /* The role of attempt a, given the real attempt before it (NULL: none). */
 static air_span_role role_of(const air_attempt *prev, const air_attempt *a) {
+  if (a->hedge) return AIR_ROLE_HEDGE;
   if (prev == NULL) return AIR_ROLE_FIRST;
   return strcmp(prev->target, a->target) == 0 ? AIR_ROLE_RETRY
                                               : AIR_ROLE_SWITCH;
@@ -151,6 +152,11 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
   air__hex(t->span.span_id, 8, req_id);
   const air_attempt *prev = NULL, *answered = NULL;
   const air__provider *answered_p = NULL;
+  /* The committed attempt is the last one that did not lose a race. */
+  size_t last_racer = res->n_log;
+  for (size_t i = res->n_log; i > 0 && last_racer == res->n_log; i--)
+    if (!res->log[i - 1].hedge_lost && !res->log[i - 1].skipped)
+      last_racer = i - 1;
   for (size_t i = 0; i < res->n_log; i++) {
     const air_attempt *a = &res->log[i];
     if (a->skipped) continue;
@@ -186,8 +192,11 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
         a->request_id && a->request_id[0] ? a->request_id : NULL;
     s.input_tokens = s.output_tokens = -1;
     s.first_content_ms = -1;
-    bool answers =
-        a->reason == AIR_REASON_NONE || (res->committed && i + 1 == res->n_log);
+    /* A racer that lost (outcome hedge_lost, DESIGN.md 3.6) did not
+     * answer: its span says so in airetry.outcome. */
+    if (a->hedge_lost) s.outcome = "hedge_lost";
+    bool answers = !a->hedge_lost && (a->reason == AIR_REASON_NONE ||
+                                      (res->committed && i == last_racer));
     if (a->reason != AIR_REASON_NONE) {
       s.error = true;
       s.error_type = air_reason_name(a->reason);

@@ -90,6 +90,10 @@ typedef struct route_meta {
   uint32_t retry_max_sum;    /* sum of the retry rules' max */
   uint64_t first_byte_ms, total_ms;
   uint64_t max_wait_ms;      /* the longest wait a rule may take */
+  bool hedge;                /* hedge: on (DESIGN.md 3.6) */
+  uint64_t hedge_after_ms;
+  uint32_t hedge_max;
+  bool hedge_same;           /* hedge.same_target */
 } route_meta;
 
 struct sim_scenario {
@@ -343,6 +347,9 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     yadd(&b, "    max_malformed: %u\n    malformed: %s\n", upto(r, 4),
          chance(r, 50) ? "skip" : "fail");
     if (chance(r, 40)) yadd(&b, "    refusal: {phrases: [\"" REFUSAL_PHRASE "\"]}\n");
+    if (chance(r, 35)) /* hedging (DESIGN.md 3.6) */
+      yadd(&b, "    hedge: {after_ms: %" PRIu64 ", max: %u%s}\n", pick_ms(r, 1, 1500),
+           1 + upto(r, AIR__MAX_HEDGES), chance(r, 30) ? ", same_target: true" : "");
     if (chance(r, 40)) {
       /* the built-in rules: retry max 2 + 1, waits up to 10 s */
       m->retry_max_sum = 3;
@@ -1019,6 +1026,7 @@ typedef struct xfer {
   int next_event;            /* ends[] index of the next read */
   int phase;                 /* 0 head, 1 body, 2 end, 3 done (dead) */
   bool paused, stalled, dead, abort_pending;
+  int k;                     /* its attempt's index in the request */
   uint64_t due, seq;
   rng split;
   struct xfer *next;
@@ -1042,6 +1050,8 @@ struct sim_run_req {
   int xfers;                 /* transfers started */
   uint64_t start_ms, end_ms;
   const script *att_script[64];
+  bool att_over[64];         /* attempt k+1's transfer ended or was cancelled */
+  uint64_t att_over_ms[64];  /* when */
   char att_target[64][48];
   int att_dialect[64];
   air__exchange_result res;  /* the scalar fields of the result */
@@ -1136,6 +1146,7 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   /* the attempt's script: the request's next one; past its list, a 503 */
   static const script overflow = {.kind = AK_HTTP, .status = 503};
   int k = q->xfers++;
+  x->k = 64;
   x->sc = k < q->q->n_att ? &q->q->att[k] : &overflow;
   x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
                 : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
@@ -1148,6 +1159,7 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
              (int)strcspn(m + 9, "\""), m + 9);
   if (k < 64) {
     q->att_script[k] = x->sc;
+    x->k = k;
     snprintf(q->att_target[k], sizeof(q->att_target[k]), "%s", target);
     q->att_dialect[k] = x->dialect;
   }
@@ -1156,6 +1168,11 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
    * on the same target is the rule's decision (the engine does not ask the
    * breaker; see docs/testing.md). */
   bool retry = k > 0 && k < 64 && strcmp(q->att_target[k - 1], target) == 0;
+  /* With racers (DESIGN.md 3.6) a retry follows its own racer's attempt,
+   * not the transfer before it: any earlier one on the target. */
+  const air__route *hr = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
+  for (int j = 0; hr && hr->policy.hedge.enabled && j < k && j < 64 && !retry; j++)
+    retry = strcmp(q->att_target[j], target) == 0;
   if (!retry && air_state_breaker(w->state, target, w->now) == AIR_BREAKER_OPEN) {
     const air__route *rt = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
     for (size_t t = 0; rt && t < rt->n_targets; t++) {
@@ -1192,6 +1209,10 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
 static void x_cancel(void *impl, void *p) {
   (void)impl;
   xfer *x = p;
+  if (x->k < 64 && !x->dead) {
+    x->q->att_over[x->k] = true;
+    x->q->att_over_ms[x->k] = x->w->now;
+  }
   x->dead = true;
 }
 
@@ -1212,6 +1233,10 @@ static const air__transport_ops sim_transport_ops = {x_start, x_cancel, x_pause,
 
 static void x_done(xfer *x, int rc, air_transport_err kind, const char *msg) {
   x->dead = true;
+  if (x->k < 64) {
+    x->q->att_over[x->k] = true;
+    x->q->att_over_ms[x->k] = x->w->now;
+  }
   x->cb.on_done(x->cb.data, rc, kind, false, msg);
 }
 
@@ -1491,14 +1516,15 @@ static void q_end(void *data, const air__exchange_result *res) {
 
 /* What the checked requests ended as, over the process (sim_stats). */
 static unsigned long long st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err,
-    st_attempts, st_committed;
+    st_attempts, st_committed, st_hedges, st_lost;
 
 void sim_stats(FILE *f) {
   fprintf(f,
           "sim: %llu requests: %llu streamed answers, %llu errors after commit, %llu whole "
-          "answers, %llu error bodies; %llu committed; %llu attempts\n",
+          "answers, %llu error bodies; %llu committed; %llu attempts (%llu hedges, %llu "
+          "racers lost)\n",
           st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err, st_committed,
-          st_attempts);
+          st_attempts, st_hedges, st_lost);
 }
 
 static void check_request(sim_run_req *q) {
@@ -1511,23 +1537,60 @@ static void check_request(sim_run_req *q) {
   uint32_t budget = q->route.max_attempts;
   if (res->n_attempts > budget)
     fail(w, "request %d: %u attempts over the budget %u", i, res->n_attempts, budget);
+  /* hedges (DESIGN.md 3.6): at most max, each after_ms after a racer that
+   * still ran; a racer that lost was cancelled by the exchange, and no
+   * transfer of the request outlives it */
+  unsigned hedges = 0;
+  for (size_t k = 0; k < q->n_log; k++) {
+    const air_attempt *h = &q->log[k];
+    /* at once: the transfer is over at the virtual time it lost (the
+     * exchange cancels it then, or on the loop's next turn at the same
+     * time when it lost inside another transfer's callback) */
+    if (h->hedge_lost && (h->n == 0 || h->n > 64 || !q->att_over[h->n - 1] ||
+                          q->att_over_ms[h->n - 1] > h->start_ms + h->ms))
+      fail(w, "request %d: attempt %u lost the race but its transfer went on", i, h->n);
+    if (h->hedge_lost && q->committed && h->n == q->commit_attempt)
+      fail(w, "request %d: attempt %u committed and lost the race", i, h->n);
+    st_lost += h->hedge_lost;
+    if (!h->hedge) continue;
+    hedges++;
+    st_hedges++;
+    if (!q->route.hedge) fail(w, "request %d: attempt %u hedged on a route without hedge", i, h->n);
+    bool after = false;
+    for (size_t j = 0; j < k && !after; j++) {
+      const air_attempt *e = &q->log[j];
+      after = !e->skipped && e->start_ms + q->route.hedge_after_ms <= h->start_ms &&
+              e->start_ms + e->ms >= h->start_ms;
+    }
+    if (!after)
+      fail(w, "request %d: hedge %u started at %" PRIu64 " ms with no racer running for after_ms %" PRIu64,
+           i, h->n, h->start_ms, q->route.hedge_after_ms);
+  }
+  if (hedges > q->route.hedge_max)
+    fail(w, "request %d: %u hedges, max %u", i, hedges, q->route.hedge_max);
+  for (int k = 0; k < q->xfers && k < 64; k++)
+    if (!q->att_over[k])
+      fail(w, "request %d: attempt %d's transfer still runs after the end (rc %d, %zu log entries)",
+           i, k + 1, res->rc, q->n_log);
   if (q->route.retry_max_sum != AIR__UNLIMITED) {
-    uint32_t bound = 1 + q->route.retry_max_sum + (uint32_t)(q->route.n_targets - 1);
+    uint32_t bound = 1 + q->route.retry_max_sum + (uint32_t)(q->route.n_targets - 1) +
+                     (q->route.hedge_same ? q->route.hedge_max : 0);
     if (res->n_attempts > bound)
       fail(w, "request %d: %u attempts, the rules allow %u", i, res->n_attempts, bound);
   }
-  /* a switch never revisits a target; waits are bounded and exact in virtual time */
+  /* a switch never revisits a target; waits are bounded and exact in
+   * virtual time (with racers the log interleaves them: checked above) */
   const air_attempt *prev = NULL;
   for (size_t k = 0; k < q->n_log; k++) {
     const air_attempt *a = &q->log[k];
     if (a->skipped) continue;
-    for (size_t j = 0; prev && j + 1 < k; j++) {
+    for (size_t j = 0; prev && hedges == 0 && j + 1 < k; j++) {
       const air_attempt *b = &q->log[j];
       if (!b->skipped && strcmp(b->target, a->target) == 0 &&
           strcmp(prev->target, a->target) != 0)
         fail(w, "request %d: attempt %u revisits %s", i, a->n, a->target);
     }
-    if (prev) {
+    if (prev && hedges == 0) {
       uint64_t gap = a->start_ms - (prev->start_ms + prev->ms);
       if (gap != prev->wait_ms)
         fail(w, "request %d: attempt %u started %" PRIu64 " ms after attempt %u, its wait was %" PRIu64,
@@ -1650,6 +1713,10 @@ static route_meta meta_of(const air__policy *pol, const air__route *rt) {
     if (rt->targets[t].timeouts.first_byte_ms > m.first_byte_ms)
       m.first_byte_ms = rt->targets[t].timeouts.first_byte_ms;
   m.total_ms = pol->timeouts.total_ms;
+  m.hedge = pol->hedge.enabled;
+  m.hedge_after_ms = pol->hedge.after_ms;
+  m.hedge_max = pol->hedge.max;
+  m.hedge_same = pol->hedge.same_target;
   for (size_t k = 0; k < pol->n_rules; k++) {
     const air__rule *r = &pol->rules[k];
     if (r->action != AIR__RULE_RETRY) continue;

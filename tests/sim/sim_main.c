@@ -57,7 +57,10 @@ int main(int argc, char **argv) {
       failed |= replay(argv[i]);
     }
   }
-  if (files) return failed;
+  if (files) {
+    sim_stats(stdout);
+    return failed;
+  }
   double t0 = secs();
   char why[1024];
   for (uint64_t i = 0; i < n; i++) {

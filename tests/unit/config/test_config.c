@@ -901,6 +901,65 @@ static void warnings_for_ignored_rule_keys(void **state) {
   air_config_free(cfg);
 }
 
+/* hedge: (DESIGN.md 3.6): off by default, on when the map is given,
+ * merged key by key defaults <- route <- target, and a one-target route
+ * without same_target is warned about. */
+static void hedge_settings(void **state) {
+  (void)state;
+  const char *text =
+      "providers: [{name: p, api: openai}]\n"
+      "defaults: {hedge: {after_ms: 700, max_prompt_bytes: 1000}}\n"
+      "routes:\n"
+      "  - name: r\n"
+      "    targets: [p/a, {target: p/b, hedge: {after_ms: 50}}, p/c]\n"
+      "    hedge: {max: 2}\n"
+      "  - name: off\n"
+      "    targets: [p/a, {target: p/b, hedge: {after_ms: 9}}]\n"
+      "    hedge: {enabled: false}\n"
+      "  - name: plain\n"
+      "    targets: [p/a, p/b]\n"
+      "    hedge: {enabled: false}\n"
+      "  - name: lone\n"
+      "    targets: [p/a]\n"
+      "  - name: same\n"
+      "    targets: [p/a]\n"
+      "    hedge: {same_target: true}\n";
+  diags ds;
+  air_config *cfg = NULL;
+  assert_int_equal(parse(text, &ds, &cfg), 0);
+  /* lone inherits hedging from defaults with one target: one warning. */
+  assert_int_equal(ds.warnings, 1);
+  expect_diag(&ds, AIR_DIAG_WARNING, 13, 5, "never hedges without");
+  assert_true(cfg->defaults.hedge.enabled);
+  assert_int_equal(cfg->defaults.hedge.after_ms, 700);
+  assert_int_equal(cfg->defaults.hedge.max, 1);
+  const air__route *r = &cfg->routes[0];
+  assert_true(r->policy.hedge.enabled);
+  assert_int_equal(r->policy.hedge.max, 2);
+  assert_int_equal(r->policy.hedge.after_ms, 700);
+  assert_int_equal(r->policy.hedge.max_prompt_bytes, 1000);
+  assert_int_equal(r->targets[0].hedge.after_ms, 700);
+  assert_int_equal(r->targets[1].hedge.after_ms, 50);
+  assert_int_equal(r->targets[1].hedge.max, 2);
+  /* A target's map turns hedging on for it, as any hedge map does. */
+  assert_false(cfg->routes[1].targets[0].hedge.enabled);
+  assert_true(cfg->routes[1].targets[1].hedge.enabled);
+  assert_false(cfg->routes[2].policy.hedge.enabled);
+  assert_true(cfg->routes[4].targets[0].hedge.same_target);
+  air_config_free(cfg);
+  /* Built-in: off; max is bounded by AIR__MAX_HEDGES. */
+  cfg = good(
+      "providers: [{name: p, api: openai}]\n"
+      "routes: [{name: r, targets: [p/a, p/b]}]\n");
+  assert_false(cfg->routes[0].policy.hedge.enabled);
+  assert_int_equal(cfg->routes[0].policy.hedge.after_ms, 4000);
+  assert_int_equal(cfg->routes[0].policy.hedge.max_prompt_bytes, 262144);
+  air_config_free(cfg);
+  assert_int_equal(
+      parse("routes: []\ndefaults: {hedge: {max: 4}}\n", &ds, &cfg),
+      AIR_ECONFIG);
+}
+
 /* A `to:` inherited from defaults is checked against each route. */
 static void defaults_rule_to_checked_per_route(void **state) {
   (void)state;
@@ -1032,6 +1091,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(inflight_body_bounds),
       cmocka_unit_test(unknown_keys_and_types),
       cmocka_unit_test(warnings_for_ignored_rule_keys),
+      cmocka_unit_test(hedge_settings),
       cmocka_unit_test(defaults_rule_to_checked_per_route),
       cmocka_unit_test(alias_bomb_is_bounded),
       cmocka_unit_test(status_matchers_are_one_limit),

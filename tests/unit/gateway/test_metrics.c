@@ -99,6 +99,42 @@ static void test_configured_names_and_other(void **s) {
   air_config_free(cfg);
 }
 
+/* Hedges (DESIGN.md 3.6): airetry_hedges_total{route,outcome}; a racer
+ * that lost is neither an attempt outcome nor a retry or switch. */
+static void test_hedges(void **s) {
+  (void)s;
+  air_config *cfg = test_config(CFG_A);
+  air__metrics *m = NULL;
+  assert_int_equal(air__metrics_new(&m), 0);
+  /* The hedge won; the primary lost. */
+  air_attempt won[2] = {attempt("p/a", AIR_REASON_NONE),
+                        attempt("p/b", AIR_REASON_NONE)};
+  won[0].hedge_lost = true;
+  won[1].hedge = true;
+  air__metrics_request(m, cfg, "smart", "ok", won, 2, 5, 10, 1, 0);
+  /* The primary won; the hedge lost. Then one whose hedge failed. */
+  air_attempt lost[2] = {attempt("p/a", AIR_REASON_NONE),
+                         attempt("p/b", AIR_REASON_NONE)};
+  lost[1].hedge = lost[1].hedge_lost = true;
+  air__metrics_request(m, cfg, "smart", "ok", lost, 2, 5, 10, 1, 0);
+  air_attempt failed[2] = {attempt("p/a", AIR_REASON_NONE),
+                           attempt("p/b", AIR_REASON_OVERLOADED)};
+  failed[1].hedge = true;
+  air__metrics_request(m, cfg, "smart", "ok", failed, 2, 5, 10, 1, 0);
+  char *t = render(m);
+  assert_int_equal(value(t, "airetry_hedges_total{route=\"smart\",outcome=\"won\"}"), 1);
+  assert_int_equal(value(t, "airetry_hedges_total{route=\"smart\",outcome=\"lost\"}"), 1);
+  assert_int_equal(value(t, "airetry_hedges_total{route=\"smart\",outcome=\"failed\"}"), 1);
+  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/a\",reason=\"ok\"}"), 2);
+  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/b\",reason=\"ok\"}"), 1);
+  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/b\",reason=\"overloaded\"}"), 1);
+  assert_int_equal(value(t, "airetry_switches_total"), 0);
+  assert_int_equal(value(t, "airetry_retries_total"), 0);
+  free(t);
+  air__metrics_free(m);
+  air_config_free(cfg);
+}
+
 /*
  * A render that does not fit passes the buffer's own error on (not a bare
  * 1), whatever family it stops in, and the buffer keeps its maximum.
@@ -272,6 +308,7 @@ static void test_many_routes_from_two_threads(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_configured_names_and_other),
+      cmocka_unit_test(test_hedges),
       cmocka_unit_test(test_junk_models_do_not_grow_the_output),
       cmocka_unit_test(test_two_threads_add_up),
       cmocka_unit_test(test_reload_keeps_counters),

@@ -228,6 +228,46 @@ static void failures_before_and_after_commit(void **state) {
   air_config_free(cfg);
 }
 
+/* Racers (DESIGN.md 3.6): a hedge has role hedge; the racer that lost has
+ * outcome hedge_lost, no error and no answer, also when it is the last
+ * entry of the log (the first racer won and broke after commit). */
+static void hedge_racers(void **state) {
+  (void)state;
+  air_config *cfg = test_config(CONFIG);
+  air__trace t = fixed_trace();
+  air_attempt log[2] = {
+      att(1, "oa/gpt", AIR_REASON_TIMEOUT_CHUNK, 200, 1000, 900, 0),
+      att(2, "an/claude", AIR_REASON_NONE, 200, 1300, 320, 0)};
+  log[1].hedge = log[1].hedge_lost = true;
+  air__exchange_result res;
+  memset(&res, 0, sizeof(res));
+  res.rc = AIR_EUPSTREAM;
+  res.committed = true;
+  res.answered = "oa/gpt";
+  res.reason = AIR_REASON_TIMEOUT_CHUNK;
+  res.log = log;
+  res.n_log = 2;
+  res.n_attempts = 2;
+  res.first_content_ms = 620;
+  air__trace_answer ans;
+  air__trace_answer_init(&ans);
+  air__trace_end e = {cfg, "r", AIR_DIALECT_OPENAI, "error_after_commit",
+                      t.start_unix_nano + 1000000000ull};
+  rec r;
+  memset(&r, 0, sizeof(r));
+  air__trace_spans(&t, &e, &res, &ans, keep, &r);
+  assert_int_equal(r.n, 3);
+  assert_int_equal(r.s[0].role, AIR_ROLE_FIRST);
+  assert_null(r.s[0].outcome);
+  assert_true(r.s[0].error);
+  assert_int_equal(r.s[0].first_content_ms, 620); /* it answered */
+  assert_int_equal(r.s[1].role, AIR_ROLE_HEDGE);
+  assert_false(r.s[1].error);
+  assert_int_equal(r.s[1].first_content_ms, -1);
+  assert_string_equal(r.s[1].outcome, "hedge_lost");
+  air_config_free(cfg);
+}
+
 static void begin_continues_or_starts(void **state) {
   (void)state;
   air__sampler all = {true, 1.0}, none = {true, 0.0};
@@ -260,6 +300,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(retry_switch_and_skip),
       cmocka_unit_test(failures_before_and_after_commit),
+      cmocka_unit_test(hedge_racers),
       cmocka_unit_test(begin_continues_or_starts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
