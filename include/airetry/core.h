@@ -108,8 +108,13 @@ typedef enum air_transport_err {
 /* ---- dialects ------------------------------------------------------------ */
 
 /* The wire APIs airetry speaks, to callers and to upstreams (a provider's
- * `api:` in the config). */
-typedef enum air_dialect { AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC } air_dialect;
+ * `api:` in the config): OpenAI chat completions, Anthropic messages, the
+ * OpenAI Responses API. */
+typedef enum air_dialect {
+  AIR_DIALECT_OPENAI,
+  AIR_DIALECT_ANTHROPIC,
+  AIR_DIALECT_OPENAI_RESPONSES
+} air_dialect;
 
 /* ---- headers ----------------------------------------------------------- */
 

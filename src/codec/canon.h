@@ -139,13 +139,14 @@ typedef struct air__cextra {
 
 typedef struct air__canon {
   air_dialect origin; /* the caller's dialect */
+  /* System instructions given apart from the turns (Anthropic "system"):
+   * TEXT parts, or OPAQUE ones. system_string: given as one string. (The
+   * small members sit in pairs: the struct keeps little padding.) */
+  bool has_system;
+  bool system_string;
   air__arena arena;
   const char *model; /* the caller's "model" (NUL-terminated) */
 
-  /* System instructions given apart from the turns (Anthropic "system"):
-   * TEXT parts, or OPAQUE ones. system_string: given as one string. */
-  bool has_system;
-  bool system_string;
   air__cpart *system;
   size_t n_system;
   size_t cap_system;
@@ -156,26 +157,30 @@ typedef struct air__canon {
   air__ctool *tools;
   size_t n_tools;
   air__ctool_choice tool_choice;
-  air__str tool_choice_name;
   int parallel_tools; /* -1 unset, 0 one call at a time, 1 parallel */
+  air__str tool_choice_name;
 
   int64_t max_tokens; /* 0: unset */
   air__cnum temperature;
   air__cnum top_p;
   air__str *stop; /* stop sequences */
   size_t n_stop;
-  air__str user; /* end-user id (OpenAI user, Anthropic
-                    metadata.user_id); p NULL: none */
+  air__str user;       /* end-user id (OpenAI user, Anthropic
+                          metadata.user_id); p NULL: none */
+  const char *dropped; /* tools only the origin dialect's provider can run
+                          (Responses web_search, ...), left out for a target
+                          of another dialect: their types, comma-separated
+                          (x-airetry-dropped); NULL: none */
 
   air__cformat format;
+  int format_strict;        /* -1 unset, 0, 1 */
   air__str format_name;     /* the schema's name (p NULL: none) */
   air__str format_schema;   /* JSON_SCHEMA: the schema (JSON text) */
-  int format_strict;        /* -1 unset, 0, 1 */
   const char *format_field; /* the caller's field ("response_format") */
 
   air__ceffort effort;         /* reasoning effort asked, or UNSET */
-  int64_t thinking_budget;     /* Anthropic thinking enabled: budget_tokens */
   bool thinking_adaptive;      /* Anthropic thinking {type: adaptive} */
+  int64_t thinking_budget;     /* Anthropic thinking enabled: budget_tokens */
   const char *reasoning_field; /* the caller's field ("reasoning_effort",
                                   "thinking") */
 

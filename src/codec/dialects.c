@@ -8,6 +8,7 @@
 static const air__provider_ops *const dialects[] = {
     [AIR_DIALECT_OPENAI] = &air__provider_openai,
     [AIR_DIALECT_ANTHROPIC] = &air__provider_anthropic,
+    [AIR_DIALECT_OPENAI_RESPONSES] = &air__provider_openai_responses,
 };
 
 #define N_DIALECTS (sizeof(dialects) / sizeof(dialects[0]))
@@ -21,4 +22,9 @@ const air__provider_ops *air__provider_get(air_dialect api) {
   return (size_t)api < N_DIALECTS && dialects[api] != NULL
              ? dialects[api]
              : &air__provider_openai;
+}
+
+void air__encoder_cleanup(air__encoder *e) {
+  const air__provider_ops *ops = air__provider_get(e->api);
+  if (ops->encoder_cleanup != NULL) ops->encoder_cleanup(e);
 }

@@ -7,6 +7,7 @@
  * on the first translation, and kept on the request for its next attempts
  * (and for can_express before them).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,28 @@ static const air__canon *canon_of(const air__request *req, air_error *err,
   return c;
 }
 
+/*
+ * State kept upstream (Responses previous_response_id, ...) is only at the
+ * caller's provider: a target of another dialect, or of the same dialect
+ * and another provider (o->other_provider), cannot serve a request that
+ * refers to it; drop_params does not drop it. 0, AIR_ENOTSUP naming the
+ * field, or an error of building the canonical form.
+ */
+static int stateful(const air__provider_ops *target, const air__request *req,
+                    const air__build_opts *o, air_error *err) {
+  const air__provider_ops *caller = air__provider_get(req->dialect);
+  if (caller == NULL || caller->stateful_field == NULL) return 0;
+  bool same = req->dialect == target->api;
+  if (same && !o->other_provider) return 0;
+  int rc;
+  const air__canon *c = canon_of(req, err, &rc);
+  if (c == NULL) return rc;
+  char name[96];
+  snprintf(name, sizeof(name), "%s%s", same ? "another provider's " : "",
+           target->name);
+  return caller->stateful_field(c, name, err);
+}
+
 int air__request_can_express(const air__provider_ops *target,
                              const air__request *req, const air__build_opts *o,
                              air_error *err) {
@@ -71,8 +94,9 @@ int air__request_can_express(const air__provider_ops *target,
     err->message[0] = '\0';
   }
   if (req == NULL || target == NULL || o == NULL) return AIR_EINVAL;
+  int rc = stateful(target, req, o, err);
+  if (rc != 0) return rc;
   if (req->dialect == target->api || o->drop_params) return 0;
-  int rc;
   const air__canon *c = canon_of(req, err, &rc);
   if (c == NULL) return rc;
   return target->can_express(c, o, err);
@@ -94,11 +118,11 @@ int air__request_build(const air__provider_ops *target, const air__request *req,
     return AIR_EINVAL;
   }
   size_t mark = out->n;
-  int rc;
   if (o->json_tool != NULL) *o->json_tool = false;
-  if (req->dialect == target->api) {
+  int rc = stateful(target, req, o, err);
+  if (rc == 0 && req->dialect == target->api) {
     rc = target->build_same(req, o, out, err);
-  } else {
+  } else if (rc == 0) {
     const air__canon *c = canon_of(req, err, &rc);
     if (c != NULL && !o->drop_params) rc = target->can_express(c, o, err);
     if (rc == 0) rc = target->encode_request(c, o, out, err);

@@ -47,7 +47,30 @@ static const air__field_rule anthropic_fields[] = {
     {"thinking", AIR__F_OBJECT},
 };
 
+static const air__field_rule responses_fields[] = {
+    {"stream", AIR__F_BOOL},
+    {"max_output_tokens", AIR__F_INT_POS},
+    {"temperature", AIR__F_NUMBER},
+    {"top_p", AIR__F_NUMBER},
+    {"instructions", AIR__F_STRING},
+    {"tools", AIR__F_ARRAY},
+    {"tool_choice", AIR__F_STR_OR_OBJ},
+    {"parallel_tool_calls", AIR__F_BOOL},
+    {"text", AIR__F_OBJECT},
+    {"reasoning", AIR__F_OBJECT},
+    {"metadata", AIR__F_OBJECT},
+    {"user", AIR__F_STRING},
+    {"store", AIR__F_BOOL},
+    {"background", AIR__F_BOOL},
+    {"include", AIR__F_ARRAY},
+    {"previous_response_id", AIR__F_STRING},
+};
+
 const air__field_rule *air__field_rules(air_dialect dialect, size_t *n) {
+  if (dialect == AIR_DIALECT_OPENAI_RESPONSES) {
+    *n = sizeof(responses_fields) / sizeof(responses_fields[0]);
+    return responses_fields;
+  }
   if (dialect == AIR_DIALECT_OPENAI) {
     *n = sizeof(openai_fields) / sizeof(openai_fields[0]);
     return openai_fields;
@@ -101,6 +124,24 @@ static const char *type_name(air__field_type t) {
   return "wrong type";
 }
 
+/* A Responses request's "input": a string, or a non-empty array of
+ * objects (items). */
+static int responses_input(const json_t *in, air_error *err) {
+  if (in == NULL) return bad(err, AIR_EINVAL, "input", "required");
+  if (json_is_string(in)) return 0;
+  if (!json_is_array(in))
+    return bad(err, AIR_EINVAL, "input", "expected a string or an array");
+  if (json_array_size(in) == 0)
+    return bad(err, AIR_EINVAL, "input", "must not be empty");
+  for (size_t i = 0; i < json_array_size(in); i++) {
+    char field[64];
+    snprintf(field, sizeof(field), "input[%zu]", i);
+    if (!json_is_object(json_array_get(in, i)))
+      return bad(err, AIR_EINVAL, field, "expected an object");
+  }
+  return 0;
+}
+
 int air__request_parse(air_dialect dialect, const char *body, size_t n,
                        air__request *out, air_error *err) {
   if (air__request_fast(dialect, body, n, out)) return 0;
@@ -130,18 +171,21 @@ int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
   }
   int rc = 0;
   json_t *model = json_object_get(root, "model");
-  json_t *messages = json_object_get(root, "messages");
+  bool rsp = dialect == AIR_DIALECT_OPENAI_RESPONSES;
+  json_t *messages = json_object_get(root, rsp ? "input" : "messages");
   if (model == NULL)
     rc = bad(err, AIR_EINVAL, "model", "required");
   else if (!json_is_string(model) || json_string_length(model) == 0)
     rc = bad(err, AIR_EINVAL, "model", "expected a non-empty string");
+  else if (rsp)
+    rc = responses_input(messages, err);
   else if (messages == NULL)
     rc = bad(err, AIR_EINVAL, "messages", "required");
   else if (!json_is_array(messages))
     rc = bad(err, AIR_EINVAL, "messages", "expected an array");
   else if (json_array_size(messages) == 0)
     rc = bad(err, AIR_EINVAL, "messages", "must not be empty");
-  for (size_t i = 0; rc == 0 && i < json_array_size(messages); i++) {
+  for (size_t i = 0; rc == 0 && !rsp && i < json_array_size(messages); i++) {
     json_t *m = json_array_get(messages, i);
     json_t *role = json_object_get(m, "role");
     char field[64];
@@ -167,7 +211,8 @@ int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
   out->stream = json_is_true(json_object_get(root, "stream"));
   json_t *so = json_object_get(root, "stream_options");
   out->include_usage = json_is_true(json_object_get(so, "include_usage"));
-  json_t *rf = json_object_get(root, "response_format");
+  json_t *rf = rsp ? json_object_get(json_object_get(root, "text"), "format")
+                   : json_object_get(root, "response_format");
   const char *rft = json_string_value(json_object_get(rf, "type"));
   out->json_response = rft != NULL && (strcmp(rft, "json_object") == 0 ||
                                        strcmp(rft, "json_schema") == 0);

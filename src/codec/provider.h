@@ -110,10 +110,13 @@ typedef struct air__build_opts {
   bool drop_params;            /* cross-dialect: drop fields the API lacks */
   uint32_t default_max_tokens; /* used where Anthropic needs max_tokens */
   air__structured structured_output; /* how a schema is asked (Anthropic) */
-  bool *json_tool; /* when not NULL: set true when the upstream
-                      body forces the JSON tool, whose input the
-                      decoder gives back as text (decoder's
-                      json_tool) */
+  bool other_provider; /* the target is not the provider that keeps the
+                          caller's state (a Responses route's first
+                          openai_responses target: docs/decisions.md) */
+  bool *json_tool;     /* when not NULL: set true when the upstream
+                          body forces the JSON tool, whose input the
+                          decoder gives back as text (decoder's
+                          json_tool) */
 } air__build_opts;
 
 /* The forced tool that carries a JSON schema to a target without native
@@ -213,7 +216,14 @@ typedef struct air__encoder {
   bool has_usage;
   char id[128];
   char model[256];
+  struct air__rsp_enc *rsp; /* Responses: the items being written (owned;
+                               freed by air__encoder_cleanup) */
 } air__encoder;
+
+/* Frees what a dialect's encoder_init allocated (the Responses encoder
+ * keeps every output item for its .done events and response.completed);
+ * safe on any initialised encoder, and twice. */
+void air__encoder_cleanup(air__encoder *e);
 
 /* ---- the ops table
  * -------------------------------------------------------------- */
@@ -250,6 +260,14 @@ typedef struct air__provider_ops {
    * AIR__NOT_SUPPORTED "NAME upstreams"). Sends nothing; cheap. */
   int (*can_express)(const struct air__canon *c, const air__build_opts *o,
                      air_error *err);
+  /* For a caller of this dialect (NULL: it has no state upstream): 0, or
+   * AIR_ENOTSUP naming the first field that refers to state only the
+   * caller's provider keeps (Responses previous_response_id, ...), as
+   * "FIELD" AIR__NOT_SUPPORTED "api_name upstreams". The hub asks it for a
+   * target of another dialect or of another provider (o->other_provider),
+   * under drop_params too: such a target is always skipped. */
+  int (*stateful_field)(const struct air__canon *c, const char *api_name,
+                        air_error *err);
   /* c as this dialect's upstream body: the model replaced by o->model,
    * "stream": true (and this dialect's stream flags), o->override_json
    * merged over the top-level fields. Fields c has that this dialect
@@ -272,9 +290,12 @@ typedef struct air__provider_ops {
   int (*decode_body)(air__decoder *d, const char *body, size_t n,
                      air__part_cb cb, void *data);
 
-  /* Encoding for a caller of this dialect. created_s: the response time. */
+  /* Encoding for a caller of this dialect. created_s: the response time.
+   * encoder_cleanup (NULL: nothing to free) is called by
+   * air__encoder_cleanup. */
   void (*encoder_init)(air__encoder *e, const air__request *req,
                        uint64_t created_s);
+  void (*encoder_cleanup)(air__encoder *e);
   /* One part as stream bytes ("data: ...\n\n" / "event: ...\ndata: ...\n\n"),
    * appended to out. Parts that have no wire form append nothing. */
   int (*encode_part)(air__encoder *e, const air_part *p, air__buf *out);
@@ -333,6 +354,7 @@ const air__provider_ops *const *air__dialects(size_t *n);
 
 extern const air__provider_ops air__provider_openai;
 extern const air__provider_ops air__provider_anthropic;
+extern const air__provider_ops air__provider_openai_responses;
 
 const air__provider_ops *air__provider_get(air_dialect api);
 

@@ -122,14 +122,20 @@ bool air__request_fast(air_dialect dialect, const char *body, size_t n,
   }
   bool ok = is_type(&j, 0, AIR__JSON_OBJ) && doc_ok(&j);
   int model = ok ? air__json_get(&j, 0, "model") : -1;
-  int msgs = ok ? air__json_get(&j, 0, "messages") : -1;
+  /* A Responses request's "input" is a string or items (objects of any
+   * type); chat and messages requests have "messages" with roles. */
+  bool rsp = dialect == AIR_DIALECT_OPENAI_RESPONSES;
+  int msgs = ok ? air__json_get(&j, 0, rsp ? "input" : "messages") : -1;
   size_t model_n = 0;
   const char *model_p = NULL;
+  bool in_str = rsp && is_type(&j, msgs, AIR__JSON_STR);
   ok = ok && is_type(&j, model, AIR__JSON_STR) &&
        air__json_plain(&j, model, &model_p, &model_n) && model_n > 0 &&
-       is_type(&j, msgs, AIR__JSON_ARR) && j.tok[msgs].size > 0;
-  for (int k = msgs + 1, m = 0; ok && m < j.tok[msgs].size; m++, k = j.tok[k].next)
-    ok = is_type(&j, k, AIR__JSON_OBJ) && is_type(&j, air__json_get(&j, k, "role"), AIR__JSON_STR);
+       (in_str || (is_type(&j, msgs, AIR__JSON_ARR) && j.tok[msgs].size > 0));
+  for (int k = msgs + 1, m = 0; ok && !in_str && m < j.tok[msgs].size;
+       m++, k = j.tok[k].next)
+    ok = is_type(&j, k, AIR__JSON_OBJ) &&
+         (rsp || is_type(&j, air__json_get(&j, k, "role"), AIR__JSON_STR));
   size_t n_rules = 0;
   const air__field_rule *rules = air__field_rules(dialect, &n_rules);
   for (size_t i = 0; ok && i < n_rules; i++)
@@ -157,7 +163,8 @@ bool air__request_fast(air_dialect dialect, const char *body, size_t n,
   int so = air__json_get(&j, 0, "stream_options");
   out->include_usage =
       is_type(&j, so, AIR__JSON_OBJ) && is_type(&j, air__json_get(&j, so, "include_usage"), AIR__JSON_TRUE);
-  int rf = air__json_get(&j, 0, "response_format");
+  int rf = rsp ? air__json_get(&j, air__json_get(&j, 0, "text"), "format")
+               : air__json_get(&j, 0, "response_format");
   int rft = is_type(&j, rf, AIR__JSON_OBJ) ? air__json_get(&j, rf, "type") : -1;
   out->json_response = is_type(&j, rft, AIR__JSON_STR) &&
                        (air__json_eq(&j, rft, "json_object") ||

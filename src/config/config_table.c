@@ -17,7 +17,8 @@
 #define DEF_TEXT(x) DEF_TEXT_(x)
 #define DEF_TEXT_(x) #x
 
-static const char *const api_names[] = {"openai", "anthropic", NULL};
+static const char *const api_names[] = {"openai", "anthropic",
+                                        "openai_responses", NULL};
 static const char *const commit_names[] = {"first_content", "complete", NULL};
 static const char *const malformed_names[] = {"skip", "fail", NULL};
 static const char *const action_names[] = {"retry", "switch", "fail", NULL};
@@ -33,7 +34,9 @@ _Static_assert(sizeof(air__jitter) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__structured) == sizeof(int), "enum size");
 _Static_assert(AIR__STRUCT_TOOL == 0 && AIR__STRUCT_NATIVE == 1,
                "structured_names");
-_Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1, "api_names");
+_Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1 &&
+                   AIR_DIALECT_OPENAI_RESPONSES == 2,
+               "api_names");
 _Static_assert(AIR__COMMIT_FIRST_CONTENT == 0 && AIR__COMMIT_COMPLETE == 1,
                "commit_names");
 _Static_assert(AIR__MALFORMED_SKIP == 0 && AIR__MALFORMED_FAIL == 1,

@@ -37,6 +37,7 @@
 #define AIR__MAX_RESPONSE_HEAD_BYTES (64u << 10) /* an upstream response head */
 #define AIR__MAX_UPSTREAM_HEADER_BYTES (64u << 10) /* our upstream header lines */
 #define AIR__MAX_URL_BYTES (8u << 10)        /* an upstream URL */
+#define AIR__MAX_RESPONSE_ID_BYTES 256      /* GET /v1/responses/{id}: the id, and the query */
 #define AIR__MAX_KEPT_HEADER_BYTES (16u << 10)   /* response headers kept */
 #define AIR__MAX_FAILURE_TEXT_BYTES (8u << 10)   /* an attempt's failure strings */
 #define AIR__MAX_FORWARD_BYTES (64u << 10)   /* forwarded caller header lines */
@@ -73,6 +74,7 @@
 #define AIR__MAX_CANON_MSGS (1u << 20)     /* messages of one canonical request */
 #define AIR__MAX_CANON_PARTS (1u << 16)    /* parts of one canonical message */
 #define AIR__MAX_CANON_TOOLS 4096          /* tools of one canonical request */
+#define AIR__MAX_RESPONSES_ITEMS 4096      /* output items of one Responses answer */
 #define AIR__MAX_CANON_STOP 1024           /* stop sequences of one request */
 #define AIR__MAX_CANON_EXTRAS 4096         /* fields only the caller's dialect has */
 #define AIR__MAX_CANON_FIELD_BYTES 256     /* a field name in an error message */

@@ -176,6 +176,11 @@ void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
 void air__gw_plain(air__gw_worker *w, air__http_req *req,
                    const air__http_request *msg, air_dialect dialect,
                    air__gw_cfg *cfg, const char *rid);
+/* GET /v1/responses/{id}: forwarded to the first openai_responses provider
+ * (plain_ep.c). Takes over cfg's reference and finishes req. */
+void air__gw_plain_retrieve(air__gw_worker *w, air__http_req *req,
+                            const air__http_request *msg, air__gw_cfg *cfg,
+                            const char *rid);
 /* Tracks a request id in flight for the supervisor's death report;
  * returns the handle for air__gw_inflight_end. */
 int air__gw_inflight_begin(air__gw_worker *w, const char *rid);

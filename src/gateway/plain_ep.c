@@ -15,6 +15,13 @@
  *   with x-airetry-attempts, x-airetry-target, x-request-id and, for
  *   count_tokens, request-id (the upstream's, else the request id). A
  *   failure is the responder's error body and headers, as for chat.
+ * - GET /v1/responses/{id} (DESIGN.md 5): forwarded, without a body, to
+ *   the first openai_responses provider of the config (the only place a
+ *   stored response can live; no retries across providers), its answer
+ *   passed through; 404 when the config has none. The id is letters,
+ *   digits, '_' and '-' (else 400); the query string is forwarded when it
+ *   is URL-safe, and a streamed retrieval (stream=true) is 400: this
+ *   endpoint answers whole. The breaker is read only.
  * - One log line per request (with "endpoint") and the chat metrics.
  *
  * Lifetime: a gw_plain lives from the handler until on_end finished the
@@ -44,6 +51,7 @@ typedef struct gw_plain {
   air__plain *x;
   air__request stub; /* what the responder reads: dialect, model */
   char *model;
+  char *upath; /* GET: the upstream path (owned) */
   bool starting, ended, gone;
   int inflight;
   char rid[40];
@@ -62,6 +70,7 @@ static void finish(gw_plain *r) {
   air__buf_cleanup(&r->fwd_buf);
   air__gw_cfg_release(r->cfg);
   free(r->model);
+  free(r->upath);
   free(r);
 }
 
@@ -100,6 +109,8 @@ static void log_line(const gw_plain *r, const air__exchange_result *res,
   air__buf_put_json_str(&b, r->model, strlen(r->model));
   air__buf_puts(&b, r->dialect == AIR_DIALECT_ANTHROPIC
                         ? ",\"api\":\"anthropic\""
+                    : r->dialect == AIR_DIALECT_OPENAI_RESPONSES
+                        ? ",\"api\":\"openai_responses\""
                         : ",\"api\":\"openai\"");
   air__buf_puts(&b, ",\"endpoint\":");
   air__buf_put_json_str(&b, r->path, strlen(r->path));
@@ -255,31 +266,29 @@ static const char *check_body(const air__http_request *msg, bool emb,
   return bad;
 }
 
-void air__gw_plain(air__gw_worker *w, air__http_req *req,
-                   const air__http_request *msg, air_dialect dialect,
-                   air__gw_cfg *cfg, const char *rid) {
-  bool emb = dialect == AIR_DIALECT_OPENAI;
-  char *model = NULL;
-  const char *bad = check_body(msg, emb, &model);
-  if (bad != NULL) {
-    air__gw_respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, bad, rid);
-    air__gw_cfg_release(cfg);
-    return;
-  }
+/* Starts the plain exchange for a checked request (model and upath are
+ * taken over; upath NULL: the endpoint's fixed path). */
+static void start(air__gw_worker *w, air__http_req *req,
+                  const air__http_request *msg, air_dialect dialect,
+                  air__gw_cfg *cfg, const char *rid, char *model,
+                  const char *endpoint, const char *path, char *upath) {
   gw_plain *r = calloc(1, sizeof(*r));
   if (r == NULL) {
     free(model);
+    free(upath);
     air__gw_cfg_release(cfg);
     air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
                           "out of memory", rid);
     return;
   }
+  bool get = upath != NULL;
   r->w = w;
   r->cfg = cfg;
   r->req = req;
   r->dialect = dialect;
   r->model = model;
-  r->path = emb ? "/v1/embeddings" : "/v1/messages/count_tokens";
+  r->upath = upath;
+  r->path = endpoint;
   r->stub.dialect = dialect;
   r->stub.model = model;
   snprintf(r->rid, sizeof(r->rid), "%s", rid);
@@ -292,11 +301,12 @@ void air__gw_plain(air__gw_worker *w, air__http_req *req,
       .model = model,
       .api = dialect,
       .endpoint = r->path,
-      .path = emb ? "/embeddings" : "/v1/messages/count_tokens",
-      .body = msg->body.p,
-      .body_len = msg->body.n,
+      .path = get ? upath : path,
+      .body = get ? NULL : msg->body.p,
+      .body_len = get ? 0 : msg->body.n,
+      .get = get,
       .forward = r->fwd,
-      .record = emb,
+      .record = dialect == AIR_DIALECT_OPENAI,
   };
   air__plain_cb cb = {NULL, on_end, r};
   air__http_req_on_disconnect(req, on_disconnect, r);
@@ -316,4 +326,97 @@ void air__gw_plain(air__gw_worker *w, air__http_req *req,
   } else if (r->ended) {
     finish(r);
   }
+}
+
+void air__gw_plain(air__gw_worker *w, air__http_req *req,
+                   const air__http_request *msg, air_dialect dialect,
+                   air__gw_cfg *cfg, const char *rid) {
+  bool emb = dialect == AIR_DIALECT_OPENAI;
+  char *model = NULL;
+  const char *bad = check_body(msg, emb, &model);
+  if (bad != NULL) {
+    air__gw_respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, bad, rid);
+    air__gw_cfg_release(cfg);
+    return;
+  }
+  start(w, req, msg, dialect, cfg, rid, model,
+        emb ? "/v1/embeddings" : "/v1/messages/count_tokens",
+        emb ? "/embeddings" : "/v1/messages/count_tokens", NULL);
+}
+
+static bool id_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+static bool query_char(char c) {
+  return id_char(c) || strchr(".~%&=[]+", c) != NULL;
+}
+
+/* The 400 message for a retrieval the gateway cannot forward, or NULL. */
+static const char *check_retrieve(air__str id, air__str q) {
+  if (id.n == 0 || id.n > AIR__MAX_RESPONSE_ID_BYTES)
+    return "id: empty, or longer than the gateway takes";
+  for (size_t i = 0; i < id.n; i++)
+    if (!id_char(id.p[i])) return "id: expected letters, digits, _ and -";
+  if (q.n > AIR__MAX_RESPONSE_ID_BYTES) return "query: too long";
+  for (size_t i = 0; i < q.n; i++)
+    if (!query_char(q.p[i])) return "query: unexpected characters";
+  for (size_t i = 0; i + 11 <= q.n; i++)
+    if (memcmp(q.p + i, "stream=true", 11) == 0 &&
+        (i == 0 || q.p[i - 1] == '&'))
+      return "stream: a retrieval is answered whole by this gateway";
+  return NULL;
+}
+
+void air__gw_plain_retrieve(air__gw_worker *w, air__http_req *req,
+                            const air__http_request *msg, air__gw_cfg *cfg,
+                            const char *rid) {
+  const air_dialect d = AIR_DIALECT_OPENAI_RESPONSES;
+  const air_config *c = cfg->cfg;
+  const air__provider *pv = NULL;
+  for (size_t i = 0; i < c->n_providers && pv == NULL; i++)
+    if (c->providers[i].api == d) pv = &c->providers[i];
+  if (pv == NULL) {
+    air__gw_respond_error(req, d, 404, AIR_REASON_NOT_FOUND,
+                          "no openai_responses provider to ask: this "
+                          "gateway stores no responses (it serves the "
+                          "Responses API statelessly)",
+                          rid);
+    air__gw_cfg_release(cfg);
+    return;
+  }
+  static const char prefix[] = "/v1/responses/";
+  air__str id = {msg->path.p + sizeof(prefix) - 1,
+                 msg->path.n - (sizeof(prefix) - 1)};
+  const char *bad = check_retrieve(id, msg->query);
+  char *model = NULL;
+  char *upath = NULL;
+  if (bad == NULL) {
+    size_t mn = strlen(pv->name) + sizeof("/retrieve");
+    size_t un = sizeof("/responses/") + id.n + 1 + msg->query.n;
+    model = malloc(mn);
+    upath = malloc(un);
+    if (model == NULL || upath == NULL) {
+      free(model);
+      free(upath);
+      air__gw_respond_error(req, d, 503, AIR_REASON_OVERLOADED, "out of memory",
+                            rid);
+      air__gw_cfg_release(cfg);
+      return;
+    } else {
+      snprintf(model, mn, "%s/retrieve", pv->name);
+      snprintf(upath, un, "/responses/%.*s%s%.*s", (int)id.n, id.p,
+               msg->query.n > 0 ? "?" : "", (int)msg->query.n,
+               msg->query.n > 0 ? msg->query.p : "");
+    }
+  }
+  if (bad != NULL) {
+    free(model);
+    free(upath);
+    air__gw_respond_error(req, d, 400, AIR_REASON_BAD_REQUEST, bad, rid);
+    air__gw_cfg_release(cfg);
+    return;
+  }
+  start(w, req, msg, d, cfg, rid, model, "/v1/responses/{id}", NULL, upath);
 }

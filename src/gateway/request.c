@@ -111,8 +111,9 @@ static void log_rejected(const air__http_request *msg, air_dialect dialect,
   air__buf_put_json_str(&b, rid ? rid : "", rid ? strlen(rid) : 0);
   air__buf_puts(&b, ",\"path\":");
   air__buf_put_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
-  air__buf_puts(&b, dialect == AIR_DIALECT_ANTHROPIC ? ",\"api\":\"anthropic\""
-                                                 : ",\"api\":\"openai\"");
+  air__buf_puts(&b, ",\"api\":\"");
+  air__buf_puts(&b, air__provider_get(dialect)->name);
+  air__buf_putc(&b, '"');
   air__buf_puts(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
   air__buf_putu(&b, (unsigned long long)status);
   air__buf_puts(&b, ",\"reason\":\"");
@@ -267,8 +268,9 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_puts(&b, "\",\"route\":");
   const char *model = r->areq.model ? r->areq.model : "";
   air__buf_put_json_str(&b, model, strlen(model));
-  air__buf_puts(&b, r->dialect == AIR_DIALECT_ANTHROPIC ? ",\"api\":\"anthropic\""
-                                                    : ",\"api\":\"openai\"");
+  air__buf_puts(&b, ",\"api\":\"");
+  air__buf_puts(&b, air__provider_get(r->dialect)->name);
+  air__buf_putc(&b, '"');
   air__buf_puts(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
   air__buf_puts(&b, ",\"attempts\":[");
   for (size_t i = 0; i < res->n_log; i++) {
@@ -314,6 +316,10 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_putu(&b, r->bytes);
   air__buf_puts(&b, ",\"malformed\":");
   air__buf_putu(&b, res->malformed);
+  if (r->rs.dropped != NULL) {
+    air__buf_puts(&b, ",\"dropped\":");
+    air__buf_put_json_str(&b, r->rs.dropped, strlen(r->rs.dropped));
+  }
   air__buf_puts(&b, "}\n");
   if (air__buf_error(&b) != 0) {
     /* Over the line's limit (a huge attempt log): the line without it. */
@@ -656,7 +662,11 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   air__str p = msg->path;
   bool is_msgs = (p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0) ||
                  (p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0);
-  air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+  bool is_rsp = p.n >= 13 && memcmp(p.p, "/v1/responses", 13) == 0 &&
+                (p.n == 13 || p.p[13] == '/');
+  air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC
+                        : is_rsp ? AIR_DIALECT_OPENAI_RESPONSES
+                                 : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   log_rejected(msg, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
@@ -680,7 +690,11 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
   bool is_emb = p.n == 14 && memcmp(p.p, "/v1/embeddings", 14) == 0;
   bool is_count = p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0;
-  air_dialect dialect = is_msgs || is_count ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+  bool is_rsp = p.n == 13 && memcmp(p.p, "/v1/responses", 13) == 0;
+  bool is_rsp_id = p.n > 14 && memcmp(p.p, "/v1/responses/", 14) == 0;
+  air_dialect dialect = is_msgs || is_count        ? AIR_DIALECT_ANTHROPIC
+                        : is_rsp || is_rsp_id ? AIR_DIALECT_OPENAI_RESPONSES
+                                              : AIR_DIALECT_OPENAI;
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
   if (is_healthz(p)) {
@@ -691,7 +705,7 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
   } else if (!authorized(cfg, msg)) {
     /* Every endpoint but /healthz: the key comes before anything else. */
     air__gw_respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
-  } else if (is_chat || is_msgs) {
+  } else if (is_chat || is_msgs || is_rsp) {
     if (!post) {
       method_not_allowed(req, dialect, "POST", rid);
     } else {
@@ -705,6 +719,13 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
       air__gw_plain(w, req, msg, dialect, cfg, rid);
       return; /* it owns the config reference now */
     }
+  } else if (is_rsp_id) {
+    /* DESIGN.md 5: to the first openai_responses provider (plain_ep.c). */
+    if (air__http_str_eq(msg->method, "GET")) {
+      air__gw_plain_retrieve(w, req, msg, cfg, rid);
+      return; /* it owns the config reference now */
+    }
+    method_not_allowed(req, dialect, "GET", rid);
   } else if (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0) {
     if (get)
       models_list(req, msg, cfg->cfg);

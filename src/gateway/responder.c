@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "canon.h"
 #include "limits.h"
 #include "responder.h"
 
@@ -33,16 +34,21 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->outcome = "ok";
   air__aggregate_init(&rs->agg);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
+  air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
 }
 
 void air__responder_cleanup(air__responder *rs) {
+  if (rs->began) air__encoder_cleanup(&rs->enc);
   air__aggregate_cleanup(&rs->agg);
   air__buf_cleanup(&rs->out);
+  air__buf_cleanup(&rs->held);
 }
 
 int air__responder_commit(air__responder *rs, const air__commit_info *ci,
                           uint64_t created_s) {
   rs->passthrough = ci->upstream == rs->dialect;
+  /* Tools left out of a translated request (DESIGN.md 5). */
+  rs->dropped = !rs->passthrough && rs->req->canon != NULL ? rs->req->canon->dropped : NULL;
   rs->upstream_rid[0] = '\0';
   for (size_t i = 0; ci->upstream == AIR_DIALECT_ANTHROPIC && i < ci->n_headers; i++) {
     const air_header *h = &ci->headers[i];
@@ -61,6 +67,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   put(rs, "x-airetry-attempts", rs->attempts);
   put(rs, "x-airetry-target", ci->target);
   put_ids(rs);
+  if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
   rs->began = true;
   air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
   return 1;
@@ -88,7 +95,14 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     rs->enc.passthrough = rs->passthrough;
   }
   if (rs->passthrough && ev->raw != NULL) {
-    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) return 0;
+    if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) {
+      /* A Responses stream's end (response.completed) carries the output
+       * and usage: held, and sent only when the answer ends well. */
+      if ((ev->flags & AIR__EV_TERMINATOR) && rs->dialect == AIR_DIALECT_OPENAI_RESPONSES &&
+          air__buf_add(&rs->held, ev->raw, ev->raw_len) != 0)
+        return lose(rs);
+      return 0;
+    }
     if ((ev->flags & AIR__EV_USAGE_ONLY) && !rs->req->include_usage) return 0;
     if (air__buf_add(&rs->out, ev->raw, ev->raw_len) != 0) return lose(rs);
   } else {
@@ -121,6 +135,9 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
     int erc = AIR_ETOOBIG;
     if (rs->lost)
       ;
+    else if (res->rc == 0 && rs->held.n > 0 &&
+             (erc = air__buf_add(&rs->out, rs->held.p, rs->held.n)) != 0)
+      ;
     else if (res->rc == 0)
       erc = ops->encode_end(&rs->enc, &rs->out);
     else
@@ -143,6 +160,7 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
     put(rs, "x-airetry-attempts", rs->attempts);
     put_ids(rs);
     if (res->answered) put(rs, "x-airetry-target", res->answered);
+    if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
     rs->end = AIR__RESP_WHOLE;
   } else {
     air_reason reason = res->reason;

@@ -20,7 +20,7 @@
 #include "exchange.h"
 #include "provider.h"
 
-#define AIR__RESP_MAX_HEADERS 6
+#define AIR__RESP_MAX_HEADERS 7
 
 /* A response header; both strings are NUL-terminated and valid until the
  * next responder call (or, for targets, during the exchange callback that
@@ -40,6 +40,9 @@ typedef enum air__resp_end {
 typedef struct air__responder {
   air_dialect dialect;        /* the caller's */
   const air__request *req;    /* borrowed */
+  const char *dropped;        /* x-airetry-dropped: tools the answering
+                                 target could not be given (borrowed from
+                                 req's canonical form), or NULL */
   const char *rid;            /* the request id (borrowed) */
   bool stream;                /* the caller asked for a stream */
   bool began;                 /* the streamed head was produced */
@@ -52,6 +55,8 @@ typedef struct air__responder {
   air__aggregate agg;
   air__buf out;               /* bytes to send; the sender takes and resets
                                  them (air__buf_reset) as it writes */
+  air__buf held;              /* a Responses upstream's terminator event
+                                 (response.completed), sent at a good end */
   int status;                 /* the head's status (log status at the end) */
   air__resp_header head[AIR__RESP_MAX_HEADERS];
   size_t n_head;

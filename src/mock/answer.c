@@ -68,6 +68,10 @@ static const json_t *requested_schema(const json_t *req) {
   s = json_object_get(
       json_object_get(json_object_get(req, "output_config"), "format"),
       "schema");
+  if (json_is_object(s)) return s;
+  /* Responses: text.format {type: json_schema, name, schema}. */
+  s = json_object_get(json_object_get(json_object_get(req, "text"), "format"),
+                      "schema");
   return json_is_object(s) ? s : NULL;
 }
 
@@ -137,8 +141,9 @@ int air__mock_schema_instance(const json_t *schema, air__buf *out) {
 
 /*
  * The tool a request forces (Anthropic tool_choice {"type": "tool", "name"},
- * OpenAI {"type": "function", "function": {"name"}}) when its tools list has
- * it with an object schema (input_schema / function.parameters): 1 with
+ * OpenAI {"type": "function", "function": {"name"}}, Responses {"type":
+ * "function", "name"}) when its tools list has it with an object schema
+ * (input_schema / function.parameters / parameters): 1 with
  * *name and *schema set, else 0.
  */
 static int forced_tool(const json_t *req, const json_t **name,
@@ -149,7 +154,9 @@ static int forced_tool(const json_t *req, const json_t **name,
   if (type != NULL && strcmp(type, "tool") == 0)
     n = json_object_get(tc, "name");
   else if (type != NULL && strcmp(type, "function") == 0)
-    n = json_object_get(json_object_get(tc, "function"), "name");
+    n = json_object_get(tc, "function") != NULL
+            ? json_object_get(json_object_get(tc, "function"), "name")
+            : json_object_get(tc, "name"); /* Responses */
   if (!json_is_string(n)) return 0;
   size_t i;
   const json_t *t;
@@ -158,6 +165,7 @@ static int forced_tool(const json_t *req, const json_t **name,
     const json_t *tn = json_object_get(f ? f : t, "name");
     const json_t *sc = f ? json_object_get(f, "parameters")
                          : json_object_get(t, "input_schema");
+    if (f == NULL && sc == NULL) sc = json_object_get(t, "parameters");
     if (json_is_string(tn) && json_equal(tn, n) && json_is_object(sc)) {
       *name = n;
       *schema = sc;
@@ -338,8 +346,9 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
       arg_len[i] = a->text.n - arg_off[i];
     }
     if (rc != 0) return rc;
-    bool anthropic = api == AIR_DIALECT_ANTHROPIC;
-    /* OpenAI: round 0 starts every call, round r the r-th pieces. */
+    /* OpenAI chat: round 0 starts every call, round r the r-th pieces;
+     * Anthropic and Responses: one call after the other. */
+    bool anthropic = api != AIR_DIALECT_OPENAI;
     uint32_t rounds = anthropic ? tools : 1 + TOOL_PIECES;
     uint32_t per = anthropic ? 1 + TOOL_PIECES : tools;
     for (uint32_t r = 0; r < rounds; r++)
@@ -524,6 +533,15 @@ int air__mock_error_body(air_dialect api, int status, const char *code,
 }
 
 int air__mock_overload_event(air_dialect api, air__buf *out) {
+  if (api == AIR_DIALECT_OPENAI_RESPONSES) {
+    /* A Responses "error" event with the error object inside. */
+    int rc = air__buf_add(out, LIT("event: error\ndata: {\"type\":\"error\","
+                                   "\"error\":{\"type\":\"overloaded_error\","
+                                   "\"code\":null,\"message\":"));
+    if (rc == 0) rc = add_cstr(out, default_message(529));
+    if (rc == 0) rc = air__buf_add(out, LIT("}}\n\n"));
+    return rc;
+  }
   int rc = api == AIR_DIALECT_ANTHROPIC
                ? air__buf_add(out, LIT("event: error\ndata: "))
                : air__buf_add(out, LIT("data: "));
@@ -534,6 +552,9 @@ int air__mock_overload_event(air_dialect api, air__buf *out) {
 }
 
 int air__mock_malformed_event(air_dialect api, air__buf *out) {
+  if (api == AIR_DIALECT_OPENAI_RESPONSES)
+    return air__buf_add(
+        out, LIT("event: response.output_text.delta\ndata: {\"broken\n\n"));
   if (api == AIR_DIALECT_ANTHROPIC)
     return air__buf_add(out,
                         LIT("event: content_block_delta\ndata: {\"broken\n\n"));

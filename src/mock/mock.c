@@ -106,6 +106,7 @@ static void log_end(xchg *x, bool hung_up) {
 
 static void xchg_free(uv_handle_t *h) {
   xchg *x = h->data;
+  air__encoder_cleanup(&x->enc);
   air__mock_answer_cleanup(&x->ans);
   air__buf_cleanup(&x->out);
   air__buf_cleanup(&x->whole);
@@ -798,6 +799,46 @@ static bool method_is(const air__http_request *msg, const char *m) {
   return air__http_str_eq(msg->method, m);
 }
 
+/*
+ * GET /v1/responses/{id}: the mock stores nothing, but a retrieval of an
+ * id that starts with "resp_" answers a completed response with that id,
+ * one output_text "[retrieved {id}]" and the query string as metadata.q
+ * (what the gateway forwarded); any other id is 404.
+ */
+static void retrieve(air__http_req *req, const air__http_request *msg,
+                     bool get) {
+  const air_dialect api = AIR_DIALECT_OPENAI_RESPONSES;
+  if (!get) {
+    plain_error(req, api, 405, "use GET", "GET, HEAD");
+    return;
+  }
+  const char *id = msg->path.p + 14;
+  int id_n = (int)(msg->path.n - 14);
+  if (id_n < 5 || memcmp(id, "resp_", 5) != 0) {
+    plain_error(req, api, 404, "mock: no such response", NULL);
+    return;
+  }
+  char text[320];
+  snprintf(text, sizeof(text), "[retrieved %.*s]", id_n > 256 ? 256 : id_n, id);
+  json_t *body = json_pack(
+      "{s:s#, s:s, s:i, s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:[{s:s, s:s, "
+      "s:[]}]}], s:{s:s#}, s:{s:i, s:i, s:i}}",
+      "id", id, (size_t)id_n, "object", "response", "created_at", 0, "status",
+      "completed", "model", "mock", "output", "type", "message", "id",
+      "msg_retrieved", "role", "assistant", "status", "completed", "content",
+      "type", "output_text", "text", text, "annotations", "metadata", "q",
+      msg->query.p ? msg->query.p : "", msg->query.n, "usage", "input_tokens",
+      1, "output_tokens", 1, "total_tokens", 2);
+  char *t = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+  json_decref(body);
+  if (t == NULL) {
+    plain_error(req, api, 500, "mock: out of memory", NULL);
+    return;
+  }
+  plain(req, 200, "application/json", NULL, NULL, t, strlen(t));
+  free(t);
+}
+
 static void on_request(void *data, air__http_req *req,
                        const air__http_request *msg) {
   air__mock *m = data;
@@ -806,9 +847,11 @@ static void on_request(void *data, air__http_req *req,
   if (m->stopping) {
     plain_error(req, AIR_DIALECT_OPENAI, 503, "mock: stopping", NULL);
   } else if (path_is(msg, "/v1/chat/completions") ||
-             path_is(msg, "/v1/messages")) {
+             path_is(msg, "/v1/messages") || path_is(msg, "/v1/responses")) {
     air_dialect api = path_is(msg, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
-                                                   : AIR_DIALECT_OPENAI;
+                      : path_is(msg, "/v1/responses")
+                          ? AIR_DIALECT_OPENAI_RESPONSES
+                          : AIR_DIALECT_OPENAI;
     if (post)
       api_request(m, req, msg, api);
     else
@@ -821,6 +864,9 @@ static void on_request(void *data, air__http_req *req,
       whole_request(m, req, msg, api, emb ? "embeddings" : "count_tokens");
     else
       plain_error(req, api, 405, "use POST", "POST");
+  } else if (msg->path.n > 14 &&
+             memcmp(msg->path.p, "/v1/responses/", 14) == 0) {
+    retrieve(req, msg, get);
   } else if (path_is(msg, "/__mock/log")) {
     if (!get) {
       plain_error(req, AIR_DIALECT_OPENAI, 405, "use GET", "GET, HEAD");

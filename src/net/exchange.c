@@ -122,6 +122,10 @@ struct air__exchange {
   uint64_t hint_ms;
   const char *answered;   /* the target whose answer was released, or NULL */
   unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
+  size_t state_provider;  /* the provider of the route's first
+                             openai_responses target (SIZE_MAX: none): the
+                             only one a stateful Responses request goes to
+                             (issue 15) */
 };
 
 static void step(air__exchange *x);
@@ -974,6 +978,7 @@ static int launch(leg *l, const air_action *a) {
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
       .structured_output = t->structured_output,
+      .other_provider = x->state_provider != SIZE_MAX && t->provider != x->state_provider,
       .json_tool = &l->dec.json_tool,
   };
   if (x->tool_retry_id == l->id) bo.structured_output = AIR__STRUCT_TOOL;
@@ -1177,6 +1182,18 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
   return air__exchange_start_on(&lp, &tr, o, cb, out);
 }
 
+/* The provider of the first openai_responses target of the route named
+ * model (SIZE_MAX: not a route, or none): where a Responses caller's
+ * stored state lives (docs/decisions.md, issue 15). */
+static size_t state_provider(const air_config *cfg, const char *model) {
+  const air__route *r = model != NULL ? air__config_route(cfg, model, strlen(model)) : NULL;
+  for (size_t i = 0; r != NULL && i < r->n_targets; i++) {
+    size_t p = r->targets[i].provider;
+    if (p < cfg->n_providers && cfg->providers[p].api == AIR_DIALECT_OPENAI_RESPONSES) return p;
+  }
+  return SIZE_MAX;
+}
+
 /* The engine's question before it admits a target (air__run_new_checked):
  * can the target's dialect express the request? Only AIR_ENOTSUP says no;
  * any other failure is left to launch, which reports it. */
@@ -1186,7 +1203,9 @@ static bool expressible(void *data, const air__target *t) {
   const air__provider_ops *ops =
       air__provider_get(cfg->providers[t->provider].api);
   air__build_opts bo = {.drop_params = cfg->drop_params,
-                        .structured_output = t->structured_output};
+                        .structured_output = t->structured_output,
+                        .other_provider = x->state_provider != SIZE_MAX &&
+                                          t->provider != x->state_provider};
   air_error err;
   return air__request_can_express(ops, x->o.req, &bo, &err) != AIR_ENOTSUP;
 }
@@ -1205,6 +1224,7 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   x->cb = *cb;
   x->clock = o->clock ? o->clock : air_clock_system();
   x->start_ms = now_of(x);
+  x->state_provider = state_provider(o->cfg, o->model);
   int rc = air__run_new_checked(o->cfg, o->state, o->model, NULL, x->start_ms,
                                 expressible, x, &x->run, &x->act);
   if (rc != 0) {

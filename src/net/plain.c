@@ -568,7 +568,7 @@ static int launch(air__plain *p) {
       return 1;
     }
   }
-  int rc = build_body(p, t->model);
+  int rc = p->o.get ? 0 : build_body(p, t->model);
   hdrs hl;
   air__buf_init(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES);
   hl.n = 0;
@@ -585,8 +585,9 @@ static int launch(air__plain *p) {
   air__xfer_req r = {
       .url = url.p,
       .headers = lines,
-      .body = p->body.p,
-      .body_len = p->body.n,
+      .body = p->o.get ? NULL : p->body.p,
+      .body_len = p->o.get ? 0 : p->body.n,
+      .get = p->o.get,
       .connect_ms = t->timeouts.connect_ms,
   };
   air__xfer_cb cb = {on_head, on_body, on_done, p};
@@ -676,8 +677,9 @@ int air__plain_start_on(const air__loop *loop, const air__transport_if *tr,
       cb == NULL || cb->on_end == NULL)
     return AIR_EINVAL;
   json_error_t je;
-  json_t *doc = json_loadb(o->body ? o->body : "", o->body_len, 0, &je);
-  if (!json_is_object(doc)) {
+  json_t *doc =
+      o->get ? NULL : json_loadb(o->body ? o->body : "", o->body_len, 0, &je);
+  if (!o->get && !json_is_object(doc)) {
     json_decref(doc);
     return AIR_EINVAL;
   }

@@ -49,6 +49,8 @@ typedef struct air__plain_opts {
   const char *body;     /* the caller's JSON object (read during
                            start); its "model" is replaced per target */
   size_t body_len;
+  bool get; /* a GET of path with no body (body and the target's model
+               unused): GET /v1/responses/{id} */
   const char *const *forward; /* "Name: value" lines for the upstream */
   bool record;                /* false: the breaker is read-only */
   const air_clock *clock;     /* NULL: the system clock */

@@ -524,6 +524,8 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   CURL *e = x->easy;
   if (fresh) setup_handle(t, e);
   curl_easy_setopt(e, CURLOPT_URL, r->url);
+  /* Per transfer: an idle handle may have served the other method. */
+  curl_easy_setopt(e, r->get ? CURLOPT_HTTPGET : CURLOPT_POST, 1L);
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
   x->body = r->body ? r->body : "";
   x->body_len = r->body ? r->body_len : 0;

@@ -61,10 +61,11 @@ typedef struct air__xfer_req {
   const char *const *headers;  /* "Name: value" lines, NULL-terminated */
   const char *body;            /* POST body: must outlive the transfer */
   size_t body_len;
+  bool get;                    /* a GET (no body) instead of the POST */
   uint64_t connect_ms;         /* TCP + TLS connect deadline */
 } air__xfer_req;
 
-/* Starts a POST. Returns 0 and sets *out, or AIR_ENOMEM / AIR_EINVAL; on
+/* Starts a POST (a GET when r->get). Returns 0 and sets *out, or AIR_ENOMEM / AIR_EINVAL; on
  * failure no callback fires. */
 int air__xfer_start(air__transport *t, const air__xfer_req *r,
                     const air__xfer_cb *cb, air__xfer **out);

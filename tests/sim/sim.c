@@ -296,15 +296,27 @@ static void yadd(yb *b, const char *fmt, ...) {
 
 static uint64_t pick_ms(rng *r, uint64_t lo, uint64_t hi) { return lo + upto(r, (uint32_t)(hi - lo)); }
 
+/* A dialect: OpenAI chat and Anthropic 40 % each, OpenAI Responses 20 %. */
+static int draw_dialect(rng *r) {
+  uint32_t k = upto(r, 5);
+  return k < 2 ? AIR_DIALECT_OPENAI : k < 4 ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI_RESPONSES;
+}
+
+static const char *dialect_name(int d) {
+  return d == AIR_DIALECT_ANTHROPIC ? "anthropic"
+         : d == AIR_DIALECT_OPENAI_RESPONSES ? "openai_responses"
+                                             : "openai";
+}
+
 static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
   yb b = {s->yaml, 0, 16384};
   *n_prov = 1 + (int)upto(r, MAX_PROV);
   yadd(&b, "providers:\n");
   for (int i = 0; i < *n_prov; i++) {
-    dialects[i] = chance(r, 50) ? AIR_DIALECT_OPENAI : AIR_DIALECT_ANTHROPIC;
-    bool oa = dialects[i] == AIR_DIALECT_OPENAI;
+    dialects[i] = draw_dialect(r);
+    bool oa = dialects[i] != AIR_DIALECT_ANTHROPIC;
     yadd(&b, "  - name: p%d\n    api: %s\n    base_url: http://p%d.sim%s\n", i,
-         oa ? "openai" : "anthropic", i, oa ? "/v1" : "");
+         dialect_name(dialects[i]), i, oa ? "/v1" : "");
     if (chance(r, 30))
       yadd(&b, "    breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 3),
            100 + upto(r, 5000));
@@ -381,7 +393,7 @@ static void draw_request(rng *r, const sim_scenario *s, const int *dialects, int
   else
     snprintf(q->model, sizeof(q->model), "p%u/m9", upto(r, (uint32_t)n_prov));
   (void)dialects;
-  q->dialect = chance(r, 50) ? AIR_DIALECT_OPENAI : AIR_DIALECT_ANTHROPIC;
+  q->dialect = draw_dialect(r);
   q->stream = chance(r, 65);
   q->include_usage = q->dialect == AIR_DIALECT_OPENAI && q->stream && chance(r, 50);
   q->n_att = 1 + (int)upto(r, MAX_ATT);
@@ -463,7 +475,7 @@ void sim_write(const sim_scenario *s, FILE *f) {
   for (int i = 0; i < s->n_req; i++) {
     const sim_req *q = &s->req[i];
     fprintf(f, "request at=%u model=%s dialect=%s stream=%d include_usage=%d\n", q->at,
-            q->model, q->dialect == AIR_DIALECT_OPENAI ? "openai" : "anthropic",
+            q->model, dialect_name(q->dialect),
             q->stream, q->include_usage);
     for (int a = 0; a < q->n_att; a++) {
       const script *sc = &q->att[a];
@@ -576,9 +588,11 @@ sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap) {
       sc = NULL;
       q->at = (uint32_t)kvn(line, "at");
       kv(line, "model", q->model, sizeof(q->model));
-      char d[16] = "";
+      char d[24] = "";
       kv(line, "dialect", d, sizeof(d));
-      q->dialect = strcmp(d, "anthropic") == 0 ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+      q->dialect = strcmp(d, "anthropic") == 0          ? AIR_DIALECT_ANTHROPIC
+                   : strcmp(d, "openai_responses") == 0 ? AIR_DIALECT_OPENAI_RESPONSES
+                                                        : AIR_DIALECT_OPENAI;
       q->stream = kvn(line, "stream") != 0;
       q->include_usage = kvn(line, "include_usage") != 0;
     } else if (strncmp(line, "attempt ", 8) == 0) {
@@ -624,7 +638,7 @@ static int jstr(air__buf *b, const char *s) {
 }
 
 static const char *finish_raw(int dialect, int fin) {
-  bool oa = dialect == AIR_DIALECT_OPENAI;
+  bool oa = dialect != AIR_DIALECT_ANTHROPIC;
   switch (fin) {
     case FIN_STOP: return oa ? "stop" : "end_turn";
     case FIN_LENGTH: return oa ? "length" : "max_tokens";
@@ -824,6 +838,79 @@ static void render_anthropic(const script *s, rendered *r) {
 }
 
 /* A whole (non-stream) 200 body. */
+/* One Responses event (its type in the event line and the data). */
+static void rs_event(air__buf *b, const char *type, const char *rest) {
+  air__buf_puts(b, "event: ");
+  air__buf_puts(b, type);
+  air__buf_puts(b, "\ndata: {\"type\":\"");
+  air__buf_puts(b, type);
+  air__buf_puts(b, "\"");
+  air__buf_puts(b, rest);
+  air__buf_puts(b, "}\n\n");
+}
+
+/* A Responses stream: the finish is response.completed (stop, tool calls)
+ * or response.incomplete (length, content_filter), which is also the
+ * terminator: a script without a finish has none; usage rides on it. */
+static void render_responses(const script *s, rendered *r) {
+  air__buf *b = &r->b;
+  air__buf tmp;
+  air__buf_init(&tmp, 1u << 16);
+  rs_event(b, "response.created",
+           ",\"response\":{\"id\":\"resp_sim\",\"model\":\"m\",\"status\":"
+           "\"in_progress\",\"output\":[]}");
+  mark(r, 0);
+  bool tool_started = false;
+  for (int i = 0; i < s->n; i++) {
+    const piece *p = &s->pieces[i];
+    air__buf_reset(&tmp);
+    switch (p->kind) {
+      case PK_TEXT:
+        air__buf_puts(&tmp, ",\"item_id\":\"msg_sim\",\"output_index\":0,"
+                            "\"content_index\":0,\"delta\":");
+        jstr(&tmp, p->text);
+        rs_event(b, "response.output_text.delta", tmp.p);
+        break;
+      case PK_TOOL:
+        if (!tool_started)
+          rs_event(b, "response.output_item.added",
+                   ",\"output_index\":1,\"item\":{\"type\":\"function_call\","
+                   "\"id\":\"fc_sim\",\"call_id\":\"call_sim\",\"name\":\"f\","
+                   "\"arguments\":\"\"}");
+        tool_started = true;
+        air__buf_puts(&tmp, ",\"item_id\":\"fc_sim\",\"output_index\":1,\"delta\":");
+        jstr(&tmp, p->text);
+        rs_event(b, "response.function_call_arguments.delta", tmp.p);
+        break;
+      case PK_GARBAGE:
+        air__buf_puts(b, "event: response.output_text.delta\ndata: {\"delta\":\n\n");
+        break;
+      case PK_PING:
+        air__buf_puts(b, ": keep-alive\n\n");
+        break;
+      case PK_ERROR:
+        rs_event(b, "error", ",\"code\":\"server_error\",\"message\":\"sim error event\"");
+        break;
+    }
+    mark(r, p->gap);
+  }
+  if (s->finish != FIN_NONE) {
+    bool inc = s->finish == FIN_LENGTH || s->finish == FIN_FILTER;
+    air__buf_reset(&tmp);
+    air__buf_puts(&tmp, ",\"response\":{\"id\":\"resp_sim\",\"model\":\"m\",\"status\":");
+    air__buf_puts(&tmp, inc ? "\"incomplete\",\"incomplete_details\":{\"reason\":"
+                            : "\"completed\"");
+    if (inc)
+      air__buf_puts(&tmp, s->finish == FIN_LENGTH ? "\"max_output_tokens\"}"
+                                                  : "\"content_filter\"}");
+    if (s->usage) air__buf_puts(&tmp, ",\"usage\":{\"input_tokens\":3,\"output_tokens\":5}");
+    air__buf_puts(&tmp, "}");
+    rs_event(b, inc ? "response.incomplete" : "response.completed", tmp.p);
+    mark(r, 0);
+  }
+  air__buf_cleanup(&tmp);
+}
+
 static void render_body(int dialect, const script *s, rendered *r) {
   air__buf *b = &r->b;
   char text[MAX_PIECES * PIECE_TEXT + 1] = "", args[MAX_PIECES * PIECE_TEXT + 1] = "";
@@ -843,7 +930,33 @@ static void render_body(int dialect, const script *s, rendered *r) {
     }
   }
   const char *f = finish_raw(dialect, s->finish);
-  if (dialect == AIR_DIALECT_OPENAI) {
+  if (dialect == AIR_DIALECT_OPENAI_RESPONSES) {
+    bool inc = s->finish == FIN_LENGTH || s->finish == FIN_FILTER;
+    air__buf_puts(b, "{\"id\":\"resp_sim\",\"object\":\"response\",\"model\":\"m\","
+                     "\"status\":");
+    air__buf_puts(b, inc ? "\"incomplete\",\"incomplete_details\":{\"reason\":"
+                         : "\"completed\"");
+    if (inc)
+      air__buf_puts(b, s->finish == FIN_LENGTH ? "\"max_output_tokens\"}"
+                                               : "\"content_filter\"}");
+    air__buf_puts(b, ",\"output\":[");
+    if (text[0]) {
+      air__buf_puts(b, "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{"
+                       "\"type\":\"output_text\",\"text\":");
+      jstr(b, text);
+      air__buf_puts(b, "}]}");
+    }
+    if (tool) {
+      if (text[0]) air__buf_putc(b, ',');
+      air__buf_puts(b, "{\"type\":\"function_call\",\"call_id\":\"call_sim\","
+                       "\"name\":\"f\",\"arguments\":");
+      jstr(b, args);
+      air__buf_puts(b, "}");
+    }
+    air__buf_puts(b, "]");
+    if (s->usage) air__buf_puts(b, ",\"usage\":{\"input_tokens\":3,\"output_tokens\":5}");
+    air__buf_puts(b, "}");
+  } else if (dialect == AIR_DIALECT_OPENAI) {
     air__buf_puts(b, "{\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion\",\"created\":1,"
                      "\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
                      "\"assistant\",\"content\":");
@@ -1035,7 +1148,9 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   int k = q->xfers++;
   x->k = 64;
   x->sc = k < q->q->n_att ? &q->q->att[k] : &overflow;
-  x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC : AIR_DIALECT_OPENAI;
+  x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
+                : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
+                                                : AIR_DIALECT_OPENAI;
   /* "http://pN.sim..." and the body's "model": the target */
   char target[48] = "?";
   const char *m = r->body ? strstr(r->body, "\"model\":\"") : NULL;
@@ -1072,11 +1187,12 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   air__buf_init(&x->out.b, 4u << 20);
   if (x->sc->kind == AK_STREAM) {
     if (x->dialect == AIR_DIALECT_OPENAI) render_openai(x->sc, &x->out);
+    else if (x->dialect == AIR_DIALECT_OPENAI_RESPONSES) render_responses(x->sc, &x->out);
     else render_anthropic(x->sc, &x->out);
   } else if (x->sc->kind == AK_BODY) {
     render_body(x->dialect, x->sc, &x->out);
   } else if (x->sc->kind == AK_HTTP) {
-    air__buf_puts(&x->out.b, x->dialect == AIR_DIALECT_OPENAI
+    air__buf_puts(&x->out.b, x->dialect != AIR_DIALECT_ANTHROPIC
                                  ? "{\"error\":{\"message\":\"sim says no\",\"type\":\"sim\"}}"
                                  : "{\"type\":\"error\",\"error\":{\"type\":\"sim\",\"message\":"
                                    "\"sim says no\"}}");
@@ -1296,6 +1412,16 @@ static void expected(const script *s, int upstream, air__buf *text, air__buf *ar
     }
     json_decref(j);
   }
+}
+
+/* The finish class a caller should see for script s of attempt k: the
+ * script's, except where the Responses dialect (upstream or caller) says
+ * stop and tool calls by whether a call was made. */
+static int want_finish(const script *s, const sim_run_req *q, int k, bool tool) {
+  bool rsp = q->att_dialect[k] == AIR_DIALECT_OPENAI_RESPONSES ||
+             q->q->dialect == AIR_DIALECT_OPENAI_RESPONSES;
+  if (rsp && (s->finish == FIN_STOP || s->finish == FIN_TOOLS)) return tool ? FIN_TOOLS : FIN_STOP;
+  return s->finish;
 }
 
 /* JSON texts compared as values when both parse, else as bytes. */
@@ -1556,10 +1682,10 @@ static void check_request(sim_run_req *q) {
         else if (s->finish == FIN_NONE)
           fail(w, "request %d: a success from attempt %u, whose script has no finish", i,
                q->commit_attempt);
-        else if (s->finish != FIN_NONE && d.finish != s->finish &&
+        else if (s->finish != FIN_NONE && d.finish != want_finish(s, q, k, etool) &&
                  !(s->kind == AK_BODY && d.finish == FIN_NONE))
           fail(w, "request %d: finish %s, attempt %u's script says %s", i, fin_names[d.finish],
-               q->commit_attempt, fin_names[s->finish]);
+               q->commit_attempt, fin_names[want_finish(s, q, k, etool)]);
       } else if (q->end_kind == AIR__RESP_STREAM_END && !is_prefix(&d.text, &et)) {
         fail(w, "request %d: released text is not a prefix of attempt %u's", i,
              q->commit_attempt);
@@ -1616,7 +1742,10 @@ static void start_request(world *w, sim_run_req *q, const air__loop *lp,
   q->started = true;
   q->start_ms = w->now;
   char body[512];
-  if (r->dialect == AIR_DIALECT_OPENAI)
+  if (r->dialect == AIR_DIALECT_OPENAI_RESPONSES)
+    snprintf(body, sizeof(body), "{\"model\":\"%s\",\"input\":\"hi\",\"stream\":%s}",
+             r->model, r->stream ? "true" : "false");
+  else if (r->dialect == AIR_DIALECT_OPENAI)
     snprintf(body, sizeof(body),
              "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
              "\"stream\":%s%s}",

@@ -228,7 +228,7 @@ static void test_dialect_table(void **s) {
   (void)s;
   size_t n = 0;
   const air__provider_ops *const *t = air__dialects(&n);
-  assert_int_equal(n, 2);
+  assert_int_equal(n, 3);
   for (size_t i = 0; i < n; i++) {
     assert_int_equal((size_t)t[i]->api, i);
     assert_ptr_equal(air__provider_get(t[i]->api), t[i]);

@@ -1,0 +1,400 @@
+/*
+ * The OpenAI Responses stream (response.* events) and response bodies
+ * decoded into parts (DESIGN.md 5).
+ *
+ * The type is the data's "type" member (the SSE event name repeats it and
+ * is not read). What yields parts:
+ *   response.created / .in_progress   START (response.id, response.model)
+ *   response.output_item.added        TOOL_START for a function_call item
+ *                                     (tool index: the call's ordinal)
+ *   response.output_text.delta        TEXT
+ *   response.refusal.delta            REFUSAL
+ *   response.reasoning_summary_text.delta, response.reasoning_text.delta
+ *                                     REASONING
+ *   response.function_call_arguments.delta  TOOL_DELTA of the call at
+ *                                     output_index
+ *   response.output_item.done         a function_call whose arguments were
+ *                                     never streamed: TOOL_START (if none
+ *                                     yet) and its arguments whole
+ *   response.completed                FINISH stop (tool_calls when a call
+ *                                     was made), USAGE; the terminator
+ *                                     (it carries the output and usage:
+ *                                     the responder holds it for a
+ *                                     same-dialect caller until the end)
+ *   response.incomplete               FINISH by incomplete_details.reason
+ *                                     (max_output_tokens: length,
+ *                                     content_filter: content_filter),
+ *                                     USAGE; the terminator
+ *   response.failed                   ERROR (response.error code, message)
+ *   error                             ERROR (code or type, message; also
+ *                                     inside an "error" object)
+ * Every other type (content_part.*, *.done, keep-alives) yields nothing and
+ * is not malformed. Malformed: data that is not a JSON object with a
+ * string "type", a delta that is not a string, an output_index outside
+ * 0..AIR__DECODER_MAX_TOOLS-1 on a function call event, arguments for an
+ * output_index that holds no function call. An event is checked whole
+ * before any of its parts is handed over.
+ *
+ * block_kind[output_index]: 0 nothing, 1 a function call started, 2 its
+ * arguments have streamed; block_tool[output_index]: its tool index.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "openai_responses.h"
+
+void air__rsp_decoder_init(air__decoder *d) {
+  memset(d, 0, sizeof(*d));
+  d->api = AIR_DIALECT_OPENAI_RESPONSES;
+  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
+  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
+}
+
+/* String token tok: borrowed when it holds no escape, else decoded into
+ * d->scratch (sized for the whole event first, so it never moves). */
+static void ev_str(air__decoder *d, const air__json *j, int tok, const char **p,
+                   size_t *n) {
+  if (air__json_plain(j, tok, p, n)) return;
+  *p = "";
+  *n = 0;
+  if (!air__json_is_str(j, tok)) return;
+  size_t off = d->scratch.n;
+  if (air__json_str(j, tok, &d->scratch) != 0) {
+    rsp_rollback(&d->scratch, off);
+    return;
+  }
+  *p = d->scratch.p + off;
+  *n = d->scratch.n - off;
+}
+
+static uint64_t count_of(const air__json *j, int tok) {
+  int64_t v;
+  return air__json_int(j, tok, &v) && v > 0 ? (uint64_t)v : 0;
+}
+
+#define EMIT(part)              \
+  do {                          \
+    int r_ = cb(data, &(part)); \
+    if (r_ != 0) return r_;     \
+  } while (0)
+
+static int start(air__decoder *d, const air__json *j, int resp, air__part_cb cb,
+                 void *data) {
+  if (d->started) return 0;
+  air_part p = {.kind = AIR_PART_START};
+  ev_str(d, j, air__json_get(j, resp, "id"), &p.id, &p.id_len);
+  ev_str(d, j, air__json_get(j, resp, "model"), &p.name, &p.name_len);
+  d->started = true;
+  EMIT(p);
+  return 0;
+}
+
+/* An output_index token as a slot, or -1. */
+static int slot_of(const air__json *j, int tok) {
+  int64_t v;
+  if (!air__json_int(j, tok, &v) || v < 0 || v >= AIR__DECODER_MAX_TOOLS)
+    return -1;
+  return (int)v;
+}
+
+static int tool_start(air__decoder *d, const air__json *j, int item, int slot,
+                      air__part_cb cb, void *data) {
+  if (d->block_kind[slot] != 0) return 0;
+  if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return 0;
+  air_part p = {.kind = AIR_PART_TOOL_START, .index = d->n_tools};
+  ev_str(d, j, air__json_get(j, item, "call_id"), &p.id, &p.id_len);
+  if (p.id_len == 0)
+    ev_str(d, j, air__json_get(j, item, "id"), &p.id, &p.id_len);
+  ev_str(d, j, air__json_get(j, item, "name"), &p.name, &p.name_len);
+  d->block_kind[slot] = 1;
+  d->block_tool[slot] = d->n_tools++;
+  EMIT(p);
+  return 0;
+}
+
+static int usage(air__decoder *d, const air__json *j, int resp, air__part_cb cb,
+                 void *data) {
+  int u = air__json_get(j, resp, "usage");
+  if (!air__json_is_obj(j, u)) return 0;
+  air_part p = {.kind = AIR_PART_USAGE};
+  p.input_tokens = count_of(j, air__json_get(j, u, "input_tokens"));
+  p.output_tokens = count_of(j, air__json_get(j, u, "output_tokens"));
+  d->input_tokens = p.input_tokens;
+  d->output_tokens = p.output_tokens;
+  EMIT(p);
+  return 0;
+}
+
+/* An error object (or the event itself) as one ERROR part. */
+static int error_part(air__decoder *d, const air__json *j, int e,
+                      air__part_cb cb, void *data) {
+  air_part p = {.kind = AIR_PART_ERROR};
+  d->error_event = true;
+  int code = air__json_get(j, e, "code");
+  ev_str(d, j, code, &p.name, &p.name_len);
+  if (p.name_len == 0)
+    ev_str(d, j, air__json_get(j, e, "type"), &p.name, &p.name_len);
+  if (p.name_len == 5 && memcmp(p.name, "error", 5) == 0) p.name_len = 0;
+  ev_str(d, j, air__json_get(j, e, "message"), &p.text, &p.text_len);
+  EMIT(p);
+  return 0;
+}
+
+static bool is(const char *t, size_t n, const char *s) {
+  return n == strlen(s) && memcmp(t, s, n) == 0;
+}
+
+/* The end of a response: FINISH and USAGE. */
+static int end(air__decoder *d, const air__json *j, int resp, bool incomplete,
+               air__part_cb cb, void *data) {
+  int rc = start(d, j, resp, cb, data);
+  if (rc != 0) return rc;
+  air_part f = {.kind = AIR_PART_FINISH};
+  if (incomplete) {
+    int det = air__json_get(j, resp, "incomplete_details");
+    ev_str(d, j, air__json_get(j, det, "reason"), &f.finish_raw,
+           &f.finish_raw_len);
+    f.finish = is(f.finish_raw, f.finish_raw_len, "content_filter")
+                   ? AIR_FINISH_CONTENT_FILTER
+                   : AIR_FINISH_LENGTH;
+    if (f.finish_raw_len == 0) {
+      f.finish_raw = "incomplete";
+      f.finish_raw_len = 10;
+    }
+  } else {
+    f.finish = d->n_tools > 0 ? AIR_FINISH_TOOL_CALLS : AIR_FINISH_STOP;
+    f.finish_raw = "completed";
+    f.finish_raw_len = 9;
+  }
+  d->finished = true;
+  d->done = d->terminator = true;
+  EMIT(f);
+  return usage(d, j, resp, cb, data);
+}
+
+static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
+                  void *data) {
+  int tt = air__json_get(j, 0, "type");
+  const char *t;
+  size_t n;
+  if (!air__json_is_str(j, tt) || !air__json_plain(j, tt, &t, &n))
+    goto malformed;
+  int resp = air__json_get(j, 0, "response");
+  if (is(t, n, "response.created") || is(t, n, "response.in_progress"))
+    return air__json_is_obj(j, resp) ? start(d, j, resp, cb, data) : 0;
+  if (is(t, n, "response.completed") || is(t, n, "response.incomplete")) {
+    if (!air__json_is_obj(j, resp)) goto malformed;
+    return end(d, j, resp, t[9] == 'i', cb, data);
+  }
+  if (is(t, n, "response.failed")) {
+    int e = air__json_get(j, resp, "error");
+    return error_part(d, j, air__json_is_obj(j, e) ? e : 0, cb, data);
+  }
+  if (is(t, n, "error")) {
+    int e = air__json_get(j, 0, "error");
+    return error_part(d, j, air__json_is_obj(j, e) ? e : 0, cb, data);
+  }
+  static const struct {
+    const char *type;
+    air_part_kind kind;
+  } deltas[] = {
+      {"response.output_text.delta", AIR_PART_TEXT},
+      {"response.refusal.delta", AIR_PART_REFUSAL},
+      {"response.reasoning_summary_text.delta", AIR_PART_REASONING},
+      {"response.reasoning_text.delta", AIR_PART_REASONING},
+      {"response.function_call_arguments.delta", AIR_PART_TOOL_DELTA}};
+  for (size_t k = 0; k < sizeof(deltas) / sizeof(deltas[0]); k++) {
+    if (!is(t, n, deltas[k].type)) continue;
+    int dt = air__json_get(j, 0, "delta");
+    if (!air__json_is_str(j, dt)) goto malformed;
+    air_part p = {.kind = deltas[k].kind};
+    if (p.kind == AIR_PART_TOOL_DELTA) {
+      int slot = slot_of(j, air__json_get(j, 0, "output_index"));
+      if (slot < 0 || d->block_kind[slot] == 0) goto malformed;
+      d->block_kind[slot] = 2;
+      p.index = d->block_tool[slot];
+    }
+    int rc = start(d, j, -1, cb, data);
+    if (rc != 0) return rc;
+    ev_str(d, j, dt, &p.text, &p.text_len);
+    if (p.text_len > 0) EMIT(p);
+    return 0;
+  }
+  bool added = is(t, n, "response.output_item.added");
+  if (added || is(t, n, "response.output_item.done")) {
+    int item = air__json_get(j, 0, "item");
+    int ity = air__json_get(j, item, "type");
+    if (!air__json_is_obj(j, item) || !air__json_eq(j, ity, "function_call"))
+      return 0;
+    int slot = slot_of(j, air__json_get(j, 0, "output_index"));
+    if (slot < 0) goto malformed;
+    int rc = start(d, j, -1, cb, data);
+    if (rc == 0) rc = tool_start(d, j, item, slot, cb, data);
+    if (rc != 0 || added || d->block_kind[slot] != 1) return rc;
+    air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = d->block_tool[slot]};
+    ev_str(d, j, air__json_get(j, item, "arguments"), &a.text, &a.text_len);
+    d->block_kind[slot] = 2;
+    if (a.text_len > 0) EMIT(a);
+    return 0;
+  }
+  return 0;
+
+malformed:
+  d->malformed++;
+  return 0;
+}
+
+static bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
+                          air__part_cb cb, void *data) {
+  d->usage_only = d->terminator = d->error_event = false;
+  const char *s = ev->data.p;
+  size_t n = ev->data.n;
+  while (n > 0 && is_ws(s[0])) {
+    s++;
+    n--;
+  }
+  while (n > 0 && is_ws(s[n - 1])) n--;
+  if (n == 0) return 0;
+  if (n == 6 && memcmp(s, "[DONE]", 6) == 0) {
+    d->done = d->terminator = true;
+    return 0;
+  }
+  air__buf_reset(&d->scratch);
+  if (memchr(s, '\\', n) != NULL && d->scratch.cap <= n) {
+    int rc = air__buf_add(&d->scratch, s, n);
+    air__buf_reset(&d->scratch);
+    if (rc != 0) {
+      d->malformed++;
+      return 0;
+    }
+  }
+  air__json j;
+  int rc = air__json_parse(&j, s, n);
+  if (rc != 0 || !air__json_is_obj(&j, 0)) {
+    air__json_cleanup(&j);
+    d->malformed++;
+    return 0;
+  }
+  rc = decode(d, &j, cb, data);
+  air__json_cleanup(&j);
+  return rc;
+}
+
+/* ---- decoding: a whole body ------------------------------------------------
+ */
+
+static const char *jv(json_t *v, size_t *n) {
+  if (!json_is_string(v)) {
+    *n = 0;
+    return "";
+  }
+  *n = json_string_length(v);
+  return json_string_value(v);
+}
+
+static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
+                      void *data) {
+  air_part s = {.kind = AIR_PART_START};
+  s.id = jv(json_object_get(root, "id"), &s.id_len);
+  s.name = jv(json_object_get(root, "model"), &s.name_len);
+  d->started = true;
+  EMIT(s);
+  const char *status = json_string_value(json_object_get(root, "status"));
+  if (status != NULL && strcmp(status, "failed") == 0) {
+    json_t *e = json_object_get(root, "error");
+    air_part p = {.kind = AIR_PART_ERROR};
+    p.name = jv(json_object_get(e, "code"), &p.name_len);
+    p.text = jv(json_object_get(e, "message"), &p.text_len);
+    d->error_event = true;
+    EMIT(p);
+    return 0;
+  }
+  size_t i, k;
+  json_t *it, *c;
+  json_array_foreach(json_object_get(root, "output"), i, it) {
+    const char *type = json_string_value(json_object_get(it, "type"));
+    if (type == NULL) continue;
+    if (strcmp(type, "reasoning") == 0) {
+      json_t *sum = json_object_get(it, "summary");
+      if (json_array_size(sum) == 0) sum = json_object_get(it, "content");
+      json_array_foreach(sum, k, c) {
+        air_part p = {.kind = AIR_PART_REASONING};
+        p.text = jv(json_object_get(c, "text"), &p.text_len);
+        if (p.text_len > 0) EMIT(p);
+      }
+    } else if (strcmp(type, "message") == 0) {
+      json_array_foreach(json_object_get(it, "content"), k, c) {
+        const char *ct = json_string_value(json_object_get(c, "type"));
+        bool refusal = ct != NULL && strcmp(ct, "refusal") == 0;
+        air_part p = {.kind = refusal ? AIR_PART_REFUSAL : AIR_PART_TEXT};
+        if (ct == NULL || (!refusal && strcmp(ct, "output_text") != 0))
+          continue;
+        p.text =
+            jv(json_object_get(c, refusal ? "refusal" : "text"), &p.text_len);
+        if (p.text_len > 0) EMIT(p);
+      }
+    } else if (strcmp(type, "function_call") == 0) {
+      if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
+      air_part t = {.kind = AIR_PART_TOOL_START, .index = d->n_tools++};
+      t.id = jv(json_object_get(it, "call_id"), &t.id_len);
+      t.name = jv(json_object_get(it, "name"), &t.name_len);
+      EMIT(t);
+      air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = t.index};
+      a.text = jv(json_object_get(it, "arguments"), &a.text_len);
+      if (a.text_len > 0) EMIT(a);
+    }
+  }
+  air_part f = {.kind = AIR_PART_FINISH};
+  if (status != NULL && strcmp(status, "incomplete") == 0) {
+    json_t *det = json_object_get(root, "incomplete_details");
+    f.finish_raw = jv(json_object_get(det, "reason"), &f.finish_raw_len);
+    f.finish = f.finish_raw_len == 14 &&
+                       memcmp(f.finish_raw, "content_filter", 14) == 0
+                   ? AIR_FINISH_CONTENT_FILTER
+                   : AIR_FINISH_LENGTH;
+    if (f.finish_raw_len == 0)
+      f.finish_raw = jv(json_object_get(root, "status"), &f.finish_raw_len);
+  } else {
+    f.finish = d->n_tools > 0 ? AIR_FINISH_TOOL_CALLS : AIR_FINISH_STOP;
+    f.finish_raw = "completed";
+    f.finish_raw_len = 9;
+  }
+  d->finished = true;
+  EMIT(f);
+  json_t *usage = json_object_get(root, "usage");
+  if (json_is_object(usage)) {
+    air_part u = {.kind = AIR_PART_USAGE};
+    json_t *in = json_object_get(usage, "input_tokens");
+    json_t *out = json_object_get(usage, "output_tokens");
+    u.input_tokens =
+        json_integer_value(in) > 0 ? (uint64_t)json_integer_value(in) : 0;
+    u.output_tokens =
+        json_integer_value(out) > 0 ? (uint64_t)json_integer_value(out) : 0;
+    d->input_tokens = u.input_tokens;
+    d->output_tokens = u.output_tokens;
+    EMIT(u);
+  }
+  return 0;
+}
+
+/* decode_body: a response object ("object": "response", "output" an
+ * array); anything else is AIR_EPARSE. */
+int air__rsp_decode_body(air__decoder *d, const char *body, size_t n,
+                         air__part_cb cb, void *data) {
+  json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
+  const char *obj = json_string_value(json_object_get(root, "object"));
+  if (!json_is_object(root) || obj == NULL || strcmp(obj, "response") != 0 ||
+      !json_is_array(json_object_get(root, "output"))) {
+    json_decref(root);
+    return AIR_EPARSE;
+  }
+  int rc = body_parts(d, root, cb, data);
+  if (rc == 0) d->done = true;
+  json_decref(root);
+  return rc;
+}
