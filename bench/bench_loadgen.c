@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CONNS 4096
+#define MAX_CONNS 16384
 #define MAX_PIDS 4
 #define MAX_SECONDS 120
 #define MAX_SAMPLES 4000000u      /* latency samples kept per run */
@@ -239,9 +239,12 @@ static void build_request(run *r) {
                   o->model, o->stream ? ",\"stream\":true" : "");
   int n = snprintf(r->req, sizeof(r->req),
                    "POST %s HTTP/1.1\r\nHost: %s\r\n"
-                   "Content-Type: application/json\r\n%s"
+                   "Content-Type: application/json\r\n%s%s"
                    "Content-Length: %d\r\n\r\n%s",
                    o->path, o->host,
+                   /* As SDKs do; nginx, as a fixed upstream in
+                    * bench/vs_nginx.sh, answers by it. */
+                   o->stream ? "Accept: text/event-stream\r\n" : "",
                    o->anthropic ? "x-api-key: bench\r\nanthropic-version: "
                                   "2023-06-01\r\n"
                                 : "Authorization: Bearer bench\r\n",
