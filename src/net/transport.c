@@ -18,6 +18,16 @@
 #define MAX_RESPONSE_HEAD AIR__MAX_RESPONSE_HEAD_BYTES
 #define MAX_HEADERS 128
 #define IDLE_HANDLES 64  /* easy handles kept for reuse, per transport */
+/* libcurl (7.88) asks for "Expect: 100-continue" only for request bodies
+ * over 1 MiB (EXPECT_100_THRESHOLD); only those need "Expect:" to turn
+ * it off. */
+#define EXPECT_THRESHOLD (1024u * 1024u)
+
+/* An easy handle kept for reuse, with the header list it was last given. */
+typedef struct idle_handle {
+  CURL *easy;
+  struct curl_slist *headers;
+} idle_handle;
 
 typedef struct poll_ctx poll_ctx;
 
@@ -31,7 +41,7 @@ struct air__transport {
   poll_ctx **byfd;     /* the poll_ctx of each socket curl uses, by fd */
   size_t nbyfd;
   air__xfer *xfers;    /* transfers in flight */
-  CURL *idle[IDLE_HANDLES];  /* reset easy handles kept for reuse */
+  idle_handle idle[IDLE_HANDLES];  /* easy handles kept for reuse */
   unsigned n_idle;
   char noproxy[512];
 };
@@ -291,11 +301,15 @@ static void xfer_free(air__xfer *x) {
    * transfers that completed normally are kept: no pause or abort state
    * can reach the next one. */
   if (x->clean && t->n_idle < IDLE_HANDLES && !t->closing) {
-    t->idle[t->n_idle++] = x->easy;
+    /* The handle still points at its header list: both are kept, so the
+     * next transfer with the same headers sets neither (most do: one
+     * route's attempts send the same lines). */
+    t->idle[t->n_idle].easy = x->easy;
+    t->idle[t->n_idle++].headers = x->headers;
   } else {
     curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->headers);
   }
-  curl_slist_free_all(x->headers);
   air__buf_cleanup(&x->head);
   free(x);
 }
@@ -308,7 +322,11 @@ void air__transport_free(air__transport *t) {
    * analyzer does not know x->t == t).
    * NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
   while (t->xfers != NULL) xfer_free(t->xfers);
-  while (t->n_idle > 0) curl_easy_cleanup(t->idle[--t->n_idle]);
+  while (t->n_idle > 0) {
+    idle_handle *h = &t->idle[--t->n_idle];
+    curl_easy_cleanup(h->easy);
+    curl_slist_free_all(h->headers);
+  }
   curl_multi_cleanup(t->multi);
   t->multi = NULL;
   /* Every poll_ctx on the list has a handle, which drop_ctx unlinks and
@@ -496,6 +514,41 @@ static void setup_handle(air__transport *t, CURL *e) {
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 }
 
+/* Whether list holds exactly the lines of r (and "Expect:" when expect). */
+static bool same_headers(const struct curl_slist *list, const air__xfer_req *r,
+                         bool expect) {
+  for (const char *const *h = r->headers; h && *h; h++, list = list->next)
+    if (list == NULL || strcmp(list->data, *h) != 0) return false;
+  if (expect) {
+    if (list == NULL || strcmp(list->data, "Expect:") != 0) return false;
+    list = list->next;
+  }
+  return list == NULL;
+}
+
+/* The header list of r; NULL when it has none, or on ENOMEM (*rc). */
+static struct curl_slist *header_list(const air__xfer_req *r, bool expect,
+                                      int *rc) {
+  struct curl_slist *list = NULL;
+  *rc = 0;
+  for (const char *const *h = r->headers; h && *h; h++) {
+    struct curl_slist *l = curl_slist_append(list, *h);
+    if (l == NULL) goto fail;
+    list = l;
+  }
+  /* Never "Expect: 100-continue": it costs a round trip per request. */
+  if (expect) {
+    struct curl_slist *l = curl_slist_append(list, "Expect:");
+    if (l == NULL) goto fail;
+    list = l;
+  }
+  return list;
+fail:
+  curl_slist_free_all(list);
+  *rc = AIR_ENOMEM;
+  return NULL;
+}
+
 int air__xfer_start(air__transport *t, const air__xfer_req *r,
                     const air__xfer_cb *cb, air__xfer **out) {
   if (t == NULL || t->multi == NULL || r == NULL || r->url == NULL)
@@ -505,30 +558,44 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   x->t = t;
   x->cb = *cb;
   air__buf_init(&x->head, MAX_RESPONSE_HEAD);
+  x->body = r->body ? r->body : "";
+  x->body_len = r->body ? r->body_len : 0;
+  bool expect = x->body_len > EXPECT_THRESHOLD;
   bool fresh = t->n_idle == 0;
-  x->easy = fresh ? curl_easy_init() : t->idle[--t->n_idle];
+  struct curl_slist *old = NULL;
+  if (fresh) {
+    x->easy = curl_easy_init();
+  } else {
+    x->easy = t->idle[--t->n_idle].easy;
+    old = t->idle[t->n_idle].headers;
+  }
   if (x->easy == NULL) {
     free(x);
     return AIR_ENOMEM;
   }
-  for (const char *const *h = r->headers; h && *h; h++) {
-    struct curl_slist *l = curl_slist_append(x->headers, *h);
-    if (l == NULL) {
-      curl_easy_cleanup(x->easy);
-      curl_slist_free_all(x->headers);
-      free(x);
-      return AIR_ENOMEM;
-    }
-    x->headers = l;
-  }
   CURL *e = x->easy;
+  bool set_headers = fresh || !same_headers(old, r, expect);
+  if (set_headers) {
+    int rc = 0;
+    x->headers = header_list(r, expect, &rc);
+    if (rc != 0) {
+      curl_easy_cleanup(e);
+      curl_slist_free_all(old);
+      free(x);
+      return rc;
+    }
+    /* Set before the old list goes: the handle never points at freed
+     * lines. */
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+    curl_slist_free_all(old);
+  } else {
+    x->headers = old;  /* the handle points at it already */
+  }
   if (fresh) setup_handle(t, e);
   curl_easy_setopt(e, CURLOPT_URL, r->url);
   /* Per transfer: an idle handle may have served the other method. */
   curl_easy_setopt(e, r->get ? CURLOPT_HTTPGET : CURLOPT_POST, 1L);
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-  x->body = r->body ? r->body : "";
-  x->body_len = r->body ? r->body_len : 0;
   curl_easy_setopt(e, CURLOPT_READDATA, x);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
@@ -536,10 +603,6 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    (long)(r->connect_ms ? r->connect_ms : 5000));
-  /* Never "Expect: 100-continue": it costs a round trip per request. */
-  struct curl_slist *l = curl_slist_append(x->headers, "Expect:");
-  if (l != NULL) x->headers = l;
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
   if (curl_multi_add_handle(t->multi, e) != CURLM_OK) {
     curl_easy_cleanup(e);
     curl_slist_free_all(x->headers);
