@@ -101,6 +101,7 @@ typedef struct opts {
   bool ready_ttfc;
   const char *ready_url;
   const char *ready_match;
+  long ready_min; /* with --ready-url: not ready on a stable count below it */
   double hold_timeout_s;
 } opts;
 
@@ -127,7 +128,7 @@ static const char usage[] =
     "L]\n"
     "       bench_loadgen --url URL --model NAME --hold N [--pid PID]\n"
     "         (--ready-ttfc | --ready-url URL --ready-match STRING)\n"
-    "         [--hold-timeout SECONDS]\n"
+    "         [--ready-min N] [--hold-timeout SECONDS]\n"
     "Closed-loop keep-alive load; prints one key=value line: req/s, latency\n"
     "and time-to-first-content percentiles (us), CPU us per request of each\n"
     "--pid; or, with --hold, the VmRSS growth of the first --pid per open\n"
@@ -588,7 +589,7 @@ static int do_hold(run *r) {
       seen = count_in_get(o->ready_url, o->ready_match);
       stable = seen > 0 && seen == last ? stable + 1 : 0;
       last = seen;
-      ready = seen >= o->hold || stable >= 5;
+      ready = seen >= o->hold || (stable >= 5 && seen >= o->ready_min);
     }
   }
   uint64_t t_ready = now_ns();
@@ -731,6 +732,8 @@ int main(int argc, char **argv) {
         o.ready_url = v;
       } else if (strcmp(a, "--ready-match") == 0) {
         o.ready_match = v;
+      } else if (strcmp(a, "--ready-min") == 0) {
+        o.ready_min = atol(v);
       } else if (strcmp(a, "--hold-timeout") == 0) {
         o.hold_timeout_s = atof(v);
       } else {

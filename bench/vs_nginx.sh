@@ -23,7 +23,7 @@
 # process started here is stopped on exit. About 3 minutes with the defaults.
 #
 #   AIR_BENCH_SECONDS  measured seconds per run (default 3, plus 1 s warmup)
-#   AIR_BENCH_ROUNDS   rounds of every case (default 2)
+#   AIR_BENCH_ROUNDS   rounds of every case (default 2; 0: the memory figure only)
 #   AIR_BENCH_HOLD     open streams for the memory figure (default 10000)
 set -euo pipefail
 build=${1:-build}
@@ -46,14 +46,16 @@ if [ -z "$nginx" ]; then
   echo "skipped: needs nginx (scripts/deps.sh bench installs nginx-light)"
   exit 0
 fi
-# Each held stream is a descriptor in the load tool, two in the gateway and
-# one in the mock.
-need=$((2 * hold + 1024))
-[ "$(ulimit -n)" -ge "$need" ] || ulimit -n "$need" 2>/dev/null ||
-  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-if [ "$(ulimit -n)" -lt "$need" ]; then
-  echo "note: ulimit -n is $(ulimit -n); holding $(((($(ulimit -n) - 1024) / 2))) streams"
-  hold=$((($(ulimit -n) - 1024) / 2))
+# Each held stream is a descriptor in the load tool and the mock, and one or
+# two in the gateway (client side; upstream, for the ones libcurl lets
+# through: 4,096 per host per worker).
+want=$((hold + 10240))
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] || [ "$hard" -ge "$want" ] || want=$hard
+[ "$(ulimit -n)" -ge "$want" ] || ulimit -n "$want" 2>/dev/null || true
+if [ "$(ulimit -n)" -lt $((hold + 512)) ]; then
+  hold=$(($(ulimit -n) - 512))
+  echo "note: ulimit -n is $(ulimit -n); holding $hold streams"
 fi
 
 tmp=$(mktemp -d /tmp/airetry-vs-nginx.XXXXXX)
@@ -238,11 +240,13 @@ for r in $(seq "$rounds"); do
   done
 done
 
-echo "raw (bench_loadgen, every round):"
-for k in "${cases[@]}"; do
-  for p in d n a; do printf '%s' "${L[$k,$p]}" | sed 's/^/  /'; done
-done
-echo
+if [ "$rounds" -gt 0 ]; then
+  echo "raw (bench_loadgen, every round):"
+  for k in "${cases[@]}"; do
+    for p in d n a; do printf '%s' "${L[$k,$p]}" | sed 's/^/  /'; done
+  done
+  echo
+fi
 
 # mean KEY LINES: the mean over the rounds' lines of KEY
 mean() {
@@ -251,11 +255,11 @@ mean() {
   awk '$1 != "" { s += $1; n++ } END { if (n) printf "%.2f", s / n; else print "nan" }' <<<"$v"
 }
 
-printf '%-7s %-4s %-6s | %8s %8s %8s | %6s %6s %6s | %6s %7s %7s | %6s %7s %7s | %7s %7s %5s\n' \
+[ "$rounds" -gt 0 ] && printf '%-7s %-4s %-6s | %8s %8s %8s | %6s %6s %6s | %6s %7s %7s | %6s %7s %7s | %7s %7s %5s\n' \
   upstream c mode "direct" "nginx" "airetry" "ng/d" "air/d" "air/ng" \
   "p50 d" "+nginx" "+airetry" "p99 d" "+nginx" "+airetry" "cpu ng" "cpu air" "x"
 S=() # key figures for the summary
-for k in "${cases[@]}"; do
+[ "$rounds" -gt 0 ] && for k in "${cases[@]}"; do
   IFS=: read -r up c s <<<"$k"
   d=${L[$k,d]} n=${L[$k,n]} a=${L[$k,a]}
   mode=$([ "$s" = 1 ] && echo stream || echo json)
@@ -270,7 +274,7 @@ for k in "${cases[@]}"; do
       up, c, m, dr, nr, ar, nr / dr, ar / dr, ar / nr, d5, n5 - d5, a5 - d5, d9, n9 - d9, a9 - d9,
       nc, ac, ac / nc }'
 done
-echo "(req/s; ng/d, air/d: through nginx proxy_pass / airetry, over direct; air/ng: airetry"
+[ "$rounds" -gt 0 ] && echo "(req/s; ng/d, air/d: through nginx proxy_pass / airetry, over direct; air/ng: airetry"
 echo " over nginx proxy_pass; p50/p99: direct latency and what each proxy adds, us; cpu: CPU"
 echo " per request of the proxy's processes, us, all threads; x = airetry's over nginx's)"
 
@@ -287,7 +291,8 @@ start_gw
   --label warm >/dev/null || true
 h=$("$lg" --url "http://127.0.0.1:$GW_PORT$path" --model slow --hold "$hold" \
   --pid "$GW_PID" --ready-url "http://127.0.0.1:$MOCK_PORT/__mock/log" \
-  --ready-match '"model":"slow"' --hold-timeout 60 --label hold || true)
+  --ready-match '"model":"slow"' --ready-min "$(( hold < 4096 * $(nproc) ? hold : 4096 * $(nproc) ))" \
+  --hold-timeout 60 --label hold || true)
 echo
 echo "raw: $h"
 printf 'memory: %s client streams open, %s upstream at the mock: gateway RSS %s -> %s KiB = %s KiB per stream\n' \
@@ -296,6 +301,11 @@ printf 'memory: %s client streams open, %s upstream at the mock: gateway RSS %s 
 
 # ---- targets (issue 20) --------------------------------------------------------
 echo
+if [ "$rounds" -eq 0 ]; then
+  kib=$(kv "$h" kib_per_stream)
+  awk -v k="$kib" -v n="$(kv "$h" open)" 'BEGIN { printf "target: < 24 KiB per open stream (%s held): %s KiB: %s\n", n, k, (k != "" && k < 24 && n >= 10000) ? "met" : "NOT met" }'
+  exit 0
+fi
 m() { mean "$1" "${L[$2]}"; }
 awk -v nd="$(m rps nginx:64:0,d)" -v na="$(m rps nginx:64:0,a)" \
   -v md="$(m rps mock:64:1,d)" -v ma="$(m rps mock:64:1,a)" \

@@ -41,6 +41,7 @@ struct air__transport {
   poll_ctx **byfd;     /* the poll_ctx of each socket curl uses, by fd */
   size_t nbyfd;
   air__xfer *xfers;    /* transfers in flight */
+  air__xfer *trims;    /* transfers whose response head just arrived */
   idle_handle idle[IDLE_HANDLES];  /* easy handles kept for reuse */
   unsigned n_idle;
   char noproxy[512];
@@ -79,12 +80,15 @@ struct air__xfer {
   bool paused;
   bool aborted;       /* on_body asked to stop */
   bool clean;         /* completed normally: the handle may be reused */
+  bool trim_queued;   /* on t->trims */
+  air__xfer *trim_next;
   int status;
   char errbuf[CURL_ERROR_SIZE];
 };
 
 static void check_done(air__transport *t);
 static void on_handle_closed(uv_handle_t *h);
+static void trim_uploads(air__transport *t);
 
 static poll_ctx *fd_get(const air__transport *t, curl_socket_t s) {
   return s >= 0 && (size_t)s < t->nbyfd ? t->byfd[s] : NULL;
@@ -146,6 +150,7 @@ static void on_poll(uv_poll_t *p, int status, int events) {
   if (status == 0 && (events & UV_WRITABLE)) flags |= CURL_CSELECT_OUT;
   int running = 0;
   curl_multi_socket_action(t->multi, pc->fd, flags, &running);
+  trim_uploads(t);
   check_done(t);
 }
 
@@ -242,6 +247,7 @@ static void on_timer(uv_timer_t *h) {
   air__transport *t = h->data;
   int running = 0;
   curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  trim_uploads(t);
   check_done(t);
 }
 
@@ -293,6 +299,11 @@ int air__transport_new(uv_loop_t *loop, const air__transport_opts *o,
 
 static void xfer_free(air__xfer *x) {
   air__transport *t = x->t;
+  if (x->trim_queued) {
+    air__xfer **pp = &t->trims;
+    while (*pp != x) pp = &(*pp)->trim_next;
+    *pp = x->trim_next;
+  }
   if (x->prev) x->prev->next = x->next; else t->xfers = x->next;
   if (x->next) x->next->prev = x->prev;
   curl_multi_remove_handle(t->multi, x->easy);
@@ -381,6 +392,11 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userp) {
     long code = 0;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
     x->status = (int)code;
+    if (code >= 200 && x->body_len > 0 && !x->trim_queued) {
+      x->trim_queued = true;
+      x->trim_next = x->t->trims;
+      x->t->trims = x;
+    }
     if (code >= 200) deliver_head(x);
     return n;
   }
@@ -418,6 +434,28 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *userp) {
   if (n > 0) memcpy(buf, x->body + x->body_off, n);
   x->body_off += n;
   return n;
+}
+
+/*
+ * libcurl keeps a transfer's upload buffer (CURLOPT_UPLOAD_BUFFERSIZE, at
+ * least 16 KiB, touched as far as the body went) until the transfer ends:
+ * for a stream held open for minutes that is a page or more per stream
+ * for a body sent long ago. Once the final response head has arrived and
+ * every body byte is counted as sent, nothing can need it (libcurl re-sends
+ * a request only when nothing was received), and setting the option frees
+ * it (libcurl: "force a realloc next opportunity"). Done after
+ * curl_multi_socket_action returns, never inside its callbacks.
+ */
+static void trim_uploads(air__transport *t) {
+  while (t->trims != NULL) {
+    air__xfer *x = t->trims;
+    t->trims = x->trim_next;
+    x->trim_queued = false;
+    curl_off_t sent = 0;
+    if (curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &sent) == CURLE_OK &&
+        sent == (curl_off_t)x->body_len)
+      curl_easy_setopt(x->easy, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+  }
 }
 
 /* Hands finished transfers to their owners. */
