@@ -150,8 +150,8 @@ static void on_poll(uv_poll_t *p, int status, int events) {
   if (status == 0 && (events & UV_WRITABLE)) flags |= CURL_CSELECT_OUT;
   int running = 0;
   curl_multi_socket_action(t->multi, pc->fd, flags, &running);
-  trim_uploads(t);
   check_done(t);
+  trim_uploads(t); /* after: a transfer that just ended needs none */
 }
 
 /* Watches events on pc's socket, touching epoll only when they change. */
@@ -247,8 +247,8 @@ static void on_timer(uv_timer_t *h) {
   air__transport *t = h->data;
   int running = 0;
   curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-  trim_uploads(t);
   check_done(t);
+  trim_uploads(t); /* after: a transfer that just ended needs none */
 }
 
 static int on_curl_timer(CURLM *multi, long ms, void *userp) {
@@ -444,7 +444,9 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *userp) {
  * every body byte is counted as sent, nothing can need it (libcurl re-sends
  * a request only when nothing was received), and setting the option frees
  * it (libcurl: "force a realloc next opportunity"). Done after
- * curl_multi_socket_action returns, never inside its callbacks.
+ * curl_multi_socket_action returns, never inside its callbacks, and after
+ * check_done: a transfer that ended in the same call is gone from the list
+ * (libcurl frees the buffer when a transfer is done).
  */
 static void trim_uploads(air__transport *t) {
   while (t->trims != NULL) {
