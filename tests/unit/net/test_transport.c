@@ -5,7 +5,8 @@
  * without the loop spinning on it, and the next transfer reconnects; a
  * reused handle sends each transfer's own header lines (it keeps the last
  * list and reuses it only when the lines are the same), and a small body
- * goes without "Expect: 100-continue".
+ * goes without "Expect: 100-continue"; each transfer goes to its own URL
+ * whether the transport kept it parsed or not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -179,9 +180,10 @@ static void run_until(fixture *f, const bool *flag, uint64_t ms) {
   while (!*flag && uv_hrtime() < end) uv_run(&f->loop, UV_RUN_ONCE);
 }
 
-static void post_with(fixture *f, result *r, const char *const *headers) {
-  char url[64];
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", f->port);
+static void post_to(fixture *f, result *r, const char *path,
+                    const char *const *headers) {
+  char url[96];
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", f->port, path);
   static const char body[] = "{\"a\":1}";
   air__xfer_req req = {.url = url, .body = body, .body_len = sizeof(body) - 1,
                        .headers = headers};
@@ -196,6 +198,10 @@ static void post_with(fixture *f, result *r, const char *const *headers) {
   assert_int_equal(r->status, 200);
   assert_int_equal(r->n, 2);
   assert_memory_equal(r->body, "ok", 2);
+}
+
+static void post_with(fixture *f, result *r, const char *const *headers) {
+  post_to(f, r, "/x", headers);
 }
 
 static void post(fixture *f, result *r) { post_with(f, r, NULL); }
@@ -270,6 +276,26 @@ static void test_reused_handle_headers(void **state) {
   assert_int_equal(f->accepted, 1);  /* one connection, handles reused */
 }
 
+/* Parsed URLs are kept per transport (up to a bound, then given as text):
+ * each transfer on a reused handle goes to its own URL, in either case. */
+static void test_reused_handle_urls(void **state) {
+  fixture *f = *state;
+  result r;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 24; i++) {  /* more than the transport keeps */
+      char path[32], want[64];
+      snprintf(path, sizeof(path), "/v1/p%d?q=%d", i, i % 3);
+      post_to(f, &r, path, NULL);
+      snprintf(want, sizeof(want), "POST %s HTTP/1.1\r\n", path);
+      assert_memory_equal(f->last_head, want, strlen(want));
+    }
+  }
+  /* Dot segments are resolved, as libcurl does for a URL given as text. */
+  post_to(f, &r, "/a/../b", NULL);
+  assert_memory_equal(f->last_head, "POST /b HTTP/1.1\r\n", 18);
+  assert_int_equal(f->accepted, 1);
+}
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
@@ -277,6 +303,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pooled_connection_closed_by_peer, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_reused_handle_headers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reused_handle_urls, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();
