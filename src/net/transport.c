@@ -91,7 +91,6 @@ struct air__xfer {
   bool trim_queued;   /* on t->trims */
   air__xfer *trim_next;
   int status;
-  char errbuf[CURL_ERROR_SIZE];
 };
 
 static void check_done(air__transport *t);
@@ -685,7 +684,6 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    (long)(r->connect_ms ? r->connect_ms : 5000));
   if (curl_multi_add_handle(t->multi, e) != CURLM_OK) {
