@@ -55,6 +55,7 @@ check: deps checksrc lint build build-asan
 test: check
 
 bench: build
+	@scripts/deps.sh bench
 	@scripts/bench.sh $(BUILD)
 
 # Soak under faults: 11,000 requests through the gateway in front of a

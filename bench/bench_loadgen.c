@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CONNS 4096
+#define MAX_CONNS 16384
 #define MAX_PIDS 4
 #define MAX_SECONDS 120
 #define MAX_SAMPLES 4000000u      /* latency samples kept per run */
@@ -101,6 +101,7 @@ typedef struct opts {
   bool ready_ttfc;
   const char *ready_url;
   const char *ready_match;
+  long ready_min; /* with --ready-url: not ready on a stable count below it */
   double hold_timeout_s;
 } opts;
 
@@ -127,7 +128,7 @@ static const char usage[] =
     "L]\n"
     "       bench_loadgen --url URL --model NAME --hold N [--pid PID]\n"
     "         (--ready-ttfc | --ready-url URL --ready-match STRING)\n"
-    "         [--hold-timeout SECONDS]\n"
+    "         [--ready-min N] [--hold-timeout SECONDS]\n"
     "Closed-loop keep-alive load; prints one key=value line: req/s, latency\n"
     "and time-to-first-content percentiles (us), CPU us per request of each\n"
     "--pid; or, with --hold, the VmRSS growth of the first --pid per open\n"
@@ -239,9 +240,12 @@ static void build_request(run *r) {
                   o->model, o->stream ? ",\"stream\":true" : "");
   int n = snprintf(r->req, sizeof(r->req),
                    "POST %s HTTP/1.1\r\nHost: %s\r\n"
-                   "Content-Type: application/json\r\n%s"
+                   "Content-Type: application/json\r\n%s%s"
                    "Content-Length: %d\r\n\r\n%s",
                    o->path, o->host,
+                   /* As SDKs do; nginx, as a fixed upstream in
+                    * bench/vs_nginx.sh, answers by it. */
+                   o->stream ? "Accept: text/event-stream\r\n" : "",
                    o->anthropic ? "x-api-key: bench\r\nanthropic-version: "
                                   "2023-06-01\r\n"
                                 : "Authorization: Bearer bench\r\n",
@@ -585,7 +589,7 @@ static int do_hold(run *r) {
       seen = count_in_get(o->ready_url, o->ready_match);
       stable = seen > 0 && seen == last ? stable + 1 : 0;
       last = seen;
-      ready = seen >= o->hold || stable >= 5;
+      ready = seen >= o->hold || (stable >= 5 && seen >= o->ready_min);
     }
   }
   uint64_t t_ready = now_ns();
@@ -728,6 +732,8 @@ int main(int argc, char **argv) {
         o.ready_url = v;
       } else if (strcmp(a, "--ready-match") == 0) {
         o.ready_match = v;
+      } else if (strcmp(a, "--ready-min") == 0) {
+        o.ready_min = atol(v);
       } else if (strcmp(a, "--hold-timeout") == 0) {
         o.hold_timeout_s = atof(v);
       } else {

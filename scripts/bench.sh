@@ -9,4 +9,6 @@ for b in "$build"/bench_*; do
   echo "-- $(basename "$b")"
   "$b"
 done
-"$(dirname "$0")/../bench/gateway.sh" "$build"  # gateway vs direct (docs/performance.md)
+# The gateway beside nginx (docs/performance.md, "Side by side with nginx");
+# bench/gateway.sh (translation, wrk, 1,000 held streams) runs on its own.
+"$(dirname "$0")/../bench/vs_nginx.sh" "$build"

@@ -2,6 +2,9 @@
 # Installs the Debian packages airetry needs to build and test, if any are missing.
 # Idempotent: does nothing when everything is present. As root it runs apt-get;
 # otherwise it prints the exact command to run and exits 1.
+#   scripts/deps.sh          what `make check` needs
+#   scripts/deps.sh bench    that plus what only `make bench` needs (nginx-light:
+#                            the reference upstream and plain proxy of bench/vs_nginx.sh)
 set -eu
 
 pkgs=(
@@ -13,6 +16,7 @@ pkgs=(
 # tests/e2e needs node (20+) and npm: Debian's only where none is installed
 # (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+[ "${1:-}" = bench ] && pkgs+=(nginx-light)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -32,4 +36,12 @@ fi
 echo "airetry: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
+# Packages are installed, never started: the bench starts its own nginx on
+# ephemeral ports, so policy-rc.d (honoured by invoke-rc.d in maintainer
+# scripts) refuses service starts for the install when none is in place.
+prc=/usr/sbin/policy-rc.d
+if [ ! -e "$prc" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$prc" && chmod 755 "$prc"
+  trap 'rm -f "$prc"' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -195,6 +195,20 @@ static int add_member(air__buf *out, bool *first, const char *key, size_t kn,
   return rc;
 }
 
+/* A member of the parsed text whose key token is k: its key is copied as
+ * written (quotes included; the tokenizer validated it), not re-escaped. */
+static int add_raw_member(air__buf *out, bool *first, const air__json *j, int k,
+                          const char *v, size_t vn) {
+  int rc = *first ? 0 : air__buf_addc(out, ',');
+  *first = false;
+  const char *key = j->js + j->tok[k].start - 1;
+  size_t kn = (size_t)(j->tok[k].end - j->tok[k].start) + 2;
+  if (rc == 0) rc = air__buf_add(out, key, kn);
+  if (rc == 0) rc = air__buf_addc(out, ':');
+  if (rc == 0) rc = air__buf_add(out, v, vn);
+  return rc;
+}
+
 /* stream_options with include_usage true, keeping its other members. */
 static int add_stream_options(air__buf *out, const air__json *j, int so) {
   int rc = air__buf_addc(out, '{');
@@ -205,8 +219,7 @@ static int add_stream_options(air__buf *out, const air__json *j, int so) {
       const char *v;
       size_t vn;
       raw_value(j, k + 1, &v, &vn);
-      rc = add_member(out, &first, j->js + j->tok[k].start,
-                      (size_t)(j->tok[k].end - j->tok[k].start), v, vn);
+      rc = add_raw_member(out, &first, j, k, v, vn);
     }
   }
   if (rc == 0) rc = add_member(out, &first, "include_usage", 13, "true", 4);
@@ -228,8 +241,6 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
   size_t start = out->n;
   rc = air__buf_addc(out, '{');
   for (int k = 1, m = 0; rc == 0 && m < j.tok[0].size; m++, k = j.tok[k + 1].next) {
-    const char *key = j.js + j.tok[k].start;
-    size_t kn = (size_t)(j.tok[k].end - j.tok[k].start);
     const air__patch *p = NULL;
     for (size_t s = 0; s < n_set && p == NULL; s++)
       if (air__json_eq(&j, k, set[s].key)) {
@@ -240,13 +251,13 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
     size_t vn;
     raw_value(&j, k + 1, &v, &vn);
     if (p != NULL && p->how == AIR__PATCH_STREAM_OPTIONS) {
-      rc = add_member(out, &first, key, kn, "", 0);
+      rc = add_raw_member(out, &first, &j, k, "", 0);
       if (rc == 0) rc = add_stream_options(out, &j, k + 1);
     } else if (p != NULL &&
                (p->how == AIR__PATCH_SET || is_type(&j, k + 1, AIR__JSON_NULL))) {
-      rc = add_member(out, &first, key, kn, p->value, strlen(p->value));
+      rc = add_raw_member(out, &first, &j, k, p->value, strlen(p->value));
     } else {
-      rc = add_member(out, &first, key, kn, v, vn);
+      rc = add_raw_member(out, &first, &j, k, v, vn);
     }
   }
   for (size_t s = 0; rc == 0 && s < n_set; s++) {

@@ -79,22 +79,38 @@ static const char *reason_phrase(int status) {
   }
 }
 
-/* RFC 9110 tchar. */
+/* RFC 9110 tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~ (one look-up a byte). */
+static const unsigned char tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+    ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
+    ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+    ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+    ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+    ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
+
 static bool is_token(const char *p, size_t n) {
   if (n == 0) return false;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)p[i];
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-        (c >= '0' && c <= '9'))
-      continue;
-    if (c == 0 || strchr("!#$%&'*+-.^_`|~", c) == NULL) return false;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (!tchar[(unsigned char)p[i]]) return false;
   return true;
 }
 
+/* No CR, LF or NUL (one comparison for the bytes above CR). */
 static bool is_value(const char *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] == '\r' || p[i] == '\n' || p[i] == '\0') return false;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c <= '\r' && (c == '\r' || c == '\n' || c == '\0')) return false;
+  }
   return true;
 }
 
@@ -123,9 +139,10 @@ static int build_head(air__http_conn *c, air__buf *b, int status,
   if (!rc) rc = air__buf_adds(b, reason_phrase(status));
   if (!rc) rc = air__buf_add(b, "\r\n", 2);
   for (size_t i = 0; i < nf && !rc; i++) {
-    if (name_is(f[i].name, f[i].name_n, "content-length") ||
-        name_is(f[i].name, f[i].name_n, "transfer-encoding") ||
-        name_is(f[i].name, f[i].name_n, "connection"))
+    size_t nn = f[i].name_n; /* the names airetry frames itself */
+    if ((nn == 14 && name_is(f[i].name, nn, "content-length")) ||
+        (nn == 17 && name_is(f[i].name, nn, "transfer-encoding")) ||
+        (nn == 10 && name_is(f[i].name, nn, "connection")))
       continue;
     rc = air__buf_add(b, f[i].name, f[i].name_n);
     if (!rc) rc = air__buf_add(b, ": ", 2);

@@ -18,6 +18,17 @@
 #define MAX_RESPONSE_HEAD AIR__MAX_RESPONSE_HEAD_BYTES
 #define MAX_HEADERS 128
 #define IDLE_HANDLES 64  /* easy handles kept for reuse, per transport */
+#define URL_CACHE 16     /* parsed upstream URLs kept, per transport */
+/* libcurl (7.88) asks for "Expect: 100-continue" only for request bodies
+ * over 1 MiB (EXPECT_100_THRESHOLD); only those need "Expect:" to turn
+ * it off. */
+#define EXPECT_THRESHOLD (1024u * 1024u)
+
+/* An easy handle kept for reuse, with the header list it was last given. */
+typedef struct idle_handle {
+  CURL *easy;
+  struct curl_slist *headers;
+} idle_handle;
 
 typedef struct poll_ctx poll_ctx;
 
@@ -31,9 +42,17 @@ struct air__transport {
   poll_ctx **byfd;     /* the poll_ctx of each socket curl uses, by fd */
   size_t nbyfd;
   air__xfer *xfers;    /* transfers in flight */
-  CURL *idle[IDLE_HANDLES];  /* reset easy handles kept for reuse */
+  air__xfer *trims;    /* transfers whose response head just arrived */
+  idle_handle idle[IDLE_HANDLES];  /* easy handles kept for reuse */
   unsigned n_idle;
   char noproxy[512];
+  /* POST URLs parsed once (CURLOPT_CURLU): one per target's endpoint;
+   * URLs beyond URL_CACHE are given to libcurl as text, as before. */
+  struct {
+    char *url;
+    CURLU *u;
+  } urls[URL_CACHE];
+  unsigned n_urls;
 };
 
 /*
@@ -69,12 +88,14 @@ struct air__xfer {
   bool paused;
   bool aborted;       /* on_body asked to stop */
   bool clean;         /* completed normally: the handle may be reused */
+  bool trim_queued;   /* on t->trims */
+  air__xfer *trim_next;
   int status;
-  char errbuf[CURL_ERROR_SIZE];
 };
 
 static void check_done(air__transport *t);
 static void on_handle_closed(uv_handle_t *h);
+static void trim_uploads(air__transport *t);
 
 static poll_ctx *fd_get(const air__transport *t, curl_socket_t s) {
   return s >= 0 && (size_t)s < t->nbyfd ? t->byfd[s] : NULL;
@@ -137,6 +158,7 @@ static void on_poll(uv_poll_t *p, int status, int events) {
   int running = 0;
   curl_multi_socket_action(t->multi, pc->fd, flags, &running);
   check_done(t);
+  trim_uploads(t); /* after: a transfer that just ended needs none */
 }
 
 /* Watches events on pc's socket, touching epoll only when they change. */
@@ -233,6 +255,7 @@ static void on_timer(uv_timer_t *h) {
   int running = 0;
   curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
   check_done(t);
+  trim_uploads(t); /* after: a transfer that just ended needs none */
 }
 
 static int on_curl_timer(CURLM *multi, long ms, void *userp) {
@@ -283,6 +306,11 @@ int air__transport_new(uv_loop_t *loop, const air__transport_opts *o,
 
 static void xfer_free(air__xfer *x) {
   air__transport *t = x->t;
+  if (x->trim_queued) {
+    air__xfer **pp = &t->trims;
+    while (*pp != x) pp = &(*pp)->trim_next;
+    *pp = x->trim_next;
+  }
   if (x->prev) x->prev->next = x->next; else t->xfers = x->next;
   if (x->next) x->next->prev = x->prev;
   curl_multi_remove_handle(t->multi, x->easy);
@@ -291,11 +319,15 @@ static void xfer_free(air__xfer *x) {
    * transfers that completed normally are kept: no pause or abort state
    * can reach the next one. */
   if (x->clean && t->n_idle < IDLE_HANDLES && !t->closing) {
-    t->idle[t->n_idle++] = x->easy;
+    /* The handle still points at its header list: both are kept, so the
+     * next transfer with the same headers sets neither (most do: one
+     * route's attempts send the same lines). */
+    t->idle[t->n_idle].easy = x->easy;
+    t->idle[t->n_idle++].headers = x->headers;
   } else {
     curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->headers);
   }
-  curl_slist_free_all(x->headers);
   air__buf_cleanup(&x->head);
   free(x);
 }
@@ -308,9 +340,18 @@ void air__transport_free(air__transport *t) {
    * analyzer does not know x->t == t).
    * NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
   while (t->xfers != NULL) xfer_free(t->xfers);
-  while (t->n_idle > 0) curl_easy_cleanup(t->idle[--t->n_idle]);
+  while (t->n_idle > 0) {
+    idle_handle *h = &t->idle[--t->n_idle];
+    curl_easy_cleanup(h->easy);
+    curl_slist_free_all(h->headers);
+  }
   curl_multi_cleanup(t->multi);
   t->multi = NULL;
+  for (unsigned i = 0; i < t->n_urls; i++) {
+    free(t->urls[i].url);
+    curl_url_cleanup(t->urls[i].u);
+  }
+  t->n_urls = 0;
   /* Every poll_ctx on the list has a handle, which drop_ctx unlinks and
    * closes (freed later by its close callback, not here).
    * NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
@@ -363,6 +404,11 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userp) {
     long code = 0;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
     x->status = (int)code;
+    if (code >= 200 && x->body_len > 0 && !x->trim_queued) {
+      x->trim_queued = true;
+      x->trim_next = x->t->trims;
+      x->t->trims = x;
+    }
     if (code >= 200) deliver_head(x);
     return n;
   }
@@ -400,6 +446,30 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *userp) {
   if (n > 0) memcpy(buf, x->body + x->body_off, n);
   x->body_off += n;
   return n;
+}
+
+/*
+ * libcurl keeps a transfer's upload buffer (CURLOPT_UPLOAD_BUFFERSIZE, at
+ * least 16 KiB, touched as far as the body went) until the transfer ends:
+ * for a stream held open for minutes that is a page or more per stream
+ * for a body sent long ago. Once the final response head has arrived and
+ * every body byte is counted as sent, nothing can need it (libcurl re-sends
+ * a request only when nothing was received), and setting the option frees
+ * it (libcurl: "force a realloc next opportunity"). Done after
+ * curl_multi_socket_action returns, never inside its callbacks, and after
+ * check_done: a transfer that ended in the same call is gone from the list
+ * (libcurl frees the buffer when a transfer is done).
+ */
+static void trim_uploads(air__transport *t) {
+  while (t->trims != NULL) {
+    air__xfer *x = t->trims;
+    t->trims = x->trim_next;
+    x->trim_queued = false;
+    curl_off_t sent = 0;
+    if (curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &sent) == CURLE_OK &&
+        sent == (curl_off_t)x->body_len)
+      curl_easy_setopt(x->easy, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+  }
 }
 
 /* Hands finished transfers to their owners. */
@@ -496,6 +566,66 @@ static void setup_handle(air__transport *t, CURL *e) {
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 }
 
+/*
+ * The parsed form of url, parsed on first use and kept until t goes (a
+ * handle may point at it: libcurl copies it when a transfer starts). Asking
+ * libcurl for the text form makes it parse the URL, normalise it and print
+ * it back for every transfer (~13k instructions, more than a tenth of a
+ * proxied request). NULL: the caller gives the text (the cache is full, no
+ * memory, or a URL this parser refuses without libcurl's scheme guessing:
+ * the transfer then reports it as before).
+ */
+static CURLU *url_of(air__transport *t, const char *url) {
+  for (unsigned i = 0; i < t->n_urls; i++)
+    if (strcmp(t->urls[i].url, url) == 0) return t->urls[i].u;
+  if (t->n_urls == URL_CACHE) return NULL;
+  CURLU *u = curl_url();
+  char *copy = strdup(url);
+  if (u == NULL || copy == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+    curl_url_cleanup(u);
+    free(copy);
+    return NULL;
+  }
+  t->urls[t->n_urls].url = copy;
+  t->urls[t->n_urls++].u = u;
+  return u;
+}
+
+/* Whether list holds exactly the lines of r (and "Expect:" when expect). */
+static bool same_headers(const struct curl_slist *list, const air__xfer_req *r,
+                         bool expect) {
+  for (const char *const *h = r->headers; h && *h; h++, list = list->next)
+    if (list == NULL || strcmp(list->data, *h) != 0) return false;
+  if (expect) {
+    if (list == NULL || strcmp(list->data, "Expect:") != 0) return false;
+    list = list->next;
+  }
+  return list == NULL;
+}
+
+/* The header list of r; NULL when it has none, or on ENOMEM (*rc). */
+static struct curl_slist *header_list(const air__xfer_req *r, bool expect,
+                                      int *rc) {
+  struct curl_slist *list = NULL;
+  *rc = 0;
+  for (const char *const *h = r->headers; h && *h; h++) {
+    struct curl_slist *l = curl_slist_append(list, *h);
+    if (l == NULL) goto fail;
+    list = l;
+  }
+  /* Never "Expect: 100-continue": it costs a round trip per request. */
+  if (expect) {
+    struct curl_slist *l = curl_slist_append(list, "Expect:");
+    if (l == NULL) goto fail;
+    list = l;
+  }
+  return list;
+fail:
+  curl_slist_free_all(list);
+  *rc = AIR_ENOMEM;
+  return NULL;
+}
+
 int air__xfer_start(air__transport *t, const air__xfer_req *r,
                     const air__xfer_cb *cb, air__xfer **out) {
   if (t == NULL || t->multi == NULL || r == NULL || r->url == NULL)
@@ -505,41 +635,57 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
   x->t = t;
   x->cb = *cb;
   air__buf_init(&x->head, MAX_RESPONSE_HEAD);
+  x->body = r->body ? r->body : "";
+  x->body_len = r->body ? r->body_len : 0;
+  bool expect = x->body_len > EXPECT_THRESHOLD;
   bool fresh = t->n_idle == 0;
-  x->easy = fresh ? curl_easy_init() : t->idle[--t->n_idle];
+  struct curl_slist *old = NULL;
+  if (fresh) {
+    x->easy = curl_easy_init();
+  } else {
+    x->easy = t->idle[--t->n_idle].easy;
+    old = t->idle[t->n_idle].headers;
+  }
   if (x->easy == NULL) {
     free(x);
     return AIR_ENOMEM;
   }
-  for (const char *const *h = r->headers; h && *h; h++) {
-    struct curl_slist *l = curl_slist_append(x->headers, *h);
-    if (l == NULL) {
-      curl_easy_cleanup(x->easy);
-      curl_slist_free_all(x->headers);
-      free(x);
-      return AIR_ENOMEM;
-    }
-    x->headers = l;
-  }
   CURL *e = x->easy;
+  bool set_headers = fresh || !same_headers(old, r, expect);
+  if (set_headers) {
+    int rc = 0;
+    x->headers = header_list(r, expect, &rc);
+    if (rc != 0) {
+      curl_easy_cleanup(e);
+      curl_slist_free_all(old);
+      free(x);
+      return rc;
+    }
+    /* Set before the old list goes: the handle never points at freed
+     * lines. */
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+    curl_slist_free_all(old);
+  } else {
+    x->headers = old;  /* the handle points at it already */
+  }
   if (fresh) setup_handle(t, e);
-  curl_easy_setopt(e, CURLOPT_URL, r->url);
+  /* GET URLs (a stored response by id) are one-offs: never kept. */
+  CURLU *u = r->get ? NULL : url_of(t, r->url);
+  if (u != NULL) {
+    curl_easy_setopt(e, CURLOPT_CURLU, u);
+  } else {
+    curl_easy_setopt(e, CURLOPT_CURLU, NULL);
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
+  }
   /* Per transfer: an idle handle may have served the other method. */
   curl_easy_setopt(e, r->get ? CURLOPT_HTTPGET : CURLOPT_POST, 1L);
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-  x->body = r->body ? r->body : "";
-  x->body_len = r->body ? r->body_len : 0;
   curl_easy_setopt(e, CURLOPT_READDATA, x);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    (long)(r->connect_ms ? r->connect_ms : 5000));
-  /* Never "Expect: 100-continue": it costs a round trip per request. */
-  struct curl_slist *l = curl_slist_append(x->headers, "Expect:");
-  if (l != NULL) x->headers = l;
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
   if (curl_multi_add_handle(t->multi, e) != CURLM_OK) {
     curl_easy_cleanup(e);
     curl_slist_free_all(x->headers);

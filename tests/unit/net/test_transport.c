@@ -2,7 +2,11 @@
  * The transport's socket handling against a tiny keep-alive HTTP server on
  * the same loop (127.0.0.1, ephemeral port): a pooled connection is reused
  * by the next transfer, a pooled connection the server closes is noticed
- * without the loop spinning on it, and the next transfer reconnects.
+ * without the loop spinning on it, and the next transfer reconnects; a
+ * reused handle sends each transfer's own header lines (it keeps the last
+ * list and reuses it only when the lines are the same), and a small body
+ * goes without "Expect: 100-continue"; each transfer goes to its own URL
+ * whether the transport kept it parsed or not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +38,7 @@ typedef struct fixture {
   srv_conn conns[MAX_CONNS];
   unsigned accepted;
   unsigned answered;
+  char last_head[2048];   /* the head of the last request answered */
   uv_prepare_t turns;     /* counts loop iterations */
   unsigned long n_turns;
   air__transport *t;
@@ -77,6 +82,10 @@ static void on_srv_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
   size_t body = cl && cl < end ? strtoul(cl + 16, NULL, 10) : 0;
   size_t need = (size_t)(end + 4 - c->buf) + body;
   if (c->n < need) return;
+  size_t hn = (size_t)(end + 4 - c->buf);
+  if (hn >= sizeof(f->last_head)) hn = sizeof(f->last_head) - 1;
+  memcpy(f->last_head, c->buf, hn);
+  f->last_head[hn] = '\0';
   memmove(c->buf, c->buf + need, c->n - need);
   c->n -= need;
   static char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -171,11 +180,13 @@ static void run_until(fixture *f, const bool *flag, uint64_t ms) {
   while (!*flag && uv_hrtime() < end) uv_run(&f->loop, UV_RUN_ONCE);
 }
 
-static void post(fixture *f, result *r) {
-  char url[64];
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", f->port);
+static void post_to(fixture *f, result *r, const char *path,
+                    const char *const *headers) {
+  char url[96];
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", f->port, path);
   static const char body[] = "{\"a\":1}";
-  air__xfer_req req = {.url = url, .body = body, .body_len = sizeof(body) - 1};
+  air__xfer_req req = {.url = url, .body = body, .body_len = sizeof(body) - 1,
+                       .headers = headers};
   air__xfer_cb cb = {.on_head = on_head, .on_body = on_body, .on_done = on_done,
                      .data = r};
   air__xfer *x = NULL;
@@ -188,6 +199,12 @@ static void post(fixture *f, result *r) {
   assert_int_equal(r->n, 2);
   assert_memory_equal(r->body, "ok", 2);
 }
+
+static void post_with(fixture *f, result *r, const char *const *headers) {
+  post_to(f, r, "/x", headers);
+}
+
+static void post(fixture *f, result *r) { post_with(f, r, NULL); }
 
 static void on_idle_timer(uv_timer_t *h) { *(bool *)h->data = true; }
 
@@ -230,12 +247,63 @@ static void test_pooled_connection_closed_by_peer(void **state) {
   assert_int_equal(f->accepted, 2);
 }
 
+/* Each transfer on a reused handle sends its own lines, the same list
+ * twice or a different one; none sends Expect for a small body. */
+static void test_reused_handle_headers(void **state) {
+  fixture *f = *state;
+  result r;
+  static const char *const a[] = {"Content-Type: application/json",
+                                  "Authorization: Bearer key-a", NULL};
+  static const char *const b[] = {"Content-Type: application/json",
+                                  "X-Other: b", NULL};
+  static const char *const a2[] = {"Content-Type: application/json",
+                                   "Authorization: Bearer key-a2", NULL};
+  const char *const *seq[] = {a, a, b, NULL, a2, a2, a};
+  const char *want[] = {"key-a\r\n", "key-a\r\n", "X-Other: b\r\n", NULL,
+                        "key-a2\r\n", "key-a2\r\n", "key-a\r\n"};
+  for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+    post_with(f, &r, seq[i]);
+    assert_int_equal(f->answered, i + 1);
+    assert_null(strstr(f->last_head, "Expect"));
+    assert_null(strstr(f->last_head, "expect"));
+    if (want[i] != NULL) assert_non_null(strstr(f->last_head, want[i]));
+    bool has_auth = strstr(f->last_head, "Authorization:") != NULL;
+    bool has_other = strstr(f->last_head, "X-Other:") != NULL;
+    assert_int_equal(has_auth, seq[i] == a || seq[i] == a2);
+    assert_int_equal(has_other, seq[i] == b);
+    assert_int_equal(strstr(f->last_head, "application/json") != NULL, seq[i] != NULL);
+  }
+  assert_int_equal(f->accepted, 1);  /* one connection, handles reused */
+}
+
+/* Parsed URLs are kept per transport (up to a bound, then given as text):
+ * each transfer on a reused handle goes to its own URL, in either case. */
+static void test_reused_handle_urls(void **state) {
+  fixture *f = *state;
+  result r;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 24; i++) {  /* more than the transport keeps */
+      char path[32], want[64];
+      snprintf(path, sizeof(path), "/v1/p%d?q=%d", i, i % 3);
+      post_to(f, &r, path, NULL);
+      snprintf(want, sizeof(want), "POST %s HTTP/1.1\r\n", path);
+      assert_memory_equal(f->last_head, want, strlen(want));
+    }
+  }
+  /* Dot segments are resolved, as libcurl does for a URL given as text. */
+  post_to(f, &r, "/a/../b", NULL);
+  assert_memory_equal(f->last_head, "POST /b HTTP/1.1\r\n", 18);
+  assert_int_equal(f->accepted, 1);
+}
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_keepalive_reused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pooled_connection_closed_by_peer, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_reused_handle_headers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reused_handle_urls, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();
