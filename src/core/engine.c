@@ -87,6 +87,7 @@ struct air_run {
   air__arena arena;
   air__run_expressible_fn expressible; /* NULL: every target can */
   void *expressible_data;
+  unsigned cont_flags; /* AIR_CONTF_* */
 };
 
 const air__policy *air__run_policy(const air_run *run) {
@@ -882,4 +883,23 @@ size_t air_run_attempt_count(const air_run *run) {
 const air_attempt *air_run_attempt(const air_run *run, size_t i) {
   if (run == NULL || i >= run->n_log) return NULL;
   return &run->log[i];
+}
+
+/* ---- continuation (DESIGN.md 3.5) -------------------------------------- */
+
+int air_run_limit_continuation(air_run *run, unsigned flags) {
+  if (run == NULL) return AIR_EINVAL;
+  run->cont_flags |= flags;
+  return 0;
+}
+
+int air_run_prefill_rejected(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                             air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  air_failure f;
+  memset(&f, 0, sizeof(f));
+  f.reason = AIR_REASON_BAD_REQUEST;
+  f.status = 400;
+  f.message = "the target rejected the assistant prefill";
+  return air_run_fail(run, attempt_id, &f, now_ms, 0, act);
 }
