@@ -297,6 +297,14 @@ typedef enum air_action_kind {
                         dropped while others run; a hedge not possible) */
 } air_action_kind;
 
+typedef enum air_cont_style {
+  AIR_CONT_NONE = 0,      /* not continued on this target */
+  AIR_CONT_PREFILL,       /* conversation ends with the assistant message (Anthropic) */
+  AIR_CONT_VLLM,          /* continue_final_message: true, add_generation_prompt: false */
+  AIR_CONT_PREFIX_FLAG,   /* prefix: true on the assistant message (DeepSeek, Mistral) */
+  AIR_CONT_INSTRUCT       /* a fixed user message after it asks to continue */
+} air_cont_style;
+
 /* air_action.flags */
 #define AIR_ACTF_HEDGE 1u /* ATTEMPT: a hedge racer, beside the others */
 
