@@ -111,9 +111,15 @@ typedef struct air__hedge_cfg {
  * continuation: (DESIGN.md 3.5): after commit, a recoverable failure asks
  * another attempt for the rest of the answer. On routes and defaults.
  */
+typedef enum air__cont_targets {
+  AIR__CONT_SAME_MODEL = 0, /* only targets with the same model name */
+  AIR__CONT_ANY             /* every target of the route */
+} air__cont_targets;
+
 typedef struct air__continuation {
   bool enabled;            /* default false; the map without `enabled` turns it on */
   bool any_target;         /* targets: any (default same_model) */
+  air__cont_targets targets; /* as read; any_target is resolved from it */
   bool instruct;           /* a rejected prefill is asked again with instruct */
   uint32_t max;            /* continuations per request (default 2) */
   uint64_t max_gap_ms;     /* the whole rescue, waits included; default the
@@ -268,6 +274,10 @@ struct air_config {
   air__telemetry_file telemetry;
   air__otel otel;
 };
+
+/* The continuation style an API gets when none is configured (DESIGN.md
+ * 3.5): anthropic PREFILL, openai and openai_responses NONE. Pure. */
+air_cont_style air__cont_style_by_api(air_dialect api);
 
 /* The route named name (n bytes), or NULL. */
 const air__route *air__config_route(const air_config *cfg, const char *name,

@@ -29,7 +29,9 @@
  * space plus every byte up to the end of the last character of the
  * overlap; when that last character is a (collapsed) white space run, the
  * whole run is dropped, also the part of it that arrives in later feeds
- * (sent already ended with white space). Nothing else is ever changed: the
+ * (sent already ended with white space); sent's trailing white space
+ * need not be repeated (a continuation "castle.X" after "castle. " drops
+ * "castle." and passes "X"). Nothing else is ever changed: the
  * bytes passed on are exactly the continuation's bytes after that point.
  * When nothing is dropped the continuation passes whole, leading white
  * space included.
@@ -80,29 +82,30 @@ typedef struct air__seam {
    * found from it when needed. */
   char *norm;
   size_t norm_n;
-  size_t min_start; /* smallest tail start tracked besides 0 */
+  size_t min_start; /* tail starts tracked besides 0: min_start..max_start */
+  size_t max_start; /* (min_start > max_start: none) */
   /* pending candidates: starts t in norm whose text so far equals the
    * continuation's normalised text (owned array) */
   size_t *cand;
   size_t n_cand;
-  bool cand_ready;   /* candidates were filled (at the first character) */
-  size_t matched;    /* normalised bytes of the continuation so far */
-  bool lead;         /* still in the continuation's leading white space */
-  bool in_ws;        /* the last byte was white space */
+  bool cand_ready;       /* candidates were filled (at the first character) */
+  size_t matched;        /* normalised bytes of the continuation so far */
+  bool lead;             /* still in the continuation's leading white space */
+  bool in_ws;            /* the last byte was white space */
   bool restart_alive;    /* candidate 0 still matches */
   bool restart_diverged; /* candidate 0 died after RESTART_MIN characters */
   size_t restart_chars;  /* characters candidate 0 matched */
   size_t best;           /* held bytes to drop (SIZE_MAX: no overlap) */
   bool best_ws;          /* the overlap ended on a white space run */
   bool instruct;
-  int preamble;          /* 0 undecided, 1 none, 2 a preamble */
+  int preamble;                         /* 0 undecided, 1 none, 2 a preamble */
   char pre[AIR__SEAM_PREAMBLE_MAX + 1]; /* lower-cased normalised lead */
   size_t pre_n;
   bool pre_ws;
-  size_t sent_n;       /* raw length of sent */
-  air__buf held;       /* the continuation's bytes held while HOLD */
-  size_t scanned;      /* bytes of held already compared */
-  bool skip_ws;        /* OPEN: drop white space until another byte */
+  size_t sent_n;  /* raw length of sent */
+  air__buf held;  /* the continuation's bytes held while HOLD */
+  size_t scanned; /* bytes of held already compared */
+  bool skip_ws;   /* OPEN: drop white space until another byte */
 } air__seam;
 
 /*
