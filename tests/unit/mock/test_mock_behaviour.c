@@ -739,6 +739,7 @@ static void stream_bytes(const air__mock_answer *a, air_dialect api,
   air_part fin = {.kind = AIR_PART_FINISH, .finish = a->finish};
   assert_int_equal(ops->encode_part(&enc, &fin, out), 0);
   assert_int_equal(ops->encode_end(&enc, out), 0);
+  air__encoder_cleanup(&enc);
 }
 
 /* Decodes the stream bytes of a into g. */
@@ -1430,11 +1431,11 @@ static void continues(air__mock_answer *a, const air__mock_beh *b,
   air__buf t;
   air__buf_init(&t, 1u << 20);
   events_text(a, &t);
-  if (t.n != strlen(want) || memcmp(t.p, want, t.n) != 0)
+  if (t.n != strlen(want) || (t.n > 0 && memcmp(t.p, want, t.n) != 0))
     fprintf(stderr, "continuing '%s': got '%.*s', want '%s'\n", p ? p : "",
-            (int)t.n, t.p, want);
+            (int)t.n, t.n > 0 ? t.p : "", want);
   assert_int_equal(t.n, strlen(want));
-  assert_memory_equal(t.p, want, t.n);
+  if (t.n > 0) assert_memory_equal(t.p, want, t.n);
   air__buf_cleanup(&t);
 }
 
