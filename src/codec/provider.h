@@ -191,22 +191,39 @@ typedef struct air__aggregate {
    * Filled by air__aggregate_add_continued; earlier attempts' usage is
    * added with air__aggregate_add_usage. */
   air__buf continued;
+  uint64_t prior_input_tokens; /* earlier attempts' usage, added to every */
+  uint64_t prior_output_tokens; /* USAGE part's (air__aggregate_add_usage) */
+  bool keep_ident; /* a continuation was recorded: later START parts do not
+                      replace id and model (the first attempt's stay) */
 } air__aggregate;
 
 void air__aggregate_init(air__aggregate *a);
 void air__aggregate_cleanup(air__aggregate *a);
 /* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
 AIR__WUR int air__aggregate_add(air__aggregate *a, const air_part *p);
-/* Usage of an earlier attempt of this answer, added to the aggregate's
- * (saturating); has_usage becomes true. */
+/* Usage of an earlier attempt of this answer, given up for a continuation
+ * (as air__encoder_add_usage): the aggregate's usage is the sum of the
+ * added attempts and the last attempt's USAGE parts (saturating);
+ * has_usage becomes true. */
 void air__aggregate_add_usage(air__aggregate *a, uint64_t input_tokens,
                               uint64_t output_tokens);
 /* One continuation of the answer: target ("provider/model") took over at
- * character at_char of the text. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
+ * character at_char of the text (from then on a START part keeps the
+ * first attempt's id and model). Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
 AIR__WUR int air__aggregate_add_continued(air__aggregate *a, const char *target,
                                           uint64_t at_char);
 /* The most bytes of the "continued" list (aggregate and encoder). */
 #define AIR__CONTINUED_MAX_BYTES (64u * 1024u)
+/* The first "key": <unsigned integer> member in JSON text d (a byte scan,
+ * no parse: for a member whose name appears nowhere else in the text, as
+ * a stream event's "created" or "sequence_number"); false when absent. */
+bool air__scan_uint(const char *d, size_t n, const char *key, uint64_t *v);
+/* The event's type: the SSE event field, or else (an upstream that sends
+ * only data lines) the first "type" string member of its data, raw. */
+air__str air__event_type(const air__sse_event *ev);
+/* Appends ,"airetry":{"continued":[...]} when continued (the members'
+ * JSON text) is not empty; nothing otherwise. Returns 0 or a buf error. */
+AIR__WUR int air__continued_member(const air__buf *continued, air__buf *out);
 
 /* ---- encoding for the caller
  * ------------------------------------------------- */
@@ -254,8 +271,11 @@ typedef struct air__encoder {
  */
 void air__encoder_take_over(air__encoder *e);
 /* Usage of an earlier attempt of this answer, added to what the end
- * reports (saturating). encoder_observe never records usage: every earlier
- * attempt's usage comes through here. */
+ * reports (saturating). Called when that attempt is given up for a
+ * continuation, with its usage: what USAGE parts told the encoder so far
+ * (that attempt's) is forgotten, and the end reports the sum of every
+ * added attempt and the last attempt's USAGE parts. encoder_observe never
+ * records usage. */
 void air__encoder_add_usage(air__encoder *e, uint64_t input_tokens,
                             uint64_t output_tokens);
 /* The continuations so far: the end (final chunk / message_delta /
@@ -393,6 +413,18 @@ typedef struct air__provider_ops {
  */
 int air__request_build(const air__provider_ops *target, const air__request *req,
                        const air__build_opts *o, air__buf *out, air_error *err);
+
+/* req's canonical form, built on first use by the caller dialect's
+ * decode_request and kept on the request; NULL with *rc (and err) when it
+ * cannot be built. */
+const struct air__canon *air__request_canon(const air__request *req,
+                                            air_error *err, int *rc);
+/* 0, or AIR_ENOTSUP naming the first field of req that refers to state
+ * only the caller's provider keeps, when target is of another dialect or
+ * another provider (o->other_provider); drop_params does not drop it. */
+int air__request_stateful(const air__provider_ops *target,
+                          const air__request *req, const air__build_opts *o,
+                          air_error *err);
 
 /*
  * Whether target's dialect can express req, before anything is sent: 0,

@@ -344,6 +344,19 @@ static void add_ev(air__mock_ev *ev, size_t *n, air_part_kind kind, int index,
   (*n)++;
 }
 
+/* The text tokens [first, last) as events of kind (and the inserted
+ * event before token ins_at). */
+static void text_events(air__mock_answer *a, air_part_kind kind) {
+  for (size_t t = a->first; t <= a->last; t++) {
+    if (a->ins_len > 0 && t == a->ins_at)
+      add_ev(a->ev, &a->n_ev, kind, 0, a->ins_off, a->ins_len);
+    if (t == a->last) break;
+    size_t from = t == 0 ? 0 : a->ends[t - 1];
+    if (t == a->first && a->from_off > from) from = a->from_off;
+    add_ev(a->ev, &a->n_ev, kind, 0, from, a->ends[t] - from);
+  }
+}
+
 int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
                             air_dialect api) {
   uint32_t reasoning = (b->set & AIR__MOCK_K_REASONING) ? b->reasoning : 0;
@@ -371,6 +384,10 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
   a->finish = (b->set & AIR__MOCK_K_FINISH) ? b->finish : AIR_FINISH_STOP;
   if (rc != 0) return rc;
   if (tools > 0) {
+    /* tool_text: the answer's text first, as a model that says what it
+     * is about to do. */
+    if ((b->set & AIR__MOCK_K_TOOL_TEXT) && b->tool_text)
+      text_events(a, AIR_PART_TEXT);
     /* Call i: id call_mock_i / toolu_mock_i, arguments
      * {"location": "city-i", "days": i+1}, in TOOL_PIECES pieces. */
     size_t id_off[AIR__MOCK_MAX_TOOL_CALLS], id_len[AIR__MOCK_MAX_TOOL_CALLS];
@@ -423,15 +440,7 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
     a->finish = AIR_FINISH_REFUSAL;
     return 0;
   }
-  air_part_kind kind = native ? AIR_PART_REFUSAL : AIR_PART_TEXT;
-  for (size_t t = a->first; t <= a->last; t++) {
-    if (a->ins_len > 0 && t == a->ins_at)
-      add_ev(a->ev, &a->n_ev, kind, 0, a->ins_off, a->ins_len);
-    if (t == a->last) break;
-    size_t from = t == 0 ? 0 : a->ends[t - 1];
-    if (t == a->first && a->from_off > from) from = a->from_off;
-    add_ev(a->ev, &a->n_ev, kind, 0, from, a->ends[t] - from);
-  }
+  text_events(a, native ? AIR_PART_REFUSAL : AIR_PART_TEXT);
   return 0;
 }
 

@@ -82,6 +82,7 @@ static const key_desc keys[] = {
     {"tool_calls", AIR__MOCK_K_TOOL_CALLS, KT_TOOLS, OFF(tool_calls), SC_BEH,
      true},
     {"json", AIR__MOCK_K_JSON, KT_BOOL, OFF(json), SC_BEH, true},
+    {"tool_text", AIR__MOCK_K_TOOL_TEXT, KT_BOOL, OFF(tool_text), SC_BEH, true},
     {"reasoning", AIR__MOCK_K_REASONING, KT_TOKENS, OFF(reasoning), SC_BEH,
      true},
     {"tokens", AIR__MOCK_K_TOKENS, KT_TOKENS, OFF(tokens), SC_BEH, false},
@@ -902,6 +903,7 @@ typedef enum ctok {
   CT_REPEAT,
   CT_PREAMBLE,
   CT_DIVERGE,
+  CT_TOOLTEXT,
 } ctok;
 
 typedef struct conv_desc {
@@ -938,6 +940,7 @@ static const conv_desc conv[] = {
     {"repeat", true, CT_REPEAT},
     {"preamble", false, CT_PREAMBLE},
     {"diverge", false, CT_DIVERGE},
+    {"tooltext", false, CT_TOOLTEXT},
     {"k", true, CT_K},
     {"flap", true, CT_FLAP},
 };
@@ -1024,6 +1027,10 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     case CT_JSON:
       f->json = true;
       f->set |= AIR__MOCK_K_JSON;
+      break;
+    case CT_TOOLTEXT:
+      f->tool_text = true;
+      f->set |= AIR__MOCK_K_TOOL_TEXT;
       break;
     case CT_LENGTH:
     case CT_FILTER:

@@ -189,11 +189,12 @@ void air__mock_log_continuation(air__mock_entry *e, const char *style,
   free(e->instruct_message);
   e->instruct_message = NULL;
   if (message == NULL) return;
-  size_t n = fit(message->p ? message->p : "", message->n,
+  const char *text = message->p != NULL ? message->p : "";
+  size_t n = fit(text, message->p != NULL ? message->n : 0,
                  AIR__MOCK_MAX_LOG_INSTRUCT_BYTES);
   e->instruct_message = malloc(n + 1);
   if (e->instruct_message == NULL) return; /* logged as null */
-  if (n > 0) memcpy(e->instruct_message, message->p, n);
+  memcpy(e->instruct_message, text, n);
   e->instruct_message[n] = '\0';
 }
 

@@ -102,6 +102,7 @@ enum {
   AIR__MOCK_K_REASONING = 1u << 23,
   AIR__MOCK_K_CONTINUE_AS = 1u << 24,
   AIR__MOCK_K_REPEAT_CHARS = 1u << 25,
+  AIR__MOCK_K_TOOL_TEXT = 1u << 26,
 };
 
 /* continue_as (docs/mock.md "Continuation"): how a recognised continuation
@@ -138,6 +139,7 @@ typedef struct air__mock_beh {
   const air__mock_header *headers;
   size_t n_headers;
   bool reset, hang, no_done, reject_prefill;
+  bool tool_text; /* tool calls: the answer's text before them */
   uint64_t headers_delay_ms, first_delay_ms, delay_ms;
   uint32_t cut_after, stall_after, malformed_at, overload_after;
   uint32_t tokens;

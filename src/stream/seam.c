@@ -365,12 +365,16 @@ static air__seam_state decide(air__seam *s, air__buf *out) {
     s->message =
         "the continuation restarted the answer and then differed from it";
     return s->state;
+  } else if (s->norm_n > 0 && s->norm[s->norm_n - 1] == ' ') {
+    /* sent ended with white space (which a prefill may have trimmed):
+     * the continuation's leading white space would double it. */
+    s->skip_ws = true;
   }
   s->state = AIR__SEAM_OPEN;
   free(s->cand);
   s->cand = NULL;
   s->n_cand = 0;
-  release(s, s->held.p + drop, s->held.n - drop, out);
+  if (s->held.n > drop) release(s, s->held.p + drop, s->held.n - drop, out);
   air__buf_cleanup(&s->held);
   return s->state;
 }

@@ -34,7 +34,10 @@
  * "castle." and passes "X"). Nothing else is ever changed: the
  * bytes passed on are exactly the continuation's bytes after that point.
  * When nothing is dropped the continuation passes whole, leading white
- * space included.
+ * space included, unless sent ended with white space: then the
+ * continuation's leading white space is dropped (the caller already has a
+ * separator there; an Anthropic prefill is sent without it, as the API
+ * refuses trailing white space, and the model then starts with one).
  *
  * Holding: the seam holds the continuation's bytes (HOLD) while some tail
  * of sent could still match, i.e. at most as many normalised characters

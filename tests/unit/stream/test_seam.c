@@ -120,6 +120,11 @@ static void test_overlap_ending_on_white_space(void **st) {
   expect(sent, "princess who lived in a tall castle. \n\n  The end.", false,
          OPEN, "The end.");
   expect(sent, "a princess who lived in a tall castle.", false, OPEN, "");
+  /* No overlap after a sent ending with white space: the continuation's
+   * leading white space is dropped (never doubled). */
+  expect(sent, " She had a cat.", false, OPEN, "She had a cat.");
+  expect(sent, "\n\nShe", false, OPEN, "She");
+  expect(sent, "She", false, OPEN, "She");
   /* sent ends without: the continuation's white space is kept. */
   expect(tale, "princess who lived in a tall castle.\n\nThe end.", false, OPEN,
          "\n\nThe end.");
