@@ -477,7 +477,8 @@ static uint64_t utf8_chars(const char *p, size_t n) {
  * A released event of the committed attempt while it may still be
  * continued: its text is kept, its usage noted, and what forbids a
  * continuation is told: any tool call or refusal text (only text is
- * continued), reasoning once the text began, more text than
+ * continued), reasoning once the text began, the finish (the answer
+ * ended; a cut after it is no missing text), more text than
  * continuation.max_sent_bytes.
  */
 static void note_released(air__exchange *x, const air__gate_event *ev) {
@@ -498,6 +499,7 @@ static void note_released(air__exchange *x, const air__gate_event *ev) {
       case AIR_PART_TOOL_START:
       case AIR_PART_TOOL_DELTA:
       case AIR_PART_REFUSAL:
+      case AIR_PART_FINISH: /* the answer ended: nothing is left to continue */
         limit(x, AIR_CONTF_NEVER);
         break;
       case AIR_PART_USAGE:

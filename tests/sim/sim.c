@@ -365,14 +365,15 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     if (chance(r, 30))
       yadd(&b, "    breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 3),
            100 + upto(r, 5000));
-    if (chance(r, 50)) { /* DESIGN.md 3.5; else by api */
+    if (chance(r, 70)) { /* DESIGN.md 3.5; else by api */
       static const char *const styles[] = {"prefill", "vllm", "prefix_flag", "instruct",
-                                           "none"};
-      yadd(&b, "    continuation_style: %s\n", styles[upto(r, 5)]);
+                                           "prefill", "instruct", "none"};
+      yadd(&b, "    continuation_style: %s\n", styles[upto(r, 7)]);
     }
   }
   yadd(&b, "defaults:\n  breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 4),
        100 + upto(r, 8000));
+  if (chance(r, 30)) yadd(&b, "  continuation: {max: 2}\n");
   s->n_routes = 1 + (int)upto(r, MAX_ROUTES);
   yadd(&b, "routes:\n");
   for (int i = 0; i < s->n_routes; i++) {
@@ -400,7 +401,7 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     if (chance(r, 35)) /* hedging (DESIGN.md 3.6) */
       yadd(&b, "    hedge: {after_ms: %" PRIu64 ", max: %u%s}\n", pick_ms(r, 1, 1500),
            1 + upto(r, AIR__MAX_HEDGES), chance(r, 30) ? ", same_target: true" : "");
-    if (chance(r, 45)) { /* continuation (DESIGN.md 3.5) */
+    if (chance(r, 65)) { /* continuation (DESIGN.md 3.5) */
       yadd(&b, "    continuation: {enabled: true, targets: %s, instruct: %s, max: %u",
            chance(r, 60) ? "any" : "same_model", chance(r, 60) ? "true" : "false",
            1 + upto(r, 3));
@@ -1443,7 +1444,9 @@ static const script *continuation_script(sim_run_req *q, int k, const char *body
       break;
   }
   /* The seam collapses a white space run across it: then the bytes differ. */
-  if (pn > 0 && is_ws(P->p[pn - 1]) && ct->n > 0 && is_ws(ct->p[0])) exact = false;
+  if (pn > 0 && is_ws(P->p[pn - 1]) &&
+      ((ct->n > 0 && is_ws(ct->p[0])) || (rn > 0 && is_ws(rest[0]))))
+    exact = false;
   /* What the caller has if it joins: P and the answer's rest. */
   if (pn) keep(air__buf_add(&q->att_join[k], P->p, pn));
   if (c->mode == CM_PREAMBLE) keep(air__buf_adds(&q->att_join[k], PREAMBLE_TEXT));
