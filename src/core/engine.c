@@ -523,6 +523,8 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
     run->direct_target.provider = pidx;
     run->direct_target.timeouts = cfg->defaults.timeouts;
     run->direct_target.hedge = cfg->defaults.hedge;
+    run->direct_target.style = cfg->providers[pidx].continuation_style;
+    run->direct_target.style_set = cfg->providers[pidx].continuation_style_set;
     run->direct.name = name;
     run->direct.targets = &run->direct_target;
     run->direct.n_targets = 1;

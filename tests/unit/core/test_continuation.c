@@ -599,6 +599,28 @@ static void no_hedge_after_commit(void **s) {
   fx_end(&f);
 }
 
+/* A "provider/model" request runs under defaults: continued when they say
+ * so, in its provider's style. */
+static void direct_target_continues(void **s) {
+  (void)s;
+  fx f;
+  fx_start(&f, ROUTE("[a/m]", "") "defaults:\n"
+                                  "  continuation: {}\n"
+                                  "  rules:\n"
+                                  "    - on: timeout.chunk\n"
+                                  "      action: retry\n"
+                                  "      backoff: {base_ms: 0, max_ms: 0, "
+                                  "jitter: none}\n");
+  air_run_free(f.run);
+  f.run = NULL;
+  assert_int_equal(
+      air_run_new(f.cfg, f.st, "b/x", &f.rng, f.now, &f.run, &f.act), 0);
+  unsigned id = commit_now(&f);
+  fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
+  expect_continue(&f, 2, "b/x", AIR_CONT_PREFILL);
+  fx_end(&f);
+}
+
 /* A cancel in the middle of a rescue ends it like any other phase. */
 static void cancel_during_rescue(void **s) {
   (void)s;
@@ -631,6 +653,7 @@ int main(void) {
       cmocka_unit_test(breaker_interplay),
       cmocka_unit_test(no_hedge_after_commit),
       cmocka_unit_test(cancel_during_rescue),
+      cmocka_unit_test(direct_target_continues),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
