@@ -405,7 +405,9 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
       yadd(&b, "    continuation: {enabled: true, targets: %s, instruct: %s, max: %u",
            chance(r, 60) ? "any" : "same_model", chance(r, 60) ? "true" : "false",
            1 + upto(r, 3));
-      if (chance(r, 70)) yadd(&b, ", max_gap_ms: %" PRIu64, pick_ms(r, 100, 8000));
+      if (chance(r, 70))
+        yadd(&b, ", max_gap_ms: %" PRIu64,
+             chance(r, 70) ? pick_ms(r, 100, 8000) : pick_ms(r, 10000, 40000));
       if (chance(r, 15)) yadd(&b, ", max_sent_bytes: %u", 8 + upto(r, 200));
       yadd(&b, "}\n");
     }
@@ -1200,6 +1202,8 @@ struct sim_run_req {
   air__buf att_ctext[64];
   bool att_exact[64], att_must_fail[64], att_instruct[64];
   unsigned joined;           /* the number of the last continuation that joined */
+  uint64_t ka[16];           /* when keep-alives were sent (the first 16) */
+  unsigned n_ka;
   bool att_joined[64];
   int n_joined;
 };
@@ -1917,6 +1921,9 @@ static void q_continue(void *data, const air__continue_info *ci) {
 
 static void q_keepalive(void *data) {
   sim_run_req *q = data;
+  if (!q->committed) fail(q->w, "request %d: a keep-alive before commit", q->idx);
+  if (q->n_ka < 16) q->ka[q->n_ka] = q->w->now;
+  q->n_ka++;
   air__responder_keepalive(&q->rs);
   q_flush(q);
 }
@@ -1962,15 +1969,16 @@ static void q_end(void *data, const air__exchange_result *res) {
 
 /* What the checked requests ended as, over the process (sim_stats). */
 static unsigned long long st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err,
-    st_attempts, st_committed, st_hedges, st_lost, st_conts, st_joined, st_rejected;
+    st_attempts, st_committed, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka;
 
 void sim_stats(FILE *f) {
   fprintf(f,
           "sim: %llu requests: %llu streamed answers, %llu errors after commit, %llu whole "
           "answers, %llu error bodies; %llu committed; %llu attempts (%llu hedges, %llu "
-          "racers lost; %llu continuations, %llu joined, %llu prefills rejected)\n",
+          "racers lost; %llu continuations, %llu joined, %llu prefills rejected, %llu "
+          "keep-alives)\n",
           st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err, st_committed,
-          st_attempts, st_hedges, st_lost, st_conts, st_joined, st_rejected);
+          st_attempts, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka);
 }
 
 static bool same_text(const air__buf *a, const air__buf *b) {
@@ -2046,6 +2054,31 @@ static void check_request(sim_run_req *q) {
   for (size_t k = 0; k < q->n_log; k++) {
     const air_attempt *e = &q->log[k];
     if (e->skipped || e->n == 0 || e->n > 64) continue;
+    /* A rescue (the answering attempt failed, a continuation followed)
+     * that lasted 10 s or more: the caller got a keep-alive 10 s after the
+     * failure (DESIGN.md 3.5). It lasted at least until the start of the
+     * continuation that joined, or else until the request ended. */
+    if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) {
+      uint64_t failed_at = e->start_ms + e->ms, until = 0;
+      bool rescue = false;
+      for (size_t j = k + 1; j < q->n_log; j++) {
+        const air_attempt *c = &q->log[j];
+        if (!c->continuation || c->n == 0 || c->n > 64) continue;
+        rescue = true;
+        if (q->att_joined[c->n - 1]) {
+          until = c->start_ms;
+          break;
+        }
+      }
+      if (rescue && until == 0) until = q->end_ms;
+      bool seen = q->n_ka > 16;
+      for (unsigned j = 0; j < q->n_ka && j < 16 && !seen; j++)
+        seen = q->ka[j] == failed_at + AIR__CONT_KEEPALIVE_MS;
+      if (rescue && e->reason != AIR_REASON_NONE &&
+          until >= failed_at + AIR__CONT_KEEPALIVE_MS && !seen)
+        fail(w, "request %d: a rescue of %" PRIu64 " ms after attempt %u failed, no "
+                "keep-alive 10 s after the failure", i, until - failed_at, e->n);
+    }
     if (e->continuation && answering != NULL &&
         e->start_ms > answering->start_ms + answering->ms + q->route.cont_gap_ms)
       fail(w, "request %d: continuation %u started %" PRIu64 " ms after attempt %u failed, "
@@ -2055,6 +2088,7 @@ static void check_request(sim_run_req *q) {
     if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) answering = e;
   }
   st_conts += conts;
+  st_ka += q->n_ka;
   st_rejected += rejected;
   st_joined += (unsigned)q->n_joined;
   if (conts > q->route.cont_max)
