@@ -379,13 +379,14 @@ static const air__opt opts[] = {
      .enums = cont_style_names,
      .def_doc = "by api: `prefill` (anthropic), `none` (openai, "
                 "openai_responses)",
-     .doc = "How the rest of an answer cut after commit is asked for (DESIGN.md "
-            "3.5): prefill ends the conversation with the released text as "
-            "the assistant message (Anthropic); vllm adds "
-            "`continue_final_message: true, add_generation_prompt: false`; "
-            "prefix_flag sets `prefix: true` on it (DeepSeek, Mistral); "
-            "instruct follows it with a user message asking to continue; "
-            "none: never continued here."},
+     .doc =
+         "How the rest of an answer cut after commit is asked for (DESIGN.md "
+         "3.5): prefill ends the conversation with the released text as "
+         "the assistant message (Anthropic); vllm adds "
+         "`continue_final_message: true, add_generation_prompt: false`; "
+         "prefix_flag sets `prefix: true` on it (DeepSeek, Mistral); "
+         "instruct follows it with a user message asking to continue; "
+         "none: never continued here."},
 
     /* ---- breaker ---- */
     {.name = "enabled",

@@ -831,7 +831,8 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     uint64_t end = now_ms + max_gap_of(run);
     run->rescue_end = end < now_ms ? UINT64_MAX : end;
   }
-  if (now_ms >= run->rescue_end) return cont_give_up(run, r, early, f, now_ms, act);
+  if (now_ms >= run->rescue_end)
+    return cont_give_up(run, r, early, f, now_ms, act);
 
   if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
   const air__budget *b = &run->pol->budget;
@@ -841,7 +842,8 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
   if (b->per_reason[reason] != AIR__UNLIMITED &&
       run->reason_count[reason] >= b->per_reason[reason])
     return cont_give_up(run, r, early, f, now_ms, act);
-  if (run->cont_used >= k->max) return cont_give_up(run, r, early, f, now_ms, act);
+  if (run->cont_used >= k->max)
+    return cont_give_up(run, r, early, f, now_ms, act);
 
   const air__policy *pol = run->pol;
   size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;

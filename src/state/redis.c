@@ -688,8 +688,8 @@ static void apply(redis *r, entry *e, const change *ch, bool reply) {
   if (e->node.kind == KIND_STYLE) {
     uint64_t until = ch->base + ch->ms;
     if (reply && (uint32_t)e->style == ch->n) return;
-    e->style = ch->n <= AIR_CONT_INSTRUCT ? (air_cont_style)ch->n
-                                          : AIR_CONT_NONE;
+    e->style =
+        ch->n <= AIR_CONT_INSTRUCT ? (air_cont_style)ch->n : AIR_CONT_NONE;
     e->style_until = until < ch->base ? UINT64_MAX : until;
     return;
   }
@@ -1071,8 +1071,8 @@ static void scan_step(redis *r) {
       e->dirty = false;
       e->version = 0;
       e->wait.have = false;
-      if (e->shared && (e->node.kind != KIND_TARGET || e->br.failures ||
-                        e->br.open))
+      if (e->shared &&
+          (e->node.kind != KIND_TARGET || e->br.failures || e->br.open))
         push_merge(r, e, now);
     }
     pthread_mutex_unlock(&r->mu);

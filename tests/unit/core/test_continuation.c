@@ -13,24 +13,24 @@
 #include "policy.h"
 #include "state.h"
 
-#define PROVIDERS                                                   \
-  "providers:\n"                                                    \
-  "  - {name: a, api: anthropic, base_url: http://127.0.0.1:1,\n"   \
-  "     breaker: {failures: 9, open_ms: 1000}}\n"                   \
-  "  - {name: b, api: anthropic, base_url: http://127.0.0.1:1,\n"   \
-  "     breaker: {failures: 9, open_ms: 1000}}\n"                   \
-  "  - {name: o, api: openai, base_url: http://127.0.0.1:1/v1}\n"   \
-  "  - {name: v, api: openai, base_url: http://127.0.0.1:1/v1,\n"   \
+#define PROVIDERS                                                 \
+  "providers:\n"                                                  \
+  "  - {name: a, api: anthropic, base_url: http://127.0.0.1:1,\n" \
+  "     breaker: {failures: 9, open_ms: 1000}}\n"                 \
+  "  - {name: b, api: anthropic, base_url: http://127.0.0.1:1,\n" \
+  "     breaker: {failures: 9, open_ms: 1000}}\n"                 \
+  "  - {name: o, api: openai, base_url: http://127.0.0.1:1/v1}\n" \
+  "  - {name: v, api: openai, base_url: http://127.0.0.1:1/v1,\n" \
   "     continuation_style: vllm}\n"
 
 /* Every upstream failure retried on the same target at once, up to max
  * times, then a switch: keeps the rules out of the way of what is tested. */
-#define RULES                                                          \
-  "    rules:\n"                                                       \
-  "      - on: [network, timeout.chunk, overloaded, server_error,\n"   \
-  "             malformed, rate_limit, timeout.first_byte]\n"          \
-  "        action: retry\n"                                            \
-  "        max: unlimited\n"                                           \
+#define RULES                                                        \
+  "    rules:\n"                                                     \
+  "      - on: [network, timeout.chunk, overloaded, server_error,\n" \
+  "             malformed, rate_limit, timeout.first_byte]\n"        \
+  "        action: retry\n"                                          \
+  "        max: unlimited\n"                                         \
   "        backoff: {base_ms: 0, max_ms: 0, jitter: none}\n"
 
 #define ROUTE(targets, extra) \
@@ -117,7 +117,8 @@ static void expect_fail(const fx *f, air_reason reason) {
   assert_int_equal(f->act.reason, reason);
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------
+ */
 
 static void off_by_default(void **s) {
   (void)s;
@@ -136,13 +137,15 @@ static void not_continued_is_as_before(void **s) {
   (void)s;
   for (int on = 0; on <= 1; on++) {
     fx f;
-    fx_start(&f, on ? ROUTE("[a/m]", "    continuation: {max: 1}\n"
-                                     "    timeouts: {total_ms: 3000}\n"
-                                     "    rules: [{on: network, action: "
-                                     "fail}]\n")
-                    : ROUTE("[a/m]", "    timeouts: {total_ms: 3000}\n"
-                                     "    rules: [{on: network, action: "
-                                     "fail}]\n"));
+    fx_start(&f, on ? ROUTE("[a/m]",
+                            "    continuation: {max: 1}\n"
+                            "    timeouts: {total_ms: 3000}\n"
+                            "    rules: [{on: network, action: "
+                            "fail}]\n")
+                    : ROUTE("[a/m]",
+                            "    timeouts: {total_ms: 3000}\n"
+                            "    rules: [{on: network, action: "
+                            "fail}]\n"));
     unsigned id = commit_now(&f);
     f.now = 9000;
     fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
@@ -157,9 +160,10 @@ static void not_continued_is_as_before(void **s) {
 static void continue_commit_done(void **s) {
   (void)s;
   fx f;
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {}\n"
-                                  "    timeouts: {chunk_ms: 7000, total_ms: "
-                                  "3000}\n" RULES));
+  fx_start(&f, ROUTE("[a/m]",
+                     "    continuation: {}\n"
+                     "    timeouts: {chunk_ms: 7000, total_ms: "
+                     "3000}\n" RULES));
   unsigned id = commit_now(&f);
   /* Past total_ms: it does not apply after commit (no timeout.total). */
   f.now = 5000;
@@ -170,8 +174,7 @@ static void continue_commit_done(void **s) {
   unsigned c = f.act.attempt_id;
   assert_true(c != id);
   /* Old ids are over; the continuation's first content commits it. */
-  assert_int_equal(air_run_first_content(f.run, id, f.now, &f.act),
-                   AIR_ESTATE);
+  assert_int_equal(air_run_first_content(f.run, id, f.now, &f.act), AIR_ESTATE);
   /* air_run_content (a hedge race's signal) says nothing else to do. */
   assert_int_equal(air_run_content(f.run, c, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_IDLE);
@@ -182,8 +185,7 @@ static void continue_commit_done(void **s) {
   assert_int_equal(f.act.kind, AIR_ACT_DONE);
   assert_int_equal(f.act.attempt_id, c);
   assert_int_equal(air_run_attempt_count(f.run), 2);
-  assert_int_equal(air_run_attempt(f.run, 0)->reason,
-                   AIR_REASON_TIMEOUT_CHUNK);
+  assert_int_equal(air_run_attempt(f.run, 0)->reason, AIR_REASON_TIMEOUT_CHUNK);
   assert_false(air_run_attempt(f.run, 0)->continuation);
   assert_int_equal(air_run_attempt(f.run, 1)->reason, AIR_REASON_NONE);
   fx_end(&f);
@@ -205,16 +207,17 @@ static void which_reasons_continue(void **s) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     fx f;
     /* Rules that would act on every reason: only the reason decides. */
-    fx_start(&f, ROUTE("[a/m]", "    continuation: {max: 1}\n"
-                                "    rules:\n"
-                                "      - on: [network, timeout.chunk, "
-                                "overloaded, server_error, malformed,\n"
-                                "             bad_request, rate_limit, "
-                                "context_overflow, content_filter, auth]\n"
-                                "        action: retry\n"
-                                "        max: unlimited\n"
-                                "        backoff: {base_ms: 0, max_ms: 0, "
-                                "jitter: none}\n"));
+    fx_start(&f, ROUTE("[a/m]",
+                       "    continuation: {max: 1}\n"
+                       "    rules:\n"
+                       "      - on: [network, timeout.chunk, "
+                       "overloaded, server_error, malformed,\n"
+                       "             bad_request, rate_limit, "
+                       "context_overflow, content_filter, auth]\n"
+                       "        action: retry\n"
+                       "        max: unlimited\n"
+                       "        backoff: {base_ms: 0, max_ms: 0, "
+                       "jitter: none}\n"));
     unsigned id = commit_now(&f);
     fail_id(&f, id, cases[i].r);
     if (cases[i].cont) {
@@ -230,8 +233,9 @@ static void which_reasons_continue(void **s) {
 static void max_bounds_continuations(void **s) {
   (void)s;
   fx f;
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {max: 2}\n"
-                              "    budget: {max_total_attempts: 10}\n" RULES));
+  fx_start(&f, ROUTE("[a/m]",
+                     "    continuation: {max: 2}\n"
+                     "    budget: {max_total_attempts: 10}\n" RULES));
   unsigned id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
   expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
@@ -250,19 +254,21 @@ static void budget_is_shared(void **s) {
   (void)s;
   for (int total = 3; total <= 4; total++) {
     const char *text =
-        total == 3 ? ROUTE("[a/m]", "    continuation: {max: 2}\n"
-                                    "    budget: {max_total_attempts: 3}\n" RULES)
-                   : ROUTE("[a/m]", "    continuation: {max: 2}\n"
-                                    "    budget: {max_total_attempts: 4}\n" RULES);
+        total == 3 ? ROUTE("[a/m]",
+                           "    continuation: {max: 2}\n"
+                           "    budget: {max_total_attempts: 3}\n" RULES)
+                   : ROUTE("[a/m]",
+                           "    continuation: {max: 2}\n"
+                           "    budget: {max_total_attempts: 4}\n" RULES);
     fx f;
     fx_start(&f, text);
     fail_id(&f, f.act.attempt_id, AIR_REASON_RATE_LIMIT);
     assert_int_equal(f.act.kind, AIR_ACT_WAIT);
-    assert_int_equal(
-        air_run_wait_done(f.run, f.act.attempt_id, f.now, &f.act), 0);
+    assert_int_equal(air_run_wait_done(f.run, f.act.attempt_id, f.now, &f.act),
+                     0);
     fail_id(&f, f.act.attempt_id, AIR_REASON_RATE_LIMIT);
-    assert_int_equal(
-        air_run_wait_done(f.run, f.act.attempt_id, f.now, &f.act), 0);
+    assert_int_equal(air_run_wait_done(f.run, f.act.attempt_id, f.now, &f.act),
+                     0);
     unsigned id = commit_now(&f);
     fail_id(&f, id, AIR_REASON_NETWORK);
     if (total == 3) {
@@ -281,16 +287,17 @@ static void budget_is_shared(void **s) {
 static void per_reason_budget(void **s) {
   (void)s;
   fx f;
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {}\n"
-                              "    budget: {per_reason: {network: 1}}\n" RULES));
+  fx_start(&f, ROUTE("[a/m]",
+                     "    continuation: {}\n"
+                     "    budget: {per_reason: {network: 1}}\n" RULES));
   unsigned id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_NETWORK);
   expect_fail(&f, AIR_REASON_NETWORK);
   fx_end(&f);
 }
 
-#define SWITCH_RULES                                      \
-  "    rules:\n"                                          \
+#define SWITCH_RULES \
+  "    rules:\n"     \
   "      - {on: [timeout.chunk, network], action: switch}\n"
 
 static void same_model_or_any(void **s) {
@@ -307,8 +314,9 @@ static void same_model_or_any(void **s) {
   expect_fail(&f, AIR_REASON_TIMEOUT_CHUNK);
   fx_end(&f);
 
-  fx_start(&f, ROUTE("[a/m, a/other, b/m]",
-                     "    continuation: {max: 5, targets: any}\n" SWITCH_RULES));
+  fx_start(&f,
+           ROUTE("[a/m, a/other, b/m]",
+                 "    continuation: {max: 5, targets: any}\n" SWITCH_RULES));
   id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
   expect_continue(&f, 2, "a/other", AIR_CONT_PREFILL);
@@ -377,21 +385,22 @@ static void limits_never_and_no_instruct(void **s) {
   fx_end(&f);
 }
 
-#define SLOW_RETRY                                                        \
-  "    rules:\n"                                                          \
-  "      - on: [network, rate_limit]\n"                                   \
-  "        action: retry\n"                                               \
-  "        max: unlimited\n"                                              \
+#define SLOW_RETRY                                                            \
+  "    rules:\n"                                                              \
+  "      - on: [network, rate_limit]\n"                                       \
+  "        action: retry\n"                                                   \
+  "        max: unlimited\n"                                                  \
   "        backoff: {base_ms: 5000, factor: 1, max_ms: 5000, jitter: none}\n" \
-  "        retry_after: {max_ms: 60000}\n"                                \
+  "        retry_after: {max_ms: 60000}\n"                                    \
   "      - {on: [network, rate_limit], action: switch}\n"
 
 static void waits_bounded_by_max_gap(void **s) {
   (void)s;
   fx f;
   /* A 5 s backoff inside a 10 s rescue: WAIT, then CONTINUE. */
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {max_gap_ms: 10000}\n"
-                              "    timeouts: {total_ms: 2000}\n" SLOW_RETRY));
+  fx_start(&f, ROUTE("[a/m]",
+                     "    continuation: {max_gap_ms: 10000}\n"
+                     "    timeouts: {total_ms: 2000}\n" SLOW_RETRY));
   unsigned id = commit_now(&f);
   f.now = 20000; /* total_ms is long past: it does not apply after commit */
   fail_id(&f, id, AIR_REASON_NETWORK);
@@ -411,14 +420,16 @@ static void waits_bounded_by_max_gap(void **s) {
   fx_end(&f);
 
   /* A 5 s backoff with a 3 s max_gap_ms: not taken. */
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {max_gap_ms: 3000}\n" SLOW_RETRY));
+  fx_start(&f,
+           ROUTE("[a/m]", "    continuation: {max_gap_ms: 3000}\n" SLOW_RETRY));
   id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_NETWORK);
   expect_fail(&f, AIR_REASON_NETWORK);
   fx_end(&f);
 
   /* The wait_done after the rescue's end fails. */
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {max_gap_ms: 6000}\n" SLOW_RETRY));
+  fx_start(&f,
+           ROUTE("[a/m]", "    continuation: {max_gap_ms: 6000}\n" SLOW_RETRY));
   id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_NETWORK);
   assert_int_equal(f.act.kind, AIR_ACT_WAIT);
@@ -429,11 +440,12 @@ static void waits_bounded_by_max_gap(void **s) {
 
   /* A Retry-After beyond the rescue: switch to a target that can go now. */
   static const air_header ra = {"retry-after", 11, "8", 1};
-  fx_start(&f, ROUTE("[a/m, b/m]", "    continuation: {max_gap_ms: 6000}\n"
-                                   "    rules:\n"
-                                   "      - on: overloaded\n"
-                                   "        action: retry\n"
-                                   "        retry_after: {max_ms: 60000}\n"));
+  fx_start(&f, ROUTE("[a/m, b/m]",
+                     "    continuation: {max_gap_ms: 6000}\n"
+                     "    rules:\n"
+                     "      - on: overloaded\n"
+                     "        action: retry\n"
+                     "        retry_after: {max_ms: 60000}\n"));
   id = commit_now(&f);
   fail_h(&f, id, AIR_REASON_OVERLOADED, 529, &ra, 1);
   expect_continue(&f, 2, "b/m", AIR_CONT_PREFILL);
@@ -460,8 +472,9 @@ static void prefill_rejected_asks_instruct_once(void **s) {
   (void)s;
   fx f;
   /* max 1 and 2 attempts: the rejected prefill counts for neither. */
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {max: 1, instruct: true}\n"
-                              "    budget: {max_total_attempts: 2}\n" RULES));
+  fx_start(&f, ROUTE("[a/m]",
+                     "    continuation: {max: 1, instruct: true}\n"
+                     "    budget: {max_total_attempts: 2}\n" RULES));
   unsigned id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_NETWORK);
   expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
@@ -610,8 +623,9 @@ static void breaker_interplay(void **s) {
 static void no_hedge_after_commit(void **s) {
   (void)s;
   fx f;
-  fx_start(&f, ROUTE("[a/m, b/m]", "    continuation: {}\n"
-                                   "    hedge: {after_ms: 100, max: 3}\n" RULES));
+  fx_start(&f, ROUTE("[a/m, b/m]",
+                     "    continuation: {}\n"
+                     "    hedge: {after_ms: 100, max: 3}\n" RULES));
   assert_true(f.act.hedge_at_ms != 0);
   unsigned id = commit_now(&f);
   assert_int_equal(f.act.hedge_at_ms, 0);
