@@ -254,10 +254,12 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
                             "null,\"model\":")));
   TRY(air__buf_add_json_str(out, e->model, strlen(e->model)));
   TRY(air__buf_add(out, LIT(",\"output\":[")));
+  bool first = true;
   for (size_t i = 0; output && s != NULL && i < s->n_items; i++) {
-    if (s->items[i].kind == K_NONE) continue; /* an item not mirrored */
-    if (i > 0) TRY(air__buf_addc(out, ','));
+    if (s->items[i].kind == K_NONE) continue; /* an index not mirrored */
+    if (!first) TRY(air__buf_addc(out, ','));
     TRY(item_obj(&s->items[i], out));
+    first = false;
   }
   TRY(air__buf_add(out, LIT("],\"parallel_tool_calls\":true,"
                             "\"previous_response_id\":null,\"reasoning\":"
