@@ -44,7 +44,8 @@ int air__json_cont_style(const air__canon *c, json_t *root, json_t *msgs) {
   int rc = 0;
   if (c->cont_style == AIR_CONT_VLLM) {
     rc = air__json_put(root, "continue_final_message", json_true());
-    if (rc == 0) rc = air__json_put(root, "add_generation_prompt", json_false());
+    if (rc == 0)
+      rc = air__json_put(root, "add_generation_prompt", json_false());
   } else if (c->cont_style == AIR_CONT_PREFIX_FLAG) {
     for (size_t i = json_array_size(msgs); i-- > 0;) {
       json_t *m = json_array_get(msgs, i);

@@ -256,10 +256,10 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
   TRY(air__buf_add(out, LIT(",\"output\":[")));
   bool first = true;
   for (size_t i = 0; output && s != NULL && i < s->n_items; i++) {
-    if (s->items[i].kind == K_NONE) continue; /* an item not mirrored */
+    if (s->items[i].kind == K_NONE) continue; /* an index not mirrored */
     if (!first) TRY(air__buf_addc(out, ','));
-    first = false;
     TRY(item_obj(&s->items[i], out));
+    first = false;
   }
   TRY(air__buf_add(out, LIT("],\"parallel_tool_calls\":true,"
                             "\"previous_response_id\":null,\"reasoning\":"

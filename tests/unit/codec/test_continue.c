@@ -52,9 +52,8 @@ static void parse(air_dialect d, const char *body, air__request *r) {
 
 /* The body's turns: "messages", or a Responses "input". */
 static json_t *turns(json_t *root, const air__provider_ops *t) {
-  return json_object_get(root, t->api == AIR_DIALECT_OPENAI_RESPONSES
-                                   ? "input"
-                                   : "messages");
+  return json_object_get(
+      root, t->api == AIR_DIALECT_OPENAI_RESPONSES ? "input" : "messages");
 }
 
 /* A turn's text: content as a string, or its text parts joined. */
@@ -90,7 +89,8 @@ static json_t *build(air_dialect caller, const air__provider_ops *target,
   air__buf_init(&out, 1u << 20);
   air_error err = {0};
   int rc = air__request_build_continuation(target, r, &o, &ask, &out, &err);
-  if (rc != 0) fail_msg("build %d -> %s: %s", caller, target->name, err.message);
+  if (rc != 0)
+    fail_msg("build %d -> %s: %s", caller, target->name, err.message);
   json_t *root = json_loadb(out.p, out.n, 0, NULL);
   if (root == NULL) fail_msg("not JSON: %s", out.p);
   air__buf_cleanup(&out);
@@ -99,9 +99,8 @@ static json_t *build(air_dialect caller, const air__provider_ops *target,
 
 static void test_every_dialect_and_style(void **st) {
   (void)st;
-  static const air_cont_style styles[] = {AIR_CONT_PREFILL, AIR_CONT_VLLM,
-                                          AIR_CONT_PREFIX_FLAG,
-                                          AIR_CONT_INSTRUCT};
+  static const air_cont_style styles[] = {
+      AIR_CONT_PREFILL, AIR_CONT_VLLM, AIR_CONT_PREFIX_FLAG, AIR_CONT_INSTRUCT};
   for (int c = 0; c < 3; c++) {
     for (int t = 0; t < 3; t++) {
       for (int k = 0; k < 4; k++) {
@@ -121,11 +120,11 @@ static void test_every_dialect_and_style(void **st) {
         assert_string_equal(txt, SENT);
         free(txt);
         if (tg->api == AIR_DIALECT_OPENAI_RESPONSES) {
-          assert_string_equal(
-              json_string_value(json_object_get(am, "type")), "message");
+          assert_string_equal(json_string_value(json_object_get(am, "type")),
+                              "message");
           json_t *part = json_array_get(json_object_get(am, "content"), 0);
-          assert_string_equal(
-              json_string_value(json_object_get(part, "type")), "output_text");
+          assert_string_equal(json_string_value(json_object_get(part, "type")),
+                              "output_text");
         }
         char *first = text_of(json_array_get(ms, a - 1));
         assert_string_equal(first, "Tell me a story");
@@ -160,9 +159,9 @@ static void test_every_dialect_and_style(void **st) {
         /* Stop kept where both dialects have it; max tokens the caller's. */
         if (c != AIR_DIALECT_OPENAI_RESPONSES &&
             tg->api != AIR_DIALECT_OPENAI_RESPONSES) {
-          json_t *stop = json_object_get(
-              root, tg->api == AIR_DIALECT_ANTHROPIC ? "stop_sequences"
-                                                     : "stop");
+          json_t *stop = json_object_get(root, tg->api == AIR_DIALECT_ANTHROPIC
+                                                   ? "stop_sequences"
+                                                   : "stop");
           assert_string_equal(json_string_value(json_array_get(stop, 0)),
                               "END");
         }
@@ -171,8 +170,8 @@ static void test_every_dialect_and_style(void **st) {
                              : "max_tokens";
         assert_int_equal(json_integer_value(json_object_get(root, mt)), 100);
         assert_true(json_is_true(json_object_get(root, "stream")));
-        assert_string_equal(
-            json_string_value(json_object_get(root, "model")), "up");
+        assert_string_equal(json_string_value(json_object_get(root, "model")),
+                            "up");
         json_decref(root);
         air__request_cleanup(&r);
       }
@@ -203,9 +202,9 @@ static void test_max_tokens_as_asked(void **st) {
     air__cont_ask ask = {AIR_CONT_PREFILL, "Hel", 3, 0};
     air__buf out;
     air__buf_init(&out, 1u << 20);
-    assert_int_equal(air__request_build_continuation(TARGET[t], &r, &o, &ask,
-                                                     &out, NULL),
-                     0);
+    assert_int_equal(
+        air__request_build_continuation(TARGET[t], &r, &o, &ask, &out, NULL),
+        0);
     json_t *root = json_loadb(out.p, out.n, 0, NULL);
     json_t *v = json_object_get(root, "max_tokens");
     if (t == 0)
@@ -223,10 +222,10 @@ static void test_same_dialect_keeps_extras(void **st) {
   /* A field only the dialect knows passes unchanged to its own dialect
    * (through the canonical form), never across. */
   air__request r;
-  json_t *root = build(AIR_DIALECT_OPENAI, &air__provider_openai,
-                       AIR_CONT_VLLM, SENT, 0, &r);
-  json_t *k = json_object_get(json_object_get(root, "chat_template_kwargs"),
-                              "k");
+  json_t *root = build(AIR_DIALECT_OPENAI, &air__provider_openai, AIR_CONT_VLLM,
+                       SENT, 0, &r);
+  json_t *k =
+      json_object_get(json_object_get(root, "chat_template_kwargs"), "k");
   assert_int_equal(json_integer_value(k), 1);
   assert_non_null(r.canon);
   json_decref(root);
@@ -308,8 +307,8 @@ static void test_errors(void **st) {
   /* Across dialects without drop_params: what the target cannot say is
    * named, as for any attempt, and nothing is written. */
   ask.style = AIR_CONT_PREFILL;
-  assert_int_equal(air__request_build_continuation(&air__provider_anthropic,
-                                                   &r, &o, &ask, &out, &err),
+  assert_int_equal(air__request_build_continuation(&air__provider_anthropic, &r,
+                                                   &o, &ask, &out, &err),
                    AIR_ENOTSUP);
   assert_non_null(strstr(err.message, "chat_template_kwargs"));
   assert_int_equal(out.n, 0);
@@ -337,22 +336,26 @@ static void test_prefill_rejected(void **st) {
   assert_true(rejected(400, anthropic));
   /* Either sentence, as proxies quote them, in any case; OpenAI's shape. */
   assert_true(rejected(
-      400, "{\"error\":{\"message\":\"The conversation must end with a user "
-           "message.\",\"type\":\"invalid_request_error\"}}"));
+      400,
+      "{\"error\":{\"message\":\"The conversation must end with a user "
+      "message.\",\"type\":\"invalid_request_error\"}}"));
   assert_true(rejected(
-      400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
-           "\"message\":\"this model does not support ASSISTANT MESSAGE "
-           "PREFILL\"}}"));
+      400,
+      "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"this model does not support ASSISTANT MESSAGE "
+      "PREFILL\"}}"));
   /* Not a 400, or another complaint about the final message. */
   assert_false(rejected(500, anthropic));
   assert_false(rejected(429, anthropic));
   assert_false(rejected(
-      400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
-           "\"message\":\"messages: final assistant content cannot end with "
-           "trailing whitespace\"}}"));
+      400,
+      "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"messages: final assistant content cannot end with "
+      "trailing whitespace\"}}"));
   assert_false(rejected(
-      400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
-           "\"message\":\"max_tokens: 0 < 1\"}}"));
+      400,
+      "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"max_tokens: 0 < 1\"}}"));
   assert_false(air__prefill_rejected(400, NULL));
   air_failure none = {0};
   assert_false(air__prefill_rejected(400, &none));

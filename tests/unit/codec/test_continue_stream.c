@@ -84,8 +84,11 @@ static void take_over_and_finish(run *r, const char *text) {
   assert_int_equal(air__encoder_add_continued(e, "backup/model-b", 17), 0);
   assert_int_equal(r->ops->encode_keepalive(e, &r->out), 0);
   air_part parts[] = {
-      {.kind = AIR_PART_START, .id = "other-id", .id_len = 8,
-       .name = "model-b", .name_len = 7},
+      {.kind = AIR_PART_START,
+       .id = "other-id",
+       .id_len = 8,
+       .name = "model-b",
+       .name_len = 7},
       {.kind = AIR_PART_USAGE, .input_tokens = 11, .output_tokens = 1},
       {.kind = AIR_PART_TEXT, .text = text, .text_len = strlen(text)},
       {.kind = AIR_PART_TEXT, .text = " The end.", .text_len = 9},
@@ -201,8 +204,8 @@ static const char FULL[] = "Once upon a time in a castle. The end.";
 /* ---- OpenAI chat
  * ------------------------------------------------------------ */
 
-#define OAI(delta)                                                      \
-  "data: {\"id\":\"chatcmpl-up1\",\"object\":\"chat.completion.chunk\"," \
+#define OAI(delta)                                                         \
+  "data: {\"id\":\"chatcmpl-up1\",\"object\":\"chat.completion.chunk\","   \
   "\"created\":1700000000,\"model\":\"gpt-up\",\"choices\":[{\"index\":0," \
   "\"delta\":" delta ",\"finish_reason\":null}]}\n\n"
 
@@ -210,8 +213,9 @@ static void test_openai_chat(void **st) {
   (void)st;
   run r;
   start(&r, AIR_DIALECT_OPENAI,
-        OAI("{\"role\":\"assistant\",\"content\":\"\"}") OAI(
-            "{\"content\":\"Once upon\"}") OAI("{\"content\":\" a time\"}"));
+        OAI("{\"role\":\"assistant\",\"content\":\"\"}")
+            OAI("{\"content\":\"Once upon\"}")
+                OAI("{\"content\":\" a time\"}"));
   take_over_and_finish(&r, " in a castle.");
   events es;
   read_all(&r.out, &es);
@@ -260,22 +264,23 @@ static void test_openai_chat(void **st) {
  * ----------------------------------------------------------- */
 
 #define ANT(type, json) "event: " type "\ndata: " json "\n\n"
-#define ANT_START                                                          \
-  ANT("message_start",                                                     \
+#define ANT_START                                                             \
+  ANT("message_start",                                                        \
       "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_up1\",\"type\":" \
-      "\"message\",\"role\":\"assistant\",\"model\":\"claude-up\","        \
-      "\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"        \
+      "\"message\",\"role\":\"assistant\",\"model\":\"claude-up\","           \
+      "\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"           \
       "\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}")
-#define ANT_BLOCK(i, kind, body)                                           \
-  ANT("content_block_start", "{\"type\":\"content_block_start\",\"index\":" \
-                             #i ",\"content_block\":{\"type\":\"" kind     \
-                             "\"," body "}}")
-#define ANT_TEXT(i, t)                                                     \
-  ANT("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":" \
-                             #i ",\"delta\":{\"type\":\"text_delta\","     \
+#define ANT_BLOCK(i, kind, body)                        \
+  ANT("content_block_start",                            \
+      "{\"type\":\"content_block_start\",\"index\":" #i \
+      ",\"content_block\":{\"type\":\"" kind "\"," body "}}")
+#define ANT_TEXT(i, t)                                                         \
+  ANT("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":" #i \
+                             ",\"delta\":{\"type\":\"text_delta\","            \
                              "\"text\":\"" t "\"}}")
-#define ANT_STOP(i) \
-  ANT("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":" #i "}")
+#define ANT_STOP(i)         \
+  ANT("content_block_stop", \
+      "{\"type\":\"content_block_stop\",\"index\":" #i "}")
 
 /* Checks an Anthropic caller's stream; returns the index of the block the
  * continued text went to. */
@@ -345,9 +350,8 @@ static void test_anthropic_open_block_kept(void **st) {
   (void)st;
   run r;
   start(&r, AIR_DIALECT_ANTHROPIC,
-        ANT_START ANT_BLOCK(0, "text", "\"text\":\"\"")
-            ANT_TEXT(0, "Once upon") ANT_TEXT(0, " a time")
-                ANT("ping", "{\"type\":\"ping\"}"));
+        ANT_START ANT_BLOCK(0, "text", "\"text\":\"\"") ANT_TEXT(0, "Once upon")
+            ANT_TEXT(0, " a time") ANT("ping", "{\"type\":\"ping\"}"));
   /* The upstream's ping was passed through too: two pings in all then. */
   take_over_and_finish(&r, " in a castle.");
   events es;
@@ -384,8 +388,8 @@ static void test_anthropic_after_thinking_and_closed_block(void **st) {
   finish(&r);
   /* The text block was closed before the cut: a new block, index 1. */
   start(&r, AIR_DIALECT_ANTHROPIC,
-        ANT_START ANT_BLOCK(0, "text", "\"text\":\"\"")
-            ANT_TEXT(0, "Once upon") ANT_TEXT(0, " a time") ANT_STOP(0));
+        ANT_START ANT_BLOCK(0, "text", "\"text\":\"\"") ANT_TEXT(0, "Once upon")
+            ANT_TEXT(0, " a time") ANT_STOP(0));
   take_over_and_finish(&r, " in a castle.");
   assert_int_equal(check_anthropic(&r.out, FULL, ""), 1);
   finish(&r);
@@ -394,30 +398,33 @@ static void test_anthropic_after_thinking_and_closed_block(void **st) {
 /* ---- Responses
  * ----------------------------------------------------------- */
 
-#define RSP(type, rest)                                                    \
+#define RSP(type, rest)                                                     \
   "event: " type "\ndata: {\"type\":\"" type "\",\"sequence_number\":" rest \
   "}\n\n"
-#define RSP_RESP                                                             \
-  "{\"id\":\"resp_up1\",\"object\":\"response\",\"created_at\":1700000000,"   \
+#define RSP_RESP                                                            \
+  "{\"id\":\"resp_up1\",\"object\":\"response\",\"created_at\":1700000000," \
   "\"status\":\"in_progress\",\"model\":\"gpt-up\",\"output\":[]}"
-#define RSP_ITEM(i, id)                                                      \
-  "{\"id\":\"" id "\",\"type\":\"message\",\"status\":\"in_progress\","      \
+#define RSP_ITEM(i, id)                                 \
+  "{\"id\":\"" id                                       \
+  "\",\"type\":\"message\",\"status\":\"in_progress\"," \
   "\"role\":\"assistant\",\"content\":[]}"
 
-static const char RSP_STREAM[] =
-    RSP("response.created", "0,\"response\":" RSP_RESP)
-    RSP("response.in_progress", "1,\"response\":" RSP_RESP)
-    RSP("response.output_item.added",
+static const char RSP_STREAM[] = RSP("response.created",
+                                     "0,\"response\":" RSP_RESP)
+    RSP("response.in_progress", "1,\"response\":" RSP_RESP) RSP(
+        "response.output_item.added",
         "2,\"output_index\":0,\"item\":" RSP_ITEM(0, "msg_up1"))
-    RSP("response.content_part.added",
-        "3,\"item_id\":\"msg_up1\",\"output_index\":0,\"content_index\":0,"
-        "\"part\":{\"type\":\"output_text\",\"text\":\"\",\"annotations\":[]}")
-    RSP("response.output_text.delta",
-        "4,\"item_id\":\"msg_up1\",\"output_index\":0,\"content_index\":0,"
-        "\"delta\":\"Once upon\"")
-    RSP("response.output_text.delta",
-        "5,\"item_id\":\"msg_up1\",\"output_index\":0,\"content_index\":0,"
-        "\"delta\":\" a time\"");
+        RSP("response.content_part.added",
+            "3,\"item_id\":\"msg_up1\",\"output_index\":0,\"content_index\":0,"
+            "\"part\":{\"type\":\"output_text\",\"text\":\"\",\"annotations\":["
+            "]}") RSP("response.output_text.delta",
+                      "4,\"item_id\":\"msg_up1\",\"output_index\":0,\"content_"
+                      "index\":0,"
+                      "\"delta\":\"Once upon\"")
+            RSP("response.output_text.delta",
+                "5,\"item_id\":\"msg_up1\",\"output_index\":0,\"content_"
+                "index\":0,"
+                "\"delta\":\" a time\"");
 
 static void test_responses(void **st) {
   (void)st;
@@ -479,6 +486,66 @@ static void test_responses(void **st) {
   finish(&r);
 }
 
+/* A reasoning item (closed) before the message: both are in
+ * response.completed, in output order, the message still the upstream's. */
+static void test_responses_after_reasoning(void **st) {
+  (void)st;
+  static const char stream[] =
+      RSP("response.created", "0,\"response\":" RSP_RESP) RSP(
+          "response.output_item.added",
+          "1,\"output_index\":0,\"item\":{\"id\":\"rs_up1\",\"type\":"
+          "\"reasoning\",\"summary\":[]}")
+          RSP("response.reasoning_summary_text.delta",
+              "2,\"item_id\":\"rs_up1\",\"output_index\":0,\"summary_index\":0,"
+              "\"delta\":\"hmm\"")
+              RSP("response.output_item.done",
+                  "3,\"output_index\":0,\"item\":{\"id\":\"rs_up1\",\"type\":"
+                  "\"reasoning\",\"summary\":[{\"type\":\"summary_text\","
+                  "\"text\":"
+                  "\"hmm\"}]}")
+                  RSP("response.output_item.added",
+                      "4,\"output_index\":1,\"item\":" RSP_ITEM(1, "msg_up2"))
+                      RSP("response.content_part.added",
+                          "5,\"item_id\":\"msg_up2\",\"output_index\":1,"
+                          "\"content_index\":0,"
+                          "\"part\":{\"type\":\"output_text\",\"text\":\"\"}")
+                          RSP("response.output_text.delta",
+                              "6,\"item_id\":\"msg_up2\",\"output_index\":1,"
+                              "\"content_index\":0,"
+                              "\"delta\":\"Once upon a time\"");
+  run r;
+  start(&r, AIR_DIALECT_OPENAI_RESPONSES, stream);
+  take_over_and_finish(&r, " in a castle.");
+  events es;
+  read_all(&r.out, &es);
+  json_int_t seq = -1;
+  size_t reasoning_done = 0;
+  for (size_t i = 0; i < es.n; i++) {
+    json_int_t s = int_at(es.ev[i].data, "sequence_number");
+    assert_int_equal(s, seq + 1);
+    seq = s;
+    if (strcmp(es.ev[i].type, "response.output_item.done") == 0 &&
+        int_at(es.ev[i].data, "output_index") == 0)
+      reasoning_done++;
+    if (strcmp(es.ev[i].type, "response.output_text.delta") == 0) {
+      assert_string_equal(str_at(es.ev[i].data, "item_id"), "msg_up2");
+      assert_int_equal(int_at(es.ev[i].data, "output_index"), 1);
+    }
+  }
+  assert_int_equal(reasoning_done, 1); /* closed once, by the upstream */
+  event *end = &es.ev[es.n - 1];
+  assert_string_equal(end->type, "response.completed");
+  json_t *resp = json_object_get(end->data, "response");
+  assert_int_equal(json_array_size(json_object_get(resp, "output")), 2);
+  assert_string_equal(str_at(resp, "output.0.id"), "rs_up1");
+  assert_string_equal(str_at(resp, "output.0.summary.0.text"), "hmm");
+  assert_string_equal(str_at(resp, "output.1.id"), "msg_up2");
+  assert_string_equal(str_at(resp, "output.1.content.0.text"), FULL);
+  check_marker(resp);
+  free_all(&es);
+  finish(&r);
+}
+
 /* A failure after the take-over: the Responses stream still numbers on and
  * ends with response.failed (never completed), the item incomplete. */
 static void test_responses_failure_after_take_over(void **st) {
@@ -532,21 +599,27 @@ static void test_aggregate_marker_and_usage(void **st) {
   for (int d = 0; d < 3; d++) {
     air__aggregate a;
     air__aggregate_init(&a);
-    air_part s1 = {.kind = AIR_PART_START, .id = "first", .id_len = 5,
-                   .name = "model-a", .name_len = 7};
+    air_part s1 = {.kind = AIR_PART_START,
+                   .id = "first",
+                   .id_len = 5,
+                   .name = "model-a",
+                   .name_len = 7};
     air_part t1 = {.kind = AIR_PART_TEXT, .text = "Once upon", .text_len = 9};
-    air_part u1 = {.kind = AIR_PART_USAGE, .input_tokens = 10,
-                   .output_tokens = 3};
+    air_part u1 = {
+        .kind = AIR_PART_USAGE, .input_tokens = 10, .output_tokens = 3};
     assert_int_equal(air__aggregate_add(&a, &s1), 0);
     assert_int_equal(air__aggregate_add(&a, &t1), 0);
     assert_int_equal(air__aggregate_add(&a, &u1), 0);
     air__aggregate_add_usage(&a, 10, 3);
     assert_int_equal(air__aggregate_add_continued(&a, "backup/model-b", 17), 0);
-    air_part s2 = {.kind = AIR_PART_START, .id = "second", .id_len = 6,
-                   .name = "model-b", .name_len = 7};
+    air_part s2 = {.kind = AIR_PART_START,
+                   .id = "second",
+                   .id_len = 6,
+                   .name = "model-b",
+                   .name_len = 7};
     air_part t2 = {.kind = AIR_PART_TEXT, .text = " a time", .text_len = 7};
-    air_part u2 = {.kind = AIR_PART_USAGE, .input_tokens = 11,
-                   .output_tokens = 4};
+    air_part u2 = {
+        .kind = AIR_PART_USAGE, .input_tokens = 11, .output_tokens = 4};
     air_part f = {.kind = AIR_PART_FINISH, .finish = AIR_FINISH_STOP};
     assert_int_equal(air__aggregate_add(&a, &s2), 0);
     assert_int_equal(air__aggregate_add(&a, &t2), 0);
@@ -554,13 +627,13 @@ static void test_aggregate_marker_and_usage(void **st) {
     assert_int_equal(air__aggregate_add(&a, &f), 0);
     air__buf out;
     air__buf_init(&out, 1u << 20);
-    assert_int_equal(air__provider_get((air_dialect)d)->encode_response(&a, &out),
-                     0);
+    assert_int_equal(
+        air__provider_get((air_dialect)d)->encode_response(&a, &out), 0);
     json_t *v = json_loadb(out.p, out.n, 0, NULL);
     assert_non_null(v);
     check_marker(v);
-    const char *in = d == AIR_DIALECT_OPENAI ? "usage.prompt_tokens"
-                                             : "usage.input_tokens";
+    const char *in =
+        d == AIR_DIALECT_OPENAI ? "usage.prompt_tokens" : "usage.input_tokens";
     const char *o = d == AIR_DIALECT_OPENAI ? "usage.completion_tokens"
                                             : "usage.output_tokens";
     assert_int_equal(int_at(v, in), 21);
@@ -574,8 +647,8 @@ static void test_aggregate_marker_and_usage(void **st) {
     air__aggregate_init(&a);
     assert_int_equal(air__aggregate_add(&a, &t1), 0);
     air__buf_reset(&out);
-    assert_int_equal(air__provider_get((air_dialect)d)->encode_response(&a, &out),
-                     0);
+    assert_int_equal(
+        air__provider_get((air_dialect)d)->encode_response(&a, &out), 0);
     assert_null(strstr(out.p, "\"airetry\":"));
     air__buf_cleanup(&out);
     air__aggregate_cleanup(&a);
@@ -605,6 +678,7 @@ int main(void) {
       cmocka_unit_test(test_anthropic_open_block_kept),
       cmocka_unit_test(test_anthropic_after_thinking_and_closed_block),
       cmocka_unit_test(test_responses),
+      cmocka_unit_test(test_responses_after_reasoning),
       cmocka_unit_test(test_responses_failure_after_take_over),
       cmocka_unit_test(test_observe_ignores_deltas),
       cmocka_unit_test(test_aggregate_marker_and_usage),
