@@ -52,7 +52,8 @@ bool air__scan_uint(const char *d, size_t n, const char *key, uint64_t *v) {
   size_t kn = strlen(key);
   if (d == NULL || kn == 0 || n < kn + 3) return false;
   for (size_t i = 0; i + kn + 2 < n; i++) {
-    if (d[i] != '"' || memcmp(d + i + 1, key, kn) != 0 || d[i + 1 + kn] != '"')
+    if (d[i] != '"' || d[i + 1] != key[0] || d[i + 1 + kn] != '"' ||
+        memcmp(d + i + 1, key, kn) != 0)
       continue;
     size_t k = i + kn + 2;
     while (k < n && (d[k] == ' ' || d[k] == '\t')) k++;

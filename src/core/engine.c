@@ -607,15 +607,17 @@ static bool is_timeout(air_reason r) {
 }
 
 /* Fills racer r's log entry from f; returns the classified reason. */
-static air_reason record_failure(air_run *run, const racer *r,
-                                 const air_failure *f, uint64_t now_ms) {
+/* total: a timeout past total_ms reads timeout.total (not for a failure
+ * a continuation may follow: total_ms bounds the time before commit only,
+ * DESIGN.md 2.3). */
+static air_reason record_failure_as(air_run *run, const racer *r,
+                                    const air_failure *f, uint64_t now_ms,
+                                    bool total) {
   air_reason reason = f->reason;
   if (reason == AIR_REASON_NONE || reason >= AIR_REASON__COUNT)
     reason =
         air__classify(f->status, f->type, f->code, f->message, f->transport);
-  /* total_ms bounds the time before commit only (DESIGN.md 2.3). */
-  if (is_timeout(reason) && now_ms >= run->deadline_ms &&
-      run->phase != P_RESCUE)
+  if (total && is_timeout(reason) && now_ms >= run->deadline_ms)
     reason = AIR_REASON_TIMEOUT_TOTAL;
   air_attempt *e = &run->log[r->log];
   e->reason = reason;
@@ -626,6 +628,11 @@ static air_reason record_failure(air_run *run, const racer *r,
   run->last_reason = reason;
   run->last_status = f->status;
   return reason;
+}
+
+static air_reason record_failure(air_run *run, const racer *r,
+                                 const air_failure *f, uint64_t now_ms) {
+  return record_failure_as(run, r, f, now_ms, run->phase != P_RESCUE);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -780,11 +787,15 @@ static int start_cont(air_run *run, racer *r, unsigned idx, uint64_t lease,
  * last. A committed attempt's timeout past total_ms reads timeout.total,
  * as it does without continuation (fail_final).
  */
-static int cont_give_up(air_run *run, racer *r, bool early, uint64_t now_ms,
+static int cont_give_up(air_run *run, racer *r, bool early,
+                        const air_failure *f, uint64_t now_ms,
                         air_action *act) {
   if (!early && is_timeout(run->last_reason) && now_ms >= run->deadline_ms) {
+    air_attempt *e = &run->log[r->log];
     run->last_reason = AIR_REASON_TIMEOUT_TOTAL;
-    run->log[r->log].reason = AIR_REASON_TIMEOUT_TOTAL;
+    e->reason = AIR_REASON_TIMEOUT_TOTAL;
+    e->message =
+        plain_message(run, e->target, f->message, AIR_REASON_TIMEOUT_TOTAL);
   }
   drop(r);
   return finish(run, run->last_reason, run->last_status, now_ms, act);
@@ -804,7 +815,7 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
              (early ? cont_reason_early(raw) : cont_reason(raw));
   if (!may) return fail_final(run, r, f, now_ms, act);
 
-  air_reason reason = record_failure(run, r, f, now_ms);
+  air_reason reason = record_failure_as(run, r, f, now_ms, false);
   air_attempt *e = &run->log[r->log];
   const air__target *t = &run->route->targets[r->idx];
   air__state_record(run->st, t->name, breaker_of(run, r->idx), reason,
@@ -820,17 +831,17 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     uint64_t end = now_ms + max_gap_of(run);
     run->rescue_end = end < now_ms ? UINT64_MAX : end;
   }
-  if (now_ms >= run->rescue_end) return cont_give_up(run, r, early, now_ms, act);
+  if (now_ms >= run->rescue_end) return cont_give_up(run, r, early, f, now_ms, act);
 
   if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
   const air__budget *b = &run->pol->budget;
   if (b->max_total_attempts != AIR__UNLIMITED &&
       counted(run) >= b->max_total_attempts)
-    return cont_give_up(run, r, early, now_ms, act);
+    return cont_give_up(run, r, early, f, now_ms, act);
   if (b->per_reason[reason] != AIR__UNLIMITED &&
       run->reason_count[reason] >= b->per_reason[reason])
-    return cont_give_up(run, r, early, now_ms, act);
-  if (run->cont_used >= k->max) return cont_give_up(run, r, early, now_ms, act);
+    return cont_give_up(run, r, early, f, now_ms, act);
+  if (run->cont_used >= k->max) return cont_give_up(run, r, early, f, now_ms, act);
 
   const air__policy *pol = run->pol;
   size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
@@ -842,10 +853,10 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     uint64_t lease;
     air_cont_style style;
     if (rule->action == AIR__RULE_FAIL)
-      return cont_give_up(run, r, early, now_ms, act);
+      return cont_give_up(run, r, early, f, now_ms, act);
     if (rule->action == AIR__RULE_SWITCH) {
       if (!cont_pick(run, rule->to, now_ms, &idx, &style, &lease))
-        return cont_give_up(run, r, early, now_ms, act);
+        return cont_give_up(run, r, early, f, now_ms, act);
       run->rule_used[i]++;
       int rc = start_cont(run, r, idx, lease, merge_override(run, idx, rule),
                           style, true, now_ms, act);
@@ -862,7 +873,7 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
       air__state_release(run->st, t->name, lease);
       air__state_cool(run->st, t->name, now_ms, hint_ms);
       if (!cont_pick(run, NULL, now_ms, &idx, &style, &lease))
-        return cont_give_up(run, r, early, now_ms, act);
+        return cont_give_up(run, r, early, f, now_ms, act);
       return start_cont(run, r, idx, lease, merge_override(run, idx, NULL),
                         style, true, now_ms, act);
     }
@@ -871,7 +882,7 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     /* No continuation could follow a wait that reaches the rescue's end. */
     if (wait >= remaining) {
       air__state_release(run->st, t->name, lease);
-      return cont_give_up(run, r, early, now_ms, act);
+      return cont_give_up(run, r, early, f, now_ms, act);
     }
     run->rule_used[i]++;
     if (wait == 0) {
@@ -896,7 +907,7 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     act->wait_ms = wait;
     return 0;
   }
-  return cont_give_up(run, r, early, now_ms, act);
+  return cont_give_up(run, r, early, f, now_ms, act);
 }
 
 /* The WAIT before a continuation ended: CONTINUE on the same target (or

@@ -591,7 +591,12 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
   air__exchange *x = l->x;
   if (x->ended) return 1;
   /* Room for every part, the text the seam let through and the usage. */
-  if (cparts_room(l, ev->n_parts + 2) != 0) return AIR_ENOMEM;
+  if (cparts_room(l, ev->n_parts + 2) != 0) {
+    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+             "the continuation could not be joined", AIR_TRANSPORT_OK);
+    l->seam_failed = true;
+    return 1;
+  }
   size_t n = 0;
   air__buf_reset(&x->c.joined);
   for (size_t i = 0; i < ev->n_parts; i++) {
@@ -616,9 +621,13 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
     if (st == AIR__SEAM_FAILED) return seam_fail(l);
     if (st == AIR__SEAM_HOLD) continue;
     bool opening = !l->open;
-    if (opening) {
-      int rc = open_seam(l);
-      if (rc != 0) return rc;
+    if (opening && open_seam(l) != 0) {
+      /* Not joined (no memory, or the engine refused): final, as a seam
+       * that failed. */
+      set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+               "the continuation could not be joined", AIR_TRANSPORT_OK);
+      l->seam_failed = true;
+      return 1;
     }
     if (x->c.joined.n > before) {
       /* Its text points into joined once nothing more moves it. */

@@ -405,7 +405,9 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
       yadd(&b, "    continuation: {enabled: true, targets: %s, instruct: %s, max: %u",
            chance(r, 60) ? "any" : "same_model", chance(r, 60) ? "true" : "false",
            1 + upto(r, 3));
-      if (chance(r, 70)) yadd(&b, ", max_gap_ms: %" PRIu64, pick_ms(r, 100, 8000));
+      if (chance(r, 70))
+        yadd(&b, ", max_gap_ms: %" PRIu64,
+             chance(r, 70) ? pick_ms(r, 100, 8000) : pick_ms(r, 10000, 40000));
       if (chance(r, 15)) yadd(&b, ", max_sent_bytes: %u", 8 + upto(r, 200));
       yadd(&b, "}\n");
     }
@@ -1200,6 +1202,9 @@ struct sim_run_req {
   air__buf att_ctext[64];
   bool att_exact[64], att_must_fail[64], att_instruct[64];
   unsigned joined;           /* the number of the last continuation that joined */
+  uint64_t ka[16];           /* when keep-alives were sent (the first 16) */
+  unsigned n_ka;
+  bool att_joined[64];
   int n_joined;
 };
 
@@ -1321,6 +1326,8 @@ static bool seam_may_act(const char *p, size_t pn, const char *c, size_t cn) {
   air__buf_init(&nc, 1u << 20);
   normalise(p, pn, &np);
   normalise(c, cn, &nc);
+  if (np.n > 0 && np.p[np.n - 1] == ' ') np.n--; /* sent's trailing run may be
+                                                    met by any text */
   bool act = false;
   size_t same = 0;
   while (same < np.n && same < nc.n && np.p[same] == nc.p[same]) same++;
@@ -1683,7 +1690,49 @@ typedef struct decoded {
   unsigned malformed, events;
   air__decoder dec;
   const air__provider_ops *ops;
+  /* Framing (DESIGN.md 3.5, 9): one id per OpenAI stream; Anthropic one
+   * message_start, block indexes new at each start and deltas to the open
+   * block; Responses sequence numbers increasing. frame says what broke. */
+  char id[64];
+  int starts, open_block, next_block;
+  int64_t seq;
+  const char *frame;
 } decoded;
+
+/* The caller's framing, per event (what the decoders let pass). */
+static void check_frame(decoded *d, const air__sse_event *ev) {
+  if (d->frame != NULL || ev->data.n == 0 || ev->data.p[0] != '{') return;
+  json_t *j = json_loadb(ev->data.p, ev->data.n, 0, NULL);
+  if (j == NULL) return;
+  const char *type = json_string_value(json_object_get(j, "type"));
+  json_t *seq = json_object_get(j, "sequence_number");
+  if (d->ops->api == AIR_DIALECT_OPENAI) {
+    const char *id = json_string_value(json_object_get(j, "id"));
+    if (id != NULL && d->id[0] == '\0') snprintf(d->id, sizeof(d->id), "%s", id);
+    else if (id != NULL && strncmp(id, d->id, sizeof(d->id) - 1) != 0)
+      d->frame = "an OpenAI chunk with another id";
+  } else if (d->ops->api == AIR_DIALECT_ANTHROPIC && type != NULL) {
+    json_t *ix = json_object_get(j, "index");
+    int i = json_is_integer(ix) ? (int)json_integer_value(ix) : -1;
+    if (strcmp(type, "message_start") == 0 && d->starts++ > 0)
+      d->frame = "a second message_start";
+    else if (strcmp(type, "content_block_start") == 0) {
+      if (d->open_block >= 0) d->frame = "a block started while another is open";
+      else if (i != d->next_block) d->frame = "a block index out of order";
+      d->open_block = i;
+      d->next_block = i + 1;
+    } else if (strcmp(type, "content_block_delta") == 0 && i != d->open_block) {
+      d->frame = "a delta to a block that is not open";
+    } else if (strcmp(type, "content_block_stop") == 0) {
+      if (i != d->open_block) d->frame = "a stop of a block that is not open";
+      d->open_block = -1;
+    }
+  } else if (d->ops->api == AIR_DIALECT_OPENAI_RESPONSES && json_is_integer(seq)) {
+    if (json_integer_value(seq) <= d->seq) d->frame = "a sequence_number that does not grow";
+    d->seq = json_integer_value(seq);
+  }
+  json_decref(j);
+}
 
 static int fin_class(air_finish f) {
   switch (f) {
@@ -1726,6 +1775,7 @@ static int on_caller_event(void *data, const air__sse_event *ev) {
   decoded *d = data;
   unsigned before = d->dec.malformed;
   d->events++;
+  check_frame(d, ev);
   d->ops->decode_event(&d->dec, ev, on_part, d);
   if (d->dec.malformed > before) d->malformed++;
   if (d->dec.terminator) d->terminator = true;
@@ -1739,6 +1789,8 @@ static void decoded_init(decoded *d, int dialect) {
   air__buf_init(&d->args, 1u << 20);
   d->ops = air__provider_get((air_dialect)dialect);
   d->ops->decoder_init(&d->dec);
+  d->open_block = -1;
+  d->seq = -1;
 }
 
 static void decoded_cleanup(decoded *d) {
@@ -1862,12 +1914,16 @@ static void q_continue(void *data, const air__continue_info *ci) {
          chars_of(q->released.p ? q->released.p : "", q->released.n));
   q->joined = ci->attempt;
   q->n_joined++;
+  if (k >= 0 && k < 64) q->att_joined[k] = true;
   if (air__responder_continue(&q->rs, ci) == 1)
     fail(q->w, "request %d: the responder lost part of the answer at the seam", q->idx);
 }
 
 static void q_keepalive(void *data) {
   sim_run_req *q = data;
+  if (!q->committed) fail(q->w, "request %d: a keep-alive before commit", q->idx);
+  if (q->n_ka < 16) q->ka[q->n_ka] = q->w->now;
+  q->n_ka++;
   air__responder_keepalive(&q->rs);
   q_flush(q);
 }
@@ -1913,15 +1969,16 @@ static void q_end(void *data, const air__exchange_result *res) {
 
 /* What the checked requests ended as, over the process (sim_stats). */
 static unsigned long long st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err,
-    st_attempts, st_committed, st_hedges, st_lost, st_conts, st_joined, st_rejected;
+    st_attempts, st_committed, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka;
 
 void sim_stats(FILE *f) {
   fprintf(f,
           "sim: %llu requests: %llu streamed answers, %llu errors after commit, %llu whole "
           "answers, %llu error bodies; %llu committed; %llu attempts (%llu hedges, %llu "
-          "racers lost; %llu continuations, %llu joined, %llu prefills rejected)\n",
+          "racers lost; %llu continuations, %llu joined, %llu prefills rejected, %llu "
+          "keep-alives)\n",
           st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err, st_committed,
-          st_attempts, st_hedges, st_lost, st_conts, st_joined, st_rejected);
+          st_attempts, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka);
 }
 
 static bool same_text(const air__buf *a, const air__buf *b) {
@@ -1991,7 +2048,47 @@ static void check_request(sim_run_req *q) {
     fail(w, "request %d: %u attempts over the budget %u", i, counted, budget);
   if (conts > 0 && !(q->route.cont && q->q->stream))
     fail(w, "request %d: %u continuations where none may run", i, conts);
+  /* A rescue (from the failure of the answering attempt to a continuation's
+   * start) stays within continuation.max_gap_ms. */
+  const air_attempt *answering = NULL;
+  for (size_t k = 0; k < q->n_log; k++) {
+    const air_attempt *e = &q->log[k];
+    if (e->skipped || e->n == 0 || e->n > 64) continue;
+    /* A rescue (the answering attempt failed, a continuation followed)
+     * that lasted 10 s or more: the caller got a keep-alive 10 s after the
+     * failure (DESIGN.md 3.5). It lasted at least until the start of the
+     * continuation that joined, or else until the request ended. */
+    if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) {
+      uint64_t failed_at = e->start_ms + e->ms, until = 0;
+      bool rescue = false;
+      for (size_t j = k + 1; j < q->n_log; j++) {
+        const air_attempt *c = &q->log[j];
+        if (!c->continuation || c->n == 0 || c->n > 64) continue;
+        rescue = true;
+        if (q->att_joined[c->n - 1]) {
+          until = c->start_ms;
+          break;
+        }
+      }
+      if (rescue && until == 0) until = q->end_ms;
+      bool seen = q->n_ka > 16;
+      for (unsigned j = 0; j < q->n_ka && j < 16 && !seen; j++)
+        seen = q->ka[j] == failed_at + AIR__CONT_KEEPALIVE_MS;
+      if (rescue && e->reason != AIR_REASON_NONE &&
+          until >= failed_at + AIR__CONT_KEEPALIVE_MS && !seen)
+        fail(w, "request %d: a rescue of %" PRIu64 " ms after attempt %u failed, no "
+                "keep-alive 10 s after the failure", i, until - failed_at, e->n);
+    }
+    if (e->continuation && answering != NULL &&
+        e->start_ms > answering->start_ms + answering->ms + q->route.cont_gap_ms)
+      fail(w, "request %d: continuation %u started %" PRIu64 " ms after attempt %u failed, "
+              "max_gap_ms is %" PRIu64,
+           i, e->n, e->start_ms - (answering->start_ms + answering->ms), answering->n,
+           q->route.cont_gap_ms);
+    if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) answering = e;
+  }
   st_conts += conts;
+  st_ka += q->n_ka;
   st_rejected += rejected;
   st_joined += (unsigned)q->n_joined;
   if (conts > q->route.cont_max)
@@ -2090,6 +2187,7 @@ static void check_request(sim_run_req *q) {
     air__sse_cleanup(&sse);
     if (rc != 0) fail(w, "request %d: the stream is not valid SSE", i);
     if (d.malformed) fail(w, "request %d: %u caller events do not decode", i, d.malformed);
+    if (d.frame) fail(w, "request %d: the caller's stream has %s", i, d.frame);
     if (getenv("SIM_DUMP") != NULL && atoi(getenv("SIM_DUMP")) == i)
       fprintf(stderr, "request %d got:\n%.*s\n", i, (int)q->got.n, q->got.p ? q->got.p : "");
     if (res->rc == 0 && (!d.terminator || d.error))

@@ -728,7 +728,10 @@ void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
       seq + 1 > s->seq)
     s->seq = seq + 1;
   air__str ty = air__event_type(ev);
-  if (type_is(ty, "response.created")) {
+  /* Deltas (nearly every event): only their text below. */
+  bool delta = ty.n > 6 && memcmp(ty.p + ty.n - 6, ".delta", 6) == 0;
+  if (delta) {
+  } else if (type_is(ty, "response.created")) {
     json_t *v = parse(ev);
     json_t *r = json_object_get(v, "response");
     const char *id = json_string_value(json_object_get(r, "id"));

@@ -130,14 +130,40 @@ static void off_by_default(void **s) {
   fx_end(&f);
 }
 
+/* Not continued, a committed attempt's timeout past total_ms reads
+ * timeout.total, exactly as without continuation. */
+static void not_continued_is_as_before(void **s) {
+  (void)s;
+  for (int on = 0; on <= 1; on++) {
+    fx f;
+    fx_start(&f, on ? ROUTE("[a/m]", "    continuation: {max: 1}\n"
+                                     "    timeouts: {total_ms: 3000}\n"
+                                     "    rules: [{on: network, action: "
+                                     "fail}]\n")
+                    : ROUTE("[a/m]", "    timeouts: {total_ms: 3000}\n"
+                                     "    rules: [{on: network, action: "
+                                     "fail}]\n"));
+    unsigned id = commit_now(&f);
+    f.now = 9000;
+    fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
+    expect_fail(&f, AIR_REASON_TIMEOUT_TOTAL);
+    const air_attempt *e = air_run_attempt(f.run, 0);
+    assert_int_equal(e->reason, AIR_REASON_TIMEOUT_TOTAL);
+    assert_string_equal(e->message, "a/m: boom (timeout.total)");
+    fx_end(&f);
+  }
+}
+
 static void continue_commit_done(void **s) {
   (void)s;
   fx f;
   fx_start(&f, ROUTE("[a/m]", "    continuation: {}\n"
-                                  "    timeouts: {chunk_ms: 7000}\n" RULES));
+                                  "    timeouts: {chunk_ms: 7000, total_ms: "
+                                  "3000}\n" RULES));
   unsigned id = commit_now(&f);
+  /* Past total_ms: it does not apply after commit (no timeout.total). */
   f.now = 5000;
-  fail_id(&f, id, AIR_REASON_NETWORK);
+  fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
   expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
   /* The rescue ends max_gap_ms (default: chunk_ms) after the failure. */
   assert_int_equal(f.act.deadline_ms, 5000 + 7000);
@@ -156,7 +182,8 @@ static void continue_commit_done(void **s) {
   assert_int_equal(f.act.kind, AIR_ACT_DONE);
   assert_int_equal(f.act.attempt_id, c);
   assert_int_equal(air_run_attempt_count(f.run), 2);
-  assert_int_equal(air_run_attempt(f.run, 0)->reason, AIR_REASON_NETWORK);
+  assert_int_equal(air_run_attempt(f.run, 0)->reason,
+                   AIR_REASON_TIMEOUT_CHUNK);
   assert_false(air_run_attempt(f.run, 0)->continuation);
   assert_int_equal(air_run_attempt(f.run, 1)->reason, AIR_REASON_NONE);
   fx_end(&f);
@@ -639,6 +666,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(off_by_default),
       cmocka_unit_test(continue_commit_done),
+      cmocka_unit_test(not_continued_is_as_before),
       cmocka_unit_test(which_reasons_continue),
       cmocka_unit_test(max_bounds_continuations),
       cmocka_unit_test(budget_is_shared),
