@@ -183,6 +183,12 @@ async function assertContinued(route, n, style) {
   assert.equal(log[1].continuation, style, JSON.stringify(log[1]));
   assert.equal(log[1].continued_at, released(model, n).length, JSON.stringify(log[1]));
   assert.equal(log[1].status, 200);
+  if (style === 'instruct') {
+    // A fixed message: it never holds the released text itself.
+    assert.ok(log[1].instruct_message, JSON.stringify(log[1]));
+    assert.ok(!log[1].instruct_message.includes(released(model, n)), log[1].instruct_message);
+  }
+  return log;
 }
 
 function assertMarker(route, n, air) {
@@ -206,7 +212,9 @@ for (const dialect of DIALECTS) {
       const ends = endEvents(dialect, r.events);
       assert.ok(ends.length > 0, 'an end event');
       assertMarker(route, 3, ends.map(airetryOf).find(Boolean));
-      await assertContinued(route, 3, style);
+      const log = await assertContinued(route, 3, style);
+      // The caller's limit goes on, less what was released.
+      if (dialect === 'messages') assert.ok(log[1].max_tokens > 0 && log[1].max_tokens <= 200, JSON.stringify(log[1]));
       if (dialect === 'responses') {
         // The caller's framing goes on across the seam.
         const seq = r.events.map((e) => e.sequence_number);
