@@ -29,7 +29,7 @@ build: deps $(BUILD)/build.ninja
 build-asan: deps $(ASAN_BUILD)/build.ninja
 	@cmake --build $(ASAN_BUILD)
 
-# The main job: a flaky mock upstream, the gateway in front, five streamed
+# The main job: a flaky mock upstream, the gateway in front, seven streamed
 # requests with a live trace (no keys, no network).
 demo: build
 	@$(BUILD)/airetry demo

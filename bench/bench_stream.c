@@ -4,6 +4,8 @@
  * for a typical OpenAI chunk (~150 bytes) and an Anthropic text delta event:
  *   passthrough  same dialect: the raw event is what reaches the caller
  *   translate    cross dialect: + encode_part into the other dialect
+ *   + observe    passthrough while a continuation is possible (DESIGN.md
+ *                3.5): + the caller dialect's encoder_observe per event
  * Median ns per event over ROUNDS rounds of EVENTS events, fed in 16 KiB
  * reads like a socket. Build optimised, without sanitizers (make bench).
  */
@@ -26,6 +28,27 @@ static const char OPENAI_CHUNK[] =
     "\"created\":1718000000,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,"
     "\"delta\":{\"content\":\" world\"},\"finish_reason\":null}]}\n\n";
 
+static const char RESPONSES_DELTA[] =
+    "event: response.output_text.delta\n"
+    "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":"
+    "12,\"item_id\":\"msg_abc\",\"output_index\":0,\"content_index\":0,"
+    "\"delta\":\" world\",\"logprobs\":[]}\n\n";
+
+/* What a Responses stream says before its deltas (observed once). */
+static const char RESPONSES_HEAD[] =
+    "event: response.created\n"
+    "data: {\"type\":\"response.created\",\"sequence_number\":0,"
+    "\"response\":{\"id\":\"resp_abc\",\"created_at\":1718000000,"
+    "\"model\":\"gpt-4o\",\"output\":[]}}\n\n"
+    "event: response.output_item.added\n"
+    "data: {\"type\":\"response.output_item.added\",\"sequence_number\":1,"
+    "\"output_index\":0,\"item\":{\"id\":\"msg_abc\",\"type\":\"message\","
+    "\"role\":\"assistant\",\"content\":[]}}\n\n"
+    "event: response.content_part.added\n"
+    "data: {\"type\":\"response.content_part.added\",\"sequence_number\":2,"
+    "\"item_id\":\"msg_abc\",\"output_index\":0,\"content_index\":0,"
+    "\"part\":{\"type\":\"output_text\",\"text\":\"\"}}\n\n";
+
 static const char ANTHROPIC_DELTA[] =
     "event: content_block_delta\n"
     "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
@@ -34,6 +57,7 @@ static const char ANTHROPIC_DELTA[] =
 typedef struct ctx {
   const air__provider_ops *up;    /* upstream dialect */
   const air__provider_ops *down;  /* caller dialect, NULL: passthrough */
+  bool observe;                   /* passthrough + encoder_observe */
   air__decoder dec;
   air__encoder enc;
   air__gate gate;
@@ -66,6 +90,7 @@ static int on_event(void *data, const air__sse_event *ev) {
   ctx *c = data;
   c->n_parts = 0;
   c->up->decode_event(&c->dec, ev, collect, c);
+  if (c->observe) c->up->encoder_observe(&c->enc, ev, c->parts, c->n_parts);
   air__gate_event gev = {ev->raw.p, ev->raw.n, c->parts, c->n_parts, 0};
   return air__gate_feed(&c->gate, &gev, 1) < 0;
 }
@@ -81,8 +106,9 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static double run(const char *name, const air__provider_ops *up,
-                  const air__provider_ops *down, const char *event) {
+static double run_x(const char *name, const air__provider_ops *up,
+                    const air__provider_ops *down, bool observe,
+                    const char *head, const char *event) {
   size_t ev_len = strlen(event);
   size_t per = READ / ev_len;
   char *stream = malloc(per * ev_len);
@@ -98,7 +124,12 @@ static double run(const char *name, const air__provider_ops *up,
     c.up = up;
     c.down = down;
     up->decoder_init(&c.dec);
+    c.observe = observe;
     if (down) down->encoder_init(&c.enc, &req, 1718000000);
+    if (observe) {
+      up->encoder_init(&c.enc, &req, 1718000000);
+      c.enc.passthrough = true;
+    }
     air__buf_init(&c.out, 1u << 20);
     air__gate_cfg gc = {.commit = AIR__COMMIT_FIRST_CONTENT, .max_malformed = 3,
                         .first_chunk_ms = 30000, .chunk_ms = 30000};
@@ -106,6 +137,7 @@ static double run(const char *name, const air__provider_ops *up,
     air__gate_begin(&c.gate, 0);
     air__sse sse;
     air__sse_init(&sse, on_event, &c);
+    if (head != NULL) air__sse_feed(&sse, head, strlen(head));
     size_t done = 0;
     uint64_t t0 = ns_now();
     while (done < EVENTS) {
@@ -120,6 +152,7 @@ static double run(const char *name, const air__provider_ops *up,
     air__sse_cleanup(&sse);
     air__gate_cleanup(&c.gate);
     air__decoder_cleanup(&c.dec);
+    if (down || observe) air__encoder_cleanup(&c.enc);
     air__buf_cleanup(&c.out);
   }
   free(stream);
@@ -127,6 +160,80 @@ static double run(const char *name, const air__provider_ops *up,
   printf("%-44s median %7.1f ns/event  (%zu-byte event)\n", name, med[ROUNDS / 2],
          ev_len);
   return med[ROUNDS / 2];
+}
+
+/* encoder_observe alone on one decoded event, repeated (after head). */
+typedef struct one {
+  const air__provider_ops *up;
+  air__decoder dec;
+  air__encoder enc;
+  air_part parts[16];
+  size_t n_parts;
+  air__sse_event ev;
+  char raw[512];
+  bool take; /* keep the next event */
+} one;
+
+static int one_collect(void *data, const air_part *p) {
+  one *o = data;
+  if (o->n_parts < 16) o->parts[o->n_parts++] = *p;
+  return 0;
+}
+
+static int one_event(void *data, const air__sse_event *ev) {
+  one *o = data;
+  o->n_parts = 0;
+  o->up->decode_event(&o->dec, ev, one_collect, o);
+  o->up->encoder_observe(&o->enc, ev, o->parts, o->n_parts);
+  if (o->take && ev->raw.n < sizeof(o->raw)) {
+    /* keep the event (its spans re-pointed into raw) */
+    memcpy(o->raw, ev->raw.p, ev->raw.n);
+    o->ev = *ev;
+    o->ev.type.p = o->raw + (ev->type.p - ev->raw.p);
+    o->ev.data.p = o->raw + (ev->data.p - ev->raw.p);
+  }
+  return 0;
+}
+
+static void observe_only(const char *name, const air__provider_ops *up,
+                         const char *head, const char *event) {
+  double med[ROUNDS];
+  air__request req;
+  memset(&req, 0, sizeof(req));
+  req.dialect = up->api;
+  req.stream = true;
+  for (int r = 0; r < ROUNDS; r++) {
+    one o;
+    memset(&o, 0, sizeof(o));
+    o.up = up;
+    up->decoder_init(&o.dec);
+    up->encoder_init(&o.enc, &req, 1718000000);
+    o.enc.passthrough = true;
+    air__sse sse;
+    air__sse_init(&sse, one_event, &o);
+    if (head != NULL) air__sse_feed(&sse, head, strlen(head));
+    o.take = true;
+    air__sse_feed(&sse, event, strlen(event));
+    /* The decoded parts point into the decoder or the event: re-decode
+     * from the kept copy so they point into o.raw. */
+    o.take = false;
+    o.n_parts = 0;
+    up->decode_event(&o.dec, &o.ev, one_collect, &o);
+    uint64_t t0 = ns_now();
+    for (size_t i = 0; i < EVENTS; i++)
+      up->encoder_observe(&o.enc, &o.ev, o.parts, o.n_parts);
+    med[r] = (double)(ns_now() - t0) / (double)EVENTS;
+    air__sse_cleanup(&sse);
+    air__decoder_cleanup(&o.dec);
+    air__encoder_cleanup(&o.enc);
+  }
+  qsort(med, ROUNDS, sizeof(med[0]), cmp);
+  printf("%-44s median %7.1f ns/event\n", name, med[ROUNDS / 2]);
+}
+
+static double run(const char *name, const air__provider_ops *up,
+                  const air__provider_ops *down, const char *event) {
+  return run_x(name, up, down, false, NULL, event);
 }
 
 int main(void) {
@@ -138,5 +245,21 @@ int main(void) {
       ANTHROPIC_DELTA);
   run("anthropic delta -> openai caller (translate)", &air__provider_anthropic,
       &air__provider_openai, ANTHROPIC_DELTA);
+  run_x("openai chunk, passthrough + observe", &air__provider_openai, NULL,
+        true, NULL, OPENAI_CHUNK);
+  run_x("anthropic delta, passthrough + observe", &air__provider_anthropic,
+        NULL, true, NULL, ANTHROPIC_DELTA);
+  run_x("responses delta, passthrough", &air__provider_openai_responses, NULL,
+        false, RESPONSES_HEAD, RESPONSES_DELTA);
+  run_x("responses delta, passthrough + observe",
+        &air__provider_openai_responses, NULL, true, RESPONSES_HEAD,
+        RESPONSES_DELTA);
+  observe_only("openai chunk, observe alone", &air__provider_openai,
+               OPENAI_CHUNK, OPENAI_CHUNK);
+  observe_only("anthropic delta, observe alone", &air__provider_anthropic,
+               NULL, ANTHROPIC_DELTA);
+  observe_only("responses delta, observe alone",
+               &air__provider_openai_responses, RESPONSES_HEAD,
+               RESPONSES_DELTA);
   return 0;
 }

@@ -15,8 +15,7 @@
 extern "C" {
 #endif
 
-/* Marks the functions libairetry.so exports; everything else is hidden
- * (the library is built with -fvisibility=hidden). */
+/* Marks what libairetry.so exports (built with -fvisibility=hidden). */
 #if defined(__GNUC__) || defined(__clang__)
 #define AIR_EXTERN __attribute__((visibility("default")))
 #else
@@ -26,8 +25,7 @@ extern "C" {
 /* The version of these headers; air_version() is the library's. */
 #define AIR_VERSION "0.1.0"
 
-/* The library's version string ("0.1.0"): static, never NULL. Compare it
- * with AIR_VERSION to catch a program running on another build. */
+/* The library's version ("0.1.0"), static; compare with AIR_VERSION. */
 AIR_EXTERN const char *air_version(void);
 
 /* ---- errors ------------------------------------------------------------ */
@@ -51,13 +49,10 @@ typedef enum air_errno {
 /* Static, never NULL; "unknown error" for values outside the enum. */
 AIR_EXTERN const char *air_strerror(int err);
 
-/*
- * Optional caller-supplied detail for a failing call: every public call that
- * can fail for more than one reason takes an `air_error *err` as its last
- * argument (NULL allowed). On failure the library sets code to the value
- * returned and message to what went wrong; on success it sets code 0 and
- * message "". Config errors carry their FILE:LINE:COL in the diagnostics.
- */
+/* Optional detail for a failing call (the last argument, NULL allowed, of
+ * every call that can fail for more than one reason): code and message on
+ * failure, code 0 and "" on success. Config errors: FILE:LINE:COL in the
+ * diagnostics. */
 typedef struct air_error {
   int code;           /* the air_errno returned */
   char message[512];  /* human-readable, NUL-terminated */
@@ -107,9 +102,8 @@ typedef enum air_transport_err {
 
 /* ---- dialects ------------------------------------------------------------ */
 
-/* The wire APIs airetry speaks, to callers and to upstreams (a provider's
- * `api:` in the config): OpenAI chat completions, Anthropic messages, the
- * OpenAI Responses API. */
+/* The wire APIs airetry speaks to callers and upstreams (a provider's
+ * `api:`): OpenAI chat completions, Anthropic messages, OpenAI Responses. */
 typedef enum air_dialect {
   AIR_DIALECT_OPENAI,
   AIR_DIALECT_ANTHROPIC,
@@ -144,13 +138,10 @@ typedef struct air_diag {
 
 typedef void (*air_diag_cb)(void *data, const air_diag *d);
 
-/*
- * Loads a YAML (or JSON) config of len bytes. Every problem found is reported
- * through cb (which may be NULL), not only the first. Returns 0 and sets *out
- * (free with air_config_free) when there was no error (warnings allowed);
- * AIR_ECONFIG when any error was reported; AIR_ETOOBIG over the config size
- * limit. name is used in diagnostics only.
- */
+/* Loads a YAML (or JSON) config of len bytes, every problem reported
+ * through cb (may be NULL). 0 and *out (air_config_free) when there was no
+ * error (warnings allowed); AIR_ECONFIG when there was; AIR_ETOOBIG over the
+ * config size limit. name is for diagnostics only. */
 AIR_EXTERN int air_config_parse(const char *name, const char *text, size_t len,
                                 air_diag_cb cb, void *data, air_config **out);
 /* Reads path and calls air_config_parse. AIR_EIO when it cannot be read
@@ -166,16 +157,12 @@ AIR_EXTERN const char *air_config_listen(const air_config *cfg);
 
 /* ---- shared state (breakers, sticky routes) ---------------------------- */
 
-/*
- * Breaker and sticky state shared by every request of one process. Safe to
- * use from several threads at once. The state does not keep cfg (which may
- * be NULL): each run that uses it reads the policy from the config it runs
- * under, so one state outlives a config reload. When cfg has state.redis,
- * the state is also shared with every process using the same Redis node
- * and prefix (DESIGN.md 3.1, docs/scale-out.md): a thread of its own keeps
- * the link in the background and no call ever waits for Redis.
- * AIR_EINVAL, AIR_ENOMEM, AIR_EIO (the Redis thread did not start).
- */
+/* Breaker, sticky and learned-style state shared by every request of one
+ * process, thread-safe. It does not keep cfg (may be NULL): each run reads
+ * the policy of its own config, so one state outlives a reload. With
+ * state.redis in cfg it is shared with every process on that Redis node and
+ * prefix (DESIGN.md 3.1, docs/scale-out.md) by a thread of its own; no call
+ * waits for Redis. AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
 typedef struct air_state air_state;
 AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,
                              air_error *err);
@@ -193,10 +180,8 @@ AIR_EXTERN air_breaker_mode air_state_breaker(air_state *st, const char *target,
 
 /* ---- cancellation ------------------------------------------------------ */
 
-/*
- * A cancel token. air_cancel_trigger may be called from any thread and at any
- * time; every wait on the token ends at once (the system clock's sleep too).
- */
+/* A cancel token. air_cancel_trigger may be called from any thread at any
+ * time; every wait on the token ends at once (the system clock's too). */
 typedef struct air_cancel air_cancel;
 AIR_EXTERN int air_cancel_new(air_cancel **out);
 AIR_EXTERN void air_cancel_free(air_cancel *c);
@@ -205,13 +190,10 @@ AIR_EXTERN bool air_cancel_is_set(const air_cancel *c);
 
 /* ---- clock and randomness ---------------------------------------------- */
 
-/*
- * Time as the engine sees it. now_ms is monotonic, wall_ms is ms since the
- * Unix epoch, sleep waits ms or until cancel (may be NULL) fires: returns 1
- * when cancelled (at once, whenever that happens), 0 when the time passed.
- * air_clock_system() gives the real clock (static, thread-safe; call its
- * sleep to wait on a token); tests pass a fake one.
- */
+/* Time as the engine sees it: now_ms monotonic, wall_ms since the Unix
+ * epoch; sleep waits ms or until cancel (may be NULL) fires: 1 when
+ * cancelled (at once), 0 when the time passed. air_clock_system(): the real
+ * clock (static, thread-safe; its sleep waits on a token); tests fake one. */
 typedef struct air_clock {
   uint64_t (*now_ms)(void *data);
   uint64_t (*wall_ms)(void *data);
@@ -251,6 +233,8 @@ typedef struct air_attempt {
   /* Outcome `hedge_lost`: cancelled because another racer won (reason
    * NONE, never a breaker verdict). */
   bool hedge_lost;
+  bool continuation;     /* asked for the rest of a committed answer (3.5) */
+  bool prefill_rejected; /* its prefill got a 400: re-asked with instruct, uncounted */
   const char *field;       /* skipped: the field; NULL otherwise */
 } air_attempt;
 
@@ -266,6 +250,15 @@ typedef struct air_failure {
   const air_header *headers;  /* response headers, for Retry-After */
   size_t n_headers;
 } air_failure;
+
+/* How a target is asked for the rest of a cut answer (DESIGN.md 3.5). */
+typedef enum air_cont_style {
+  AIR_CONT_NONE = 0,     /* not continued on this target */
+  AIR_CONT_PREFILL,      /* conversation ends with the assistant message (Anthropic) */
+  AIR_CONT_VLLM,         /* continue_final_message: true, add_generation_prompt: false */
+  AIR_CONT_PREFIX_FLAG,  /* prefix: true on the assistant message (DeepSeek, Mistral) */
+  AIR_CONT_INSTRUCT      /* a fixed user message after it asks to continue */
+} air_cont_style;
 
 /* ---- the engine: a sans-I/O run state machine --------------------------- */
 
@@ -292,7 +285,7 @@ typedef enum air_action_kind {
   AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost, or the
                         WAIT that follows it); read with air_run_next */
   AIR_ACT_CONTINUE,  /* continue the committed answer with attempt attempt_id
-                        on `target`; not emitted yet: continuation (3.5) will */
+                        on `target`, asked in `style` (DESIGN.md 3.5) */
   AIR_ACT_IDLE,      /* nothing to start: the other racers go on (a racer
                         dropped while others run; a hedge not possible) */
 } air_action_kind;
@@ -306,18 +299,19 @@ typedef struct air_action {
                                 CONTINUE: the new one; WAIT: the failed one it
                                 follows; COMMIT, CANCEL, DONE: that attempt;
                                 FAIL: the last attempt (0 when none started) */
-  const char *target;        /* ATTEMPT, COMMIT: "provider/model"; valid as long as the run */
-  unsigned target_index;     /* ATTEMPT, COMMIT: index into the route's targets */
-  unsigned attempt;          /* ATTEMPT, COMMIT: 1-based number */
-  uint64_t deadline_ms;      /* ATTEMPT: monotonic time the attempt must commit by */
-  const char *override_json; /* ATTEMPT: request fields to override (JSON object) or NULL */
+  const char *target;        /* ATTEMPT, CONTINUE, COMMIT: "provider/model"; valid as long as the run */
+  unsigned target_index;     /* ATTEMPT, CONTINUE, COMMIT: index into the route's targets */
+  unsigned attempt;          /* ATTEMPT, CONTINUE, COMMIT: 1-based number */
+  uint64_t deadline_ms;      /* ATTEMPT: monotonic time the attempt must commit by;
+                                CONTINUE: the rescue's end (its failure + max_gap_ms) */
+  const char *override_json; /* ATTEMPT, CONTINUE: request fields to override (JSON object) or NULL */
   uint64_t wait_ms;          /* WAIT */
   air_reason reason;         /* FAIL: the reason of the last failure */
   int status;                /* FAIL: the status of the last failure */
   uint64_t hedge_at_ms;      /* every kind: when to call air_run_hedge
                                 (monotonic; 0: no hedge is due) */
   unsigned flags;            /* AIR_ACTF_* */
-  unsigned reserved;         /* zero */
+  unsigned style;            /* CONTINUE: an air_cont_style; zero otherwise */
 } air_action;
 
 /*
@@ -336,7 +330,7 @@ AIR_EXTERN void air_run_free(air_run *run);
  * Attempt attempt_id failed. wall_ms is for HTTP-date Retry-After hints.
  * Before its commit the policy decides (ATTEMPT, WAIT or FAIL; IDLE when
  * other racers go on without it, DESIGN.md 3.6); after it the failure is
- * final (FAIL).
+ * final (FAIL), or continued (CONTINUE, or WAIT then CONTINUE) as 3.5 says.
  */
 AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
                  uint64_t now_ms, uint64_t wall_ms, air_action *act);
@@ -345,7 +339,7 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure
  * part, or in complete mode its judged answer). The engine decides: COMMIT
  * attempt_id (release it; from now on its failure is final), and with
  * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
- * probe's breaker verdict (success) is given here.
+ * probe's breaker verdict (success) is given here. A continuation's too.
  */
 AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                           air_action *act);
@@ -375,10 +369,21 @@ AIR_EXTERN int air_run_next(air_run *run, air_action *act);
 /* Attempt attempt_id succeeded (finished; committed or not): DONE. */
 AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     air_action *act);
-/* The WAIT that followed attempt attempt_id ended: the next ATTEMPT (or FAIL
- * when total_ms has passed). */
+/* The WAIT that followed attempt attempt_id ended: the next ATTEMPT or
+ * CONTINUE (or FAIL when total_ms, or after commit max_gap_ms, has passed). */
 AIR_EXTERN int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
                       air_action *act);
+/* Continuation limits found in the request or the released answer, ORed in
+ * for good (3.5). AIR_EINVAL for run NULL. */
+#define AIR_CONTF_NEVER 1u       /* nothing may be continued any more */
+#define AIR_CONTF_NO_INSTRUCT 2u /* a JSON schema was asked: no INSTRUCT target */
+AIR_EXTERN int air_run_limit_continuation(air_run *run, unsigned flags);
+/* Continuation attempt_id (PREFILL) got the 400 that rejects a prefill:
+ * with continuation.instruct, once per target and request, CONTINUE there
+ * with INSTRUCT (uncounted, learned for 24 h); else as air_run_fail with
+ * bad_request. */
+AIR_EXTERN int air_run_prefill_rejected(air_run *run, unsigned attempt_id,
+                                        uint64_t now_ms, air_action *act);
 /* The caller cancelled the request (every attempt of it): FAIL with
  * AIR_REASON_ABORTED, in any phase; AIR_ESTATE once the run is over. */
 AIR_EXTERN int air_run_cancel(air_run *run, uint64_t now_ms, air_action *act);

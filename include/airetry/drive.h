@@ -97,8 +97,8 @@ typedef enum air_span_kind {
   AIR_SPAN_ATTEMPT  /* one upstream attempt */
 } air_span_kind;
 
-/* Why an attempt ran. HEDGE: a hedge racer (DESIGN.md 3.6); CONTINUATION
- * is reserved for continuation after commit (3.5). */
+/* Why an attempt ran. HEDGE: a hedge racer (DESIGN.md 3.6); CONTINUATION:
+ * asked for the rest of an answer that failed after commit (3.5). */
 typedef enum air_span_role {
   AIR_ROLE_NONE,   /* a request span */
   AIR_ROLE_FIRST,  /* the first attempt */
@@ -213,6 +213,8 @@ typedef struct air_call_opts {
  * AIR_ENOTFOUND no callback fires. When `log` is not NULL, *log receives a
  * copy of the attempt log (free with air_attempt_log_free) and *n_log its
  * length. Safe to call from many threads at once on one config and state.
+ * A route's `hedge` and `continuation` are ignored (DESIGN.md 3.5, 3.6):
+ * one attempt runs at a time, and none continues a committed one.
  */
 AIR_EXTERN int air_call(const air_config *cfg, air_state *state,
                         const char *model, const air_call_opts *opts,
@@ -279,7 +281,10 @@ typedef struct air_stream_opts {
  * on_part; after commit the attempt is final. Returns 0 when an answer was
  * delivered (also a judged complete answer that was the last failure,
  * DESIGN.md 3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL,
- * AIR_ENOMEM; log and err as for air_call. Thread-safe as air_call.
+ * AIR_ENOMEM; log and err as for air_call. Thread-safe as air_call. Like
+ * air_call it ignores `hedge` and `continuation` (it cannot build a
+ * continuation request or run racers): a failure after commit is final;
+ * air_client honours both.
  */
 AIR_EXTERN int air_stream(const air_config *cfg, air_state *state,
                           const char *model, const air_stream_opts *opts,

@@ -5,7 +5,9 @@
  * trace of each: the tokens as they arrive, then every upstream attempt
  * with its reason and wait (from the gateway's log line), the time to first
  * content and the target that answered; one request is hedged (DESIGN.md
- * 3.6: a primary slow to its first token races the fallback). Exits 0
+ * 3.6: a primary slow to its first token races the fallback), one is
+ * continued (3.5: a stream cut after its first tokens is finished by the
+ * fallback from where it broke, and the caller gets one answer). Exits 0
  * when every request was answered.
  */
 #include <errno.h>
@@ -30,6 +32,12 @@
 
 extern char **environ;
 
+/* The answer of both targets of the route "long" (the mock continues an
+ * assistant prefill of it from where the prefill ends). */
+#define LONG_ANSWER                                                       \
+  "Retries hide a provider that fails before it answers; continuation " \
+  "rescues the answers it breaks halfway through."
+
 static const char mock_script[] =
     "models:\n"
     "  gpt-4o:\n"
@@ -43,7 +51,12 @@ static const char mock_script[] =
     "      - {first_delay_ms: 60000}\n"
     "      - {refusal: true}\n"
     "  gpt-4o-mini: {tokens: 10, delay_ms: 25, first_delay_ms: 5000}\n"
-    "  claude-sonnet-4-5: {tokens: 10, delay_ms: 25}\n";
+    "  claude-sonnet-4-5: {tokens: 10, delay_ms: 25}\n"
+    "  gpt-4.1:\n"
+    "    answer: &long \"" LONG_ANSWER "\"\n"
+    "    delay_ms: 25\n"
+    "    attempts: [{cut_after: 6}]\n"
+    "  claude-haiku-4-5: {answer: *long, delay_ms: 25}\n";
 
 static const char gateway_config[] =
     "providers:\n"
@@ -57,7 +70,12 @@ static const char gateway_config[] =
     "    refusal: {phrases: [\"I'm sorry, but I cannot assist\"]}\n"
     "  - name: fast\n"
     "    targets: [primary/gpt-4o-mini, fallback/claude-sonnet-4-5]\n"
-    "    hedge: {after_ms: 400}\n";
+    "    hedge: {after_ms: 400}\n"
+    "  - name: long\n"
+    "    targets: [primary/gpt-4.1, fallback/claude-haiku-4-5]\n"
+    "    continuation: {enabled: true, targets: any}\n"
+    "    rules: [{on: [network, overloaded, server_error, timeout.chunk],\n"
+    "             action: switch}]\n";
 
 typedef struct request {
   const char *title;
@@ -72,6 +90,8 @@ static const request requests[] = {
     {"primary is slow to its first token: hedged after 400 ms", false, "fast"},
     {"primary answers with a canned refusal", false, "smart"},
     {"primary is healthy again", false, "smart"},
+    {"primary's stream breaks after 6 tokens: the fallback continues it",
+     false, "long"},
 };
 
 typedef struct child {
@@ -157,6 +177,7 @@ typedef struct stream_view {
   bool error;
   char target[128];
   char attempts[16];
+  char marker[256]; /* the "airetry" object of the last event, if any */
 } stream_view;
 
 static int on_part(void *data, const air_part *p) {
@@ -176,8 +197,38 @@ static int on_part(void *data, const air_part *p) {
   return 0;
 }
 
+/* Keeps the first "airetry": {...} object found in p (a continued answer's
+ * marker, DESIGN.md 3.5; the gateway writes each event in one piece). */
+static void find_marker(stream_view *v, const char *p, size_t n) {
+  static const char key[] = "\"airetry\":";
+  size_t kn = sizeof(key) - 1;
+  for (size_t i = 0; v->marker[0] == '\0' && i + kn < n; i++) {
+    if (memcmp(p + i, key, kn) != 0) continue;
+    size_t j = i + kn, depth = 0, k = 0;
+    bool in_str = false;
+    for (; j < n && k + 1 < sizeof(v->marker); j++) {
+      char c = p[j];
+      v->marker[k++] = c;
+      if (in_str) {
+        if (c == '\\' && j + 1 < n && k + 1 < sizeof(v->marker))
+          v->marker[k++] = p[++j];
+        else if (c == '"')
+          in_str = false;
+      } else if (c == '"') {
+        in_str = true;
+      } else if (c == '{' || c == '[') {
+        depth++;
+      } else if ((c == '}' || c == ']') && depth > 0 && --depth == 0) {
+        break;
+      }
+    }
+    v->marker[k < sizeof(v->marker) ? k : sizeof(v->marker) - 1] = '\0';
+  }
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *data) {
   stream_view *v = data;
+  find_marker(v, p, size * n);
   if (v->reader == NULL || air__stream_reader_feed(v->reader, p, size * n) != 0)
     return 0; /* no reader, or a broken stream: curl stops */
   return size * n;
@@ -235,8 +286,11 @@ static long send_request(int port, const request *rq, stream_view *v) {
   return rc == CURLE_OK ? status : -1;
 }
 
-/* Prints the attempts of the gateway's log line for the last request. */
-static void print_attempts(int log_fd) {
+/* Prints the attempts of the gateway's log line for the last request;
+ * the target of the last continuation attempt into cont (n bytes; "" when
+ * none). */
+static void print_attempts(int log_fd, char *cont_target, size_t n_cont) {
+  cont_target[0] = '\0';
   char line[16384];
   do {
     if (read_line(log_fd, line, sizeof(line), 3000) != 0) {
@@ -254,6 +308,9 @@ static void print_attempts(int log_fd) {
     const char *reason = json_string_value(json_object_get(a, "reason"));
     const char *outcome = json_string_value(json_object_get(a, "outcome"));
     bool hedge = json_is_true(json_object_get(a, "hedge"));
+    const char *role = json_string_value(json_object_get(a, "role"));
+    bool cont = json_is_true(json_object_get(a, "continuation")) ||
+                (role != NULL && strcmp(role, "continuation") == 0);
     json_int_t status = json_integer_value(json_object_get(a, "status"));
     json_int_t ms = json_integer_value(json_object_get(a, "ms"));
     json_int_t wait = json_integer_value(json_object_get(a, "wait_ms"));
@@ -261,6 +318,11 @@ static void print_attempts(int log_fd) {
     if (hedge)
       printf("      -> hedge: %s races beside it (no first content yet)\n",
              target ? target : "?");
+    else if (cont)
+      printf("      -> the stream broke after commit: %s continues it "
+             "from the text already sent\n",
+             target ? target : "?");
+    if (cont) snprintf(cont_target, n_cont, "%s", target ? target : "?");
     else if (prev != NULL && target && strcmp(prev, target) != 0)
       printf("      -> failover to %s\n", target);
     printf("      attempt %zu  %-28s %-20s %3lld %6lld ms", i + 1,
@@ -334,9 +396,18 @@ int air__cmd_demo(int argc, char **argv) {
     memset(&v, 0, sizeof(v));
     long status = send_request(gport, &requests[i], &v);
     if (v.started_line) printf("\n");
-    print_attempts(gw.err);
+    char cont[128];
+    print_attempts(gw.err, cont, sizeof(cont));
+    if (v.marker[0] != '\0')
+      printf("    the last event says so: \"airetry\": %s\n", v.marker);
     bool ok = status == 200 && !v.error && v.tokens > 0;
-    if (ok) {
+    if (ok && cont[0] != '\0') {
+      answered++;
+      printf("    = one answer: started by %s, finished by %s after the break:"
+             " first content %llu ms, %u tokens, %llu ms total\n\n",
+             v.target, cont, (unsigned long long)v.first_ms, v.tokens,
+             (unsigned long long)(now_ms() - v.start));
+    } else if (ok) {
       answered++;
       printf("    = answered by %s after %s attempt(s): first content %llu ms, "
              "%u tokens, %llu ms total\n\n",

@@ -191,6 +191,12 @@ typedef struct air__canon {
   size_t cap_tools;
   size_t cap_stop;
   unsigned next_seq;
+  /* A continuation's body (continue.c, DESIGN.md 3.5): how the final
+   * assistant message asks to be continued; the encoders write VLLM's
+   * top-level flags and PREFIX_FLAG's "prefix": true through
+   * air__json_cont_style, Anthropic trims the final assistant text's
+   * trailing white space (the API refuses it). NONE otherwise. */
+  air_cont_style cont_style;
 } air__canon;
 
 void air__canon_init(air__canon *c, air_dialect origin);

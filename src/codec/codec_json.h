@@ -26,4 +26,13 @@ int air__json_push(json_t *arr, json_t *v);
  * AIR_ENOMEM or AIR_ETOOBIG is returned. */
 int air__json_dump(const json_t *v, size_t flags, air__buf *out);
 
+struct air__canon;
+/* A continuation's style in an encoded body (continue.c): VLLM sets
+ * "continue_final_message": true and "add_generation_prompt": false on
+ * root; PREFIX_FLAG sets "prefix": true on the last element of msgs whose
+ * "role" is "assistant"; other styles change nothing. Returns 0 or
+ * AIR_ENOMEM. */
+int air__json_cont_style(const struct air__canon *c, json_t *root,
+                         json_t *msgs);
+
 #endif

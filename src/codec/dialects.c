@@ -27,4 +27,5 @@ const air__provider_ops *air__provider_get(air_dialect api) {
 void air__encoder_cleanup(air__encoder *e) {
   const air__provider_ops *ops = air__provider_get(e->api);
   if (ops->encoder_cleanup != NULL) ops->encoder_cleanup(e);
+  air__buf_cleanup(&e->continued);
 }

@@ -35,8 +35,8 @@ static int plain_error(air_error *err, int rc) {
  * request that cannot be decoded is decoded again by the next attempt,
  * which gives the same message; cold).
  */
-static const air__canon *canon_of(const air__request *req, air_error *err,
-                                  int *rc) {
+const air__canon *air__request_canon(const air__request *req, air_error *err,
+                                     int *rc) {
   /* A cache on a request the callers hold as const (air__request_body
    * does the same). NOLINTNEXTLINE(clang-diagnostic-cast-qual) */
   air__request *w = (air__request *)(uintptr_t)req;
@@ -71,14 +71,15 @@ static const air__canon *canon_of(const air__request *req, air_error *err,
  * refers to it; drop_params does not drop it. 0, AIR_ENOTSUP naming the
  * field, or an error of building the canonical form.
  */
-static int stateful(const air__provider_ops *target, const air__request *req,
-                    const air__build_opts *o, air_error *err) {
+int air__request_stateful(const air__provider_ops *target,
+                          const air__request *req, const air__build_opts *o,
+                          air_error *err) {
   const air__provider_ops *caller = air__provider_get(req->dialect);
   if (caller == NULL || caller->stateful_field == NULL) return 0;
   bool same = req->dialect == target->api;
   if (same && !o->other_provider) return 0;
   int rc;
-  const air__canon *c = canon_of(req, err, &rc);
+  const air__canon *c = air__request_canon(req, err, &rc);
   if (c == NULL) return rc;
   char name[96];
   snprintf(name, sizeof(name), "%s%s", same ? "another provider's " : "",
@@ -94,10 +95,10 @@ int air__request_can_express(const air__provider_ops *target,
     err->message[0] = '\0';
   }
   if (req == NULL || target == NULL || o == NULL) return AIR_EINVAL;
-  int rc = stateful(target, req, o, err);
+  int rc = air__request_stateful(target, req, o, err);
   if (rc != 0) return rc;
   if (req->dialect == target->api || o->drop_params) return 0;
-  const air__canon *c = canon_of(req, err, &rc);
+  const air__canon *c = air__request_canon(req, err, &rc);
   if (c == NULL) return rc;
   return target->can_express(c, o, err);
 }
@@ -119,11 +120,11 @@ int air__request_build(const air__provider_ops *target, const air__request *req,
   }
   size_t mark = out->n;
   if (o->json_tool != NULL) *o->json_tool = false;
-  int rc = stateful(target, req, o, err);
+  int rc = air__request_stateful(target, req, o, err);
   if (rc == 0 && req->dialect == target->api) {
     rc = target->build_same(req, o, out, err);
   } else if (rc == 0) {
-    const air__canon *c = canon_of(req, err, &rc);
+    const air__canon *c = air__request_canon(req, err, &rc);
     if (c != NULL && !o->drop_params) rc = target->can_express(c, o, err);
     if (rc == 0) rc = target->encode_request(c, o, out, err);
   }

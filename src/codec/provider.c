@@ -412,6 +412,7 @@ void air__aggregate_init(air__aggregate *a) {
   air__buf_init(&a->reasoning, AGG_MAX);
   air__buf_init(&a->refusal, AGG_MAX);
   air__buf_init(&a->finish_raw, 64);
+  air__buf_init(&a->continued, AIR__CONTINUED_MAX_BYTES);
 }
 
 void air__aggregate_cleanup(air__aggregate *a) {
@@ -421,6 +422,7 @@ void air__aggregate_cleanup(air__aggregate *a) {
   air__buf_cleanup(&a->reasoning);
   air__buf_cleanup(&a->refusal);
   air__buf_cleanup(&a->finish_raw);
+  air__buf_cleanup(&a->continued);
   for (size_t i = 0; i < a->n_tools; i++) {
     free(a->tools[i].id);
     free(a->tools[i].name);
@@ -457,6 +459,7 @@ static air__tool_call *tool_at(air__aggregate *a, int idx, bool create) {
 int air__aggregate_add(air__aggregate *a, const air_part *p) {
   switch (p->kind) {
     case AIR_PART_START:
+      if (a->keep_ident) return 0;
       air__buf_reset(&a->id);
       air__buf_reset(&a->model);
       if (air__buf_add(&a->id, p->id, p->id_len) != 0) return AIR_ETOOBIG;
@@ -486,8 +489,10 @@ int air__aggregate_add(air__aggregate *a, const air_part *p) {
       air__buf_reset(&a->finish_raw);
       return air__buf_add(&a->finish_raw, p->finish_raw, p->finish_raw_len);
     case AIR_PART_USAGE:
-      a->input_tokens = p->input_tokens;
-      a->output_tokens = p->output_tokens;
+      a->input_tokens = p->input_tokens + a->prior_input_tokens;
+      if (a->input_tokens < p->input_tokens) a->input_tokens = UINT64_MAX;
+      a->output_tokens = p->output_tokens + a->prior_output_tokens;
+      if (a->output_tokens < p->output_tokens) a->output_tokens = UINT64_MAX;
       a->has_usage = true;
       return 0;
     case AIR_PART_ERROR:

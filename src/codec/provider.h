@@ -185,12 +185,45 @@ typedef struct air__aggregate {
   bool has_usage;
   uint64_t created; /* OpenAI "created" (seconds) for encode_response, set
                        by the caller (aggregate_init leaves 0) */
+  /* A continued answer (DESIGN.md 3.5): the members of the "continued"
+   * array, JSON text ({"target":…,"at_char":N},…), empty when none;
+   * encode_response writes "airetry": {"continued": [...]} when not empty.
+   * Filled by air__aggregate_add_continued; earlier attempts' usage is
+   * added with air__aggregate_add_usage. */
+  air__buf continued;
+  uint64_t prior_input_tokens; /* earlier attempts' usage, added to every */
+  uint64_t prior_output_tokens; /* USAGE part's (air__aggregate_add_usage) */
+  bool keep_ident; /* a continuation was recorded: later START parts do not
+                      replace id and model (the first attempt's stay) */
 } air__aggregate;
 
 void air__aggregate_init(air__aggregate *a);
 void air__aggregate_cleanup(air__aggregate *a);
 /* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
 AIR__WUR int air__aggregate_add(air__aggregate *a, const air_part *p);
+/* Usage of an earlier attempt of this answer, given up for a continuation
+ * (as air__encoder_add_usage): the aggregate's usage is the sum of the
+ * added attempts and the last attempt's USAGE parts (saturating);
+ * has_usage becomes true. */
+void air__aggregate_add_usage(air__aggregate *a, uint64_t input_tokens,
+                              uint64_t output_tokens);
+/* One continuation of the answer: target ("provider/model") took over at
+ * character at_char of the text (from then on a START part keeps the
+ * first attempt's id and model). Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
+AIR__WUR int air__aggregate_add_continued(air__aggregate *a, const char *target,
+                                          uint64_t at_char);
+/* The most bytes of the "continued" list (aggregate and encoder). */
+#define AIR__CONTINUED_MAX_BYTES (64u * 1024u)
+/* The first "key": <unsigned integer> member in JSON text d (a byte scan,
+ * no parse: for a member whose name appears nowhere else in the text, as
+ * a stream event's "created" or "sequence_number"); false when absent. */
+bool air__scan_uint(const char *d, size_t n, const char *key, uint64_t *v);
+/* The event's type: the SSE event field, or else (an upstream that sends
+ * only data lines) the first "type" string member of its data, raw. */
+air__str air__event_type(const air__sse_event *ev);
+/* Appends ,"airetry":{"continued":[...]} when continued (the members'
+ * JSON text) is not empty; nothing otherwise. Returns 0 or a buf error. */
+AIR__WUR int air__continued_member(const air__buf *continued, air__buf *out);
 
 /* ---- encoding for the caller
  * ------------------------------------------------- */
@@ -218,7 +251,38 @@ typedef struct air__encoder {
   char model[256];
   struct air__rsp_enc *rsp; /* Responses: the items being written (owned;
                                freed by air__encoder_cleanup) */
+  /* Continuation (DESIGN.md 3.5). */
+  bool observed;     /* encoder_observe recorded the stream's identity */
+  bool taken_over;   /* air__encoder_take_over: parts are encoded now */
+  uint64_t prior_input_tokens;  /* earlier attempts (air__encoder_add_usage) */
+  uint64_t prior_output_tokens;
+  bool has_prior_usage;
+  air__buf continued; /* the "continued" members (JSON text), as in the
+                         aggregate; freed by air__encoder_cleanup */
 } air__encoder;
+
+/*
+ * From now on parts are encoded (passthrough ends at the seam), continuing
+ * the caller's stream: same id, created, model; an Anthropic caller's open
+ * text block keeps its index (a new one is opened only if none is open);
+ * Responses sequence numbers go on. What the stream had is what
+ * encoder_observe recorded (or, when the encoder was not in passthrough,
+ * what it encoded itself).
+ */
+void air__encoder_take_over(air__encoder *e);
+/* Usage of an earlier attempt of this answer, added to what the end
+ * reports (saturating). Called when that attempt is given up for a
+ * continuation, with its usage: what USAGE parts told the encoder so far
+ * (that attempt's) is forgotten, and the end reports the sum of every
+ * added attempt and the last attempt's USAGE parts. encoder_observe never
+ * records usage. */
+void air__encoder_add_usage(air__encoder *e, uint64_t input_tokens,
+                            uint64_t output_tokens);
+/* The continuations so far: the end (final chunk / message_delta /
+ * response.completed) carries "airetry": {"continued": [{"target": T,
+ * "at_char": N}, ...]}. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
+int air__encoder_add_continued(air__encoder *e, const char *target,
+                               uint64_t at_char);
 
 /* Frees what a dialect's encoder_init allocated (the Responses encoder
  * keeps every output item for its .done events and response.completed);
@@ -303,6 +367,18 @@ typedef struct air__provider_ops {
    * "data: [DONE]"; Anthropic the closing content_block_stop, message_delta
    * (stop_reason, usage) and message_stop. Passthrough: only the terminator. */
   int (*encode_end)(air__encoder *e, air__buf *out);
+  /* Called for every event released in passthrough while a continuation
+   * is still possible (ev: the upstream event, of this dialect; parts: what
+   * it decoded to): records what a take-over needs (id, created, model,
+   * open block index and kind, Responses sequence_number / item ids /
+   * indexes and the items' text). Cheap: events that change nothing are
+   * recognised by their type without parsing JSON. NULL: nothing needed. */
+  void (*encoder_observe)(air__encoder *e, const air__sse_event *ev,
+                          const air_part *parts, size_t n);
+  /* A keep-alive while a rescue runs (DESIGN.md 3.5): OpenAI and Responses
+   * an SSE comment ": keep-alive\n\n", Anthropic "event: ping". Returns 0
+   * or a buf error. */
+  int (*encode_keepalive)(air__encoder *e, air__buf *out);
   /* A failure after commit: an error event and no clean terminator. */
   int (*encode_error_event)(air__encoder *e, air_reason reason,
                             const char *message, air__buf *out);
@@ -338,6 +414,18 @@ typedef struct air__provider_ops {
 int air__request_build(const air__provider_ops *target, const air__request *req,
                        const air__build_opts *o, air__buf *out, air_error *err);
 
+/* req's canonical form, built on first use by the caller dialect's
+ * decode_request and kept on the request; NULL with *rc (and err) when it
+ * cannot be built. */
+const struct air__canon *air__request_canon(const air__request *req,
+                                            air_error *err, int *rc);
+/* 0, or AIR_ENOTSUP naming the first field of req that refers to state
+ * only the caller's provider keeps, when target is of another dialect or
+ * another provider (o->other_provider); drop_params does not drop it. */
+int air__request_stateful(const air__provider_ops *target,
+                          const air__request *req, const air__build_opts *o,
+                          air_error *err);
+
 /*
  * Whether target's dialect can express req, before anything is sent: 0,
  * or AIR_ENOTSUP with the message air__request_build would give (the
@@ -348,6 +436,47 @@ int air__request_build(const air__provider_ops *target, const air__request *req,
 int air__request_can_express(const air__provider_ops *target,
                              const air__request *req, const air__build_opts *o,
                              air_error *err);
+
+/* ---- continuation (DESIGN.md 3.5; continue.c)
+ * ------------------------------------------------ */
+
+/* How the continuation is asked for. */
+typedef struct air__cont_ask {
+  air_cont_style style;    /* PREFILL, VLLM, PREFIX_FLAG or INSTRUCT */
+  const char *sent;        /* the released text */
+  size_t sent_n;
+  int64_t max_tokens;      /* the caller's limit minus released output tokens; 0: keep */
+} air__cont_ask;
+
+/* The fixed user message of the INSTRUCT style (never contains the text). */
+#define AIR__CONT_INSTRUCT_TEXT                                              \
+  "Your previous reply was cut off. Continue it exactly where it stops, "  \
+  "from the next character: do not repeat any of it, do not start over, "  \
+  "and do not add any introduction, comment or quotation marks."
+
+/*
+ * The continuation's upstream body for target, from a caller request of
+ * any dialect (built through the canonical form, also for the same
+ * dialect): the original plus one assistant message with exactly sent, in
+ * the ask's style (PREFILL: the conversation ends with it; VLLM: top-level
+ * continue_final_message: true, add_generation_prompt: false; PREFIX_FLAG:
+ * prefix: true on it; INSTRUCT: followed by one user message,
+ * AIR__CONT_INSTRUCT_TEXT); thinking / reasoning off, stop kept,
+ * max_tokens as asked (ask->max_tokens 0: the caller's, else the target's
+ * default). For a Responses target the assistant message is an output-text
+ * message item. AIR_EINVAL for a style NONE or an unknown one; otherwise as
+ * air__request_build. On failure nothing is appended to out.
+ */
+int air__request_build_continuation(const air__provider_ops *target,
+                                    const air__request *req,
+                                    const air__build_opts *o,
+                                    const air__cont_ask *ask, air__buf *out,
+                                    air_error *err);
+
+/* Whether an upstream error (status + error body read by
+ * air__parse_error_body) is the 400 that rejects an assistant prefill /
+ * final assistant message (Anthropic's wording). */
+bool air__prefill_rejected(int status, const air_failure *f);
 
 /* The dialects, in air_dialect order (dialects.c); *n set to the count. */
 const air__provider_ops *const *air__dialects(size_t *n);

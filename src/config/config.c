@@ -850,6 +850,9 @@ static void apply_map(ctx *c, unsigned scope, struct fy_node *map, loc at,
                c->opts[i].name);
   if (scope == AIR__SC_HEDGE && !seen->key[opt_index(c, scope, "enabled")])
     ((air__hedge_cfg *)obj)->enabled = true; /* the map given turns it on */
+  if (scope == AIR__SC_CONTINUATION &&
+      !seen->key[opt_index(c, scope, "enabled")])
+    ((air__continuation *)obj)->enabled = true; /* likewise */
   if (scope == AIR__SC_STICKY) {
     air__sticky_cfg *st = obj;
     size_t en = opt_index(c, scope, "enabled");
@@ -1357,6 +1360,7 @@ static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     return;
   }
   const air__opt *to = find_opt(c, AIR__SC_TARGET, "target", 6, NULL);
+  const size_t i_style = opt_index(c, AIR__SC_TARGET, "continuation_style");
   char why[MSG_BYTES / 2];
   void *it = NULL;
   for (size_t i = 0; i < n; i++) {
@@ -1375,7 +1379,9 @@ static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
       if (convert(c, to, s, len, &t->name, why, sizeof why) != 0)
         error_at(c, il, "%s: %s", ip, why);
     } else if (air__yaml_is_map(item)) {
-      apply_map(c, AIR__SC_TARGET, item, il, t, NULL, ip, NULL);
+      seen_t sn;
+      apply_map(c, AIR__SC_TARGET, item, il, t, NULL, ip, &sn);
+      t->style_set = sn.key[i_style] != NULL;
     } else {
       error_at(c, il, "%s: expected provider/model or a target map, got %s", ip,
                air__yaml_kind(item));
@@ -1385,6 +1391,12 @@ static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     if (slash) {
       t->provider = provider_index(c->cfg, t->name, (size_t)(slash - t->name));
       t->model = xstrndup(c, slash + 1, strlen(slash + 1));
+    }
+    /* continuation_style: the target's, else its provider's (DESIGN.md
+     * 3.5), which parse_providers resolved by api when not given. */
+    if (!t->style_set && t->provider < c->cfg->n_providers) {
+      t->style = c->cfg->providers[t->provider].continuation_style;
+      t->style_set = c->cfg->providers[t->provider].continuation_style_set;
     }
     for (size_t j = 0; j < i; j++) {
       if (route->targets[j].name &&
@@ -1502,6 +1514,7 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
   const size_t i_api = opt_index(c, AIR__SC_PROVIDER, "api");
   const size_t i_env = opt_index(c, AIR__SC_PROVIDER, "api_key_env");
   const size_t i_url = opt_index(c, AIR__SC_PROVIDER, "base_url");
+  const size_t i_style = opt_index(c, AIR__SC_PROVIDER, "continuation_style");
   void *it = NULL;
   for (size_t i = 0; i < n; i++) {
     air__provider *p = &cfg->providers[i];
@@ -1518,6 +1531,9 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
       continue;
     }
     apply_map(c, AIR__SC_PROVIDER, item, il, p, NULL, ip, &sn);
+    p->continuation_style_set = sn.key[i_style] != NULL;
+    if (!p->continuation_style_set)
+      p->continuation_style = air__cont_style_by_api(p->api);
     if (p->name) {
       for (size_t j = 0; j < i; j++) {
         if (cfg->providers[j].name &&
@@ -1575,6 +1591,29 @@ static void warn_lone_hedge(ctx *c, const air__route *r, loc at,
             path);
 }
 
+/* continuation (DESIGN.md 3.5): what is resolved once the policy is read:
+ * targets as a flag, max_gap_ms unset (0) as the route's chunk_ms. */
+static void resolve_continuation(air__policy *pol) {
+  air__continuation *k = &pol->continuation;
+  k->any_target = k->targets == AIR__CONT_ANY;
+  if (k->max_gap_ms == 0) k->max_gap_ms = pol->timeouts.chunk_ms;
+}
+
+/* Continuation turned on where no target can be continued (every
+ * resolved style none) does nothing; say so, and how to change it. */
+static void warn_no_continuation(ctx *c, const air__route *r, loc at,
+                                 const char *path) {
+  if (!r->policy.continuation.enabled) return;
+  for (size_t i = 0; i < r->n_targets; i++)
+    if (r->targets[i].style != AIR_CONT_NONE) return;
+  warn_at(c, at,
+          "%s: continuation is on but no target can continue: every "
+          "target's continuation_style is none (openai and openai_responses "
+          "providers default to none; set continuation_style: vllm, "
+          "prefix_flag or instruct where the upstream supports it)",
+          path);
+}
+
 static void parse_routes(ctx *c, const air__opt *o, struct fy_node *v, loc at,
                          const char *path) {
   air_config *cfg = c->cfg;
@@ -1621,6 +1660,8 @@ static void parse_routes(ctx *c, const air__opt *o, struct fy_node *v, loc at,
     }
     merge_rule_overrides(c, r);
     warn_lone_hedge(c, r, il, ip);
+    resolve_continuation(&r->policy);
+    warn_no_continuation(c, r, il, ip);
   }
 }
 
@@ -1787,6 +1828,8 @@ static void load_tree(ctx *c, const char *text, size_t len) {
       }
       seen_t sn;
       apply_map(c, AIR__SC_TOP, root, (loc){1, 1}, c->cfg, NULL, "", &sn);
+      /* After the routes, which copied defaults' max_gap_ms unset. */
+      resolve_continuation(&c->cfg->defaults);
       if (!c->n_errors && !c->oom) resolve_redis(c, root);
       size_t i_keys = opt_index(c, AIR__SC_TOP, "client_keys_env");
       const char *env = c->cfg->client_keys_env;

@@ -24,6 +24,9 @@ static const char *const malformed_names[] = {"skip", "fail", NULL};
 static const char *const action_names[] = {"retry", "switch", "fail", NULL};
 static const char *const jitter_names[] = {"full", "equal", "none", NULL};
 static const char *const structured_names[] = {"tool", "native", NULL};
+static const char *const cont_style_names[] = {
+    "none", "prefill", "vllm", "prefix_flag", "instruct", NULL};
+static const char *const cont_targets_names[] = {"same_model", "any", NULL};
 
 /* The enums above are read and written as int (see config.c). */
 _Static_assert(sizeof(air_dialect) == sizeof(int), "enum size");
@@ -32,6 +35,14 @@ _Static_assert(sizeof(air__malformed) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__rule_action) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__jitter) == sizeof(int), "enum size");
 _Static_assert(sizeof(air__structured) == sizeof(int), "enum size");
+_Static_assert(sizeof(air_cont_style) == sizeof(int), "enum size");
+_Static_assert(sizeof(air__cont_targets) == sizeof(int), "enum size");
+_Static_assert(AIR_CONT_NONE == 0 && AIR_CONT_PREFILL == 1 &&
+                   AIR_CONT_VLLM == 2 && AIR_CONT_PREFIX_FLAG == 3 &&
+                   AIR_CONT_INSTRUCT == 4,
+               "cont_style_names");
+_Static_assert(AIR__CONT_SAME_MODEL == 0 && AIR__CONT_ANY == 1,
+               "cont_targets_names");
 _Static_assert(AIR__STRUCT_TOOL == 0 && AIR__STRUCT_NATIVE == 1,
                "structured_names");
 _Static_assert(AIR_DIALECT_OPENAI == 0 && AIR_DIALECT_ANTHROPIC == 1 &&
@@ -361,6 +372,21 @@ static const air__opt opts[] = {
      .sub = AIR__SC_BREAKER,
      .doc = "Breaker for this provider's targets, merged over "
             "`defaults.breaker`."},
+    {.name = "continuation_style",
+     .scopes = AIR__SC_PROVIDER,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__provider, continuation_style),
+     .enums = cont_style_names,
+     .def_doc = "by api: `prefill` (anthropic), `none` (openai, "
+                "openai_responses)",
+     .doc =
+         "How the rest of an answer cut after commit is asked for (DESIGN.md "
+         "3.5): prefill ends the conversation with the released text as "
+         "the assistant message (Anthropic); vllm adds "
+         "`continue_final_message: true, add_generation_prompt: false`; "
+         "prefix_flag sets `prefix: true` on it (DeepSeek, Mistral); "
+         "instruct follows it with a user message asking to continue; "
+         "none: never continued here."},
 
     /* ---- breaker ---- */
     {.name = "enabled",
@@ -448,6 +474,14 @@ static const air__opt opts[] = {
      .sub = AIR__SC_HEDGE,
      .doc = "Race the next target when the first content is late (DESIGN.md "
             "3.6); every hedge sends the prompt again."},
+    {.name = "continuation",
+     .scopes = POL,
+     .type = AIR__T_SECTION,
+     .base = AIR__B_POLICY,
+     .offset = offsetof(air__policy, continuation),
+     .sub = AIR__SC_CONTINUATION,
+     .doc = "Continue a stream that failed after its first token (DESIGN.md "
+            "3.5); every continuation sends the prompt again."},
     {.name = "refusal",
      .scopes = POL,
      .type = AIR__T_SECTION,
@@ -537,6 +571,13 @@ static const air__opt opts[] = {
      .sub = AIR__SC_HEDGE,
      .doc = "Hedging while this target is the newest racer, merged over the "
             "route's."},
+    {.name = "continuation_style",
+     .scopes = AIR__SC_TARGET,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__target, style),
+     .enums = cont_style_names,
+     .def_doc = "the provider's",
+     .doc = "The provider's `continuation_style` for this target only."},
 
     /* ---- timeouts ---- */
     {.name = "connect_ms",
@@ -666,6 +707,56 @@ static const air__opt opts[] = {
      .def = "262144",
      .doc = "No hedge for a request body larger than this: every hedge "
             "pays the prompt again."},
+
+    /* ---- continuation ---- */
+    {.name = "enabled",
+     .scopes = AIR__SC_CONTINUATION,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air__continuation, enabled),
+     .def = "false",
+     .doc = "Giving `continuation` without `enabled` turns it on; "
+            "`enabled: false` turns off one inherited from `defaults`."},
+    {.name = "targets",
+     .scopes = AIR__SC_CONTINUATION,
+     .type = AIR__T_ENUM,
+     .offset = offsetof(air__continuation, targets),
+     .enums = cont_targets_names,
+     .def = "same_model",
+     .doc = "Which targets may continue: only those with the committed "
+            "target's model name, or any target of the route (the rules "
+            "still choose: `retry` the same target, `switch` the next)."},
+    {.name = "instruct",
+     .scopes = AIR__SC_CONTINUATION,
+     .type = AIR__T_BOOL,
+     .offset = offsetof(air__continuation, instruct),
+     .def = "false",
+     .doc = "A target that rejects the prefill with a 400 is asked again at "
+            "once with `instruct` (not counted), and `instruct` is "
+            "remembered for it for 24 h (shared through Redis)."},
+    {.name = "max",
+     .scopes = AIR__SC_CONTINUATION,
+     .type = AIR__T_U32,
+     .offset = offsetof(air__continuation, max),
+     MS(1, AIR__MAX_CONTINUATIONS),
+     .def = "2",
+     .doc = "Continuation attempts one request may make (each is also an "
+            "attempt of `max_total_attempts`)."},
+    {.name = "max_gap_ms",
+     .scopes = AIR__SC_CONTINUATION,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__continuation, max_gap_ms),
+     MS(1, DAY_MS),
+     .def_doc = "the route's `timeouts.chunk_ms`",
+     .doc = "The whole rescue, from the failure to the continuation's "
+            "first content, waits included; keep-alives are sent meanwhile."},
+    {.name = "max_sent_bytes",
+     .scopes = AIR__SC_CONTINUATION,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__continuation, max_sent_bytes),
+     MS(1, AIR__MAX_CONT_SENT_BYTES),
+     .def = DEF_TEXT(AIR__DEFAULT_CONT_SENT_BYTES),
+     .doc = "Released text kept per stream to continue it; an answer "
+            "longer than this is not continued."},
 
     /* ---- refusal ---- */
     {.name = "phrases",
@@ -836,7 +927,8 @@ static const struct {
      "`defaults.breaker`)."},
     {AIR__SC_DEFAULTS, "defaults",
      "Besides `breaker`, `defaults` holds every policy key of a route "
-     "(timeouts, budget, sticky, hedge, refusal, commit, max_malformed, "
+     "(timeouts, budget, sticky, hedge, continuation, refusal, commit, "
+     "max_malformed, "
      "malformed, "
      "rules), listed under routes[]."},
     {AIR__SC_ROUTE, "routes[]",
@@ -853,6 +945,8 @@ static const struct {
     {AIR__SC_HEDGE, "hedge",
      "Off by default. In `defaults`, `routes[]` and `routes[].targets[]` "
      "(merged over the route's)."},
+    {AIR__SC_CONTINUATION, "continuation",
+     "Off by default. In `defaults` and `routes[]` (DESIGN.md 3.5)."},
     {AIR__SC_REFUSAL, "refusal", NULL},
     {AIR__SC_RULE, "rules[]",
      "A rule needs at least one matcher (`on`, `status`, `message`); all "

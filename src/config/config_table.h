@@ -31,6 +31,7 @@ enum {
   AIR__SC_BACKOFF = 1u << 14,        /* rules[].backoff */
   AIR__SC_RETRY_AFTER = 1u << 15,    /* rules[].retry_after */
   AIR__SC_REDIS = 1u << 16,          /* state.redis */
+  AIR__SC_CONTINUATION = 1u << 17,   /* continuation: (route, defaults) */
   AIR__SC_HEDGE = 1u << 19,          /* hedge: (route, defaults, target) */
   /* Bits 20 and up: telemetry (issue 19), apart from the bits other
    * sections may take next. */

@@ -15,6 +15,15 @@
  * attempt's id is not reused, unlike its number); every event names the
  * attempt it is about, checks the phase and the id it is valid for and
  * returns AIR_ESTATE otherwise, leaving the run unchanged.
+ *
+ * Continuation (DESIGN.md 3.5): with it on, a failure of the committed
+ * attempt starts a rescue (phase RESCUE): the racer slot is refilled with
+ * a continuation attempt (CONTINUE), or waits for one (WAIT), chosen by
+ * the rules among the eligible targets; its first content commits it
+ * (COMMITTED again), its failure before that is decided again. The whole
+ * rescue must reach first content by rescue_end (the failure that started
+ * it + continuation.max_gap_ms); total_ms does not apply after commit.
+ * Nothing is ever hedged after commit (hedge_at is 0 outside RACING).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -29,7 +38,7 @@
 #include "retry_after.h"
 #include "state.h"
 
-enum phase { P_RACING, P_COMMITTED, P_OVER };
+enum phase { P_RACING, P_COMMITTED, P_RESCUE, P_OVER };
 
 /* The default retry_after.max_ms: a hint longer than this, on a failure no
  * retry rule waits for, cools the target down for every request. */
@@ -50,6 +59,9 @@ typedef struct racer {
   bool content;      /* its first content part arrived: it won the race */
   const char *next_override; /* for the attempt after the WAIT */
   int wait_rule;             /* the retry rule of that WAIT */
+  bool cont;                 /* a continuation attempt (after commit) */
+  air_cont_style style;      /* cont: the style it was asked with; while
+                                waiting: the style of the next one */
 } racer;
 
 struct air_run {
@@ -87,6 +99,12 @@ struct air_run {
   air__arena arena;
   air__run_expressible_fn expressible; /* NULL: every target can */
   void *expressible_data;
+  unsigned cont_flags; /* AIR_CONTF_* */
+  unsigned cont_used;  /* continuations counted by continuation.max */
+  unsigned free_attempts; /* attempts no budget counts (rejected prefills) */
+  unsigned answer_idx; /* the target the answer was first committed on */
+  uint64_t rescue_end; /* RESCUE: the rescue must commit by then */
+  bool prefill_done[AIR__MAX_TARGETS]; /* re-asked with instruct already */
 };
 
 const air__policy *air__run_policy(const air_run *run) {
@@ -505,6 +523,8 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
     run->direct_target.provider = pidx;
     run->direct_target.timeouts = cfg->defaults.timeouts;
     run->direct_target.hedge = cfg->defaults.hedge;
+    run->direct_target.style = cfg->providers[pidx].continuation_style;
+    run->direct_target.style_set = cfg->providers[pidx].continuation_style_set;
     run->direct.name = name;
     run->direct.targets = &run->direct_target;
     run->direct.n_targets = 1;
@@ -587,13 +607,17 @@ static bool is_timeout(air_reason r) {
 }
 
 /* Fills racer r's log entry from f; returns the classified reason. */
-static air_reason record_failure(air_run *run, const racer *r,
-                                 const air_failure *f, uint64_t now_ms) {
+/* total: a timeout past total_ms reads timeout.total (not for a failure
+ * a continuation may follow: total_ms bounds the time before commit only,
+ * DESIGN.md 2.3). */
+static air_reason record_failure_as(air_run *run, const racer *r,
+                                    const air_failure *f, uint64_t now_ms,
+                                    bool total) {
   air_reason reason = f->reason;
   if (reason == AIR_REASON_NONE || reason >= AIR_REASON__COUNT)
     reason =
         air__classify(f->status, f->type, f->code, f->message, f->transport);
-  if (is_timeout(reason) && now_ms >= run->deadline_ms)
+  if (total && is_timeout(reason) && now_ms >= run->deadline_ms)
     reason = AIR_REASON_TIMEOUT_TOTAL;
   air_attempt *e = &run->log[r->log];
   e->reason = reason;
@@ -604,6 +628,11 @@ static air_reason record_failure(air_run *run, const racer *r,
   run->last_reason = reason;
   run->last_status = f->status;
   return reason;
+}
+
+static air_reason record_failure(air_run *run, const racer *r,
+                                 const air_failure *f, uint64_t now_ms) {
+  return record_failure_as(run, r, f, now_ms, run->phase != P_RESCUE);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -622,10 +651,294 @@ static int fail_final(air_run *run, racer *r, const air_failure *f,
   return finish(run, reason, f->status, now_ms, act);
 }
 
+/* ---- continuation (DESIGN.md 3.5) -------------------------------------- */
+
+/* Reasons a committed attempt's failure is continued on: the upstream
+ * broke, not the request. */
+static bool cont_reason(air_reason r) {
+  return r == AIR_REASON_NETWORK || r == AIR_REASON_TIMEOUT_CHUNK ||
+         r == AIR_REASON_OVERLOADED || r == AIR_REASON_SERVER_ERROR ||
+         r == AIR_REASON_MALFORMED;
+}
+
+/*
+ * Reasons a continuation attempt that failed before its first content is
+ * decided again on: the ones above and every other upstream failure the
+ * rules act on before commit (rate_limit, the start deadlines, auth, quota,
+ * not_found, context_overflow). Never bad_request (our continuation request
+ * itself), nor what judges the answer (refusal, content_filter, length).
+ */
+static bool cont_reason_early(air_reason r) {
+  switch (r) {
+    case AIR_REASON_BAD_REQUEST:
+    case AIR_REASON_REFUSAL:
+    case AIR_REASON_CONTENT_FILTER:
+    case AIR_REASON_LENGTH:
+    case AIR_REASON_ABORTED:
+    case AIR_REASON_TIMEOUT_TOTAL:
+    case AIR_REASON_NONE:
+      return false;
+    default:
+      return r < AIR_REASON__COUNT;
+  }
+}
+
+static air_reason reason_of(const air_failure *f) {
+  air_reason reason = f->reason;
+  if (reason == AIR_REASON_NONE || reason >= AIR_REASON__COUNT)
+    reason =
+        air__classify(f->status, f->type, f->code, f->message, f->transport);
+  return reason;
+}
+
+static uint64_t max_gap_of(const air_run *run) {
+  const air__continuation *k = &run->pol->continuation;
+  return k->max_gap_ms != 0 ? k->max_gap_ms : run->pol->timeouts.chunk_ms;
+}
+
+/* Attempts the budget counts (a rejected prefill is not one). */
+static unsigned counted(const air_run *run) {
+  return run->attempts - run->free_attempts;
+}
+
+/*
+ * The style target idx is continued with in this request: instruct once
+ * its prefill was rejected in this request; else the configured one
+ * (target, provider) when given; else a learned one (state, 24 h); else
+ * the default by api.
+ */
+static air_cont_style style_of(const air_run *run, unsigned idx,
+                               uint64_t now_ms) {
+  const air__target *t = &run->route->targets[idx];
+  if (idx < AIR__MAX_TARGETS && run->prefill_done[idx])
+    return AIR_CONT_INSTRUCT;
+  if (!t->style_set) {
+    air_cont_style learned = air__state_style_get(run->st, t->name, now_ms);
+    if (learned != AIR_CONT_NONE) return learned;
+  }
+  return t->style;
+}
+
+/*
+ * Whether target idx may continue the answer (style not NONE, no INSTRUCT
+ * under AIR_CONTF_NO_INSTRUCT, the same model unless targets: any, it can
+ * express the request) and its breaker admits it now (no "soonest reopen"
+ * fallback: an open breaker is skipped). *lease is the probe lease taken.
+ */
+static bool cont_eligible(air_run *run, unsigned idx, uint64_t now_ms,
+                          air_cont_style *style, uint64_t *lease) {
+  const air__target *t = &run->route->targets[idx];
+  *lease = 0;
+  *style = style_of(run, idx, now_ms);
+  if (*style == AIR_CONT_NONE) return false;
+  if (*style == AIR_CONT_INSTRUCT &&
+      (run->cont_flags & AIR_CONTF_NO_INSTRUCT) != 0)
+    return false;
+  if (!run->pol->continuation.any_target) {
+    const char *m = run->route->targets[run->answer_idx].model;
+    if (t->model == NULL || m == NULL || strcmp(t->model, m) != 0)
+      return false;
+  }
+  if (run->expressible != NULL &&
+      !run->expressible(run->expressible_data, t))
+    return false;
+  uint64_t reopen = now_ms;
+  air__admit a =
+      air__state_admit(run->st, t->name, breaker_of(run, idx),
+                       run->rescue_end - now_ms + PROBE_LEASE_SLACK_MS, now_ms,
+                       &reopen, lease);
+  return a != AIR__ADMIT_NO;
+}
+
+/* The next untried eligible target for a switch (`to` when given). */
+static bool cont_pick(air_run *run, const char *to, uint64_t now_ms,
+                      unsigned *idx, air_cont_style *style, uint64_t *lease) {
+  for (unsigned k = 0; k < run->n_order; k++) {
+    unsigned i = run->order[k];
+    if (run->tried[i]) continue;
+    if (to != NULL && strcmp(run->route->targets[i].name, to) != 0) continue;
+    if (cont_eligible(run, i, now_ms, style, lease)) {
+      *idx = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Starts continuation attempt on target idx in slot r: CONTINUE. */
+static int start_cont(air_run *run, racer *r, unsigned idx, uint64_t lease,
+                      const char *override, air_cont_style style,
+                      bool counts, uint64_t now_ms, air_action *act) {
+  int rc = start_attempt(run, r, idx, lease, override, false, now_ms, act);
+  if (rc != 0 || act->kind != AIR_ACT_ATTEMPT) return rc;
+  run->phase = P_RESCUE;
+  if (counts) run->cont_used++;
+  r->cont = true;
+  r->style = style;
+  run->log[r->log].continuation = true;
+  act->kind = AIR_ACT_CONTINUE;
+  act->deadline_ms = run->rescue_end;
+  act->style = (unsigned)style;
+  return 0;
+}
+
+/*
+ * The rescue ends without a continuation: FAIL with the failure recorded
+ * last. A committed attempt's timeout past total_ms reads timeout.total,
+ * as it does without continuation (fail_final).
+ */
+static int cont_give_up(air_run *run, racer *r, bool early,
+                        const air_failure *f, uint64_t now_ms,
+                        air_action *act) {
+  if (!early && is_timeout(run->last_reason) && now_ms >= run->deadline_ms) {
+    air_attempt *e = &run->log[r->log];
+    run->last_reason = AIR_REASON_TIMEOUT_TOTAL;
+    e->reason = AIR_REASON_TIMEOUT_TOTAL;
+    e->message =
+        plain_message(run, e->target, f->message, AIR_REASON_TIMEOUT_TOTAL);
+  }
+  drop(r);
+  return finish(run, run->last_reason, run->last_status, now_ms, act);
+}
+
+/*
+ * Attempt r failed after commit (the committed one, or a continuation
+ * before its first content: early). Continued when the route allows it,
+ * else final exactly as without continuation.
+ */
+static int cont_fail(air_run *run, racer *r, const air_failure *f,
+                     uint64_t now_ms, uint64_t wall_ms, air_action *act) {
+  bool early = run->phase == P_RESCUE;
+  const air__continuation *k = &run->pol->continuation;
+  air_reason raw = reason_of(f);
+  bool may = k->enabled && (run->cont_flags & AIR_CONTF_NEVER) == 0 &&
+             (early ? cont_reason_early(raw) : cont_reason(raw));
+  if (!may) return fail_final(run, r, f, now_ms, act);
+
+  air_reason reason = record_failure_as(run, r, f, now_ms, false);
+  air_attempt *e = &run->log[r->log];
+  const air__target *t = &run->route->targets[r->idx];
+  air__state_record(run->st, t->name, breaker_of(run, r->idx), reason,
+                    r->lease, now_ms);
+  r->lease = 0;
+  uint64_t hint_ms = 0;
+  bool hint =
+      f->n_headers > 0 &&
+      air__retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
+  if (hint && hint_ms > COOL_AFTER_MS)
+    air__state_cool(run->st, t->name, now_ms, hint_ms);
+  if (!early) {
+    uint64_t end = now_ms + max_gap_of(run);
+    run->rescue_end = end < now_ms ? UINT64_MAX : end;
+  }
+  if (now_ms >= run->rescue_end)
+    return cont_give_up(run, r, early, f, now_ms, act);
+
+  if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
+  const air__budget *b = &run->pol->budget;
+  if (b->max_total_attempts != AIR__UNLIMITED &&
+      counted(run) >= b->max_total_attempts)
+    return cont_give_up(run, r, early, f, now_ms, act);
+  if (b->per_reason[reason] != AIR__UNLIMITED &&
+      run->reason_count[reason] >= b->per_reason[reason])
+    return cont_give_up(run, r, early, f, now_ms, act);
+  if (run->cont_used >= k->max)
+    return cont_give_up(run, r, early, f, now_ms, act);
+
+  const air__policy *pol = run->pol;
+  size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
+  for (size_t i = 0; i < n_rules; i++) {
+    const air__rule *rule = &pol->rules[i];
+    if (!rule_matches(rule, reason, f->status, f->message)) continue;
+    if (rule->max != AIR__UNLIMITED && run->rule_used[i] >= rule->max) continue;
+    unsigned idx;
+    uint64_t lease;
+    air_cont_style style;
+    if (rule->action == AIR__RULE_FAIL)
+      return cont_give_up(run, r, early, f, now_ms, act);
+    if (rule->action == AIR__RULE_SWITCH) {
+      if (!cont_pick(run, rule->to, now_ms, &idx, &style, &lease))
+        return cont_give_up(run, r, early, f, now_ms, act);
+      run->rule_used[i]++;
+      int rc = start_cont(run, r, idx, lease, merge_override(run, idx, rule),
+                          style, true, now_ms, act);
+      if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = (int)i;
+      return rc;
+    }
+    /* retry: the same target, when it may continue; else the walk goes on
+     * as past an exhausted rule. */
+    if (!cont_eligible(run, r->idx, now_ms, &style, &lease)) continue;
+    uint64_t remaining = run->rescue_end - now_ms;
+    uint64_t wait = hint_ms;
+    if (hint && (wait > rule->retry_after_max_ms || wait >= remaining)) {
+      /* Too long to sleep: cool the target down and go elsewhere. */
+      air__state_release(run->st, t->name, lease);
+      air__state_cool(run->st, t->name, now_ms, hint_ms);
+      if (!cont_pick(run, NULL, now_ms, &idx, &style, &lease))
+        return cont_give_up(run, r, early, f, now_ms, act);
+      return start_cont(run, r, idx, lease, merge_override(run, idx, NULL),
+                        style, true, now_ms, act);
+    }
+    if (!hint)
+      wait = air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
+    /* No continuation could follow a wait that reaches the rescue's end. */
+    if (wait >= remaining) {
+      air__state_release(run->st, t->name, lease);
+      return cont_give_up(run, r, early, f, now_ms, act);
+    }
+    run->rule_used[i]++;
+    if (wait == 0) {
+      int rc = start_cont(run, r, r->idx, lease,
+                          merge_override(run, r->idx, rule), style, true,
+                          now_ms, act);
+      if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = (int)i;
+      return rc;
+    }
+    /* The lease is asked again when the wait is over. */
+    air__state_release(run->st, t->name, lease);
+    run->phase = P_RESCUE;
+    r->wait_rule = (int)i;
+    e->wait_ms = wait;
+    e->hint = hint;
+    r->next_override = merge_override(run, r->idx, rule);
+    r->style = style;
+    r->waiting = true;
+    memset(act, 0, sizeof(*act));
+    act->kind = AIR_ACT_WAIT;
+    act->attempt_id = r->id;
+    act->wait_ms = wait;
+    return 0;
+  }
+  return cont_give_up(run, r, early, f, now_ms, act);
+}
+
+/* The WAIT before a continuation ended: CONTINUE on the same target (or
+ * FAIL when the rescue's time or the budget is spent meanwhile, or the
+ * target may no longer continue). */
+static int cont_wait_done(air_run *run, racer *r, uint64_t now_ms,
+                          air_action *act) {
+  const air__budget *b = &run->pol->budget;
+  air_cont_style style;
+  uint64_t lease = 0;
+  if (now_ms >= run->rescue_end ||
+      (b->max_total_attempts != AIR__UNLIMITED &&
+       counted(run) >= b->max_total_attempts) ||
+      !cont_eligible(run, r->idx, now_ms, &style, &lease)) {
+    drop(r);
+    return finish(run, run->last_reason, run->last_status, now_ms, act);
+  }
+  int wait_rule = r->wait_rule;
+  int rc = start_cont(run, r, r->idx, lease, r->next_override, style, true,
+                      now_ms, act);
+  if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = wait_rule;
+  return rc;
+}
+
 static int run_fail(air_run *run, racer *r, const air_failure *f,
                     uint64_t now_ms, uint64_t wall_ms, air_action *act) {
-  /* After commit the attempt is final: no policy runs. */
-  if (run->phase == P_COMMITTED) return fail_final(run, r, f, now_ms, act);
+  /* After commit the attempt is final unless it is continued (3.5). */
+  if (run->phase == P_COMMITTED || run->phase == P_RESCUE)
+    return cont_fail(run, r, f, now_ms, wall_ms, act);
   air_reason reason = record_failure(run, r, f, now_ms);
   air_attempt *e = &run->log[r->log];
   const air__target *t = &run->route->targets[r->idx];
@@ -730,7 +1043,9 @@ int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
-  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  if (r == NULL || (run->phase != P_RACING &&
+                    !(run->phase == P_RESCUE && r->cont)))
+    return AIR_ESTATE;
   reset_pending(run);
   r->content = true;
   lose_others(run, r, now_ms);
@@ -742,8 +1057,12 @@ int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                           air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
-  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  /* Before commit a racer; in a rescue the continuation attempt. */
+  if (r == NULL || (run->phase != P_RACING &&
+                    !(run->phase == P_RESCUE && r->cont)))
+    return AIR_ESTATE;
   reset_pending(run);
+  if (run->phase == P_RACING) run->answer_idx = r->idx;
   const air__target *t = &run->route->targets[r->idx];
   /* A probe's verdict is given at its first content (DESIGN.md 3.1): the
    * target answers, so the breaker closes and the lease is freed now, not
@@ -781,7 +1100,8 @@ int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
   r->lease = 0;
   lose_others(run, r, now_ms);
   /* A hedge win never makes a route sticky (DESIGN.md 3.6). */
-  if (run->route != &run->direct && !r->hedge)
+  /* Nor does a continued answer change it. */
+  if (run->route != &run->direct && !r->hedge && !r->cont)
     air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
                        t->name, r->idx == 0, now_ms);
   run->cur = r->idx;
@@ -797,8 +1117,11 @@ int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
                       air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, true);
-  if (r == NULL || run->phase != P_RACING) return AIR_ESTATE;
+  if (r == NULL || (run->phase != P_RACING && run->phase != P_RESCUE))
+    return AIR_ESTATE;
   reset_pending(run);
+  if (run->phase == P_RESCUE)
+    return stamped(run, cont_wait_done(run, r, now_ms, act), act);
   if (now_ms >= run->deadline_ms) {
     drop(r);
     return stamped(run, finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, now_ms, act),
@@ -882,4 +1205,57 @@ size_t air_run_attempt_count(const air_run *run) {
 const air_attempt *air_run_attempt(const air_run *run, size_t i) {
   if (run == NULL || i >= run->n_log) return NULL;
   return &run->log[i];
+}
+
+/* ---- continuation (DESIGN.md 3.5) -------------------------------------- */
+
+int air_run_limit_continuation(air_run *run, unsigned flags) {
+  if (run == NULL) return AIR_EINVAL;
+  run->cont_flags |= flags;
+  return 0;
+}
+
+int air_run_prefill_rejected(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                             air_action *act) {
+  if (run == NULL || act == NULL) return AIR_EINVAL;
+  racer *r = slot_of(run, attempt_id, false);
+  if (r == NULL) return AIR_ESTATE;
+  air_failure f;
+  memset(&f, 0, sizeof(f));
+  f.reason = AIR_REASON_BAD_REQUEST;
+  f.status = 400;
+  f.message = "the target rejected the assistant prefill";
+  unsigned idx = r->idx;
+  bool again = run->phase == P_RESCUE && r->cont &&
+               r->style == AIR_CONT_PREFILL && !r->content &&
+               run->pol->continuation.instruct && idx < AIR__MAX_TARGETS &&
+               !run->prefill_done[idx] &&
+               (run->cont_flags &
+                (AIR_CONTF_NEVER | AIR_CONTF_NO_INSTRUCT)) == 0 &&
+               now_ms < run->rescue_end;
+  if (!again) return air_run_fail(run, attempt_id, &f, now_ms, 0, act);
+  reset_pending(run);
+  /* Logged, but no budget, continuation.max or breaker counts it; the
+   * rejected attempt's rule stays used by the one asked instead. */
+  air_attempt *e = &run->log[r->log];
+  e->reason = AIR_REASON_BAD_REQUEST;
+  e->status = 400;
+  e->ms = now_ms - e->start_ms;
+  e->message = plain_message(run, e->target, f.message, f.reason);
+  e->prefill_rejected = true;
+  run->free_attempts++;
+  if (run->cont_used > 0) run->cont_used--;
+  run->prefill_done[idx] = true;
+  const air__target *t = &run->route->targets[idx];
+  air__state_style_learn(run->st, t->name, AIR_CONT_INSTRUCT, now_ms);
+  uint64_t lease = r->lease; /* the same target: the lease goes on */
+  r->lease = 0;
+  const air__rule *rule = r->cause_rule >= 0 ? &run->pol->rules[r->cause_rule]
+                                              : NULL;
+  const char *override = merge_override(run, idx, rule);
+  int cause = r->cause_rule;
+  int rc = start_cont(run, r, idx, lease, override, AIR_CONT_INSTRUCT, true,
+                      now_ms, act);
+  if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = cause;
+  return stamped(run, rc, act);
 }

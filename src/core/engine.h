@@ -18,8 +18,10 @@ const air__route *air__run_route(const air_run *run);
 /*
  * Attempt attempt_id failed after commit (released content the engine may
  * not have been told of, such as an answer with no content part): recorded
- * in the log (and the breaker) like any failure, but final: no policy runs,
- * the action is FAIL. AIR_ESTATE for an attempt not in flight.
+ * in the log (and the breaker) like any failure, but final: no policy runs
+ * and nothing is continued, the action is FAIL. Also what ends a
+ * continuation whose seam failed (diverging restart, preamble, refusal:
+ * DESIGN.md 3.5). AIR_ESTATE for an attempt not in flight.
  */
 int air__run_fail_final(air_run *run, unsigned attempt_id,
                         const air_failure *f, uint64_t now_ms,

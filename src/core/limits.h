@@ -19,6 +19,10 @@
 #define AIR__MAX_ATTEMPT_LOG 10000        /* attempts recorded per request */
 #define AIR__MAX_HEDGES 3                 /* hedge.max: hedges of one request */
 #define AIR__MAX_RACERS (1 + AIR__MAX_HEDGES)  /* attempts in flight at once */
+#define AIR__MAX_CONTINUATIONS 16         /* continuation.max */
+#define AIR__DEFAULT_CONT_SENT_BYTES 1048576    /* continuation.max_sent_bytes: 1 MiB */
+#define AIR__MAX_CONT_SENT_BYTES (64u << 20)    /* its largest value */
+#define AIR__CONT_LEARNED_MS 86400000ull  /* a learned continuation style lives 24 h */
 #define AIR__MAX_MESSAGE_BYTES 1024       /* a failure message kept in the log */
 #define AIR__MAX_STATE_TARGETS 65536      /* breaker entries in one air_state */
 #define AIR__MAX_RETRY_AFTER_MS (86400000ull * 7)  /* a hint longer is clipped */

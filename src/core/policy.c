@@ -44,3 +44,7 @@ const air__policy *air__config_policy(const air_config *cfg,
     return NULL;
   return &cfg->defaults;
 }
+
+air_cont_style air__cont_style_by_api(air_dialect api) {
+  return api == AIR_DIALECT_ANTHROPIC ? AIR_CONT_PREFILL : AIR_CONT_NONE;
+}

@@ -107,6 +107,26 @@ typedef struct air__hedge_cfg {
   uint64_t max_prompt_bytes; /* no hedge for a larger request body */
 } air__hedge_cfg;
 
+/*
+ * continuation: (DESIGN.md 3.5): after commit, a recoverable failure asks
+ * another attempt for the rest of the answer. On routes and defaults.
+ */
+typedef enum air__cont_targets {
+  AIR__CONT_SAME_MODEL = 0, /* only targets with the same model name */
+  AIR__CONT_ANY             /* every target of the route */
+} air__cont_targets;
+
+typedef struct air__continuation {
+  bool enabled;            /* default false; the map without `enabled` turns it on */
+  bool any_target;         /* targets: any (default same_model) */
+  air__cont_targets targets; /* as read; any_target is resolved from it */
+  bool instruct;           /* a rejected prefill is asked again with instruct */
+  uint32_t max;            /* continuations per request (default 2) */
+  uint64_t max_gap_ms;     /* the whole rescue, waits included; default the
+                              route's chunk_ms (0 in the file: unset) */
+  uint64_t max_sent_bytes; /* released text kept for it (default 1 MiB) */
+} air__continuation;
+
 typedef enum air__commit { AIR__COMMIT_FIRST_CONTENT, AIR__COMMIT_COMPLETE } air__commit;
 typedef enum air__malformed { AIR__MALFORMED_SKIP, AIR__MALFORMED_FAIL } air__malformed;
 
@@ -127,6 +147,10 @@ typedef struct air__provider {
   air__kv *headers;
   size_t n_headers;
   air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */
+  /* continuation_style: as given, or by api when not (anthropic: prefill;
+   * openai, openai_responses: none). style_set: it was given. */
+  air_cont_style continuation_style;
+  bool continuation_style_set;
 } air__provider;
 
 /* How a JSON schema from another dialect is asked of an Anthropic target
@@ -144,6 +168,11 @@ typedef struct air__target {
   char *override_json;     /* JSON object text or NULL */
   air__hedge_cfg hedge;    /* route hedge with the target's merged over */
   air__structured structured_output;
+  /* continuation_style resolved: the target's, else its provider's, else
+   * by api (DESIGN.md 3.5). style_set: the target or its provider gave
+   * one (a configured style wins over a learned one). */
+  air_cont_style style;
+  bool style_set;
 } air__target;
 
 /* Everything that decides how a request behaves. */
@@ -156,6 +185,7 @@ typedef struct air__policy {
   size_t n_phrases;
   air__sticky_cfg sticky;
   air__hedge_cfg hedge;
+  air__continuation continuation;
   air__commit commit;
   uint32_t max_malformed;
   air__malformed malformed;
@@ -244,6 +274,10 @@ struct air_config {
   air__telemetry_file telemetry;
   air__otel otel;
 };
+
+/* The continuation style an API gets when none is configured (DESIGN.md
+ * 3.5): anthropic PREFILL, openai and openai_responses NONE. Pure. */
+air_cont_style air__cont_style_by_api(air_dialect api);
 
 /* The route named name (n bytes), or NULL. */
 const air__route *air__config_route(const air_config *cfg, const char *name,

@@ -94,3 +94,16 @@ void air__sticky_settle(air_state *st, const char *route,
   if (st == NULL || cfg == NULL || !cfg->enabled) return;
   st->ops->sticky_set(st->impl, route, first ? NULL : target, now_ms);
 }
+
+air_cont_style air__state_style_get(air_state *st, const char *target,
+                                    uint64_t now_ms) {
+  if (st == NULL || target == NULL || st->ops->style_get == NULL)
+    return AIR_CONT_NONE;
+  return st->ops->style_get(st->impl, target, now_ms);
+}
+
+void air__state_style_learn(air_state *st, const char *target,
+                            air_cont_style style, uint64_t now_ms) {
+  if (st == NULL || target == NULL || st->ops->style_set == NULL) return;
+  st->ops->style_set(st->impl, target, style, now_ms, AIR__CONT_LEARNED_MS);
+}

@@ -62,6 +62,13 @@ typedef struct air__state_ops {
    * window at now_ms with no request counted. */
   void (*sticky_set)(void *impl, const char *route, const char *target,
                      uint64_t now_ms);
+  /* Optional (NULL: nothing is learned): the continuation style learned
+   * for target (DESIGN.md 3.5), AIR_CONT_NONE when none is known or it
+   * expired. style_set(target, style, ttl_ms): remember style for ttl_ms
+   * from now_ms (a shared backend shares the duration); NONE forgets. */
+  air_cont_style (*style_get)(void *impl, const char *target, uint64_t now_ms);
+  void (*style_set)(void *impl, const char *target, air_cont_style style,
+                    uint64_t now_ms, uint64_t ttl_ms);
   /* Optional: a config was loaded (at start and on every reload); a
    * shared backend learns from it which targets and routes it shares and
    * under which keys. cfg is borrowed for the call. */
@@ -116,6 +123,16 @@ void air__state_release(air_state *st, const char *target, uint64_t lease);
 /* Keeps target open for cool_ms (a Retry-After the engine won't wait). */
 void air__state_cool(air_state *st, const char *target, uint64_t now_ms,
                      uint64_t cool_ms);
+
+/*
+ * Learned continuation styles (DESIGN.md 3.5): air__state_style_get is the
+ * style learned for target at now_ms (AIR_CONT_NONE: none, or st NULL);
+ * air__state_style_learn remembers style for AIR__CONT_LEARNED_MS (24 h).
+ */
+air_cont_style air__state_style_get(air_state *st, const char *target,
+                                    uint64_t now_ms);
+void air__state_style_learn(air_state *st, const char *target,
+                            air_cont_style style, uint64_t now_ms);
 
 /*
  * Sticky routes, kept by target name so a reload that reorders, adds or

@@ -145,6 +145,10 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
   air_action act;
   int rc = air_run_new(cfg, state, model, dd.rng, now, &run, &act);
   if (rc != 0) return settle_error(rc, NULL, model, err);
+  /* air_call and air_stream cannot build a continuation request: a route's
+   * continuation is ignored (DESIGN.md 3.5), as hedging is (no racers: the
+   * run is never asked for a hedge). */
+  air_run_limit_continuation(run, AIR_CONTF_NEVER);
 
   void *options = dd.options;
   int final = AIR_EUPSTREAM;

@@ -43,11 +43,20 @@ static const char *const outcomes[] = {"ok",      "error",    "error_after_commi
 static const char *const hedge_outcomes[] = {"won", "lost", "failed"};
 #define N_HEDGE_OUTCOMES (sizeof(hedge_outcomes) / sizeof(hedge_outcomes[0]))
 
+/* Outcomes of a continuation attempt (DESIGN.md 3.5): its seam opened
+ * and its text reached the caller, it failed before that, or its prefill
+ * was rejected (then it was asked again with instruct, or failed). */
+static const char *const cont_outcomes[] = {"joined", "failed", "prefill_rejected"};
+#define N_CONT_OUTCOMES (sizeof(cont_outcomes) / sizeof(cont_outcomes[0]))
+
 /* Slots of a cell: a route's outcomes or a target's reasons (0: "ok"). */
 #define N_SLOTS \
   (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES : (size_t)AIR_REASON__COUNT)
 
-enum kind { K_ROUTE, K_TARGET, K_HEDGE }; /* K_HEDGE: a route's hedges */
+/* K_HEDGE: a route's hedges; K_CONT: a route's continuations on one target
+ * (named "route" CONT_SEP "target"). */
+enum kind { K_ROUTE, K_TARGET, K_HEDGE, K_CONT };
+#define CONT_SEP '\x01'
 
 typedef struct cell {
   struct cell *next_all; /* every cell, oldest first (under mu) */
@@ -312,16 +321,39 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
   observe(&m->self, self_ms);
 }
 
+void air__metrics_continuation(air__metrics *m, const air_config *cfg,
+                               const char *route, const char *target,
+                               const char *outcome) {
+  if (m == NULL || route == NULL || target == NULL) return;
+  size_t o = 0;
+  while (o < N_CONT_OUTCOMES && (outcome == NULL || strcmp(outcome, cont_outcomes[o]) != 0))
+    o++;
+  if (o == N_CONT_OUTCOMES) return;
+  /* Names a config defines, else "other" (as for the other families). */
+  size_t rn = strlen(route), tn = strlen(target);
+  bool named = cfg != NULL && air__config_route(cfg, route, rn) != NULL;
+  if (!named) route = "other", rn = 5;
+  if (!named || !target_configured(cfg, target, tn)) target = "other", tn = 5;
+  char key[2 * AIR__MAX_TARGET_BYTES + 2];
+  if (rn + 1 + tn >= sizeof(key)) return;
+  memcpy(key, route, rn);
+  key[rn] = CONT_SEP;
+  memcpy(key + rn + 1, target, tn);
+  key[rn + 1 + tn] = '\0';
+  cell *c = cell_of(m, K_CONT, key, rn + 1 + tn); /* NULL: over MAX_CELLS */
+  if (c != NULL) bump(&c->n[o], 1);
+}
+
 /*
  * The exposition is text built in one go (buf.h): every append below is a
  * sticky put, and air__metrics_render checks the buffer's error once at the
  * end, so the first failure is passed on as it is (AIR_ETOOBIG, AIR_ENOMEM).
  */
 
-/* A label value: backslash, quote and newline escaped. */
-static void put_label(air__buf *out, const char *v) {
+/* A label value of n bytes: backslash, quote and newline escaped. */
+static void put_label_n(air__buf *out, const char *v, size_t n) {
   air__buf_putc(out, '"');
-  for (const char *p = v; *p; p++) {
+  for (const char *p = v; p < v + n; p++) {
     if (*p == '\\' || *p == '"') {
       air__buf_putc(out, '\\');
       air__buf_putc(out, *p);
@@ -333,6 +365,8 @@ static void put_label(air__buf *out, const char *v) {
   }
   air__buf_putc(out, '"');
 }
+
+static void put_label(air__buf *out, const char *v) { put_label_n(out, v, strlen(v)); }
 
 /* "# HELP name help\n# TYPE name type\n". */
 static void put_head(air__buf *out, const char *name, const char *help,
@@ -355,6 +389,7 @@ static void put_counter(air__buf *out, const char *name, const char *help,
   put_head(out, name, help, "counter");
   size_t slots = k == K_ROUTE   ? N_OUTCOMES
                  : k == K_HEDGE ? N_HEDGE_OUTCOMES
+                 : k == K_CONT  ? N_CONT_OUTCOMES
                                 : (size_t)AIR_REASON__COUNT;
   for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;
        c = c->next_all) {
@@ -364,13 +399,21 @@ static void put_counter(air__buf *out, const char *name, const char *help,
       if (v == 0) continue;
       const char *b = k == K_ROUTE   ? outcomes[i]
                        : k == K_HEDGE ? hedge_outcomes[i]
+                       : k == K_CONT  ? cont_outcomes[i]
                        : i == 0       ? "ok"
                                       : air_reason_name((air_reason)i);
       air__buf_puts(out, name);
       air__buf_putc(out, '{');
       air__buf_puts(out, la);
       air__buf_putc(out, '=');
-      put_label(out, c->name);
+      const char *sep = k == K_CONT ? strchr(c->name, CONT_SEP) : NULL;
+      if (sep != NULL) { /* route, then target */
+        put_label_n(out, c->name, (size_t)(sep - c->name));
+        air__buf_puts(out, ",target=");
+        put_label(out, sep + 1);
+      } else {
+        put_label(out, c->name);
+      }
       air__buf_putc(out, ',');
       air__buf_puts(out, lb);
       air__buf_putc(out, '=');
@@ -465,6 +508,11 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
               "Hedges (DESIGN.md 3.6) by route and outcome: won (its answer "
               "was released), lost (another racer won), failed.",
               m, K_HEDGE, "route", "outcome");
+  put_counter(out, "airetry_continuations_total",
+              "Continuation attempts (DESIGN.md 3.5) by route, target and "
+              "outcome: joined (its text reached the caller), failed, "
+              "prefill_rejected (asked again with instruct, or failed).",
+              m, K_CONT, "route", "outcome");
   put_scalar(out, "airetry_retries_total",
              "Attempts on the same target as the one before.",
              atomic_load_explicit(&m->retries, memory_order_relaxed));

@@ -39,6 +39,14 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
                           uint64_t first_content_ms, uint64_t total_ms,
                           uint64_t self_ms, unsigned malformed);
 
+/* One continuation attempt (DESIGN.md 3.5) of a request to route, on
+ * target, with outcome "joined", "failed" or "prefill_rejected" (anything
+ * else is not counted): airetry_continuations_total. Names cfg does not
+ * define count as "other". Thread-safe as air__metrics_request. */
+void air__metrics_continuation(air__metrics *m, const air_config *cfg,
+                               const char *route, const char *target,
+                               const char *outcome);
+
 /* The number of times the supervisor replaced a dead worker process before
  * this one started (DESIGN.md 5, Supervision); rendered as
  * airetry_worker_restarts_total. Set once, at worker start. */

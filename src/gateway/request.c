@@ -287,6 +287,10 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
     /* A hedge racer is marked; one that lost has outcome hedge_lost and
      * no reason (DESIGN.md 2.1, 3.6). */
     if (a->hedge) air__buf_puts(&b, ",\"hedge\":true");
+    /* A continuation (DESIGN.md 3.5); one whose prefill was rejected was
+     * asked again with instruct and counts toward no budget. */
+    if (a->continuation) air__buf_puts(&b, ",\"continuation\":true");
+    if (a->prefill_rejected) air__buf_puts(&b, ",\"prefill_rejected\":true");
     if (a->hedge_lost) {
       air__buf_puts(&b, ",\"outcome\":\"hedge_lost\"");
     } else {
@@ -316,6 +320,21 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_putu(&b, r->bytes);
   air__buf_puts(&b, ",\"malformed\":");
   air__buf_putu(&b, res->malformed);
+  if (res->n_continued > 0) {
+    /* Where each continuation joined the answer (DESIGN.md 3.5). */
+    air__buf_puts(&b, ",\"continued\":[");
+    for (size_t i = 0; i < res->n_continued; i++) {
+      const air__continued *c = &res->continued[i];
+      air__buf_puts(&b, i ? ",{\"target\":" : "{\"target\":");
+      air__buf_put_json_str(&b, c->target, strlen(c->target));
+      air__buf_puts(&b, ",\"attempt\":");
+      air__buf_putu(&b, c->attempt);
+      air__buf_puts(&b, ",\"at_char\":");
+      air__buf_putu(&b, c->at_char);
+      air__buf_putc(&b, '}');
+    }
+    air__buf_putc(&b, ']');
+  }
   if (r->rs.dropped != NULL) {
     air__buf_puts(&b, ",\"dropped\":");
     air__buf_put_json_str(&b, r->rs.dropped, strlen(r->rs.dropped));
@@ -397,6 +416,28 @@ static int on_event(void *data, const air__gate_event *ev) {
   return 0;
 }
 
+static int on_flush(void *data);
+
+/* The seam of a continuation (DESIGN.md 3.5): the responder's encoder
+ * takes the stream over. */
+static void on_continue(void *data, const air__continue_info *ci) {
+  gw_req *r = data;
+  if (air__responder_continue(&r->rs, ci) == 1 && r->x != NULL && !r->ended)
+    air__exchange_cancel(r->x);
+}
+
+/* A rescue runs: a keep-alive goes out with the turn's writes. */
+static void on_keepalive(void *data) {
+  gw_req *r = data;
+  air__responder_keepalive(&r->rs);
+  if (r->rs.lost) {
+    if (r->x != NULL && !r->ended) air__exchange_cancel(r->x);
+    return;
+  }
+  /* Over the high-water mark nothing is paused: no upstream sends now. */
+  (void)on_flush(r);
+}
+
 static void unpend(gw_req *r) {
   if (!r->pending) return;
   if (r->pend_prev) r->pend_prev->pend_next = r->pend_next; else r->w->pending = r->pend_next;
@@ -471,6 +512,22 @@ static void export_spans(gw_req *r, const air__exchange_result *res,
   air__buf_cleanup(&o.b);
 }
 
+/* airetry_continuations_total: each continuation attempt's outcome. */
+static void count_continuations(gw_req *r, const air__exchange_result *res) {
+  for (size_t i = 0; i < res->n_log; i++) {
+    const air_attempt *a = &res->log[i];
+    if (!a->continuation || a->skipped) continue;
+    bool joined = false;
+    for (size_t k = 0; k < res->n_continued && !joined; k++)
+      joined = res->continued[k].attempt == a->n;
+    air__metrics_continuation(r->w->g->metrics, r->cfg->cfg,
+                              r->areq.model ? r->areq.model : "", a->target,
+                              a->prefill_rejected ? "prefill_rejected"
+                              : joined            ? "joined"
+                                                  : "failed");
+  }
+}
+
 static void on_end(void *data, const air__exchange_result *res) {
   gw_req *r = data;
   r->ended = true;
@@ -499,6 +556,7 @@ static void on_end(void *data, const air__exchange_result *res) {
                        r->areq.model ? r->areq.model : "", outcome, res->log,
                        res->n_log, res->first_content_ms, res->total_ms, self,
                        res->malformed);
+  count_continuations(r, res);
   log_line(r, res, status, outcome);
   export_spans(r, res, outcome);
   air__exchange_free(r->x);
@@ -620,7 +678,13 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     air__trace_answer_init(&r->ans);
     if (r->traced) o.trace = &r->trace;
   }
-  air__exchange_cb cb = {on_commit, on_event, on_flush, NULL, on_end, r};
+  air__exchange_cb cb = {.on_commit = on_commit,
+                         .on_event = on_event,
+                         .on_flush = on_flush,
+                         .on_end = on_end,
+                         .data = r,
+                         .on_continue = on_continue,
+                         .on_keepalive = on_keepalive};
   air__http_req_on_disconnect(req, on_disconnect, r);
   r->starting = true;
   int rc = air__exchange_start(&w->loop, w->t, &o, &cb, &r->x);

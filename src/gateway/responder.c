@@ -39,9 +39,18 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
 
 void air__responder_cleanup(air__responder *rs) {
   if (rs->began) air__encoder_cleanup(&rs->enc);
+  if (rs->observe) air__sse_cleanup(&rs->obs);
   air__aggregate_cleanup(&rs->agg);
   air__buf_cleanup(&rs->out);
   air__buf_cleanup(&rs->held);
+}
+
+/* A forwarded event, read again as SSE, shown to the encoder so that a
+ * continuation can take the stream over where it stands. */
+static int observe_event(void *data, const air__sse_event *ev) {
+  air__responder *rs = data;
+  air__provider_get(rs->dialect)->encoder_observe(&rs->enc, ev, rs->obs_parts, rs->obs_n);
+  return 0;
 }
 
 int air__responder_commit(air__responder *rs, const air__commit_info *ci,
@@ -70,6 +79,11 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
   rs->began = true;
   air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
+  if (ci->continuable && rs->passthrough &&
+      air__provider_get(rs->dialect)->encoder_observe != NULL) {
+    rs->observe = true;
+    air__sse_init(&rs->obs, observe_event, rs);
+  }
   return 1;
 }
 
@@ -102,6 +116,13 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
           air__buf_add(&rs->held, ev->raw, ev->raw_len) != 0)
         return lose(rs);
       return 0;
+    }
+    if (rs->observe) {
+      /* One forwarded event is exactly one SSE event's bytes. */
+      rs->obs_parts = ev->parts;
+      rs->obs_n = ev->n_parts;
+      air__sse_reset(&rs->obs);
+      if (air__sse_feed(&rs->obs, ev->raw, ev->raw_len) == 0) air__sse_finish(&rs->obs);
     }
     if ((ev->flags & AIR__EV_USAGE_ONLY) && !rs->req->include_usage) return 0;
     if (air__buf_add(&rs->out, ev->raw, ev->raw_len) != 0) return lose(rs);
@@ -194,4 +215,32 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
       put(rs, "retry-after", rs->retry_after);
     rs->end = AIR__RESP_WHOLE;
   }
+}
+
+int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
+  if (rs->lost) return 0;
+  rs->continued = true;
+  if (!rs->stream) {
+    air__aggregate_add_usage(&rs->agg, ci->input_tokens, ci->output_tokens);
+    if (air__aggregate_add_continued(&rs->agg, ci->target, ci->at_char) != 0)
+      return lose(rs);
+    return 0;
+  }
+  if (!rs->began) return 0;
+  /* Passthrough ends at the seam: the raw events were the first
+   * attempt's; the continuation's parts are encoded from here on. */
+  rs->passthrough = false;
+  rs->decided = true;
+  air__buf_reset(&rs->held);
+  air__encoder_take_over(&rs->enc);
+  air__encoder_add_usage(&rs->enc, ci->input_tokens, ci->output_tokens);
+  if (air__encoder_add_continued(&rs->enc, ci->target, ci->at_char) != 0) return lose(rs);
+  return 0;
+}
+
+void air__responder_keepalive(air__responder *rs) {
+  const air__provider_ops *ops = air__provider_get(rs->dialect);
+  if (!rs->stream || !rs->began || rs->gone || rs->lost || ops->encode_keepalive == NULL)
+    return;
+  if (ops->encode_keepalive(&rs->enc, &rs->out) != 0) lose(rs);
 }

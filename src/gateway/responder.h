@@ -51,6 +51,12 @@ typedef struct air__responder {
   bool gone;                  /* set by the caller: the client left */
   bool lost;                  /* bytes of the answer could not be kept: never
                                  reported as a success */
+  bool observe;               /* a continuation may follow: passthrough events
+                                 are shown to the encoder (encoder_observe) */
+  bool continued;             /* a continuation took the stream over */
+  air__sse obs;               /* observe: re-reads a forwarded event */
+  const air_part *obs_parts;  /* the parts of the event being observed */
+  size_t obs_n;
   air__encoder enc;
   air__aggregate agg;
   air__buf out;               /* bytes to send; the sender takes and resets
@@ -84,5 +90,14 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev);
  * whole bytes) and outcome. Valid until the next call or cleanup. */
 void air__responder_end(air__responder *rs, const air__exchange_result *res,
                         uint64_t created_s);
+/* on_continue (DESIGN.md 3.5): the encoder takes the caller's stream over
+ * from the raw events (same id, block index, sequence numbers) and the end
+ * will carry the continuation and the earlier attempt's usage; for a
+ * non-streamed caller the aggregate does. Returns 1 when the answer just
+ * became lost (the caller must cancel the exchange), else 0. */
+int air__responder_continue(air__responder *rs, const air__continue_info *ci);
+/* on_keepalive: appends a keep-alive in the caller's dialect to out (a
+ * streamed caller whose head was sent only). */
+void air__responder_keepalive(air__responder *rs);
 
 #endif

@@ -196,15 +196,72 @@ static int json_text(const char *model, size_t m_n, const air__mock_beh *b,
   return rc;
 }
 
+/* Token of a containing byte off: the first whose end is past off (a->n
+ * when off is at or past the end). */
+static size_t token_at(const air__mock_answer *a, size_t off) {
+  size_t i = 0;
+  /* ends is NULL only with n == 0 (split() counts the same twice).
+   * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
+  while (i < a->n && a->ends[i] <= off) i++;
+  return i;
+}
+
+/*
+ * A recognised continuation of prefix p_n bytes (docs/mock.md
+ * "Continuation"): where sending starts and what is inserted, by
+ * continue_as.
+ */
+static int continuation(air__mock_answer *a, const air__mock_beh *b,
+                        size_t p_n) {
+  unsigned as = (b->set & AIR__MOCK_K_CONTINUE_AS) ? b->continue_as
+                                                   : AIR__MOCK_CONT_EXACT;
+  a->prefill = true;
+  a->cont_as = as;
+  size_t from = p_n;
+  int rc = 0;
+  if (as == AIR__MOCK_CONT_RESTART || as == AIR__MOCK_CONT_DIVERGE) {
+    from = 0;
+  } else if (as == AIR__MOCK_CONT_REPEAT) {
+    size_t r = (b->set & AIR__MOCK_K_REPEAT_CHARS)
+                   ? b->repeat_chars
+                   : AIR__MOCK_DEFAULT_REPEAT_CHARS;
+    from = r < p_n ? p_n - r : 0;
+    /* Back to a UTF-8 character's first byte. */
+    while (from > 0 && ((unsigned char)a->text.p[from] & 0xC0) == 0x80) from--;
+  }
+  a->from_off = from;
+  a->first = token_at(a, from);
+  if (as == AIR__MOCK_CONT_PREAMBLE || as == AIR__MOCK_CONT_DIVERGE) {
+    const char *t =
+        as == AIR__MOCK_CONT_PREAMBLE ? AIR__MOCK_PREAMBLE : AIR__MOCK_DIVERGED;
+    a->ins_off = a->text.n;
+    rc = air__buf_adds(&a->text, t);
+    a->ins_len = a->text.n - a->ins_off;
+    a->ins_at = a->first;
+    if (as == AIR__MOCK_CONT_DIVERGE) {
+      /* After the last token that ends at or before half the prefix (at
+       * least the first). */
+      size_t k = 1;
+      while (k < a->n && a->ends[k] <= p_n / 2) k++;
+      a->ins_at = k;
+    }
+  }
+  if (a->first > a->last) a->first = a->last;
+  if (a->ins_at > a->last) a->ins_at = a->last;
+  return rc;
+}
+
 int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
                            const air__mock_beh *b, const char *prefill,
-                           size_t p_n, const json_t *req) {
+                           size_t p_n, bool instruct, const json_t *req) {
   air__buf_reset(&a->text);
   free(a->ends);
   a->ends = NULL;
   free(a->ev);
   a->ev = NULL;
   a->n = a->first = a->last = a->n_ev = 0;
+  a->from_off = a->ins_off = a->ins_len = a->ins_at = 0;
+  a->cont_as = AIR__MOCK_CONT_EXACT;
   a->prefill = false;
   a->forced = false;
   int rc = 0;
@@ -267,18 +324,11 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
   if ((b->set & AIR__MOCK_K_FINISH) && b->finish == AIR_FINISH_LENGTH &&
       a->n > 0)
     a->last = a->n / 2 > 0 ? a->n / 2 : 1;
-  if (prefill != NULL && p_n > 0 && p_n <= a->text.n &&
-      memcmp(a->text.p, prefill, p_n) == 0) {
-    a->prefill = true;
-    size_t i = 0;
-    /* ends is NULL only with n == 0 (split() counts the same twice).
-     * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
-    while (i < a->n && a->ends[i] < p_n) i++;
-    /* Token i is the first to end at or after the prefix's end: the
-     * boundary after the prefix is its end. */
-    a->first = i + 1;
-    if (a->first > a->last) a->first = a->last;
-  }
+  /* The answer's own text: a forced tool's name and arguments follow it. */
+  size_t text_n = a->n > 0 ? a->ends[a->n - 1] : 0;
+  if (prefill != NULL && p_n > 0 && p_n <= text_n &&
+      (!instruct || p_n < text_n) && memcmp(a->text.p, prefill, p_n) == 0)
+    return continuation(a, b, p_n);
   return 0;
 }
 
@@ -294,6 +344,19 @@ static void add_ev(air__mock_ev *ev, size_t *n, air_part_kind kind, int index,
   (*n)++;
 }
 
+/* The text tokens [first, last) as events of kind (and the inserted
+ * event before token ins_at). */
+static void text_events(air__mock_answer *a, air_part_kind kind) {
+  for (size_t t = a->first; t <= a->last; t++) {
+    if (a->ins_len > 0 && t == a->ins_at)
+      add_ev(a->ev, &a->n_ev, kind, 0, a->ins_off, a->ins_len);
+    if (t == a->last) break;
+    size_t from = t == 0 ? 0 : a->ends[t - 1];
+    if (t == a->first && a->from_off > from) from = a->from_off;
+    add_ev(a->ev, &a->n_ev, kind, 0, from, a->ends[t] - from);
+  }
+}
+
 int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
                             air_dialect api) {
   uint32_t reasoning = (b->set & AIR__MOCK_K_REASONING) ? b->reasoning : 0;
@@ -302,7 +365,7 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
   bool native = refusal && b->refusal_native;
   if (tools == 0 && a->forced) tools = 1; /* the forced tool's one call */
   if (refusal) tools = 0;                 /* a refusal answers nothing else */
-  size_t text_n = a->last - a->first;
+  size_t text_n = a->last - a->first + (a->ins_len > 0 ? 1 : 0);
   size_t cap = (size_t)reasoning + (size_t)tools * (1 + TOOL_PIECES) + text_n;
   free(a->ev);
   /* One spare slot: never a NULL array, even for an answer without events. */
@@ -321,6 +384,10 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
   a->finish = (b->set & AIR__MOCK_K_FINISH) ? b->finish : AIR_FINISH_STOP;
   if (rc != 0) return rc;
   if (tools > 0) {
+    /* tool_text: the answer's text first, as a model that says what it
+     * is about to do. */
+    if ((b->set & AIR__MOCK_K_TOOL_TEXT) && b->tool_text)
+      text_events(a, AIR_PART_TEXT);
     /* Call i: id call_mock_i / toolu_mock_i, arguments
      * {"location": "city-i", "days": i+1}, in TOOL_PIECES pieces. */
     size_t id_off[AIR__MOCK_MAX_TOOL_CALLS], id_len[AIR__MOCK_MAX_TOOL_CALLS];
@@ -373,11 +440,7 @@ int air__mock_answer_events(air__mock_answer *a, const air__mock_beh *b,
     a->finish = AIR_FINISH_REFUSAL;
     return 0;
   }
-  for (size_t t = a->first; t < a->last; t++) {
-    size_t from = t == 0 ? 0 : a->ends[t - 1];
-    add_ev(a->ev, &a->n_ev, native ? AIR_PART_REFUSAL : AIR_PART_TEXT, 0, from,
-           a->ends[t] - from);
-  }
+  text_events(a, native ? AIR_PART_REFUSAL : AIR_PART_TEXT);
   return 0;
 }
 
@@ -415,7 +478,8 @@ int air__mock_signature_event(int block, air__buf *out) {
 }
 
 /* Appends a content value's text: a string, or the text of its text
- * parts / blocks. */
+ * parts / blocks (chat and Anthropic "text", Responses "input_text" /
+ * "output_text"). */
 static int add_content_text(const json_t *c, air__buf *out) {
   if (json_is_string(c))
     return air__buf_add(out, json_string_value(c), json_string_length(c));
@@ -425,7 +489,10 @@ static int add_content_text(const json_t *c, air__buf *out) {
   json_array_foreach(c, i, part) {
     const char *type = json_string_value(json_object_get(part, "type"));
     const json_t *t = json_object_get(part, "text");
-    if (type != NULL && strcmp(type, "text") == 0 && json_is_string(t)) {
+    if (type != NULL &&
+        (strcmp(type, "text") == 0 || strcmp(type, "input_text") == 0 ||
+         strcmp(type, "output_text") == 0) &&
+        json_is_string(t)) {
       int rc = air__buf_add(out, json_string_value(t), json_string_length(t));
       if (rc != 0) return rc;
     }
@@ -433,17 +500,108 @@ static int add_content_text(const json_t *c, air__buf *out) {
   return 0;
 }
 
-int air__mock_prefill_text(const json_t *body, air__buf *out) {
+/* The conversation of a request: chat / Anthropic messages, or Responses
+ * input items (a string input is one user message: NULL here). */
+static const json_t *conversation(const json_t *body) {
   const json_t *msgs = json_object_get(body, "messages");
+  if (json_is_array(msgs)) return msgs;
+  msgs = json_object_get(body, "input");
+  return json_is_array(msgs) ? msgs : NULL;
+}
+
+/* The role of a message (Responses: items without a role, such as
+ * function calls, have none). */
+static const char *role_of(const json_t *m) {
+  return json_string_value(json_object_get(m, "role"));
+}
+
+static bool is_role(const json_t *m, const char *role) {
+  const char *r = role_of(m);
+  return r != NULL && strcmp(r, role) == 0;
+}
+
+int air__mock_prefill_text(const json_t *body, air__buf *out) {
+  const json_t *msgs = conversation(body);
   size_t n = json_array_size(msgs);
   if (n == 0) return 0;
   const json_t *last = json_array_get(msgs, n - 1);
-  const char *role = json_string_value(json_object_get(last, "role"));
-  if (role == NULL || strcmp(role, "assistant") != 0) return 0;
+  if (!is_role(last, "assistant")) return 0;
   air__buf_reset(out);
   int rc = add_content_text(json_object_get(last, "content"), out);
   if (rc != 0) return rc;
   return out->n > 0 ? 1 : 0;
+}
+
+const char *air__mock_style_name(air__mock_style s) {
+  switch (s) {
+    case AIR__MOCK_STYLE_PREFILL:
+      return "prefill";
+    case AIR__MOCK_STYLE_VLLM:
+      return "vllm";
+    case AIR__MOCK_STYLE_PREFIX_FLAG:
+      return "prefix_flag";
+    case AIR__MOCK_STYLE_INSTRUCT:
+      return "instruct";
+    case AIR__MOCK_STYLE_NONE:
+      break;
+  }
+  return NULL;
+}
+
+void air__mock_cont_init(air__mock_cont *c) {
+  memset(c, 0, sizeof(*c));
+  air__buf_init(&c->text, AIR__MOCK_MAX_PREFILL_BYTES);
+  air__buf_init(&c->message, AIR__MOCK_MAX_PREFILL_BYTES);
+}
+
+void air__mock_cont_cleanup(air__mock_cont *c) {
+  air__buf_cleanup(&c->text);
+  air__buf_cleanup(&c->message);
+}
+
+int air__mock_read_continuation(const json_t *body, air_dialect api,
+                                air__mock_cont *c) {
+  c->style = AIR__MOCK_STYLE_NONE;
+  c->has_max_tokens = false;
+  air__buf_reset(&c->text);
+  air__buf_reset(&c->message);
+  static const char *const limits[] = {"max_tokens", "max_completion_tokens",
+                                       "max_output_tokens"};
+  for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+    const json_t *v = json_object_get(body, limits[i]);
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+      c->has_max_tokens = true;
+      c->max_tokens = (uint64_t)json_integer_value(v);
+      break;
+    }
+  }
+  const json_t *msgs = conversation(body);
+  size_t n = json_array_size(msgs);
+  if (n == 0) return 0;
+  const json_t *last = json_array_get(msgs, n - 1);
+  int rc = 0;
+  if (is_role(last, "assistant")) {
+    rc = add_content_text(json_object_get(last, "content"), &c->text);
+    if (rc != 0 || c->text.n == 0) return rc;
+    c->style = AIR__MOCK_STYLE_PREFILL;
+    if (api == AIR_DIALECT_OPENAI) {
+      if (json_is_true(json_object_get(body, "continue_final_message")))
+        c->style = AIR__MOCK_STYLE_VLLM;
+      else if (json_is_true(json_object_get(last, "prefix")))
+        c->style = AIR__MOCK_STYLE_PREFIX_FLAG;
+    }
+    return 0;
+  }
+  if (n < 2 || !is_role(last, "user") ||
+      !is_role(json_array_get(msgs, n - 2), "assistant"))
+    return 0;
+  rc = add_content_text(json_object_get(json_array_get(msgs, n - 2), "content"),
+                        &c->text);
+  if (rc != 0 || c->text.n == 0) return rc;
+  rc = add_content_text(json_object_get(last, "content"), &c->message);
+  if (rc != 0) return rc;
+  c->style = AIR__MOCK_STYLE_INSTRUCT;
+  return 0;
 }
 
 /* ---- errors

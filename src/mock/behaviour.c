@@ -35,6 +35,8 @@ typedef enum ktype {
   KT_REFUSAL, /* true/false or text */
   KT_FINISH,  /* stop | length | content_filter */
   KT_TOOLS,   /* uint32 0..AIR__MOCK_MAX_TOOL_CALLS */
+  KT_CONT,    /* exact | restart | repeat | preamble | diverge */
+  KT_REPEAT,  /* uint32 0..AIR__MOCK_MAX_REPEAT_CHARS */
 } ktype;
 
 /* Where a key may appear: in any behaviour, or in model entries only. */
@@ -80,6 +82,7 @@ static const key_desc keys[] = {
     {"tool_calls", AIR__MOCK_K_TOOL_CALLS, KT_TOOLS, OFF(tool_calls), SC_BEH,
      true},
     {"json", AIR__MOCK_K_JSON, KT_BOOL, OFF(json), SC_BEH, true},
+    {"tool_text", AIR__MOCK_K_TOOL_TEXT, KT_BOOL, OFF(tool_text), SC_BEH, true},
     {"reasoning", AIR__MOCK_K_REASONING, KT_TOKENS, OFF(reasoning), SC_BEH,
      true},
     {"tokens", AIR__MOCK_K_TOKENS, KT_TOKENS, OFF(tokens), SC_BEH, false},
@@ -87,7 +90,20 @@ static const key_desc keys[] = {
     {"answer", AIR__MOCK_K_ANSWER, KT_STR, OFF(answer), SC_BEH, false},
     {"reject_prefill", AIR__MOCK_K_REJECT_PREFILL, KT_BOOL, OFF(reject_prefill),
      SC_MODEL, false},
+    /* Named in the fault string only when a continuation used it (mock.c). */
+    {"continue_as", AIR__MOCK_K_CONTINUE_AS, KT_CONT, OFF(continue_as), SC_BEH,
+     false},
+    {"repeat_chars", AIR__MOCK_K_REPEAT_CHARS, KT_REPEAT, OFF(repeat_chars),
+     SC_BEH, false},
 };
+
+static const char *const cont_as_names[] = {"exact", "restart", "repeat",
+                                            "preamble", "diverge"};
+#define N_CONT_AS (sizeof(cont_as_names) / sizeof(cont_as_names[0]))
+
+const char *air__mock_cont_as_name(unsigned v) {
+  return v < N_CONT_AS ? cont_as_names[v] : "exact";
+}
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const key_desc *find_key(const char *s, size_t n) {
@@ -132,6 +148,8 @@ static void copy_field(air__mock_beh *dst, const air__mock_beh *src,
     case KT_COUNT1:
     case KT_TOKENS:
     case KT_TOOLS:
+    case KT_CONT:
+    case KT_REPEAT:
       *(uint32_t *)field(dst, k) = *(const uint32_t *)cfield(src, k);
       break;
     case KT_FINISH:
@@ -482,6 +500,26 @@ static void parse_value(pctx *c, const key_desc *k, struct fy_node *v, loc at,
         fail_at(c, vl, "%s: expected stop, length or content_filter", path);
         return;
       }
+      break;
+    case KT_CONT: {
+      size_t i = 0;
+      while (i < N_CONT_AS && !eqn(s, n, cont_as_names[i])) i++;
+      if (i == N_CONT_AS) {
+        fail_at(c, vl,
+                "%s: expected exact, restart, repeat, preamble or diverge",
+                path);
+        return;
+      }
+      b->continue_as = (uint32_t)i;
+      break;
+    }
+    case KT_REPEAT:
+      if (!air__yaml_u64(s, n, AIR__MOCK_MAX_REPEAT_CHARS, &u)) {
+        fail_at(c, vl, "%s: expected an integer 0..%u", path,
+                AIR__MOCK_MAX_REPEAT_CHARS);
+        return;
+      }
+      b->repeat_chars = (uint32_t)u;
       break;
     case KT_HEADERS:
       break;
@@ -861,6 +899,11 @@ typedef enum ctok {
   CT_JSON,
   CT_REASON,
   CT_NREFUSE,
+  CT_RESTART,
+  CT_REPEAT,
+  CT_PREAMBLE,
+  CT_DIVERGE,
+  CT_TOOLTEXT,
 } ctok;
 
 typedef struct conv_desc {
@@ -892,6 +935,12 @@ static const conv_desc conv[] = {
     {"json", false, CT_JSON},
     {"reason", true, CT_REASON},
     {"nrefuse", false, CT_NREFUSE},
+    {"restart", false, CT_RESTART},
+    {"repeat", false, CT_REPEAT},
+    {"repeat", true, CT_REPEAT},
+    {"preamble", false, CT_PREAMBLE},
+    {"diverge", false, CT_DIVERGE},
+    {"tooltext", false, CT_TOOLTEXT},
     {"k", true, CT_K},
     {"flap", true, CT_FLAP},
 };
@@ -979,6 +1028,10 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
       f->json = true;
       f->set |= AIR__MOCK_K_JSON;
       break;
+    case CT_TOOLTEXT:
+      f->tool_text = true;
+      f->set |= AIR__MOCK_K_TOOL_TEXT;
+      break;
     case CT_LENGTH:
     case CT_FILTER:
       f->finish =
@@ -1030,6 +1083,23 @@ static int conv_token(air__mock_model *m, char *tok, const char *name,
     case CT_NOPREFILL:
       m->base.reject_prefill = true;
       m->base.set |= AIR__MOCK_K_REJECT_PREFILL;
+      fault = false;
+      break;
+    case CT_RESTART:
+    case CT_REPEAT:
+    case CT_PREAMBLE:
+    case CT_DIVERGE:
+      /* How the model continues: every attempt, like tokens=. */
+      m->base.continue_as = cd->tok == CT_RESTART    ? AIR__MOCK_CONT_RESTART
+                            : cd->tok == CT_REPEAT   ? AIR__MOCK_CONT_REPEAT
+                            : cd->tok == CT_PREAMBLE ? AIR__MOCK_CONT_PREAMBLE
+                                                     : AIR__MOCK_CONT_DIVERGE;
+      m->base.set |= AIR__MOCK_K_CONTINUE_AS;
+      if (eq != NULL) {
+        bad = !air__yaml_u64(v, vn, AIR__MOCK_MAX_REPEAT_CHARS, &u);
+        m->base.repeat_chars = (uint32_t)u;
+        m->base.set |= AIR__MOCK_K_REPEAT_CHARS;
+      }
       fault = false;
       break;
     case CT_K:

@@ -23,6 +23,7 @@ static void free_entries(air__mock_log *l) {
     air__mock_entry *e = &l->ring[(l->head + i) % l->cap];
     free(e->model);
     free(e->fault);
+    free(e->instruct_message);
   }
   l->n = l->head = 0;
 }
@@ -129,6 +130,7 @@ static int make_room(air__mock_log *l) {
   air__mock_entry *old = &l->ring[l->head];
   free(old->model);
   free(old->fault);
+  free(old->instruct_message);
   l->head = (l->head + 1) % l->cap;
   l->n--;
   l->dropped++;
@@ -174,6 +176,28 @@ air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
   return e;
 }
 
+void air__mock_log_continuation(air__mock_entry *e, const char *style,
+                                bool continued, size_t assistant_bytes,
+                                const air__buf *message, bool has_max_tokens,
+                                uint64_t max_tokens) {
+  e->continuation = style;
+  e->continued = continued;
+  e->continued_at = continued ? assistant_bytes : 0;
+  e->assistant_bytes = assistant_bytes;
+  e->has_max_tokens = has_max_tokens;
+  e->max_tokens = max_tokens;
+  free(e->instruct_message);
+  e->instruct_message = NULL;
+  if (message == NULL) return;
+  const char *text = message->p != NULL ? message->p : "";
+  size_t n = fit(text, message->p != NULL ? message->n : 0,
+                 AIR__MOCK_MAX_LOG_INSTRUCT_BYTES);
+  e->instruct_message = malloc(n + 1);
+  if (e->instruct_message == NULL) return; /* logged as null */
+  memcpy(e->instruct_message, text, n);
+  e->instruct_message[n] = '\0';
+}
+
 air__mock_entry *air__mock_log_find(air__mock_log *l, uint64_t id) {
   if (l->n == 0) return NULL;
   uint64_t first = l->ring[l->head].id;
@@ -184,6 +208,29 @@ air__mock_entry *air__mock_log_find(air__mock_log *l, uint64_t id) {
 
 static int add_ms_or_null(air__buf *out, bool has, uint64_t v) {
   return has ? air__buf_addu(out, v) : air__buf_add(out, LIT("null"));
+}
+
+/* The continuation fields of a chat / messages / responses entry. */
+static int continuation_json(const air__mock_entry *e, air__buf *out) {
+  int rc = air__buf_add(out, LIT(",\"continuation\":"));
+  if (rc == 0)
+    rc = e->continuation != NULL
+             ? air__buf_add_json_str(out, e->continuation,
+                                     strlen(e->continuation))
+             : air__buf_add(out, LIT("null"));
+  if (rc == 0) rc = air__buf_add(out, LIT(",\"continued_at\":"));
+  if (rc == 0) rc = add_ms_or_null(out, e->continued, e->continued_at);
+  if (rc == 0) rc = air__buf_add(out, LIT(",\"assistant_bytes\":"));
+  if (rc == 0) rc = air__buf_addu(out, e->assistant_bytes);
+  if (rc == 0) rc = air__buf_add(out, LIT(",\"instruct_message\":"));
+  if (rc == 0)
+    rc = e->instruct_message != NULL
+             ? air__buf_add_json_str(out, e->instruct_message,
+                                     strlen(e->instruct_message))
+             : air__buf_add(out, LIT("null"));
+  if (rc == 0) rc = air__buf_add(out, LIT(",\"max_tokens\":"));
+  if (rc == 0) rc = add_ms_or_null(out, e->has_max_tokens, e->max_tokens);
+  return rc;
 }
 
 int air__mock_log_json(const air__mock_log *l, air__buf *out) {
@@ -220,6 +267,7 @@ int air__mock_log_json(const air__mock_log *l, air__buf *out) {
     if (rc == 0) rc = add_ms_or_null(out, e->hung_up, e->hung_up_ms);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"end_ms\":"));
     if (rc == 0) rc = add_ms_or_null(out, e->ended, e->end_ms);
+    if (rc == 0 && e->endpoint == NULL) rc = continuation_json(e, out);
     if (rc == 0 && e->traceparent[0] != '\0') {
       rc = air__buf_add(out, LIT(",\"traceparent\":"));
       if (rc == 0)

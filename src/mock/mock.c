@@ -647,8 +647,9 @@ static void api_request(air__mock *m, air__http_req *req,
   const char *fault_word = NULL;
   const char *message = NULL;
   int status = 400;
-  air__buf prefill, fault;
-  air__buf_init(&prefill, AIR__MOCK_MAX_PREFILL_BYTES);
+  air__mock_cont cont;
+  air__mock_cont_init(&cont);
+  air__buf fault;
   air__buf_init(&fault, 1024);
   if (bad != 0) {
     fault_word = "bad_model_name";
@@ -659,24 +660,41 @@ static void api_request(air__mock *m, air__http_req *req,
     /* The codec validated the body; the mock reads it with its own parser
      * (the codec's interface carries no JSON library type). */
     json_t *body = json_loadb(msg->body.p, msg->body.n, 0, NULL);
-    int has_prefill = air__mock_prefill_text(body, &prefill);
+    /* An unreadable or too long assistant text is no continuation. */
+    if (air__mock_read_continuation(body, api, &cont) != 0)
+      cont.style = AIR__MOCK_STYLE_NONE;
+    bool instruct = cont.style == AIR__MOCK_STYLE_INSTRUCT;
+    bool asked = cont.style != AIR__MOCK_STYLE_NONE;
     rc = air__mock_answer_build(&x->ans, x->model, x->model_n, &x->beh,
-                                has_prefill == 1 ? prefill.p : NULL,
-                                has_prefill == 1 ? prefill.n : 0, body);
+                                asked ? cont.text.p : NULL,
+                                asked ? cont.text.n : 0, instruct, body);
+    /* instruct is only a continuation when the text fits the answer. */
+    if (instruct && !x->ans.prefill) cont.style = AIR__MOCK_STYLE_NONE;
     if (rc == 0) rc = air__mock_answer_events(&x->ans, &x->beh, api);
     json_decref(body);
     if (rc != 0) {
       fault_word = "error";
       message = "mock: cannot build the answer";
       status = 500;
-    } else if (x->ans.prefill && (x->beh.set & AIR__MOCK_K_REJECT_PREFILL) &&
+    } else if (asked && !instruct &&
+               (x->beh.set & AIR__MOCK_K_REJECT_PREFILL) &&
                x->beh.reject_prefill) {
       fault_word = "reject_prefill";
-      message = "prefill is not supported";
+      message = AIR__MOCK_PREFILL_REJECTED;
     }
   }
   rc = fault_word ? air__buf_adds(&fault, fault_word)
                   : air__mock_describe(&x->beh, &fault);
+  if (rc == 0 && fault_word == NULL && x->ans.prefill &&
+      x->ans.cont_as != AIR__MOCK_CONT_EXACT) {
+    if (strcmp(fault.p, "ok") == 0)
+      air__buf_reset(&fault);
+    else
+      rc = air__buf_addc(&fault, ',');
+    if (rc == 0) rc = air__buf_adds(&fault, "continue_as=");
+    if (rc == 0)
+      rc = air__buf_adds(&fault, air__mock_cont_as_name(x->ans.cont_as));
+  }
   air__mock_entry *e =
       air__mock_log_add(&m->log, t_ms, x->model, x->model_n, attempt, api,
                         x->stream, rc == 0 ? fault.p : "?");
@@ -686,7 +704,13 @@ static void api_request(air__mock *m, air__http_req *req,
     memcpy(e->traceparent, tp->p, tp->n);
     e->traceparent[tp->n] = '\0';
   }
-  air__buf_cleanup(&prefill);
+  if (e != NULL)
+    air__mock_log_continuation(
+        e, air__mock_style_name(cont.style),
+        x->ans.prefill && fault_word == NULL, cont.text.n,
+        cont.style == AIR__MOCK_STYLE_INSTRUCT ? &cont.message : NULL,
+        cont.has_max_tokens, cont.max_tokens);
+  air__mock_cont_cleanup(&cont);
   air__buf_cleanup(&fault);
   air__request_cleanup(&r);
   if (message != NULL) {

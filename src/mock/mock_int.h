@@ -59,6 +59,16 @@
   2048u /* inputs of one embeddings request \
          */
 #define AIR__MOCK_MAX_WHOLE_BYTES (32u << 20) /* an embeddings / count body */
+#define AIR__MOCK_MAX_REPEAT_CHARS 65536u     /* repeat_chars: N */
+#define AIR__MOCK_DEFAULT_REPEAT_CHARS 40u
+/* instruct_message in the log */
+#define AIR__MOCK_MAX_LOG_INSTRUCT_BYTES 256u
+#define AIR__MOCK_PREAMBLE "Sure, continuing: "
+#define AIR__MOCK_DIVERGED " (diverged)"
+/* Anthropic's 400 for a trailing assistant message (newer models). */
+#define AIR__MOCK_PREFILL_REJECTED                          \
+  "This model does not support assistant message prefill. " \
+  "The conversation must end with a user message."
 #define AIR__MOCK_REFUSAL_TEXT \
   "I'm sorry, but I cannot assist with that request."
 
@@ -90,7 +100,23 @@ enum {
   AIR__MOCK_K_TOOL_CALLS = 1u << 21,
   AIR__MOCK_K_JSON = 1u << 22,
   AIR__MOCK_K_REASONING = 1u << 23,
+  AIR__MOCK_K_CONTINUE_AS = 1u << 24,
+  AIR__MOCK_K_REPEAT_CHARS = 1u << 25,
+  AIR__MOCK_K_TOOL_TEXT = 1u << 26,
 };
+
+/* continue_as (docs/mock.md "Continuation"): how a recognised continuation
+ * is answered. */
+typedef enum air__mock_cont_as {
+  AIR__MOCK_CONT_EXACT = 0, /* the remainder after the prefill */
+  AIR__MOCK_CONT_RESTART,   /* the whole answer again */
+  AIR__MOCK_CONT_REPEAT,    /* the prefill's last repeat_chars, remainder */
+  AIR__MOCK_CONT_PREAMBLE,  /* AIR__MOCK_PREAMBLE, then the remainder */
+  AIR__MOCK_CONT_DIVERGE    /* a restart that leaves the prefill halfway */
+} air__mock_cont_as;
+
+/* The name of a continue_as value ("exact", "restart", ...). */
+const char *air__mock_cont_as_name(unsigned v);
 
 typedef struct air__mock_header {
   const char *name;
@@ -113,15 +139,18 @@ typedef struct air__mock_beh {
   const air__mock_header *headers;
   size_t n_headers;
   bool reset, hang, no_done, reject_prefill;
+  bool tool_text; /* tool calls: the answer's text before them */
   uint64_t headers_delay_ms, first_delay_ms, delay_ms;
   uint32_t cut_after, stall_after, malformed_at, overload_after;
   uint32_t tokens;
-  const char *refusal; /* the refusal text; NULL: no refusal */
-  bool refusal_native; /* refusal: native (delta.refusal / stop reason) */
-  bool json;           /* the answer text is a JSON object */
-  uint32_t tool_calls; /* > 0: the answer is that many tool calls */
-  uint32_t reasoning;  /* reasoning deltas before the answer */
-  air_finish finish;   /* STOP, LENGTH or CONTENT_FILTER */
+  const char *refusal;   /* the refusal text; NULL: no refusal */
+  bool refusal_native;   /* refusal: native (delta.refusal / stop reason) */
+  bool json;             /* the answer text is a JSON object */
+  uint32_t tool_calls;   /* > 0: the answer is that many tool calls */
+  uint32_t reasoning;    /* reasoning deltas before the answer */
+  uint32_t continue_as;  /* an air__mock_cont_as */
+  uint32_t repeat_chars; /* continue_as repeat: bytes sent again */
+  air_finish finish;     /* STOP, LENGTH or CONTENT_FILTER */
   const char *answer;
 } air__mock_beh;
 
@@ -211,9 +240,14 @@ typedef struct air__mock_answer {
   air__buf text;
   size_t *ends;
   size_t n;
-  size_t first;
+  size_t first; /* the first token sent (may be cut: from_off) */
   size_t last;
-  bool prefill; /* a prefill of this answer was found */
+  size_t from_off;  /* the byte of text where sending starts */
+  bool prefill;     /* a continuation of this answer was recognised */
+  unsigned cont_as; /* how it is answered (air__mock_cont_as) */
+  /* One inserted content event (preamble, diverged): ins_len bytes at
+   * ins_off of text, sent before token ins_at; ins_len 0: none. */
+  size_t ins_off, ins_len, ins_at;
   /* The content events, in order (air__mock_answer_events). */
   air__mock_ev *ev;
   size_t n_ev;
@@ -232,13 +266,15 @@ void air__mock_answer_cleanup(air__mock_answer *a);
  * else `answer`, else the canonical "[M] w1 ... wN", split into tokens at
  * spaces (each space kept in front of its word); a `length` finish keeps
  * half the tokens (at least one). prefill (p_n bytes, may be NULL): the
- * text of a trailing assistant message; when non-empty and a prefix of the
- * whole answer, sending starts at the first token boundary at or after its
- * end and a->prefill is set. Returns 0, AIR_ENOMEM or AIR_ETOOBIG.
+ * assistant text a request asks to continue; when non-empty and a prefix of
+ * the whole answer (a proper prefix when instruct), a->prefill is set and
+ * sending follows b's continue_as (docs/mock.md "Continuation"): exact
+ * starts at the byte after the prefix. Returns 0, AIR_ENOMEM or
+ * AIR_ETOOBIG.
  */
 int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
                            const air__mock_beh *b, const char *prefill,
-                           size_t p_n, const json_t *req);
+                           size_t p_n, bool instruct, const json_t *req);
 
 /*
  * The content events of a built answer for dialect api (docs/mock.md "Answer
@@ -272,6 +308,44 @@ int air__mock_schema_instance(const json_t *schema, air__buf *out);
  * with text, or a buf error.
  */
 int air__mock_prefill_text(const json_t *body, air__buf *out);
+
+/* The continuation styles a request may carry (docs/mock.md). */
+typedef enum air__mock_style {
+  AIR__MOCK_STYLE_NONE = 0,
+  AIR__MOCK_STYLE_PREFILL,
+  AIR__MOCK_STYLE_VLLM,
+  AIR__MOCK_STYLE_PREFIX_FLAG,
+  AIR__MOCK_STYLE_INSTRUCT
+} air__mock_style;
+
+/* "prefill", "vllm", "prefix_flag", "instruct"; NULL for NONE. */
+const char *air__mock_style_name(air__mock_style s);
+
+/* What a request asks to continue. */
+typedef struct air__mock_cont {
+  air__mock_style style;
+  air__buf text; /* P: the assistant text (max AIR__MOCK_MAX_PREFILL_BYTES) */
+  air__buf message; /* INSTRUCT: the user message's text (first
+                       AIR__MOCK_MAX_LOG_INSTRUCT_BYTES bytes) */
+  bool has_max_tokens;
+  uint64_t max_tokens;
+} air__mock_cont;
+
+void air__mock_cont_init(air__mock_cont *c);
+void air__mock_cont_cleanup(air__mock_cont *c);
+
+/*
+ * Reads a parsed request body of dialect api (chat / Anthropic `messages`,
+ * Responses `input`) into c: the style of its last messages (a trailing
+ * assistant message with text: PREFILL, or for chat VLLM with
+ * continue_final_message: true, PREFIX_FLAG with "prefix": true on it; a
+ * user message after an assistant message with text: INSTRUCT, which the
+ * caller confirms only when that text fits the answer), the assistant
+ * text and max_tokens. Returns 0 or a buf error (AIR_ETOOBIG: the
+ * assistant text is too long; the style is then NONE).
+ */
+int air__mock_read_continuation(const json_t *body, air_dialect api,
+                                air__mock_cont *c);
 
 /* The error "type" of an HTTP status (docs/mock.md table). */
 const char *air__mock_error_type(int status);
@@ -321,6 +395,14 @@ typedef struct air__mock_entry {
   bool ended;
   uint64_t end_ms;
   const char *endpoint; /* static: "embeddings", "count_tokens"; NULL: chat */
+  /* what the request asked to continue (docs/mock.md "Continuation") */
+  const char *continuation; /* static style name; NULL: none */
+  bool continued;           /* the mock continued its answer */
+  uint64_t continued_at;    /* where (bytes of the answer) */
+  uint64_t assistant_bytes;
+  char *instruct_message; /* owned; NULL: none */
+  bool has_max_tokens;
+  uint64_t max_tokens;
   /* the request's W3C traceparent, "" when none (or longer than a
    * version-00 one) */
   char traceparent[AIR__TRACEPARENT_LEN + 1];
@@ -365,6 +447,16 @@ air__mock_entry *air__mock_log_add(air__mock_log *l, uint64_t t_ms,
                                    const char *model, size_t model_n,
                                    unsigned attempt, air_dialect api,
                                    bool stream, const char *fault);
+
+/* Records what the request of e asked to continue (docs/mock.md
+ * "Continuation"): style (static, NULL: none), whether the mock continued
+ * (then continued_at = assistant_bytes), the instruct message (copied, cut
+ * to AIR__MOCK_MAX_LOG_INSTRUCT_BYTES; NULL: none) and max_tokens. Out of
+ * memory leaves the message null. */
+void air__mock_log_continuation(air__mock_entry *e, const char *style,
+                                bool continued, size_t assistant_bytes,
+                                const air__buf *message, bool has_max_tokens,
+                                uint64_t max_tokens);
 
 /* The entry with id, or NULL when it was reset or dropped. */
 air__mock_entry *air__mock_log_find(air__mock_log *l, uint64_t id);

@@ -140,6 +140,18 @@ static int on_event(void *data, const air__gate_event *ev) {
   return 0;
 }
 
+/* The seam of a continuation (DESIGN.md 3.5): its parts follow on_event
+ * (the aggregate and on_part get one answer); the result's body carries
+ * the continuation and the usage of every attempt joined. */
+static void on_continue(void *data, const air__continue_info *ci) {
+  job *j = data;
+  air__aggregate_add_usage(&j->agg, ci->input_tokens, ci->output_tokens);
+  if (air__aggregate_add_continued(&j->agg, ci->target, ci->at_char) != 0) {
+    j->lost = true;
+    air__exchange_cancel(j->x);
+  }
+}
+
 static void on_failed(void *data, const air_attempt *a) {
   job *j = data;
   if (j->obs.on_failed) j->obs.on_failed(j->obs.data, a);
@@ -266,7 +278,12 @@ static void start_job(worker *w, job *j) {
       .model = j->req.model,
       .trace = j->traced ? &j->trace : NULL,
   };
-  air__exchange_cb cb = {on_commit, on_event, NULL, on_failed, on_end, j};
+  air__exchange_cb cb = {.on_commit = on_commit,
+                         .on_event = on_event,
+                         .on_failed = on_failed,
+                         .on_end = on_end,
+                         .data = j,
+                         .on_continue = on_continue};
   j->next = w->active;
   w->active = j;
   int rc = air__exchange_start(&w->loop, w->t, &o, &cb, &j->x);

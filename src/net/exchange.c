@@ -10,6 +10,22 @@
  * others at once: their transfers are removed, which closes their
  * upstream connections.
  *
+ * Continuation (DESIGN.md 3.5, opt-in per route): while the answer of a
+ * streamed caller may still be continued, the exchange keeps the text it
+ * released (at most continuation.max_sent_bytes) and notes what forbids a
+ * continuation (a tool call, reasoning after text, n > 1, logprobs, too
+ * much text: AIR_CONTF_NEVER; a JSON response: AIR_CONTF_NO_INSTRUCT). A
+ * failure after commit goes to the engine (air_run_fail), which may answer
+ * CONTINUE (or WAIT, then CONTINUE): a leg marked `cont` asks the target for
+ * the rest (air__request_build_continuation), its events pass its own gate
+ * (the refusal hold) and then the seam (seam.h), which drops a repeat and
+ * fails a diverging restart or a preamble. Nothing of it is released before
+ * the seam opens; then the engine commits it (air_run_first_content), the
+ * consumer hears on_continue and the continuation's parts follow (raw
+ * NULL: the consumer's encoder takes over). From the failure to the seam
+ * (the rescue) the consumer gets on_keepalive every AIR__CONT_KEEPALIVE_MS,
+ * and the rescue ends at the CONTINUE's deadline_ms (continuation.max_gap_ms).
+ *
  * Reentrancy: the transport calls on_head/on_body/on_done from inside
  * libcurl; the exchange never removes a transfer from inside on_head or
  * on_body (its own: it returns non-zero from on_body instead, and finishes
@@ -21,11 +37,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include <jansson.h>
+
 #include "classify.h"
 #include "engine.h"
 #include "exchange.h"
 #include "limits.h"
 #include "retry_after.h"
+#include "seam.h"
 #include "spans.h"
 #include "sse.h"
 
@@ -89,7 +108,38 @@ typedef struct leg {
   const char *skip_msg;
   bool native_json;      /* the attempt asks a schema natively (4) */
   air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
+  /* A continuation (DESIGN.md 3.5): its style, whether its seam opened
+   * (then it is the committed attempt, x->win), whether the seam failed it
+   * (final), and the usage it reported before the seam. */
+  bool cont;
+  bool open;
+  bool seam_failed;
+  air_cont_style style;
+  uint64_t u_in, u_out;
+  air_part *cparts;      /* the parts it releases, rebuilt per event */
+  bool *coff;            /* cparts[i].text is an offset into x->c.joined */
+  size_t cap_cparts;
 } leg;
+
+/* What continuation needs across the request's attempts. */
+typedef struct cont {
+  bool on;               /* the route continues and the caller streams */
+  bool never;            /* AIR_CONTF_NEVER was told: keep nothing more */
+  bool text_began;       /* text was released */
+  air__buf sent;         /* the released text (max_sent_bytes) */
+  uint64_t sent_chars;   /* its UTF-8 code points */
+  uint64_t in_tok;       /* usage of the committed attempt so far */
+  uint64_t out_tok;
+  uint64_t out_done;     /* output tokens of the attempts joined before it */
+  int64_t caller_max;    /* the caller's max tokens, 0 when unset */
+  bool rescuing;         /* a failure after commit is being continued */
+  uint64_t keepalive_due;
+  bool seam_live;        /* seam is initialised */
+  air__seam seam;
+  air__buf joined;       /* text the seam lets through, per event */
+  air__continued *list;  /* the continuations that joined */
+  size_t n_list, cap_list;
+} cont;
 
 struct air__exchange {
   air__loop loop;         /* time (loop.h) */
@@ -122,6 +172,7 @@ struct air__exchange {
   uint64_t hint_ms;
   const char *answered;   /* the target whose answer was released, or NULL */
   unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
+  cont c;                 /* continuation (DESIGN.md 3.5) */
   size_t state_provider;  /* the provider of the route's first
                              openai_responses target (SIZE_MAX: none): the
                              only one a stateful Responses request goes to
@@ -148,6 +199,8 @@ static uint64_t now_of(const air__exchange *x) {
  */
 static void rearm(air__exchange *x) {
   uint64_t next = x->reap ? 1 : x->hedge_due;
+  uint64_t ka = x->c.keepalive_due;
+  if (ka != 0 && (next == 0 || ka < next)) next = ka;
   for (unsigned k = 0; k < x->n_legs; k++)
     for (int i = 0; i < T_COUNT; i++) {
       uint64_t d = x->legs[k]->due[i];
@@ -174,6 +227,7 @@ static void stop_leg_timers(leg *l) {
 static void stop_timers(air__exchange *x) {
   for (unsigned k = 0; k < x->n_legs; k++) stop_leg_timers(x->legs[k]);
   x->hedge_due = 0;
+  x->c.keepalive_due = 0;
   x->loop.ops->timer_stop(x->loop.impl, x->timer);
 }
 
@@ -236,6 +290,8 @@ static void leg_cleanup(leg *l) {
   air__buf_cleanup(&l->kept);
   air__buf_cleanup(&l->strs);
   if (l->parts != l->parts_inline) free(l->parts);
+  free(l->cparts);
+  free(l->coff);
 }
 
 /*
@@ -347,6 +403,9 @@ static void end(air__exchange *x, int rc) {
   r.total_ms = now_of(x) - x->start_ms;
   r.upstream_wait_ms = x->upstream_ms + x->wait_ms;
   r.malformed = x->malformed;
+  r.continued = x->c.list;
+  r.n_continued = x->c.n_list;
+  x->c.rescuing = false;
   x->cb.on_end(x->cb.data, &r);
 }
 
@@ -359,9 +418,13 @@ static void end(air__exchange *x, int rc) {
  * run failed (step, FAIL) is the run's own final decision, with no attempt
  * in flight to report. A leg that lost never releases anything.
  */
+static int emit_cont(leg *l, const air__gate_event *ev);
+static void note_released(air__exchange *x, const air__gate_event *ev);
+
 static int emit(void *data, const air__gate_event *ev) {
   leg *l = data;
   air__exchange *x = l->x;
+  if (l->cont) return emit_cont(l, ev);
   if (x->notified && x->win != l) return AIR_ESTATE;
   if (!x->notified) {
     if (x->act.kind != AIR_ACT_FAIL) {
@@ -384,9 +447,218 @@ static int emit(void *data, const air__gate_event *ev) {
         .headers = l->hv,
         .n_headers = l->n_hv,
     };
+    ci.continuable = x->c.on && !x->c.never;
     if (x->cb.on_commit) x->cb.on_commit(x->cb.data, &ci);
   }
+  if (x->c.on && !x->c.never) note_released(x, ev);
   if (x->cb.on_event && x->cb.on_event(x->cb.data, ev) == 1)
+    l->pause_pending = true;
+  return 0;
+}
+
+/* ---- continuation (DESIGN.md 3.5) ------------------------------------------------ */
+
+/* Tells the engine what forbids continuing; NEVER also drops the kept text. */
+static void limit(air__exchange *x, unsigned flags) {
+  air_run_limit_continuation(x->run, flags);
+  if ((flags & AIR_CONTF_NEVER) && !x->c.never) {
+    x->c.never = true;
+    air__buf_cleanup(&x->c.sent);
+  }
+}
+
+static uint64_t utf8_chars(const char *p, size_t n) {
+  uint64_t k = 0;
+  for (size_t i = 0; i < n; i++) k += ((unsigned char)p[i] & 0xc0) != 0x80;
+  return k;
+}
+
+/*
+ * A released event of the committed attempt while it may still be
+ * continued: its text is kept, its usage noted, and what forbids a
+ * continuation is told: any tool call or refusal text (only text is
+ * continued), reasoning once the text began, the finish (the answer
+ * ended; a cut after it is no missing text), more text than
+ * continuation.max_sent_bytes.
+ */
+static void note_released(air__exchange *x, const air__gate_event *ev) {
+  for (size_t i = 0; i < ev->n_parts && !x->c.never; i++) {
+    const air_part *p = &ev->parts[i];
+    switch (p->kind) {
+      case AIR_PART_TEXT:
+        if (p->text_len == 0) break;
+        x->c.text_began = true;
+        if (air__buf_add(&x->c.sent, p->text, p->text_len) != 0)
+          limit(x, AIR_CONTF_NEVER);
+        else
+          x->c.sent_chars += utf8_chars(p->text, p->text_len);
+        break;
+      case AIR_PART_REASONING:
+        if (x->c.text_began) limit(x, AIR_CONTF_NEVER);
+        break;
+      case AIR_PART_TOOL_START:
+      case AIR_PART_TOOL_DELTA:
+      case AIR_PART_REFUSAL:
+      case AIR_PART_FINISH: /* the answer ended: nothing is left to continue */
+        limit(x, AIR_CONTF_NEVER);
+        break;
+      case AIR_PART_USAGE:
+        x->c.in_tok = p->input_tokens;
+        x->c.out_tok = p->output_tokens;
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/* Room for n parts in l->cparts (and their marks in l->coff). */
+static int cparts_room(leg *l, size_t n) {
+  if (n <= l->cap_cparts) return 0;
+  size_t cap = n < 8 ? 8 : n;
+  air_part *a = realloc(l->cparts, cap * sizeof(*a));
+  if (a == NULL) return AIR_ENOMEM;
+  l->cparts = a;
+  bool *o = realloc(l->coff, cap * sizeof(*o));
+  if (o == NULL) return AIR_ENOMEM;
+  l->coff = o;
+  for (size_t i = l->cap_cparts; i < cap; i++) o[i] = false;
+  l->cap_cparts = cap;
+  return 0;
+}
+
+/*
+ * The seam opened for continuation leg l: the engine commits it, the
+ * consumer hears where it joins (and the usage of the attempt it
+ * continues), and the rescue is over (from now on only chunk_ms bounds it).
+ */
+static int open_seam(leg *l) {
+  air__exchange *x = l->x;
+  air_action a;
+  int rc = air_run_first_content(x->run, l->id, now_of(x), &a);
+  if (rc != 0) return rc;
+  if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
+  x->act = a;
+  engine_did(x, &a);
+  if (x->c.n_list == x->c.cap_list) {
+    size_t cap = x->c.cap_list ? 2 * x->c.cap_list : 4;
+    air__continued *n = realloc(x->c.list, cap * sizeof(*n));
+    if (n == NULL) return AIR_ENOMEM;
+    x->c.list = n;
+    x->c.cap_list = cap;
+  }
+  x->c.list[x->c.n_list++] = (air__continued){l->target, l->no, x->c.sent_chars};
+  l->open = true;
+  x->win = l;
+  x->c.rescuing = false;
+  x->c.keepalive_due = 0;
+  timer_stop(l, T_ATTEMPT);
+  air__continue_info ci = {
+      .target = l->target,
+      .attempt = l->no,
+      .at_char = x->c.sent_chars,
+      .input_tokens = x->c.in_tok,
+      .output_tokens = x->c.out_tok,
+  };
+  x->c.out_done += x->c.out_tok;
+  x->c.in_tok = l->u_in;
+  x->c.out_tok = l->u_out;
+  if (x->cb.on_continue) x->cb.on_continue(x->cb.data, &ci);
+  return 0;
+}
+
+/* The seam failed continuation leg l: the attempt fails, final (never
+ * stitched in, never continued again: docs/decisions.md). */
+static int seam_fail(leg *l) {
+  const char *m = l->x->c.seam.message;
+  char msg[256];
+  snprintf(msg, sizeof(msg), "the continuation from %s cannot be joined: %s",
+           l->target, m != NULL ? m : "it does not fit the sent text");
+  set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
+  l->seam_failed = true;
+  return 1;
+}
+
+/*
+ * A continuation's event, released by its gate (the refusal hold passed):
+ * before the seam opens its text goes to the seam, which holds it or lets
+ * the part after a repeat through; the first non-text part decides the
+ * seam with what it has. Its message start is dropped (the caller's stream
+ * began with the first attempt), as is reasoning (thinking is off for it).
+ * What passes reaches the consumer as parts only.
+ */
+static int emit_cont(leg *l, const air__gate_event *ev) {
+  air__exchange *x = l->x;
+  if (x->ended) return 1;
+  /* Room for every part, the text the seam let through and the usage. */
+  if (cparts_room(l, ev->n_parts + 2) != 0) {
+    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+             "the continuation could not be joined", AIR_TRANSPORT_OK);
+    l->seam_failed = true;
+    return 1;
+  }
+  size_t n = 0;
+  air__buf_reset(&x->c.joined);
+  for (size_t i = 0; i < ev->n_parts; i++) {
+    const air_part *p = &ev->parts[i];
+    if (p->kind == AIR_PART_START || p->kind == AIR_PART_REASONING) continue;
+    if (p->kind == AIR_PART_USAGE && !l->open) {
+      l->u_in = p->input_tokens;
+      l->u_out = p->output_tokens;
+      continue;
+    }
+    if (p->kind != AIR_PART_TEXT && l->open) {
+      l->cparts[n++] = *p;
+      continue;
+    }
+    /* Text always passes the seam (it may still drop white space after
+     * it opened); another part decides a seam still holding. */
+    size_t before = x->c.joined.n;
+    air__seam_state st =
+        p->kind == AIR_PART_TEXT
+            ? air__seam_feed(&x->c.seam, p->text, p->text_len, &x->c.joined)
+            : air__seam_end(&x->c.seam, &x->c.joined);
+    if (st == AIR__SEAM_FAILED) return seam_fail(l);
+    if (st == AIR__SEAM_HOLD) continue;
+    bool opening = !l->open;
+    if (opening && open_seam(l) != 0) {
+      /* Not joined (no memory, or the engine refused): final, as a seam
+       * that failed. */
+      set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+               "the continuation could not be joined", AIR_TRANSPORT_OK);
+      l->seam_failed = true;
+      return 1;
+    }
+    if (x->c.joined.n > before) {
+      /* Its text points into joined once nothing more moves it. */
+      air_part t;
+      memset(&t, 0, sizeof(t));
+      t.kind = AIR_PART_TEXT;
+      t.index = p->index;
+      t.text = (const char *)(uintptr_t)before;
+      t.text_len = x->c.joined.n - before;
+      l->coff[n] = true;
+      l->cparts[n++] = t;
+    }
+    if (opening && (l->u_in || l->u_out)) { /* its usage from before the seam */
+      air_part u;
+      memset(&u, 0, sizeof(u));
+      u.kind = AIR_PART_USAGE;
+      u.input_tokens = l->u_in;
+      u.output_tokens = l->u_out;
+      l->cparts[n++] = u;
+    }
+    if (p->kind != AIR_PART_TEXT) l->cparts[n++] = *p;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (l->coff[i]) {
+      l->coff[i] = false;
+      l->cparts[i].text = x->c.joined.p + (uintptr_t)l->cparts[i].text;
+    }
+  if (!l->open || n == 0) return 0;
+  air__gate_event out = {NULL, 0, l->cparts, n, ev->flags};
+  if (!x->c.never) note_released(x, &out);
+  if (x->cb.on_event && x->cb.on_event(x->cb.data, &out) == 1)
     l->pause_pending = true;
   return 0;
 }
@@ -639,8 +911,9 @@ static int on_body(void *data, const char *p, size_t n) {
     fail_from_gate(l);
     return -1;
   }
-  /* Deadlines: attempt_ms only until commit; the part gap always. */
-  if (l->gate.committed) timer_stop(l, T_ATTEMPT);
+  /* Deadlines: attempt_ms only until commit (a continuation's rescue
+   * deadline until its seam opens); the part gap always. */
+  if (l->gate.committed && (!l->cont || l->open)) timer_stop(l, T_ATTEMPT);
   arm(l, T_PART, air__gate_deadline(&l->gate, NULL));
   if (x->notified && x->win == l && x->cb.on_flush) {
     x->in_xfer_cb++;
@@ -732,6 +1005,9 @@ static void on_done(void *data, int rc, air_transport_err kind,
     air__buf_cleanup(&tmp);
   }
   if (x->ended || l->state != L_RUNNING) return; /* decided while releasing */
+  if (!l->have_fail && l->cont && !l->open) /* ended cleanly, nothing joined */
+    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+             "the continuation ended before it could be joined", AIR_TRANSPORT_OK);
   if (l->have_fail) {
     attempt_failed(l);
     return;
@@ -759,6 +1035,14 @@ static void on_first_byte_timeout(leg *l) {
 }
 
 static void on_attempt_timeout(leg *l) {
+  if (l->cont) {
+    /* The rescue's end (continuation.max_gap_ms): the gap the caller sees
+     * has grown too long. */
+    if (!l->open)
+      timeout_fail(l, AIR_REASON_TIMEOUT_CHUNK,
+                   "no continuation within continuation.max_gap_ms");
+    return;
+  }
   if (l->gate.committed) return;
   timeout_fail(l, AIR_REASON_TIMEOUT_ATTEMPT, "no commit within attempt_ms");
 }
@@ -819,6 +1103,11 @@ static void on_timer(void *arg) {
   if (which_leg == NULL && x->hedge_due != 0 && x->hedge_due <= now) {
     x->hedge_due = 0;
     on_hedge(x);
+  } else if (which_leg == NULL && x->c.keepalive_due != 0 &&
+             x->c.keepalive_due <= now) {
+    /* A rescue runs (DESIGN.md 3.5): the caller hears we are alive. */
+    x->c.keepalive_due = now + AIR__CONT_KEEPALIVE_MS;
+    if (x->cb.on_keepalive) x->cb.on_keepalive(x->cb.data);
   } else if (which_leg != NULL) {
     which_leg->due[which] = 0;
     handler[which](which_leg);
@@ -917,6 +1206,40 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
   return rc;
 }
 
+/*
+ * The body of continuation leg l (DESIGN.md 3.5): the caller's request plus
+ * the released text in the leg's style, max_tokens lowered by the output
+ * released so far (the upstream's count when it gave one, else an
+ * estimate of 4 bytes a token, whichever is larger); and its seam, which
+ * compares what comes back with that text.
+ */
+static int build_continuation(leg *l, const air__build_opts *bo, air_error *err) {
+  air__exchange *x = l->x;
+  if (!x->c.on || x->c.never) {
+    snprintf(err->message, sizeof(err->message), "nothing may be continued");
+    return AIR_EINVAL;
+  }
+  if (x->c.seam_live) air__seam_cleanup(&x->c.seam);
+  x->c.seam_live = false;
+  const char *sent = x->c.sent.p ? x->c.sent.p : "";
+  int rc = air__seam_init(&x->c.seam, sent, x->c.sent.n, l->style == AIR_CONT_INSTRUCT);
+  if (rc != 0) return rc;
+  x->c.seam_live = true;
+  uint64_t est = ((uint64_t)x->c.sent.n + 3) / 4;
+  uint64_t released = x->c.out_done + x->c.out_tok;
+  if (est > released) released = est;
+  int64_t max = 0;
+  if (x->c.caller_max > 0)
+    max = (uint64_t)x->c.caller_max > released ? x->c.caller_max - (int64_t)released : 1;
+  air__cont_ask ask = {
+      .style = l->style,
+      .sent = sent,
+      .sent_n = x->c.sent.n,
+      .max_tokens = max,
+  };
+  return air__request_build_continuation(l->ops, x->o.req, bo, &ask, &l->body, err);
+}
+
 /* Prepares and starts on leg l the transfer of ATTEMPT action a. Returns 0
  * when it is in flight, 1 with l->fail set when it failed at once, or 2
  * when the target cannot express the request (skip_field / skip_msg). */
@@ -931,6 +1254,11 @@ static int launch(leg *l, const air_action *a) {
   l->no = a->attempt;
   l->id = a->attempt_id;
   l->act = *a;
+  l->cont = a->kind == AIR_ACT_CONTINUE;
+  l->style = l->cont ? (air_cont_style)a->style : AIR_CONT_NONE;
+  l->open = false;
+  l->seam_failed = false;
+  l->u_in = l->u_out = 0;
   /* Its log entry: the last one with its number (a relaunch with the JSON
    * tool runs after other racers may have started). */
   l->log = air_run_attempt_count(x->run) - 1;
@@ -986,7 +1314,8 @@ static int launch(leg *l, const air_action *a) {
                    l->ops->api == AIR_DIALECT_ANTHROPIC &&
                    x->o.req->dialect != AIR_DIALECT_ANTHROPIC &&
                    x->o.req->json_response;
-  int built = air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
+  int built = l->cont ? build_continuation(l, &bo, &err)
+                      : air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
@@ -1001,7 +1330,7 @@ static int launch(leg *l, const air_action *a) {
              err.message, AIR_TRANSPORT_OK);
     return 1;
   }
-  if (x->o.req->raw == NULL) /* no caller text: the upstream body's size */
+  if (x->o.req->raw == NULL && !l->cont) /* no caller text: the body's size */
     air__run_set_prompt_bytes(x->run, l->body.n);
   hdrs hl;
   air__buf_init(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES);
@@ -1078,6 +1407,39 @@ static bool schema_error(const air_failure *f) {
   return false;
 }
 
+/*
+ * The committed attempt (or a continuation before or after its seam)
+ * failed while the route continues: the engine decides (CONTINUE, WAIT or
+ * FAIL, DESIGN.md 3.5); a rescue begins, and with it the keep-alives.
+ * Nothing continues an answer that released no text.
+ */
+static void continue_failed(leg *l) {
+  air__exchange *x = l->x;
+  uint64_t now = now_of(x);
+  if (!x->c.text_began) limit(x, AIR_CONTF_NEVER);
+  l->state = L_FREE;
+  x->last = l;
+  if (l->seam_failed) {
+    air__run_fail_final(x->run, l->id, &l->fail, now, &x->act);
+  } else if (l->cont && !l->open && l->style == AIR_CONT_PREFILL &&
+             air__prefill_rejected(l->fail.status, &l->fail)) {
+    /* Never the caller's: asked again with instruct, or a failure. */
+    air_run_prefill_rejected(x->run, l->id, now, &x->act);
+  } else {
+    air_run_fail(x->run, l->id, &l->fail, now, x->clock->wall_ms(x->clock->data),
+                 &x->act);
+  }
+  engine_did(x, &x->act);
+  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
+  if ((x->act.kind == AIR_ACT_CONTINUE || x->act.kind == AIR_ACT_WAIT) &&
+      !x->c.rescuing) {
+    x->c.rescuing = true;
+    x->c.keepalive_due = now + AIR__CONT_KEEPALIVE_MS;
+    rearm(x);
+  }
+  step(x);
+}
+
 /* The attempt failed (l->fail): before commit the policy decides. */
 static void attempt_failed(leg *l) {
   air__exchange *x = l->x;
@@ -1086,6 +1448,10 @@ static void attempt_failed(leg *l) {
   x->has_hint = air__retry_after(l->fail.headers, l->fail.n_headers,
                                  x->clock->wall_ms(x->clock->data), &hint) == 1;
   x->hint_ms = hint;
+  if (l->cont || (l->gate.committed && x->c.on)) {
+    continue_failed(l);
+    return;
+  }
   if (l->gate.committed) {
     l->state = L_FREE;
     x->last = l;
@@ -1115,6 +1481,7 @@ static void step(air__exchange *x) {
     leg *l;
     switch (x->act.kind) {
       case AIR_ACT_ATTEMPT:
+      case AIR_ACT_CONTINUE:
         l = take_leg(x);
         if (l == NULL) {
           end(x, AIR_ENOMEM);
@@ -1124,9 +1491,22 @@ static void step(air__exchange *x) {
           case 0:
             return;
           case 2:
+            if (l->cont) { /* a continuation is never skipped: it fails */
+              char m[AIR__MAX_MESSAGE_BYTES];
+              const char *sm = fix(l, l->skip_msg);
+              snprintf(m, sizeof(m), "%s", sm ? sm : "cannot be continued");
+              set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL, m,
+                       AIR_TRANSPORT_OK);
+              continue_failed(l);
+              return;
+            }
             skip_target(l);
             continue;
           default:
+            if (l->cont) {
+              continue_failed(l);
+              return;
+            }
             policy_fail(l);
             continue;
         }
@@ -1159,10 +1539,9 @@ static void step(air__exchange *x) {
         return; /* other racers go on */
       case AIR_ACT_COMMIT:
       case AIR_ACT_CANCEL:
-      case AIR_ACT_CONTINUE:
         /* Not answers to the events step follows (COMMIT answers first
-         * content, in emit; CANCEL is read by engine_did; CONTINUE comes
-         * with continuation): a broken promise, ended rather than hung. */
+         * content, in emit; CANCEL is read by engine_did): a broken
+         * promise, ended rather than hung. */
         end(x, AIR_ESTATE);
         return;
     }
@@ -1210,6 +1589,54 @@ static bool expressible(void *data, const air__target *t) {
   return air__request_can_express(ops, x->o.req, &bo, &err) != AIR_ENOTSUP;
 }
 
+/* A member of the caller's JSON object, or NULL. */
+static const json_t *member(const json_t *o, const char *key) {
+  return json_is_object(o) ? json_object_get(o, key) : NULL;
+}
+
+/*
+ * Continuation for this request (DESIGN.md 3.5): only for a streamed caller
+ * under commit first_content (a non-streamed caller's commit is the end of
+ * its answer: nothing is left to continue). What the request itself
+ * forbids is told to the engine at once: n > 1 or logprobs (a continuation
+ * could not give them back: NEVER), a JSON response (json_object or
+ * json_schema: no instruct target, docs/decisions.md). The caller's
+ * max_tokens is kept for the continuation's.
+ */
+static void continuation_begin(air__exchange *x, const air__policy *pol) {
+  const air__continuation *cc = &pol->continuation;
+  const air__request *req = x->o.req;
+  x->c.on = cc->enabled && req->stream && x->gcfg.commit == AIR__COMMIT_FIRST_CONTENT;
+  if (!x->c.on) return;
+  uint64_t max = cc->max_sent_bytes ? cc->max_sent_bytes : AIR__DEFAULT_CONT_SENT_BYTES;
+  air__buf_init(&x->c.sent, max);
+  air__buf_init(&x->c.joined, max + AIR__MAX_ANSWER_BYTES);
+  if (req->json_response) limit(x, AIR_CONTF_NO_INSTRUCT);
+  /* The caller's object: its text when there is one (parsed here, once),
+   * else the tree the parser kept. */
+  json_t *own = req->tree == NULL && req->raw != NULL
+                    ? json_loadb(req->raw, req->raw_n, 0, NULL)
+                    : NULL;
+  const json_t *o = own ? own : (const json_t *)req->tree;
+  const json_t *n = member(o, "n"), *lp = member(o, "logprobs"),
+               *tlp = member(o, "top_logprobs"), *inc = member(o, "include");
+  bool never = (json_is_integer(n) && json_integer_value(n) > 1) || json_is_true(lp) ||
+               (json_is_integer(tlp) && json_integer_value(tlp) > 0);
+  for (size_t i = 0; json_is_array(inc) && i < json_array_size(inc); i++) {
+    const char *v = json_string_value(json_array_get(inc, i));
+    if (v != NULL && strstr(v, "logprobs") != NULL) never = true;
+  }
+  static const char *const max_keys[] = {"max_tokens", "max_completion_tokens",
+                                         "max_output_tokens"};
+  for (size_t i = 0; i < sizeof(max_keys) / sizeof(max_keys[0]); i++) {
+    const json_t *v = member(o, max_keys[i]);
+    if (json_is_integer(v) && json_integer_value(v) > 0)
+      x->c.caller_max = (int64_t)json_integer_value(v);
+  }
+  json_decref(own);
+  if (never) limit(x, AIR_CONTF_NEVER);
+}
+
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
                            const air__exchange_opts *o, const air__exchange_cb *cb,
                            air__exchange **out) {
@@ -1239,6 +1666,7 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
       pol, o->req->stream ? pol->commit : AIR__COMMIT_COMPLETE,
       o->req->json_response);
   air__buf_init(&x->msg, AIR__MAX_FAILURE_TEXT_BYTES);
+  continuation_begin(x, pol);
   x->timer = x->loop.ops->timer_new(x->loop.impl, on_timer, x);
   if (x->timer == NULL || take_leg(x) == NULL) {
     if (x->timer != NULL) {
@@ -1289,6 +1717,10 @@ static void on_timer_closed(void *arg) {
     free(x->legs[k]);
   }
   air__buf_cleanup(&x->msg);
+  air__buf_cleanup(&x->c.sent);
+  air__buf_cleanup(&x->c.joined);
+  if (x->c.seam_live) air__seam_cleanup(&x->c.seam);
+  free(x->c.list);
   air_run_free(x->run);
   free(x);
 }

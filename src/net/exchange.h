@@ -21,6 +21,10 @@
 #include "provider.h"
 #include "transport.h"
 
+/* While a continuation's rescue runs, the caller gets a keep-alive this
+ * often (DESIGN.md 3.5). */
+#define AIR__CONT_KEEPALIVE_MS 10000u
+
 typedef struct air__exchange air__exchange;
 /* A request's trace (spans.h). */
 typedef struct air__trace air__trace;
@@ -34,7 +38,32 @@ typedef struct air__commit_info {
   const air_header *headers; /* the answering response's headers (valid
                                 during on_commit only) */
   size_t n_headers;
+  bool continuable;          /* a continuation may follow (DESIGN.md 3.5: the
+                                route has it on and the caller streams): a
+                                consumer that forwards raw events lets its
+                                encoder observe them (encoder_observe) */
 } air__commit_info;
+
+/* The seam of a continuation (DESIGN.md 3.5): from this call on, the
+ * released events continue the answer with another attempt's parts (raw
+ * NULL: nothing of it may be forwarded as bytes). Valid during on_continue
+ * only. */
+typedef struct air__continue_info {
+  const char *target;     /* the continuation's "provider/model" */
+  unsigned attempt;       /* its number */
+  uint64_t at_char;       /* text the caller had, in characters (UTF-8 code
+                             points): where the continuation joins */
+  uint64_t input_tokens;  /* usage of the attempt it continues, to be added to
+                             what the end reports (air__encoder_add_usage) */
+  uint64_t output_tokens;
+} air__continue_info;
+
+/* One continuation that joined the answer (its seam opened). */
+typedef struct air__continued {
+  const char *target;  /* valid as long as the exchange */
+  unsigned attempt;
+  uint64_t at_char;
+} air__continued;
 
 /* The end of an exchange. Valid during on_end only. */
 typedef struct air__exchange_result {
@@ -56,6 +85,9 @@ typedef struct air__exchange_result {
   uint64_t total_ms;
   uint64_t upstream_wait_ms;  /* time spent waiting for upstreams and backoffs */
   unsigned malformed;         /* malformed events skipped, all attempts */
+  const air__continued *continued; /* the continuations that joined, in
+                                      order (DESIGN.md 3.5) */
+  size_t n_continued;
 } air__exchange_result;
 
 typedef struct air__exchange_cb {
@@ -74,6 +106,14 @@ typedef struct air__exchange_cb {
   /* Exactly once, at the end (also after air__exchange_cancel). */
   void (*on_end)(void *data, const air__exchange_result *res);
   void *data;
+  /* Continuation (DESIGN.md 3.5), both may be NULL. on_continue: once per
+   * continuation, at its seam, before its first released event; the
+   * consumer's encoder takes over the caller's stream then
+   * (air__encoder_take_over, add_usage, add_continued). on_keepalive: every
+   * AIR__CONT_KEEPALIVE_MS while a rescue runs (from the failure after
+   * commit to the seam): the consumer may send the caller a keep-alive. */
+  void (*on_continue)(void *data, const air__continue_info *ci);
+  void (*on_keepalive)(void *data);
 } air__exchange_cb;
 
 typedef struct air__exchange_opts {

@@ -128,6 +128,7 @@ static uint64_t at_ns(const air__trace *t, uint64_t t_ms, uint64_t lo,
 
 /* The role of attempt a, given the real attempt before it (NULL: none). */
 static air_span_role role_of(const air_attempt *prev, const air_attempt *a) {
+  if (a->continuation) return AIR_ROLE_CONTINUATION; /* DESIGN.md 3.5 */
   if (a->hedge) return AIR_ROLE_HEDGE;
   if (prev == NULL) return AIR_ROLE_FIRST;
   return strcmp(prev->target, a->target) == 0 ? AIR_ROLE_RETRY

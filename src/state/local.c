@@ -21,6 +21,8 @@ enum { KIND_TARGET = 't', KIND_ROUTE = 'r' };
 typedef struct entry {
   air__table_node node;
   air__breaker_rec breaker; /* kind t */
+  air_cont_style style;     /* kind t: a learned continuation style, */
+  uint64_t style_until;     /* valid until then (the caller's clock) */
   air__sticky_mem *sticky;  /* kind r: made by the first sticky_set */
 } entry;
 
@@ -111,6 +113,33 @@ static void local_sticky_set(void *impl, const char *route, const char *target,
   pthread_mutex_unlock(&st->mu);
 }
 
+static air_cont_style local_style_get(void *impl, const char *target,
+                                      uint64_t now_ms) {
+  local *st = impl;
+  air_cont_style s = AIR_CONT_NONE;
+  pthread_mutex_lock(&st->mu);
+  entry *e = lookup(st, KIND_TARGET, target, false);
+  if (e != NULL && now_ms < e->style_until) s = e->style;
+  pthread_mutex_unlock(&st->mu);
+  return s;
+}
+
+static void local_style_set(void *impl, const char *target,
+                            air_cont_style style, uint64_t now_ms,
+                            uint64_t ttl_ms) {
+  local *st = impl;
+  pthread_mutex_lock(&st->mu);
+  entry *e = lookup(st, KIND_TARGET, target, style != AIR_CONT_NONE);
+  if (e != NULL) {
+    uint64_t until = now_ms + ttl_ms;
+    e->style = style;
+    e->style_until = style == AIR_CONT_NONE ? 0
+                     : until < now_ms       ? UINT64_MAX
+                                            : until;
+  }
+  pthread_mutex_unlock(&st->mu);
+}
+
 static void local_destroy(void *impl) {
   local *st = impl;
   for (entry *e = air__table_next(&st->table, NULL); e != NULL;
@@ -129,6 +158,8 @@ static const air__state_ops local_ops = {
     .mode = local_mode,
     .sticky_get = local_sticky_get,
     .sticky_set = local_sticky_set,
+    .style_get = local_style_get,
+    .style_set = local_style_set,
     .destroy = local_destroy,
 };
 

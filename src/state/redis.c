@@ -68,7 +68,9 @@
  * for the other instances within this long (DESIGN.md 3.1). */
 #define LEASE_PX_MS 3000u
 
-enum { KIND_TARGET = 'b', KIND_ROUTE = 's' };
+/* b: a target's breaker; s: a route's sticky choice; c: a target's learned
+ * continuation style (DESIGN.md 3.5), keyed like its breaker. */
+enum { KIND_TARGET = 'b', KIND_ROUTE = 's', KIND_STYLE = 'c' };
 
 /* ---- the mirror -----------------------------------------------------------
  */
@@ -77,9 +79,9 @@ enum { KIND_TARGET = 'b', KIND_ROUTE = 's' };
 typedef struct change {
   bool have;
   uint64_t version;
-  uint32_t n;    /* breaker: failures; sticky: used */
+  uint32_t n;    /* breaker: failures; sticky: used; style: the style */
   bool on;       /* breaker: open; sticky: sticky */
-  uint64_t ms;   /* breaker: left open; sticky: age */
+  uint64_t ms;   /* breaker: left open; sticky: age; style: left valid */
   uint64_t base; /* the local time the durations count from */
   char target[AIR__MAX_TARGET_BYTES];
 } change;
@@ -95,6 +97,8 @@ typedef struct entry {
   uint64_t renewed;     /* own lease: last renewal (this thread's clock) */
   uint64_t renew_until; /* own lease: the engine's lease ends (same clock) */
   air__sticky_mem st;   /* sticky (kind s) */
+  air_cont_style style; /* style (kind c): the style learned, */
+  uint64_t style_until; /* valid until then (the local clock) */
   uint64_t version;     /* the newest version applied */
   uint32_t pending;     /* our commands in flight on this key */
   bool dirty;           /* changed without reaching Redis */
@@ -111,7 +115,8 @@ typedef enum op_kind {
   OP_PING, /* the handshake */
   OP_BREAKER,
   OP_LEASE,
-  OP_STICKY, /* scripts on an entry */
+  OP_STICKY,
+  OP_STYLE, /* scripts on an entry */
   OP_SCAN,
   OP_READ, /* the full sync */
 } op_kind;
@@ -239,14 +244,14 @@ static size_t key_of(const redis *r, char kind, const char *name, char *out,
                      size_t sz, bool *shared) {
   int n = 0;
   *shared = false;
-  if (kind == KIND_TARGET) {
+  if (kind == KIND_TARGET || kind == KIND_STYLE) {
     const char *slash = strchr(name, '/');
     const name_hash *t = find_name(r->targets, r->n_targets, name);
     for (size_t i = 0; t && slash && i < r->n_providers; i++) {
       const provider_hash *p = &r->providers[i];
       if (strlen(p->name) == (size_t)(slash - name) &&
           memcmp(p->name, name, (size_t)(slash - name)) == 0) {
-        n = snprintf(out, sz, "%sb:%s:%s", r->prefix, name, p->hash);
+        n = snprintf(out, sz, "%s%c:%s:%s", r->prefix, kind, name, p->hash);
         *shared = true;
         break;
       }
@@ -415,6 +420,18 @@ static cmd *sticky_cmd(redis *r, entry *e, const char *op, const char *target,
   return c;
 }
 
+static cmd *style_cmd(redis *r, entry *e, const char *op, air_cont_style style,
+                      uint64_t ttl_ms, uint64_t now) {
+  cmd *c = cmd_new(OP_STYLE, AIR__LUA_STYLE, e, now);
+  if (c == NULL) return NULL;
+  cmd_str(c, op);
+  cmd_num(c, (long long)style);
+  cmd_num(c, (long long)ttl_ms);
+  cmd_str(c, r->channel);
+  cmd_str(c, r->instance);
+  return c;
+}
+
 /* The ms left of an open record at now (for a merge), -1 when closed. */
 static long long left_open(const entry *e, uint64_t now) {
   if (!e->br.open) return -1;
@@ -427,7 +444,10 @@ static void push_merge(redis *r, entry *e, uint64_t now) {
   if (e->node.kind == KIND_TARGET)
     enqueue(r,
             breaker_cmd(r, e, 'm', e->br.failures, left_open(e, now), 0, now));
-  else if (e->st.on)
+  else if (e->node.kind == KIND_STYLE) {
+    if (e->style != AIR_CONT_NONE && e->style_until > now)
+      enqueue(r, style_cmd(r, e, "m", e->style, e->style_until - now, now));
+  } else if (e->st.on)
     enqueue(r, sticky_cmd(r, e, "m", e->st.target, e->st.used,
                           now > e->st.since ? now - e->st.since : 0, now));
 }
@@ -568,6 +588,36 @@ static void redis_sticky_set(void *impl, const char *route, const char *target,
   pthread_mutex_unlock(&r->mu);
 }
 
+static air_cont_style redis_style_get(void *impl, const char *target,
+                                      uint64_t now_ms) {
+  redis *r = impl;
+  air_cont_style s = AIR_CONT_NONE;
+  pthread_mutex_lock(&r->mu);
+  entry *e = lookup(r, KIND_STYLE, target, false);
+  if (e != NULL && now_ms < e->style_until) s = e->style;
+  pthread_mutex_unlock(&r->mu);
+  return s;
+}
+
+static void redis_style_set(void *impl, const char *target,
+                            air_cont_style style, uint64_t now_ms,
+                            uint64_t ttl_ms) {
+  redis *r = impl;
+  pthread_mutex_lock(&r->mu);
+  entry *e = lookup(r, KIND_STYLE, target, style != AIR_CONT_NONE);
+  if (e != NULL) {
+    uint64_t until = now_ms + ttl_ms;
+    e->style = style;
+    e->style_until = style == AIR_CONT_NONE ? 0
+                     : until < now_ms       ? UINT64_MAX
+                                            : until;
+    /* NONE forgets here; in Redis the record expires on its own. */
+    if (e->shared && style != AIR_CONT_NONE)
+      enqueue(r, style_cmd(r, e, "set", style, ttl_ms, now_ms));
+  }
+  pthread_mutex_unlock(&r->mu);
+}
+
 /* ---- applying changes (the Redis thread, under mu) ------------------------
  */
 
@@ -591,8 +641,9 @@ static bool parse_change(const char *s, size_t n, char *kind, change *ch,
   }
   if (k < 7 || fl[0] != 1 || fl[1] != 16) return false;
   *kind = f[0][0];
-  if (*kind != KIND_TARGET && *kind != KIND_ROUTE) return false;
-  if (*kind == KIND_TARGET && k != 7) return false;
+  if (*kind != KIND_TARGET && *kind != KIND_ROUTE && *kind != KIND_STYLE)
+    return false;
+  if ((*kind == KIND_TARGET || *kind == KIND_STYLE) && k != 7) return false;
   if (*kind == KIND_ROUTE && k != 8) return false;
   memcpy(inst, f[1], 16);
   inst[16] = 0;
@@ -632,6 +683,14 @@ static void apply(redis *r, entry *e, const change *ch, bool reply) {
     e->br.open = ch->on;
     e->br.open_until = ch->on ? ch->base + ch->ms : 0;
     if (!ch->on && !e->own_lease) e->br.lease = 0;
+    return;
+  }
+  if (e->node.kind == KIND_STYLE) {
+    uint64_t until = ch->base + ch->ms;
+    if (reply && (uint32_t)e->style == ch->n) return;
+    e->style =
+        ch->n <= AIR_CONT_INSTRUCT ? (air_cont_style)ch->n : AIR_CONT_NONE;
+    e->style_until = until < ch->base ? UINT64_MAX : until;
     return;
   }
   if (reply && e->st.on == ch->on && e->st.used == ch->n &&
@@ -770,7 +829,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
   r->queued = r->queued > 0 ? r->queued - 1 : 0;
   if (rep == NULL || c->gen != r->gen) {
     /* The link went away: the write may not have landed. */
-    if (c->op == OP_BREAKER || c->op == OP_STICKY || c->op == OP_LEASE) {
+    if (c->op == OP_BREAKER || c->op == OP_STICKY || c->op == OP_STYLE ||
+        c->op == OP_LEASE) {
       if (c->op == OP_LEASE && c->e) c->e->asking = false;
       r->answered++;
       entry_done(r, c, NULL, c->op == OP_LEASE);
@@ -820,6 +880,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
     case OP_BREAKER:
     case OP_LEASE:
     case OP_STICKY:
+    case OP_STYLE:
       script_answer(r, c, rep);
       break;
     case OP_SCAN:
@@ -837,12 +898,15 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
               k->len >= AIR__MAX_REDIS_KEY_BYTES)
             continue;
           char kind = k->str[pn];
-          if ((kind != KIND_TARGET && kind != KIND_ROUTE) ||
+          if ((kind != KIND_TARGET && kind != KIND_ROUTE &&
+               kind != KIND_STYLE) ||
               k->str[pn + 1] != ':')
             continue;
-          cmd *rd = cmd_new(
-              OP_READ, kind == KIND_TARGET ? AIR__LUA_BREAKER : AIR__LUA_STICKY,
-              NULL, 0);
+          cmd *rd = cmd_new(OP_READ,
+                            kind == KIND_TARGET  ? AIR__LUA_BREAKER
+                            : kind == KIND_STYLE ? AIR__LUA_STYLE
+                                                 : AIR__LUA_STICKY,
+                            NULL, 0);
           if (rd == NULL) continue;
           snprintf(rd->keys[0], sizeof rd->keys[0], "%.*s", (int)k->len,
                    k->str);
@@ -852,6 +916,12 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *data) {
             rd->nkeys = 2;
             cmd_str(rd, "r");
             for (int j = 0; j < 4; j++) cmd_str(rd, "");
+            cmd_str(rd, r->instance);
+          } else if (kind == KIND_STYLE) {
+            cmd_str(rd, "r");
+            cmd_str(rd, "0");
+            cmd_str(rd, "0");
+            cmd_str(rd, r->channel);
             cmd_str(rd, r->instance);
           } else {
             cmd_str(rd, "r");
@@ -1002,7 +1072,7 @@ static void scan_step(redis *r) {
       e->version = 0;
       e->wait.have = false;
       if (e->shared &&
-          (e->node.kind == KIND_ROUTE || e->br.failures || e->br.open))
+          (e->node.kind != KIND_TARGET || e->br.failures || e->br.open))
         push_merge(r, e, now);
     }
     pthread_mutex_unlock(&r->mu);
@@ -1457,6 +1527,8 @@ static const air__state_ops redis_ops = {
     .mode = redis_mode,
     .sticky_get = redis_sticky_get,
     .sticky_set = redis_sticky_set,
+    .style_get = redis_style_get,
+    .style_set = redis_style_set,
     .configure = redis_configure,
     .destroy = redis_destroy,
 };

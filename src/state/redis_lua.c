@@ -11,7 +11,9 @@
  * 'x' renew (PEXPIRE) and 'd' delete, each only while still ours. Sticky ops:
  * 'set' (a new target starts a new window; the same one keeps it), 'clr', 'use'
  * (counts a request when still sticky to target), 'm' merge (taken only when
- * Redis has no choice), 'r' read.
+ * Redis has no choice), 'r' read. Style ops (a learned continuation style,
+ * the key expiring with it): 'set' (style for ttl_ms), 'm' merge (taken when
+ * Redis has none, or the same style for longer), 'r' read.
  */
 #include "redis_lua.h"
 
@@ -137,6 +139,36 @@ static const char sticky_lua[] = LUA_NOW
     "if changed then redis.call('PUBLISH', ARGV[3], msg) end\n"
     "return msg\n";
 
+static const char style_lua[] =
+    "local h = redis.call('HMGET', KEYS[1], 'y', 'v')\n"
+    "local op = ARGV[1]\n"
+    "local y = tonumber(h[1]) or 0\n"
+    "local v = tonumber(h[2]) or 0\n"
+    "local left = redis.call('PTTL', KEYS[1])\n"
+    "if left < 0 then left = 0 end\n"
+    "if op == 'r' and not h[2] then return false end\n"
+    "local ny = tonumber(ARGV[2]) or 0\n"
+    "local ttl = tonumber(ARGV[3]) or 0\n"
+    "local changed = false\n"
+    "if op == 'set' then\n"
+    "  changed = true\n"
+    "elseif op == 'm' then\n"
+    "  changed = ttl > 0 and (not h[2] or y == 0 or (ny == y and ttl > left))\n"
+    "elseif op ~= 'r' then\n"
+    "  return redis.error_reply('ERR airetry: unknown style op')\n"
+    "end\n"
+    "if changed then\n"
+    "  v = v + 1\n"
+    "  y = ny\n"
+    "  left = ttl\n"
+    "  if left < 1 then left = 1 end\n"
+    "  redis.call('HSET', KEYS[1], 'y', y, 'v', v)\n"
+    "  redis.call('PEXPIRE', KEYS[1], left)\n"
+    "end\n"
+    "local msg = table.concat({'c', ARGV[5], v, y, 1, left, KEYS[1]}, '\\n')\n"
+    "if changed then redis.call('PUBLISH', ARGV[4], msg) end\n"
+    "return msg\n";
+
 const char *air__redis_lua(int which) {
   switch (which) {
     case AIR__LUA_BREAKER:
@@ -145,6 +177,8 @@ const char *air__redis_lua(int which) {
       return lease_lua;
     case AIR__LUA_STICKY:
       return sticky_lua;
+    case AIR__LUA_STYLE:
+      return style_lua;
     default:
       return "";
   }

@@ -10,6 +10,9 @@
  * writing scripts) is fields joined by '\n', the key last:
  *   breaker: b INSTANCE VERSION FAILURES OPEN(0|1) LEFT_MS KEY
  *   sticky:  s INSTANCE VERSION USED STICKY(0|1) AGE_MS TARGET KEY
+ *   style:   c INSTANCE VERSION STYLE 1 LEFT_MS KEY   (a learned
+ *            continuation style, DESIGN.md 3.5: air_cont_style's value and
+ *            the milliseconds it is still valid)
  */
 #ifndef AIR__STATE_REDIS_LUA_H
 #define AIR__STATE_REDIS_LUA_H
@@ -20,6 +23,8 @@ enum {
   AIR__LUA_LEASE,   /* KEYS: lease; ARGV: op, value, px, instance */
   AIR__LUA_STICKY,  /* KEYS: sticky; ARGV: op, target, channel, instance,
                        ttl_ms, used, age_ms */
+  AIR__LUA_STYLE,   /* KEYS: style; ARGV: op, style, ttl_ms, channel,
+                       instance */
   AIR__LUA_COUNT
 };
 

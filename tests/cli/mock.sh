@@ -250,7 +250,8 @@ oa fallback false ',{"role":"assistant","content":"[fallback] w1"}' |
 [ "$(curl -s -m 5 -o "$tmp/np" -w '%{http_code}' "$url/v1/chat/completions" \
   -d "$(body nopre false ',{"role":"assistant","content":"[nopre]"}')")" = 400 ] ||
   fail "reject_prefill: not 400"
-grep -q 'prefill is not supported' "$tmp/np" || fail "reject_prefill: message"
+grep -q 'This model does not support assistant message prefill. The conversation must end with a user message.' "$tmp/np" ||
+  fail "reject_prefill: message: $(cat "$tmp/np")"
 stop
 
 # ---- answer shapes: tool calls, JSON, reasoning, native refusals -------------
@@ -460,6 +461,130 @@ assert ("e@reset", "embeddings", 1, "reset", 0) in f, f
 assert all(e["api"] == ("anthropic" if e["endpoint"] == "count_tokens" else "openai") for e in es), es
 assert len([e for e in es if e["model"] == "e"]) == 2, es  # the 400 is not logged
 ' || fail "embeddings log: $(curl -s -m 5 "$url/__mock/log" | head -c 1500)"
+stop
+
+# ---- continuation (docs/mock.md "Continuation") ------------------------------
+start cont
+# sse_text: the text of a stream of any dialect on stdin.
+sse_text() {
+  py '
+import json, sys
+out = []
+for line in sys.stdin:
+    if not line.startswith("data: ") or line.startswith("data: [DONE]"):
+        continue
+    try:
+        d = json.loads(line[6:])
+    except ValueError:
+        continue
+    if "choices" in d:
+        for c in d["choices"]:
+            out.append((c.get("delta") or {}).get("content") or "")
+    elif d.get("type") == "content_block_delta" and d["delta"].get("type") == "text_delta":
+        out.append(d["delta"]["text"])
+    elif d.get("type") == "response.output_text.delta":
+        out.append(d["delta"])
+sys.stdout.write("".join(out))
+'
+}
+post() { # post PATH JSON: a streamed answer
+  curl -s -m 5 "$url$1" -H 'content-type: application/json' -d "$2"
+}
+msgs() { # msgs MODEL EXTRA_TOP_LEVEL MESSAGES_JSON
+  printf '{"model":"%s","max_tokens":64,"stream":true%s,"messages":[{"role":"user","content":"hi"}%s]}' "$1" "$2" "$3"
+}
+A='[c] w1 w2 w3 w4 w5 w6 w7 w8'
+want() { # want NAME GOT EXPECTED
+  [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+want "chat prefill (cut token)" \
+  "$(post /v1/chat/completions "$(msgs c '' ',{"role":"assistant","content":"[c] w1 w"}')" | sse_text)" \
+  "2 w3 w4 w5 w6 w7 w8"
+want "chat vllm" \
+  "$(post /v1/chat/completions "$(msgs c ',"continue_final_message":true,"add_generation_prompt":false' ',{"role":"assistant","content":"[c] w1 w2"}')" | sse_text)" \
+  " w3 w4 w5 w6 w7 w8"
+want "chat prefix flag" \
+  "$(post /v1/chat/completions "$(msgs c '' ',{"role":"assistant","content":"[c] w1 w2","prefix":true}')" | sse_text)" \
+  " w3 w4 w5 w6 w7 w8"
+want "chat instruct" \
+  "$(post /v1/chat/completions "$(msgs c '' ',{"role":"assistant","content":"[c] w1 w2 w3"},{"role":"user","content":"Continue exactly where the text stops."}')" | sse_text)" \
+  " w4 w5 w6 w7 w8"
+want "chat: not this answer" \
+  "$(post /v1/chat/completions "$(msgs c '' ',{"role":"assistant","content":"[d] w1"}')" | sse_text)" "$A"
+want "anthropic prefill" \
+  "$(post /v1/messages "$(msgs c '' ',{"role":"assistant","content":[{"type":"text","text":"[c] w1 w2 w3 w4"}]}')" | sse_text)" \
+  " w5 w6 w7 w8"
+want "responses prefill" \
+  "$(post /v1/responses '{"model":"c","stream":true,"max_output_tokens":30,"input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"[c] w1"}]}]}' | sse_text)" \
+  " w2 w3 w4 w5 w6 w7 w8"
+want "responses instruct" \
+  "$(post /v1/responses '{"model":"c","stream":true,"input":[{"role":"user","content":"hi"},{"role":"assistant","content":"[c] w1 w2 w3 w4 w5 w6"},{"role":"user","content":"go on"}]}' | sse_text)" \
+  " w7 w8"
+want "restart" \
+  "$(post /v1/chat/completions "$(msgs 'r@restart' '' ',{"role":"assistant","content":"[r@restart] w1"}')" | sse_text)" \
+  "[r@restart] w1 w2 w3 w4 w5 w6 w7 w8"
+want "repeat=6" \
+  "$(post /v1/messages "$(msgs 'p@repeat=6' '' ',{"role":"assistant","content":"[p@repeat=6] w1 w2 w3"}')" | sse_text)" \
+  " w2 w3 w4 w5 w6 w7 w8"
+want "preamble (instruct)" \
+  "$(post /v1/responses '{"model":"s@preamble","stream":true,"input":[{"role":"user","content":"hi"},{"role":"assistant","content":"[s@preamble] w1 w2 w3 w4 w5 w6 w7"},{"role":"user","content":"go on"}]}' | sse_text)" \
+  "Sure, continuing:  w8"
+want "diverge" \
+  "$(post /v1/chat/completions "$(msgs 'd@diverge@tokens=3' '' ',{"role":"assistant","content":"[d@diverge@tokens=3] w1 w2"}')" | sse_text)" \
+  "[d@diverge@tokens=3] (diverged) w1 w2 w3"
+# A model that rejects prefill: Anthropic's 400 for every trailing assistant
+# message, in the request's dialect; an instruct request is answered.
+[ "$(curl -s -m 5 -o "$tmp/np2" -w '%{http_code}' "$url/v1/messages" \
+  -d "$(msgs 'n@noprefill' '' ',{"role":"assistant","content":"[n@noprefill] w1"}')")" = 400 ] ||
+  fail "noprefill anthropic: not 400"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["type"]=="error" and d["error"]=={"type":"invalid_request_error","message":"This model does not support assistant message prefill. The conversation must end with a user message."}, d' "$tmp/np2" ||
+  fail "noprefill anthropic body: $(cat "$tmp/np2")"
+[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/v1/chat/completions" \
+  -d "$(msgs 'n@noprefill' ',"continue_final_message":true' ',{"role":"assistant","content":"anything"}')")" = 400 ] ||
+  fail "noprefill vllm: not 400"
+want "noprefill instruct" \
+  "$(post /v1/messages "$(msgs 'n@noprefill' '' ',{"role":"assistant","content":"[n@noprefill] w1 w2 w3 w4 w5 w6 w7"},{"role":"user","content":"continue"}')" | sse_text)" \
+  " w8"
+# Breaking faults after N tokens on the Responses stream (chat and messages
+# are covered above).
+post /v1/responses '{"model":"x@cut=2","stream":true,"input":"hi"}' >"$tmp/rc.txt"; rc=$?
+[ "$rc" -eq 18 ] || fail "responses cut=2: curl exit $rc, want 18"
+want "responses cut=2 text" "$(sse_text <"$tmp/rc.txt")" "[x@cut=2] w1"
+post /v1/responses '{"model":"x@overload=3","stream":true,"input":"hi"}' >"$tmp/ro.txt"
+grep -q '^event: error$' "$tmp/ro.txt" && grep -q 'overloaded_error' "$tmp/ro.txt" ||
+  fail "responses overload=3: no error event"
+grep -q 'response.completed' "$tmp/ro.txt" && fail "responses overload=3: completed after the error"
+want "responses overload=3 text" "$(sse_text <"$tmp/ro.txt")" "[x@overload=3] w1 w2"
+curl -s -m 1 "$url/v1/responses" -d '{"model":"x@stall=1","stream":true,"input":"hi"}' >"$tmp/rs.txt"; rc=$?
+[ "$rc" -eq 28 ] || fail "responses stall=1: curl exit $rc, want 28 (timeout)"
+want "responses stall=1 text" "$(sse_text <"$tmp/rs.txt")" "[x@stall=1]"
+curl -s -m 5 "$url/__mock/log" | py '
+import json, sys
+es = json.load(sys.stdin)["attempts"]
+got = [(e["model"], e["continuation"], e["continued_at"], e["assistant_bytes"], e["fault"], e["status"]) for e in es]
+def has(*t):
+    assert t in got, (t, got)
+has("c", "prefill", 8, 8, "ok", 200)
+has("c", "vllm", 9, 9, "ok", 200)
+has("c", "prefix_flag", 9, 9, "ok", 200)
+has("c", "instruct", 12, 12, "ok", 200)
+has("c", "prefill", None, 6, "ok", 200)           # [d] w1: not its answer
+has("c", "prefill", 15, 15, "ok", 200)            # anthropic
+has("r@restart", "prefill", 14, 14, "continue_as=restart", 200)
+has("p@repeat=6", "prefill", 21, 21, "continue_as=repeat", 200)
+has("s@preamble", "instruct", 33, 33, "continue_as=preamble", 200)
+has("d@diverge@tokens=3", "prefill", 26, 26, "continue_as=diverge", 200)
+has("n@noprefill", "prefill", None, 16, "reject_prefill", 400)
+has("n@noprefill", "vllm", None, 8, "reject_prefill", 400)
+has("n@noprefill", "instruct", 34, 34, "ok", 200)
+has("x@cut=2", None, None, 0, "cut_after=2", 200)
+ins = [e for e in es if e["continuation"] == "instruct" and e["model"] == "c"][0]
+assert ins["instruct_message"] == "Continue exactly where the text stops.", ins
+assert ins["max_tokens"] == 64, ins
+resp = [e for e in es if e["model"] == "c" and e["continued_at"] == 6][0]
+assert resp["max_tokens"] == 30 and resp["instruct_message"] is None, resp
+assert all(e["max_tokens"] == 64 for e in es if e["model"] == "r@restart"), es
+' || fail "continuation log: $(curl -s -m 5 "$url/__mock/log" | head -c 3000)"
 stop
 
 if [ "$failures" -ne 0 ]; then

@@ -24,13 +24,18 @@
 #include "loop.h"
 #include "provider.h"
 #include "responder.h"
+#include "seam.h"
 #include "sim.h"
 #include "sse.h"
 #include "transport.h"
 
 #define MAX_REQ 20
 #define MAX_ATT 6
-#define MAX_PIECES 12
+#define MAX_PIECES 12            /* pieces drawn for a script */
+#define SCRIPT_PIECES 40         /* pieces a script holds (a continuation's
+                                    are built from the answer's text) */
+#define MAX_CONT 3               /* continuation behaviours per request */
+#define TAIL_TEXT 160            /* the answer's text after its first script */
 #define MAX_PROV 4
 #define MAX_ROUTES 3
 #define MAX_RULES 4
@@ -62,7 +67,7 @@ typedef struct script {
   int status;                /* AK_HTTP */
   uint32_t retry_after;      /* seconds, 0: no header */
   uint32_t head_gap;
-  piece pieces[MAX_PIECES];
+  piece pieces[SCRIPT_PIECES];
   int n;
   int finish;
   bool usage;
@@ -70,7 +75,40 @@ typedef struct script {
   int end;
   uint32_t end_gap;
   uint32_t split;            /* a seed for splitting events across reads */
+  bool reject_prefill;       /* AK_HTTP 400 with Anthropic's prefill wording */
 } script;
+
+/* How an upstream answers a request to continue (DESIGN.md 3.5): the
+ * answer's rest, the whole answer again (restart), a repeated tail, a
+ * preamble first, a restart that diverges; or it fails: Anthropic's
+ * prefill 400, a 503, a reset, a stall before the head. */
+enum { CM_EXACT, CM_RESTART, CM_REPEAT, CM_PREAMBLE, CM_DIVERGE, CM_REJECT, CM_HTTP,
+       CM_RESET, CM_STALL, CM__N };
+/* What breaks the continuation's own stream after `after` pieces. */
+enum { CF_NONE, CF_CUT, CF_STALL, CF_ERROR, CF__N };
+static const char *const cm_names[] = {"exact",  "restart", "repeat", "preamble", "diverge",
+                                        "reject", "http",    "reset",  "stall"};
+static const char *const cf_names[] = {"none", "cut", "stall", "error"};
+
+typedef struct cscript {
+  int mode;
+  int fault;
+  uint32_t after;            /* pieces before the fault */
+  uint32_t gap;              /* between its pieces (virtual ms) */
+  uint32_t head_gap;
+  int finish;
+  bool usage;
+  uint32_t split;
+} cscript;
+
+#define PREAMBLE_TEXT "Sure, continuing: "
+#define DIVERGED_TEXT " (diverged)"
+/* Anthropic's answer to a prefill it does not support (docs/mock.md). */
+#define PREFILL_400 \
+  "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":" \
+  "\"This model does not support assistant message prefill. The conversation must " \
+  "end with a user message.\"}}"
+
 
 typedef struct sim_req {
   uint32_t at;               /* arrival, virtual ms */
@@ -80,6 +118,10 @@ typedef struct sim_req {
   bool include_usage;
   int n_att;
   script att[MAX_ATT];
+  int n_cont;                /* how continuations answer, in order */
+  cscript cont[MAX_CONT];
+  char tail[TAIL_TEXT];      /* the answer's text past its script's pieces: what
+                                a continuation has to add */
 } sim_req;
 
 /* What the checks need of a route's policy (as generated into the YAML). */
@@ -94,6 +136,9 @@ typedef struct route_meta {
   uint64_t hedge_after_ms;
   uint32_t hedge_max;
   bool hedge_same;           /* hedge.same_target */
+  bool cont;                 /* continuation on (DESIGN.md 3.5) */
+  uint32_t cont_max;
+  uint64_t cont_gap_ms;      /* continuation.max_gap_ms as resolved */
 } route_meta;
 
 struct sim_scenario {
@@ -320,9 +365,15 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     if (chance(r, 30))
       yadd(&b, "    breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 3),
            100 + upto(r, 5000));
+    if (chance(r, 70)) { /* DESIGN.md 3.5; else by api */
+      static const char *const styles[] = {"prefill", "vllm", "prefix_flag", "instruct",
+                                           "prefill", "instruct", "none"};
+      yadd(&b, "    continuation_style: %s\n", styles[upto(r, 7)]);
+    }
   }
   yadd(&b, "defaults:\n  breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 4),
        100 + upto(r, 8000));
+  if (chance(r, 30)) yadd(&b, "  continuation: {max: 2}\n");
   s->n_routes = 1 + (int)upto(r, MAX_ROUTES);
   yadd(&b, "routes:\n");
   for (int i = 0; i < s->n_routes; i++) {
@@ -350,6 +401,16 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     if (chance(r, 35)) /* hedging (DESIGN.md 3.6) */
       yadd(&b, "    hedge: {after_ms: %" PRIu64 ", max: %u%s}\n", pick_ms(r, 1, 1500),
            1 + upto(r, AIR__MAX_HEDGES), chance(r, 30) ? ", same_target: true" : "");
+    if (chance(r, 65)) { /* continuation (DESIGN.md 3.5) */
+      yadd(&b, "    continuation: {enabled: true, targets: %s, instruct: %s, max: %u",
+           chance(r, 60) ? "any" : "same_model", chance(r, 60) ? "true" : "false",
+           1 + upto(r, 3));
+      if (chance(r, 70))
+        yadd(&b, ", max_gap_ms: %" PRIu64,
+             chance(r, 70) ? pick_ms(r, 100, 8000) : pick_ms(r, 10000, 40000));
+      if (chance(r, 15)) yadd(&b, ", max_sent_bytes: %u", 8 + upto(r, 200));
+      yadd(&b, "}\n");
+    }
     if (chance(r, 40)) {
       /* the built-in rules: retry max 2 + 1, waits up to 10 s */
       m->retry_max_sum = 3;
@@ -398,6 +459,42 @@ static void draw_request(rng *r, const sim_scenario *s, const int *dialects, int
   q->include_usage = q->dialect == AIR_DIALECT_OPENAI && q->stream && chance(r, 50);
   q->n_att = 1 + (int)upto(r, MAX_ATT);
   for (int i = 0; i < q->n_att; i++) draw_script(r, &q->att[i]);
+  /* How continuations answer (used only where the route continues), and
+   * what the answer has past the committed script's pieces. */
+  q->n_cont = (int)upto(r, MAX_CONT + 1);
+  for (int i = 0; i < q->n_cont; i++) {
+    cscript *c = &q->cont[i];
+    static const unsigned mw[CM__N] = {30, 12, 12, 8, 8, 10, 8, 6, 6};
+    unsigned k = upto(r, 100), acc = 0;
+    c->mode = 0;
+    for (int m = 0; m < CM__N; m++) {
+      acc += mw[m];
+      if (k < acc) {
+        c->mode = m;
+        break;
+      }
+    }
+    unsigned f = upto(r, 100);
+    c->fault = f < 55 ? CF_NONE : f < 70 ? CF_CUT : f < 80 ? CF_STALL : CF_ERROR;
+    c->after = upto(r, 5);
+    c->gap = draw_gap(r) % 400;
+    c->head_gap = draw_gap(r) % 400;
+    c->finish = chance(r, 80) ? FIN_STOP : FIN_LENGTH;
+    c->usage = chance(r, 60);
+    c->split = (uint32_t)next(r);
+  }
+  size_t tn = 0;
+  unsigned n_words = upto(r, 4);
+  for (unsigned i = 0; i < n_words; i++) {
+    char w[PIECE_TEXT];
+    draw_text(r, w, sizeof(w));
+    size_t wn = strlen(w);
+    if (tn + wn + 2 >= sizeof(q->tail)) break;
+    if (tn) q->tail[tn++] = ' ';
+    memcpy(q->tail + tn, w, wn);
+    tn += wn;
+  }
+  q->tail[tn] = '\0';
 }
 
 static sim_scenario *generate(rng *r0, uint64_t seed);
@@ -491,6 +588,19 @@ void sim_write(const sim_scenario *s, FILE *f) {
         write_str(f, sc->pieces[p].text);
         fputc('\n', f);
       }
+    }
+    for (int c = 0; c < q->n_cont; c++) {
+      const cscript *cs = &q->cont[c];
+      fprintf(f,
+              "  cont mode=%s fault=%s after=%u gap=%u head_gap=%u finish=%s usage=%d "
+              "split=%u\n",
+              cm_names[cs->mode], cf_names[cs->fault], cs->after, cs->gap, cs->head_gap,
+              fin_names[cs->finish], cs->usage, cs->split);
+    }
+    if (q->tail[0]) {
+      fprintf(f, "  tail text=");
+      write_str(f, q->tail);
+      fputc('\n', f);
     }
   }
 }
@@ -610,6 +720,22 @@ sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap) {
       sc->split = (uint32_t)strtoul(strstr(line, "split=") ? strstr(line, "split=") + 6 : "0",
                                     NULL, 10);
       if (sc->kind < 0 || sc->finish < 0 || sc->end < 0) bad = "bad attempt";
+    } else if (strncmp(line, "cont ", 5) == 0) {
+      if (q == NULL || q->n_cont >= MAX_CONT) { bad = "cont outside a request"; break; }
+      cscript *cs = &q->cont[q->n_cont++];
+      cs->mode = name_of(cm_names, CM__N, line, "mode");
+      cs->fault = name_of(cf_names, CF__N, line, "fault");
+      cs->after = (uint32_t)kvn(line, "after");
+      cs->gap = (uint32_t)kvn(line, "gap");
+      cs->head_gap = (uint32_t)kvn(line, "head_gap");
+      cs->finish = name_of(fin_names, 5, line, "finish");
+      cs->usage = kvn(line, "usage") != 0;
+      cs->split = (uint32_t)strtoul(strstr(line, "split=") ? strstr(line, "split=") + 6 : "0",
+                                    NULL, 10);
+      if (cs->mode < 0 || cs->fault < 0 || cs->finish < 0) bad = "bad cont";
+    } else if (strncmp(line, "tail ", 5) == 0) {
+      if (q == NULL) { bad = "tail outside a request"; break; }
+      kv(line, "text", q->tail, sizeof(q->tail));
     } else if (strncmp(line, "piece ", 6) == 0) {
       if (sc == NULL || sc->n >= MAX_PIECES) { bad = "piece outside an attempt"; break; }
       piece *p = &sc->pieces[sc->n++];
@@ -667,8 +793,8 @@ static void oa_chunk(air__buf *b, const char *delta_json, const char *finish) {
 /* The event boundaries are recorded in ends[] (offsets after each event). */
 typedef struct rendered {
   air__buf b;
-  size_t ends[MAX_PIECES + 16];
-  uint32_t gaps[MAX_PIECES + 16];
+  size_t ends[SCRIPT_PIECES + 16];
+  uint32_t gaps[SCRIPT_PIECES + 16];
   int n;
 } rendered;
 
@@ -913,7 +1039,7 @@ static void render_responses(const script *s, rendered *r) {
 
 static void render_body(int dialect, const script *s, rendered *r) {
   air__buf *b = &r->b;
-  char text[MAX_PIECES * PIECE_TEXT + 1] = "", args[MAX_PIECES * PIECE_TEXT + 1] = "";
+  char text[SCRIPT_PIECES * PIECE_TEXT + 1] = "", args[SCRIPT_PIECES * PIECE_TEXT + 1] = "";
   size_t nt = 0, na = 0;
   bool tool = false;
   for (int i = 0; i < s->n; i++) {
@@ -1058,6 +1184,28 @@ struct sim_run_req {
   air_attempt log[64];
   size_t n_log;
   char msgs[64][160];
+  /* Continuation (DESIGN.md 3.5). A transfer started after commit is a
+   * continuation: its script is built then (dyn) from what the caller has
+   * (released) and the model's whole answer as the simulator sees it
+   * (base), with the text the caller should have if it joins (join) and
+   * whether that is known exactly or only as "released + a suffix of its
+   * text" (exact), or whether it must fail (must_fail: a preamble asked
+   * with instruct, a diverging restart). */
+  air__buf released;
+  air__buf base;
+  bool have_base;
+  int n_dyn;
+  script dyn[16];
+  int att_cont[64];          /* 1 + its continuation behaviour, 0: not one */
+  size_t att_plen[64];
+  air__buf att_join[64];     /* (initialised for continuations only) */
+  air__buf att_ctext[64];
+  bool att_exact[64], att_must_fail[64], att_instruct[64];
+  unsigned joined;           /* the number of the last continuation that joined */
+  uint64_t ka[16];           /* when keep-alives were sent (the first 16) */
+  unsigned n_ka;
+  bool att_joined[64];
+  int n_joined;
 };
 
 struct world {
@@ -1135,6 +1283,227 @@ static void schedule(xfer *x, uint32_t gap) {
   x->seq = ++x->w->seq;
 }
 
+/* ---- continuations (DESIGN.md 3.5) ------------------------------------------------ */
+
+static void keep(int rc);
+
+static bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* The seam's normal form (seam.h): leading white space skipped, every run
+ * of white space one space. */
+static void normalise(const char *p, size_t n, air__buf *out) {
+  bool lead = true, ws = false;
+  for (size_t i = 0; i < n; i++) {
+    if (is_ws(p[i])) {
+      ws = !lead;
+      continue;
+    }
+    if (ws) keep(air__buf_addc(out, ' '));
+    ws = lead = false;
+    keep(air__buf_addc(out, p[i]));
+  }
+  if (ws) keep(air__buf_addc(out, ' '));
+}
+
+static size_t chars_of(const char *p, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) k += ((unsigned char)p[i] & 0xc0) != 0x80;
+  return k;
+}
+
+/*
+ * Whether the seam might drop a prefix of continuation c (n bytes) after
+ * sent p: c repeats all of p (a restart), or a tail of p of at least
+ * AIR__SEAM_MIN_OVERLAP characters (compared normalised), or agrees with
+ * p's beginning for AIR__SEAM_RESTART_MIN characters (a diverging restart
+ * fails). Then what the caller gets is not known exactly.
+ */
+static bool seam_may_act(const char *p, size_t pn, const char *c, size_t cn) {
+  air__buf np, nc;
+  air__buf_init(&np, 1u << 20);
+  air__buf_init(&nc, 1u << 20);
+  normalise(p, pn, &np);
+  normalise(c, cn, &nc);
+  if (np.n > 0 && np.p[np.n - 1] == ' ') np.n--; /* sent's trailing run may be
+                                                    met by any text */
+  bool act = false;
+  size_t same = 0;
+  while (same < np.n && same < nc.n && np.p[same] == nc.p[same]) same++;
+  if (np.n > 0 && (same == np.n || chars_of(np.p, same) >= AIR__SEAM_RESTART_MIN)) act = true;
+  for (size_t t = 1; !act && t < np.n; t++) {
+    size_t len = np.n - t;
+    if (chars_of(np.p + t, len) < AIR__SEAM_MIN_OVERLAP) break;
+    act = len <= nc.n && memcmp(np.p + t, nc.p, len) == 0;
+  }
+  air__buf_cleanup(&np);
+  air__buf_cleanup(&nc);
+  return act;
+}
+
+/* Back from i to the start of a UTF-8 character. */
+static size_t utf8_start(const char *p, size_t i) {
+  while (i > 0 && ((unsigned char)p[i] & 0xc0) == 0x80) i--;
+  return i;
+}
+
+/* The text pieces of t (n bytes) into s, each at most PIECE_TEXT - 1
+ * bytes and never split inside a UTF-8 character. */
+static void text_pieces(script *s, const char *t, size_t n, uint32_t gap) {
+  size_t off = 0;
+  while (off < n && s->n < SCRIPT_PIECES - 2) {
+    size_t take = n - off < PIECE_TEXT - 1 ? n - off : PIECE_TEXT - 1;
+    if (off + take < n) take = utf8_start(t + off, take);
+    if (take == 0) take = 1;
+    piece *pc = &s->pieces[s->n++];
+    pc->kind = PK_TEXT;
+    pc->gap = gap;
+    memcpy(pc->text, t + off, take);
+    pc->text[take] = '\0';
+    off += take;
+  }
+}
+
+static void script_text(const script *s, air__buf *out) {
+  for (int i = 0; i < s->n; i++)
+    if (s->pieces[i].kind == PK_TEXT) keep(air__buf_adds(out, s->pieces[i].text));
+}
+
+/*
+ * Attempt k (0-based) started after commit: a continuation. Its script is
+ * built from the request's next continuation behaviour (past the list: the
+ * answer's rest, whole), what the caller has (P) and the answer (base):
+ * the rest is base after P (P is a prefix of base unless a preamble was
+ * joined: then the rest is the request's tail). Returns the script.
+ */
+static const script *continuation_script(sim_run_req *q, int k, const char *body) {
+  static const script overflow = {.kind = AK_HTTP, .status = 503};
+  if (q->n_dyn >= (int)(sizeof(q->dyn) / sizeof(q->dyn[0])) || k >= 64) return &overflow;
+  int ci = q->n_dyn;
+  script *s = &q->dyn[q->n_dyn++];
+  memset(s, 0, sizeof(*s));
+  cscript dflt = {.mode = CM_EXACT, .fault = CF_NONE, .finish = FIN_STOP, .usage = true};
+  const cscript *c = ci < q->q->n_cont ? &q->q->cont[ci] : &dflt;
+  q->att_cont[k] = ci + 1;
+  q->att_instruct[k] = body != NULL && strstr(body, "Your previous reply was cut off") != NULL;
+  air__buf_init(&q->att_join[k], 1u << 20);
+  air__buf_init(&q->att_ctext[k], 1u << 20);
+  const air__buf *P = &q->released;
+  size_t pn = P->n;
+  q->att_plen[k] = pn;
+  if (!q->have_base) { /* the committed script's text and the tail */
+    q->have_base = true;
+    int ck = (int)q->commit_attempt - 1;
+    if (ck >= 0 && ck < 64 && q->att_script[ck] != NULL) script_text(q->att_script[ck], &q->base);
+    keep(air__buf_adds(&q->base, q->q->tail));
+  }
+  bool fits = pn <= q->base.n && (pn == 0 || memcmp(q->base.p, P->p, pn) == 0);
+  if (!fits) { /* the answer is what was joined, then the tail */
+    air__buf_reset(&q->base);
+    if (pn) keep(air__buf_add(&q->base, P->p, pn));
+    keep(air__buf_adds(&q->base, q->q->tail));
+  }
+  const char *rest = q->base.p ? q->base.p + pn : "";
+  size_t rn = q->base.n - pn;
+  air__buf *ct = &q->att_ctext[k];
+  bool exact = true, must_fail = false;
+  switch (c->mode) {
+    case CM_EXACT:
+      keep(air__buf_add(ct, rest, rn));
+      exact = !seam_may_act(P->p, pn, rest, rn);
+      break;
+    case CM_RESTART:
+      keep(air__buf_add(ct, q->base.p ? q->base.p : "", q->base.n));
+      break;
+    case CM_REPEAT: {
+      size_t from = pn > 40 ? utf8_start(P->p, pn - 40) : 0;
+      keep(air__buf_add(ct, P->p + from, pn - from));
+      keep(air__buf_add(ct, rest, rn));
+      air__buf nt;
+      air__buf_init(&nt, 1u << 20);
+      normalise(P->p + from, pn - from, &nt);
+      exact = from == 0 || chars_of(nt.p, nt.n) > AIR__SEAM_MIN_OVERLAP;
+      air__buf_cleanup(&nt);
+      break;
+    }
+    case CM_PREAMBLE:
+      keep(air__buf_adds(ct, PREAMBLE_TEXT));
+      keep(air__buf_add(ct, rest, rn));
+      must_fail = q->att_instruct[k];
+      exact = !seam_may_act(P->p, pn, ct->p, ct->n);
+      break;
+    case CM_DIVERGE: {
+      size_t b = utf8_start(P->p, pn / 2);
+      if (b == 0 && pn > 0) b = pn;  /* one character: it repeats it whole */
+      keep(air__buf_add(ct, P->p, b));
+      keep(air__buf_adds(ct, DIVERGED_TEXT));
+      keep(air__buf_add(ct, q->base.p + b, q->base.n - b));
+      air__buf nb;
+      air__buf_init(&nb, 1u << 20);
+      normalise(P->p, b, &nb);
+      must_fail = b < pn && chars_of(nb.p, nb.n) >= AIR__SEAM_RESTART_MIN;
+      air__buf_cleanup(&nb);
+      exact = false;
+      break;
+    }
+    default:
+      break;
+  }
+  /* The seam collapses a white space run across it: then the bytes differ. */
+  if (pn > 0 && is_ws(P->p[pn - 1]) &&
+      ((ct->n > 0 && is_ws(ct->p[0])) || (rn > 0 && is_ws(rest[0]))))
+    exact = false;
+  /* What the caller has if it joins: P and the answer's rest. */
+  if (pn) keep(air__buf_add(&q->att_join[k], P->p, pn));
+  if (c->mode == CM_PREAMBLE) keep(air__buf_adds(&q->att_join[k], PREAMBLE_TEXT));
+  if (c->mode == CM_EXACT || c->mode == CM_PREAMBLE || exact)
+    keep(air__buf_add(&q->att_join[k], rest, rn));
+  q->att_exact[k] = exact && c->mode != CM_DIVERGE;
+  q->att_must_fail[k] = must_fail;
+  s->head_gap = c->head_gap;
+  s->split = c->split;
+  s->status = 200;
+  switch (c->mode) {
+    case CM_REJECT:
+      s->kind = AK_HTTP;
+      s->status = 400;
+      s->reject_prefill = true;
+      return s;
+    case CM_HTTP:
+      s->kind = AK_HTTP;
+      s->status = 503;
+      return s;
+    case CM_RESET:
+      s->kind = AK_RESET;
+      return s;
+    case CM_STALL:
+      s->kind = AK_STALL;
+      return s;
+    default:
+      break;
+  }
+  s->kind = AK_STREAM;
+  text_pieces(s, ct->p ? ct->p : "", ct->n, c->gap);
+  s->finish = c->finish;
+  s->usage = c->usage;
+  s->done = true;
+  s->end = END_CLEAN;
+  if (c->fault != CF_NONE) {
+    if ((uint32_t)s->n > c->after) s->n = (int)c->after;
+    s->finish = FIN_NONE;
+    s->done = false;
+    if (c->fault == CF_ERROR) {
+      s->pieces[s->n].kind = PK_ERROR;
+      s->pieces[s->n].gap = c->gap;
+      s->pieces[s->n].text[0] = '\0';
+      s->n++;
+    }
+    s->end = c->fault == CF_CUT ? END_CUT : c->fault == CF_STALL ? END_STALL : END_CLEAN;
+  }
+  return s;
+}
+
 static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, void **out) {
   sim_run_req *q = impl;
   world *w = q->w;
@@ -1148,6 +1517,8 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   int k = q->xfers++;
   x->k = 64;
   x->sc = k < q->q->n_att ? &q->q->att[k] : &overflow;
+  /* After commit every attempt is a continuation (DESIGN.md 3.5). */
+  if (q->committed) x->sc = continuation_script(q, k, r->body);
   x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
                 : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
                                                 : AIR_DIALECT_OPENAI;
@@ -1173,7 +1544,8 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   const air__route *hr = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
   for (int j = 0; hr && hr->policy.hedge.enabled && j < k && j < 64 && !retry; j++)
     retry = strcmp(q->att_target[j], target) == 0;
-  if (!retry && air_state_breaker(w->state, target, w->now) == AIR_BREAKER_OPEN) {
+  if (!retry && !q->committed &&
+      air_state_breaker(w->state, target, w->now) == AIR_BREAKER_OPEN) {
     const air__route *rt = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
     for (size_t t = 0; rt && t < rt->n_targets; t++) {
       const char *name = rt->targets[t].name;
@@ -1191,6 +1563,9 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
     else render_anthropic(x->sc, &x->out);
   } else if (x->sc->kind == AK_BODY) {
     render_body(x->dialect, x->sc, &x->out);
+  } else if (x->sc->kind == AK_HTTP && x->sc->reject_prefill) {
+    air__buf_puts(&x->out.b, PREFILL_400);
+    mark(&x->out, 0);
   } else if (x->sc->kind == AK_HTTP) {
     air__buf_puts(&x->out.b, x->dialect != AIR_DIALECT_ANTHROPIC
                                  ? "{\"error\":{\"message\":\"sim says no\",\"type\":\"sim\"}}"
@@ -1315,7 +1690,49 @@ typedef struct decoded {
   unsigned malformed, events;
   air__decoder dec;
   const air__provider_ops *ops;
+  /* Framing (DESIGN.md 3.5, 9): one id per OpenAI stream; Anthropic one
+   * message_start, block indexes new at each start and deltas to the open
+   * block; Responses sequence numbers increasing. frame says what broke. */
+  char id[64];
+  int starts, open_block, next_block;
+  int64_t seq;
+  const char *frame;
 } decoded;
+
+/* The caller's framing, per event (what the decoders let pass). */
+static void check_frame(decoded *d, const air__sse_event *ev) {
+  if (d->frame != NULL || ev->data.n == 0 || ev->data.p[0] != '{') return;
+  json_t *j = json_loadb(ev->data.p, ev->data.n, 0, NULL);
+  if (j == NULL) return;
+  const char *type = json_string_value(json_object_get(j, "type"));
+  json_t *seq = json_object_get(j, "sequence_number");
+  if (d->ops->api == AIR_DIALECT_OPENAI) {
+    const char *id = json_string_value(json_object_get(j, "id"));
+    if (id != NULL && d->id[0] == '\0') snprintf(d->id, sizeof(d->id), "%s", id);
+    else if (id != NULL && strncmp(id, d->id, sizeof(d->id) - 1) != 0)
+      d->frame = "an OpenAI chunk with another id";
+  } else if (d->ops->api == AIR_DIALECT_ANTHROPIC && type != NULL) {
+    json_t *ix = json_object_get(j, "index");
+    int i = json_is_integer(ix) ? (int)json_integer_value(ix) : -1;
+    if (strcmp(type, "message_start") == 0 && d->starts++ > 0)
+      d->frame = "a second message_start";
+    else if (strcmp(type, "content_block_start") == 0) {
+      if (d->open_block >= 0) d->frame = "a block started while another is open";
+      else if (i != d->next_block) d->frame = "a block index out of order";
+      d->open_block = i;
+      d->next_block = i + 1;
+    } else if (strcmp(type, "content_block_delta") == 0 && i != d->open_block) {
+      d->frame = "a delta to a block that is not open";
+    } else if (strcmp(type, "content_block_stop") == 0) {
+      if (i != d->open_block) d->frame = "a stop of a block that is not open";
+      d->open_block = -1;
+    }
+  } else if (d->ops->api == AIR_DIALECT_OPENAI_RESPONSES && json_is_integer(seq)) {
+    if (json_integer_value(seq) <= d->seq) d->frame = "a sequence_number that does not grow";
+    d->seq = json_integer_value(seq);
+  }
+  json_decref(j);
+}
 
 static int fin_class(air_finish f) {
   switch (f) {
@@ -1358,6 +1775,7 @@ static int on_caller_event(void *data, const air__sse_event *ev) {
   decoded *d = data;
   unsigned before = d->dec.malformed;
   d->events++;
+  check_frame(d, ev);
   d->ops->decode_event(&d->dec, ev, on_part, d);
   if (d->dec.malformed > before) d->malformed++;
   if (d->dec.terminator) d->terminator = true;
@@ -1371,6 +1789,8 @@ static void decoded_init(decoded *d, int dialect) {
   air__buf_init(&d->args, 1u << 20);
   d->ops = air__provider_get((air_dialect)dialect);
   d->ops->decoder_init(&d->dec);
+  d->open_block = -1;
+  d->seq = -1;
 }
 
 static void decoded_cleanup(decoded *d) {
@@ -1462,6 +1882,9 @@ static void q_commit(void *data, const air__commit_info *ci) {
 
 static int q_event(void *data, const air__gate_event *ev) {
   sim_run_req *q = data;
+  for (size_t i = 0; i < ev->n_parts; i++)
+    if (ev->parts[i].kind == AIR_PART_TEXT)
+      keep(air__buf_add(&q->released, ev->parts[i].text, ev->parts[i].text_len));
   if (air__responder_event(&q->rs, ev) == 1)
     fail(q->w, "request %d: the responder lost part of the answer", q->idx);
   return 0;
@@ -1473,6 +1896,36 @@ static int q_flush(void *data) {
     fail(q->w, "request %d: output over the simulator's limit", q->idx);
   air__buf_reset(&q->rs.out);
   return 0;
+}
+
+static void q_continue(void *data, const air__continue_info *ci) {
+  sim_run_req *q = data;
+  int k = (int)ci->attempt - 1;
+  if (k < 0 || k >= q->xfers || k >= 64 || q->att_cont[k] == 0)
+    fail(q->w, "request %d: attempt %u joined, but it was no continuation", q->idx,
+         ci->attempt);
+  else if (q->att_must_fail[k])
+    fail(q->w, "request %d: continuation %u (%s) was stitched in; it must fail", q->idx,
+         ci->attempt, q->att_instruct[k] ? "a preamble asked with instruct"
+                                         : "a diverging restart");
+  else if (ci->at_char != chars_of(q->released.p ? q->released.p : "", q->released.n))
+    fail(q->w, "request %d: continuation %u joins at_char %" PRIu64 ", the caller has %zu",
+         q->idx, ci->attempt, ci->at_char,
+         chars_of(q->released.p ? q->released.p : "", q->released.n));
+  q->joined = ci->attempt;
+  q->n_joined++;
+  if (k >= 0 && k < 64) q->att_joined[k] = true;
+  if (air__responder_continue(&q->rs, ci) == 1)
+    fail(q->w, "request %d: the responder lost part of the answer at the seam", q->idx);
+}
+
+static void q_keepalive(void *data) {
+  sim_run_req *q = data;
+  if (!q->committed) fail(q->w, "request %d: a keep-alive before commit", q->idx);
+  if (q->n_ka < 16) q->ka[q->n_ka] = q->w->now;
+  q->n_ka++;
+  air__responder_keepalive(&q->rs);
+  q_flush(q);
 }
 
 static void check_request(sim_run_req *q);
@@ -1516,27 +1969,138 @@ static void q_end(void *data, const air__exchange_result *res) {
 
 /* What the checked requests ended as, over the process (sim_stats). */
 static unsigned long long st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err,
-    st_attempts, st_committed, st_hedges, st_lost;
+    st_attempts, st_committed, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka;
 
 void sim_stats(FILE *f) {
   fprintf(f,
           "sim: %llu requests: %llu streamed answers, %llu errors after commit, %llu whole "
           "answers, %llu error bodies; %llu committed; %llu attempts (%llu hedges, %llu "
-          "racers lost)\n",
+          "racers lost; %llu continuations, %llu joined, %llu prefills rejected, %llu "
+          "keep-alives)\n",
           st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err, st_committed,
-          st_attempts, st_hedges, st_lost);
+          st_attempts, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka);
+}
+
+static bool same_text(const air__buf *a, const air__buf *b) {
+  return a->n == b->n && (a->n == 0 || memcmp(a->p, b->p, a->n) == 0);
+}
+
+/* Whether t (n bytes) occurs in b. */
+static bool occurs(const air__buf *b, const char *t, size_t n) {
+  if (n == 0) return true;
+  for (size_t i = 0; b->p && i + n <= b->n; i++)
+    if (memcmp(b->p + i, t, n) == 0) return true;
+  return false;
+}
+
+/* The oracle for an answer continued by attempt k + 1 (DESIGN.md 9). */
+static void check_joined(sim_run_req *q, const decoded *d, int k, bool success) {
+  world *w = q->w;
+  int i = q->idx;
+  const script *s = q->att_script[k];
+  size_t pn = q->att_plen[k];
+  const air__buf *join = &q->att_join[k], *ct = &q->att_ctext[k];
+  if (d->args.n != 0 || d->tool)
+    fail(w, "request %d: a continued answer with a tool call", i);
+  const char *after = d->text.p ? d->text.p + pn : "";
+  size_t an = d->text.n >= pn ? d->text.n - pn : 0;
+  if (d->text.n < pn) {
+    fail(w, "request %d: the caller has %zu bytes, continuation %d joined at %zu", i,
+         d->text.n, k + 1, pn);
+  } else if (success) {
+    if (q->att_exact[k] && !same_text(&d->text, join))
+      fail(w, "request %d: continued text '%.*s', the answer is '%.*s'", i, (int)d->text.n,
+           d->text.p ? d->text.p : "", (int)join->n, join->p ? join->p : "");
+    else if (an > ct->n || (an && memcmp(after, ct->p + ct->n - an, an) != 0))
+      fail(w, "request %d: after the seam '%.*s' is no suffix of continuation %d's '%.*s'",
+           i, (int)an, after, k + 1, (int)ct->n, ct->p ? ct->p : "");
+    else if (s->finish == FIN_NONE)
+      fail(w, "request %d: a success from continuation %d, whose script has no finish", i,
+           k + 1);
+    else if (d->finish != want_finish(s, q, k, false))
+      fail(w, "request %d: finish %s, continuation %d's script says %s", i,
+           fin_names[d->finish], k + 1, fin_names[want_finish(s, q, k, false)]);
+  } else if (q->end_kind == AIR__RESP_STREAM_END) {
+    if (q->att_exact[k] ? !is_prefix(&d->text, join) : !occurs(ct, after, an))
+      fail(w, "request %d: text released after continuation %d's seam is not its own", i,
+           k + 1);
+  }
 }
 
 static void check_request(sim_run_req *q) {
   world *w = q->w;
   int i = q->idx;
   const air__exchange_result *res = &q->res;
-  /* attempts: every one was sent; the budget and the rules bound them */
-  if (res->n_attempts != (unsigned)q->xfers)
+  /* attempts: every one was sent; the budget and the rules bound them. A
+   * continuation whose prefill was rejected counts toward neither the
+   * budget nor continuation.max (DESIGN.md 3.5). */
+  unsigned rejected = 0, conts = 0;
+  for (size_t k = 0; k < q->n_log; k++) {
+    rejected += q->log[k].prefill_rejected;
+    conts += q->log[k].continuation && !q->log[k].prefill_rejected;
+  }
+  if (res->n_attempts != (unsigned)q->xfers && res->n_attempts + rejected != (unsigned)q->xfers)
     fail(w, "request %d: %u attempts counted, %d sent", i, res->n_attempts, q->xfers);
+  unsigned counted = res->n_attempts == (unsigned)q->xfers ? res->n_attempts - rejected
+                                                           : res->n_attempts;
   uint32_t budget = q->route.max_attempts;
-  if (res->n_attempts > budget)
-    fail(w, "request %d: %u attempts over the budget %u", i, res->n_attempts, budget);
+  if (counted > budget)
+    fail(w, "request %d: %u attempts over the budget %u", i, counted, budget);
+  if (conts > 0 && !(q->route.cont && q->q->stream))
+    fail(w, "request %d: %u continuations where none may run", i, conts);
+  /* A rescue (from the failure of the answering attempt to a continuation's
+   * start) stays within continuation.max_gap_ms. */
+  const air_attempt *answering = NULL;
+  for (size_t k = 0; k < q->n_log; k++) {
+    const air_attempt *e = &q->log[k];
+    if (e->skipped || e->n == 0 || e->n > 64) continue;
+    /* A rescue (the answering attempt failed, a continuation followed)
+     * that lasted 10 s or more: the caller got a keep-alive 10 s after the
+     * failure (DESIGN.md 3.5). It lasted at least until the start of the
+     * continuation that joined, or else until the request ended. */
+    if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) {
+      uint64_t failed_at = e->start_ms + e->ms, until = 0;
+      bool rescue = false;
+      for (size_t j = k + 1; j < q->n_log; j++) {
+        const air_attempt *c = &q->log[j];
+        if (!c->continuation || c->n == 0 || c->n > 64) continue;
+        rescue = true;
+        if (q->att_joined[c->n - 1]) {
+          until = c->start_ms;
+          break;
+        }
+      }
+      if (rescue && until == 0) until = q->end_ms;
+      bool seen = q->n_ka > 16;
+      for (unsigned j = 0; j < q->n_ka && j < 16 && !seen; j++)
+        seen = q->ka[j] == failed_at + AIR__CONT_KEEPALIVE_MS;
+      if (rescue && e->reason != AIR_REASON_NONE &&
+          until >= failed_at + AIR__CONT_KEEPALIVE_MS && !seen)
+        fail(w, "request %d: a rescue of %" PRIu64 " ms after attempt %u failed, no "
+                "keep-alive 10 s after the failure", i, until - failed_at, e->n);
+    }
+    if (e->continuation && answering != NULL &&
+        e->start_ms > answering->start_ms + answering->ms + q->route.cont_gap_ms)
+      fail(w, "request %d: continuation %u started %" PRIu64 " ms after attempt %u failed, "
+              "max_gap_ms is %" PRIu64,
+           i, e->n, e->start_ms - (answering->start_ms + answering->ms), answering->n,
+           q->route.cont_gap_ms);
+    if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) answering = e;
+  }
+  st_conts += conts;
+  st_ka += q->n_ka;
+  st_rejected += rejected;
+  st_joined += (unsigned)q->n_joined;
+  if (conts > q->route.cont_max)
+    fail(w, "request %d: %u continuations, continuation.max is %u", i, conts, q->route.cont_max);
+  for (size_t k = 0; k < q->n_log; k++) {
+    const air_attempt *e = &q->log[k];
+    if (e->skipped || e->n == 0 || e->n > (unsigned)q->xfers || e->n > 64) continue;
+    if ((q->att_cont[e->n - 1] != 0) != e->continuation)
+      fail(w, "request %d: attempt %u was%s sent after commit, its log entry says%s a "
+              "continuation", i, e->n, q->att_cont[e->n - 1] ? "" : " not",
+           e->continuation ? "" : " not");
+  }
   /* hedges (DESIGN.md 3.6): at most max, each after_ms after a racer that
    * still ran; a racer that lost was cancelled by the exchange, and no
    * transfer of the request outlives it */
@@ -1574,7 +2138,7 @@ static void check_request(sim_run_req *q) {
            i, k + 1, res->rc, q->n_log);
   if (q->route.retry_max_sum != AIR__UNLIMITED) {
     uint32_t bound = 1 + q->route.retry_max_sum + (uint32_t)(q->route.n_targets - 1) +
-                     (q->route.hedge_same ? q->route.hedge_max : 0);
+                     (q->route.hedge_same ? q->route.hedge_max : 0) + conts + rejected;
     if (res->n_attempts > bound)
       fail(w, "request %d: %u attempts, the rules allow %u", i, res->n_attempts, bound);
   }
@@ -1584,7 +2148,7 @@ static void check_request(sim_run_req *q) {
   for (size_t k = 0; k < q->n_log; k++) {
     const air_attempt *a = &q->log[k];
     if (a->skipped) continue;
-    for (size_t j = 0; prev && hedges == 0 && j + 1 < k; j++) {
+    for (size_t j = 0; prev && hedges == 0 && !a->continuation && j + 1 < k; j++) {
       const air_attempt *b = &q->log[j];
       if (!b->skipped && strcmp(b->target, a->target) == 0 &&
           strcmp(prev->target, a->target) != 0)
@@ -1623,6 +2187,9 @@ static void check_request(sim_run_req *q) {
     air__sse_cleanup(&sse);
     if (rc != 0) fail(w, "request %d: the stream is not valid SSE", i);
     if (d.malformed) fail(w, "request %d: %u caller events do not decode", i, d.malformed);
+    if (d.frame) fail(w, "request %d: the caller's stream has %s", i, d.frame);
+    if (getenv("SIM_DUMP") != NULL && atoi(getenv("SIM_DUMP")) == i)
+      fprintf(stderr, "request %d got:\n%.*s\n", i, (int)q->got.n, q->got.p ? q->got.p : "");
     if (res->rc == 0 && (!d.terminator || d.error))
       fail(w, "request %d: a success without its terminator", i);
     if (res->rc != 0 && (d.terminator || !d.error))
@@ -1671,7 +2238,18 @@ static void check_request(sim_run_req *q) {
       air__buf_init(&ea, 1u << 20);
       bool etool;
       expected(s, q->att_dialect[k], &et, &ea, &etool);
-      if (success) {
+      if (q->q->stream && !same_text(&d.text, &q->released))
+        fail(w, "request %d: the caller decoded '%.*s', the exchange released '%.*s'", i,
+             (int)d.text.n, d.text.p ? d.text.p : "", (int)q->released.n,
+             q->released.p ? q->released.p : "");
+      if (q->n_joined > 0) {
+        /* Continued (DESIGN.md 3.5): the text is the released prefix joined
+         * with the last continuation's text from the seam on; where the
+         * simulator knows the seam's cut exactly, the whole answer. */
+        k = (int)q->joined - 1;
+        s = q->att_script[k];
+        check_joined(q, &d, k, success);
+      } else if (success) {
         if (et.n != d.text.n || (et.n && memcmp(et.p, d.text.p, et.n) != 0))
           fail(w, "request %d: text '%.*s' differs from attempt %u's '%.*s'", i, (int)d.text.n,
                d.text.p ? d.text.p : "", q->commit_attempt, (int)et.n, et.p ? et.p : "");
@@ -1717,6 +2295,10 @@ static route_meta meta_of(const air__policy *pol, const air__route *rt) {
   m.hedge_after_ms = pol->hedge.after_ms;
   m.hedge_max = pol->hedge.max;
   m.hedge_same = pol->hedge.same_target;
+  m.cont = pol->continuation.enabled;
+  m.cont_max = pol->continuation.max;
+  m.cont_gap_ms = pol->continuation.max_gap_ms ? pol->continuation.max_gap_ms
+                                               : pol->timeouts.chunk_ms;
   for (size_t k = 0; k < pol->n_rules; k++) {
     const air__rule *r = &pol->rules[k];
     if (r->action != AIR__RULE_RETRY) continue;
@@ -1767,7 +2349,13 @@ static void start_request(world *w, sim_run_req *q, const air__loop *lp,
   air__responder_init(&q->rs, (air_dialect)r->dialect, &q->areq, "req_sim");
   air__exchange_opts o = {.cfg = w->cfg, .state = w->state, .req = &q->areq,
                           .model = q->areq.model, .clock = clock};
-  air__exchange_cb cb = {q_commit, q_event, q_flush, NULL, q_end, q};
+  air__exchange_cb cb = {.on_commit = q_commit,
+                         .on_event = q_event,
+                         .on_flush = q_flush,
+                         .on_end = q_end,
+                         .data = q,
+                         .on_continue = q_continue,
+                         .on_keepalive = q_keepalive};
   air__transport_if tr = {&sim_transport_ops, q};
   air__exchange *x = NULL;
   int rc = air__exchange_start_on(lp, &tr, &o, &cb, &x);
@@ -1814,6 +2402,8 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
     const air__route *rt = air__config_route(w.cfg, s->req[i].model, strlen(s->req[i].model));
     q->route = meta_of(rt ? &rt->policy : &w.cfg->defaults, rt);
     air__buf_init(&q->got, 8u << 20);
+    air__buf_init(&q->released, 8u << 20);
+    air__buf_init(&q->base, 1u << 20);
   }
   unsigned steps = 0;
   for (;;) {
@@ -1912,6 +2502,13 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
       air__request_cleanup(&q->areq);
     }
     air__buf_cleanup(&q->got);
+    air__buf_cleanup(&q->released);
+    air__buf_cleanup(&q->base);
+    for (int k = 0; k < 64; k++)
+      if (q->att_cont[k]) {
+        air__buf_cleanup(&q->att_join[k]);
+        air__buf_cleanup(&q->att_ctext[k]);
+      }
   }
   free(w.reqs);
   air_state_free(w.state);

@@ -106,6 +106,9 @@ void air__ant_encoder_init(air__encoder *e, const air__request *req,
                            uint64_t created_s);
 int air__ant_encode_part(air__encoder *e, const air_part *p, air__buf *out);
 int air__ant_encode_end(air__encoder *e, air__buf *out);
+void air__ant_encoder_observe(air__encoder *e, const air__sse_event *ev,
+                              const air_part *parts, size_t n);
+int air__ant_encode_keepalive(air__encoder *e, air__buf *out);
 int air__ant_encode_error_event(air__encoder *e, air_reason reason,
                                 const char *message, air__buf *out);
 int air__ant_encode_response(const air__aggregate *a, air__buf *out);

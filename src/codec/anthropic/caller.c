@@ -214,6 +214,69 @@ int air__ant_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
   return rc;
 }
 
+/* Whether the event's type is t. */
+static bool type_is(air__str ty, const char *t) {
+  size_t n = strlen(t);
+  return ty.n == n && memcmp(ty.p, t, n) == 0;
+}
+
+/* encoder_observe: what a take-over needs from a passthrough stream, by
+ * event type (only content_block_start is parsed): message_start (the
+ * message went out; id and model from its START part), the open content
+ * block's index and kind, the next free index, tool blocks by tool index,
+ * the finish. Deltas and pings change nothing. */
+void air__ant_encoder_observe(air__encoder *e, const air__sse_event *ev,
+                              const air_part *parts, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const air_part *p = &parts[i];
+    if (p->kind == AIR_PART_START && !e->observed) {
+      if (p->id_len > 0) copy_trunc(e->id, sizeof(e->id), p->id, p->id_len);
+      if (p->name_len > 0)
+        copy_trunc(e->model, sizeof(e->model), p->name, p->name_len);
+      e->observed = true;
+    } else if (p->kind == AIR_PART_FINISH) {
+      e->finish = p->finish;
+      e->finished = true;
+    }
+  }
+  if (ev == NULL) return;
+  air__str ty = air__event_type(ev);
+  if (type_is(ty, "content_block_delta")) return;
+  if (type_is(ty, "message_start")) {
+    e->started = true;
+  } else if (type_is(ty, "content_block_stop")) {
+    e->open_block = -1;
+    e->open_kind = EK_NONE;
+  } else if (type_is(ty, "content_block_start")) {
+    json_t *v = json_loadb(ev->data.p, ev->data.n, 0, NULL);
+    json_t *ix = json_object_get(v, "index");
+    const char *t = json_string_value(
+        json_object_get(json_object_get(v, "content_block"), "type"));
+    if (json_is_integer(ix) && json_integer_value(ix) >= 0 &&
+        json_integer_value(ix) < MAX_BLOCK_INDEX) {
+      int b = (int)json_integer_value(ix);
+      e->open_block = b;
+      e->open_kind = t == NULL                           ? EK_NONE
+                     : strcmp(t, "text") == 0            ? EK_TEXT
+                     : strcmp(t, "thinking") == 0 ||
+                             strcmp(t, "redacted_thinking") == 0
+                         ? EK_THINKING
+                         : EK_TOOL;
+      if (b + 1 > e->next_block) e->next_block = b + 1;
+      for (size_t i = 0; i < n; i++)
+        if (parts[i].kind == AIR_PART_TOOL_START && parts[i].index >= 0 &&
+            parts[i].index < AIR__DECODER_MAX_TOOLS)
+          e->tool_block[parts[i].index] = b;
+    }
+    json_decref(v);
+  }
+}
+
+int air__ant_encode_keepalive(air__encoder *e, air__buf *out) {
+  (void)e;
+  return air__buf_add(out, LIT("event: ping\ndata: {\"type\":\"ping\"}\n\n"));
+}
+
 static const char message_stop[] =
     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
@@ -231,14 +294,21 @@ int air__ant_encode_end(air__encoder *e, air__buf *out) {
     if (rc == 0) rc = air__buf_adds(out, stop_name(e->finish));
     if (rc == 0)
       rc = air__buf_add(out, LIT("\",\"stop_sequence\":null},\"usage\":{"));
-    if (rc == 0 && e->has_usage) {
+    /* A continued answer: the sum over its attempts. */
+    uint64_t in = e->input_tokens + e->prior_input_tokens;
+    uint64_t outt = e->output_tokens + e->prior_output_tokens;
+    if (in < e->input_tokens) in = UINT64_MAX;
+    if (outt < e->output_tokens) outt = UINT64_MAX;
+    if (rc == 0 && (e->has_usage || e->has_prior_usage)) {
       rc = air__buf_add(out, LIT("\"input_tokens\":"));
-      if (rc == 0) rc = air__buf_addu(out, e->input_tokens);
+      if (rc == 0) rc = air__buf_addu(out, in);
       if (rc == 0) rc = air__buf_addc(out, ',');
     }
     if (rc == 0) rc = air__buf_add(out, LIT("\"output_tokens\":"));
-    if (rc == 0) rc = air__buf_addu(out, e->output_tokens);
-    if (rc == 0) rc = air__buf_add(out, LIT("}}\n\n"));
+    if (rc == 0) rc = air__buf_addu(out, outt);
+    if (rc == 0) rc = air__buf_addc(out, '}');
+    if (rc == 0) rc = air__continued_member(&e->continued, out);
+    if (rc == 0) rc = air__buf_add(out, LIT("}\n\n"));
   }
   if (rc == 0) rc = air__buf_add(out, LIT(message_stop));
   if (rc != 0) {
@@ -352,7 +422,9 @@ int air__ant_encode_response(const air__aggregate *a, air__buf *out) {
   if (rc == 0) rc = air__buf_addu(out, a->input_tokens);
   if (rc == 0) rc = air__buf_add(out, LIT(",\"output_tokens\":"));
   if (rc == 0) rc = air__buf_addu(out, a->output_tokens);
-  if (rc == 0) rc = air__buf_add(out, LIT("}}"));
+  if (rc == 0) rc = air__buf_addc(out, '}');
+  if (rc == 0) rc = air__continued_member(&a->continued, out);
+  if (rc == 0) rc = air__buf_addc(out, '}');
   if (rc != 0) {
     out->n = start;
     if (out->p) out->p[start] = '\0';

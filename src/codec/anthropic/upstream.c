@@ -432,6 +432,34 @@ static int fields(const air__canon *c, bool thinking, json_t *root) {
   return rc;
 }
 
+/* A continuation's final assistant message loses its text's trailing
+ * white space: the API refuses "final assistant content cannot end with
+ * trailing whitespace" (400). The seam (stream/seam.h) drops the
+ * continuation's leading white space when the text sent ended with some. */
+static int trim_final(json_t *msgs) {
+  size_t k = json_array_size(msgs);
+  json_t *m = k > 0 ? json_array_get(msgs, k - 1) : NULL;
+  const char *role = json_string_value(json_object_get(m, "role"));
+  if (role == NULL || strcmp(role, "assistant") != 0) return 0;
+  json_t *content = json_object_get(m, "content");
+  json_t *holder = m;
+  const char *key = "content";
+  if (json_is_array(content)) {
+    size_t nb = json_array_size(content);
+    holder = nb > 0 ? json_array_get(content, nb - 1) : NULL;
+    key = "text";
+  }
+  json_t *t = json_object_get(holder, key);
+  if (!json_is_string(t)) return 0;
+  const char *s = json_string_value(t);
+  size_t n = json_string_length(t);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
+                   s[n - 1] == '\r' || s[n - 1] == '\f' || s[n - 1] == '\v'))
+    n--;
+  if (n == json_string_length(t)) return 0;
+  return air__json_put(holder, key, json_stringn(s, n));
+}
+
 int air__ant_encode_request(const air__canon *c, const air__build_opts *o,
                             air__buf *out, air_error *err) {
   enc e = {c, err, json_array(), {0}};
@@ -472,6 +500,8 @@ int air__ant_encode_request(const air__canon *c, const air__build_opts *o,
                        json_pack("{s:s, s:I}", "type", "enabled",
                                  "budget_tokens", (json_int_t)budget));
   if (rc == 0) rc = structured(c, o, root);
+  if (rc == 0 && c->cont_style != AIR_CONT_NONE) rc = trim_final(e.msgs);
+  if (rc == 0) rc = air__json_cont_style(c, root, e.msgs);
   if (rc == 0) rc = air__ant_finish_body(root, c->model, o, out, err);
   json_decref(root);
   json_decref(e.msgs);

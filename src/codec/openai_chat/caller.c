@@ -83,7 +83,8 @@ out:
 }
 
 /* A whole chunk whose choice has the delta members in body (already JSON,
- * without braces) and the given finish_reason (NULL: null). */
+ * without braces) and the given finish_reason (NULL: null). The finish
+ * chunk carries the "airetry" marker of a continued answer. */
 static int delta_chunk(const air__encoder *e, const char *body, size_t n,
                        const char *finish, air__buf *out) {
   int rc;
@@ -98,7 +99,9 @@ static int delta_chunk(const air__encoder *e, const char *body, size_t n,
   } else {
     TRY(air__buf_add(out, LIT("null")));
   }
-  TRY(air__buf_add(out, LIT("}]}\n\n")));
+  TRY(air__buf_add(out, LIT("}]")));
+  if (finish != NULL) TRY(air__continued_member(&e->continued, out));
+  TRY(air__buf_add(out, LIT("}\n\n")));
 out:
   return rc;
 }
@@ -146,15 +149,19 @@ out:
   return rc;
 }
 
+/* The usage chunk: this attempt's usage plus earlier attempts' of a
+ * continued answer (air__encoder_add_usage). */
 static int usage_chunk(const air__encoder *e, air__buf *out) {
   int rc;
+  uint64_t in = sat_add(e->input_tokens, e->prior_input_tokens);
+  uint64_t outt = sat_add(e->output_tokens, e->prior_output_tokens);
   TRY(chunk_head(e, out));
   TRY(air__buf_add(out, LIT("],\"usage\":{\"prompt_tokens\":")));
-  TRY(air__buf_addu(out, e->input_tokens));
+  TRY(air__buf_addu(out, in));
   TRY(air__buf_add(out, LIT(",\"completion_tokens\":")));
-  TRY(air__buf_addu(out, e->output_tokens));
+  TRY(air__buf_addu(out, outt));
   TRY(air__buf_add(out, LIT(",\"total_tokens\":")));
-  TRY(air__buf_addu(out, sat_add(e->input_tokens, e->output_tokens)));
+  TRY(air__buf_addu(out, sat_add(in, outt)));
   TRY(air__buf_add(out, LIT("}}\n\n")));
 out:
   return rc;
@@ -227,6 +234,33 @@ out:
   return rc;
 }
 
+/* encoder_observe: a passthrough stream's identity for a take-over: the
+ * id and model of its START part, "created" of the event that carried it
+ * (a scan for the member, once); a FINISH part. Nothing else is looked
+ * at: the other events cost one pass over their parts. */
+void air__oai_encoder_observe(air__encoder *e, const air__sse_event *ev,
+                              const air_part *parts, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const air_part *p = &parts[i];
+    if (p->kind == AIR_PART_START && !e->observed) {
+      set_ident(e, p->id, p->id_len, p->name, p->name_len);
+      e->observed = true;
+      e->started = true;
+      uint64_t v;
+      if (ev != NULL && air__scan_uint(ev->data.p, ev->data.n, "created", &v))
+        e->created = v;
+    } else if (p->kind == AIR_PART_FINISH) {
+      e->finished = true;
+      e->finish = p->finish;
+    }
+  }
+}
+
+int air__oai_encode_keepalive(air__encoder *e, air__buf *out) {
+  (void)e;
+  return air__buf_add(out, LIT(": keep-alive\n\n"));
+}
+
 /* encode_end: [finish chunk if none was seen,] [usage chunk,] [DONE]. */
 int air__oai_encode_end(air__encoder *e, air__buf *out) {
   if (e->ended) return AIR_ESTATE;
@@ -238,7 +272,8 @@ int air__oai_encode_end(air__encoder *e, air__buf *out) {
       TRY(role_chunk(e, out));
     }
     if (!e->finished) TRY(delta_chunk(e, "", 0, finish_str(e->finish), out));
-    if (e->include_usage && e->has_usage) TRY(usage_chunk(e, out));
+    if (e->include_usage && (e->has_usage || e->has_prior_usage))
+      TRY(usage_chunk(e, out));
   }
   TRY(air__buf_add(out, LIT("data: [DONE]\n\n")));
   e->started = e->finished = e->ended = true;
@@ -359,6 +394,7 @@ int air__oai_encode_response(const air__aggregate *a, air__buf *out) {
     TRY(air__buf_addu(out, sat_add(a->input_tokens, a->output_tokens)));
     TRY(air__buf_addc(out, '}'));
   }
+  TRY(air__continued_member(&a->continued, out));
   TRY(air__buf_addc(out, '}'));
 out:
   if (rc != 0) rollback(out, mark);

@@ -97,6 +97,9 @@ void air__oai_encoder_init(air__encoder *e, const air__request *req,
                            uint64_t created_s);
 int air__oai_encode_part(air__encoder *e, const air_part *p, air__buf *out);
 int air__oai_encode_end(air__encoder *e, air__buf *out);
+void air__oai_encoder_observe(air__encoder *e, const air__sse_event *ev,
+                              const air_part *parts, size_t n);
+int air__oai_encode_keepalive(air__encoder *e, air__buf *out);
 int air__oai_encode_error_event(air__encoder *e, air_reason reason,
                                 const char *message, air__buf *out);
 int air__oai_encode_response(const air__aggregate *a, air__buf *out);

@@ -421,6 +421,7 @@ int air__oai_encode_request(const air__canon *c, const air__build_opts *o,
   if (rc == 0) rc = air__json_put(root, "messages", json_incref(msgs));
   if (rc == 0) rc = messages(c, msgs);
   if (rc == 0) rc = fields(c, root);
+  if (rc == 0) rc = air__json_cont_style(c, root, msgs);
   if (rc == 0) rc = air__oai_finish_body(root, c->model, o, err);
   if (rc == 0) rc = air__json_dump(root, JSON_COMPACT, out);
   json_decref(msgs);

@@ -254,9 +254,12 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
                             "null,\"model\":")));
   TRY(air__buf_add_json_str(out, e->model, strlen(e->model)));
   TRY(air__buf_add(out, LIT(",\"output\":[")));
+  bool first = true;
   for (size_t i = 0; output && s != NULL && i < s->n_items; i++) {
-    if (i > 0) TRY(air__buf_addc(out, ','));
+    if (s->items[i].kind == K_NONE) continue; /* an index not mirrored */
+    if (!first) TRY(air__buf_addc(out, ','));
     TRY(item_obj(&s->items[i], out));
+    first = false;
   }
   TRY(air__buf_add(out, LIT("],\"parallel_tool_calls\":true,"
                             "\"previous_response_id\":null,\"reasoning\":"
@@ -265,20 +268,27 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
                             "{\"type\":\"text\"}},\"tool_choice\":\"auto\","
                             "\"tools\":[],\"top_p\":null,\"truncation\":"
                             "\"disabled\",\"usage\":")));
-  if (e->has_usage) {
+  if (e->has_usage || e->has_prior_usage) {
+    /* A continued answer: the sum over its attempts. */
+    uint64_t in = rsp_sat_add(e->input_tokens, e->prior_input_tokens);
+    uint64_t outt = rsp_sat_add(e->output_tokens, e->prior_output_tokens);
     TRY(air__buf_add(out, LIT("{\"input_tokens\":")));
-    TRY(air__buf_addu(out, e->input_tokens));
+    TRY(air__buf_addu(out, in));
     TRY(air__buf_add(out, LIT(",\"input_tokens_details\":{\"cached_tokens\":0},"
                               "\"output_tokens\":")));
-    TRY(air__buf_addu(out, e->output_tokens));
+    TRY(air__buf_addu(out, outt));
     TRY(air__buf_add(out, LIT(",\"output_tokens_details\":{\"reasoning_tokens\""
                               ":0},\"total_tokens\":")));
-    TRY(air__buf_addu(out, rsp_sat_add(e->input_tokens, e->output_tokens)));
+    TRY(air__buf_addu(out, rsp_sat_add(in, outt)));
     TRY(air__buf_addc(out, '}'));
   } else {
     TRY(air__buf_add(out, LIT("null")));
   }
-  TRY(air__buf_add(out, LIT(",\"user\":null,\"metadata\":{}}")));
+  TRY(air__buf_add(out, LIT(",\"user\":null,\"metadata\":{}")));
+  /* The end of a continued answer carries the marker (DESIGN.md 3.5). */
+  if (output && strcmp(status, "failed") != 0)
+    TRY(air__continued_member(&e->continued, out));
+  TRY(air__buf_addc(out, '}'));
 out:
   return rc;
 }
@@ -627,6 +637,183 @@ out:
   return rc;
 }
 
+/* ---- take-over from passthrough (DESIGN.md 3.5)
+ * ----------------------------------------------- */
+
+static bool type_is(air__str ty, const char *t) {
+  size_t n = strlen(t);
+  return ty.n == n && memcmp(ty.p, t, n) == 0;
+}
+
+/* The mirrored item at output index ix (NULL: none). */
+static rsp_item *item_at(air__rsp_enc *s, int64_t ix) {
+  if (ix < 0 || (uint64_t)ix >= s->n_items) return NULL;
+  rsp_item *it = &s->items[ix];
+  return it->kind != K_NONE ? it : NULL;
+}
+
+/* output_item.added of the upstream: the item mirrored at its output
+ * index with the upstream's id (the caller saw it), open. */
+static void mirror_item(air__encoder *e, const json_t *v) {
+  air__rsp_enc *s = e->rsp;
+  json_t *ix = json_object_get(v, "output_index");
+  json_t *item = json_object_get(v, "item");
+  const char *type = json_string_value(json_object_get(item, "type"));
+  const char *id = json_string_value(json_object_get(item, "id"));
+  if (!json_is_integer(ix) || type == NULL) return;
+  json_int_t k = json_integer_value(ix);
+  if (k < 0 || k >= AIR__MAX_RESPONSES_ITEMS) return;
+  size_t need = (size_t)k + 1;
+  if (need > s->cap_items) {
+    size_t cap = s->cap_items ? s->cap_items : 4;
+    while (cap < need) cap *= 2;
+    rsp_item *t = realloc(s->items, cap * sizeof(*t));
+    if (t == NULL) return;
+    s->items = t;
+    s->cap_items = cap;
+  }
+  while (s->n_items < need) {
+    item_init(&s->items[s->n_items]);
+    s->items[s->n_items].index = (int)s->n_items;
+    s->n_items++;
+  }
+  rsp_item *it = &s->items[k];
+  it->kind = strcmp(type, "message") == 0     ? K_MSG
+             : strcmp(type, "reasoning") == 0 ? K_REASON
+                                              : K_TOOL;
+  it->open = true;
+  it->tool = -1;
+  size_t n = id != NULL ? strlen(id) : 0;
+  if (n >= sizeof(it->item_id)) n = sizeof(it->item_id) - 1;
+  if (n > 0) memcpy(it->item_id, id, n);
+  it->item_id[n] = '\0';
+  if (it->kind == K_TOOL) {
+    const char *cid = json_string_value(json_object_get(item, "call_id"));
+    const char *name = json_string_value(json_object_get(item, "name"));
+    air__buf_reset(&it->call_id);
+    air__buf_reset(&it->name);
+    if (cid != NULL &&
+        air__buf_add(&it->call_id, cid, fit(cid, strlen(cid),
+                                            AIR__MAX_NAME_BYTES)) != 0)
+      return;
+    if (name != NULL &&
+        air__buf_add(&it->name, name,
+                     fit(name, strlen(name), AIR__MAX_NAME_BYTES)) != 0)
+      return;
+  }
+}
+
+/* The upstream event's JSON, for the few event types read whole. */
+static json_t *parse(const air__sse_event *ev) {
+  return json_loadb(ev->data.p, ev->data.n, 0, NULL);
+}
+
+/*
+ * encoder_observe: mirrors a passthrough Responses stream so a take-over
+ * goes on with it: the response id, created_at and model
+ * (response.created), every item at its output index with the upstream's
+ * item id (output_item.added, .done), the open content part and its index
+ * (content_part.added, .done), each item's text from the parts (for the
+ * .done events and response.completed a take-over writes), and the next
+ * sequence_number. Only response.created, output_item.added / .done and
+ * content_part.added are parsed; a delta costs a scan for its
+ * sequence_number and an append of its text.
+ */
+void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
+                              const air_part *parts, size_t n) {
+  air__rsp_enc *s = e->rsp;
+  if (s == NULL || ev == NULL) return;
+  uint64_t seq;
+  if (air__scan_uint(ev->data.p, ev->data.n, "sequence_number", &seq) &&
+      seq + 1 > s->seq)
+    s->seq = seq + 1;
+  air__str ty = air__event_type(ev);
+  /* Deltas (nearly every event): only their text below. */
+  bool delta = ty.n > 6 && memcmp(ty.p + ty.n - 6, ".delta", 6) == 0;
+  if (delta) {
+  } else if (type_is(ty, "response.created")) {
+    json_t *v = parse(ev);
+    json_t *r = json_object_get(v, "response");
+    const char *id = json_string_value(json_object_get(r, "id"));
+    const char *model = json_string_value(json_object_get(r, "model"));
+    json_t *ca = json_object_get(r, "created_at");
+    if (id != NULL) {
+      size_t k = fit(id, strlen(id), sizeof(e->id) - 1);
+      memcpy(e->id, id, k);
+      e->id[k] = '\0';
+    }
+    if (model != NULL) {
+      size_t k = fit(model, strlen(model), sizeof(e->model) - 1);
+      memcpy(e->model, model, k);
+      e->model[k] = '\0';
+    }
+    if (json_is_integer(ca) && json_integer_value(ca) >= 0)
+      e->created = (uint64_t)json_integer_value(ca);
+    json_decref(v);
+    e->started = e->observed = true;
+  } else if (type_is(ty, "response.output_item.added")) {
+    json_t *v = parse(ev);
+    mirror_item(e, v);
+    json_decref(v);
+  } else if (type_is(ty, "response.output_item.done")) {
+    json_t *v = parse(ev);
+    json_t *ix = json_object_get(v, "output_index");
+    rsp_item *it = json_is_integer(ix) ? item_at(s, json_integer_value(ix))
+                                       : NULL;
+    if (it != NULL) it->open = false;
+    json_decref(v);
+  } else if (type_is(ty, "response.content_part.added")) {
+    json_t *v = parse(ev);
+    rsp_item *it = item_at(s, json_integer_value(json_object_get(v, "output_index")));
+    const char *t = json_string_value(
+        json_object_get(json_object_get(v, "part"), "type"));
+    json_t *ci = json_object_get(v, "content_index");
+    if (it != NULL && it->kind == K_MSG && t != NULL) {
+      it->part = strcmp(t, "refusal") == 0 ? P_REFUSAL : P_TEXT;
+      if (json_is_integer(ci) && json_integer_value(ci) >= 0 &&
+          json_integer_value(ci) < 1000000)
+        it->content_index = (int)json_integer_value(ci);
+      air__buf_reset(&it->text);
+    }
+    json_decref(v);
+  } else if (type_is(ty, "response.content_part.done")) {
+    rsp_item *it = find_open(s, K_MSG, 0);
+    if (it != NULL && it->part != P_NONE) {
+      if ((it->parts.n == 0 || air__buf_addc(&it->parts, ',') == 0) &&
+          content_part_obj(it, it->part, &it->parts) == 0) {
+        it->part = P_NONE;
+        it->content_index++;
+        air__buf_reset(&it->text);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    const air_part *p = &parts[i];
+    rsp_item *it = NULL;
+    if (p->kind == AIR_PART_TEXT || p->kind == AIR_PART_REFUSAL)
+      it = find_open(s, K_MSG, 0);
+    else if (p->kind == AIR_PART_REASONING)
+      it = find_open(s, K_REASON, 0);
+    else if (p->kind == AIR_PART_TOOL_DELTA)
+      it = find_open(s, K_TOOL, p->index);
+    else if (p->kind == AIR_PART_TOOL_START && p->index >= 0) {
+      rsp_item *t = find_open(s, K_TOOL, -1);
+      if (t != NULL) t->tool = p->index;
+    } else if (p->kind == AIR_PART_FINISH) {
+      e->finished = true;
+      e->finish = p->finish;
+    }
+    if (it != NULL && p->text_len > 0 &&
+        air__buf_add(&it->text, p->text, p->text_len) != 0)
+      return; /* over the answer limit: encode_part will fail the same */
+  }
+}
+
+int air__rsp_encode_keepalive(air__encoder *e, air__buf *out) {
+  (void)e;
+  return air__buf_add(out, LIT(": keep-alive\n\n"));
+}
+
 /* encode_end: the open items closed, response.completed (or
  * response.incomplete after a length or content_filter finish).
  * Passthrough: nothing (the upstream's own end was forwarded). */
@@ -751,6 +938,8 @@ int air__rsp_encode_response(const air__aggregate *a, air__buf *out) {
   e.has_usage = a->has_usage;
   e.input_tokens = a->input_tokens;
   e.output_tokens = a->output_tokens;
+  e.continued = a->continued; /* borrowed: the scratch encoder's cleanup
+                                 below does not free it */
   bool incomplete = incomplete_reason(a->finish) != NULL;
   TRY(response_obj(&e, incomplete ? "incomplete" : "completed", true, NULL,
                    NULL, out));

@@ -67,6 +67,9 @@ void air__rsp_encoder_init(air__encoder *e, const air__request *req,
 void air__rsp_encoder_cleanup(air__encoder *e);
 int air__rsp_encode_part(air__encoder *e, const air_part *p, air__buf *out);
 int air__rsp_encode_end(air__encoder *e, air__buf *out);
+void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
+                              const air_part *parts, size_t n);
+int air__rsp_encode_keepalive(air__encoder *e, air__buf *out);
 int air__rsp_encode_error_event(air__encoder *e, air_reason reason,
                                 const char *message, air__buf *out);
 int air__rsp_encode_response(const air__aggregate *a, air__buf *out);

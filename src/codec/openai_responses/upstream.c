@@ -365,6 +365,8 @@ int air__rsp_encode_request(const air__canon *c, const air__build_opts *o,
   if (rc == 0) rc = air__json_put(root, "model", json_string(""));
   if (rc == 0) rc = input(c, root);
   if (rc == 0) rc = fields(c, root);
+  if (rc == 0)
+    rc = air__json_cont_style(c, root, json_object_get(root, "input"));
   if (rc == 0) rc = air__rsp_finish_body(root, c->model, o, err);
   if (rc == 0) rc = air__json_dump(root, JSON_COMPACT, out);
   json_decref(root);

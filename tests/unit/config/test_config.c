@@ -961,6 +961,114 @@ static void hedge_settings(void **state) {
 }
 
 /* A `to:` inherited from defaults is checked against each route. */
+/* continuation: (DESIGN.md 3.5): off by default, on when the map is given,
+ * merged key by key; max_gap_ms defaults to the route's chunk_ms; styles
+ * resolved target <- provider <- api; bad values named with their place. */
+static void continuation_settings(void **state) {
+  (void)state;
+  const char *text =
+      "providers:\n"
+      "  - {name: o, api: openai}\n"
+      "  - {name: a, api: anthropic}\n"
+      "  - {name: r, api: openai_responses}\n"
+      "  - {name: v, api: openai, continuation_style: vllm}\n"
+      "defaults: {continuation: {max: 3, max_sent_bytes: 5000}}\n"
+      "routes:\n"
+      "  - name: one\n"
+      "    targets: [a/m, v/m, {target: o/m, continuation_style: "
+      "prefix_flag},\n"
+      "              {target: a/n, continuation_style: none}, r/m]\n"
+      "    timeouts: {chunk_ms: 1234}\n"
+      "    continuation: {targets: any, instruct: true}\n"
+      "  - name: two\n"
+      "    targets: [a/m]\n"
+      "    continuation: {enabled: false, max_gap_ms: 99}\n"
+      "  - name: three\n"
+      "    targets: [a/m]\n";
+  diags ds;
+  air_config *cfg = NULL;
+  assert_int_equal(parse(text, &ds, &cfg), 0);
+  assert_int_equal(ds.errors, 0);
+  /* Built-ins and defaults: off, same_model, max 3 from defaults. */
+  const air__continuation *d = &cfg->defaults.continuation;
+  assert_true(d->enabled); /* defaults gave the map */
+  assert_int_equal(d->max, 3);
+  assert_int_equal(d->max_gap_ms, 30000);
+  assert_int_equal(d->max_sent_bytes, 5000);
+  assert_false(d->any_target);
+  const air__route *one = &cfg->routes[0];
+  const air__continuation *k = &one->policy.continuation;
+  assert_true(k->enabled);
+  assert_true(k->any_target);
+  assert_true(k->instruct);
+  assert_int_equal(k->max, 3);
+  assert_int_equal(k->max_gap_ms, 1234); /* the route's chunk_ms */
+  assert_int_equal(k->max_sent_bytes, 5000);
+  /* Styles: by api, the provider's, the target's. */
+  assert_int_equal(cfg->providers[0].continuation_style, AIR_CONT_NONE);
+  assert_false(cfg->providers[0].continuation_style_set);
+  assert_int_equal(cfg->providers[1].continuation_style, AIR_CONT_PREFILL);
+  assert_int_equal(cfg->providers[2].continuation_style, AIR_CONT_NONE);
+  assert_int_equal(cfg->providers[3].continuation_style, AIR_CONT_VLLM);
+  assert_true(cfg->providers[3].continuation_style_set);
+  assert_int_equal(one->targets[0].style, AIR_CONT_PREFILL);
+  assert_false(one->targets[0].style_set);
+  assert_int_equal(one->targets[1].style, AIR_CONT_VLLM);
+  assert_true(one->targets[1].style_set);
+  assert_int_equal(one->targets[2].style, AIR_CONT_PREFIX_FLAG);
+  assert_true(one->targets[2].style_set);
+  assert_int_equal(one->targets[3].style, AIR_CONT_NONE);
+  assert_true(one->targets[3].style_set);
+  assert_int_equal(one->targets[4].style, AIR_CONT_NONE);
+  const air__continuation *two = &cfg->routes[1].policy.continuation;
+  assert_false(two->enabled);
+  assert_int_equal(two->max_gap_ms, 99);
+  assert_true(cfg->routes[2].policy.continuation.enabled);
+  /* The dump shows every resolved value. */
+  char *out = dump_text(cfg);
+  assert_non_null(strstr(out, "continuation_style: prefix_flag"));
+  assert_non_null(strstr(out, "continuation_style: vllm"));
+  assert_non_null(strstr(out, "targets: any"));
+  assert_non_null(strstr(out, "max_gap_ms: 1234"));
+  free(out);
+  air_config_free(cfg);
+
+  /* Off by default. */
+  cfg = good("providers: [{name: a, api: anthropic}]\n"
+             "routes: [{name: r, targets: [a/m]}]\n");
+  assert_false(cfg->routes[0].policy.continuation.enabled);
+  assert_int_equal(cfg->routes[0].policy.continuation.max, 2);
+  assert_int_equal(cfg->routes[0].policy.continuation.max_sent_bytes,
+                   1048576);
+  air_config_free(cfg);
+
+  /* Errors name the place; a route that cannot continue is a warning. */
+  const char *bad =
+      "providers:\n"
+      "  - {name: o, api: openai, continuation_style: prefil}\n"
+      "  - {name: p, api: openai}\n"
+      "routes:\n"
+      "  - name: r\n"
+      "    targets: [p/m]\n"
+      "    continuation: {targets: some, max: 0, max_gap_ms: 0,\n"
+      "                   max_sent_bytes: 0, instruct: yes please}\n"
+      "  - name: s\n"
+      "    targets: [p/m]\n"
+      "    continuation: {}\n";
+  assert_int_equal(parse(bad, &ds, &cfg), AIR_ECONFIG);
+  expect_diag(&ds, AIR_DIAG_ERROR, 2, 48,
+              "continuation_style: expected one of none, prefill, vllm, "
+              "prefix_flag, instruct, got 'prefil'");
+  expect_diag(&ds, AIR_DIAG_ERROR, 7, 29,
+              "continuation.targets: expected one of same_model, any");
+  expect_diag(&ds, AIR_DIAG_ERROR, 7, 40, "continuation.max: 0 is out of");
+  expect_diag(&ds, AIR_DIAG_ERROR, 7, 55, "max_gap_ms: 0 is out of range");
+  expect_diag(&ds, AIR_DIAG_ERROR, 8, 36, "max_sent_bytes");
+  expect_diag(&ds, AIR_DIAG_ERROR, 8, 49, "instruct");
+  expect_diag(&ds, AIR_DIAG_WARNING, 9, 5, "no target can continue");
+  assert_null(cfg);
+}
+
 static void defaults_rule_to_checked_per_route(void **state) {
   (void)state;
   diags ds;
@@ -1092,6 +1200,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(unknown_keys_and_types),
       cmocka_unit_test(warnings_for_ignored_rule_keys),
       cmocka_unit_test(hedge_settings),
+      cmocka_unit_test(continuation_settings),
       cmocka_unit_test(defaults_rule_to_checked_per_route),
       cmocka_unit_test(alias_bomb_is_bounded),
       cmocka_unit_test(status_matchers_are_one_limit),

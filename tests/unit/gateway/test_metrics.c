@@ -135,6 +135,42 @@ static void test_hedges(void **s) {
   air_config_free(cfg);
 }
 
+/* Continuations (DESIGN.md 3.5): airetry_continuations_total{route,target,
+ * outcome}; names the config does not define count as "other", unknown
+ * outcomes not at all. */
+static void test_continuations(void **s) {
+  (void)s;
+  air_config *cfg = test_config(CFG_A);
+  air__metrics *m = NULL;
+  assert_int_equal(air__metrics_new(&m), 0);
+  air__metrics_continuation(m, cfg, "smart", "p/b", "joined");
+  air__metrics_continuation(m, cfg, "smart", "p/b", "joined");
+  air__metrics_continuation(m, cfg, "smart", "p/a", "failed");
+  air__metrics_continuation(m, cfg, "smart", "p/a", "prefill_rejected");
+  air__metrics_continuation(m, cfg, "nope", "p/a", "joined");
+  air__metrics_continuation(m, cfg, "smart", "q/zz", "failed");
+  air__metrics_continuation(m, cfg, "smart", "p/a", "bogus");
+  char *t = render(m);
+  assert_non_null(strstr(t, "# TYPE airetry_continuations_total counter"));
+  assert_int_equal(
+      value(t, "airetry_continuations_total{route=\"smart\",target=\"p/b\",outcome=\"joined\"}"), 2);
+  assert_int_equal(
+      value(t, "airetry_continuations_total{route=\"smart\",target=\"p/a\",outcome=\"failed\"}"), 1);
+  assert_int_equal(value(t, "airetry_continuations_total{route=\"smart\",target=\"p/a\","
+                            "outcome=\"prefill_rejected\"}"),
+                   1);
+  assert_int_equal(
+      value(t, "airetry_continuations_total{route=\"other\",target=\"other\",outcome=\"joined\"}"),
+      1);
+  assert_int_equal(
+      value(t, "airetry_continuations_total{route=\"smart\",target=\"other\",outcome=\"failed\"}"),
+      1);
+  assert_null(strstr(t, "bogus"));
+  free(t);
+  air__metrics_free(m);
+  air_config_free(cfg);
+}
+
 /*
  * A render that does not fit passes the buffer's own error on (not a bare
  * 1), whatever family it stops in, and the buffer keeps its maximum.
@@ -309,6 +345,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_configured_names_and_other),
       cmocka_unit_test(test_hedges),
+      cmocka_unit_test(test_continuations),
       cmocka_unit_test(test_junk_models_do_not_grow_the_output),
       cmocka_unit_test(test_two_threads_add_up),
       cmocka_unit_test(test_reload_keeps_counters),

@@ -381,7 +381,8 @@ static void test_answer(void **state) {
   air__mock_answer a;
   air__mock_answer_init(&a);
   air__mock_beh b = {0};
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, false, NULL),
+                   0);
   const char *const canon[] = {"[m]", " w1", " w2", " w3", " w4",
                                " w5", " w6", " w7", " w8"};
   tokens_are(&a, canon, 9);
@@ -389,42 +390,50 @@ static void test_answer(void **state) {
 
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 0;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, false, NULL),
+                   0);
   tokens_are(&a, canon, 1);
 
   b.set = AIR__MOCK_K_ANSWER;
   b.answer = " Hello big  world";
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, false, NULL),
+                   0);
   const char *const words[] = {" Hello", " big", "  world"};
   tokens_are(&a, words, 3);
 
   b.set = AIR__MOCK_K_ANSWER | AIR__MOCK_K_FINISH;
   b.finish = AIR_FINISH_LENGTH;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, false, NULL),
+                   0);
   tokens_are(&a, words, 1); /* half, at least one */
 
   b.set = AIR__MOCK_K_REFUSAL | AIR__MOCK_K_ANSWER;
   b.refusal = "No way.";
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, NULL), 0);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, NULL, 0, false, NULL),
+                   0);
   const char *const no[] = {"No", " way."};
   tokens_are(&a, no, 2);
 
-  /* Prefill: from the token boundary at or after the prefix's end. */
+  /* Prefill: from the byte after the prefix (tokens_are checks whole
+   * tokens; test_continuation the cut one). */
   b.set = AIR__MOCK_K_TOKENS;
   b.tokens = 4;
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6, NULL),
-                   0);
+  assert_int_equal(
+      air__mock_answer_build(&a, "m", 1, &b, "[m] w1", 6, false, NULL), 0);
   assert_true(a.prefill);
   const char *const rest[] = {" w2", " w3", " w4"};
   tokens_are(&a, rest, 3);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8, NULL),
-                   0);
-  tokens_are(&a, rest + 1, 2);
   assert_int_equal(
-      air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15, NULL), 0);
+      air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w", 8, false, NULL), 0);
+  assert_int_equal(a.first, 2); /* " w2" from its byte 2: "2" */
+  assert_int_equal(a.from_off, 8);
+  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "[m] w1 w2 w3 w4", 15,
+                                          false, NULL),
+                   0);
   assert_true(a.prefill);
   tokens_are(&a, rest, 0);
-  assert_int_equal(air__mock_answer_build(&a, "m", 1, &b, "other", 5, NULL), 0);
+  assert_int_equal(
+      air__mock_answer_build(&a, "m", 1, &b, "other", 5, false, NULL), 0);
   assert_false(a.prefill);
   assert_int_equal(a.first, 0);
   assert_int_equal(a.last, 5);
@@ -543,8 +552,15 @@ static void test_log(void **state) {
   e->hung_up_ms = 30;
   e->ended = true;
   e->end_ms = 30;
-  air__mock_log_add(&l, 40, "open", 4, 1, AIR_DIALECT_OPENAI, true, "ok");
-  assert_non_null(air__mock_log_find(&l, id));
+  air__buf msg;
+  air__buf_init(&msg, 1024);
+  assert_int_equal(air__buf_adds(&msg, "Continue \"exactly\"."), 0);
+  air__mock_log_continuation(e, "instruct", false, 7, &msg, false, 0);
+  e = air__mock_log_add(&l, 40, "open", 4, 1, AIR_DIALECT_OPENAI, true, "ok");
+  air__mock_log_continuation(e, NULL, false, 0, NULL, false, 0);
+  e = air__mock_log_find(&l, id);
+  assert_non_null(e);
+  air__mock_log_continuation(e, "prefill", true, 6, NULL, true, 100);
   air__buf out;
   air__buf_init(&out, 1 << 20);
   assert_int_equal(air__mock_log_json(&l, &out), 0);
@@ -552,13 +568,28 @@ static void test_log(void **state) {
       out.p,
       "{\"attempts\":[{\"t_ms\":12,\"model\":\"primary\",\"attempt\":1,"
       "\"api\":\"openai\",\"stream\":true,\"fault\":\"status=429\","
-      "\"status\":429,\"hung_up\":false,\"hung_up_ms\":null,\"end_ms\":13},"
+      "\"status\":429,\"hung_up\":false,\"hung_up_ms\":null,\"end_ms\":13,"
+      "\"continuation\":\"prefill\",\"continued_at\":6,\"assistant_bytes\":6,"
+      "\"instruct_message\":null,\"max_tokens\":100},"
       "{\"t_ms\":20,\"model\":\"q\\\"x\",\"attempt\":2,\"api\":\"anthropic\","
       "\"stream\":false,\"fault\":\"hang\",\"status\":0,\"hung_up\":true,"
-      "\"hung_up_ms\":30,\"end_ms\":30},"
+      "\"hung_up_ms\":30,\"end_ms\":30,\"continuation\":\"instruct\","
+      "\"continued_at\":null,\"assistant_bytes\":7,"
+      "\"instruct_message\":\"Continue \\\"exactly\\\".\",\"max_tokens\":null},"
       "{\"t_ms\":40,\"model\":\"open\",\"attempt\":1,\"api\":\"openai\","
       "\"stream\":true,\"fault\":\"ok\",\"status\":0,\"hung_up\":false,"
-      "\"hung_up_ms\":null,\"end_ms\":null}],\"dropped\":0}\n");
+      "\"hung_up_ms\":null,\"end_ms\":null,\"continuation\":null,"
+      "\"continued_at\":null,\"assistant_bytes\":0,\"instruct_message\":null,"
+      "\"max_tokens\":null}],\"dropped\":0}\n");
+  /* The instruct message is kept to its first 256 bytes, whole UTF-8
+   * characters only. */
+  air__buf_reset(&msg);
+  assert_int_equal(air__buf_adds(&msg, "x"), 0);
+  for (int i = 0; i < 200; i++)
+    assert_int_equal(air__buf_adds(&msg, "\xc3\xa9"), 0); /* é */
+  air__mock_log_continuation(e, "instruct", true, 3, &msg, false, 0);
+  assert_int_equal(strlen(e->instruct_message), 255);
+  air__buf_cleanup(&msg);
 
   /* Reset forgets entries (old ids are not found again) and counters. */
   air__mock_log_reset(&l);
@@ -677,7 +708,7 @@ static void build(air__mock_answer *a, const air__mock_beh *b, air_dialect api,
                   const char *req) {
   json_t *r = req ? json_loads(req, 0, NULL) : NULL;
   if (req != NULL) assert_non_null(r);
-  assert_int_equal(air__mock_answer_build(a, "m", 1, b, NULL, 0, r), 0);
+  assert_int_equal(air__mock_answer_build(a, "m", 1, b, NULL, 0, false, r), 0);
   assert_int_equal(air__mock_answer_events(a, b, api), 0);
   json_decref(r);
 }
@@ -708,6 +739,7 @@ static void stream_bytes(const air__mock_answer *a, air_dialect api,
   air_part fin = {.kind = AIR_PART_FINISH, .finish = a->finish};
   assert_int_equal(ops->encode_part(&enc, &fin, out), 0);
   assert_int_equal(ops->encode_end(&enc, out), 0);
+  air__encoder_cleanup(&enc);
 }
 
 /* Decodes the stream bytes of a into g. */
@@ -1255,6 +1287,340 @@ static void test_count_tokens(void **state) {
   assert_int_equal(rc, AIR_EINVAL);
 }
 
+/* tool_text: the answer's text, then the tool calls, in every dialect. */
+static void test_tool_text(void **state) {
+  (void)state;
+  const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC,
+                              AIR_DIALECT_OPENAI_RESPONSES};
+  for (size_t k = 0; k < 3; k++) {
+    air__mock_answer a;
+    air__mock_answer_init(&a);
+    air__mock_beh b = {.set = AIR__MOCK_K_TOOL_CALLS | AIR__MOCK_K_TOOL_TEXT |
+                              AIR__MOCK_K_TOKENS,
+                       .tool_calls = 1,
+                       .tool_text = true,
+                       .tokens = 2};
+    build(&a, &b, apis[k], NULL);
+    assert_int_equal(a.n_ev, 3 + 4);
+    assert_int_equal(a.finish, AIR_FINISH_TOOL_CALLS);
+    got g;
+    air__buf bytes;
+    air__buf_init(&bytes, 1u << 20);
+    decode_stream(&a, apis[k], &g, &bytes);
+    assert_string_equal(g.order, "tttSDDD");
+    assert_int_equal(g.text.n, strlen("[m] w1 w2"));
+    assert_memory_equal(g.text.p, "[m] w1 w2", g.text.n);
+    assert_int_equal(g.n_tools, 1);
+    args_are(&g, 0);
+    got_cleanup(&g);
+    air__buf_cleanup(&bytes);
+    decode_whole(&a, apis[k], &g);
+    assert_memory_equal(g.text.p, "[m] w1 w2", g.text.n);
+    assert_int_equal(g.n_tools, 1);
+    got_cleanup(&g);
+    air__mock_answer_cleanup(&a);
+  }
+  air__mock_script *s =
+      load("models:\n  t: {tool_calls: 1, tool_text: true}\n");
+  fault_is(model(s, "t"), 1, 0, "tool_calls=1,tool_text");
+  air__mock_script_free(s);
+  char st[64];
+  air__mock_model m;
+  air__mock_diag d;
+  assert_int_equal(
+      air__mock_parse_name("t@tools=1@tooltext@k=1", 22, st, &m, &d), 0);
+  fault_is(&m, 1, 0, "tool_calls=1,tool_text");
+  fault_is(&m, 2, 0, "ok");
+}
+
+/* ---- continuation (docs/mock.md "Continuation") ------------------------- */
+
+static const char *const style_cases[][3] = {
+    /* body, dialect ("c" chat, "a" anthropic, "r" responses), style/P */
+    {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"
+     "\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"[m] w1\"}]}],"
+     "\"max_tokens\":50}",
+     "a", "prefill|[m] w1|50"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"
+     "\"assistant\",\"content\":\"[m] w1\"}]}",
+     "c", "prefill|[m] w1|-"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"
+     "\"assistant\",\"content\":\"[m] w1\"}],\"continue_final_message\":true,"
+     "\"add_generation_prompt\":false,\"max_completion_tokens\":7}",
+     "c", "vllm|[m] w1|7"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"
+     "\"assistant\",\"content\":\"[m] w1\",\"prefix\":true}]}",
+     "c", "prefix_flag|[m] w1|-"},
+    /* The flags are chat's: an Anthropic body with them is a prefill. */
+    {"{\"messages\":[{\"role\":\"assistant\",\"content\":\"[m]\","
+     "\"prefix\":true}]}",
+     "a", "prefill|[m]|-"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"
+     "\"assistant\",\"content\":\"[m] w1\"},{\"role\":\"user\",\"content\":"
+     "[{\"type\":\"text\",\"text\":\"Continue.\"}]}]}",
+     "c", "instruct|[m] w1|-|Continue."},
+    {"{\"input\":[{\"role\":\"user\",\"content\":\"q\"},{\"type\":\"message\","
+     "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":"
+     "\"[m] w1\"}]}],\"max_output_tokens\":9}",
+     "r", "prefill|[m] w1|9"},
+    {"{\"input\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":"
+     "\"assistant\","
+     "\"content\":\"[m]\"},{\"role\":\"user\",\"content\":[{\"type\":"
+     "\"input_text\",\"text\":\"go on\"}]}]}",
+     "r", "instruct|[m]|-|go on"},
+    {"{\"input\":\"q\"}", "r", "-"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}", "c", "-"},
+    {"{\"messages\":[{\"role\":\"assistant\",\"content\":\"\"}]}", "a", "-"},
+    /* A function call item between: no assistant text before the user. */
+    {"{\"input\":[{\"role\":\"assistant\",\"content\":\"x\"},{\"type\":"
+     "\"function_call_output\",\"call_id\":\"c\",\"output\":\"o\"},{\"role\":"
+     "\"user\",\"content\":\"q\"}]}",
+     "r", "-"},
+};
+
+static void test_read_continuation(void **state) {
+  (void)state;
+  air__mock_cont c;
+  air__mock_cont_init(&c);
+  for (size_t i = 0; i < sizeof(style_cases) / sizeof(style_cases[0]); i++) {
+    json_t *j = json_loads(style_cases[i][0], 0, NULL);
+    assert_non_null(j);
+    air_dialect api = style_cases[i][1][0] == 'a' ? AIR_DIALECT_ANTHROPIC
+                      : style_cases[i][1][0] == 'r'
+                          ? AIR_DIALECT_OPENAI_RESPONSES
+                          : AIR_DIALECT_OPENAI;
+    assert_int_equal(air__mock_read_continuation(j, api, &c), 0);
+    char seen[512];
+    const char *name = air__mock_style_name(c.style);
+    if (name == NULL)
+      snprintf(seen, sizeof(seen), "-");
+    else if (c.style == AIR__MOCK_STYLE_INSTRUCT)
+      snprintf(seen, sizeof(seen), "%s|%.*s|%s|%.*s", name, (int)c.text.n,
+               c.text.p, "-", (int)c.message.n, c.message.p);
+    else if (c.has_max_tokens)
+      snprintf(seen, sizeof(seen), "%s|%.*s|%llu", name, (int)c.text.n,
+               c.text.p, (unsigned long long)c.max_tokens);
+    else
+      snprintf(seen, sizeof(seen), "%s|%.*s|-", name, (int)c.text.n, c.text.p);
+    if (strcmp(seen, style_cases[i][2]) != 0)
+      fprintf(stderr, "case %zu: %s\n", i, seen);
+    assert_string_equal(seen, style_cases[i][2]);
+    json_decref(j);
+  }
+  air__mock_cont_cleanup(&c);
+}
+
+/* The text of a's content events, joined, into out (reset first). */
+static void events_text(const air__mock_answer *a, air__buf *out) {
+  air__buf_reset(out);
+  for (size_t i = 0; i < a->n_ev; i++) {
+    air_part p = air__mock_answer_part(a, i);
+    assert_int_equal(air__buf_add(out, p.text, p.text_len), 0);
+  }
+}
+
+/* The answer of b for model "m" continuing prefill P (instruct or not),
+ * its events for api; checks the events' text is want. */
+static void continues(air__mock_answer *a, const air__mock_beh *b,
+                      const char *p, bool instruct, air_dialect api,
+                      const char *want) {
+  assert_int_equal(air__mock_answer_build(a, "m", 1, b, p, p ? strlen(p) : 0,
+                                          instruct, NULL),
+                   0);
+  assert_int_equal(air__mock_answer_events(a, b, api), 0);
+  air__buf t;
+  air__buf_init(&t, 1u << 20);
+  events_text(a, &t);
+  if (t.n != strlen(want) || (t.n > 0 && memcmp(t.p, want, t.n) != 0))
+    fprintf(stderr, "continuing '%s': got '%.*s', want '%s'\n", p ? p : "",
+            (int)t.n, t.n > 0 ? t.p : "", want);
+  assert_int_equal(t.n, strlen(want));
+  if (t.n > 0) assert_memory_equal(t.p, want, t.n);
+  air__buf_cleanup(&t);
+}
+
+#define A8 "[m] w1 w2 w3 w4 w5 w6 w7 w8"
+
+static void test_continue_as(void **state) {
+  (void)state;
+  air__mock_answer a;
+  air__mock_answer_init(&a);
+  air__mock_beh b = {0};
+  /* exact: P + events == A wherever P stops, even inside a token. */
+  for (size_t k = 1; k <= strlen(A8); k++) {
+    char p[64];
+    snprintf(p, sizeof(p), "%.*s", (int)k, A8);
+    continues(&a, &b, p, false, AIR_DIALECT_OPENAI, A8 + k);
+    assert_true(a.prefill);
+    if (k < strlen(A8)) continues(&a, &b, p, true, AIR_DIALECT_OPENAI, A8 + k);
+  }
+  /* The cut token's rest is one event, then whole tokens. */
+  continues(&a, &b, "[m] w1 w", false, AIR_DIALECT_ANTHROPIC,
+            "2 w3 w4 w5 w6 w7 w8");
+  assert_int_equal(a.n_ev, 7);
+  assert_int_equal(a.ev[0].len, 1);
+  /* instruct needs a proper prefix: the whole answer is a conversation. */
+  continues(&a, &b, A8, true, AIR_DIALECT_OPENAI, A8);
+  assert_false(a.prefill);
+  /* Not a prefix: not this model's answer, the whole answer. */
+  continues(&a, &b, "[m] w1 w3", false, AIR_DIALECT_OPENAI, A8);
+  assert_false(a.prefill);
+  continues(&a, &b, "[x] w1", true, AIR_DIALECT_OPENAI, A8);
+  assert_false(a.prefill);
+
+  b.set = AIR__MOCK_K_CONTINUE_AS;
+  b.continue_as = AIR__MOCK_CONT_RESTART;
+  continues(&a, &b, "[m] w1 w2", false, AIR_DIALECT_OPENAI, A8);
+  assert_true(a.prefill);
+  assert_int_equal(a.cont_as, AIR__MOCK_CONT_RESTART);
+  assert_int_equal(a.n_ev, 9);
+
+  b.continue_as = AIR__MOCK_CONT_REPEAT; /* 40 bytes by default */
+  const char *p40 = "[m] w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 w13";
+  air__mock_beh b20 = b;
+  b20.set |= AIR__MOCK_K_TOKENS;
+  b20.tokens = 20;
+  const char *a20 =
+      "[m] w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 w13 w14 w15 w16 w17 w18 "
+      "w19 w20";
+  continues(&a, &b20, p40, false, AIR_DIALECT_OPENAI, a20 + strlen(p40) - 40);
+  b20.set |= AIR__MOCK_K_REPEAT_CHARS;
+  b20.repeat_chars = 5;
+  continues(&a, &b20, p40, false, AIR_DIALECT_OPENAI, a20 + strlen(p40) - 5);
+  b20.repeat_chars = 0; /* nothing again: exact */
+  continues(&a, &b20, p40, false, AIR_DIALECT_OPENAI, a20 + strlen(p40));
+  /* Longer than the prefill: the whole answer (a restart). */
+  continues(&a, &b, "[m] w1", false, AIR_DIALECT_OPENAI, A8);
+
+  b.continue_as = AIR__MOCK_CONT_PREAMBLE;
+  continues(&a, &b, "[m] w1 w2", true, AIR_DIALECT_OPENAI,
+            "Sure, continuing:  w3 w4 w5 w6 w7 w8");
+  air_part first = air__mock_answer_part(&a, 0);
+  assert_int_equal(first.text_len, strlen(AIR__MOCK_PREAMBLE));
+  /* Even when nothing is left, the preamble comes. */
+  continues(&a, &b, A8, false, AIR_DIALECT_OPENAI, AIR__MOCK_PREAMBLE);
+
+  b.continue_as = AIR__MOCK_CONT_DIVERGE;
+  /* Half of 15 bytes is 7: after " w1" (ends at 6). */
+  continues(&a, &b, "[m] w1 w2 w3 w4", false, AIR_DIALECT_OPENAI,
+            "[m] w1 (diverged) w2 w3 w4 w5 w6 w7 w8");
+  /* At least the first token. */
+  continues(&a, &b, "[m] w", false, AIR_DIALECT_OPENAI,
+            "[m] (diverged) w1 w2 w3 w4 w5 w6 w7 w8");
+
+  /* A refusal is not the answer: it is sent whole. */
+  b.set = AIR__MOCK_K_REFUSAL;
+  b.refusal = "No way.";
+  continues(&a, &b, "[m] w1", false, AIR_DIALECT_OPENAI, "No way.");
+  assert_false(a.prefill);
+  /* finish: length stops at half the tokens, also for a continuation. */
+  b.set = AIR__MOCK_K_FINISH;
+  b.finish = AIR_FINISH_LENGTH;
+  continues(&a, &b, "[m] w1", false, AIR_DIALECT_OPENAI, " w2 w3");
+  air__mock_answer_cleanup(&a);
+}
+
+/* A continuation reaches a client of each dialect as the remainder: the
+ * events decode, streamed and whole, to exactly A's rest. */
+static void test_continuation_dialects(void **state) {
+  (void)state;
+  const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC,
+                              AIR_DIALECT_OPENAI_RESPONSES};
+  for (size_t i = 0; i < 3; i++) {
+    air__mock_answer a;
+    air__mock_answer_init(&a);
+    air__mock_beh b = {0};
+    continues(&a, &b, "[m] w1 w2 w", false, apis[i], "3 w4 w5 w6 w7 w8");
+    got g;
+    air__buf bytes;
+    air__buf_init(&bytes, 1u << 20);
+    decode_stream(&a, apis[i], &g, &bytes);
+    assert_int_equal(g.text.n, strlen("3 w4 w5 w6 w7 w8"));
+    assert_memory_equal(g.text.p, "3 w4 w5 w6 w7 w8", g.text.n);
+    got_cleanup(&g);
+    decode_whole(&a, apis[i], &g);
+    assert_memory_equal(g.text.p, "3 w4 w5 w6 w7 w8", g.text.n);
+    got_cleanup(&g);
+    air__buf_cleanup(&bytes);
+    air__mock_answer_cleanup(&a);
+  }
+}
+
+static void test_continue_keys(void **state) {
+  (void)state;
+  air__mock_script *s = load(
+      "models:\n"
+      "  r: {continue_as: restart, attempts: [{cut_after: 2}]}\n"
+      "  p: {continue_as: repeat, repeat_chars: 12}\n"
+      "  d: {attempts: [{continue_as: diverge}, {}]}\n");
+  air__mock_beh b;
+  air__mock_select(model(s, "r"), 2, 0, &b);
+  assert_true(b.set & AIR__MOCK_K_CONTINUE_AS);
+  assert_int_equal(b.continue_as, AIR__MOCK_CONT_RESTART);
+  fault_is(model(s, "r"), 1, 0, "cut_after=2"); /* not a fault by itself */
+  air__mock_select(model(s, "p"), 1, 0, &b);
+  assert_int_equal(b.continue_as, AIR__MOCK_CONT_REPEAT);
+  assert_int_equal(b.repeat_chars, 12);
+  air__mock_select(model(s, "d"), 1, 0, &b);
+  assert_int_equal(b.continue_as, AIR__MOCK_CONT_DIVERGE);
+  air__mock_select(model(s, "d"), 2, 0, &b);
+  assert_false(b.set & AIR__MOCK_K_CONTINUE_AS);
+  air__mock_script_free(s);
+
+  static const struct {
+    const char *yaml, *msg;
+  } bad_keys[] = {
+      {"models:\n  a: {continue_as: again}\n", "expected exact, restart"},
+      {"models:\n  a: {repeat_chars: 65537}\n", "expected an integer 0..65536"},
+      {"models:\n  a: {repeat_chars: -1}\n", "expected an integer"},
+  };
+  for (size_t i = 0; i < sizeof(bad_keys) / sizeof(bad_keys[0]); i++) {
+    air__mock_script *x = NULL;
+    air__mock_diag d;
+    assert_int_equal(air__mock_script_parse(bad_keys[i].yaml,
+                                            strlen(bad_keys[i].yaml), &x, &d),
+                     AIR_ECONFIG);
+    if (strstr(d.message, bad_keys[i].msg) == NULL)
+      fprintf(stderr, "case %zu: %s\n", i, d.message);
+    assert_non_null(strstr(d.message, bad_keys[i].msg));
+  }
+
+  /* The convention: every attempt, whatever k= says. */
+  static const struct {
+    const char *name;
+    unsigned as, chars;
+  } names[] = {
+      {"m@cut=3@k=1@restart", AIR__MOCK_CONT_RESTART, 0},
+      {"m@repeat@k=1@overload=2", AIR__MOCK_CONT_REPEAT, 0},
+      {"m@repeat=7@stall=1@k=1", AIR__MOCK_CONT_REPEAT, 7},
+      {"m@preamble@cut=1@k=1", AIR__MOCK_CONT_PREAMBLE, 0},
+      {"m@diverge@cut=1@k=1", AIR__MOCK_CONT_DIVERGE, 0},
+  };
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    char st[128];
+    air__mock_model m;
+    air__mock_diag d;
+    assert_int_equal(
+        air__mock_parse_name(names[i].name, strlen(names[i].name), st, &m, &d),
+        0);
+    air__mock_select(&m, 2, 0, &b);
+    assert_true(b.set & AIR__MOCK_K_CONTINUE_AS);
+    assert_int_equal(b.continue_as, names[i].as);
+    assert_int_equal(!!(b.set & AIR__MOCK_K_REPEAT_CHARS), names[i].chars != 0);
+    if (names[i].chars) assert_int_equal(b.repeat_chars, names[i].chars);
+    fault_is(&m, 2, 0, "ok"); /* k=1: the fault is gone, the manner stays */
+  }
+  char st[64];
+  air__mock_model m;
+  air__mock_diag d;
+  assert_int_equal(air__mock_parse_name("m@repeat=x", 10, st, &m, &d),
+                   AIR_EINVAL);
+  assert_int_equal(air__mock_parse_name("m@restart=1", 11, st, &m, &d),
+                   AIR_EINVAL);
+  assert_string_equal(air__mock_cont_as_name(AIR__MOCK_CONT_PREAMBLE),
+                      "preamble");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_doc_script),
@@ -1276,6 +1642,11 @@ int main(void) {
       cmocka_unit_test(test_json_forced_tool),
       cmocka_unit_test(test_embeddings),
       cmocka_unit_test(test_count_tokens),
+      cmocka_unit_test(test_read_continuation),
+      cmocka_unit_test(test_continue_as),
+      cmocka_unit_test(test_continuation_dialects),
+      cmocka_unit_test(test_continue_keys),
+      cmocka_unit_test(test_tool_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

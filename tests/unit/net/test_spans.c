@@ -268,6 +268,43 @@ static void hedge_racers(void **state) {
   air_config_free(cfg);
 }
 
+/* Continuation (DESIGN.md 3.5): a continuation's span has role
+ * continuation (also the rejected prefill's), whatever target it is on;
+ * the one that joined last answers. */
+static void continuation_roles(void **state) {
+  (void)state;
+  air_config *cfg = test_config(CONFIG);
+  air__trace t = fixed_trace();
+  air_attempt log[3] = {
+      att(1, "an/claude", AIR_REASON_NETWORK, 200, 1000, 300, 0),
+      att(2, "an/claude", AIR_REASON_BAD_REQUEST, 400, 1300, 20, 0),
+      att(3, "oa/gpt", AIR_REASON_NONE, 200, 1320, 400, 0)};
+  log[1].continuation = log[1].prefill_rejected = true;
+  log[2].continuation = true;
+  air__exchange_result res;
+  memset(&res, 0, sizeof(res));
+  res.committed = true;
+  res.answered = "an/claude";
+  res.log = log;
+  res.n_log = 3;
+  res.n_attempts = 3;
+  res.first_content_ms = 100;
+  air__trace_answer ans;
+  air__trace_answer_init(&ans);
+  air__trace_end e = {cfg, "r", AIR_DIALECT_OPENAI, "ok",
+                      t.start_unix_nano + 1000000000ull};
+  rec r;
+  memset(&r, 0, sizeof(r));
+  air__trace_spans(&t, &e, &res, &ans, keep, &r);
+  assert_int_equal(r.n, 4);
+  assert_int_equal(r.s[0].role, AIR_ROLE_FIRST);
+  assert_int_equal(r.s[1].role, AIR_ROLE_CONTINUATION);
+  assert_int_equal(r.s[2].role, AIR_ROLE_CONTINUATION);
+  assert_string_equal(air_span_role_name(r.s[2].role), "continuation");
+  assert_false(r.s[2].error);
+  air_config_free(cfg);
+}
+
 static void begin_continues_or_starts(void **state) {
   (void)state;
   air__sampler all = {true, 1.0}, none = {true, 0.0};
@@ -301,6 +338,7 @@ int main(void) {
       cmocka_unit_test(retry_switch_and_skip),
       cmocka_unit_test(failures_before_and_after_commit),
       cmocka_unit_test(hedge_racers),
+      cmocka_unit_test(continuation_roles),
       cmocka_unit_test(begin_continues_or_starts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

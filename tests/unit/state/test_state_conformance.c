@@ -374,6 +374,36 @@ static void sticky_by_target_name(air_state *st) {
   assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 3), 0);
 }
 
+/* ---- learned continuation styles (DESIGN.md 3.5) ------------------------- */
+
+#define DAY_MS 86400000u
+
+static void learned_style_expires(air_state *st) {
+  assert_int_equal(air__state_style_get(st, "p/a", T0), AIR_CONT_NONE);
+  air__state_style_learn(st, "p/a", AIR_CONT_INSTRUCT, T0);
+  assert_int_equal(air__state_style_get(st, "p/a", T0 + 1), AIR_CONT_INSTRUCT);
+  /* Per target; the breaker of the same target is untouched. */
+  assert_int_equal(air__state_style_get(st, "p/b", T0 + 1), AIR_CONT_NONE);
+  assert_int_equal(air_state_breaker(st, "p/a", T0 + 1), AIR_BREAKER_CLOSED);
+  assert_int_equal(air__state_style_get(st, "p/a", T0 + DAY_MS - 1),
+                   AIR_CONT_INSTRUCT);
+  assert_int_equal(air__state_style_get(st, "p/a", T0 + DAY_MS),
+                   AIR_CONT_NONE);
+  /* Learned again, it lives 24 h from then. */
+  air__state_style_learn(st, "p/a", AIR_CONT_INSTRUCT, T0 + DAY_MS);
+  assert_int_equal(air__state_style_get(st, "p/a", T0 + 2 * DAY_MS - 1),
+                   AIR_CONT_INSTRUCT);
+}
+
+static void style_beside_breaker(air_state *st) {
+  open_it(st, "q/c", T0);
+  air__state_style_learn(st, "q/c", AIR_CONT_INSTRUCT, T0);
+  assert_int_equal(air_state_breaker(st, "q/c", T0 + 1), AIR_BREAKER_OPEN);
+  assert_int_equal(air__state_style_get(st, "q/c", T0 + 1), AIR_CONT_INSTRUCT);
+  record(st, "q/c", AIR_REASON_NONE, 0, T0 + 2);
+  assert_int_equal(air__state_style_get(st, "q/c", T0 + 3), AIR_CONT_INSTRUCT);
+}
+
 /* ---- the table ----------------------------------------------------------- */
 
 typedef struct scenario {
@@ -399,6 +429,8 @@ static const scenario scenarios[] = {
     S(sticky_expires_after_ms),
     S(sticky_expires_by_requests),
     S(sticky_by_target_name),
+    S(learned_style_expires),
+    S(style_beside_breaker),
 };
 #undef S
 

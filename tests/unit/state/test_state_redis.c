@@ -235,6 +235,47 @@ static void sticky_is_shared(void **state) {
   assert_int_equal(idx, 0);
 }
 
+/* Polls until st's learned style of t is style (true) or WAIT_MS passed. */
+static bool wait_style(air_state *st, const char *t, air_cont_style style) {
+  uint64_t end = now_ms() + WAIT_MS;
+  while (now_ms() < end) {
+    if (air__state_style_get(st, t, now_ms()) == style) return true;
+    rf_nap_ms(5);
+  }
+  return false;
+}
+
+/* A learned continuation style (DESIGN.md 3.5) reaches the other instance
+ * with the time it has left, not a clock value. */
+static void style_is_shared(void **state) {
+  pair *p = *state;
+  assert_int_equal(air__state_style_get(p->b, "p/b", now_ms()), AIR_CONT_NONE);
+  air__state_style_learn(p->a, "p/b", AIR_CONT_INSTRUCT, now_ms());
+  assert_true(wait_style(p->b, "p/b", AIR_CONT_INSTRUCT));
+  /* About 24 h left on B's clock. */
+  uint64_t t = now_ms();
+  assert_int_equal(air__state_style_get(p->b, "p/b", t + 86400000u - 60000u),
+                   AIR_CONT_INSTRUCT);
+  assert_int_equal(air__state_style_get(p->b, "p/b", t + 86400000u + 1000u),
+                   AIR_CONT_NONE);
+  assert_int_equal(air__state_style_get(p->b, "p/a", t), AIR_CONT_NONE);
+}
+
+/* Learned during an outage: merged when Redis is back, read by the other. */
+static void style_learned_in_outage_is_merged(void **state) {
+  pair *p = *state;
+  rf_kill(&srv);
+  assert_true(wait_up(p->a, false));
+  air__state_style_learn(p->a, "p/c", AIR_CONT_INSTRUCT, now_ms());
+  assert_int_equal(air__state_style_get(p->a, "p/c", now_ms()),
+                   AIR_CONT_INSTRUCT);
+  assert_int_equal(air__state_style_get(p->b, "p/c", now_ms()), AIR_CONT_NONE);
+  assert_true(rf_restart(&srv));
+  assert_true(wait_up(p->a, true));
+  assert_true(wait_up(p->b, true));
+  assert_true(wait_style(p->b, "p/c", AIR_CONT_INSTRUCT));
+}
+
 /* B may probe only until it gets the lease (bounded); true when it did. */
 static bool b_probes_within(air_state *b, uint64_t ms) {
   uint64_t end = now_ms() + ms;
@@ -449,6 +490,9 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(cooldown_is_shared, setup, teardown),
       cmocka_unit_test_setup_teardown(sticky_is_shared, setup, teardown),
+      cmocka_unit_test_setup_teardown(style_is_shared, setup, teardown),
+      cmocka_unit_test_setup_teardown(style_learned_in_outage_is_merged, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(killed_then_restarted_merges, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(paused_redis_delays_nothing, setup,
