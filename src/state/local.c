@@ -21,8 +21,7 @@ enum { KIND_TARGET = 't', KIND_ROUTE = 'r' };
 typedef struct entry {
   air__table_node node;
   air__breaker_rec breaker; /* kind t */
-  air_cont_style style;     /* kind t: a learned continuation style, */
-  uint64_t style_until;     /* valid until then (the caller's clock) */
+  air__style_mem style;     /* kind t: a learned continuation style */
   air__sticky_mem *sticky;  /* kind r: made by the first sticky_set */
 } entry;
 
@@ -119,7 +118,7 @@ static air_cont_style local_style_get(void *impl, const char *target,
   air_cont_style s = AIR_CONT_NONE;
   pthread_mutex_lock(&st->mu);
   entry *e = lookup(st, KIND_TARGET, target, false);
-  if (e != NULL && now_ms < e->style_until) s = e->style;
+  if (e != NULL) s = air__style_mem_get(&e->style, now_ms);
   pthread_mutex_unlock(&st->mu);
   return s;
 }
@@ -130,13 +129,7 @@ static void local_style_set(void *impl, const char *target,
   local *st = impl;
   pthread_mutex_lock(&st->mu);
   entry *e = lookup(st, KIND_TARGET, target, style != AIR_CONT_NONE);
-  if (e != NULL) {
-    uint64_t until = now_ms + ttl_ms;
-    e->style = style;
-    e->style_until = style == AIR_CONT_NONE ? 0
-                     : until < now_ms       ? UINT64_MAX
-                                            : until;
-  }
+  if (e != NULL) air__style_mem_set(&e->style, style, now_ms, ttl_ms);
   pthread_mutex_unlock(&st->mu);
 }
 

@@ -97,8 +97,7 @@ typedef struct entry {
   uint64_t renewed;     /* own lease: last renewal (this thread's clock) */
   uint64_t renew_until; /* own lease: the engine's lease ends (same clock) */
   air__sticky_mem st;   /* sticky (kind s) */
-  air_cont_style style; /* style (kind c): the style learned, */
-  uint64_t style_until; /* valid until then (the local clock) */
+  air__style_mem style; /* style (kind c): the style learned (local clock) */
   uint64_t version;     /* the newest version applied */
   uint32_t pending;     /* our commands in flight on this key */
   bool dirty;           /* changed without reaching Redis */
@@ -445,8 +444,9 @@ static void push_merge(redis *r, entry *e, uint64_t now) {
     enqueue(r,
             breaker_cmd(r, e, 'm', e->br.failures, left_open(e, now), 0, now));
   else if (e->node.kind == KIND_STYLE) {
-    if (e->style != AIR_CONT_NONE && e->style_until > now)
-      enqueue(r, style_cmd(r, e, "m", e->style, e->style_until - now, now));
+    if (air__style_mem_get(&e->style, now) != AIR_CONT_NONE)
+      enqueue(r,
+              style_cmd(r, e, "m", e->style.style, e->style.until - now, now));
   } else if (e->st.on)
     enqueue(r, sticky_cmd(r, e, "m", e->st.target, e->st.used,
                           now > e->st.since ? now - e->st.since : 0, now));
@@ -594,7 +594,7 @@ static air_cont_style redis_style_get(void *impl, const char *target,
   air_cont_style s = AIR_CONT_NONE;
   pthread_mutex_lock(&r->mu);
   entry *e = lookup(r, KIND_STYLE, target, false);
-  if (e != NULL && now_ms < e->style_until) s = e->style;
+  if (e != NULL) s = air__style_mem_get(&e->style, now_ms);
   pthread_mutex_unlock(&r->mu);
   return s;
 }
@@ -606,11 +606,7 @@ static void redis_style_set(void *impl, const char *target,
   pthread_mutex_lock(&r->mu);
   entry *e = lookup(r, KIND_STYLE, target, style != AIR_CONT_NONE);
   if (e != NULL) {
-    uint64_t until = now_ms + ttl_ms;
-    e->style = style;
-    e->style_until = style == AIR_CONT_NONE ? 0
-                     : until < now_ms       ? UINT64_MAX
-                                            : until;
+    air__style_mem_set(&e->style, style, now_ms, ttl_ms);
     /* NONE forgets here; in Redis the record expires on its own. */
     if (e->shared && style != AIR_CONT_NONE)
       enqueue(r, style_cmd(r, e, "set", style, ttl_ms, now_ms));
@@ -687,10 +683,10 @@ static void apply(redis *r, entry *e, const change *ch, bool reply) {
   }
   if (e->node.kind == KIND_STYLE) {
     uint64_t until = ch->base + ch->ms;
-    if (reply && (uint32_t)e->style == ch->n) return;
-    e->style =
+    if (reply && (uint32_t)e->style.style == ch->n) return;
+    e->style.style =
         ch->n <= AIR_CONT_INSTRUCT ? (air_cont_style)ch->n : AIR_CONT_NONE;
-    e->style_until = until < ch->base ? UINT64_MAX : until;
+    e->style.until = until < ch->base ? UINT64_MAX : until;
     return;
   }
   if (reply && e->st.on == ch->on && e->st.used == ch->n &&

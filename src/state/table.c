@@ -102,3 +102,14 @@ bool air__sticky_mem_set(air__sticky_mem *s, const char *target,
   s->used = 0;
   return true;
 }
+
+air_cont_style air__style_mem_get(const air__style_mem *s, uint64_t now_ms) {
+  return now_ms < s->until ? s->style : AIR_CONT_NONE;
+}
+
+void air__style_mem_set(air__style_mem *s, air_cont_style style,
+                        uint64_t now_ms, uint64_t ttl_ms) {
+  uint64_t until = now_ms + ttl_ms;
+  s->style = style;
+  s->until = style == AIR_CONT_NONE ? 0 : until < now_ms ? UINT64_MAX : until;
+}

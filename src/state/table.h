@@ -80,4 +80,20 @@ int air__sticky_mem_get(air__sticky_mem *s, uint64_t now_ms,
 bool air__sticky_mem_set(air__sticky_mem *s, const char *target,
                          uint64_t now_ms);
 
+/* A target's learned continuation style (DESIGN.md 3.5): valid until
+ * `until` on the caller's clock. */
+typedef struct air__style_mem {
+  air_cont_style style;
+  uint64_t until;
+} air__style_mem;
+
+/* style_get (state.h) on s: the style while it is valid at now_ms, else
+ * NONE. */
+air_cont_style air__style_mem_get(const air__style_mem *s, uint64_t now_ms);
+
+/* style_set (state.h) on s: NONE forgets; another style is kept for ttl_ms
+ * from now_ms (saturating). */
+void air__style_mem_set(air__style_mem *s, air_cont_style style,
+                        uint64_t now_ms, uint64_t ttl_ms);
+
 #endif
