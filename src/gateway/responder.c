@@ -1,6 +1,7 @@
 /* The responder: see responder.h. Moved verbatim from request.c's exchange
  * callbacks; the sends are the caller's. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -38,7 +39,10 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
 }
 
 void air__responder_cleanup(air__responder *rs) {
-  if (rs->began) air__encoder_cleanup(&rs->enc);
+  if (rs->enc != NULL) {
+    air__encoder_cleanup(rs->enc);
+    free(rs->enc);
+  }
   if (rs->observe) air__sse_cleanup(&rs->obs);
   air__aggregate_cleanup(&rs->agg);
   air__buf_cleanup(&rs->out);
@@ -49,7 +53,7 @@ void air__responder_cleanup(air__responder *rs) {
  * continuation can take the stream over where it stands. */
 static int observe_event(void *data, const air__sse_event *ev) {
   air__responder *rs = data;
-  air__provider_get(rs->dialect)->encoder_observe(&rs->enc, ev, rs->obs_parts, rs->obs_n);
+  air__provider_get(rs->dialect)->encoder_observe(rs->enc, ev, rs->obs_parts, rs->obs_n);
   return 0;
 }
 
@@ -77,8 +81,15 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   put(rs, "x-airetry-target", ci->target);
   put_ids(rs);
   if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
+  /* The encoder is allocated here, not with the responder: a stream
+   * waiting for its first token holds 1 KB less (issue 20). */
+  if (rs->enc == NULL) rs->enc = calloc(1, sizeof(*rs->enc));
+  if (rs->enc == NULL) {
+    rs->lost = true;  /* answered as an error, whole (air__responder_end) */
+    return 0;
+  }
   rs->began = true;
-  air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
+  air__provider_get(rs->dialect)->encoder_init(rs->enc, rs->req, created_s);
   if (ci->continuable && rs->passthrough &&
       air__provider_get(rs->dialect)->encoder_observe != NULL) {
     rs->observe = true;
@@ -106,7 +117,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
   if (!rs->decided) {
     rs->decided = true;
     rs->passthrough = rs->passthrough && ev->raw != NULL;
-    rs->enc.passthrough = rs->passthrough;
+    rs->enc->passthrough = rs->passthrough;
   }
   if (rs->passthrough && ev->raw != NULL) {
     if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) {
@@ -130,7 +141,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     const air__provider_ops *ops = air__provider_get(rs->dialect);
     for (size_t i = 0; i < ev->n_parts; i++)
       if (ev->parts[i].kind != AIR_PART_ERROR &&
-          ops->encode_part(&rs->enc, &ev->parts[i], &rs->out) != 0)
+          ops->encode_part(rs->enc, &ev->parts[i], &rs->out) != 0)
         return lose(rs);
   }
   return 0;
@@ -160,9 +171,9 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
              (erc = air__buf_add(&rs->out, rs->held.p, rs->held.n)) != 0)
       ;
     else if (res->rc == 0)
-      erc = ops->encode_end(&rs->enc, &rs->out);
+      erc = ops->encode_end(rs->enc, &rs->out);
     else
-      erc = ops->encode_error_event(&rs->enc, res->reason,
+      erc = ops->encode_error_event(rs->enc, res->reason,
                                     res->message && *res->message
                                         ? res->message
                                         : air_reason_name(res->reason),
@@ -232,9 +243,9 @@ int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
   rs->passthrough = false;
   rs->decided = true;
   air__buf_reset(&rs->held);
-  air__encoder_take_over(&rs->enc);
-  air__encoder_add_usage(&rs->enc, ci->input_tokens, ci->output_tokens);
-  if (air__encoder_add_continued(&rs->enc, ci->target, ci->at_char) != 0) return lose(rs);
+  air__encoder_take_over(rs->enc);
+  air__encoder_add_usage(rs->enc, ci->input_tokens, ci->output_tokens);
+  if (air__encoder_add_continued(rs->enc, ci->target, ci->at_char) != 0) return lose(rs);
   return 0;
 }
 
@@ -242,5 +253,5 @@ void air__responder_keepalive(air__responder *rs) {
   const air__provider_ops *ops = air__provider_get(rs->dialect);
   if (!rs->stream || !rs->began || rs->gone || rs->lost || ops->encode_keepalive == NULL)
     return;
-  if (ops->encode_keepalive(&rs->enc, &rs->out) != 0) lose(rs);
+  if (ops->encode_keepalive(rs->enc, &rs->out) != 0) lose(rs);
 }
