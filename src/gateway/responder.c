@@ -33,7 +33,6 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->rid = rid ? rid : "";
   rs->stream = req->stream;
   rs->outcome = "ok";
-  air__aggregate_init(&rs->agg);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
 }
@@ -44,9 +43,23 @@ void air__responder_cleanup(air__responder *rs) {
     free(rs->enc);
   }
   if (rs->observe) air__sse_cleanup(&rs->obs);
-  air__aggregate_cleanup(&rs->agg);
+  if (rs->agg != NULL) {
+    air__aggregate_cleanup(rs->agg);
+    free(rs->agg);
+  }
   air__buf_cleanup(&rs->out);
   air__buf_cleanup(&rs->held);
+}
+
+/* The aggregate of a whole answer, made when first needed (a streamed
+ * caller needs none once it is committed: issue 20); NULL when out of
+ * memory. */
+static air__aggregate *aggregate(air__responder *rs) {
+  if (rs->agg == NULL) {
+    rs->agg = malloc(sizeof(*rs->agg));
+    if (rs->agg != NULL) air__aggregate_init(rs->agg);
+  }
+  return rs->agg;
 }
 
 /* A forwarded event, read again as SSE, shown to the encoder so that a
@@ -109,8 +122,10 @@ static int lose(air__responder *rs) {
 int air__responder_event(air__responder *rs, const air__gate_event *ev) {
   if (rs->lost) return 0;
   if (!rs->stream) {
+    air__aggregate *a = aggregate(rs);
+    if (a == NULL) return lose(rs);
     for (size_t i = 0; i < ev->n_parts; i++)
-      if (air__aggregate_add(&rs->agg, &ev->parts[i]) != 0) return lose(rs);
+      if (air__aggregate_add(a, &ev->parts[i]) != 0) return lose(rs);
     return 0;
   }
   if (!rs->began || rs->gone) return 0;
@@ -157,8 +172,11 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
   bool answer = false;  /* a whole answer for a non-streamed caller is ready */
   if (!rs->gone && !rs->began && res->rc == 0 && !rs->lost) {
     air__buf_reset(&rs->out);
-    rs->agg.created = created_s;
-    answer = ops->encode_response(&rs->agg, &rs->out) == 0;
+    air__aggregate *a = aggregate(rs);
+    if (a != NULL) {
+      a->created = created_s;
+      answer = ops->encode_response(a, &rs->out) == 0;
+    }
   }
   if (rs->gone || (res->rc == AIR_ECANCELED && !rs->lost)) {
     rs->status = 499;
@@ -232,8 +250,10 @@ int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
   if (rs->lost) return 0;
   rs->continued = true;
   if (!rs->stream) {
-    air__aggregate_add_usage(&rs->agg, ci->input_tokens, ci->output_tokens);
-    if (air__aggregate_add_continued(&rs->agg, ci->target, ci->at_char) != 0)
+    air__aggregate *a = aggregate(rs);
+    if (a == NULL) return lose(rs);
+    air__aggregate_add_usage(a, ci->input_tokens, ci->output_tokens);
+    if (air__aggregate_add_continued(a, ci->target, ci->at_char) != 0)
       return lose(rs);
     return 0;
   }
