@@ -135,7 +135,8 @@ typedef struct cont {
   bool rescuing;         /* a failure after commit is being continued */
   uint64_t keepalive_due;
   bool seam_live;        /* seam is initialised */
-  air__seam seam;
+  air__seam *seam;       /* from the first continuation on (allocated then,
+                            not with every exchange: issue 20) */
   air__buf joined;       /* text the seam lets through, per event */
   air__continued *list;  /* the continuations that joined */
   size_t n_list, cap_list;
@@ -570,7 +571,7 @@ static int open_seam(leg *l) {
 /* The seam failed continuation leg l: the attempt fails, final (never
  * stitched in, never continued again: docs/decisions.md). */
 static int seam_fail(leg *l) {
-  const char *m = l->x->c.seam.message;
+  const char *m = l->x->c.seam != NULL ? l->x->c.seam->message : NULL;
   char msg[256];
   snprintf(msg, sizeof(msg), "the continuation from %s cannot be joined: %s",
            l->target, m != NULL ? m : "it does not fit the sent text");
@@ -616,8 +617,8 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
     size_t before = x->c.joined.n;
     air__seam_state st =
         p->kind == AIR_PART_TEXT
-            ? air__seam_feed(&x->c.seam, p->text, p->text_len, &x->c.joined)
-            : air__seam_end(&x->c.seam, &x->c.joined);
+            ? air__seam_feed(x->c.seam, p->text, p->text_len, &x->c.joined)
+            : air__seam_end(x->c.seam, &x->c.joined);
     if (st == AIR__SEAM_FAILED) return seam_fail(l);
     if (st == AIR__SEAM_HOLD) continue;
     bool opening = !l->open;
@@ -1219,10 +1220,12 @@ static int build_continuation(leg *l, const air__build_opts *bo, air_error *err)
     snprintf(err->message, sizeof(err->message), "nothing may be continued");
     return AIR_EINVAL;
   }
-  if (x->c.seam_live) air__seam_cleanup(&x->c.seam);
+  if (x->c.seam_live) air__seam_cleanup(x->c.seam);
   x->c.seam_live = false;
+  if (x->c.seam == NULL && (x->c.seam = malloc(sizeof(*x->c.seam))) == NULL)
+    return AIR_ENOMEM;
   const char *sent = x->c.sent.p ? x->c.sent.p : "";
-  int rc = air__seam_init(&x->c.seam, sent, x->c.sent.n, l->style == AIR_CONT_INSTRUCT);
+  int rc = air__seam_init(x->c.seam, sent, x->c.sent.n, l->style == AIR_CONT_INSTRUCT);
   if (rc != 0) return rc;
   x->c.seam_live = true;
   uint64_t est = ((uint64_t)x->c.sent.n + 3) / 4;
@@ -1719,7 +1722,8 @@ static void on_timer_closed(void *arg) {
   air__buf_cleanup(&x->msg);
   air__buf_cleanup(&x->c.sent);
   air__buf_cleanup(&x->c.joined);
-  if (x->c.seam_live) air__seam_cleanup(&x->c.seam);
+  if (x->c.seam_live) air__seam_cleanup(x->c.seam);
+  free(x->c.seam);
   free(x->c.list);
   air_run_free(x->run);
   free(x);
