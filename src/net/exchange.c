@@ -152,6 +152,7 @@ struct air__exchange {
   air_action act;
   air__gate_cfg gcfg;     /* every leg's gate, deadlines set per attempt */
   air__timer *timer;      /* one loop timer, armed at the earliest due */
+  uint64_t armed;         /* when the loop timer fires (exchange clock), 0: off */
   uint64_t hedge_due;     /* air_run_hedge then (0: off) */
   bool reap;              /* L_LOST legs wait for the next loop turn */
   leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
@@ -208,10 +209,16 @@ static void rearm(air__exchange *x) {
       if (d != 0 && (next == 0 || d < next)) next = d;
     }
   if (next == 0) {
-    x->loop.ops->timer_stop(x->loop.impl, x->timer);
+    if (x->armed != 0) x->loop.ops->timer_stop(x->loop.impl, x->timer);
+    x->armed = 0;
     return;
   }
+  /* Armed for no later than next: left as it is. Firing early is harmless
+   * (on_timer finds nothing due and arms again), and a part deadline moved
+   * on by every event then costs no timer call (issue 20). */
+  if (x->armed != 0 && x->armed <= next) return;
   uint64_t now = now_of(x);
+  x->armed = next;
   x->loop.ops->timer_start(x->loop.impl, x->timer, next > now ? next - now : 0);
 }
 
@@ -229,6 +236,7 @@ static void stop_timers(air__exchange *x) {
   for (unsigned k = 0; k < x->n_legs; k++) stop_leg_timers(x->legs[k]);
   x->hedge_due = 0;
   x->c.keepalive_due = 0;
+  x->armed = 0;
   x->loop.ops->timer_stop(x->loop.impl, x->timer);
 }
 
@@ -1087,6 +1095,7 @@ static void on_timer(void *arg) {
       on_first_byte_timeout, on_attempt_timeout, on_part_timeout,
       on_wait_done};
   air__exchange *x = arg;
+  x->armed = 0;  /* a one-shot timer: it is off now */
   if (x->reap) reap(x);
   uint64_t now = now_of(x);
   leg *which_leg = NULL;
