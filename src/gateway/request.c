@@ -48,7 +48,8 @@ typedef struct gw_req {
   air__buf fwd_buf;
   bool traced; /* tracing is on: trace holds the request's trace */
   air__trace trace;
-  air__trace_answer ans; /* what the released answer said (sampled only) */
+  air__trace_answer *ans; /* what the released answer said (sampled only,
+                            else NULL: issue 20) */
 } gw_req;
 
 static uint64_t mono_ms(void) {
@@ -407,9 +408,9 @@ static void on_commit(void *data, const air__commit_info *ci) {
 
 static int on_event(void *data, const air__gate_event *ev) {
   gw_req *r = data;
-  if (r->traced && r->trace.sampled)
+  if (r->ans != NULL)
     for (size_t i = 0; i < ev->n_parts; i++)
-      air__trace_answer_part(&r->ans, &ev->parts[i]);
+      air__trace_answer_part(r->ans, &ev->parts[i]);
   /* Written at on_flush: one write per upstream read, not per event. */
   if (air__responder_event(&r->rs, ev) == 1 && r->x != NULL && !r->ended)
     air__exchange_cancel(r->x);
@@ -498,7 +499,7 @@ static void export_span(void *data, const air_span *s) {
 /* The request's spans to the exporter (DESIGN.md 5, Traces). */
 static void export_spans(gw_req *r, const air__exchange_result *res,
                          const char *outcome) {
-  if (!r->traced || !r->trace.sampled || r->w->g->traces == NULL) return;
+  if (!r->traced || !r->trace.sampled || r->ans == NULL || r->w->g->traces == NULL) return;
   air__trace_end e = {
       .cfg = r->cfg->cfg,
       .route = r->areq.model ? r->areq.model : "",
@@ -508,7 +509,7 @@ static void export_spans(gw_req *r, const air__exchange_result *res,
   };
   span_out o = {r->w->g->traces, r->rid, {0}};
   air__buf_init(&o.b, AIR__MAX_SPAN_BYTES);
-  air__trace_spans(&r->trace, &e, res, &r->ans, export_span, &o);
+  air__trace_spans(&r->trace, &e, res, r->ans, export_span, &o);
   air__buf_cleanup(&o.b);
 }
 
@@ -578,6 +579,7 @@ static void finish_request(gw_req *r) {
   air__request_cleanup(&r->areq);
   air__buf_cleanup(&r->fwd_buf);
   air__gw_cfg_release(r->cfg);
+  free(r->ans);
   free(r);
 }
 
@@ -675,7 +677,13 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     const air__str *tp = air__http_find_header(msg, "traceparent");
     r->traced = air__trace_begin(&r->trace, tp ? tp->p : NULL, tp ? tp->n : 0,
                                  air__exporter_sampler(traces)) == 0;
-    air__trace_answer_init(&r->ans);
+    if (r->traced && r->trace.sampled) {
+      r->ans = malloc(sizeof(*r->ans));
+      if (r->ans == NULL)
+        r->traced = false;  /* out of memory: the request goes untraced */
+      else
+        air__trace_answer_init(r->ans);
+    }
     if (r->traced) o.trace = &r->trace;
   }
   air__exchange_cb cb = {.on_commit = on_commit,

@@ -1,6 +1,7 @@
 /* The responder: see responder.h. Moved verbatim from request.c's exchange
  * callbacks; the sends are the caller's. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -32,24 +33,40 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->rid = rid ? rid : "";
   rs->stream = req->stream;
   rs->outcome = "ok";
-  air__aggregate_init(&rs->agg);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
 }
 
 void air__responder_cleanup(air__responder *rs) {
-  if (rs->began) air__encoder_cleanup(&rs->enc);
+  if (rs->enc != NULL) {
+    air__encoder_cleanup(rs->enc);
+    free(rs->enc);
+  }
   if (rs->observe) air__sse_cleanup(&rs->obs);
-  air__aggregate_cleanup(&rs->agg);
+  if (rs->agg != NULL) {
+    air__aggregate_cleanup(rs->agg);
+    free(rs->agg);
+  }
   air__buf_cleanup(&rs->out);
   air__buf_cleanup(&rs->held);
+}
+
+/* The aggregate of a whole answer, made when first needed (a streamed
+ * caller needs none once it is committed: issue 20); NULL when out of
+ * memory. */
+static air__aggregate *aggregate(air__responder *rs) {
+  if (rs->agg == NULL) {
+    rs->agg = malloc(sizeof(*rs->agg));
+    if (rs->agg != NULL) air__aggregate_init(rs->agg);
+  }
+  return rs->agg;
 }
 
 /* A forwarded event, read again as SSE, shown to the encoder so that a
  * continuation can take the stream over where it stands. */
 static int observe_event(void *data, const air__sse_event *ev) {
   air__responder *rs = data;
-  air__provider_get(rs->dialect)->encoder_observe(&rs->enc, ev, rs->obs_parts, rs->obs_n);
+  air__provider_get(rs->dialect)->encoder_observe(rs->enc, ev, rs->obs_parts, rs->obs_n);
   return 0;
 }
 
@@ -77,8 +94,15 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   put(rs, "x-airetry-target", ci->target);
   put_ids(rs);
   if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
+  /* The encoder is allocated here, not with the responder: a stream
+   * waiting for its first token holds 1 KB less (issue 20). */
+  if (rs->enc == NULL) rs->enc = calloc(1, sizeof(*rs->enc));
+  if (rs->enc == NULL) {
+    rs->lost = true;  /* answered as an error, whole (air__responder_end) */
+    return 0;
+  }
   rs->began = true;
-  air__provider_get(rs->dialect)->encoder_init(&rs->enc, rs->req, created_s);
+  air__provider_get(rs->dialect)->encoder_init(rs->enc, rs->req, created_s);
   if (ci->continuable && rs->passthrough &&
       air__provider_get(rs->dialect)->encoder_observe != NULL) {
     rs->observe = true;
@@ -98,15 +122,17 @@ static int lose(air__responder *rs) {
 int air__responder_event(air__responder *rs, const air__gate_event *ev) {
   if (rs->lost) return 0;
   if (!rs->stream) {
+    air__aggregate *a = aggregate(rs);
+    if (a == NULL) return lose(rs);
     for (size_t i = 0; i < ev->n_parts; i++)
-      if (air__aggregate_add(&rs->agg, &ev->parts[i]) != 0) return lose(rs);
+      if (air__aggregate_add(a, &ev->parts[i]) != 0) return lose(rs);
     return 0;
   }
   if (!rs->began || rs->gone) return 0;
   if (!rs->decided) {
     rs->decided = true;
     rs->passthrough = rs->passthrough && ev->raw != NULL;
-    rs->enc.passthrough = rs->passthrough;
+    rs->enc->passthrough = rs->passthrough;
   }
   if (rs->passthrough && ev->raw != NULL) {
     if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) {
@@ -130,7 +156,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     const air__provider_ops *ops = air__provider_get(rs->dialect);
     for (size_t i = 0; i < ev->n_parts; i++)
       if (ev->parts[i].kind != AIR_PART_ERROR &&
-          ops->encode_part(&rs->enc, &ev->parts[i], &rs->out) != 0)
+          ops->encode_part(rs->enc, &ev->parts[i], &rs->out) != 0)
         return lose(rs);
   }
   return 0;
@@ -146,8 +172,11 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
   bool answer = false;  /* a whole answer for a non-streamed caller is ready */
   if (!rs->gone && !rs->began && res->rc == 0 && !rs->lost) {
     air__buf_reset(&rs->out);
-    rs->agg.created = created_s;
-    answer = ops->encode_response(&rs->agg, &rs->out) == 0;
+    air__aggregate *a = aggregate(rs);
+    if (a != NULL) {
+      a->created = created_s;
+      answer = ops->encode_response(a, &rs->out) == 0;
+    }
   }
   if (rs->gone || (res->rc == AIR_ECANCELED && !rs->lost)) {
     rs->status = 499;
@@ -160,9 +189,9 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
              (erc = air__buf_add(&rs->out, rs->held.p, rs->held.n)) != 0)
       ;
     else if (res->rc == 0)
-      erc = ops->encode_end(&rs->enc, &rs->out);
+      erc = ops->encode_end(rs->enc, &rs->out);
     else
-      erc = ops->encode_error_event(&rs->enc, res->reason,
+      erc = ops->encode_error_event(rs->enc, res->reason,
                                     res->message && *res->message
                                         ? res->message
                                         : air_reason_name(res->reason),
@@ -221,8 +250,10 @@ int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
   if (rs->lost) return 0;
   rs->continued = true;
   if (!rs->stream) {
-    air__aggregate_add_usage(&rs->agg, ci->input_tokens, ci->output_tokens);
-    if (air__aggregate_add_continued(&rs->agg, ci->target, ci->at_char) != 0)
+    air__aggregate *a = aggregate(rs);
+    if (a == NULL) return lose(rs);
+    air__aggregate_add_usage(a, ci->input_tokens, ci->output_tokens);
+    if (air__aggregate_add_continued(a, ci->target, ci->at_char) != 0)
       return lose(rs);
     return 0;
   }
@@ -232,9 +263,9 @@ int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
   rs->passthrough = false;
   rs->decided = true;
   air__buf_reset(&rs->held);
-  air__encoder_take_over(&rs->enc);
-  air__encoder_add_usage(&rs->enc, ci->input_tokens, ci->output_tokens);
-  if (air__encoder_add_continued(&rs->enc, ci->target, ci->at_char) != 0) return lose(rs);
+  air__encoder_take_over(rs->enc);
+  air__encoder_add_usage(rs->enc, ci->input_tokens, ci->output_tokens);
+  if (air__encoder_add_continued(rs->enc, ci->target, ci->at_char) != 0) return lose(rs);
   return 0;
 }
 
@@ -242,5 +273,5 @@ void air__responder_keepalive(air__responder *rs) {
   const air__provider_ops *ops = air__provider_get(rs->dialect);
   if (!rs->stream || !rs->began || rs->gone || rs->lost || ops->encode_keepalive == NULL)
     return;
-  if (ops->encode_keepalive(&rs->enc, &rs->out) != 0) lose(rs);
+  if (ops->encode_keepalive(rs->enc, &rs->out) != 0) lose(rs);
 }

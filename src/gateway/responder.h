@@ -57,8 +57,8 @@ typedef struct air__responder {
   air__sse obs;               /* observe: re-reads a forwarded event */
   const air_part *obs_parts;  /* the parts of the event being observed */
   size_t obs_n;
-  air__encoder enc;
-  air__aggregate agg;
+  air__encoder *enc;          /* from commit (began) on, else NULL */
+  air__aggregate *agg;        /* a whole answer's, when first needed */
   air__buf out;               /* bytes to send; the sender takes and resets
                                  them (air__buf_reset) as it writes */
   air__buf held;              /* a Responses upstream's terminator event

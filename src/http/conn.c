@@ -332,12 +332,14 @@ static bool head_admit(air__http_conn *c) {
   return true;
 }
 
-/* Drops the bytes of `in` already parsed, frees a large empty buffer. */
+/* Drops the bytes of `in` already parsed, frees a large empty buffer, or
+ * any empty one while a request is handled: a long stream does not hold
+ * its connection's read buffer (issue 20). */
 static void compact(air__http_conn *c) {
   air__buf *b = &c->in;
   if (c->in_off == 0) return;
   if (c->in_off >= b->n) {
-    if (b->cap > AIR__HTTP_KEEP_IN_BYTES)
+    if (b->cap > AIR__HTTP_KEEP_IN_BYTES || c->state == AIR__CONN_HANDLING)
       air__buf_cleanup(b);
     else
       air__buf_reset(b);

@@ -61,9 +61,7 @@ static int new_header(air__http_reader *r) {
     air__http_hdr_off *o = realloc(r->offs, cap * sizeof(*o));
     if (o == NULL) return fail(r, 500, "out of memory");
     r->offs = o;
-    air__http_header *h = realloc(r->hdrs, cap * sizeof(*h));
-    if (h == NULL) return fail(r, 500, "out of memory");
-    r->hdrs = h;
+    r->hdrs = (air__http_header *)(void *)o;  /* the same slots (see below) */
     r->cap_hdrs = cap;
   }
   air__http_hdr_off *o = &r->offs[r->n_hdrs++];
@@ -161,12 +159,17 @@ static int on_headers_complete(llhttp_t *p) {
   memset(m, 0, sizeof(*m));
 
   const char *base = r->head.p ? r->head.p : "";
+  /* Each slot's offsets become its pointers in place (one array per
+   * connection, not two: issue 20); the offsets are read before the slot
+   * is written. */
   for (size_t i = 0; i < r->n_hdrs; i++) {
-    const air__http_hdr_off *o = &r->offs[i];
-    r->hdrs[i].name.p = base + o->name;
-    r->hdrs[i].name.n = o->name_n;
-    air__str v = {base + o->value, o->value_n};
-    r->hdrs[i].value = trim(v);
+    air__http_hdr_off o = r->offs[i];
+    air__http_header h;
+    h.name.p = base + o.name;
+    h.name.n = o.name_n;
+    air__str v = {base + o.value, o.value_n};
+    h.value = trim(v);
+    r->hdrs[i] = h;
   }
   m->headers = r->hdrs;
   m->n_headers = r->n_hdrs;
@@ -254,7 +257,6 @@ void air__http_reader_cleanup(air__http_reader *r) {
   air__buf_cleanup(&r->head);
   air__buf_cleanup(&r->body);
   free(r->offs);
-  free(r->hdrs);
   r->offs = NULL;
   r->hdrs = NULL;
   r->n_hdrs = r->cap_hdrs = 0;

@@ -69,6 +69,9 @@ typedef int (*air__http_admit_cb)(void *data, size_t total);
 typedef struct air__http_hdr_off {
   size_t name, name_n, value, value_n;
 } air__http_hdr_off;
+_Static_assert(sizeof(air__http_hdr_off) == sizeof(air__http_header) &&
+                   _Alignof(air__http_hdr_off) == _Alignof(air__http_header),
+               "a header slot holds its offsets, then its pointers");
 
 typedef struct air__http_reader {
   llhttp_t parser;
@@ -76,7 +79,8 @@ typedef struct air__http_reader {
   air__buf head;           /* target, names, values: max_header_bytes */
   air__buf body;           /* max_body_bytes */
   air__http_hdr_off *offs; /* max_headers entries at most */
-  air__http_header *hdrs;  /* built from offs at the head's end */
+  air__http_header *hdrs;  /* the same array (offs), turned into pointers
+                              at the head's end */
   size_t n_hdrs, cap_hdrs;
   size_t target, target_n; /* offsets of the request-target in head */
   size_t head_bytes;       /* raw bytes of the head read so far */

@@ -135,7 +135,8 @@ typedef struct cont {
   bool rescuing;         /* a failure after commit is being continued */
   uint64_t keepalive_due;
   bool seam_live;        /* seam is initialised */
-  air__seam seam;
+  air__seam *seam;       /* from the first continuation on (allocated then,
+                            not with every exchange: issue 20) */
   air__buf joined;       /* text the seam lets through, per event */
   air__continued *list;  /* the continuations that joined */
   size_t n_list, cap_list;
@@ -151,6 +152,7 @@ struct air__exchange {
   air_action act;
   air__gate_cfg gcfg;     /* every leg's gate, deadlines set per attempt */
   air__timer *timer;      /* one loop timer, armed at the earliest due */
+  uint64_t armed;         /* when the loop timer fires (exchange clock), 0: off */
   uint64_t hedge_due;     /* air_run_hedge then (0: off) */
   bool reap;              /* L_LOST legs wait for the next loop turn */
   leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
@@ -207,10 +209,16 @@ static void rearm(air__exchange *x) {
       if (d != 0 && (next == 0 || d < next)) next = d;
     }
   if (next == 0) {
-    x->loop.ops->timer_stop(x->loop.impl, x->timer);
+    if (x->armed != 0) x->loop.ops->timer_stop(x->loop.impl, x->timer);
+    x->armed = 0;
     return;
   }
+  /* Armed for no later than next: left as it is. Firing early is harmless
+   * (on_timer finds nothing due and arms again), and a part deadline moved
+   * on by every event then costs no timer call (issue 20). */
+  if (x->armed != 0 && x->armed <= next) return;
   uint64_t now = now_of(x);
+  x->armed = next;
   x->loop.ops->timer_start(x->loop.impl, x->timer, next > now ? next - now : 0);
 }
 
@@ -228,6 +236,7 @@ static void stop_timers(air__exchange *x) {
   for (unsigned k = 0; k < x->n_legs; k++) stop_leg_timers(x->legs[k]);
   x->hedge_due = 0;
   x->c.keepalive_due = 0;
+  x->armed = 0;
   x->loop.ops->timer_stop(x->loop.impl, x->timer);
 }
 
@@ -570,7 +579,7 @@ static int open_seam(leg *l) {
 /* The seam failed continuation leg l: the attempt fails, final (never
  * stitched in, never continued again: docs/decisions.md). */
 static int seam_fail(leg *l) {
-  const char *m = l->x->c.seam.message;
+  const char *m = l->x->c.seam != NULL ? l->x->c.seam->message : NULL;
   char msg[256];
   snprintf(msg, sizeof(msg), "the continuation from %s cannot be joined: %s",
            l->target, m != NULL ? m : "it does not fit the sent text");
@@ -616,8 +625,8 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
     size_t before = x->c.joined.n;
     air__seam_state st =
         p->kind == AIR_PART_TEXT
-            ? air__seam_feed(&x->c.seam, p->text, p->text_len, &x->c.joined)
-            : air__seam_end(&x->c.seam, &x->c.joined);
+            ? air__seam_feed(x->c.seam, p->text, p->text_len, &x->c.joined)
+            : air__seam_end(x->c.seam, &x->c.joined);
     if (st == AIR__SEAM_FAILED) return seam_fail(l);
     if (st == AIR__SEAM_HOLD) continue;
     bool opening = !l->open;
@@ -1086,6 +1095,7 @@ static void on_timer(void *arg) {
       on_first_byte_timeout, on_attempt_timeout, on_part_timeout,
       on_wait_done};
   air__exchange *x = arg;
+  x->armed = 0;  /* a one-shot timer: it is off now */
   if (x->reap) reap(x);
   uint64_t now = now_of(x);
   leg *which_leg = NULL;
@@ -1219,10 +1229,12 @@ static int build_continuation(leg *l, const air__build_opts *bo, air_error *err)
     snprintf(err->message, sizeof(err->message), "nothing may be continued");
     return AIR_EINVAL;
   }
-  if (x->c.seam_live) air__seam_cleanup(&x->c.seam);
+  if (x->c.seam_live) air__seam_cleanup(x->c.seam);
   x->c.seam_live = false;
+  if (x->c.seam == NULL && (x->c.seam = malloc(sizeof(*x->c.seam))) == NULL)
+    return AIR_ENOMEM;
   const char *sent = x->c.sent.p ? x->c.sent.p : "";
-  int rc = air__seam_init(&x->c.seam, sent, x->c.sent.n, l->style == AIR_CONT_INSTRUCT);
+  int rc = air__seam_init(x->c.seam, sent, x->c.sent.n, l->style == AIR_CONT_INSTRUCT);
   if (rc != 0) return rc;
   x->c.seam_live = true;
   uint64_t est = ((uint64_t)x->c.sent.n + 3) / 4;
@@ -1719,7 +1731,8 @@ static void on_timer_closed(void *arg) {
   air__buf_cleanup(&x->msg);
   air__buf_cleanup(&x->c.sent);
   air__buf_cleanup(&x->c.joined);
-  if (x->c.seam_live) air__seam_cleanup(&x->c.seam);
+  if (x->c.seam_live) air__seam_cleanup(x->c.seam);
+  free(x->c.seam);
   free(x->c.list);
   air_run_free(x->run);
   free(x);

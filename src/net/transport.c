@@ -387,6 +387,9 @@ static void deliver_head(air__xfer *x) {
   }
   x->head_done = true;
   if (x->cb.on_head) x->cb.on_head(x->cb.data, x->status, h, n);
+  /* on_head copied what it keeps: a long stream does not hold the raw
+   * head (issue 20). */
+  air__buf_cleanup(&x->head);
 }
 
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userp) {
