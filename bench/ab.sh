@@ -4,8 +4,8 @@
 # gateway receives, as in bench/vs_nginx.sh), both gateways running at once on
 # 127.0.0.1 ephemeral ports, bench_loadgen at c=64 on one and then the other,
 # AIR_AB_ROUNDS times per mode (default 4; 1 s warmup, AIR_AB_SECONDS measured,
-# default 3). Prints req/s and the gateway worker's CPU per request of every run
-# and the medians. Wall-clock on a shared machine: the alternation, not one run,
+# default 3; AIR_AB_CONC connections, default 64). Prints req/s, the gateway
+# worker's CPU per request and p50 latency of every run and the medians. Wall-clock on a shared machine: the alternation, not one run,
 # is the figure.
 #
 #   bench/ab.sh OLD_BUILD NEW_BUILD     (bench_loadgen and curl from NEW_BUILD)
@@ -14,6 +14,7 @@ old=${1:?old build dir}
 new=${2:?new build dir}
 rounds=${AIR_AB_ROUNDS:-4}
 secs=${AIR_AB_SECONDS:-3}
+conc=${AIR_AB_CONC:-64}
 lg=$new/bench_loadgen
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "skipped: needs nginx (scripts/deps.sh bench)"; exit 0; }
@@ -86,21 +87,22 @@ for b in old new; do
   [ -n "${GW[$b]}" ] || GW[$b]=$PID
 done
 kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
-echo "== bench/ab.sh: $old (old) vs $new (new), c=64, ${secs} s x $rounds each, $(date -u +%H:%MZ), load $(cut -d' ' -f1 /proc/loadavg)"
+echo "== bench/ab.sh: $old (old) vs $new (new), c=$conc, ${secs} s x $rounds each, $(date -u +%H:%MZ), load $(cut -d' ' -f1 /proc/loadavg)"
 for mode in json stream; do
-  declare -A RPS=() CPU=()
+  declare -A RPS=() CPU=() P50=()
   for r in $(seq "$rounds"); do
     for b in old new; do
-      args=(--url "http://127.0.0.1:${GP[$b]}/v1/chat/completions" --model fast -c 64 -w 1
+      args=(--url "http://127.0.0.1:${GP[$b]}/v1/chat/completions" --model fast -c "$conc" -w 1
         -d "$secs" --pid "${GW[$b]}" --label "$b")
       [ "$mode" = stream ] && args+=(--stream)
       l=$("$lg" "${args[@]}")
       RPS[$b]+="$(kv "$l" rps) " CPU[$b]+="$(kv "$l" cpu_us_per_req_pid0) "
+      P50[$b]+="$(kv "$l" p50_us) "
     done
   done
   for b in old new; do
     med() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-    printf '%-6s %-4s req/s: %-40s median %7.0f | gateway CPU/req (us): %-30s median %5.1f\n' \
-      "$mode" "$b" "${RPS[$b]}" "$(med "${RPS[$b]}")" "${CPU[$b]}" "$(med "${CPU[$b]}")"
+    printf '%-6s %-4s req/s: %-40s median %7.0f | gateway CPU/req (us): %-30s median %5.1f | p50 (us) median %7.1f\n' \
+      "$mode" "$b" "${RPS[$b]}" "$(med "${RPS[$b]}")" "${CPU[$b]}" "$(med "${CPU[$b]}")" "$(med "${P50[$b]}")"
   done
 done

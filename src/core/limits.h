@@ -49,6 +49,7 @@
 #define AIR__MAX_MODELS_LIST_BYTES (16u << 20)   /* GET /v1/models */
 #define AIR__MAX_METRICS_BYTES (64u << 20)   /* GET /metrics */
 #define AIR__MAX_LOG_TURN_BYTES (1u << 20)   /* a worker's lines of one loop turn */
+#define AIR__LOG_GATHER_MS 10 /* the log thread gathers lines this long per write */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
 #define AIR__MAX_OTLP_ENDPOINT_BYTES 2048  /* the traces URL */
 #define AIR__MAX_OTLP_HEADERS 32           /* export headers (OTEL_*_HEADERS) */

@@ -79,7 +79,6 @@ struct air__xfer {
   air__xfer *prev, *next;
   const char *body;   /* the request body (borrowed) */
   size_t body_len;
-  size_t body_off;    /* sent so far */
   CURL *easy;
   struct curl_slist *headers;
   air__xfer_cb cb;
@@ -88,6 +87,8 @@ struct air__xfer {
   bool paused;
   bool aborted;       /* on_body asked to stop */
   bool clean;         /* completed normally: the handle may be reused */
+  bool requested;     /* its request was handed to a connection */
+  bool resend_refused; /* libcurl's own re-send was refused (on_prereq) */
   bool trim_queued;   /* on t->trims */
   air__xfer *trim_next;
   int status;
@@ -436,19 +437,30 @@ static size_t on_write(char *buf, size_t size, size_t nmemb, void *userp) {
 }
 
 /*
- * The request body, handed out through a read callback with no seek
- * callback: libcurl then cannot rewind it, so when a reused keep-alive
- * connection dies before the response it fails the transfer
- * (CURLE_SEND_FAIL_REWIND) instead of re-sending the request behind the
- * engine's back. One attempt is one upstream request.
+ * CURLOPT_PREREQFUNCTION: called when the transfer's connection is ready,
+ * before its request is sent. The request body is given to libcurl as
+ * CURLOPT_POSTFIELDS, which libcurl appends to the request head (bodies
+ * under 64 KiB: one send instead of head and body apart). libcurl could
+ * then rewind it on its own: it re-sends a request on a fresh connection
+ * when a reused keep-alive connection dies before any response byte. A
+ * second call is that re-send, refused here: one attempt is one upstream
+ * request, and the engine decides what follows (the transfer ends
+ * CURLE_ABORTED_BY_CALLBACK, reported as a connection closed before the
+ * response).
  */
-static size_t on_read(char *buf, size_t size, size_t nitems, void *userp) {
+static int on_prereq(void *userp, char *ip, char *local_ip, int port,
+                     int local_port) {
+  (void)ip;
+  (void)local_ip;
+  (void)port;
+  (void)local_port;
   air__xfer *x = userp;
-  size_t n = size * nitems, left = x->body_len - x->body_off;
-  if (n > left) n = left;
-  if (n > 0) memcpy(buf, x->body + x->body_off, n);
-  x->body_off += n;
-  return n;
+  if (x->requested) {
+    x->resend_refused = true;
+    return CURL_PREREQFUNC_ABORT;
+  }
+  x->requested = true;
+  return CURL_PREREQFUNC_OK;
 }
 
 /*
@@ -519,6 +531,11 @@ static void check_done(air__transport *t) {
           kind = AIR_TRANSPORT_BADBODY;
           msg = "response head over the limit";
           break;
+        case CURLE_ABORTED_BY_CALLBACK:
+          /* Only on_prereq aborts: libcurl's re-send, refused. */
+          kind = AIR_TRANSPORT_CLOSED;
+          msg = "connection closed before the response";
+          break;
         case CURLE_GOT_NOTHING:
           kind = AIR_TRANSPORT_CLOSED;
           msg = "connection closed before any response";
@@ -546,8 +563,7 @@ static void check_done(air__transport *t) {
 
 /* The options every transfer of t shares, set once per easy handle. */
 static void setup_handle(air__transport *t, CURL *e) {
-  curl_easy_setopt(e, CURLOPT_POST, 1L);
-  curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+  curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -680,11 +696,14 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
     curl_easy_setopt(e, CURLOPT_CURLU, NULL);
     curl_easy_setopt(e, CURLOPT_URL, r->url);
   }
-  /* Per transfer: an idle handle may have served the other method. */
-  curl_easy_setopt(e, r->get ? CURLOPT_HTTPGET : CURLOPT_POST, 1L);
-  curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-  curl_easy_setopt(e, CURLOPT_READDATA, x);
+  /* Per transfer: an idle handle may have served the other method.
+   * CURLOPT_POSTFIELDS makes the transfer a POST; HTTPGET after it makes
+   * it a GET again (the body is then not used). */
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
+  if (r->get) curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+  curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
