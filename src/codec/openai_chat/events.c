@@ -231,7 +231,22 @@ malformed:
  * without escapes or a value without members. Anything else (n > 1 choices,
  * tool calls, usage, errors, nesting, too many members) goes to the full
  * decoder untouched: a fallback costs what decoding cost before.
+ *
+ * The chunks of one stream mostly differ only in their text, so even that
+ * scan is mostly skipped: a chunk fast_chunk took after START, with text
+ * and no finish, is kept as its shape, the bytes before its text's opening
+ * quote and from its closing quote on (d->scratch2, which nothing else of
+ * this decoder uses: its length, those bytes). A later chunk made of the
+ * same bytes around one valid string (scanned: it must end exactly where
+ * the kept bytes resume) tokenizes as the kept one did, token for token,
+ * with only that string changed, so fast_chunk would take it too and hand
+ * over only that text: it is decoded from the two comparisons and one
+ * string scan. Shapes over FAST_SHAPE_MAX bytes are not kept.
  */
+
+/* The most bytes of a kept shape (its length included): one chunk's
+ * bytes around its text, about 200 for OpenAI's own chunks. */
+#define FAST_SHAPE_MAX 511
 
 #define KEY(k, kn, lit) \
   ((kn) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
@@ -354,6 +369,55 @@ static void fast_str(const fast_val *v, const char **p, size_t *n) {
   *n = v->str ? v->n : 0;
 }
 
+/* Keeps the shape of the chunk s, n around its text's raw bytes t, tn
+ * (see above); a shape too big, or that cannot be stored, leaves none. */
+static void keep_shape(air__decoder *d, const char *s, size_t n,
+                       const char *t, size_t tn) {
+  air__buf *b = &d->scratch2;
+  size_t pre = (size_t)(t - s);
+  air__buf_reset(b);
+  if (n - tn + sizeof(pre) > FAST_SHAPE_MAX ||
+      air__buf_add(b, &pre, sizeof(pre)) != 0 ||
+      air__buf_add(b, s, pre) != 0 ||
+      air__buf_add(b, t + tn, n - pre - tn) != 0)
+    b->n = 0;
+}
+
+/*
+ * A chunk of the kept shape (see above): 1 when s, n is one (its text
+ * handed over, cb's result in *rc), 0 when it is not (nothing changed).
+ */
+static int same_shape(air__decoder *d, const char *s, size_t n,
+                      air__part_cb cb, void *data, int *rc) {
+  const air__buf *b = &d->scratch2;
+  size_t pre;
+  if (b->n == 0 || !d->started) return 0;
+  memcpy(&pre, b->p, sizeof(pre));
+  size_t post = b->n - sizeof(pre) - pre;
+  const char *kept = b->p + sizeof(pre);
+  if (n < pre + post || memcmp(s, kept, pre) != 0 ||
+      memcmp(s + n - post, kept + pre, post) != 0 ||
+      air__json_scan_str(s + pre, s + n) != s + n - post)
+    return 0;
+  const char *text = s + pre;
+  size_t text_n = n - post - pre;
+  if (memchr(text, '\\', text_n) != NULL) {
+    size_t off = d->scratch.n;
+    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
+      rollback(&d->scratch, off);
+      return 0;
+    }
+    text = d->scratch.p + off;
+    text_n = d->scratch.n - off;
+  }
+  *rc = 0;
+  if (text_n > 0) {
+    air_part t = {.kind = AIR_PART_TEXT, .text = text, .text_len = text_n};
+    *rc = cb(data, &t);
+  }
+  return 1;
+}
+
 /*
  * The fast path (see above) on the trimmed data s, n: 1 when it decoded the
  * event (cb's first non-zero in *rc), 0 when it changed nothing and the
@@ -400,6 +464,8 @@ static int fast_chunk(air__decoder *d, const char *s, size_t n,
     text = d->scratch.p + off;
     text_n = d->scratch.n - off;
   }
+  if (d->started && f.content.str && !(f.finish.str && f.finish.n > 0))
+    keep_shape(d, s, n, f.content.p, f.content.n);
   *rc = 0;
   if (!d->started) {
     air_part st = {.kind = AIR_PART_START};
@@ -456,7 +522,8 @@ static int decode_event(air__decoder *d, const air__sse_event *ev,
     }
   }
   int rc;
-  if (fast && fast_chunk(d, s, n, cb, data, &rc)) {
+  if (fast && (same_shape(d, s, n, cb, data, &rc) ||
+               fast_chunk(d, s, n, cb, data, &rc))) {
     *took = true;
     return rc;
   }

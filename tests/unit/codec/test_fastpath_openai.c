@@ -250,6 +250,60 @@ static void cuts_and_replacements_agree(void **state) {
   }
 }
 
+/* A chunk taken after START is kept as a shape (the bytes around its
+ * text); later chunks of that shape are decoded from it, and chunks that
+ * only look like it (the same first and last bytes, a quote inside) are
+ * not mistaken for it. */
+static void same_shape_reuse(void **state) {
+  (void)state;
+#define P "{\"choices\":[{\"delta\":{\"content\":\""
+#define S "\"}}]}"
+  static const struct {
+    const char *data;
+    int took;
+  } seq[] = {
+      {P "first" S, 1},
+      {P "second" S, 1},
+      {P "" S, 1},
+      {P "esc \\n \\\" \\\\ \\u00e9 \\ud83d\\ude00" S, 1},
+      {P "\\" S, 0},          /* an escaped quote: no string ends there */
+      {P "a\\\\" S, 1},     /* a backslash, then the closing quote */
+      {P "a\"}}],\"x\":{\"y\":[{\"z\":{\"w\":\"b" S, 0},
+      {P "a\"},\"refusal\":\"r\"}}],\"q\":{\"w\":[{\"e\":{\"t\":\"b" S, 0},
+      {P "a\"}}]},{\"choices\":[{\"delta\":{\"content\":\"b" S, 0},
+      {P "ctl \x01" S, 0},
+      {P "bad \\x" S, 0},
+      {P "no end", 0},
+      {P, 0},
+      {S, 0},
+      {"{\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":"
+       "\"stop\"}]}",
+       1},
+      {P "after finish" S, 1},
+      {"{\"choices\":[{\"delta\":{\"content\":\"other\"}}],\"u\":1}", 1},
+      {"{\"choices\":[{\"delta\":{\"content\":\"other 2\"}}],\"u\":1}", 1},
+      {P "back to the first" S, 1},
+  };
+#undef P
+#undef S
+  for (size_t stop = 0; stop < 2; stop++) {
+    fp_pair x;
+    started(&x);
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+      check(&x, seq[i].data, strlen(seq[i].data), stop, seq[i].took);
+      if (i == 0) assert_true(x.fast.d.scratch2.n > 0); /* kept */
+    }
+    fp_cleanup(&x);
+  }
+  /* Nothing is kept before START: the first chunk's shape holds id and
+   * model, which a later one must not skip when they differ. */
+  fp_pair x;
+  pair_init(&x);
+  check(&x, ROLE, strlen(ROLE), 0, 1);
+  assert_int_equal(x.fast.d.scratch2.n, 0);
+  fp_cleanup(&x);
+}
+
 /* A text of 1 MiB, plain and escaped: taken, the same parts. */
 static void huge_text(void **state) {
   (void)state;
@@ -283,6 +337,7 @@ int main(void) {
       cmocka_unit_test(declines_the_rest),
       cmocka_unit_test(start_from_the_first_event),
       cmocka_unit_test(cuts_and_replacements_agree),
+      cmocka_unit_test(same_shape_reuse),
       cmocka_unit_test(huge_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
