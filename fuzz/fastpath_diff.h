@@ -34,10 +34,10 @@ typedef int (*fp_fast_fn)(air__decoder *d, const air__sse_event *ev,
 
 typedef struct fp_side {
   air__decoder d;
-  air__buf trace;               /* a digest of every part of the event */
-  const air__sse_event *ev;     /* the event being decoded */
-  size_t n_parts;               /* parts of the event so far */
-  size_t stop_at;               /* return FP_STOP at this part (1-based) */
+  air__buf trace;           /* a digest of every part of the event */
+  const air__sse_event *ev; /* the event being decoded */
+  size_t n_parts;           /* parts of the event so far */
+  size_t stop_at;           /* return FP_STOP at this part (1-based) */
 } fp_side;
 
 typedef struct fp_pair {
@@ -115,11 +115,11 @@ static inline void fp_cleanup(fp_pair *x) {
  * responder): equal on both sides, or the first difference in why. */
 static inline bool fp_same_state(fp_pair *x) {
   const air__decoder *a = &x->fast.d, *b = &x->full.d;
-#define FP_FIELD(f)                                                   \
-  if (a->f != b->f) {                                                 \
+#define FP_FIELD(f)                                                          \
+  if (a->f != b->f) {                                                        \
     snprintf(x->why, sizeof(x->why), "decoder." #f ": fast %llu, full %llu", \
-             (unsigned long long)a->f, (unsigned long long)b->f);     \
-    return false;                                                     \
+             (unsigned long long)a->f, (unsigned long long)b->f);            \
+    return false;                                                            \
   }
   FP_FIELD(malformed)
   FP_FIELD(started)
@@ -147,8 +147,8 @@ static inline bool fp_same_state(fp_pair *x) {
  * part stop_at (0: never). True when both gave the same; else false with
  * the difference in x->why. *took: the fast path decoded the event.
  */
-static inline bool fp_feed(fp_pair *x, const air__sse_event *ev,
-                           size_t stop_at, bool *took) {
+static inline bool fp_feed(fp_pair *x, const air__sse_event *ev, size_t stop_at,
+                           bool *took) {
   fp_side *sides[2] = {&x->fast, &x->full};
   for (int i = 0; i < 2; i++) {
     air__buf_reset(&sides[i]->trace);

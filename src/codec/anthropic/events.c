@@ -436,8 +436,8 @@ static bool fast_index(const fast_val *v, int *idx) {
  * event (cb's result in *rc), 0 when it changed nothing and the full
  * decoder must run.
  */
-static int fast_event(air__decoder *d, const char *s, size_t n,
-                      air__part_cb cb, void *data, int *rc) {
+static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
   const char *p = air__json_ws(s, s + n), *e = s + n;
   fast_scan f;
   memset(&f, 0, sizeof(f));

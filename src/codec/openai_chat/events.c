@@ -2,9 +2,11 @@
  * The OpenAI chat-completions stream (chat.completion.chunk events) and
  * chat.completion bodies decoded into parts (DESIGN.md 5).
  *
- * Hot path (decode_event): json.c tokens and appends to bounded buffers.
- * Nothing is allocated per event once the decoder's scratch buffer has
- * grown to the largest escaped event seen. decode_body (cold) uses jansson.
+ * Hot path (decode_event): the plain text chunk by a fast path without
+ * tokens (below decode_chunk), everything else by json.c tokens; appends
+ * to bounded buffers. Nothing is allocated per event once the decoder's
+ * scratch buffers have grown to the largest escaped event seen and the
+ * kept chunk shape. decode_body (cold) uses jansson.
  *
  * Choices where the API is silent: an event whose data is empty or white
  * space is a keep-alive (nothing, not malformed). A chunk with no choices
@@ -371,14 +373,13 @@ static void fast_str(const fast_val *v, const char **p, size_t *n) {
 
 /* Keeps the shape of the chunk s, n around its text's raw bytes t, tn
  * (see above); a shape too big, or that cannot be stored, leaves none. */
-static void keep_shape(air__decoder *d, const char *s, size_t n,
-                       const char *t, size_t tn) {
+static void keep_shape(air__decoder *d, const char *s, size_t n, const char *t,
+                       size_t tn) {
   air__buf *b = &d->scratch2;
   size_t pre = (size_t)(t - s);
   air__buf_reset(b);
   if (n - tn + sizeof(pre) > FAST_SHAPE_MAX ||
-      air__buf_add(b, &pre, sizeof(pre)) != 0 ||
-      air__buf_add(b, s, pre) != 0 ||
+      air__buf_add(b, &pre, sizeof(pre)) != 0 || air__buf_add(b, s, pre) != 0 ||
       air__buf_add(b, t + tn, n - pre - tn) != 0)
     b->n = 0;
 }
@@ -387,8 +388,8 @@ static void keep_shape(air__decoder *d, const char *s, size_t n,
  * A chunk of the kept shape (see above): 1 when s, n is one (its text
  * handed over, cb's result in *rc), 0 when it is not (nothing changed).
  */
-static int same_shape(air__decoder *d, const char *s, size_t n,
-                      air__part_cb cb, void *data, int *rc) {
+static int same_shape(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
   const air__buf *b = &d->scratch2;
   size_t pre;
   if (b->n == 0 || !d->started) return 0;
@@ -424,8 +425,8 @@ static int same_shape(air__decoder *d, const char *s, size_t n,
  * full decoder must run. d->scratch is as decode_event left it (reset,
  * sized for the event's escapes).
  */
-static int fast_chunk(air__decoder *d, const char *s, size_t n,
-                      air__part_cb cb, void *data, int *rc) {
+static int fast_chunk(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
   const char *p = s, *e = s + n;
   fast_scan f;
   memset(&f, 0, sizeof(f));

@@ -302,8 +302,8 @@ static air_part_kind fast_kind(const fast_val *t) {
  * full decoder must run. d->scratch is as decode_event left it (reset,
  * sized for the event's escapes).
  */
-static int fast_delta(air__decoder *d, const char *s, size_t n,
-                      air__part_cb cb, void *data, int *rc) {
+static int fast_delta(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
   const char *p = s, *e = s + n;
   fast_val type = {0}, delta = {0};
   unsigned members = 0;

@@ -22,11 +22,11 @@
 
 #define DELTA(i, d) \
   "{\"type\":\"content_block_delta\",\"index\":" i ",\"delta\":" d "}"
-#define START                                                             \
-  "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":"    \
+#define START                                                               \
+  "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":"     \
   "\"message\",\"role\":\"assistant\",\"model\":\"claude\",\"content\":[]," \
   "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}"
-#define BLOCK                                                       \
+#define BLOCK                                                        \
   "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":" \
   "{\"type\":\"text\",\"text\":\"\"}}"
 
@@ -57,12 +57,14 @@ static const char *const TAKEN[] = {
     DELTA("3", "{\"type\":\"text_delta\",\"text\":\"other block\"}"),
     DELTA("1000000", "{\"type\":\"text_delta\",\"text\":\"last index\"}"),
     DELTA("0", "{\"type\":\"text_delta\",\"text\":\"a\\nb\\\"c\\\\d\\/e\"}"),
-    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"\\u00e9\\ud83d\\ude00"
-               "\\udfff\"}"),
+    DELTA("0",
+          "{\"type\":\"text_delta\",\"text\":\"\\u00e9\\ud83d\\ude00"
+          "\\udfff\"}"),
     DELTA("0", "{\"text\":\"type last\",\"type\":\"text_delta\"}"),
     DELTA("0", "{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}"),
-    DELTA("0", "{\"type\":\"thinking_delta\",\"thinking\":\"hmm\","
-               "\"text\":{}}"),
+    DELTA("0",
+          "{\"type\":\"thinking_delta\",\"thinking\":\"hmm\","
+          "\"text\":{}}"),
     DELTA("0", "{\"type\":\"text_delta\",\"text\":\"x\",\"thinking\":1}"),
     "{\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"order\"},"
     "\"type\":\"content_block_delta\",\"extra\":[]}",
@@ -79,8 +81,9 @@ static const char *const DECLINED[] = {
     DELTA("0", "{\"type\":\"text_delta\",\"text\":5}"),
     DELTA("0", "{\"type\":\"thinking_delta\",\"text\":\"x\"}"),
     DELTA("0", "{\"type\":\"text_delta\",\"text\":\"a\",\"text\":\"b\"}"),
-    DELTA("0", "{\"type\":\"text_delta\",\"type\":\"thinking_delta\","
-               "\"text\":\"a\"}"),
+    DELTA("0",
+          "{\"type\":\"text_delta\",\"type\":\"thinking_delta\","
+          "\"text\":\"a\"}"),
     DELTA("0", "{\"type\":\"text_\\u0064elta\",\"text\":\"a\"}"),
     DELTA("0", "null"),
     DELTA("0", "{\"type\":\"text_delta\",\"text\":\"x\",\"o\":{\"a\":1}}"),

@@ -21,9 +21,11 @@
 #include "fastpath_diff.h"
 #include "openai_chat/openai_chat.h"
 
-#define PRE "{\"id\":\"c-1\",\"object\":\"chat.completion.chunk\",\"created\":1,"
+#define PRE \
+  "{\"id\":\"c-1\",\"object\":\"chat.completion.chunk\",\"created\":1,"
 #define MODEL "\"model\":\"m\","
-#define CH(x) "\"choices\":[{\"index\":0,\"delta\":" x ",\"finish_reason\":null}]}"
+#define CH(x) \
+  "\"choices\":[{\"index\":0,\"delta\":" x ",\"finish_reason\":null}]}"
 #define ROLE PRE MODEL CH("{\"role\":\"assistant\",\"content\":\"\"}")
 
 static void pair_init(fp_pair *x) {
@@ -79,24 +81,30 @@ static const char *const TAKEN[] = {
     " \t\r\n{ \"choices\" : [ { \"index\" : 0 , \"delta\" : { \"content\" :"
     " \"spaced\" } , \"finish_reason\" : null } ] } \n ",
     "{\n\"choices\":\n[\n{\"delta\":\n{\"content\":\"nl\"}\n}\n]\n}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-              "\"stop\"}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"end\"},"
-              "\"finish_reason\":\"length\"}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-              "\"\"}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-              "\"tool_calls\"}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-              "\"weird\"}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+    "\"stop\"}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"end\"},"
+    "\"finish_reason\":\"length\"}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+    "\"\"}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+    "\"tool_calls\"}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+    "\"weird\"}]}",
     "{\"conte\\u006et\":1,\"choices\":[{\"delta\":{\"conte\\u006et\":\"k\","
     "\"content\":\"real\"}}]}",
 };
 
 /* The fast path leaves these to the full decoder (after the role event). */
 static const char *const DECLINED[] = {
-    PRE MODEL "\"choices\":[],\"usage\":{\"prompt_tokens\":3,"
-              "\"completion_tokens\":9,\"total_tokens\":12}}",
+    PRE MODEL
+    "\"choices\":[],\"usage\":{\"prompt_tokens\":3,"
+    "\"completion_tokens\":9,\"total_tokens\":12}}",
     PRE MODEL "\"choices\":[]}",
     PRE MODEL CH("{\"content\":\"x\",\"content\":\"y\"}"),
     PRE MODEL CH("{\"content\":1}"),
@@ -115,21 +123,27 @@ static const char *const DECLINED[] = {
     PRE MODEL "\"choices\":[{\"index\":-0,\"delta\":{\"content\":\"x\"}}]}",
     PRE MODEL "\"choices\":[{\"index\":0.0,\"delta\":{\"content\":\"x\"}}]}",
     PRE MODEL "\"choices\":[{\"index\":0,\"index\":1,\"delta\":{}}]}",
-    PRE MODEL "\"choices\":[{\"delta\":{\"content\":\"a\"}},{\"index\":1,"
-              "\"delta\":{\"content\":\"b\"}}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},"
-              "\"delta\":{\"content\":\"b\"}}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-              "\"st\\u006fp\"}]}",
+    PRE MODEL
+    "\"choices\":[{\"delta\":{\"content\":\"a\"}},{\"index\":1,"
+    "\"delta\":{\"content\":\"b\"}}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},"
+    "\"delta\":{\"content\":\"b\"}}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+    "\"st\\u006fp\"}]}",
     PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":1}]}",
-    PRE MODEL "\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":"
-              "{\"content\":[]}}]}",
+    PRE MODEL
+    "\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":"
+    "{\"content\":[]}}]}",
     PRE MODEL CH("{\"content\":\"x\"}") ",\"choices\":[]}",
     "{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"choices\":[]}",
-    PRE MODEL "\"usage\":{\"prompt_tokens\":1},"
-              "\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
-    PRE MODEL "\"error\":{\"message\":\"boom\",\"type\":\"server_error\"},"
-              "\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
+    PRE MODEL
+    "\"usage\":{\"prompt_tokens\":1},"
+    "\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
+    PRE MODEL
+    "\"error\":{\"message\":\"boom\",\"type\":\"server_error\"},"
+    "\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
     "{\"error\":{\"message\":\"boom\"}}",
     "{\"error\":\"boom\"}",
     "{\"id\":\"\",\"choices\":[],\"prompt_filter_results\":[{\"x\":1}]}",
@@ -266,8 +280,8 @@ static void same_shape_reuse(void **state) {
       {P "second" S, 1},
       {P "" S, 1},
       {P "esc \\n \\\" \\\\ \\u00e9 \\ud83d\\ude00" S, 1},
-      {P "\\" S, 0},          /* an escaped quote: no string ends there */
-      {P "a\\\\" S, 1},     /* a backslash, then the closing quote */
+      {P "\\" S, 0},    /* an escaped quote: no string ends there */
+      {P "a\\\\" S, 1}, /* a backslash, then the closing quote */
       {P "a\"}}],\"x\":{\"y\":[{\"z\":{\"w\":\"b" S, 0},
       {P "a\"},\"refusal\":\"r\"}}],\"q\":{\"w\":[{\"e\":{\"t\":\"b" S, 0},
       {P "a\"}}]},{\"choices\":[{\"delta\":{\"content\":\"b" S, 0},
@@ -311,7 +325,8 @@ static void huge_text(void **state) {
   char *ev = malloc(big + 200);
   assert_non_null(ev);
   for (int esc = 0; esc < 2; esc++) {
-    size_t n = (size_t)snprintf(ev, 200, "{\"choices\":[{\"delta\":{\"content\":\"");
+    size_t n =
+        (size_t)snprintf(ev, 200, "{\"choices\":[{\"delta\":{\"content\":\"");
     for (size_t k = 0; k < big; k++) {
       if (esc && k % 64 == 0 && k + 6 < big) {
         memcpy(ev + n, "\\u00e9", 6);

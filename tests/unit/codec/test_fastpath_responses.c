@@ -22,9 +22,9 @@
 #include "openai_responses/openai_responses.h"
 
 #define TD "{\"type\":\"response.output_text.delta\","
-#define CREATED                                                         \
-  "{\"type\":\"response.created\",\"sequence_number\":0,\"response\":"  \
-  "{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"gpt-x\","     \
+#define CREATED                                                        \
+  "{\"type\":\"response.created\",\"sequence_number\":0,\"response\":" \
+  "{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"gpt-x\","    \
   "\"output\":[],\"status\":\"in_progress\"}}"
 
 static void pair_init(fp_pair *x) {
@@ -49,9 +49,10 @@ static void started(fp_pair *x) {
 }
 
 static const char *const TAKEN[] = {
-    TD "\"sequence_number\":5,\"item_id\":\"msg_1\",\"output_index\":0,"
-       "\"content_index\":0,\"delta\":\"Hello\",\"logprobs\":[],"
-       "\"obfuscation\":\"abc\"}",
+    TD
+    "\"sequence_number\":5,\"item_id\":\"msg_1\",\"output_index\":0,"
+    "\"content_index\":0,\"delta\":\"Hello\",\"logprobs\":[],"
+    "\"obfuscation\":\"abc\"}",
     TD "\"delta\":\"\"}",
     TD "\"delta\":\"a\\nb\\\"c\\\\d\\u00e9\\ud83d\\ude00\\ud800\"}",
     "{\"delta\":\"type last\",\"type\":\"response.output_text.delta\"}",
@@ -60,7 +61,8 @@ static const char *const TAKEN[] = {
     "\"summary_index\":0}",
     "{\"type\":\"response.reasoning_text.delta\",\"delta\":\"r\"}",
     TD "\"delta\":\"x\",\"x\":{},\"y\":null,\"z\":-0.5E-2,\"t\":true}",
-    " \n{ \"type\" : \"response.output_text.delta\" , \"delta\" : \"ws\" } \r\n",
+    " \n{ \"type\" : \"response.output_text.delta\" , \"delta\" : \"ws\" } "
+    "\r\n",
 };
 
 static const char *const DECLINED[] = {
