@@ -407,8 +407,12 @@ static int add_utf8(air__buf *out, unsigned long cp) {
 
 int air__json_str(const air__json *j, int i, air__buf *out) {
   if (!air__json_is_str(j, i)) return AIR_EINVAL;
-  const char *p = j->js + j->tok[i].start;
-  const char *e = j->js + j->tok[i].end;
+  return air__json_unescape(j->js + j->tok[i].start,
+                            (size_t)(j->tok[i].end - j->tok[i].start), out);
+}
+
+int air__json_unescape(const char *p, size_t n, air__buf *out) {
+  const char *e = p + n;
   int rc = 0;
   while (p < e && rc == 0) {
     const char *bs = memchr(p, '\\', (size_t)(e - p));
@@ -444,6 +448,33 @@ int air__json_str(const air__json *j, int i, air__buf *out) {
     }
   }
   return rc;
+}
+
+const char *air__json_scan_str(const char *p, const char *e) {
+  return scan_string(p, e);
+}
+
+const char *air__json_scan_leaf(const char *p, const char *e) {
+  if (p == e) return NULL;
+  switch (*p) {
+    case '"':
+      p = scan_string(p + 1, e);
+      return p != NULL ? p + 1 : NULL;
+    case '{':
+    case '[': {
+      char closer = *p == '{' ? '}' : ']';
+      p = skip_ws(p + 1, e);
+      return p < e && *p == closer ? p + 1 : NULL;
+    }
+    case 't':
+      return e - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 : NULL;
+    case 'f':
+      return e - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 : NULL;
+    case 'n':
+      return e - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+    default:
+      return scan_number(p, e);
+  }
 }
 
 /*

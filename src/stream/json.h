@@ -167,4 +167,87 @@ int air__json_str(const air__json *j, int i, air__buf *out);
  * raw bytes hold no backslash (the common case), false otherwise. */
 bool air__json_plain(const air__json *j, int i, const char **p, size_t *n);
 
+/*
+ * Forward scanning without tokens, for fast paths that recognise one fixed
+ * shape of document and hand anything else to air__json_parse. Both follow
+ * air__json_parse's grammar exactly: what they accept, the tokenizer
+ * accepts as the same bytes.
+ */
+
+/* p is just past an opening quote: returns the closing quote, or NULL when
+ * the string is unterminated, holds a raw control byte or a bad escape. */
+const char *air__json_scan_str(const char *p, const char *e);
+/* p at a value with no members (a string, number, true, false, null, {} or
+ * [], white space allowed inside the brackets): returns just past it, or
+ * NULL for anything else (an object or array with members included). */
+const char *air__json_scan_leaf(const char *p, const char *e);
+/* p past any white space (space, tab, CR, LF) before e. */
+static inline const char *air__json_ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  return p;
+}
+/* The most members a fast path scans in one document before it gives up:
+ * far inside AIR__MAX_JSON_TOKENS, so that a document it takes is never
+ * one the tokenizer refuses as too big. */
+#define AIR__JSON_SCAN_MAX_MEMBERS 1024
+
+/* Object and array steps, *pp moved past what they read (white space
+ * included); on failure *pp is left anywhere and the document should be
+ * handed to air__json_parse.
+ * open: *pp at the bracket open ('{' or '['): 1 when a member follows (*pp
+ * at it), 0 when the bracket closes at once (*pp past it), -1 when *pp is
+ * not at open. */
+static inline int air__json_scan_open(const char **pp, const char *e,
+                                      char open) {
+  const char *p = *pp;
+  if (p == e || *p != open) return -1;
+  p = air__json_ws(p + 1, e);
+  if (p < e && *p == (open == '{' ? '}' : ']')) {
+    *pp = p + 1;
+    return 0;
+  }
+  *pp = p;
+  return 1;
+}
+/* *pp at a string: its raw bytes in *s, *n and *pp past its closing quote;
+ * false when no valid string is there. */
+static inline bool air__json_scan_strval(const char **pp, const char *e,
+                                         const char **s, size_t *n) {
+  const char *p = *pp;
+  if (p == e || *p != '"') return false;
+  const char *q = air__json_scan_str(p + 1, e);
+  if (q == NULL) return false;
+  *s = p + 1;
+  *n = (size_t)(q - p - 1);
+  *pp = q + 1;
+  return true;
+}
+/* *pp at a member of an object: its key's raw bytes in *k, *kn and *pp at
+ * the value (past the colon); false on anything else. */
+static inline bool air__json_scan_key(const char **pp, const char *e,
+                                      const char **k, size_t *kn) {
+  if (!air__json_scan_strval(pp, e, k, kn)) return false;
+  const char *p = air__json_ws(*pp, e);
+  if (p == e || *p != ':') return false;
+  *pp = air__json_ws(p + 1, e);
+  return true;
+}
+/* *pp just past a member's value: 1 at the next member (past the comma), 0
+ * past the closing bracket closer, -1 on anything else. */
+static inline int air__json_scan_next(const char **pp, const char *e,
+                                      char closer) {
+  const char *p = air__json_ws(*pp, e);
+  if (p == e) return -1;
+  if (*p == ',') {
+    *pp = air__json_ws(p + 1, e);
+    return 1;
+  }
+  if (*p != closer) return -1;
+  *pp = p + 1;
+  return 0;
+}
+/* The raw (escaped) bytes of a string, as air__json_scan_str accepted
+ * them, decoded and appended to out exactly as air__json_str does. */
+int air__json_unescape(const char *p, size_t n, air__buf *out);
+
 #endif

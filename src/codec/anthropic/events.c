@@ -339,10 +339,168 @@ static int on_error(air__decoder *d, const air__json *j, bool *bad,
   return cb(data, &part);
 }
 
-int air__ant_decode_event(air__decoder *d, const air__sse_event *ev,
-                          air__part_cb cb, void *data) {
+/* ---- the fast path: a text delta without tokens
+ * -----------------------------------------------------
+ *
+ * Most events of a stream are one shape: {"type":"content_block_delta",
+ * "index":N,"delta":{"type":"text_delta","text":"..."}} (or thinking_delta
+ * and "thinking"). fast_delta recognises it in one forward scan and yields
+ * what on_block_delta would, without air__json_parse. It takes an event
+ * only when sure: every byte valid JSON by the tokenizer's grammar; "type",
+ * "index", "delta" and the delta's "type", "text" and "thinking" each given
+ * once; "index" a plain integer 0..MAX_BLOCK_INDEX; the delta's type
+ * text_delta or thinking_delta and its text a string; every other value
+ * without members. Anything else goes to the full decoder untouched.
+ */
+
+/* A member on_block_delta reads: seen once, its raw bytes (a string's
+ * without the quotes). */
+typedef struct fast_val {
+  bool seen;
+  bool str;
+  const char *p;
+  size_t n;
+} fast_val;
+
+typedef struct fast_scan {
+  fast_val type, index, delta, dtype, text, thinking;
+  unsigned members;
+} fast_scan;
+
+/* A value without members at *pp into v, *pp past it; false when it is
+ * not one, or when v was seen before (a repeated key). */
+static bool fast_leaf(const char **pp, const char *e, fast_val *v) {
+  if (v->seen) return false;
+  v->seen = true;
+  v->str = *pp < e && **pp == '"';
+  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
+  v->p = *pp;
+  const char *q = air__json_scan_leaf(*pp, e);
+  if (q == NULL) return false;
+  v->n = (size_t)(q - *pp);
+  *pp = q;
+  return true;
+}
+
+/* The key of the next member of an object, *pp at its value; counts the
+ * members. */
+static bool fast_key(fast_scan *f, const char **pp, const char *e,
+                     const char **k, size_t *kn) {
+  return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
+         air__json_scan_key(pp, e, k, kn);
+}
+
+static bool fast_skip(const char **pp, const char *e) {
+  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
+}
+
+static bool fast_delta_obj(fast_scan *f, const char **pp, const char *e) {
+  if (f->delta.seen) return false;
+  f->delta.seen = true;
+  int more = air__json_scan_open(pp, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (!fast_key(f, pp, e, &k, &kn)) return false;
+    bool ok;
+    if (IS(k, kn, "type"))
+      ok = fast_leaf(pp, e, &f->dtype);
+    else if (IS(k, kn, "text"))
+      ok = fast_leaf(pp, e, &f->text);
+    else if (IS(k, kn, "thinking"))
+      ok = fast_leaf(pp, e, &f->thinking);
+    else
+      ok = fast_skip(pp, e);
+    if (!ok) return false;
+    more = air__json_scan_next(pp, e, '}');
+  }
+  return more == 0;
+}
+
+/* A block index as index_at reads it: digits only (no sign, fraction or
+ * exponent), at most MAX_BLOCK_INDEX. */
+static bool fast_index(const fast_val *v, int *idx) {
+  if (v->str || v->n == 0 || v->n > 7) return false;
+  int x = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    if (v->p[i] < '0' || v->p[i] > '9') return false;
+    x = x * 10 + (v->p[i] - '0');
+  }
+  if (x > MAX_BLOCK_INDEX) return false;
+  *idx = x;
+  return true;
+}
+
+/*
+ * The fast path (see above) on the event's data: 1 when it decoded the
+ * event (cb's result in *rc), 0 when it changed nothing and the full
+ * decoder must run.
+ */
+static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
+  const char *p = air__json_ws(s, s + n), *e = s + n;
+  fast_scan f;
+  memset(&f, 0, sizeof(f));
+  int more = air__json_scan_open(&p, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (!fast_key(&f, &p, e, &k, &kn)) return 0;
+    bool ok;
+    if (IS(k, kn, "type"))
+      ok = fast_leaf(&p, e, &f.type);
+    else if (IS(k, kn, "index"))
+      ok = fast_leaf(&p, e, &f.index);
+    else if (IS(k, kn, "delta"))
+      ok = fast_delta_obj(&f, &p, e);
+    else
+      ok = fast_skip(&p, e);
+    if (!ok) return 0;
+    more = air__json_scan_next(&p, e, '}');
+  }
+  int idx;
+  if (more != 0 || air__json_ws(p, e) != e || !f.type.str ||
+      !IS(f.type.p, f.type.n, "content_block_delta") || !f.delta.seen ||
+      !fast_index(&f.index, &idx) || !f.dtype.str)
+    return 0;
+  const fast_val *t;
+  air_part_kind kind;
+  if (IS(f.dtype.p, f.dtype.n, "text_delta")) {
+    t = &f.text;
+    kind = AIR_PART_TEXT;
+  } else if (IS(f.dtype.p, f.dtype.n, "thinking_delta")) {
+    t = &f.thinking;
+    kind = AIR_PART_REASONING;
+  } else {
+    return 0;
+  }
+  if (!t->str) return 0;
+
+  /* Sure: the part, as on_block_delta gives it (str_at's decoding). */
+  const char *text = t->p;
+  size_t text_n = t->n;
+  if (memchr(text, '\\', text_n) != NULL) {
+    air__buf_reset(&d->scratch);
+    if (air__json_unescape(text, text_n, &d->scratch) != 0) return 0;
+    text = d->scratch.n > 0 ? d->scratch.p : "";
+    text_n = d->scratch.n;
+  }
+  *rc = text_n == 0 ? 0 : emit_text(cb, data, kind, idx, text, text_n);
+  return 1;
+}
+
+/* decode_event, with the fast path tried first when fast; *took tells
+ * whether it decoded the event. */
+static int decode_event(air__decoder *d, const air__sse_event *ev,
+                        air__part_cb cb, void *data, bool fast, bool *took) {
+  *took = false;
   d->usage_only = d->terminator = d->error_event = false;
   if (IS(ev->type.p, ev->type.n, "ping")) return 0;
+  int frc;
+  if (fast && fast_event(d, ev->data.p, ev->data.n, cb, data, &frc)) {
+    *took = true;
+    return frc;
+  }
   air__json j;
   if (air__json_parse(&j, ev->data.p, ev->data.n) != 0 ||
       !air__json_is_obj(&j, 0)) {
@@ -373,6 +531,23 @@ int air__ant_decode_event(air__decoder *d, const air__sse_event *ev,
   air__json_cleanup(&j);
   if (bad) d->malformed++;
   return rc;
+}
+
+int air__ant_decode_event(air__decoder *d, const air__sse_event *ev,
+                          air__part_cb cb, void *data) {
+  bool took;
+  return decode_event(d, ev, cb, data, true, &took);
+}
+
+int air__ant_decode_event_full(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data) {
+  bool took;
+  return decode_event(d, ev, cb, data, false, &took);
+}
+
+int air__ant_decode_event_fast(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data, bool *took) {
+  return decode_event(d, ev, cb, data, true, took);
 }
 
 /* ---- decoding a whole body (cold path, jansson)

@@ -2,9 +2,11 @@
  * The OpenAI chat-completions stream (chat.completion.chunk events) and
  * chat.completion bodies decoded into parts (DESIGN.md 5).
  *
- * Hot path (decode_event): json.c tokens and appends to bounded buffers.
- * Nothing is allocated per event once the decoder's scratch buffer has
- * grown to the largest escaped event seen. decode_body (cold) uses jansson.
+ * Hot path (decode_event): the plain text chunk by a fast path without
+ * tokens (below decode_chunk), everything else by json.c tokens; appends
+ * to bounded buffers. Nothing is allocated per event once the decoder's
+ * scratch buffers have grown to the largest escaped event seen and the
+ * kept chunk shape. decode_body (cold) uses jansson.
  *
  * Choices where the API is silent: an event whose data is empty or white
  * space is a keep-alive (nothing, not malformed). A chunk with no choices
@@ -214,13 +216,289 @@ malformed:
   return 0;
 }
 
+/* ---- the fast path: the common chunk without tokens
+ * ------------------------------------------------
+ *
+ * Most chunks are one shape: a single choice (index 0) whose delta holds
+ * only text, with no finish or a plain one, no usage, no error. fast_chunk
+ * recognises that shape in one forward scan and yields what decode_chunk
+ * would, so air__json_parse and the look-ups are skipped. It takes an event
+ * only when sure: every byte valid JSON by the tokenizer's grammar, no key
+ * decode_chunk reads given twice, every value it does not read without
+ * members, and each value it reads of a type it handles: "error", "usage",
+ * "refusal", "reasoning_content", "reasoning" and "tool_calls" null; the
+ * choice's "index" exactly 0 (or absent); "delta" an object; "content" a
+ * string (escapes decoded as ev_str would) or null; "finish_reason" null or
+ * a string without escapes; "id" and "model", read for START, a string
+ * without escapes or a value without members. Anything else (n > 1 choices,
+ * tool calls, usage, errors, nesting, too many members) goes to the full
+ * decoder untouched: a fallback costs what decoding cost before.
+ *
+ * The chunks of one stream mostly differ only in their text, so even that
+ * scan is mostly skipped: a chunk fast_chunk took after START, with text
+ * and no finish, is kept as its shape, the bytes before its text's opening
+ * quote and from its closing quote on (d->scratch2, which nothing else of
+ * this decoder uses: its length, those bytes). A later chunk made of the
+ * same bytes around one valid string (scanned: it must end exactly where
+ * the kept bytes resume) tokenizes as the kept one did, token for token,
+ * with only that string changed, so fast_chunk would take it too and hand
+ * over only that text: it is decoded from the two comparisons and one
+ * string scan. Shapes over FAST_SHAPE_MAX bytes are not kept.
+ */
+
+/* The most bytes of a kept shape (its length included): one chunk's
+ * bytes around its text, about 200 for OpenAI's own chunks. */
+#define FAST_SHAPE_MAX 511
+
+#define KEY(k, kn, lit) \
+  ((kn) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
+
+/* A member decode_chunk reads: seen once; its raw bytes (str: a string's,
+ * without the quotes). */
+typedef struct fast_val {
+  bool seen;
+  bool str;
+  const char *p;
+  size_t n;
+} fast_val;
+
+/* What fast_chunk found. */
+typedef struct fast_scan {
+  fast_val id, model, choices, index, delta, content, finish;
+  unsigned members;
+} fast_scan;
+
+/* A value without members at *pp into v, *pp past it; false when it is
+ * not one, or when v was seen before (a repeated key). */
+static bool fast_leaf(const char **pp, const char *e, fast_val *v) {
+  if (v->seen) return false;
+  v->seen = true;
+  v->str = *pp < e && **pp == '"';
+  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
+  v->p = *pp;
+  const char *q = air__json_scan_leaf(*pp, e);
+  if (q == NULL) return false;
+  v->n = (size_t)(q - *pp);
+  *pp = q;
+  return true;
+}
+
+static bool is_null(const fast_val *v) {
+  return !v->str && v->n == 4 && memcmp(v->p, "null", 4) == 0;
+}
+
+/* A string or null into v (once). */
+static bool fast_str_or_null(const char **pp, const char *e, fast_val *v) {
+  return fast_leaf(pp, e, v) && (v->str || is_null(v));
+}
+
+/* null at *pp; *pp past it. */
+static bool fast_null(const char **pp, const char *e) {
+  if (e - *pp < 4 || memcmp(*pp, "null", 4) != 0) return false;
+  *pp += 4;
+  return true;
+}
+
+/* A value decode_chunk does not read: anything without members. */
+static bool fast_skip(const char **pp, const char *e) {
+  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
+}
+
+/* The key of the next member of an object, *pp at its value; counts the
+ * members. */
+static bool fast_key(fast_scan *f, const char **pp, const char *e,
+                     const char **k, size_t *kn) {
+  return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
+         air__json_scan_key(pp, e, k, kn);
+}
+
+static bool has_escape(const fast_val *v) {
+  return v->str && memchr(v->p, '\\', v->n) != NULL;
+}
+
+static bool fast_delta(fast_scan *f, const char **pp, const char *e) {
+  int more = air__json_scan_open(pp, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (!fast_key(f, pp, e, &k, &kn)) return false;
+    bool ok;
+    if (KEY(k, kn, "content"))
+      ok = fast_str_or_null(pp, e, &f->content);
+    else if (KEY(k, kn, "refusal") || KEY(k, kn, "reasoning_content") ||
+             KEY(k, kn, "reasoning") || KEY(k, kn, "tool_calls"))
+      ok = fast_null(pp, e);
+    else
+      ok = fast_skip(pp, e);
+    if (!ok) return false;
+    more = air__json_scan_next(pp, e, '}');
+  }
+  return more == 0;
+}
+
+/* "choices": [ one object ]. */
+static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
+  if (f->choices.seen) return false;
+  f->choices.seen = true;
+  if (air__json_scan_open(pp, e, '[') != 1) return false;
+  int more = air__json_scan_open(pp, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (!fast_key(f, pp, e, &k, &kn)) return false;
+    bool ok;
+    if (KEY(k, kn, "index")) {
+      ok = fast_leaf(pp, e, &f->index) && !f->index.str && f->index.n == 1 &&
+           f->index.p[0] == '0';
+    } else if (KEY(k, kn, "delta")) {
+      ok = !f->delta.seen && fast_delta(f, pp, e);
+      f->delta.seen = true;
+    } else if (KEY(k, kn, "finish_reason")) {
+      ok = fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish);
+    } else {
+      ok = fast_skip(pp, e);
+    }
+    if (!ok) return false;
+    more = air__json_scan_next(pp, e, '}');
+  }
+  return more == 0 && air__json_scan_next(pp, e, ']') == 0;
+}
+
+/* A string member read for START: borrowed, or "" when absent or not a
+ * string (what ev_str gives; fast_chunk refused one with escapes). */
+static void fast_str(const fast_val *v, const char **p, size_t *n) {
+  *p = v->str ? v->p : "";
+  *n = v->str ? v->n : 0;
+}
+
+/* Keeps the shape of the chunk s, n around its text's raw bytes t, tn
+ * (see above); a shape too big, or that cannot be stored, leaves none. */
+static void keep_shape(air__decoder *d, const char *s, size_t n, const char *t,
+                       size_t tn) {
+  air__buf *b = &d->scratch2;
+  size_t pre = (size_t)(t - s);
+  air__buf_reset(b);
+  if (n - tn + sizeof(pre) > FAST_SHAPE_MAX ||
+      air__buf_add(b, &pre, sizeof(pre)) != 0 || air__buf_add(b, s, pre) != 0 ||
+      air__buf_add(b, t + tn, n - pre - tn) != 0)
+    b->n = 0;
+}
+
+/*
+ * A chunk of the kept shape (see above): 1 when s, n is one (its text
+ * handed over, cb's result in *rc), 0 when it is not (nothing changed).
+ */
+static int same_shape(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
+  const air__buf *b = &d->scratch2;
+  size_t pre;
+  if (b->n == 0 || !d->started) return 0;
+  memcpy(&pre, b->p, sizeof(pre));
+  size_t post = b->n - sizeof(pre) - pre;
+  const char *kept = b->p + sizeof(pre);
+  if (n < pre + post || memcmp(s, kept, pre) != 0 ||
+      memcmp(s + n - post, kept + pre, post) != 0 ||
+      air__json_scan_str(s + pre, s + n) != s + n - post)
+    return 0;
+  const char *text = s + pre;
+  size_t text_n = n - post - pre;
+  if (memchr(text, '\\', text_n) != NULL) {
+    size_t off = d->scratch.n;
+    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
+      rollback(&d->scratch, off);
+      return 0;
+    }
+    text = d->scratch.p + off;
+    text_n = d->scratch.n - off;
+  }
+  *rc = 0;
+  if (text_n > 0) {
+    air_part t = {.kind = AIR_PART_TEXT, .text = text, .text_len = text_n};
+    *rc = cb(data, &t);
+  }
+  return 1;
+}
+
+/*
+ * The fast path (see above) on the trimmed data s, n: 1 when it decoded the
+ * event (cb's first non-zero in *rc), 0 when it changed nothing and the
+ * full decoder must run. d->scratch is as decode_event left it (reset,
+ * sized for the event's escapes).
+ */
+static int fast_chunk(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
+  const char *p = s, *e = s + n;
+  fast_scan f;
+  memset(&f, 0, sizeof(f));
+  int more = air__json_scan_open(&p, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (!fast_key(&f, &p, e, &k, &kn)) return 0;
+    bool ok;
+    if (KEY(k, kn, "choices"))
+      ok = fast_choices(&f, &p, e);
+    else if (KEY(k, kn, "error") || KEY(k, kn, "usage"))
+      ok = fast_null(&p, e);
+    else if (KEY(k, kn, "id"))
+      ok = fast_leaf(&p, e, &f.id);
+    else if (KEY(k, kn, "model"))
+      ok = fast_leaf(&p, e, &f.model);
+    else
+      ok = fast_skip(&p, e);
+    if (!ok) return 0;
+    more = air__json_scan_next(&p, e, '}');
+  }
+  if (more != 0 || p != e || !f.choices.seen) return 0;
+  if (!d->started && (has_escape(&f.id) || has_escape(&f.model))) return 0;
+
+  /* Sure: the parts, as decode_chunk gives them. The text is decoded
+   * first, so that nothing is handed over when that fails. */
+  const char *text = f.content.p;
+  size_t text_n = f.content.str ? f.content.n : 0;
+  if (has_escape(&f.content)) {
+    size_t off = d->scratch.n;
+    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
+      rollback(&d->scratch, off);
+      return 0;
+    }
+    text = d->scratch.p + off;
+    text_n = d->scratch.n - off;
+  }
+  if (d->started && f.content.str && !(f.finish.str && f.finish.n > 0))
+    keep_shape(d, s, n, f.content.p, f.content.n);
+  *rc = 0;
+  if (!d->started) {
+    air_part st = {.kind = AIR_PART_START};
+    fast_str(&f.id, &st.id, &st.id_len);
+    fast_str(&f.model, &st.name, &st.name_len);
+    d->started = true;
+    if ((*rc = cb(data, &st)) != 0) return 1;
+  }
+  if (text_n > 0) {
+    air_part t = {.kind = AIR_PART_TEXT, .text = text, .text_len = text_n};
+    if ((*rc = cb(data, &t)) != 0) return 1;
+  }
+  if (f.finish.str && f.finish.n > 0) {
+    air_part fin = {.kind = AIR_PART_FINISH,
+                    .finish_raw = f.finish.p,
+                    .finish_raw_len = f.finish.n};
+    fin.finish = map_finish(fin.finish_raw, fin.finish_raw_len);
+    d->finished = true;
+    *rc = cb(data, &fin);
+  }
+  return 1;
+}
+
 static bool is_ws(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* decode_event: see provider.h and the notes at the top of this file. */
-int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
-                          air__part_cb cb, void *data) {
+/* decode_event, with the fast path tried first when fast; *took tells
+ * whether it decoded the event. */
+static int decode_event(air__decoder *d, const air__sse_event *ev,
+                        air__part_cb cb, void *data, bool fast, bool *took) {
+  *took = false;
   d->usage_only = d->terminator = d->error_event = false;
   const char *s = ev->data.p;
   size_t n = ev->data.n;
@@ -244,8 +522,14 @@ int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
       return 0;
     }
   }
+  int rc;
+  if (fast && (same_shape(d, s, n, cb, data, &rc) ||
+               fast_chunk(d, s, n, cb, data, &rc))) {
+    *took = true;
+    return rc;
+  }
   air__json j;
-  int rc = air__json_parse(&j, s, n);
+  rc = air__json_parse(&j, s, n);
   if (rc != 0 || !air__json_is_obj(&j, 0)) {
     air__json_cleanup(&j);
     d->malformed++;
@@ -254,6 +538,24 @@ int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
   rc = decode_chunk(d, &j, cb, data);
   air__json_cleanup(&j);
   return rc;
+}
+
+/* decode_event: see provider.h and the notes at the top of this file. */
+int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
+                          air__part_cb cb, void *data) {
+  bool took;
+  return decode_event(d, ev, cb, data, true, &took);
+}
+
+int air__oai_decode_event_full(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data) {
+  bool took;
+  return decode_event(d, ev, cb, data, false, &took);
+}
+
+int air__oai_decode_event_fast(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data, bool *took) {
+  return decode_event(d, ev, cb, data, true, took);
 }
 
 /* ---- decoding: a whole body

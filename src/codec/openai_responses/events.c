@@ -245,12 +245,123 @@ malformed:
   return 0;
 }
 
+/* ---- the fast path: a text delta without tokens
+ * -----------------------------------------------------
+ *
+ * Most events of a stream are one shape: {"type":"response.output_text.delta",
+ * "sequence_number":N,"item_id":"...","output_index":0,"content_index":0,
+ * "delta":"...","logprobs":[]} (or the refusal and reasoning deltas).
+ * fast_delta recognises it in one forward scan and yields what decode
+ * would, without air__json_parse. It takes an event only when sure: every
+ * byte valid JSON by the tokenizer's grammar; "type" and "delta" each given
+ * once, the type one of those four without escapes, the delta a string;
+ * every other value without members ({} and [] included). Anything else
+ * (function call arguments, whose output_index decides, included) goes to
+ * the full decoder untouched.
+ */
+
+/* A member decode reads: seen once, its raw bytes (a string's without the
+ * quotes). */
+typedef struct fast_val {
+  bool seen;
+  bool str;
+  const char *p;
+  size_t n;
+} fast_val;
+
+/* A value without members at *pp into v, *pp past it; false when it is
+ * not one, or when v was seen before (a repeated key). */
+static bool fast_leaf(const char **pp, const char *e, fast_val *v) {
+  if (v->seen) return false;
+  v->seen = true;
+  v->str = *pp < e && **pp == '"';
+  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
+  v->p = *pp;
+  const char *q = air__json_scan_leaf(*pp, e);
+  if (q == NULL) return false;
+  v->n = (size_t)(q - *pp);
+  *pp = q;
+  return true;
+}
+
+/* The part kind of a text delta type ("type" raw), or 0 (AIR_PART_START,
+ * never a delta's) for any other. */
+static air_part_kind fast_kind(const fast_val *t) {
+  if (!t->str) return AIR_PART_START;
+  if (is(t->p, t->n, "response.output_text.delta")) return AIR_PART_TEXT;
+  if (is(t->p, t->n, "response.refusal.delta")) return AIR_PART_REFUSAL;
+  if (is(t->p, t->n, "response.reasoning_summary_text.delta") ||
+      is(t->p, t->n, "response.reasoning_text.delta"))
+    return AIR_PART_REASONING;
+  return AIR_PART_START;
+}
+
+/*
+ * The fast path (see above) on the trimmed data s, n: 1 when it decoded the
+ * event (cb's first non-zero in *rc), 0 when it changed nothing and the
+ * full decoder must run. d->scratch is as decode_event left it (reset,
+ * sized for the event's escapes).
+ */
+static int fast_delta(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
+  const char *p = s, *e = s + n;
+  fast_val type = {0}, delta = {0};
+  unsigned members = 0;
+  int more = air__json_scan_open(&p, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (++members > AIR__JSON_SCAN_MAX_MEMBERS ||
+        !air__json_scan_key(&p, e, &k, &kn))
+      return 0;
+    bool ok;
+    if (is(k, kn, "type"))
+      ok = fast_leaf(&p, e, &type);
+    else if (is(k, kn, "delta"))
+      ok = fast_leaf(&p, e, &delta);
+    else
+      ok = (p = air__json_scan_leaf(p, e)) != NULL;
+    if (!ok) return 0;
+    more = air__json_scan_next(&p, e, '}');
+  }
+  air_part_kind kind = fast_kind(&type);
+  if (more != 0 || p != e || kind == AIR_PART_START || !delta.str) return 0;
+
+  /* Sure: the parts, as decode gives them. The text is decoded first, so
+   * that nothing is handed over when that fails. */
+  const char *text = delta.p;
+  size_t text_n = delta.n;
+  if (memchr(text, '\\', text_n) != NULL) {
+    size_t off = d->scratch.n;
+    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
+      rsp_rollback(&d->scratch, off);
+      return 0;
+    }
+    text = d->scratch.p + off;
+    text_n = d->scratch.n - off;
+  }
+  *rc = 0;
+  if (!d->started) {
+    air_part st = {.kind = AIR_PART_START, .id = "", .name = ""};
+    d->started = true;
+    if ((*rc = cb(data, &st)) != 0) return 1;
+  }
+  if (text_n > 0) {
+    air_part t = {.kind = kind, .text = text, .text_len = text_n};
+    *rc = cb(data, &t);
+  }
+  return 1;
+}
+
 static bool is_ws(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
-                          air__part_cb cb, void *data) {
+/* decode_event, with the fast path tried first when fast; *took tells
+ * whether it decoded the event. */
+static int decode_event(air__decoder *d, const air__sse_event *ev,
+                        air__part_cb cb, void *data, bool fast, bool *took) {
+  *took = false;
   d->usage_only = d->terminator = d->error_event = false;
   const char *s = ev->data.p;
   size_t n = ev->data.n;
@@ -273,8 +384,13 @@ int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
       return 0;
     }
   }
+  int rc;
+  if (fast && fast_delta(d, s, n, cb, data, &rc)) {
+    *took = true;
+    return rc;
+  }
   air__json j;
-  int rc = air__json_parse(&j, s, n);
+  rc = air__json_parse(&j, s, n);
   if (rc != 0 || !air__json_is_obj(&j, 0)) {
     air__json_cleanup(&j);
     d->malformed++;
@@ -283,6 +399,23 @@ int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
   rc = decode(d, &j, cb, data);
   air__json_cleanup(&j);
   return rc;
+}
+
+int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
+                          air__part_cb cb, void *data) {
+  bool took;
+  return decode_event(d, ev, cb, data, true, &took);
+}
+
+int air__rsp_decode_event_full(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data) {
+  bool took;
+  return decode_event(d, ev, cb, data, false, &took);
+}
+
+int air__rsp_decode_event_fast(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data, bool *took) {
+  return decode_event(d, ev, cb, data, true, took);
 }
 
 /* ---- decoding: a whole body ------------------------------------------------

@@ -61,6 +61,13 @@ int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
                           air__part_cb cb, void *data);
 int air__rsp_decode_body(air__decoder *d, const char *body, size_t n,
                          air__part_cb cb, void *data);
+/* decode_event without its fast path (the full decoder alone), and with it
+ * telling whether the fast path decoded the event (*took) or left it to the
+ * full decoder: for the differential tests. */
+int air__rsp_decode_event_full(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data);
+int air__rsp_decode_event_fast(air__decoder *d, const air__sse_event *ev,
+                               air__part_cb cb, void *data, bool *took);
 /* caller.c: parts for a caller of this dialect. */
 void air__rsp_encoder_init(air__encoder *e, const air__request *req,
                            uint64_t created_s);

@@ -1,0 +1,222 @@
+/*
+ * Unit tests for the fast path of src/codec/anthropic/events.c (the text
+ * and thinking deltas): every event goes through decode_event with its fast
+ * path and through the full decoder alone, from the same state, and must
+ * give the same parts, return value and decoder state
+ * (fuzz/fastpath_diff.h). The common deltas must be taken; what the fast
+ * path does not handle must fall back. Every event is also cut at every
+ * length and has each byte replaced by JSON's structural bytes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "anthropic/anthropic.h"
+#include "fastpath_diff.h"
+
+#define DELTA(i, d) \
+  "{\"type\":\"content_block_delta\",\"index\":" i ",\"delta\":" d "}"
+#define START                                                               \
+  "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":"     \
+  "\"message\",\"role\":\"assistant\",\"model\":\"claude\",\"content\":[]," \
+  "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}"
+#define BLOCK                                                        \
+  "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":" \
+  "{\"type\":\"text\",\"text\":\"\"}}"
+
+static void pair_init(fp_pair *x) {
+  fp_init(x, air__ant_decoder_init, air__ant_decode_event_full,
+          air__ant_decode_event_fast);
+}
+
+static void check(fp_pair *x, const char *type, const char *data, size_t n,
+                  size_t stop_at, int want_took) {
+  bool took;
+  if (!fp_event(x, type, data, n, stop_at, &took))
+    fail_msg("%s\n  event: %.*s", x->why, (int)(n > 300 ? 300 : n), data);
+  if (want_took >= 0 && took != (want_took == 1))
+    fail_msg("fast path %s the event: %.*s", took ? "took" : "declined",
+             (int)(n > 300 ? 300 : n), data);
+}
+
+static void started(fp_pair *x) {
+  pair_init(x);
+  check(x, "message_start", START, strlen(START), 0, 0);
+  check(x, "content_block_start", BLOCK, strlen(BLOCK), 0, 0);
+}
+
+static const char *const TAKEN[] = {
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"Hello\"}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"\"}"),
+    DELTA("3", "{\"type\":\"text_delta\",\"text\":\"other block\"}"),
+    DELTA("1000000", "{\"type\":\"text_delta\",\"text\":\"last index\"}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"a\\nb\\\"c\\\\d\\/e\"}"),
+    DELTA("0",
+          "{\"type\":\"text_delta\",\"text\":\"\\u00e9\\ud83d\\ude00"
+          "\\udfff\"}"),
+    DELTA("0", "{\"text\":\"type last\",\"type\":\"text_delta\"}"),
+    DELTA("0", "{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}"),
+    DELTA("0",
+          "{\"type\":\"thinking_delta\",\"thinking\":\"hmm\","
+          "\"text\":{}}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"x\",\"thinking\":1}"),
+    "{\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"order\"},"
+    "\"type\":\"content_block_delta\",\"extra\":[]}",
+    " \r\n{ \"type\" : \"content_block_delta\" , \"index\" : 0 , \"delta\" :"
+    " { \"type\" : \"text_delta\" , \"text\" : \"ws\" } }\t ",
+};
+
+static const char *const DECLINED[] = {
+    DELTA("0", "{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}"),
+    DELTA("0", "{\"type\":\"signature_delta\",\"signature\":\"s\"}"),
+    DELTA("0", "{\"type\":\"citations_delta\",\"citation\":{\"x\":1}}"),
+    DELTA("0", "{\"type\":\"text_delta\"}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":null}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":5}"),
+    DELTA("0", "{\"type\":\"thinking_delta\",\"text\":\"x\"}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"a\",\"text\":\"b\"}"),
+    DELTA("0",
+          "{\"type\":\"text_delta\",\"type\":\"thinking_delta\","
+          "\"text\":\"a\"}"),
+    DELTA("0", "{\"type\":\"text_\\u0064elta\",\"text\":\"a\"}"),
+    DELTA("0", "null"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"x\",\"o\":{\"a\":1}}"),
+    DELTA("1000001", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    DELTA("-1", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    DELTA("-0", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    DELTA("1.0", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    DELTA("1e1", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    DELTA("\"0\"", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    DELTA("99999999999", "{\"type\":\"text_delta\",\"text\":\"x\"}"),
+    "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\","
+    "\"text\":\"no index\"}}",
+    "{\"type\":\"content_block_delta\",\"index\":0,\"index\":1,\"delta\":"
+    "{\"type\":\"text_delta\",\"text\":\"x\"}}",
+    "{\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"no type\"}}",
+    "{\"type\":\"content_block_delta\",\"type\":\"ping\",\"index\":0,"
+    "\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
+    START,
+    BLOCK,
+    "{\"type\":\"content_block_stop\",\"index\":0}",
+    "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+    "\"usage\":{\"output_tokens\":7}}",
+    "{\"type\":\"message_stop\"}",
+    "{\"type\":\"ping\"}",
+    "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+    "\"message\":\"Overloaded\"}}",
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"x\"}") " x",
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"bad \\q\"}"),
+    DELTA("0", "{\"type\":\"text_delta\",\"text\":\"ctl \x1f\"}"),
+    "",
+    "[]",
+};
+
+static void takes_common_deltas(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof(TAKEN) / sizeof(TAKEN[0]); i++) {
+    for (size_t stop = 0; stop < 2; stop++) {
+      fp_pair x;
+      started(&x);
+      check(&x, "content_block_delta", TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      /* The event field does not matter when the data has a type. */
+      check(&x, "message", TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_cleanup(&x);
+    }
+  }
+}
+
+static void declines_the_rest(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof(DECLINED) / sizeof(DECLINED[0]); i++) {
+    fp_pair x;
+    started(&x);
+    check(&x, "content_block_delta", DECLINED[i], strlen(DECLINED[i]), 0, 0);
+    fp_cleanup(&x);
+  }
+  /* A ping event is nothing, whatever its data. */
+  fp_pair x;
+  started(&x);
+  const char *d = TAKEN[0];
+  check(&x, "ping", d, strlen(d), 0, 0);
+  fp_cleanup(&x);
+}
+
+static void cuts_and_replacements_agree(void **state) {
+  (void)state;
+  static const char subst[] = "\"\\{}[],: 0n\x01";
+  const char *const *lists[2] = {TAKEN, DECLINED};
+  size_t lens[2] = {sizeof(TAKEN) / sizeof(TAKEN[0]),
+                    sizeof(DECLINED) / sizeof(DECLINED[0])};
+  char buf[1024];
+  for (int l = 0; l < 2; l++) {
+    for (size_t i = 0; i < lens[l]; i++) {
+      const char *ev = lists[l][i];
+      size_t n = strlen(ev);
+      assert_true(n < sizeof(buf));
+      for (int fresh = 0; fresh < 2; fresh++) {
+        fp_pair x;
+        if (fresh)
+          pair_init(&x);
+        else
+          started(&x);
+        for (size_t cut = 0; cut <= n; cut++) {
+          memcpy(buf, ev, cut);
+          check(&x, "content_block_delta", buf, cut, 0, -1);
+        }
+        for (size_t at = 0; at < n; at++) {
+          for (size_t s = 0; s < sizeof(subst) - 1; s++) {
+            memcpy(buf, ev, n);
+            buf[at] = subst[s];
+            check(&x, "content_block_delta", buf, n, 0, -1);
+          }
+        }
+        fp_cleanup(&x);
+      }
+    }
+  }
+}
+
+static void huge_text(void **state) {
+  (void)state;
+  size_t big = 1u << 20;
+  char *ev = malloc(big + 200);
+  assert_non_null(ev);
+  for (int esc = 0; esc < 2; esc++) {
+    size_t n = (size_t)snprintf(ev, 200, "%s",
+                                "{\"type\":\"content_block_delta\",\"index\":"
+                                "0,\"delta\":{\"type\":\"text_delta\","
+                                "\"text\":\"");
+    for (size_t k = 0; k < big; k++) {
+      if (esc && k % 64 == 0 && k + 2 < big) {
+        memcpy(ev + n, "\\n", 2);
+        n += 2;
+        k += 1;
+      } else {
+        ev[n++] = (char)('a' + k % 26);
+      }
+    }
+    memcpy(ev + n, "\"}}", 3);
+    n += 3;
+    fp_pair x;
+    started(&x);
+    check(&x, "content_block_delta", ev, n, 0, 1);
+    fp_cleanup(&x);
+  }
+  free(ev);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(takes_common_deltas),
+      cmocka_unit_test(declines_the_rest),
+      cmocka_unit_test(cuts_and_replacements_agree),
+      cmocka_unit_test(huge_text),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,189 @@
+/*
+ * Unit tests for the fast path of src/codec/openai_responses/events.c (the
+ * text, refusal and reasoning deltas): every event goes through
+ * decode_event with its fast path and through the full decoder alone, from
+ * the same state, and must give the same parts, return value and decoder
+ * state (fuzz/fastpath_diff.h). The common deltas must be taken; what the
+ * fast path does not handle must fall back. Every event is also cut at
+ * every length and has each byte replaced by JSON's structural bytes, in a
+ * fresh and a started decoder.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fastpath_diff.h"
+#include "openai_responses/openai_responses.h"
+
+#define TD "{\"type\":\"response.output_text.delta\","
+#define CREATED                                                        \
+  "{\"type\":\"response.created\",\"sequence_number\":0,\"response\":" \
+  "{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"gpt-x\","    \
+  "\"output\":[],\"status\":\"in_progress\"}}"
+
+static void pair_init(fp_pair *x) {
+  fp_init(x, air__rsp_decoder_init, air__rsp_decode_event_full,
+          air__rsp_decode_event_fast);
+}
+
+static void check(fp_pair *x, const char *data, size_t n, size_t stop_at,
+                  int want_took) {
+  bool took;
+  if (!fp_event(x, "response.output_text.delta", data, n, stop_at, &took))
+    fail_msg("%s\n  event: %.*s", x->why, (int)(n > 300 ? 300 : n), data);
+  if (want_took >= 0 && took != (want_took == 1))
+    fail_msg("fast path %s the event: %.*s", took ? "took" : "declined",
+             (int)(n > 300 ? 300 : n), data);
+}
+
+static void started(fp_pair *x) {
+  pair_init(x);
+  check(x, CREATED, strlen(CREATED), 0, 0);
+  assert_true(x->fast.d.started);
+}
+
+static const char *const TAKEN[] = {
+    TD
+    "\"sequence_number\":5,\"item_id\":\"msg_1\",\"output_index\":0,"
+    "\"content_index\":0,\"delta\":\"Hello\",\"logprobs\":[],"
+    "\"obfuscation\":\"abc\"}",
+    TD "\"delta\":\"\"}",
+    TD "\"delta\":\"a\\nb\\\"c\\\\d\\u00e9\\ud83d\\ude00\\ud800\"}",
+    "{\"delta\":\"type last\",\"type\":\"response.output_text.delta\"}",
+    "{\"type\":\"response.refusal.delta\",\"delta\":\"no\"}",
+    "{\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"r\","
+    "\"summary_index\":0}",
+    "{\"type\":\"response.reasoning_text.delta\",\"delta\":\"r\"}",
+    TD "\"delta\":\"x\",\"x\":{},\"y\":null,\"z\":-0.5E-2,\"t\":true}",
+    " \n{ \"type\" : \"response.output_text.delta\" , \"delta\" : \"ws\" } "
+    "\r\n",
+};
+
+static const char *const DECLINED[] = {
+    TD "\"delta\":1}",
+    TD "\"delta\":null}",
+    TD "\"seq\":1}",
+    TD "\"delta\":\"a\",\"delta\":\"b\"}",
+    TD "\"type\":\"response.refusal.delta\",\"delta\":\"b\"}",
+    TD "\"delta\":\"x\",\"logprobs\":[{\"token\":\"x\"}]}",
+    TD "\"delta\":\"x\",\"o\":{\"a\":1}}",
+    "{\"type\":\"response.output_text.del\\u0074a\",\"delta\":\"x\"}",
+    "{\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,"
+    "\"delta\":\"{\"}",
+    "{\"type\":\"response.output_text.done\",\"text\":\"all\"}",
+    "{\"type\":\"response.content_part.added\",\"part\":{\"type\":"
+    "\"output_text\"}}",
+    "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":"
+    "{\"input_tokens\":1,\"output_tokens\":2}}}",
+    "{\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\"}",
+    "{\"delta\":\"no type\"}",
+    CREATED,
+    "[DONE]",
+    "",
+    TD "\"delta\":\"x\"} x",
+    TD "\"delta\":\"bad \\u12\"}",
+    TD "\"delta\":\"ctl \x02\"}",
+};
+
+static void takes_common_deltas(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof(TAKEN) / sizeof(TAKEN[0]); i++) {
+    for (size_t stop = 0; stop < 3; stop++) {
+      fp_pair x;
+      started(&x);
+      check(&x, TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_cleanup(&x);
+      /* Before response.created: START ("" id and model) first. */
+      pair_init(&x);
+      check(&x, TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_cleanup(&x);
+    }
+  }
+}
+
+static void declines_the_rest(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof(DECLINED) / sizeof(DECLINED[0]); i++) {
+    fp_pair x;
+    started(&x);
+    check(&x, DECLINED[i], strlen(DECLINED[i]), 0, 0);
+    fp_cleanup(&x);
+  }
+}
+
+static void cuts_and_replacements_agree(void **state) {
+  (void)state;
+  static const char subst[] = "\"\\{}[],: 0n\x01";
+  const char *const *lists[2] = {TAKEN, DECLINED};
+  size_t lens[2] = {sizeof(TAKEN) / sizeof(TAKEN[0]),
+                    sizeof(DECLINED) / sizeof(DECLINED[0])};
+  char buf[1024];
+  for (int l = 0; l < 2; l++) {
+    for (size_t i = 0; i < lens[l]; i++) {
+      const char *ev = lists[l][i];
+      size_t n = strlen(ev);
+      assert_true(n < sizeof(buf));
+      for (int fresh = 0; fresh < 2; fresh++) {
+        fp_pair x;
+        if (fresh)
+          pair_init(&x);
+        else
+          started(&x);
+        for (size_t cut = 0; cut <= n; cut++) {
+          memcpy(buf, ev, cut);
+          check(&x, buf, cut, 0, -1);
+        }
+        for (size_t at = 0; at < n; at++) {
+          for (size_t s = 0; s < sizeof(subst) - 1; s++) {
+            memcpy(buf, ev, n);
+            buf[at] = subst[s];
+            check(&x, buf, n, 0, -1);
+          }
+        }
+        fp_cleanup(&x);
+      }
+    }
+  }
+}
+
+static void huge_text(void **state) {
+  (void)state;
+  size_t big = 1u << 20;
+  char *ev = malloc(big + 200);
+  assert_non_null(ev);
+  for (int esc = 0; esc < 2; esc++) {
+    size_t n = (size_t)snprintf(ev, 200, "%s", TD "\"delta\":\"");
+    for (size_t k = 0; k < big; k++) {
+      if (esc && k % 64 == 0 && k + 2 < big) {
+        memcpy(ev + n, "\\t", 2);
+        n += 2;
+        k += 1;
+      } else {
+        ev[n++] = (char)('a' + k % 26);
+      }
+    }
+    memcpy(ev + n, "\"}", 2);
+    n += 2;
+    fp_pair x;
+    started(&x);
+    check(&x, ev, n, 0, 1);
+    fp_cleanup(&x);
+  }
+  free(ev);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(takes_common_deltas),
+      cmocka_unit_test(declines_the_rest),
+      cmocka_unit_test(cuts_and_replacements_agree),
+      cmocka_unit_test(huge_text),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
