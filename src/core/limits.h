@@ -51,6 +51,9 @@
 #define AIR__MAX_LOG_TURN_BYTES (1u << 20)   /* a worker's lines of one loop turn */
 #define AIR__LOG_GATHER_MS 10 /* the log thread gathers lines this long per write */
 #define AIR__MAX_EVENT_PARTS 4096          /* parts decoded from one event */
+/* The most bytes of a kept chunk shape (OpenAI chat fast path, its length
+ * included): one chunk's bytes around its text, ~200 for OpenAI's own. */
+#define AIR__FAST_SHAPE_MAX_BYTES 511
 #define AIR__MAX_OTLP_ENDPOINT_BYTES 2048  /* the traces URL */
 #define AIR__MAX_OTLP_HEADERS 32           /* export headers (OTEL_*_HEADERS) */
 #define AIR__MAX_OTLP_HEADERS_BYTES (8u << 10) /* their text, encoded */

@@ -243,12 +243,8 @@ malformed:
  * the kept bytes resume) tokenizes as the kept one did, token for token,
  * with only that string changed, so fast_chunk would take it too and hand
  * over only that text: it is decoded from the two comparisons and one
- * string scan. Shapes over FAST_SHAPE_MAX bytes are not kept.
+ * string scan. Shapes over AIR__FAST_SHAPE_MAX_BYTES bytes are not kept.
  */
-
-/* The most bytes of a kept shape (its length included): one chunk's
- * bytes around its text, about 200 for OpenAI's own chunks. */
-#define FAST_SHAPE_MAX 511
 
 #define KEY(k, kn, lit) \
   ((kn) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
@@ -378,7 +374,7 @@ static void keep_shape(air__decoder *d, const char *s, size_t n, const char *t,
   air__buf *b = &d->scratch2;
   size_t pre = (size_t)(t - s);
   air__buf_reset(b);
-  if (n - tn + sizeof(pre) > FAST_SHAPE_MAX ||
+  if (n - tn + sizeof(pre) > AIR__FAST_SHAPE_MAX_BYTES ||
       air__buf_add(b, &pre, sizeof(pre)) != 0 || air__buf_add(b, s, pre) != 0 ||
       air__buf_add(b, t + tn, n - pre - tn) != 0)
     b->n = 0;
