@@ -263,18 +263,22 @@ static leg *leg_of(air__exchange *x, unsigned id, enum leg_state state) {
 static int emit(void *data, const air__gate_event *ev);
 static int on_sse(void *data, const air__sse_event *ev);
 
+/* The loop thread's pool of kind (exchanges, legs), or NULL: calloc and
+ * free. */
+#define pool_of(x, kind) ((x)->o.pools ? &(x)->o.pools->kind : NULL)
+
 /* A free leg; a new one is made and set up when none is (the gate
  * allocates). NULL when MAX_LEGS are in use or out of memory. */
 static leg *take_leg(air__exchange *x) {
   for (unsigned k = 0; k < x->n_legs; k++)
     if (x->legs[k]->state == L_FREE) return x->legs[k];
   if (x->n_legs >= MAX_LEGS) return NULL;
-  leg *l = calloc(1, sizeof(*l));
+  leg *l = air__pool_take(pool_of(x, legs), sizeof(*l));
   if (l == NULL) return NULL;
   l->x = x;
   if (air__gate_init(&l->gate, &x->gcfg, emit, l) != 0) {
     air__gate_cleanup(&l->gate);
-    free(l);
+    air__pool_put(pool_of(x, legs), l, sizeof(*l));
     return NULL;
   }
   l->parts = l->parts_inline;
@@ -1655,7 +1659,8 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   if (loop == NULL || tr == NULL || o == NULL || o->cfg == NULL ||
       o->req == NULL || o->model == NULL || cb == NULL || cb->on_end == NULL)
     return AIR_EINVAL;
-  air__exchange *x = calloc(1, sizeof(*x));
+  air__pool *xpool = o->pools ? &o->pools->exchanges : NULL;
+  air__exchange *x = air__pool_take(xpool, sizeof(*x));
   if (x == NULL) return AIR_ENOMEM;
   x->loop = *loop;
   x->tr = *tr;
@@ -1667,7 +1672,7 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   int rc = air__run_new_checked(o->cfg, o->state, o->model, NULL, x->start_ms,
                                 expressible, x, &x->run, &x->act);
   if (rc != 0) {
-    free(x);
+    air__pool_put(xpool, x, sizeof(*x));
     return rc;
   }
   /* hedge.max_prompt_bytes bounds the caller's body (DESIGN.md 3.6). */
@@ -1726,7 +1731,7 @@ static void on_timer_closed(void *arg) {
   air__exchange *x = arg;
   for (unsigned k = 0; k < x->n_legs; k++) {
     leg_cleanup(x->legs[k]);
-    free(x->legs[k]);
+    air__pool_put(pool_of(x, legs), x->legs[k], sizeof(leg));
   }
   air__buf_cleanup(&x->msg);
   air__buf_cleanup(&x->c.sent);
@@ -1735,7 +1740,13 @@ static void on_timer_closed(void *arg) {
   free(x->c.seam);
   free(x->c.list);
   air_run_free(x->run);
-  free(x);
+  air__pool_put(pool_of(x, exchanges), x, sizeof(*x));
+}
+
+void air__exchange_pools_cleanup(air__exchange_pools *p) {
+  if (p == NULL) return;
+  air__pool_cleanup(&p->exchanges);
+  air__pool_cleanup(&p->legs);
 }
 
 void air__exchange_free(air__exchange *x) {
