@@ -669,6 +669,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
       .req = &r->areq,
       .model = r->areq.model,
       .forward = (const char *const *)r->fwd,
+      .pools = &w->pools,
   };
   air__exporter *traces = w->g->traces;
   if (traces != NULL) {
