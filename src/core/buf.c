@@ -10,13 +10,24 @@ void air__buf_init(air__buf *b, size_t max) {
   b->cap = 0;
   b->max = max;
   b->err = 0;
+  b->stack = false;
+}
+
+void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap) {
+  air__buf_init(b, max);
+  if (mem == NULL || cap == 0) return;
+  b->p = mem;
+  b->p[0] = '\0';
+  b->cap = cap;
+  b->stack = true;
 }
 
 void air__buf_cleanup(air__buf *b) {
-  free(b->p);
+  if (!b->stack) free(b->p);
   b->p = NULL;
   b->n = 0;
   b->cap = 0;
+  b->stack = false;
 }
 
 void air__buf_reset(air__buf *b) {
@@ -33,8 +44,17 @@ static int grow(air__buf *b, size_t n) {
   size_t cap = b->cap ? b->cap : 256;
   while (cap < need) cap *= 2;
   if (cap > b->max + 1) cap = b->max + 1;
-  char *p = realloc(b->p, cap);
-  if (p == NULL) return AIR_ENOMEM;
+  char *p;
+  if (b->stack) {
+    /* Out of the caller's storage: to the heap, with what it holds. */
+    p = malloc(cap);
+    if (p == NULL) return AIR_ENOMEM;
+    memcpy(p, b->p, b->n + 1);
+    b->stack = false;
+  } else {
+    p = realloc(b->p, cap);
+    if (p == NULL) return AIR_ENOMEM;
+  }
   b->p = p;
   b->cap = cap;
   return 0;
@@ -166,7 +186,12 @@ int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
 
 char *air__buf_take(air__buf *b, size_t *n) {
   char *p = b->p;
-  if (n) *n = b->n;
+  if (b->stack) {
+    p = malloc(b->n + 1);
+    if (p != NULL) memcpy(p, b->p, b->n + 1);
+    b->stack = false;
+  }
+  if (n) *n = p ? b->n : 0;
   b->p = NULL;
   b->n = 0;
   b->cap = 0;

@@ -13,6 +13,7 @@
 #ifndef AIR__BUF_H
 #define AIR__BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct air__buf {
@@ -21,11 +22,17 @@ typedef struct air__buf {
   size_t cap;
   size_t max;   /* the most bytes it may hold */
   int err;      /* the first failed append since init or reset, or 0 */
+  bool stack;   /* p is the caller's storage (air__buf_init_on), not heap */
 } air__buf;
 
 #define AIR__WUR __attribute__((warn_unused_result))
 
 void air__buf_init(air__buf *b, size_t max);
+/* As air__buf_init, starting in the caller's cap bytes at mem (a local
+ * array): a text that fits costs no allocation; a longer one moves to the
+ * heap. For a buffer built and dropped in one function: mem must outlive
+ * every use of b, and air__buf_cleanup is still called. */
+void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap);
 void air__buf_cleanup(air__buf *b);
 /* Empties the buffer, clears its error and keeps its memory. */
 void air__buf_reset(air__buf *b);
@@ -47,7 +54,9 @@ size_t air__utf8_seq(const unsigned char *s, size_t n);
  * into, fixed up once nothing more is appended. Returns as air__buf_add. */
 AIR__WUR int air__buf_add_aligned(air__buf *b, const void *p, size_t n,
                                   size_t *at);
-/* Takes the bytes: returns the buffer (caller frees), leaves b empty. */
+/* Takes the bytes: returns the buffer (caller frees), leaves b empty.
+ * From caller storage (air__buf_init_on) they are copied to the heap
+ * first (NULL when that fails). */
 char *air__buf_take(air__buf *b, size_t *n);
 
 /* The first append that failed since init or reset (0: none). */

@@ -23,6 +23,7 @@
 
 #define HIGH_WATER (256u << 10)  /* queued response bytes before pausing */
 #define MAX_FORWARD 32
+#define LOG_STACK_BYTES 2048     /* the log line is built on the stack first */
 
 typedef struct gw_req {
   air__gw_worker *w;
@@ -258,8 +259,9 @@ static void metrics(air__gw_worker *w, air__http_req *req) {
 
 static void log_line(gw_req *r, const air__exchange_result *res, int status,
                      const char *outcome) {
+  char mem[LOG_STACK_BYTES]; /* a line of one or two attempts fits */
   air__buf b;
-  air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
+  air__buf_init_on(&b, AIR__MAX_LOG_LINE_BYTES, mem, sizeof(mem));
   char t[64];
   air__gw_utc_now(t, sizeof(t));
   air__buf_puts(&b, "{\"time\":\"");

@@ -59,6 +59,8 @@
 /* Legs: every racer, plus as many again for losers whose transfer is
  * removed on the next loop turn while new attempts start. */
 #define MAX_LEGS (2 * AIR__MAX_RACERS)
+/* launch's header lines and URL start on its stack: they usually fit. */
+#define LAUNCH_STACK_BYTES 1024
 
 enum mode { M_NONE, M_SSE, M_BODY };
 
@@ -1191,8 +1193,9 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
     if (rc == 0 && !has_version)
       rc = add_header_s(hl, "anthropic-version", "2023-06-01");
   } else if (rc == 0 && key != NULL) {
+    char bmem[LAUNCH_STACK_BYTES];
     air__buf bearer;
-    air__buf_init(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES);
+    air__buf_init_on(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES, bmem, sizeof(bmem));
     rc = air__buf_adds(&bearer, "Bearer ");
     if (rc == 0) rc = air__buf_adds(&bearer, key);
     if (rc == 0) rc = add_header(hl, "Authorization", 13, bearer.p, bearer.n);
@@ -1348,15 +1351,17 @@ static int launch(leg *l, const air_action *a) {
   }
   if (x->o.req->raw == NULL && !l->cont) /* no caller text: the body's size */
     air__run_set_prompt_bytes(x->run, l->body.n);
+  /* Both are built and dropped here: on the stack when they fit. */
+  char hmem[LAUNCH_STACK_BYTES], umem[LAUNCH_STACK_BYTES];
   hdrs hl;
-  air__buf_init(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES);
+  air__buf_init_on(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES, hmem, sizeof(hmem));
   hl.n = 0;
   int rc = add_headers(l, p, key, &hl);
   const char *lines[MAX_REQUEST_HEADERS + 1];
   for (size_t i = 0; i < hl.n; i++) lines[i] = hl.buf.p + hl.off[i];
   lines[hl.n] = NULL;
   air__buf url;
-  air__buf_init(&url, AIR__MAX_URL_BYTES);
+  air__buf_init_on(&url, AIR__MAX_URL_BYTES, umem, sizeof(umem));
   size_t bl = strlen(p->base_url);
   while (bl > 0 && p->base_url[bl - 1] == '/') bl--;
   if (rc == 0) rc = air__buf_add(&url, p->base_url, bl);
