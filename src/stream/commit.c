@@ -14,6 +14,7 @@
 
 /* Part string fields are stored as offsets into g->bytes, tagged here. */
 #define NO_STR ((size_t)-1)
+#define RELEASE_STACK_PARTS 8  /* parts of a released event rebuilt on the stack */
 
 air__gate_cfg air__gate_cfg_of(const air__policy *pol, air__commit commit,
                                bool json_response) {
@@ -142,13 +143,20 @@ static const char *at(const air__gate *g, const char *off) {
 /* Emits every held event in order, then forgets them. */
 static int release(air__gate *g) {
   int rc = 0;
+  /* An event's parts are rebuilt here; most events have a few, so the
+   * heap scratch is for the rare larger one (issue 20). */
+  air_part local[RELEASE_STACK_PARTS];
   for (size_t i = 0; i < g->n_held && rc == 0; i++) {
     const air__held *h = &g->held[i];
-    if (h->n_parts > g->cap_scratch) {
-      air_part *s = realloc(g->scratch, h->n_parts * sizeof(*s));
-      if (s == NULL) return AIR_ENOMEM;
-      g->scratch = s;
-      g->cap_scratch = h->n_parts;
+    air_part *sc = local;
+    if (h->n_parts > RELEASE_STACK_PARTS) {
+      if (h->n_parts > g->cap_scratch) {
+        air_part *s = realloc(g->scratch, h->n_parts * sizeof(*s));
+        if (s == NULL) return AIR_ENOMEM;
+        g->scratch = s;
+        g->cap_scratch = h->n_parts;
+      }
+      sc = g->scratch;
     }
     for (size_t k = 0; k < h->n_parts; k++) {
       air_part p = g->parts[h->first_part + k];
@@ -156,12 +164,12 @@ static int release(air__gate *g) {
       p.id = at(g, p.id);
       p.name = at(g, p.name);
       p.finish_raw = at(g, p.finish_raw);
-      g->scratch[k] = p;
+      sc[k] = p;
     }
     air__gate_event ev = {
         .raw = h->raw_off == NO_STR ? NULL : g->bytes.p + h->raw_off,
         .raw_len = h->raw_len,
-        .parts = g->scratch,
+        .parts = sc,
         .n_parts = h->n_parts,
         .flags = h->flags,
     };
