@@ -430,6 +430,7 @@ static void worker_cleanup(air__gateway *g, bool ran) {
     uv_loop_close(&w->loop);
     air__buf_cleanup(&w->log);
     air__exchange_pools_cleanup(&w->pools); /* every request has ended */
+    air__pool_cleanup(&w->reqs);
   }
   free(g->w);
   g->w = NULL;

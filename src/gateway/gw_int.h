@@ -121,6 +121,7 @@ typedef struct air__gw_worker {
   int listen_fd;         /* the supervisor's socket for this thread */
   air__exchange_pools pools; /* exchanges and legs of ended requests, kept
                                 for the next ones (issue 20) */
+  air__pool reqs;            /* the same for request.c's requests */
 } air__gw_worker;
 
 struct air__gateway {

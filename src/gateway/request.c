@@ -582,7 +582,7 @@ static void finish_request(gw_req *r) {
   air__buf_cleanup(&r->fwd_buf);
   air__gw_cfg_release(r->cfg);
   free(r->ans);
-  free(r);
+  air__pool_put(&r->w->reqs, r, sizeof(*r));
 }
 
 /* ---- the handler ------------------------------------------------------------------ */
@@ -639,7 +639,7 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
 
 static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,
                  air_dialect dialect, air__gw_cfg *cfg, const char *rid) {
-  gw_req *r = calloc(1, sizeof(*r));
+  gw_req *r = air__pool_take(&w->reqs, sizeof(*r));
   if (r == NULL) {
     air__gw_cfg_release(cfg);
     air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, "out of memory", NULL);
