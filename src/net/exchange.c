@@ -722,6 +722,12 @@ static int feed_gate(leg *l, const char *raw, size_t raw_len,
   unsigned flags = (l->dec.usage_only ? AIR__EV_USAGE_ONLY : 0) |
                    (l->dec.terminator ? AIR__EV_TERMINATOR : 0) |
                    (l->dec.error_event ? AIR__EV_ERROR : 0);
+  /* A caller that does not stream gets parts only: the gate need not
+   * keep the raw bytes of the whole answer it holds (issue 20). */
+  if (!x->o.req->stream) {
+    raw = NULL;
+    raw_len = 0;
+  }
   air__gate_event gev = {raw, raw_len, l->parts, l->n_parts, flags};
   int rc = air__gate_feed(&l->gate, &gev, now_of(x));
   if (rc == 0) tell_content(l);

@@ -103,8 +103,10 @@ typedef struct air__exchange_result {
 typedef struct air__exchange_cb {
   /* Once, before the first released event. */
   void (*on_commit)(void *data, const air__commit_info *info);
-  /* Each released event (raw upstream bytes + decoded parts), in order.
-   * Return 1 to pause the upstream until air__exchange_resume. */
+  /* Each released event (raw upstream bytes + decoded parts), in order;
+   * raw is NULL when the caller does not stream (its answer is whole: the
+   * bytes are never forwarded) and for a whole upstream body. Return 1 to
+   * pause the upstream until air__exchange_resume. */
   int (*on_event)(void *data, const air__gate_event *ev);
   /* After the events of one upstream read were handed over (so a consumer
    * can write them to its client in one go). Return 1 to pause the
