@@ -18,7 +18,8 @@ void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap) {
   if (mem == NULL || cap == 0) return;
   b->p = mem;
   b->p[0] = '\0';
-  b->cap = cap;
+  /* As grow's: never more than max + 1, which air__buf_add relies on. */
+  b->cap = max < cap - 1 ? max + 1 : cap;
   b->stack = true;
 }
 
@@ -60,7 +61,7 @@ static int grow(air__buf *b, size_t n) {
   return 0;
 }
 
-int air__buf_add(air__buf *b, const void *p, size_t n) {
+int air__buf_add_grow(air__buf *b, const void *p, size_t n) {
   int rc = grow(b, n);
   if (rc != 0) {
     if (b->err == 0) b->err = rc;
@@ -85,13 +86,6 @@ int air__buf_add_aligned(air__buf *b, const void *p, size_t n, size_t *at) {
   return rc;
 }
 
-int air__buf_adds(air__buf *b, const char *s) {
-  return air__buf_add(b, s, strlen(s));
-}
-
-int air__buf_addc(air__buf *b, char c) {
-  return air__buf_add(b, &c, 1);
-}
 
 int air__buf_addu(air__buf *b, unsigned long long v) {
   char tmp[24];

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct air__buf {
   char *p;      /* NUL-terminated when n > 0 or after any append */
@@ -36,10 +37,28 @@ void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap);
 void air__buf_cleanup(air__buf *b);
 /* Empties the buffer, clears its error and keeps its memory. */
 void air__buf_reset(air__buf *b);
-/* Each returns 0, AIR_ENOMEM or AIR_ETOOBIG (also kept in b->err). */
-AIR__WUR int air__buf_add(air__buf *b, const void *p, size_t n);
-AIR__WUR int air__buf_adds(air__buf *b, const char *s);  /* a C string */
-AIR__WUR int air__buf_addc(air__buf *b, char c);
+/* air__buf_add when the bytes might not fit: grows b (buf.c). */
+AIR__WUR int air__buf_add_grow(air__buf *b, const void *p, size_t n);
+
+/* Each returns 0, AIR_ENOMEM or AIR_ETOOBIG (also kept in b->err). The
+ * common case, bytes that fit the memory b has, is inline: a few hundred
+ * appends per request (issue 20). cap never exceeds max + 1, so fitting
+ * the memory is within the maximum. */
+AIR__WUR static inline int air__buf_add(air__buf *b, const void *p, size_t n) {
+  if (n < b->cap - b->n) { /* room for n bytes and the NUL; cap 0: never */
+    if (n > 0) memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+  }
+  return air__buf_add_grow(b, p, n);
+}
+AIR__WUR static inline int air__buf_adds(air__buf *b, const char *s) { /* a C string */
+  return air__buf_add(b, s, strlen(s));
+}
+AIR__WUR static inline int air__buf_addc(air__buf *b, char c) {
+  return air__buf_add(b, &c, 1);
+}
 AIR__WUR int air__buf_addu(air__buf *b, unsigned long long v);  /* decimal */
 /* Appends s as a JSON string literal, quotes included: escapes ", \\ and
  * control bytes; valid UTF-8 passes through unchanged, each byte of an
