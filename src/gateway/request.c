@@ -39,6 +39,7 @@ typedef struct gw_req {
   bool ended;         /* on_end ran */
   bool finished;      /* the HTTP request was finished */
   bool pending;       /* on w->pending: out is written at the end of the turn */
+  bool traced;        /* tracing is on: trace holds the request's trace */
   struct gw_req *pend_prev, *pend_next;
   uint64_t start_ms;
   uint64_t bytes;
@@ -47,7 +48,6 @@ typedef struct gw_req {
   int inflight;       /* air__gw_inflight_begin's handle */
   const char *const *fwd;  /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
-  bool traced; /* tracing is on: trace holds the request's trace */
   air__trace trace;
   air__trace_answer *ans; /* what the released answer said (sampled only,
                             else NULL: issue 20) */

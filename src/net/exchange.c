@@ -81,17 +81,17 @@ typedef struct leg {
   size_t log;            /* its attempt log entry */
   const char *target;    /* its target and 1-based number: a judged answer */
   unsigned no;           /* released after the run stopped still names it */
+  int status;            /* (fields ordered to leave no holes: issue 20) */
   const air__provider_ops *ops;
   void *xfer;            /* the transfer in flight (tr's), or NULL */
   uint64_t due[T_COUNT]; /* first byte, attempt, part, wait: 0 = off */
   uint64_t wait_len;     /* L_WAITING: the wait's length */
+  enum mode mode;
   bool in_cb;            /* inside its on_head / on_body */
   bool pause_pending;
   bool content_told;     /* air_run_content was called for it */
-  enum mode mode;
-  int status;
-  air_failure fail;      /* the attempt's failure under construction */
   bool have_fail;
+  air_failure fail;      /* the attempt's failure under construction */
   air__gate gate;
   air__sse sse;
   air__decoder dec;
@@ -108,7 +108,6 @@ typedef struct leg {
   const char *key;       /* the attempt's upstream key (environment), or NULL */
   const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
-  bool native_json;      /* the attempt asks a schema natively (4) */
   air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
   /* A continuation (DESIGN.md 3.5): its style, whether its seam opened
    * (then it is the committed attempt, x->win), whether the seam failed it
@@ -116,6 +115,7 @@ typedef struct leg {
   bool cont;
   bool open;
   bool seam_failed;
+  bool native_json;      /* the attempt asks a schema natively (4) */
   air_cont_style style;
   uint64_t u_in, u_out;
   air_part *cparts;      /* the parts it releases, rebuilt per event */
@@ -156,9 +156,7 @@ struct air__exchange {
   air__timer *timer;      /* one loop timer, armed at the earliest due */
   uint64_t armed;         /* when the loop timer fires (exchange clock), 0: off */
   uint64_t hedge_due;     /* air_run_hedge then (0: off) */
-  bool reap;              /* L_LOST legs wait for the next loop turn */
   leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
-  unsigned n_legs;
   leg *win;               /* the leg whose answer is released, or NULL */
   leg *last;              /* the leg of the failure the engine saw last */
   bool freeing;
@@ -166,6 +164,8 @@ struct air__exchange {
   int in_xfer_cb;         /* inside some leg's on_head / on_body */
   bool cancel_pending;
   bool notified;
+  bool reap;              /* L_LOST legs wait for the next loop turn */
+  unsigned n_legs;        /* (the fields are ordered to leave no holes) */
   air__buf msg;           /* the every-target-skipped message */
   uint64_t start_ms;
   uint64_t first_content_ms;
