@@ -37,12 +37,13 @@ void air__buf_reset(air__buf *b) {
   if (b->p) b->p[0] = '\0';
 }
 
-/* Makes room for n more bytes plus the terminating NUL. */
-static int grow(air__buf *b, size_t n) {
+/* Makes room for n more bytes plus the terminating NUL: doubling, or
+ * exactly that room (air__buf_reserve). */
+static int grow(air__buf *b, size_t n, bool exact) {
   if (n > b->max || b->n > b->max - n) return AIR_ETOOBIG;
   size_t need = b->n + n + 1;
   if (need <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 256;
+  size_t cap = exact ? need : b->cap ? b->cap : 256;
   while (cap < need) cap *= 2;
   if (cap > b->max + 1) cap = b->max + 1;
   char *p;
@@ -61,8 +62,16 @@ static int grow(air__buf *b, size_t n) {
   return 0;
 }
 
+int air__buf_reserve(air__buf *b, size_t n) {
+  if (b->n > b->max) return 0;
+  if (n > b->max - b->n) n = b->max - b->n; /* a guess past max: up to it */
+  int rc = grow(b, n, true);
+  if (rc != 0 && b->err == 0) b->err = rc;
+  return rc;
+}
+
 int air__buf_add_grow(air__buf *b, const void *p, size_t n) {
-  int rc = grow(b, n);
+  int rc = grow(b, n, false);
   if (rc != 0) {
     if (b->err == 0) b->err = rc;
     return rc;

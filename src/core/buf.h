@@ -37,6 +37,11 @@ void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap);
 void air__buf_cleanup(air__buf *b);
 /* Empties the buffer, clears its error and keeps its memory. */
 void air__buf_reset(air__buf *b);
+/* Makes room for n more bytes (and the NUL) when b has less: one
+ * allocation of exactly that, not a doubling chain, for a text whose size
+ * is known or estimated up front (issue 20). An n past the maximum
+ * reserves up to it. Returns 0 or AIR_ENOMEM (also kept in b->err). */
+AIR__WUR int air__buf_reserve(air__buf *b, size_t n);
 /* air__buf_add when the bytes might not fit: grows b (buf.c). */
 AIR__WUR int air__buf_add_grow(air__buf *b, const void *p, size_t n);
 

@@ -854,7 +854,11 @@ static void keep_headers(leg *l, const air_header *h, size_t n) {
    * pointing into it once nothing more moves it: one allocation per
    * stream, sized to what the upstream sent. */
   air_header tmp[MAX_KEPT_HEADERS];
-  size_t k = 0;
+  size_t k = 0, need = 0, m = n < MAX_KEPT_HEADERS ? n : MAX_KEPT_HEADERS;
+  for (size_t i = 0; i < m; i++) need += h[i].name_len + h[i].value_len;
+  /* Exactly what they take (the array 8-aligned): no doubling to 512 for
+   * a held stream to keep (issue 20). Failing that, the appends fail. */
+  if (air__buf_reserve(&l->kept, need + 8 + m * sizeof(tmp[0])) != 0) return;
   for (size_t i = 0; i < n && k < MAX_KEPT_HEADERS; i++) {
     size_t a = l->kept.n;
     if (air__buf_add(&l->kept, h[i].name, h[i].name_len) != 0) break;

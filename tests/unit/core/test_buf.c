@@ -95,12 +95,45 @@ static void test_json_str_across(void **state) {
   air__buf_cleanup(&s);
 }
 
+/* air__buf_reserve allocates exactly the room asked once, then appends
+ * within it allocate nothing; past max it reserves up to max. */
+static void test_reserve(void **state) {
+  (void)state;
+  air__buf b;
+  air__buf_init(&b, 1000);
+  assert_int_equal(air__buf_reserve(&b, 300), 0);
+  assert_int_equal(b.cap, 301);
+  char *p = b.p;
+  for (int i = 0; i < 300; i++) assert_int_equal(air__buf_addc(&b, 'x'), 0);
+  assert_ptr_equal(b.p, p); /* no realloc while within the reservation */
+  assert_int_equal(b.n, 300);
+  assert_int_equal(air__buf_reserve(&b, 10), 0); /* grows to exactly 311 */
+  assert_int_equal(b.cap, 311);
+  assert_int_equal(air__buf_reserve(&b, 5), 0);  /* already there */
+  assert_int_equal(b.cap, 311);
+  assert_int_equal(air__buf_reserve(&b, 1u << 20), 0); /* up to max */
+  assert_int_equal(b.cap, 1001);
+  assert_int_equal(b.n, 300);
+  assert_int_equal(air__buf_error(&b), 0);
+  air__buf_cleanup(&b);
+  /* From caller storage: the reservation moves the text to the heap. */
+  char mem[8];
+  air__buf s;
+  air__buf_init_on(&s, 1000, mem, sizeof(mem));
+  assert_int_equal(air__buf_adds(&s, "abc"), 0);
+  assert_int_equal(air__buf_reserve(&s, 100), 0);
+  assert_false(s.stack);
+  assert_string_equal(s.p, "abc");
+  air__buf_cleanup(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_on_stack_matches_heap),
       cmocka_unit_test(test_on_stack_max),
       cmocka_unit_test(test_take_copies),
       cmocka_unit_test(test_json_str_across),
+      cmocka_unit_test(test_reserve),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
