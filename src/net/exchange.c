@@ -855,6 +855,7 @@ static void keep_headers(leg *l, const air_header *h, size_t n) {
    * stream, sized to what the upstream sent. */
   air_header tmp[MAX_KEPT_HEADERS];
   size_t k = 0, need = 0, m = n < MAX_KEPT_HEADERS ? n : MAX_KEPT_HEADERS;
+  if (m == 0) return;
   for (size_t i = 0; i < m; i++) need += h[i].name_len + h[i].value_len;
   /* Exactly what they take (the array 8-aligned): no doubling to 512 for
    * a held stream to keep (issue 20). Failing that, the appends fail. */
