@@ -16,6 +16,9 @@
 #include "provider.h"
 
 #define MAX_FAST_KEYS 64  /* duplicate keys are checked pairwise up to this */
+/* What a patch usually adds to the caller's text: stream_options, a
+ * longer model name. More still fits: the buffer then grows. */
+#define PATCH_SLACK_BYTES 128
 
 /* A string token jansson reads the same way: valid UTF-8, escapes that
  * decode to neither NUL nor a lone surrogate. */
@@ -239,7 +242,10 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
   bool seen[8] = {false};
   bool first = true;
   size_t start = out->n;
-  rc = air__buf_addc(out, '{');
+  /* The caller's text and the few members set: one allocation, about the
+   * body's size (it is kept while the attempt runs: issue 20). */
+  rc = air__buf_reserve(out, req->raw_n + PATCH_SLACK_BYTES);
+  if (rc == 0) rc = air__buf_addc(out, '{');
   for (int k = 1, m = 0; rc == 0 && m < j.tok[0].size; m++, k = j.tok[k + 1].next) {
     const air__patch *p = NULL;
     for (size_t s = 0; s < n_set && p == NULL; s++)

@@ -10,13 +10,25 @@ void air__buf_init(air__buf *b, size_t max) {
   b->cap = 0;
   b->max = max;
   b->err = 0;
+  b->stack = false;
+}
+
+void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap) {
+  air__buf_init(b, max);
+  if (mem == NULL || cap == 0) return;
+  b->p = mem;
+  b->p[0] = '\0';
+  /* As grow's: never more than max + 1, which air__buf_add relies on. */
+  b->cap = max < cap - 1 ? max + 1 : cap;
+  b->stack = true;
 }
 
 void air__buf_cleanup(air__buf *b) {
-  free(b->p);
+  if (!b->stack) free(b->p);
   b->p = NULL;
   b->n = 0;
   b->cap = 0;
+  b->stack = false;
 }
 
 void air__buf_reset(air__buf *b) {
@@ -25,23 +37,41 @@ void air__buf_reset(air__buf *b) {
   if (b->p) b->p[0] = '\0';
 }
 
-/* Makes room for n more bytes plus the terminating NUL. */
-static int grow(air__buf *b, size_t n) {
+/* Makes room for n more bytes plus the terminating NUL: doubling, or
+ * exactly that room (air__buf_reserve). */
+static int grow(air__buf *b, size_t n, bool exact) {
   if (n > b->max || b->n > b->max - n) return AIR_ETOOBIG;
   size_t need = b->n + n + 1;
   if (need <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 256;
+  size_t cap = exact ? need : b->cap ? b->cap : 256;
   while (cap < need) cap *= 2;
   if (cap > b->max + 1) cap = b->max + 1;
-  char *p = realloc(b->p, cap);
-  if (p == NULL) return AIR_ENOMEM;
+  char *p;
+  if (b->stack) {
+    /* Out of the caller's storage: to the heap, with what it holds. */
+    p = malloc(cap);
+    if (p == NULL) return AIR_ENOMEM;
+    memcpy(p, b->p, b->n + 1);
+    b->stack = false;
+  } else {
+    p = realloc(b->p, cap);
+    if (p == NULL) return AIR_ENOMEM;
+  }
   b->p = p;
   b->cap = cap;
   return 0;
 }
 
-int air__buf_add(air__buf *b, const void *p, size_t n) {
-  int rc = grow(b, n);
+int air__buf_reserve(air__buf *b, size_t n) {
+  if (b->n > b->max) return 0;
+  if (n > b->max - b->n) n = b->max - b->n; /* a guess past max: up to it */
+  int rc = grow(b, n, true);
+  if (rc != 0 && b->err == 0) b->err = rc;
+  return rc;
+}
+
+int air__buf_add_grow(air__buf *b, const void *p, size_t n) {
+  int rc = grow(b, n, false);
   if (rc != 0) {
     if (b->err == 0) b->err = rc;
     return rc;
@@ -65,13 +95,6 @@ int air__buf_add_aligned(air__buf *b, const void *p, size_t n, size_t *at) {
   return rc;
 }
 
-int air__buf_adds(air__buf *b, const char *s) {
-  return air__buf_add(b, s, strlen(s));
-}
-
-int air__buf_addc(air__buf *b, char c) {
-  return air__buf_add(b, &c, 1);
-}
 
 int air__buf_addu(air__buf *b, unsigned long long v) {
   char tmp[24];
@@ -166,7 +189,12 @@ int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
 
 char *air__buf_take(air__buf *b, size_t *n) {
   char *p = b->p;
-  if (n) *n = b->n;
+  if (b->stack) {
+    p = malloc(b->n + 1);
+    if (p != NULL) memcpy(p, b->p, b->n + 1);
+    b->stack = false;
+  }
+  if (n) *n = p ? b->n : 0;
   b->p = NULL;
   b->n = 0;
   b->cap = 0;

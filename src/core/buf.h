@@ -13,7 +13,9 @@
 #ifndef AIR__BUF_H
 #define AIR__BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct air__buf {
   char *p;      /* NUL-terminated when n > 0 or after any append */
@@ -21,18 +23,47 @@ typedef struct air__buf {
   size_t cap;
   size_t max;   /* the most bytes it may hold */
   int err;      /* the first failed append since init or reset, or 0 */
+  bool stack;   /* p is the caller's storage (air__buf_init_on), not heap */
 } air__buf;
 
 #define AIR__WUR __attribute__((warn_unused_result))
 
 void air__buf_init(air__buf *b, size_t max);
+/* As air__buf_init, starting in the caller's cap bytes at mem (a local
+ * array): a text that fits costs no allocation; a longer one moves to the
+ * heap. For a buffer built and dropped in one function: mem must outlive
+ * every use of b, and air__buf_cleanup is still called. */
+void air__buf_init_on(air__buf *b, size_t max, char *mem, size_t cap);
 void air__buf_cleanup(air__buf *b);
 /* Empties the buffer, clears its error and keeps its memory. */
 void air__buf_reset(air__buf *b);
-/* Each returns 0, AIR_ENOMEM or AIR_ETOOBIG (also kept in b->err). */
-AIR__WUR int air__buf_add(air__buf *b, const void *p, size_t n);
-AIR__WUR int air__buf_adds(air__buf *b, const char *s);  /* a C string */
-AIR__WUR int air__buf_addc(air__buf *b, char c);
+/* Makes room for n more bytes (and the NUL) when b has less: one
+ * allocation of exactly that, not a doubling chain, for a text whose size
+ * is known or estimated up front (issue 20). An n past the maximum
+ * reserves up to it. Returns 0 or AIR_ENOMEM (also kept in b->err). */
+AIR__WUR int air__buf_reserve(air__buf *b, size_t n);
+/* air__buf_add when the bytes might not fit: grows b (buf.c). */
+AIR__WUR int air__buf_add_grow(air__buf *b, const void *p, size_t n);
+
+/* Each returns 0, AIR_ENOMEM or AIR_ETOOBIG (also kept in b->err). The
+ * common case, bytes that fit the memory b has, is inline: a few hundred
+ * appends per request (issue 20). cap never exceeds max + 1, so fitting
+ * the memory is within the maximum. */
+AIR__WUR static inline int air__buf_add(air__buf *b, const void *p, size_t n) {
+  if (n < b->cap - b->n) { /* room for n bytes and the NUL; cap 0: never */
+    if (n > 0) memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+  }
+  return air__buf_add_grow(b, p, n);
+}
+AIR__WUR static inline int air__buf_adds(air__buf *b, const char *s) { /* a C string */
+  return air__buf_add(b, s, strlen(s));
+}
+AIR__WUR static inline int air__buf_addc(air__buf *b, char c) {
+  return air__buf_add(b, &c, 1);
+}
 AIR__WUR int air__buf_addu(air__buf *b, unsigned long long v);  /* decimal */
 /* Appends s as a JSON string literal, quotes included: escapes ", \\ and
  * control bytes; valid UTF-8 passes through unchanged, each byte of an
@@ -47,7 +78,9 @@ size_t air__utf8_seq(const unsigned char *s, size_t n);
  * into, fixed up once nothing more is appended. Returns as air__buf_add. */
 AIR__WUR int air__buf_add_aligned(air__buf *b, const void *p, size_t n,
                                   size_t *at);
-/* Takes the bytes: returns the buffer (caller frees), leaves b empty. */
+/* Takes the bytes: returns the buffer (caller frees), leaves b empty.
+ * From caller storage (air__buf_init_on) they are copied to the heap
+ * first (NULL when that fails). */
 char *air__buf_take(air__buf *b, size_t *n);
 
 /* The first append that failed since init or reset (0: none). */

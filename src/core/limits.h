@@ -67,6 +67,8 @@
 #define AIR__MAX_OTLP_WAIT_MS 60000 /* OTEL_BSP_SCHEDULE_DELAY, *_TIMEOUT */
 #define AIR__OTLP_DELAY_MS 1000     /* default batch delay */
 #define AIR__OTLP_TIMEOUT_MS 2000   /* default export timeout */
+#define AIR__POOL_MAX 32            /* per-request structures kept per loop
+                                       thread for the next requests (pool.h) */
 
 /* The shared state in Redis (DESIGN.md 3.1, src/state/redis.c). */
 #define AIR__MAX_REDIS_URL_BYTES 2048        /* state.redis.url and url_env's value */

@@ -429,6 +429,8 @@ static void worker_cleanup(air__gateway *g, bool ran) {
     if (w->srv) air__http_server_free(w->srv);
     uv_loop_close(&w->loop);
     air__buf_cleanup(&w->log);
+    air__exchange_pools_cleanup(&w->pools); /* every request has ended */
+    air__pool_cleanup(&w->reqs);
   }
   free(g->w);
   g->w = NULL;

@@ -23,6 +23,7 @@
 
 #define HIGH_WATER (256u << 10)  /* queued response bytes before pausing */
 #define MAX_FORWARD 32
+#define LOG_STACK_BYTES 2048     /* the log line is built on the stack first */
 
 typedef struct gw_req {
   air__gw_worker *w;
@@ -38,6 +39,7 @@ typedef struct gw_req {
   bool ended;         /* on_end ran */
   bool finished;      /* the HTTP request was finished */
   bool pending;       /* on w->pending: out is written at the end of the turn */
+  bool traced;        /* tracing is on: trace holds the request's trace */
   struct gw_req *pend_prev, *pend_next;
   uint64_t start_ms;
   uint64_t bytes;
@@ -46,7 +48,6 @@ typedef struct gw_req {
   int inflight;       /* air__gw_inflight_begin's handle */
   const char *const *fwd;  /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
-  bool traced; /* tracing is on: trace holds the request's trace */
   air__trace trace;
   air__trace_answer *ans; /* what the released answer said (sampled only,
                             else NULL: issue 20) */
@@ -258,8 +259,9 @@ static void metrics(air__gw_worker *w, air__http_req *req) {
 
 static void log_line(gw_req *r, const air__exchange_result *res, int status,
                      const char *outcome) {
+  char mem[LOG_STACK_BYTES]; /* a line of one or two attempts fits */
   air__buf b;
-  air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
+  air__buf_init_on(&b, AIR__MAX_LOG_LINE_BYTES, mem, sizeof(mem));
   char t[64];
   air__gw_utc_now(t, sizeof(t));
   air__buf_puts(&b, "{\"time\":\"");
@@ -580,7 +582,7 @@ static void finish_request(gw_req *r) {
   air__buf_cleanup(&r->fwd_buf);
   air__gw_cfg_release(r->cfg);
   free(r->ans);
-  free(r);
+  air__pool_put(&r->w->reqs, r, sizeof(*r));
 }
 
 /* ---- the handler ------------------------------------------------------------------ */
@@ -637,7 +639,7 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
 
 static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,
                  air_dialect dialect, air__gw_cfg *cfg, const char *rid) {
-  gw_req *r = calloc(1, sizeof(*r));
+  gw_req *r = air__pool_take(&w->reqs, sizeof(*r));
   if (r == NULL) {
     air__gw_cfg_release(cfg);
     air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, "out of memory", NULL);
@@ -669,6 +671,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
       .req = &r->areq,
       .model = r->areq.model,
       .forward = (const char *const *)r->fwd,
+      .pools = &w->pools,
   };
   air__exporter *traces = w->g->traces;
   if (traces != NULL) {

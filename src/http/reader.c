@@ -317,15 +317,23 @@ static air__http_event failed(air__http_reader *r, int status,
  * empty line that ends the head.
  */
 static bool has_obs_fold(air__http_reader *r, const char *p, size_t n) {
-  for (size_t i = 0; i < n && r->fold != 2; i++) {
-    char c = p[i];
+  size_t i = 0;
+  while (i < n && r->fold != 2) {
+    if (r->fold == 0) {
+      /* Inside a line only its end matters: memchr, not a byte at a time
+       * (~2k instructions per request's head: issue 20). */
+      const char *nl = memchr(p + i, '\n', n - i);
+      if (nl == NULL) return false;
+      i = (size_t)(nl - p) + 1;
+      r->fold = 1;
+      continue;
+    }
+    char c = p[i++];
     if (r->fold == 1) {
       if (c == ' ' || c == '\t') return true;
       r->fold = c == '\n' ? 2 : c == '\r' ? 3 : 0;
-    } else if (r->fold == 3) {
+    } else { /* 3: a CR at the start of a line */
       r->fold = c == '\n' ? 2 : 0;
-    } else if (c == '\n') {
-      r->fold = 1;
     }
   }
   return false;

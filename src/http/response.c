@@ -8,6 +8,10 @@
 #include "airetry.h"
 #include "http_int.h"
 
+/* A response head is built on the stack when it fits (most do: ~300
+ * bytes), on the heap when not (issue 20). */
+#define HEAD_STACK_BYTES 1024
+
 static const char *reason_phrase(int status) {
   switch (status) {
     case 100:
@@ -178,8 +182,9 @@ static bool anthropic_target(const air__http_conn *c) {
 }
 
 int air__http_write_error(air__http_conn *c, int status, const char *message) {
+  char head[HEAD_STACK_BYTES];
   air__buf b;
-  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init_on(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES, head, sizeof(head));
   air__buf body;
   air__buf_init(&body, 1024);
   int rc;
@@ -228,8 +233,9 @@ int air__http_head_reject(air__http_head *h, int status,
     return AIR_EINVAL;
   }
   c->keep_alive = false; /* the body that follows is never read */
+  char head[HEAD_STACK_BYTES];
   air__buf b;
-  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init_on(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES, head, sizeof(head));
   int rc = build_head(c, &b, status, fields, n_fields, AIR__RESP_FIXED,
                       (uint64_t)body_n);
   if (rc == 0) {
@@ -295,8 +301,9 @@ int air__http_respond(air__http_req *req, int status,
     return AIR_ESTATE;
   }
   bool no_body = req->head_only || status == 204 || status == 304;
+  char head[HEAD_STACK_BYTES];
   air__buf b;
-  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init_on(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES, head, sizeof(head));
   rc = build_head(c, &b, status, fields, n_fields, AIR__RESP_FIXED,
                   (uint64_t)body_n);
   if (rc == 0) {
@@ -355,8 +362,9 @@ static int begin(air__http_req *req, int status, const air__http_field *fields,
   }
   bool keep = c->keep_alive;
   if (framing == AIR__RESP_EOF) c->keep_alive = false;
+  char head[HEAD_STACK_BYTES];
   air__buf b;
-  air__buf_init(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES);
+  air__buf_init_on(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES, head, sizeof(head));
   rc = build_head(c, &b, status, fields, n_fields, framing,
                   length < 0 ? 0 : (uint64_t)length);
   if (rc == 0 && lazy) {

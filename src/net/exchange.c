@@ -59,6 +59,8 @@
 /* Legs: every racer, plus as many again for losers whose transfer is
  * removed on the next loop turn while new attempts start. */
 #define MAX_LEGS (2 * AIR__MAX_RACERS)
+/* launch's header lines and URL start on its stack: they usually fit. */
+#define LAUNCH_STACK_BYTES 1024
 
 enum mode { M_NONE, M_SSE, M_BODY };
 
@@ -79,17 +81,17 @@ typedef struct leg {
   size_t log;            /* its attempt log entry */
   const char *target;    /* its target and 1-based number: a judged answer */
   unsigned no;           /* released after the run stopped still names it */
+  int status;            /* (fields ordered to leave no holes: issue 20) */
   const air__provider_ops *ops;
   void *xfer;            /* the transfer in flight (tr's), or NULL */
   uint64_t due[T_COUNT]; /* first byte, attempt, part, wait: 0 = off */
   uint64_t wait_len;     /* L_WAITING: the wait's length */
+  enum mode mode;
   bool in_cb;            /* inside its on_head / on_body */
   bool pause_pending;
   bool content_told;     /* air_run_content was called for it */
-  enum mode mode;
-  int status;
-  air_failure fail;      /* the attempt's failure under construction */
   bool have_fail;
+  air_failure fail;      /* the attempt's failure under construction */
   air__gate gate;
   air__sse sse;
   air__decoder dec;
@@ -106,7 +108,6 @@ typedef struct leg {
   const char *key;       /* the attempt's upstream key (environment), or NULL */
   const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
-  bool native_json;      /* the attempt asks a schema natively (4) */
   air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
   /* A continuation (DESIGN.md 3.5): its style, whether its seam opened
    * (then it is the committed attempt, x->win), whether the seam failed it
@@ -114,6 +115,7 @@ typedef struct leg {
   bool cont;
   bool open;
   bool seam_failed;
+  bool native_json;      /* the attempt asks a schema natively (4) */
   air_cont_style style;
   uint64_t u_in, u_out;
   air_part *cparts;      /* the parts it releases, rebuilt per event */
@@ -154,9 +156,7 @@ struct air__exchange {
   air__timer *timer;      /* one loop timer, armed at the earliest due */
   uint64_t armed;         /* when the loop timer fires (exchange clock), 0: off */
   uint64_t hedge_due;     /* air_run_hedge then (0: off) */
-  bool reap;              /* L_LOST legs wait for the next loop turn */
   leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
-  unsigned n_legs;
   leg *win;               /* the leg whose answer is released, or NULL */
   leg *last;              /* the leg of the failure the engine saw last */
   bool freeing;
@@ -164,6 +164,8 @@ struct air__exchange {
   int in_xfer_cb;         /* inside some leg's on_head / on_body */
   bool cancel_pending;
   bool notified;
+  bool reap;              /* L_LOST legs wait for the next loop turn */
+  unsigned n_legs;        /* (the fields are ordered to leave no holes) */
   air__buf msg;           /* the every-target-skipped message */
   uint64_t start_ms;
   uint64_t first_content_ms;
@@ -263,18 +265,22 @@ static leg *leg_of(air__exchange *x, unsigned id, enum leg_state state) {
 static int emit(void *data, const air__gate_event *ev);
 static int on_sse(void *data, const air__sse_event *ev);
 
+/* The loop thread's pool of kind (exchanges, legs), or NULL: calloc and
+ * free. */
+#define pool_of(x, kind) ((x)->o.pools ? &(x)->o.pools->kind : NULL)
+
 /* A free leg; a new one is made and set up when none is (the gate
  * allocates). NULL when MAX_LEGS are in use or out of memory. */
 static leg *take_leg(air__exchange *x) {
   for (unsigned k = 0; k < x->n_legs; k++)
     if (x->legs[k]->state == L_FREE) return x->legs[k];
   if (x->n_legs >= MAX_LEGS) return NULL;
-  leg *l = calloc(1, sizeof(*l));
+  leg *l = air__pool_take(pool_of(x, legs), sizeof(*l));
   if (l == NULL) return NULL;
   l->x = x;
   if (air__gate_init(&l->gate, &x->gcfg, emit, l) != 0) {
     air__gate_cleanup(&l->gate);
-    free(l);
+    air__pool_put(pool_of(x, legs), l, sizeof(*l));
     return NULL;
   }
   l->parts = l->parts_inline;
@@ -716,6 +722,12 @@ static int feed_gate(leg *l, const char *raw, size_t raw_len,
   unsigned flags = (l->dec.usage_only ? AIR__EV_USAGE_ONLY : 0) |
                    (l->dec.terminator ? AIR__EV_TERMINATOR : 0) |
                    (l->dec.error_event ? AIR__EV_ERROR : 0);
+  /* A caller that does not stream gets parts only: the gate need not
+   * keep the raw bytes of the whole answer it holds (issue 20). */
+  if (!x->o.req->stream) {
+    raw = NULL;
+    raw_len = 0;
+  }
   air__gate_event gev = {raw, raw_len, l->parts, l->n_parts, flags};
   int rc = air__gate_feed(&l->gate, &gev, now_of(x));
   if (rc == 0) tell_content(l);
@@ -842,7 +854,12 @@ static void keep_headers(leg *l, const air_header *h, size_t n) {
    * pointing into it once nothing more moves it: one allocation per
    * stream, sized to what the upstream sent. */
   air_header tmp[MAX_KEPT_HEADERS];
-  size_t k = 0;
+  size_t k = 0, need = 0, m = n < MAX_KEPT_HEADERS ? n : MAX_KEPT_HEADERS;
+  if (m == 0) return;
+  for (size_t i = 0; i < m; i++) need += h[i].name_len + h[i].value_len;
+  /* Exactly what they take (the array 8-aligned): no doubling to 512 for
+   * a held stream to keep (issue 20). Failing that, the appends fail. */
+  if (air__buf_reserve(&l->kept, need + 8 + m * sizeof(tmp[0])) != 0) return;
   for (size_t i = 0; i < n && k < MAX_KEPT_HEADERS; i++) {
     size_t a = l->kept.n;
     if (air__buf_add(&l->kept, h[i].name, h[i].name_len) != 0) break;
@@ -1187,8 +1204,9 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
     if (rc == 0 && !has_version)
       rc = add_header_s(hl, "anthropic-version", "2023-06-01");
   } else if (rc == 0 && key != NULL) {
+    char bmem[LAUNCH_STACK_BYTES];
     air__buf bearer;
-    air__buf_init(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES);
+    air__buf_init_on(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES, bmem, sizeof(bmem));
     rc = air__buf_adds(&bearer, "Bearer ");
     if (rc == 0) rc = air__buf_adds(&bearer, key);
     if (rc == 0) rc = add_header(hl, "Authorization", 13, bearer.p, bearer.n);
@@ -1344,15 +1362,17 @@ static int launch(leg *l, const air_action *a) {
   }
   if (x->o.req->raw == NULL && !l->cont) /* no caller text: the body's size */
     air__run_set_prompt_bytes(x->run, l->body.n);
+  /* Both are built and dropped here: on the stack when they fit. */
+  char hmem[LAUNCH_STACK_BYTES], umem[LAUNCH_STACK_BYTES];
   hdrs hl;
-  air__buf_init(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES);
+  air__buf_init_on(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES, hmem, sizeof(hmem));
   hl.n = 0;
   int rc = add_headers(l, p, key, &hl);
   const char *lines[MAX_REQUEST_HEADERS + 1];
   for (size_t i = 0; i < hl.n; i++) lines[i] = hl.buf.p + hl.off[i];
   lines[hl.n] = NULL;
   air__buf url;
-  air__buf_init(&url, AIR__MAX_URL_BYTES);
+  air__buf_init_on(&url, AIR__MAX_URL_BYTES, umem, sizeof(umem));
   size_t bl = strlen(p->base_url);
   while (bl > 0 && p->base_url[bl - 1] == '/') bl--;
   if (rc == 0) rc = air__buf_add(&url, p->base_url, bl);
@@ -1655,7 +1675,8 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   if (loop == NULL || tr == NULL || o == NULL || o->cfg == NULL ||
       o->req == NULL || o->model == NULL || cb == NULL || cb->on_end == NULL)
     return AIR_EINVAL;
-  air__exchange *x = calloc(1, sizeof(*x));
+  air__pool *xpool = o->pools ? &o->pools->exchanges : NULL;
+  air__exchange *x = air__pool_take(xpool, sizeof(*x));
   if (x == NULL) return AIR_ENOMEM;
   x->loop = *loop;
   x->tr = *tr;
@@ -1667,7 +1688,7 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   int rc = air__run_new_checked(o->cfg, o->state, o->model, NULL, x->start_ms,
                                 expressible, x, &x->run, &x->act);
   if (rc != 0) {
-    free(x);
+    air__pool_put(xpool, x, sizeof(*x));
     return rc;
   }
   /* hedge.max_prompt_bytes bounds the caller's body (DESIGN.md 3.6). */
@@ -1726,7 +1747,7 @@ static void on_timer_closed(void *arg) {
   air__exchange *x = arg;
   for (unsigned k = 0; k < x->n_legs; k++) {
     leg_cleanup(x->legs[k]);
-    free(x->legs[k]);
+    air__pool_put(pool_of(x, legs), x->legs[k], sizeof(leg));
   }
   air__buf_cleanup(&x->msg);
   air__buf_cleanup(&x->c.sent);
@@ -1735,7 +1756,13 @@ static void on_timer_closed(void *arg) {
   free(x->c.seam);
   free(x->c.list);
   air_run_free(x->run);
-  free(x);
+  air__pool_put(pool_of(x, exchanges), x, sizeof(*x));
+}
+
+void air__exchange_pools_cleanup(air__exchange_pools *p) {
+  if (p == NULL) return;
+  air__pool_cleanup(&p->exchanges);
+  air__pool_cleanup(&p->legs);
 }
 
 void air__exchange_free(air__exchange *x) {

@@ -18,6 +18,7 @@
 #include "airetry.h"
 #include "commit.h"
 #include "loop.h"
+#include "pool.h"
 #include "provider.h"
 #include "transport.h"
 
@@ -26,6 +27,15 @@
 #define AIR__CONT_KEEPALIVE_MS 10000u
 
 typedef struct air__exchange air__exchange;
+
+/* Exchanges and their legs kept for the next exchanges of one loop thread
+ * (pool.h, issue 20). Zeroed: empty. Emptied by air__exchange_pools_cleanup
+ * once every exchange started with it has been freed (its timer closed). */
+typedef struct air__exchange_pools {
+  air__pool exchanges;
+  air__pool legs;
+} air__exchange_pools;
+void air__exchange_pools_cleanup(air__exchange_pools *p);
 /* A request's trace (spans.h). */
 typedef struct air__trace air__trace;
 
@@ -93,8 +103,10 @@ typedef struct air__exchange_result {
 typedef struct air__exchange_cb {
   /* Once, before the first released event. */
   void (*on_commit)(void *data, const air__commit_info *info);
-  /* Each released event (raw upstream bytes + decoded parts), in order.
-   * Return 1 to pause the upstream until air__exchange_resume. */
+  /* Each released event (raw upstream bytes + decoded parts), in order;
+   * raw is NULL when the caller does not stream (its answer is whole: the
+   * bytes are never forwarded) and for a whole upstream body. Return 1 to
+   * pause the upstream until air__exchange_resume. */
   int (*on_event)(void *data, const air__gate_event *ev);
   /* After the events of one upstream read were handed over (so a consumer
    * can write them to its client in one go). Return 1 to pause the
@@ -125,6 +137,8 @@ typedef struct air__exchange_opts {
   const air_clock *clock;       /* NULL: the system clock */
   const air__trace *trace;      /* borrowed until on_end; non-NULL: each
                                    attempt sends its span's traceparent */
+  air__exchange_pools *pools;   /* NULL: none; else the loop thread's, which
+                                   must outlive the exchange (freed) */
 } air__exchange_opts;
 
 /*

@@ -14,6 +14,9 @@
 
 /* Part string fields are stored as offsets into g->bytes, tagged here. */
 #define NO_STR ((size_t)-1)
+#define RELEASE_STACK_PARTS 8  /* parts of a released event rebuilt on the stack */
+#define HOLD_FIRST 2            /* events and parts held: first arrays */
+#define HOLD_FIRST_COMPLETE 16  /* the same under commit: complete */
 
 air__gate_cfg air__gate_cfg_of(const air__policy *pol, air__commit commit,
                                bool json_response) {
@@ -97,15 +100,19 @@ static size_t keep(air__gate *g, const char *s, size_t n, int *rc) {
 /* Copies one event into the hold. Returns 0, AIR_ETOOBIG or AIR_ENOMEM. */
 static int hold(air__gate *g, const air__gate_event *ev) {
   if (g->n_held >= AIR__MAX_HOLD_EVENTS) return AIR_ETOOBIG;
+  /* First arrays: under first_content a stream's first content usually
+   * comes with its second event (a held stream keeps one: its role);
+   * under complete the whole answer is held (issue 20). */
+  size_t first = g->cfg.commit == AIR__COMMIT_COMPLETE ? HOLD_FIRST_COMPLETE : HOLD_FIRST;
   if (g->n_held == g->cap_held) {
-    size_t cap = g->cap_held ? g->cap_held * 2 : 4;
+    size_t cap = g->cap_held ? g->cap_held * 2 : first;
     air__held *h = realloc(g->held, cap * sizeof(*h));
     if (h == NULL) return AIR_ENOMEM;
     g->held = h;
     g->cap_held = cap;
   }
   if (g->n_parts + ev->n_parts > g->cap_parts) {
-    size_t cap = g->cap_parts ? g->cap_parts : 4;
+    size_t cap = g->cap_parts ? g->cap_parts : first;
     while (cap < g->n_parts + ev->n_parts) cap *= 2;
     air_part *p = realloc(g->parts, cap * sizeof(*p));
     if (p == NULL) return AIR_ENOMEM;
@@ -142,13 +149,20 @@ static const char *at(const air__gate *g, const char *off) {
 /* Emits every held event in order, then forgets them. */
 static int release(air__gate *g) {
   int rc = 0;
+  /* An event's parts are rebuilt here; most events have a few, so the
+   * heap scratch is for the rare larger one (issue 20). */
+  air_part local[RELEASE_STACK_PARTS];
   for (size_t i = 0; i < g->n_held && rc == 0; i++) {
     const air__held *h = &g->held[i];
-    if (h->n_parts > g->cap_scratch) {
-      air_part *s = realloc(g->scratch, h->n_parts * sizeof(*s));
-      if (s == NULL) return AIR_ENOMEM;
-      g->scratch = s;
-      g->cap_scratch = h->n_parts;
+    air_part *sc = local;
+    if (h->n_parts > RELEASE_STACK_PARTS) {
+      if (h->n_parts > g->cap_scratch) {
+        air_part *s = realloc(g->scratch, h->n_parts * sizeof(*s));
+        if (s == NULL) return AIR_ENOMEM;
+        g->scratch = s;
+        g->cap_scratch = h->n_parts;
+      }
+      sc = g->scratch;
     }
     for (size_t k = 0; k < h->n_parts; k++) {
       air_part p = g->parts[h->first_part + k];
@@ -156,12 +170,12 @@ static int release(air__gate *g) {
       p.id = at(g, p.id);
       p.name = at(g, p.name);
       p.finish_raw = at(g, p.finish_raw);
-      g->scratch[k] = p;
+      sc[k] = p;
     }
     air__gate_event ev = {
         .raw = h->raw_off == NO_STR ? NULL : g->bytes.p + h->raw_off,
         .raw_len = h->raw_len,
-        .parts = g->scratch,
+        .parts = sc,
         .n_parts = h->n_parts,
         .flags = h->flags,
     };

@@ -1220,6 +1220,9 @@ struct world {
   size_t why_cap;
   bool failed;
   bool invalid;  /* the scenario itself is not valid (sim_run returns 2) */
+  air__exchange_pools pools; /* as a gateway worker's: a later request
+                                reuses the legs and exchange of an earlier
+                                one (issue 20) */
 };
 
 static void fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -2348,7 +2351,8 @@ static void start_request(world *w, sim_run_req *q, const air__loop *lp,
   }
   air__responder_init(&q->rs, (air_dialect)r->dialect, &q->areq, "req_sim");
   air__exchange_opts o = {.cfg = w->cfg, .state = w->state, .req = &q->areq,
-                          .model = q->areq.model, .clock = clock};
+                          .model = q->areq.model, .clock = clock,
+                          .pools = &w->pools};
   air__exchange_cb cb = {.on_commit = q_commit,
                          .on_event = q_event,
                          .on_flush = q_flush,
@@ -2495,6 +2499,7 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
     air__buf_cleanup(&x->out.b);
     free(x);
   }
+  air__exchange_pools_cleanup(&w.pools); /* every exchange is freed */
   for (int i = 0; i < w.n; i++) {
     sim_run_req *q = &w.reqs[i];
     if (q->started) {
