@@ -18,37 +18,10 @@ secs=${AIR_CG_SECONDS:-10}
 air=$build/airetry
 lg=$build/bench_loadgen
 command -v valgrind >/dev/null || { echo "skipped: needs valgrind"; exit 0; }
-tmp=$(mktemp -d /tmp/airetry-cg.XXXXXX)
+me=bench/callgrind.sh
+. "$(dirname "$0")/lib.sh"
 [ -n "$out" ] || out=$tmp/out
 mkdir -p "$out"
-pids=()
-stop_all() {
-  local p
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  pids=()
-}
-trap 'stop_all; rm -rf "$tmp"' EXIT
-start() {
-  local name=$1
-  shift
-  "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  PID=$!
-  pids+=("$PID")
-  for _ in $(seq 600); do
-    PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$tmp/$name.out")
-    [ -n "$PORT" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "bench/callgrind.sh: $name did not start" >&2
-  cat "$tmp/$name.err" >&2
-  exit 1
-}
 printf 'defaults: {tokens: 8, delay_ms: 0}\nmodels:\n  fast: {}\n' >"$tmp/mock.yaml"
 start mock "$air" mock --listen 127.0.0.1:0 --script "$tmp/mock.yaml"
 MOCK_PORT=$PORT
@@ -62,13 +35,7 @@ start gw valgrind --tool=callgrind --trace-children=yes \
   --callgrind-out-file="$out/callgrind.out.%p" \
   "$air" serve --config "$tmp/gw.yaml" --listen 127.0.0.1:0 --workers 1
 GW_PORT=$PORT
-worker=
-for _ in $(seq 100); do
-  worker=$(cat /proc/"$PID"/task/*/children 2>/dev/null | awk '{print $1; exit}')
-  [ -n "$worker" ] && break
-  sleep 0.1
-done
-[ -n "$worker" ] || { echo "bench/callgrind.sh: no worker" >&2; exit 1; }
+worker=$(worker_of "$PID")
 args=(--url "http://127.0.0.1:$GW_PORT/v1/chat/completions" --model fast -c 4)
 [ "$mode" = stream ] && args+=(--stream)
 "$lg" "${args[@]}" -w 0 -d 2 --label warm >/dev/null

@@ -17,35 +17,8 @@ hold=${2:-500}
 air=$build/airetry
 lg=$build/bench_loadgen
 command -v valgrind >/dev/null || { echo "skipped: needs valgrind"; exit 0; }
-tmp=$(mktemp -d /tmp/airetry-massif.XXXXXX)
-pids=()
-stop_all() {
-  local p
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  pids=()
-}
-trap 'stop_all; rm -rf "$tmp"' EXIT
-start() {
-  local name=$1
-  shift
-  "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  PID=$!
-  pids+=("$PID")
-  for _ in $(seq 600); do
-    PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$tmp/$name.out")
-    [ -n "$PORT" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "bench/massif.sh: $name did not start" >&2
-  cat "$tmp/$name.err" >&2
-  exit 1
-}
+me=bench/massif.sh
+. "$(dirname "$0")/lib.sh"
 printf 'defaults: {tokens: 8, delay_ms: 0}\nmodels:\n  fast: {}\n  slow: {then: {first_delay_ms: 60000}}\n' \
   >"$tmp/mock.yaml"
 start mock "$air" mock --listen 127.0.0.1:0 --script "$tmp/mock.yaml"
@@ -62,13 +35,7 @@ start gw valgrind --tool=massif --threshold=0.05 --trace-children=yes --vgdb=yes
   --massif-out-file="$tmp/massif.%p" \
   "$air" serve --config "$tmp/gw.yaml" --listen 127.0.0.1:0 --workers 1
 GW_PORT=$PORT
-worker=
-for _ in $(seq 100); do
-  worker=$(cat /proc/"$PID"/task/*/children 2>/dev/null | awk '{print $1; exit}')
-  [ -n "$worker" ] && break
-  sleep 0.1
-done
-[ -n "$worker" ] || { echo "bench/massif.sh: no worker" >&2; exit 1; }
+worker=$(worker_of "$PID")
 url=http://127.0.0.1:$GW_PORT/v1/chat/completions
 "$lg" --url "$url" --model fast --stream -c 4 -w 0 -d 0.5 --label warm >/dev/null
 vgdb --pid="$worker" detailed_snapshot "$tmp/before" >/dev/null

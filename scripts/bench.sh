@@ -12,3 +12,7 @@ done
 # The gateway beside nginx (docs/performance.md, "Side by side with nginx");
 # bench/gateway.sh (translation, wrk, 1,000 held streams) runs on its own.
 "$(dirname "$0")/../bench/vs_nginx.sh" "$build"
+# System calls per proxied request, one connection and 16 (strace: counts only).
+for c in 1 16; do
+  AIR_SC_CONC=$c "$(dirname "$0")/../bench/syscalls.sh" "$build" json | grep -A12 "^system calls per request"
+done

@@ -4,7 +4,8 @@
 # otherwise it prints the exact command to run and exits 1.
 #   scripts/deps.sh          what `make check` needs
 #   scripts/deps.sh bench    that plus what only `make bench` needs (nginx-light:
-#                            the reference upstream and plain proxy of bench/vs_nginx.sh)
+#                            the reference upstream and plain proxy of bench/vs_nginx.sh;
+#                            strace: the system calls of bench/syscalls.sh)
 set -eu
 
 pkgs=(
@@ -16,7 +17,7 @@ pkgs=(
 # tests/e2e needs node (20+) and npm: Debian's only where none is installed
 # (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
-[ "${1:-}" = bench ] && pkgs+=(nginx-light)
+[ "${1:-}" = bench ] && pkgs+=(nginx-light strace)
 
 missing=()
 for p in "${pkgs[@]}"; do
