@@ -222,6 +222,33 @@ static inline bool air__json_scan_strval(const char **pp, const char *e,
   *pp = q + 1;
   return true;
 }
+/* A member a fast path reads: seen once, its raw bytes (a string's without
+ * the quotes). */
+typedef struct air__json_leaf {
+  bool seen;
+  bool str;
+  const char *p;
+  size_t n;
+} air__json_leaf;
+/* A value without members at *pp into v, *pp past it; false when it is
+ * not one, or when v was seen before (a repeated key). */
+static inline bool air__json_scan_once(const char **pp, const char *e,
+                                       air__json_leaf *v) {
+  if (v->seen) return false;
+  v->seen = true;
+  v->str = *pp < e && **pp == '"';
+  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
+  v->p = *pp;
+  const char *q = air__json_scan_leaf(*pp, e);
+  if (q == NULL) return false;
+  v->n = (size_t)(q - *pp);
+  *pp = q;
+  return true;
+}
+/* Skips a value without members at *pp; false when it is not one. */
+static inline bool air__json_skip_leaf(const char **pp, const char *e) {
+  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
+}
 /* *pp at a member of an object: its key's raw bytes in *k, *kn and *pp at
  * the value (past the colon); false on anything else. */
 static inline bool air__json_scan_key(const char **pp, const char *e,

@@ -353,34 +353,13 @@ static int on_error(air__decoder *d, const air__json *j, bool *bad,
  * without members. Anything else goes to the full decoder untouched.
  */
 
-/* A member on_block_delta reads: seen once, its raw bytes (a string's
- * without the quotes). */
-typedef struct fast_val {
-  bool seen;
-  bool str;
-  const char *p;
-  size_t n;
-} fast_val;
+/* A member the fast path reads (json.h). */
+typedef air__json_leaf fast_val;
 
 typedef struct fast_scan {
   fast_val type, index, delta, dtype, text, thinking;
   unsigned members;
 } fast_scan;
-
-/* A value without members at *pp into v, *pp past it; false when it is
- * not one, or when v was seen before (a repeated key). */
-static bool fast_leaf(const char **pp, const char *e, fast_val *v) {
-  if (v->seen) return false;
-  v->seen = true;
-  v->str = *pp < e && **pp == '"';
-  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
-  v->p = *pp;
-  const char *q = air__json_scan_leaf(*pp, e);
-  if (q == NULL) return false;
-  v->n = (size_t)(q - *pp);
-  *pp = q;
-  return true;
-}
 
 /* The key of the next member of an object, *pp at its value; counts the
  * members. */
@@ -388,10 +367,6 @@ static bool fast_key(fast_scan *f, const char **pp, const char *e,
                      const char **k, size_t *kn) {
   return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
          air__json_scan_key(pp, e, k, kn);
-}
-
-static bool fast_skip(const char **pp, const char *e) {
-  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
 }
 
 static bool fast_delta_obj(fast_scan *f, const char **pp, const char *e) {
@@ -404,13 +379,13 @@ static bool fast_delta_obj(fast_scan *f, const char **pp, const char *e) {
     if (!fast_key(f, pp, e, &k, &kn)) return false;
     bool ok;
     if (IS(k, kn, "type"))
-      ok = fast_leaf(pp, e, &f->dtype);
+      ok = air__json_scan_once(pp, e, &f->dtype);
     else if (IS(k, kn, "text"))
-      ok = fast_leaf(pp, e, &f->text);
+      ok = air__json_scan_once(pp, e, &f->text);
     else if (IS(k, kn, "thinking"))
-      ok = fast_leaf(pp, e, &f->thinking);
+      ok = air__json_scan_once(pp, e, &f->thinking);
     else
-      ok = fast_skip(pp, e);
+      ok = air__json_skip_leaf(pp, e);
     if (!ok) return false;
     more = air__json_scan_next(pp, e, '}');
   }
@@ -448,13 +423,13 @@ static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
     if (!fast_key(&f, &p, e, &k, &kn)) return 0;
     bool ok;
     if (IS(k, kn, "type"))
-      ok = fast_leaf(&p, e, &f.type);
+      ok = air__json_scan_once(&p, e, &f.type);
     else if (IS(k, kn, "index"))
-      ok = fast_leaf(&p, e, &f.index);
+      ok = air__json_scan_once(&p, e, &f.index);
     else if (IS(k, kn, "delta"))
       ok = fast_delta_obj(&f, &p, e);
     else
-      ok = fast_skip(&p, e);
+      ok = air__json_skip_leaf(&p, e);
     if (!ok) return 0;
     more = air__json_scan_next(&p, e, '}');
   }

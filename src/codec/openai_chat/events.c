@@ -249,14 +249,8 @@ malformed:
 #define KEY(k, kn, lit) \
   ((kn) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 
-/* A member decode_chunk reads: seen once; its raw bytes (str: a string's,
- * without the quotes). */
-typedef struct fast_val {
-  bool seen;
-  bool str;
-  const char *p;
-  size_t n;
-} fast_val;
+/* A member the fast path reads (json.h). */
+typedef air__json_leaf fast_val;
 
 /* What fast_chunk found. */
 typedef struct fast_scan {
@@ -264,28 +258,13 @@ typedef struct fast_scan {
   unsigned members;
 } fast_scan;
 
-/* A value without members at *pp into v, *pp past it; false when it is
- * not one, or when v was seen before (a repeated key). */
-static bool fast_leaf(const char **pp, const char *e, fast_val *v) {
-  if (v->seen) return false;
-  v->seen = true;
-  v->str = *pp < e && **pp == '"';
-  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
-  v->p = *pp;
-  const char *q = air__json_scan_leaf(*pp, e);
-  if (q == NULL) return false;
-  v->n = (size_t)(q - *pp);
-  *pp = q;
-  return true;
-}
-
 static bool is_null(const fast_val *v) {
   return !v->str && v->n == 4 && memcmp(v->p, "null", 4) == 0;
 }
 
 /* A string or null into v (once). */
 static bool fast_str_or_null(const char **pp, const char *e, fast_val *v) {
-  return fast_leaf(pp, e, v) && (v->str || is_null(v));
+  return air__json_scan_once(pp, e, v) && (v->str || is_null(v));
 }
 
 /* null at *pp; *pp past it. */
@@ -293,11 +272,6 @@ static bool fast_null(const char **pp, const char *e) {
   if (e - *pp < 4 || memcmp(*pp, "null", 4) != 0) return false;
   *pp += 4;
   return true;
-}
-
-/* A value decode_chunk does not read: anything without members. */
-static bool fast_skip(const char **pp, const char *e) {
-  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
 }
 
 /* The key of the next member of an object, *pp at its value; counts the
@@ -325,7 +299,7 @@ static bool fast_delta(fast_scan *f, const char **pp, const char *e) {
              KEY(k, kn, "reasoning") || KEY(k, kn, "tool_calls"))
       ok = fast_null(pp, e);
     else
-      ok = fast_skip(pp, e);
+      ok = air__json_skip_leaf(pp, e);
     if (!ok) return false;
     more = air__json_scan_next(pp, e, '}');
   }
@@ -344,7 +318,7 @@ static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
     if (!fast_key(f, pp, e, &k, &kn)) return false;
     bool ok;
     if (KEY(k, kn, "index")) {
-      ok = fast_leaf(pp, e, &f->index) && !f->index.str && f->index.n == 1 &&
+      ok = air__json_scan_once(pp, e, &f->index) && !f->index.str && f->index.n == 1 &&
            f->index.p[0] == '0';
     } else if (KEY(k, kn, "delta")) {
       ok = !f->delta.seen && fast_delta(f, pp, e);
@@ -352,7 +326,7 @@ static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
     } else if (KEY(k, kn, "finish_reason")) {
       ok = fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish);
     } else {
-      ok = fast_skip(pp, e);
+      ok = air__json_skip_leaf(pp, e);
     }
     if (!ok) return false;
     more = air__json_scan_next(pp, e, '}');
@@ -437,11 +411,11 @@ static int fast_chunk(air__decoder *d, const char *s, size_t n, air__part_cb cb,
     else if (KEY(k, kn, "error") || KEY(k, kn, "usage"))
       ok = fast_null(&p, e);
     else if (KEY(k, kn, "id"))
-      ok = fast_leaf(&p, e, &f.id);
+      ok = air__json_scan_once(&p, e, &f.id);
     else if (KEY(k, kn, "model"))
-      ok = fast_leaf(&p, e, &f.model);
+      ok = air__json_scan_once(&p, e, &f.model);
     else
-      ok = fast_skip(&p, e);
+      ok = air__json_skip_leaf(&p, e);
     if (!ok) return 0;
     more = air__json_scan_next(&p, e, '}');
   }

@@ -260,29 +260,8 @@ malformed:
  * the full decoder untouched.
  */
 
-/* A member decode reads: seen once, its raw bytes (a string's without the
- * quotes). */
-typedef struct fast_val {
-  bool seen;
-  bool str;
-  const char *p;
-  size_t n;
-} fast_val;
-
-/* A value without members at *pp into v, *pp past it; false when it is
- * not one, or when v was seen before (a repeated key). */
-static bool fast_leaf(const char **pp, const char *e, fast_val *v) {
-  if (v->seen) return false;
-  v->seen = true;
-  v->str = *pp < e && **pp == '"';
-  if (v->str) return air__json_scan_strval(pp, e, &v->p, &v->n);
-  v->p = *pp;
-  const char *q = air__json_scan_leaf(*pp, e);
-  if (q == NULL) return false;
-  v->n = (size_t)(q - *pp);
-  *pp = q;
-  return true;
-}
+/* A member the fast path reads (json.h). */
+typedef air__json_leaf fast_val;
 
 /* The part kind of a text delta type ("type" raw), or 0 (AIR_PART_START,
  * never a delta's) for any other. */
@@ -316,9 +295,9 @@ static int fast_delta(air__decoder *d, const char *s, size_t n, air__part_cb cb,
       return 0;
     bool ok;
     if (is(k, kn, "type"))
-      ok = fast_leaf(&p, e, &type);
+      ok = air__json_scan_once(&p, e, &type);
     else if (is(k, kn, "delta"))
-      ok = fast_leaf(&p, e, &delta);
+      ok = air__json_scan_once(&p, e, &delta);
     else
       ok = (p = air__json_scan_leaf(p, e)) != NULL;
     if (!ok) return 0;

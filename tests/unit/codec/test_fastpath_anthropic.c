@@ -19,6 +19,7 @@
 
 #include "anthropic/anthropic.h"
 #include "fastpath_diff.h"
+#include "fastpath_cases.h"
 
 #define DELTA(i, d) \
   "{\"type\":\"content_block_delta\",\"index\":" i ",\"delta\":" d "}"
@@ -147,39 +148,18 @@ static void declines_the_rest(void **state) {
   fp_cleanup(&x);
 }
 
+/* One event through both paths (the sweep's feed). */
+static void feed_one(fp_pair *x, const char *data, size_t n) {
+  check(x, "content_block_delta", data, n, 0, -1);
+}
+
+/* Every event cut at every length and with each byte replaced, in a fresh
+ * and a started decoder: the two paths agree on all of them. */
 static void cuts_and_replacements_agree(void **state) {
   (void)state;
-  static const char subst[] = "\"\\{}[],: 0n\x01";
-  const char *const *lists[2] = {TAKEN, DECLINED};
-  size_t lens[2] = {sizeof(TAKEN) / sizeof(TAKEN[0]),
-                    sizeof(DECLINED) / sizeof(DECLINED[0])};
-  char buf[1024];
-  for (int l = 0; l < 2; l++) {
-    for (size_t i = 0; i < lens[l]; i++) {
-      const char *ev = lists[l][i];
-      size_t n = strlen(ev);
-      assert_true(n < sizeof(buf));
-      for (int fresh = 0; fresh < 2; fresh++) {
-        fp_pair x;
-        if (fresh)
-          pair_init(&x);
-        else
-          started(&x);
-        for (size_t cut = 0; cut <= n; cut++) {
-          memcpy(buf, ev, cut);
-          check(&x, "content_block_delta", buf, cut, 0, -1);
-        }
-        for (size_t at = 0; at < n; at++) {
-          for (size_t s = 0; s < sizeof(subst) - 1; s++) {
-            memcpy(buf, ev, n);
-            buf[at] = subst[s];
-            check(&x, "content_block_delta", buf, n, 0, -1);
-          }
-        }
-        fp_cleanup(&x);
-      }
-    }
-  }
+  fp_cuts_and_replacements(TAKEN, sizeof(TAKEN) / sizeof(TAKEN[0]), DECLINED,
+                           sizeof(DECLINED) / sizeof(DECLINED[0]), pair_init,
+                           started, feed_one);
 }
 
 static void huge_text(void **state) {
