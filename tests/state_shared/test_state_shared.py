@@ -54,6 +54,12 @@ P99_SLACK = 0.005
 # Issue 18: B and C have an opening made through A within 100 ms of the
 # request that opened it ending (measured, not waited for).
 PROPAGATION = 0.100
+# Requests per latency window of the outage tests. A p99 over 300 requests is
+# their 3rd slowest, which one scheduler hiccup on two shared cores moves by
+# several ms (a make check failed once on +6.7 ms with nothing waiting on
+# Redis); over 1,500 it is the 15th slowest. At ~2,500 requests per second
+# through the three gateways a window takes well under a second.
+WINDOW = 1500
 # The mock model of the propagation test: healthy for its first FLAP_MS
 # after a mock reset (B and C try it once, so their /metrics show its
 # breaker), failing with 500 from then on.
@@ -418,7 +424,7 @@ def t_kill():
     a, b, c = three()
     load = Load([a, b, c])
     try:
-        check(wait_until(lambda: load.mark() >= 300, 10), "no load")
+        check(wait_until(lambda: load.mark() >= WINDOW, 10), "no load")
         base = load.since(0)
         i = load.mark()
         REDIS.kill()
@@ -427,7 +433,7 @@ def t_kill():
         # A opens the primary alone meanwhile.
         for _ in range(2):
             ok_chat(a.port, "smart", "A during the outage")
-        check(wait_until(lambda: len(load.since(i)) >= 300, 10), "no load during the outage")
+        check(wait_until(lambda: len(load.since(i)) >= WINDOW, 10), "no load during the outage")
         during = load.since(i)
         REDIS.restart()
         t0 = time.monotonic()
@@ -444,7 +450,7 @@ def t_kill():
         check(not mock_attempts("primary@"), "C tried the primary after the restart")
         shared_in = time.monotonic() - t0
         j = load.mark()
-        check(wait_until(lambda: len(load.since(j)) >= 300, 10), "no load after the restart")
+        check(wait_until(lambda: len(load.since(j)) >= WINDOW, 10), "no load after the restart")
         after = load.since(j)
     finally:
         load.stop()
@@ -466,7 +472,7 @@ def t_pause():
     a, b, c = three()
     load = Load([a, b, c])
     try:
-        check(wait_until(lambda: load.mark() >= 200, 10), "no load")
+        check(wait_until(lambda: load.mark() >= WINDOW, 10), "no load")
         base = load.since(0)
         i = load.mark()
         os.kill(REDIS.p.pid, signal.SIGSTOP)
@@ -481,7 +487,7 @@ def t_pause():
         for g in (a, b, c):
             check(linked(g), "%s: not linked again after the pause" % g.name)
         j = load.mark()
-        check(wait_until(lambda: len(load.since(j)) >= 200, 10), "no load after the pause")
+        check(wait_until(lambda: len(load.since(j)) >= WINDOW, 10), "no load after the pause")
         after = load.since(j)
     finally:
         load.stop()
