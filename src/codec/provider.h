@@ -141,6 +141,9 @@ typedef struct air__decoder {
   bool usage_only;       /* the last event carried only usage (OpenAI) */
   bool terminator;       /* the last event was the terminator */
   bool error_event;      /* the last event was an error event */
+  bool server_tool;      /* the last event was a server-tool event (Anthropic
+                            server tools, Responses built-in tool calls):
+                            progress for chunk_ms, with no parts */
   bool json_tool;        /* set by the caller after init: the request forced
                             AIR__JSON_TOOL, whose input is the answer's text (and
                             its tool_use stop a plain stop) */

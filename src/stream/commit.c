@@ -227,9 +227,31 @@ static int judge_early_finish(air__gate *g, air_finish f) {
   }
 }
 
+/* Whether ev moves the answer on (air__gate_deadline). */
+static bool progress(const air__gate_event *ev) {
+  if (ev->flags & AIR__EV_SERVER_TOOL) return true;
+  for (size_t i = 0; i < ev->n_parts; i++) {
+    const air_part *p = &ev->parts[i];
+    switch (p->kind) {
+      case AIR_PART_TEXT:
+      case AIR_PART_REASONING:
+      case AIR_PART_REFUSAL:
+      case AIR_PART_TOOL_DELTA:
+        if (p->text_len > 0) return true;
+        break;
+      case AIR_PART_TOOL_START:
+      case AIR_PART_FINISH:
+        return true;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
 int air__gate_feed(air__gate *g, const air__gate_event *ev, uint64_t now_ms) {
   if (g->state == AIR__GATE_FAILED || g->state == AIR__GATE_DONE) return 1;
-  g->last_ms = now_ms;
+  if (progress(ev)) g->last_ms = now_ms;
   bool complete = g->cfg.commit == AIR__COMMIT_COMPLETE;
   if (g->state == AIR__GATE_COMMITTED) {
     for (size_t i = 0; i < ev->n_parts; i++) {
@@ -381,6 +403,10 @@ int air__gate_release_judged(air__gate *g) {
   g->state = AIR__GATE_DONE;
   g->judged = false;
   return rc;
+}
+
+void air__gate_resumed(air__gate *g, uint64_t now_ms) {
+  if (now_ms > g->last_ms) g->last_ms = now_ms;
 }
 
 uint64_t air__gate_deadline(const air__gate *g, air_reason *which) {

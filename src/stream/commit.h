@@ -26,6 +26,9 @@ enum {
   AIR__EV_USAGE_ONLY = 1u << 0,  /* carries usage only (OpenAI usage chunk) */
   AIR__EV_TERMINATOR = 1u << 1,  /* [DONE] / message_stop */
   AIR__EV_ERROR = 1u << 2,       /* an error event */
+  AIR__EV_SERVER_TOOL = 1u << 3, /* a server-tool event (Anthropic server
+                                    tools, Responses built-in tool calls):
+                                    progress without parts */
 };
 
 /* One upstream event: its raw bytes and the parts decoded from it. */
@@ -56,7 +59,7 @@ typedef struct air__gate_cfg {
   air__malformed malformed;
   bool json_response;      /* complete mode: the text must parse as JSON */
   uint64_t first_chunk_ms; /* attempt start -> first content part received */
-  uint64_t chunk_ms;       /* gap between received events */
+  uint64_t chunk_ms;       /* gap between progress events */
 } air__gate_cfg;
 
 typedef struct air__held {
@@ -80,7 +83,7 @@ typedef struct air__gate {
   air_finish finish;
   unsigned malformed;     /* malformed events this attempt */
   uint64_t started_ms;    /* attempt start */
-  uint64_t last_ms;       /* last event received */
+  uint64_t last_ms;       /* last progress event received (chunk_ms) */
   /* held events: raw bytes and part strings in bytes, parts in parts */
   air__held *held;
   size_t n_held, cap_held;
@@ -134,7 +137,15 @@ int air__gate_release_judged(air__gate *g);
 
 /* The next deadline for the transport to arm, and which reason it is:
  * timeout.first_chunk (attempt start + first_chunk_ms) until the first
- * content part arrives, then timeout.chunk (last event + chunk_ms). */
+ * content part arrives, then timeout.chunk (last progress + chunk_ms).
+ * Progress (DESIGN.md 2.3): a content part (text, reasoning, refusal with
+ * text; a tool call's start or arguments), a finish, a server-tool event;
+ * pings, empty deltas and usage-only events are not progress. */
 uint64_t air__gate_deadline(const air__gate *g, air_reason *which);
+
+/* The consumer read again after a pause at now_ms: the gap between
+ * progress events counts from now (a stop of the caller's is never the
+ * upstream's silence). */
+void air__gate_resumed(air__gate *g, uint64_t now_ms);
 
 #endif

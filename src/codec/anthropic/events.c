@@ -222,9 +222,10 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
     }
     return rc;
   }
-  if (idx < AIR__DECODER_MAX_TOOLS)
-    d->block_kind[idx] =
-        air__json_eq(j, t, "redacted_thinking") ? BK_REDACTED : BK_OTHER;
+  bool redacted = air__json_eq(j, t, "redacted_thinking");
+  if (idx < AIR__DECODER_MAX_TOOLS) d->block_kind[idx] = redacted ? BK_REDACTED : BK_OTHER;
+  /* A server tool's block (server_tool_use, *_tool_result): progress. */
+  d->server_tool = !redacted;
   return 0;
 }
 
@@ -258,7 +259,10 @@ static int on_block_delta(air__decoder *d, const air__json *j, bool *bad,
   }
   if (kind == AIR_PART_TOOL_DELTA) {
     int bk = idx < AIR__DECODER_MAX_TOOLS ? d->block_kind[idx] : BK_NONE;
-    if (bk == BK_OTHER) return 0; /* server tool input */
+    if (bk == BK_OTHER) { /* server tool input: progress, no part */
+      d->server_tool = true;
+      return 0;
+    }
     if (bk == BK_JSON)
       return n == 0 ? 0 : emit_text(cb, data, AIR_PART_TEXT, idx, p, n);
     if (bk != BK_TOOL) {
@@ -469,7 +473,7 @@ static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
 static int decode_event(air__decoder *d, const air__sse_event *ev,
                         air__part_cb cb, void *data, bool fast, bool *took) {
   *took = false;
-  d->usage_only = d->terminator = d->error_event = false;
+  d->usage_only = d->terminator = d->error_event = d->server_tool = false;
   if (IS(ev->type.p, ev->type.n, "ping")) return 0;
   int frc;
   if (fast && fast_event(d, ev->data.p, ev->data.n, cb, data, &frc)) {

@@ -469,7 +469,7 @@ static bool is_ws(char c) {
 static int decode_event(air__decoder *d, const air__sse_event *ev,
                         air__part_cb cb, void *data, bool fast, bool *took) {
   *took = false;
-  d->usage_only = d->terminator = d->error_event = false;
+  d->usage_only = d->terminator = d->error_event = d->server_tool = false;
   const char *s = ev->data.p;
   size_t n = ev->data.n;
   while (n > 0 && is_ws(s[0])) {

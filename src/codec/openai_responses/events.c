@@ -145,6 +145,19 @@ static bool is(const char *t, size_t n, const char *s) {
   return n == strlen(s) && memcmp(t, s, n) == 0;
 }
 
+/* Whether event type t names a built-in tool call's progress:
+ * "response.<tool>_call." or "response.<tool>_call_<what>." for any tool
+ * but function calls (whose arguments are parts). */
+static bool builtin_tool_event(const char *t, size_t n) {
+  static const char pre[] = "response.";
+  if (n < sizeof(pre) || memcmp(t, pre, sizeof(pre) - 1) != 0) return false;
+  if (n >= 22 && memcmp(t, "response.function_call", 22) == 0) return false;
+  for (size_t i = sizeof(pre) - 1; i + 5 < n; i++)
+    if (memcmp(t + i, "_call", 5) == 0 && (t[i + 5] == '.' || t[i + 5] == '_'))
+      return true;
+  return false;
+}
+
 /* The end of a response: FINISH and USAGE. */
 static int end(air__decoder *d, const air__json *j, int resp, bool incomplete,
                air__part_cb cb, void *data) {
@@ -221,12 +234,26 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     if (p.text_len > 0) EMIT(p);
     return 0;
   }
+  /* A built-in tool call's own events (response.web_search_call.searching,
+   * response.code_interpreter_call_code.delta, ...): progress, no part. */
+  if (builtin_tool_event(t, n)) {
+    d->server_tool = true;
+    return 0;
+  }
   bool added = is(t, n, "response.output_item.added");
   if (added || is(t, n, "response.output_item.done")) {
     int item = air__json_get(j, 0, "item");
     int ity = air__json_get(j, item, "type");
-    if (!air__json_is_obj(j, item) || !air__json_eq(j, ity, "function_call"))
+    if (!air__json_is_obj(j, item)) return 0;
+    if (!air__json_eq(j, ity, "function_call")) {
+      /* A built-in tool's item (web_search_call, code_interpreter_call,
+       * ...): progress, no part. */
+      const char *it;
+      size_t itn;
+      d->server_tool = air__json_is_str(j, ity) && air__json_plain(j, ity, &it, &itn) &&
+                       itn > 5 && memcmp(it + itn - 5, "_call", 5) == 0;
       return 0;
+    }
     int slot = slot_of(j, air__json_get(j, 0, "output_index"));
     if (slot < 0) goto malformed;
     int rc = start(d, j, -1, cb, data);
@@ -341,7 +368,7 @@ static bool is_ws(char c) {
 static int decode_event(air__decoder *d, const air__sse_event *ev,
                         air__part_cb cb, void *data, bool fast, bool *took) {
   *took = false;
-  d->usage_only = d->terminator = d->error_event = false;
+  d->usage_only = d->terminator = d->error_event = d->server_tool = false;
   const char *s = ev->data.p;
   size_t n = ev->data.n;
   while (n > 0 && is_ws(s[0])) {

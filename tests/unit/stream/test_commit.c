@@ -269,6 +269,48 @@ static void test_deadline_bookkeeping(void **s) {
   air__gate_cleanup(&g);
 }
 
+/* Feeds one event of parts at now; its flags as given. */
+static void feed_at(air__gate *g, air_part *parts, size_t n, unsigned flags, uint64_t now) {
+  air__gate_event ev = {NULL, 0, parts, n, flags};
+  air__gate_feed(g, &ev, now);
+}
+
+/*
+ * chunk_ms is the gap between progress events: after commit, a ping (an
+ * event without parts), an empty delta and a usage-only event leave the
+ * deadline where the last content put it; text, a tool call's arguments, a
+ * finish and a server-tool event move it on. A resume after the caller's
+ * pause moves it to the resume.
+ */
+static void test_chunk_deadline_counts_progress_only(void **s) {
+  (void)s;
+  air__gate g;
+  out o;
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
+  air_reason which;
+  air_part t = text("hello there");
+  feed_at(&g, &t, 1, 0, 1000); /* commits (no phrase prefix) */
+  assert_int_equal(air__gate_deadline(&g, &which), 2000);
+  assert_int_equal(which, AIR_REASON_TIMEOUT_CHUNK);
+  feed_at(&g, NULL, 0, 0, 1500);                 /* ping */
+  air_part empty = text("");
+  feed_at(&g, &empty, 1, 0, 1600);               /* empty delta */
+  air_part u = kind(AIR_PART_USAGE);
+  feed_at(&g, &u, 1, AIR__EV_USAGE_ONLY, 1700);  /* usage only */
+  assert_int_equal(air__gate_deadline(&g, &which), 2000);
+  feed_at(&g, NULL, 0, AIR__EV_SERVER_TOOL, 1800); /* a server tool runs */
+  assert_int_equal(air__gate_deadline(&g, &which), 2800);
+  air_part td = {.kind = AIR_PART_TOOL_DELTA, .text = "{", .text_len = 1};
+  feed_at(&g, &td, 1, 0, 1900);
+  assert_int_equal(air__gate_deadline(&g, &which), 2900);
+  air__gate_resumed(&g, 5000);
+  assert_int_equal(air__gate_deadline(&g, &which), 6000);
+  air_part f = finish(AIR_FINISH_STOP);
+  feed_at(&g, &f, 1, 0, 5500);
+  assert_int_equal(air__gate_deadline(&g, &which), 6500);
+  air__gate_cleanup(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_holds_until_first_content),
@@ -280,6 +322,7 @@ int main(void) {
       cmocka_unit_test(test_complete_mode_judges_then_releases),
       cmocka_unit_test(test_complete_mode_json_check),
       cmocka_unit_test(test_deadline_bookkeeping),
+      cmocka_unit_test(test_chunk_deadline_counts_progress_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
