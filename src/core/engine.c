@@ -865,7 +865,17 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
       if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = (int)i;
       return rc;
     }
-    /* retry: the same target, when it may continue; else the walk goes on
+    /* retry: after a break, another eligible target first: the target
+     * whose stream just broke (went silent, was cut) is the last choice
+     * for its own continuation (DESIGN.md 3.5). */
+    if (!early && cont_pick(run, NULL, now_ms, &idx, &style, &lease)) {
+      run->rule_used[i]++;
+      int rc = start_cont(run, r, idx, lease, merge_override(run, idx, rule),
+                          style, true, now_ms, act);
+      if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = (int)i;
+      return rc;
+    }
+    /* Else the same target, when it may continue; else the walk goes on
      * as past an exhausted rule. */
     if (!cont_eligible(run, r->idx, now_ms, &style, &lease)) continue;
     uint64_t remaining = run->rescue_end - now_ms;

@@ -537,9 +537,7 @@ static void learn_instruct(fx *f) {
 static void learned_style_and_configured_wins(void **s) {
   (void)s;
   fx f;
-  fx_start(&f, ROUTE("[a/m, {target: b/m, continuation_style: prefill}]",
-                     "    continuation: {max: 3, instruct: true}\n" RULES
-                     "      - {on: network, action: switch}\n"));
+  fx_start(&f, ROUTE("[a/m]", "    continuation: {max: 3, instruct: true}\n" RULES));
   learn_instruct(&f);
   /* The next request continues a/m with instruct at once. */
   f.now += 1000;
@@ -630,13 +628,58 @@ static void no_hedge_after_commit(void **s) {
   unsigned id = commit_now(&f);
   assert_int_equal(f.act.hedge_at_ms, 0);
   fail_id(&f, id, AIR_REASON_NETWORK);
-  expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
+  expect_continue(&f, 2, "b/m", AIR_CONT_PREFILL);
   f.now += 10000;
   assert_int_equal(air_run_hedge(f.run, f.now, &f.act), AIR_ESTATE);
   assert_int_equal(air__run_hedge_at(f.run), 0);
   /* Still one attempt in flight, no CANCEL pending. */
   air_action extra;
   assert_int_equal(air_run_next(f.run, &extra), 0);
+  fx_end(&f);
+}
+
+/*
+ * The target whose stream broke is the last choice for its own
+ * continuation: a retry rule continues on another eligible target first
+ * (a silent target stalls again), and on the broken one only when no other
+ * is eligible (a single target; the others' breakers open; another model
+ * under targets: same_model).
+ */
+static void broken_target_is_last_choice(void **s) {
+  (void)s;
+  fx f;
+  fx_start(&f, ROUTE("[a/m, b/m]", "    continuation: {}\n" RULES));
+  unsigned id = commit_now(&f);
+  fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
+  expect_continue(&f, 2, "b/m", AIR_CONT_PREFILL);
+  fx_end(&f);
+
+  fx_start(&f, ROUTE("[a/m]", "    continuation: {}\n" RULES));
+  id = commit_now(&f);
+  fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
+  expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
+  fx_end(&f);
+
+  fx_start(&f,
+           "providers:\n"
+           "  - {name: a, api: anthropic, base_url: http://127.0.0.1:1}\n"
+           "  - {name: b, api: anthropic, base_url: http://127.0.0.1:1,\n"
+           "     breaker: {failures: 1, open_ms: 60000}}\n"
+           "routes:\n"
+           "  - name: r\n"
+           "    targets: [a/m, b/m]\n"
+           "    continuation: {}\n" RULES);
+  air__state_cool(f.st, "b/m", f.now, 60000);
+  assert_int_equal(air_state_breaker(f.st, "b/m", f.now), AIR_BREAKER_OPEN);
+  id = commit_now(&f);
+  fail_id(&f, id, AIR_REASON_NETWORK);
+  expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
+  fx_end(&f);
+
+  fx_start(&f, ROUTE("[a/m, b/other]", "    continuation: {targets: same_model}\n" RULES));
+  id = commit_now(&f);
+  fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
+  expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
   fx_end(&f);
 }
 
@@ -694,6 +737,7 @@ int main(void) {
       cmocka_unit_test(learned_style_and_configured_wins),
       cmocka_unit_test(breaker_interplay),
       cmocka_unit_test(no_hedge_after_commit),
+      cmocka_unit_test(broken_target_is_last_choice),
       cmocka_unit_test(cancel_during_rescue),
       cmocka_unit_test(direct_target_continues),
   };
