@@ -25,7 +25,8 @@
  * - One log line per request (with "endpoint") and the chat metrics.
  *
  * Lifetime: a gw_plain lives from the handler until on_end finished the
- * HTTP request; on_end may run inside air__plain_start.
+ * HTTP request (never inside air__plain_start: a failure at once is
+ * delivered on a later loop turn).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,7 @@ typedef struct gw_plain {
   air__request stub; /* what the responder reads: dialect, model */
   char *model;
   char *upath; /* GET: the upstream path (owned) */
-  bool starting, ended, gone;
+  bool ended, gone;
   int inflight;
   char rid[40];
   air__buf fwd_buf;
@@ -228,7 +229,7 @@ static void on_end(void *data, const air__plain_result *res) {
   log_line(r, &res->x, status, outcome);
   air__plain_free(r->x);
   r->x = NULL;
-  if (!r->starting) finish(r);
+  finish(r);
 }
 
 static void on_disconnect(void *data, air__http_req *req) {
@@ -310,9 +311,7 @@ static void start(air__gw_worker *w, air__http_req *req,
   };
   air__plain_cb cb = {NULL, on_end, r};
   air__http_req_on_disconnect(req, on_disconnect, r);
-  r->starting = true;
   int rc = air__plain_start(&w->loop, w->t, &o, &cb, &r->x);
-  r->starting = false;
   if (rc == AIR_ENOTFOUND) {
     char m[320];
     snprintf(m, sizeof(m), "model '%.200s' is not a route or provider/model",
@@ -322,8 +321,6 @@ static void start(air__gw_worker *w, air__http_req *req,
   } else if (rc != 0) {
     air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
                           air_strerror(rc), r->rid);
-    finish(r);
-  } else if (r->ended) {
     finish(r);
   }
 }

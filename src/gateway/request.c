@@ -5,9 +5,8 @@
  * dialects match, re-encoded parts when they differ), or whole.
  *
  * Lifetime: a gw_req lives from the handler call until the exchange's
- * on_end has finished the HTTP request. on_end may run inside
- * air__exchange_start (every target failed at once); the handler then
- * finishes the request after start returns.
+ * on_end has finished the HTTP request (never inside air__exchange_start:
+ * the exchange delivers even a failure at once on a later loop turn).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,6 @@ typedef struct gw_req {
   air__responder rs;  /* the response's head and bytes (responder.h); its
                          out is written at flush, its gone is ours */
   bool stream;
-  bool starting;      /* inside air__exchange_start */
   bool ended;         /* on_end ran */
   bool finished;      /* the HTTP request was finished */
   bool pending;       /* on w->pending: out is written at the end of the turn */
@@ -564,7 +562,7 @@ static void on_end(void *data, const air__exchange_result *res) {
   export_spans(r, res, outcome);
   air__exchange_free(r->x);
   r->x = NULL;
-  if (!r->starting) finish_request(r);
+  finish_request(r);
 }
 
 static void on_disconnect(void *data, air__http_req *req) {
@@ -697,9 +695,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
                          .on_continue = on_continue,
                          .on_keepalive = on_keepalive};
   air__http_req_on_disconnect(req, on_disconnect, r);
-  r->starting = true;
   int rc = air__exchange_start(&w->loop, w->t, &o, &cb, &r->x);
-  r->starting = false;
   if (rc == AIR_ENOTFOUND) {
     char m[320];
     snprintf(m, sizeof(m), "model '%.200s' is not a route or provider/model",
@@ -708,8 +704,6 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     finish_request(r);
   } else if (rc != 0) {
     air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, air_strerror(rc), r->rid);
-    finish_request(r);
-  } else if (r->ended) {
     finish_request(r);
   }
 }

@@ -37,6 +37,7 @@ typedef struct job {
   int rc;
   bool done;
   bool lost;  /* part of the answer could not be kept: never a success */
+  bool cancel_sent; /* air__exchange_cancel was called (on_async: once) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool traced; /* obs.on_span is set: trace is the call's */
@@ -132,7 +133,10 @@ static int on_event(void *data, const air__gate_event *ev) {
       break;
     }
     if (j->o.on_part && j->o.on_part(j->o.data, &ev->parts[i]) != 0) {
+      /* Carried out when this callback returns; on_end follows, nothing
+       * else (exchange.h). */
       atomic_store(&j->cancel, true);
+      j->cancel_sent = true;
       air__exchange_cancel(j->x);
       break;
     }
@@ -306,16 +310,14 @@ static void on_async(uv_async_t *a) {
     start_job(w, in);
     in = next;
   }
-  /* Cancels: the exchange's on_end unlinks the job, so restart the scan. */
-  bool again = true;
-  while (again) {
-    again = false;
-    for (job *j = w->active; j; j = j->next) {
-      if (atomic_load(&j->cancel) && j->x != NULL) {
-        air__exchange_cancel(j->x);
-        again = true;
-        break;
-      }
+  /* Cancels, each once: on_end may unlink (and its caller free) the job
+   * cancelled, never another, so the next one is taken first. A cancel
+   * the job made itself from inside a callback is already on its way. */
+  for (job *j = w->active, *next; j; j = next) {
+    next = j->next;
+    if (atomic_load(&j->cancel) && j->x != NULL && !j->cancel_sent) {
+      j->cancel_sent = true;
+      air__exchange_cancel(j->x);
     }
   }
   /* Stopping: once the calls in flight ended (on_end wakes us again for

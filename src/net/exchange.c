@@ -30,8 +30,18 @@
  * libcurl; the exchange never removes a transfer from inside on_head or
  * on_body (its own: it returns non-zero from on_body instead, and finishes
  * the attempt in on_done; another leg's: marked and removed from the next
- * loop turn, the reap). A cancel that arrives while such a callback runs is
- * recorded and acted on when the callback returns.
+ * loop turn, the reap).
+ *
+ * The consumer (exchange.h) is called through tell_* only, which count the
+ * callouts in progress (x->calling) and call nothing once the exchange
+ * ended or a cancel is pending. A cancel made inside a transfer callback
+ * or a consumer callout is recorded (cancel_pending) and carried out where
+ * the call chain unwinds (on_done, step, the timer) or, at the latest, on
+ * the next loop turn; from the cancel on, the consumer hears on_end only.
+ * Nothing of the consumer's runs inside air__exchange_start (libuv's rule):
+ * the first attempt is launched there, but a launch that fails at once is
+ * told on the next loop turn (kick), and on_end, when it would come inside
+ * start or inside a callout, is delivered on the next loop turn (end_due).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +126,8 @@ typedef struct leg {
   bool open;
   bool seam_failed;
   bool native_json;      /* the attempt asks a schema natively (4) */
+  bool paused;           /* the consumer paused its transfer: chunk_ms waits */
+  int body_stop;         /* finish_body: what stopped the release */
   air_cont_style style;
   uint64_t u_in, u_out;
   air_part *cparts;      /* the parts it releases, rebuilt per event */
@@ -135,6 +147,10 @@ typedef struct cont {
   uint64_t out_done;     /* output tokens of the attempts joined before it */
   int64_t caller_max;    /* the caller's max tokens, 0 when unset */
   bool rescuing;         /* a failure after commit is being continued */
+  bool broke;            /* the released answer broke (brk_* say how) */
+  size_t brk_log;        /* the attempt log entry of the latest break */
+  bool brk_hint;         /* its Retry-After hint */
+  uint64_t brk_hint_ms;
   uint64_t keepalive_due;
   bool seam_live;        /* seam is initialised */
   air__seam *seam;       /* from the first continuation on (allocated then,
@@ -162,7 +178,14 @@ struct air__exchange {
   bool freeing;
   bool ended;
   int in_xfer_cb;         /* inside some leg's on_head / on_body */
-  bool cancel_pending;
+  unsigned calling;       /* consumer callouts in progress (tell_*) */
+  bool cancel_pending;    /* a cancel from inside a callback, carried out
+                             when the call chain unwinds */
+  bool starting;          /* inside air__exchange_start_on */
+  bool kick;              /* the first launch's failure waits for the next
+                             loop turn (kick_leg, kick_rc) */
+  bool end_due;           /* on_end waits for the next loop turn (res) */
+  bool resume_pending;    /* a resume from inside a callback */
   bool notified;
   bool reap;              /* L_LOST legs wait for the next loop turn */
   unsigned n_legs;        /* (the fields are ordered to leave no holes) */
@@ -176,7 +199,10 @@ struct air__exchange {
   uint64_t hint_ms;
   const char *answered;   /* the target whose answer was released, or NULL */
   unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
+  struct leg *kick_leg;   /* kick: the leg whose launch failed, and how */
+  int kick_rc;
   cont c;                 /* continuation (DESIGN.md 3.5) */
+  air__exchange_result res; /* the end, kept while its delivery waits */
   size_t state_provider;  /* the provider of the route's first
                              openai_responses target (SIZE_MAX: none): the
                              only one a stateful Responses request goes to
@@ -184,6 +210,7 @@ struct air__exchange {
 };
 
 static void step(air__exchange *x);
+static bool launched(leg *l, int rc);
 static void attempt_failed(leg *l);
 static void set_fail(leg *l, air_reason reason, int status, const char *type,
                      const char *code, const char *message,
@@ -202,7 +229,14 @@ static uint64_t now_of(const air__exchange *x) {
  * when it is off.
  */
 static void rearm(air__exchange *x) {
-  uint64_t next = x->reap ? 1 : x->hedge_due;
+  if (x->reap || x->kick || x->cancel_pending || x->resume_pending) {
+    /* Work for the next loop turn: before any due time. */
+    uint64_t now = now_of(x);
+    x->armed = now ? now : 1;
+    x->loop.ops->timer_start(x->loop.impl, x->timer, 0);
+    return;
+  }
+  uint64_t next = x->hedge_due;
   uint64_t ka = x->c.keepalive_due;
   if (ka != 0 && (next == 0 || ka < next)) next = ka;
   for (unsigned k = 0; k < x->n_legs; k++)
@@ -359,6 +393,59 @@ static void engine_did(air__exchange *x, const air_action *a) {
   if (!x->ended && !x->freeing) rearm(x);
 }
 
+/* ---- the consumer ---------------------------------------------------------------- */
+
+/* Whether the consumer may still be called: not after the end, nor once a
+ * cancel is pending (from then on it hears on_end only). */
+static bool live(const air__exchange *x) {
+  return !x->ended && !x->cancel_pending;
+}
+
+static void tell_commit(air__exchange *x, const air__commit_info *ci) {
+  if (!live(x) || x->cb.on_commit == NULL) return;
+  x->calling++;
+  x->cb.on_commit(x->cb.data, ci);
+  x->calling--;
+}
+
+/* 1 when the consumer asks to pause the upstream. */
+static int tell_event(air__exchange *x, const air__gate_event *ev) {
+  if (!live(x) || x->cb.on_event == NULL) return 0;
+  x->calling++;
+  int rc = x->cb.on_event(x->cb.data, ev);
+  x->calling--;
+  return rc == 1;
+}
+
+static int tell_flush(air__exchange *x) {
+  if (!live(x) || x->cb.on_flush == NULL) return 0;
+  x->calling++;
+  int rc = x->cb.on_flush(x->cb.data);
+  x->calling--;
+  return rc == 1;
+}
+
+static void tell_failed(air__exchange *x, const air_attempt *a) {
+  if (!live(x) || x->cb.on_failed == NULL) return;
+  x->calling++;
+  x->cb.on_failed(x->cb.data, a);
+  x->calling--;
+}
+
+static void tell_continue(air__exchange *x, const air__continue_info *ci) {
+  if (!live(x) || x->cb.on_continue == NULL) return;
+  x->calling++;
+  x->cb.on_continue(x->cb.data, ci);
+  x->calling--;
+}
+
+static void tell_keepalive(air__exchange *x) {
+  if (!live(x) || x->cb.on_keepalive == NULL) return;
+  x->calling++;
+  x->cb.on_keepalive(x->cb.data);
+  x->calling--;
+}
+
 /* ---- ending ---------------------------------------------------------------------- */
 
 /* "no target of this route can express the request: FIELD (TARGET), ..."
@@ -378,9 +465,30 @@ static const char *skipped_message(air__exchange *x, size_t n) {
   return rc == 0 ? x->msg.p : "no target can express this request";
 }
 
+/* Hands the end to the consumer: the last call it gets. */
+static void deliver_end(air__exchange *x) {
+  x->end_due = false;
+  x->cb.on_end(x->cb.data, &x->res);
+}
+
+/*
+ * The exchange ends with rc: racers stop, the result is kept in x->res and
+ * delivered now, or on the next loop turn when a transfer callback or a
+ * consumer callout is still on the stack (the consumer may free what that
+ * callout still uses).
+ */
 static void end(air__exchange *x, int rc) {
   if (x->ended) return;
+  if (x->cancel_pending && rc != AIR_ECANCELED) {
+    /* The consumer cancelled while the run was deciding: its end is a
+     * cancel, whatever the run came to. */
+    air_run_cancel(x->run, now_of(x), &x->act);
+    rc = AIR_ECANCELED;
+  }
   x->ended = true;
+  x->cancel_pending = false;
+  x->kick = false;
+  x->resume_pending = false;
   /* Racers still running stop with the request. */
   for (unsigned k = 0; k < x->n_legs; k++)
     if (x->legs[k]->state == L_RUNNING || x->legs[k]->state == L_WAITING)
@@ -420,8 +528,28 @@ static void end(air__exchange *x, int rc) {
   r.malformed = x->malformed;
   r.continued = x->c.list;
   r.n_continued = x->c.n_list;
+  if (rc == AIR_EUPSTREAM && x->c.broke) {
+    /* No continuation joined after the break: the caller hears what broke
+     * its answer, never a continuation's own failure (its 429, a prefill
+     * the target refused). */
+    const air_attempt *b = air_run_attempt(x->run, x->c.brk_log);
+    if (b != NULL) {
+      r.reason = b->reason;
+      r.status = b->status;
+      r.message = b->message;
+      r.target = b->target;
+      r.has_retry_after = x->c.brk_hint;
+      r.retry_after_ms = x->c.brk_hint_ms;
+    }
+  }
   x->c.rescuing = false;
-  x->cb.on_end(x->cb.data, &r);
+  x->res = r;
+  if (x->calling > 0 || x->in_xfer_cb > 0 || x->starting) {
+    x->end_due = true;
+    x->loop.ops->timer_start(x->loop.impl, x->timer, 0);
+    return;
+  }
+  deliver_end(x);
 }
 
 /* ---- released events --------------------------------------------------------------- */
@@ -439,6 +567,7 @@ static void note_released(air__exchange *x, const air__gate_event *ev);
 static int emit(void *data, const air__gate_event *ev) {
   leg *l = data;
   air__exchange *x = l->x;
+  if (!live(x)) return 1; /* cancelled: nothing more is released */
   if (l->cont) return emit_cont(l, ev);
   if (x->notified && x->win != l) return AIR_ESTATE;
   if (!x->notified) {
@@ -463,12 +592,12 @@ static int emit(void *data, const air__gate_event *ev) {
         .n_headers = l->n_hv,
     };
     ci.continuable = x->c.on && !x->c.never;
-    if (x->cb.on_commit) x->cb.on_commit(x->cb.data, &ci);
+    tell_commit(x, &ci);
+    if (!live(x)) return 1;
   }
   if (x->c.on && !x->c.never) note_released(x, ev);
-  if (x->cb.on_event && x->cb.on_event(x->cb.data, ev) == 1)
-    l->pause_pending = true;
-  return 0;
+  if (tell_event(x, ev) == 1) l->pause_pending = true;
+  return live(x) ? 0 : 1;
 }
 
 /* ---- continuation (DESIGN.md 3.5) ------------------------------------------------ */
@@ -578,7 +707,7 @@ static int open_seam(leg *l) {
   x->c.out_done += x->c.out_tok;
   x->c.in_tok = l->u_in;
   x->c.out_tok = l->u_out;
-  if (x->cb.on_continue) x->cb.on_continue(x->cb.data, &ci);
+  tell_continue(x, &ci);
   return 0;
 }
 
@@ -604,7 +733,7 @@ static int seam_fail(leg *l) {
  */
 static int emit_cont(leg *l, const air__gate_event *ev) {
   air__exchange *x = l->x;
-  if (x->ended) return 1;
+  if (!live(x)) return 1;
   /* Room for every part, the text the seam let through and the usage. */
   if (cparts_room(l, ev->n_parts + 2) != 0) {
     set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
@@ -673,9 +802,8 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
   if (!l->open || n == 0) return 0;
   air__gate_event out = {NULL, 0, l->cparts, n, ev->flags};
   if (!x->c.never) note_released(x, &out);
-  if (x->cb.on_event && x->cb.on_event(x->cb.data, &out) == 1)
-    l->pause_pending = true;
-  return 0;
+  if (tell_event(x, &out) == 1) l->pause_pending = true;
+  return live(x) ? 0 : 1;
 }
 
 /* ---- decoding ------------------------------------------------------------------- */
@@ -721,7 +849,8 @@ static int feed_gate(leg *l, const char *raw, size_t raw_len,
   }
   unsigned flags = (l->dec.usage_only ? AIR__EV_USAGE_ONLY : 0) |
                    (l->dec.terminator ? AIR__EV_TERMINATOR : 0) |
-                   (l->dec.error_event ? AIR__EV_ERROR : 0);
+                   (l->dec.error_event ? AIR__EV_ERROR : 0) |
+                   (l->dec.server_tool ? AIR__EV_SERVER_TOOL : 0);
   /* A caller that does not stream gets parts only: the gate need not
    * keep the raw bytes of the whole answer it holds (issue 20). */
   if (!x->o.req->stream) {
@@ -908,6 +1037,23 @@ static bool stopped(const leg *l) {
   return l->x->cancel_pending || l->state != L_RUNNING;
 }
 
+/*
+ * The attempt stops before its transfer ended (the decoder, the gate or the
+ * release said stop): a failure is always recorded, so a stop never reads
+ * as a success nor waits for a deadline. rc is what stopped it.
+ */
+static void record_stop(leg *l, int rc) {
+  if (l->have_fail) return;
+  if (l->gate.state == AIR__GATE_FAILED) {
+    fail_from_gate(l);
+    return;
+  }
+  set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+           rc == AIR_ENOMEM ? "out of memory while passing the answer on"
+                            : "the answer could not be passed on",
+           AIR_TRANSPORT_BADBODY);
+}
+
 static int on_body(void *data, const char *p, size_t n) {
   leg *l = data;
   air__exchange *x = l->x;
@@ -916,7 +1062,12 @@ static int on_body(void *data, const char *p, size_t n) {
     if (l->status != 200) {
       size_t room = l->err.n < MAX_ERROR_BODY ? MAX_ERROR_BODY - l->err.n : 0;
       if (room == 0) return 0;
-      return air__buf_add(&l->err, p, n < room ? n : room) == 0 ? 0 : -1;
+      if (air__buf_add(&l->err, p, n < room ? n : room) == 0) return 0;
+      /* No memory for the diagnostic body: the status is the failure. */
+      char what[64];
+      snprintf(what, sizeof(what), "upstream answered HTTP %d", l->status);
+      set_fail(l, AIR_REASON_NONE, l->status, NULL, NULL, what, AIR_TRANSPORT_OK);
+      return -1;
     }
     if (air__buf_add(&l->err, p, n) == 0) return 0;
     set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
@@ -927,28 +1078,34 @@ static int on_body(void *data, const char *p, size_t n) {
   int rc = air__sse_feed(&l->sse, p, n);
   x->in_xfer_cb--;
   if (stopped(l)) return -1;
-  if (rc < 0) {
+  if (rc < 0 && !l->have_fail && l->gate.state != AIR__GATE_FAILED) {
     set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
-             "event stream over the size limits", AIR_TRANSPORT_BADBODY);
+             rc == AIR_ENOMEM ? "out of memory while reading the event stream"
+                              : "event stream over the size limits",
+             AIR_TRANSPORT_BADBODY);
     return -1;
   }
-  if (l->have_fail) return -1;
-  if (l->gate.state == AIR__GATE_FAILED) {
-    fail_from_gate(l);
+  if (rc != 0 || l->have_fail || l->gate.state == AIR__GATE_FAILED) {
+    record_stop(l, rc);
     return -1;
   }
   /* Deadlines: attempt_ms only until commit (a continuation's rescue
    * deadline until its seam opens); the part gap always. */
   if (l->gate.committed && (!l->cont || l->open)) timer_stop(l, T_ATTEMPT);
   arm(l, T_PART, air__gate_deadline(&l->gate, NULL));
-  if (x->notified && x->win == l && x->cb.on_flush) {
+  if (x->notified && x->win == l) {
     x->in_xfer_cb++;
-    if (x->cb.on_flush(x->cb.data) == 1) l->pause_pending = true;
+    if (tell_flush(x) == 1) l->pause_pending = true;
     x->in_xfer_cb--;
   }
   if (stopped(l)) return -1;
   if (l->pause_pending) {
+    /* The caller does not read: the gap is the caller's, not the
+     * upstream's. chunk_ms waits until the resume; the caller's own write
+     * timeout bounds the stop. */
     l->pause_pending = false;
+    l->paused = true;
+    timer_stop(l, T_PART);
     x->tr.ops->pause(x->tr.impl, l->xfer);
   }
   return 0;
@@ -961,25 +1118,32 @@ static int feed_body_part(void *data, const air_part *p) {
   air__gate_event gev = {NULL, 0, p, 1, 0};
   int rc = air__gate_feed(&l->gate, &gev, now_of(l->x));
   if (rc == 0) tell_content(l);
+  if (rc != 0) l->body_stop = rc;
   return rc != 0 ? 1 : 0;
 }
 
 /* Decodes a complete non-stream 200 body into one released answer. */
 static void finish_body(leg *l) {
   l->n_parts = 0;
+  l->body_stop = 0;
   if (l->ops->decode_body(&l->dec, l->err.p ? l->err.p : "", l->err.n,
                           feed_body_part, l) != 0 &&
       l->gate.state != AIR__GATE_FAILED) {
+    if (l->body_stop != 0) {
+      record_stop(l, l->body_stop); /* the release stopped, not the decoder */
+      return;
+    }
     set_fail(l, AIR_REASON_MALFORMED, 200, NULL, NULL,
              "response is neither an event stream nor a response body",
              AIR_TRANSPORT_BADBODY);
     return;
   }
-  if (l->gate.state != AIR__GATE_FAILED) air__gate_end(&l->gate, true, now_of(l->x));
-  if (l->gate.state == AIR__GATE_FAILED) fail_from_gate(l);
+  int rc = 0;
+  if (l->gate.state != AIR__GATE_FAILED) rc = air__gate_end(&l->gate, true, now_of(l->x));
+  if (rc != 0 || l->gate.state == AIR__GATE_FAILED) record_stop(l, rc);
 }
 
-void air__exchange_cancel(air__exchange *x);
+static void cancel_now(air__exchange *x);
 
 static void on_done(void *data, int rc, air_transport_err kind,
                     bool connect_timeout, const char *msg) {
@@ -990,16 +1154,24 @@ static void on_done(void *data, int rc, air_transport_err kind,
     l->state = L_FREE;
     return;
   }
+  /* A stream whose part deadline had passed when it closed was silent
+   * first: its close (by the upstream, or a proxy's idle timeout) is that
+   * deadline's failure, not a network one (DESIGN.md 3.5: a continuation
+   * then avoids the target that went silent). */
+  air_reason late = AIR_REASON_NONE;
+  if (l->mode == M_SSE && l->due[T_PART] != 0 && now_of(x) >= l->due[T_PART])
+    air__gate_deadline(&l->gate, &late);
   timer_stop(l, T_FIRST_BYTE);
   timer_stop(l, T_ATTEMPT);
   timer_stop(l, T_PART);
   x->upstream_ms += now_of(x) - l->attempt_start;
   if (x->cancel_pending) {
-    air__exchange_cancel(x);
+    cancel_now(x);
     return;
   }
   if (rc == AIR_ECANCELED) {
-    /* We stopped it: the failure is already set. */
+    /* We stopped it: the failure is set (record_stop), never a success. */
+    if (!l->have_fail) record_stop(l, rc);
   } else if (rc != 0) {
     set_fail(l, connect_timeout ? AIR_REASON_TIMEOUT_CONNECT : AIR_REASON_NONE,
              l->status == 200 ? 0 : l->status, NULL, NULL, msg, kind);
@@ -1010,9 +1182,10 @@ static void on_done(void *data, int rc, air_transport_err kind,
        * after no finish is a stream cut short as much as a closed socket
        * (DESIGN.md 9: a terminator only after a finish). */
       bool clean = l->dec.finished;
-      air__gate_end(&l->gate, clean, now_of(x));
+      int grc = air__gate_end(&l->gate, clean, now_of(x));
+      if (grc != 0 && live(x)) record_stop(l, grc);
     }
-    if (l->gate.state == AIR__GATE_FAILED) fail_from_gate(l);
+    if (l->gate.state == AIR__GATE_FAILED && !l->have_fail) fail_from_gate(l);
   } else if (l->status == 200) {
     finish_body(l);
   } else {
@@ -1030,6 +1203,18 @@ static void on_done(void *data, int rc, air_transport_err kind,
              AIR_TRANSPORT_OK);
     air__buf_cleanup(&tmp);
   }
+  if (x->cancel_pending) { /* the consumer cancelled while it was released */
+    cancel_now(x);
+    return;
+  }
+  if (late != AIR_REASON_NONE && l->have_fail &&
+      (l->fail.reason == AIR_REASON_NETWORK ||
+       (l->fail.reason == AIR_REASON_NONE && l->fail.transport != AIR_TRANSPORT_OK)))
+    set_fail(l, late, l->status, NULL, NULL,
+             late == AIR_REASON_TIMEOUT_CHUNK
+                 ? "no event within chunk_ms, then the connection closed"
+                 : "no content part within first_chunk_ms, then the connection closed",
+             AIR_TRANSPORT_OK);
   if (x->ended || l->state != L_RUNNING) return; /* decided while releasing */
   if (!l->have_fail && l->cont && !l->open) /* ended cleanly, nothing joined */
     set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
@@ -1113,7 +1298,26 @@ static void on_timer(void *arg) {
       on_wait_done};
   air__exchange *x = arg;
   x->armed = 0;  /* a one-shot timer: it is off now */
+  if (x->end_due) {
+    deliver_end(x);
+    return;
+  }
+  if (x->ended) return;
   if (x->reap) reap(x);
+  if (x->cancel_pending) {
+    cancel_now(x);
+    return;
+  }
+  if (x->resume_pending) air__exchange_resume(x);
+  if (x->kick) {
+    /* What air__exchange_start could not tell: its first launch failed. */
+    leg *l = x->kick_leg;
+    x->kick = false;
+    x->kick_leg = NULL;
+    if (l != NULL && launched(l, x->kick_rc)) step(x);
+    if (!x->freeing && !x->ended) rearm(x);
+    return;
+  }
   uint64_t now = now_of(x);
   leg *which_leg = NULL;
   int which = -1;
@@ -1134,11 +1338,12 @@ static void on_timer(void *arg) {
              x->c.keepalive_due <= now) {
     /* A rescue runs (DESIGN.md 3.5): the caller hears we are alive. */
     x->c.keepalive_due = now + AIR__CONT_KEEPALIVE_MS;
-    if (x->cb.on_keepalive) x->cb.on_keepalive(x->cb.data);
+    tell_keepalive(x);
   } else if (which_leg != NULL) {
     which_leg->due[which] = 0;
     handler[which](which_leg);
   }
+  if (x->cancel_pending) cancel_now(x);
   if (!x->freeing && !x->ended) rearm(x);
 }
 
@@ -1414,7 +1619,7 @@ static void policy_fail(leg *l) {
   air_run_fail(x->run, l->id, &l->fail, now_of(x),
                x->clock->wall_ms(x->clock->data), &x->act);
   engine_did(x, &x->act);
-  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
+  tell_failed(x, air_run_attempt(x->run, l->log));
 }
 
 /* launch() found that the target cannot express the request: the run goes
@@ -1425,7 +1630,7 @@ static void skip_target(leg *l) {
   air__run_skip(x->run, l->id, fix(l, l->skip_field), fix(l, l->skip_msg),
                 now_of(x), &x->act);
   engine_did(x, &x->act);
-  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
+  tell_failed(x, air_run_attempt(x->run, l->log));
 }
 
 /* Whether a failure's message speaks of the structured-output schema. */
@@ -1449,6 +1654,14 @@ static void continue_failed(leg *l) {
   air__exchange *x = l->x;
   uint64_t now = now_of(x);
   if (!x->c.text_began) limit(x, AIR_CONTF_NEVER);
+  if (!l->cont || l->open) {
+    /* The answer the caller reads broke: if no continuation joins, this
+     * is the caller's error, not a continuation's (DESIGN.md 3.5). */
+    x->c.broke = true;
+    x->c.brk_log = l->log;
+    x->c.brk_hint = x->has_hint;
+    x->c.brk_hint_ms = x->hint_ms;
+  }
   l->state = L_FREE;
   x->last = l;
   if (l->seam_failed) {
@@ -1462,7 +1675,7 @@ static void continue_failed(leg *l) {
                  &x->act);
   }
   engine_did(x, &x->act);
-  if (x->cb.on_failed) x->cb.on_failed(x->cb.data, air_run_attempt(x->run, l->log));
+  tell_failed(x, air_run_attempt(x->run, l->log));
   if ((x->act.kind == AIR_ACT_CONTINUE || x->act.kind == AIR_ACT_WAIT) &&
       !x->c.rescuing) {
     x->c.rescuing = true;
@@ -1507,10 +1720,52 @@ static void attempt_failed(leg *l) {
   step(x);
 }
 
+/*
+ * After launch(l) returned rc: true when step goes on with x->act (a target
+ * skipped, an attempt that could not start), false when something is in
+ * flight or the run moved on by itself. Inside air__exchange_start the
+ * consumer must not hear of a failure yet: it is told on the next loop
+ * turn (kick_leg).
+ */
+static bool launched(leg *l, int rc) {
+  air__exchange *x = l->x;
+  if (rc == 0) return false;
+  if (x->starting) {
+    x->kick_leg = l;
+    x->kick_rc = rc;
+    x->kick = true;
+    rearm(x);
+    return false;
+  }
+  if (rc == 2) {
+    if (l->cont) { /* a continuation is never skipped: it fails */
+      char m[AIR__MAX_MESSAGE_BYTES];
+      const char *sm = fix(l, l->skip_msg);
+      snprintf(m, sizeof(m), "%s", sm ? sm : "cannot be continued");
+      set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL, m, AIR_TRANSPORT_OK);
+      continue_failed(l);
+      return false;
+    }
+    skip_target(l);
+    return true;
+  }
+  if (l->cont) {
+    continue_failed(l);
+    return false;
+  }
+  policy_fail(l);
+  return true;
+}
+
 /* Acts on x->act until something asynchronous is in flight or the end. */
 static void step(air__exchange *x) {
   for (;;) {
     leg *l;
+    if (x->ended) return;
+    if (x->cancel_pending) { /* the consumer cancelled in on_failed */
+      cancel_now(x);
+      return;
+    }
     switch (x->act.kind) {
       case AIR_ACT_ATTEMPT:
       case AIR_ACT_CONTINUE:
@@ -1519,29 +1774,8 @@ static void step(air__exchange *x) {
           end(x, AIR_ENOMEM);
           return;
         }
-        switch (launch(l, &x->act)) {
-          case 0:
-            return;
-          case 2:
-            if (l->cont) { /* a continuation is never skipped: it fails */
-              char m[AIR__MAX_MESSAGE_BYTES];
-              const char *sm = fix(l, l->skip_msg);
-              snprintf(m, sizeof(m), "%s", sm ? sm : "cannot be continued");
-              set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL, m,
-                       AIR_TRANSPORT_OK);
-              continue_failed(l);
-              return;
-            }
-            skip_target(l);
-            continue;
-          default:
-            if (l->cont) {
-              continue_failed(l);
-              return;
-            }
-            policy_fail(l);
-            continue;
-        }
+        if (!launched(l, launch(l, &x->act))) return;
+        continue;
       case AIR_ACT_WAIT:
         l = take_leg(x);
         if (l == NULL) {
@@ -1563,6 +1797,8 @@ static void step(air__exchange *x) {
                    x->last->gate.judged &&
                    air__gate_release_judged(&x->last->gate) == 0) {
           end(x, 0);
+        } else if (x->cancel_pending) { /* cancelled while it was released */
+          cancel_now(x);
         } else {
           end(x, AIR_EUPSTREAM);
         }
@@ -1713,16 +1949,31 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   }
   *out = x;
   x->hedge_due = x->act.hedge_at_ms;
+  /* The first attempt starts now; nothing of the consumer's is called
+   * inside this call: a failure at once is told, and an end delivered, on
+   * the next loop turn (launched, end). */
+  x->starting = true;
   step(x);
+  x->starting = false;
   return 0;
 }
 
 void air__exchange_cancel(air__exchange *x) {
-  if (x == NULL || x->ended) return;
-  if (x->in_xfer_cb > 0) {
+  if (x == NULL || x->ended || x->cancel_pending) return;
+  if (x->in_xfer_cb > 0 || x->calling > 0) {
+    /* Inside a callback: carried out where the call chain unwinds; the
+     * consumer hears on_end only from now on. */
     x->cancel_pending = true;
+    rearm(x);
     return;
   }
+  cancel_now(x);
+}
+
+/* The cancel itself: transfers removed, timers stopped, the run told. */
+static void cancel_now(air__exchange *x) {
+  x->cancel_pending = false;
+  if (x->ended) return;
   uint64_t now = now_of(x);
   for (unsigned k = 0; k < x->n_legs; k++) {
     leg *l = x->legs[k];
@@ -1737,10 +1988,27 @@ void air__exchange_cancel(air__exchange *x) {
 }
 
 void air__exchange_resume(air__exchange *x) {
-  if (x == NULL) return;
-  for (unsigned k = 0; k < x->n_legs; k++)
-    if (x->legs[k]->xfer != NULL && x->legs[k]->state == L_RUNNING)
-      x->tr.ops->resume(x->tr.impl, x->legs[k]->xfer);
+  if (x == NULL || x->ended) return;
+  if (x->in_xfer_cb > 0 || x->calling > 0) {
+    /* A transfer may deliver at once when resumed: never inside a
+     * callback (the decoders are not reentrant). */
+    x->resume_pending = true;
+    rearm(x);
+    return;
+  }
+  x->resume_pending = false;
+  uint64_t now = now_of(x);
+  for (unsigned k = 0; k < x->n_legs; k++) {
+    leg *l = x->legs[k];
+    if (l->xfer == NULL || l->state != L_RUNNING) continue;
+    if (l->paused) {
+      /* The caller reads again: the gap between events counts from now. */
+      l->paused = false;
+      air__gate_resumed(&l->gate, now);
+      arm(l, T_PART, air__gate_deadline(&l->gate, NULL));
+    }
+    x->tr.ops->resume(x->tr.impl, l->xfer);
+  }
 }
 
 static void on_timer_closed(void *arg) {

@@ -115,7 +115,10 @@ typedef struct air__exchange_cb {
   /* After each failed attempt, once the policy decided (wait_ms is set).
    * May be NULL. */
   void (*on_failed)(void *data, const air_attempt *a);
-  /* Exactly once, at the end (also after air__exchange_cancel). */
+  /* Exactly once, at the end (also after air__exchange_cancel), and the
+   * last call: nothing of this struct is called after it. Never inside
+   * air__exchange_start nor inside another of these callbacks (then it
+   * comes on a later loop turn), so the consumer may free its data in it. */
   void (*on_end)(void *data, const air__exchange_result *res);
   void *data;
   /* Continuation (DESIGN.md 3.5), both may be NULL. on_continue: once per
@@ -144,7 +147,8 @@ typedef struct air__exchange_opts {
 /*
  * Starts the exchange. Returns 0 (on_end will fire exactly once), or
  * AIR_ENOTFOUND (unknown model), AIR_ENOMEM, AIR_EINVAL — then no callback
- * fires.
+ * fires. No callback runs inside this call: the first attempt starts on
+ * the loop's next turn.
  */
 int air__exchange_start(uv_loop_t *loop, air__transport *t,
                         const air__exchange_opts *o, const air__exchange_cb *cb,
@@ -154,11 +158,16 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
                            const air__exchange_opts *o, const air__exchange_cb *cb,
                            air__exchange **out);
-/* A caller cancel: aborts the upstream transfer at once, ends pending waits;
- * on_end fires (rc AIR_ECANCELED) before this returns, unless it already
- * fired. */
+/* A caller cancel: aborts the upstream transfers, ends pending waits; from
+ * this call on, the consumer hears on_end only (rc AIR_ECANCELED). Called
+ * from outside the callbacks, on_end fires before this returns; from
+ * inside one, the cancel is carried out when that callback returns and
+ * on_end comes later. A no-op once on_end fired. */
 void air__exchange_cancel(air__exchange *x);
-/* Resumes the upstream after on_event returned 1. */
+/* Resumes the upstream after on_event or on_flush returned 1 (from inside a
+ * callback: on the next loop turn). While paused, the gap between events
+ * (chunk_ms) is not counted: a caller that does not read is bounded by its
+ * own write timeout, never blamed on the upstream. */
 void air__exchange_resume(air__exchange *x);
 /* Frees the exchange; only after on_end fired. Timers close asynchronously. */
 void air__exchange_free(air__exchange *x);

@@ -5,9 +5,13 @@
  * Reentrancy: the transport calls on_head / on_body / on_done from inside
  * libcurl; nothing here removes the transfer from inside on_head or
  * on_body (on_body returns non-zero instead, and the attempt ends in
- * on_done). on_end fires from on_done, a timer, start or cancel; the owner
- * may free the exchange inside it (the memory stays until the timer's
- * close callback).
+ * on_done). The consumer is called through tell_failed and the end only:
+ * a cancel made inside on_failed is carried out once that call returns,
+ * and the consumer hears nothing but on_end from then on. on_end fires from
+ * on_done, a timer or a cancel made outside a callback, never inside
+ * air__plain_start (the first step runs on the next loop turn) nor inside
+ * on_failed; the owner may free the exchange inside it (the memory stays
+ * until the timer's close callback).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,9 @@ struct air__plain {
   air__timer *timer;      /* armed at the earliest due[] */
   uint64_t due[N_TIMERS]; /* deadlines on the clock; 0 = off */
   bool ended, freeing;
+  bool kick;              /* the first step waits for the next loop turn */
+  bool calling;           /* inside the consumer's on_failed */
+  bool cancel_pending;    /* a cancel made inside on_failed */
   int status;
   air_failure fail;
   bool have_fail;
@@ -130,8 +137,19 @@ static const air__state_ops ro_ops = {
 
 /* ---- timers -------------------------------------------------------------- */
 
+static void cancel_now(air__plain *p);
+
+/* Tells the consumer of a failed or skipped attempt (entry i of the log);
+ * a cancel it makes is carried out by the caller (cancel_pending). */
+static void tell_failed(air__plain *p, size_t i) {
+  if (p->ended || p->cancel_pending || p->cb.on_failed == NULL) return;
+  p->calling = true;
+  p->cb.on_failed(p->cb.data, air_run_attempt(p->run, i));
+  p->calling = false;
+}
+
 static void rearm(air__plain *p) {
-  uint64_t next = 0;
+  uint64_t next = p->kick ? 1 : 0; /* 1: the next loop turn */
   for (int i = 0; i < N_TIMERS; i++)
     if (p->due[i] != 0 && (next == 0 || p->due[i] < next)) next = p->due[i];
   if (next == 0) {
@@ -285,8 +303,7 @@ static void attempt_failed(air__plain *p) {
   size_t failed = air_run_attempt_count(p->run) - 1;
   air_run_fail(p->run, p->att_id, &p->fail, now_of(p),
                p->clock->wall_ms(p->clock->data), &p->act);
-  if (p->cb.on_failed)
-    p->cb.on_failed(p->cb.data, air_run_attempt(p->run, failed));
+  tell_failed(p, failed);
   step(p);
 }
 
@@ -415,6 +432,13 @@ static void timeout_fail(air__plain *p, air_reason reason, const char *msg) {
 
 static void on_timer(void *arg) {
   air__plain *p = arg;
+  if (p->ended) return;
+  if (p->kick) {
+    p->kick = false;
+    step(p);
+    if (!p->freeing && !p->ended) rearm(p);
+    return;
+  }
   uint64_t now = now_of(p);
   int which = -1;
   for (int i = 0; i < N_TIMERS; i++)
@@ -611,6 +635,11 @@ static int launch(air__plain *p) {
 
 static void step(air__plain *p) {
   for (;;) {
+    if (p->ended) return;
+    if (p->cancel_pending) {
+      cancel_now(p);
+      return;
+    }
     switch (p->act.kind) {
       case AIR_ACT_ATTEMPT: {
         int l = launch(p);
@@ -620,15 +649,13 @@ static void step(air__plain *p) {
           air__run_skip(p->run, p->att_id, p->o.endpoint,
                         "the provider does not serve this endpoint", now_of(p),
                         &p->act);
-          if (p->cb.on_failed)
-            p->cb.on_failed(p->cb.data, air_run_attempt(p->run, i));
+          tell_failed(p, i);
           continue;
         }
         size_t i = air_run_attempt_count(p->run) - 1;
         air_run_fail(p->run, p->att_id, &p->fail, now_of(p),
                      p->clock->wall_ms(p->clock->data), &p->act);
-        if (p->cb.on_failed)
-          p->cb.on_failed(p->cb.data, air_run_attempt(p->run, i));
+        tell_failed(p, i);
         continue;
       }
       case AIR_ACT_WAIT:
@@ -719,12 +746,25 @@ int air__plain_start_on(const air__loop *loop, const air__transport_if *tr,
     return AIR_ENOMEM;
   }
   *out = p;
-  step(p);
+  /* The first step runs on the next loop turn: nothing of the consumer's
+   * is called inside this call. */
+  p->kick = true;
+  p->loop.ops->timer_start(p->loop.impl, p->timer, 0);
   return 0;
 }
 
 void air__plain_cancel(air__plain *p) {
   if (p == NULL || p->ended) return;
+  if (p->calling) {
+    p->cancel_pending = true;
+    return;
+  }
+  cancel_now(p);
+}
+
+static void cancel_now(air__plain *p) {
+  p->cancel_pending = false;
+  if (p->ended) return;
   if (p->xfer != NULL) {
     xfer_cancel(p);
     p->upstream_ms += now_of(p) - p->attempt_start;

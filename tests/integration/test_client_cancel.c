@@ -329,6 +329,47 @@ static void test_stop_from_on_part(void **state) {
   it_client_free(&cl);
 }
 
+/*
+ * on_part returning non-zero while the gate releases a held answer at its
+ * end (commit: complete holds it all; a short answer under a refusal hold
+ * is held to its finish): the cancel made inside that callback is carried
+ * out when it returns, the call ends as a cancel, and no part reaches the
+ * caller after the one that stopped it (the job lives on the caller's
+ * stack: a part after its end would be a use-after-return).
+ */
+static void stop_in_release(const char *route_yaml, bool stream) {
+  it_client cl;
+  assert_int_equal(it_client_new(it_suite(), route_yaml, 1, &cl), 0);
+  it_call c = {.dialect = AIR_DIALECT_OPENAI, .model = "r", .stream = stream,
+               .stop_after = 2};
+  it_chat(cl.client, &c);
+  if (c.rc != AIR_ECANCELED || c.n_parts != 2) it_call_print(&c);
+  assert_int_equal(c.rc, AIR_ECANCELED);
+  assert_int_equal(c.n_parts, 2);
+  assert_non_null(c.res);
+  assert_int_equal(c.res->reason, AIR_REASON_ABORTED);
+  it_call_cleanup(&c);
+  it_client_free(&cl);
+}
+
+static void test_stop_from_on_part_under_complete(void **state) {
+  (void)state;
+  stop_in_release(TIMEOUTS "routes:\n"
+                           "  - {name: r, commit: complete, "
+                           "targets: [mo/p@tokens=12]}\n",
+                  true);
+}
+
+static void test_stop_from_on_part_in_refusal_hold(void **state) {
+  (void)state;
+  stop_in_release(TIMEOUTS "routes:\n"
+                           "  - name: r\n"
+                           "    targets: [mo/p@tokens=3]\n"
+                           "    refusal: {phrases: [\"a phrase no answer of the mock "
+                           "starts with, long enough to hold it all\"]}\n",
+                  true);
+}
+
 /* One token shared by several calls in flight on one client (two workers):
  * one trigger ends them all. */
 typedef struct shared_call {
@@ -399,6 +440,10 @@ int main(void) {
                                       it_release),
       cmocka_unit_test_setup_teardown(test_stop_from_on_part, it_reset_mock,
                                       it_release),
+      cmocka_unit_test_setup_teardown(test_stop_from_on_part_under_complete,
+                                      it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_stop_from_on_part_in_refusal_hold,
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_one_token_many_calls, it_reset_mock,
                                       it_release),
   };

@@ -148,7 +148,7 @@ static void test_rejected_prefill_asks_instruct(void **state) {
   expect_whole(&c, "m@cut=3@k=1@noprefill");
   assert_int_equal(c.res->n_log, 3);
   assert_true(c.res->log[1].continuation);
-  assert_true(c.res->log[1].prefill_rejected);
+  assert_int_equal(c.res->log[1].status, 400); /* the refused prefill, logged */
   assert_int_equal(c.res->log[1].status, 400);
   assert_true(c.res->log[2].continuation);
   assert_false(c.res->log[2].prefill_rejected);
@@ -179,6 +179,57 @@ static void test_preamble_fails(void **state) {
   assert_true(c.text_n > 0 && c.text_n < strlen(whole));
   assert_memory_equal(c.text, whole, c.text_n);
   assert_null(strstr(c.text, "Sure"));
+  it_call_cleanup(&c);
+  it_client_free(&cl);
+}
+
+/*
+ * When no continuation succeeds, the caller's error is what broke its
+ * stream: a prefill the target refuses with instruct off, and a
+ * continuation target's own 429, never reach the caller.
+ */
+static void test_failed_continuation_reports_the_break(void **state) {
+  (void)state;
+  it_client cl;
+  client_for(&cl, "ma/m@cut=3@k=1@noprefill", "{enabled: true, instruct: false}");
+  it_call c;
+  call(&cl, &c, AIR_DIALECT_OPENAI, true);
+  if (c.rc == 0 || strcmp(c.error_name, "network") != 0) it_call_print(&c);
+  assert_int_not_equal(c.rc, 0);
+  assert_int_equal(c.n_error, 1);
+  assert_string_equal(c.error_name, "network");
+  assert_int_equal(c.res->reason, AIR_REASON_NETWORK);
+  assert_int_equal(c.res->n_log, 2);
+  assert_true(c.res->log[1].continuation);
+  assert_int_equal(c.res->log[1].status, 400); /* the refused prefill, logged */
+  assert_string_equal(c.res->target, "ma/m@cut=3@k=1@noprefill");
+  assert_int_equal(c.res->status, 502);
+  it_call_cleanup(&c);
+  it_client_free(&cl);
+
+  /* The continuation goes to the other target (the broken one is the last
+   * choice), which answers 429: the caller still hears of the cut. */
+  assert_int_equal(it_mock_reset(it_suite()), 0);
+  assert_int_equal(
+      it_client_new(it_suite(),
+                    "routes:\n"
+                    "  - name: r\n"
+                    "    targets: [ma/m@cut=3@k=1, ma/busy@429]\n"
+                    "    continuation: {enabled: true, targets: any}\n"
+                    "    rules:\n"
+                    "      - {on: [network], action: retry, max: 3,\n"
+                    "         backoff: {base_ms: 10, factor: 1, max_ms: 10, jitter: none}}\n"
+                    "      - {on: [rate_limit], action: fail}\n",
+                    1, &cl),
+      0);
+  call(&cl, &c, AIR_DIALECT_OPENAI, true);
+  if (c.rc == 0 || strcmp(c.error_name, "network") != 0) it_call_print(&c);
+  assert_int_not_equal(c.rc, 0);
+  assert_string_equal(c.error_name, "network");
+  assert_int_equal(c.res->reason, AIR_REASON_NETWORK);
+  assert_true(c.res->n_log >= 2);
+  assert_string_equal(c.res->log[1].target, "ma/busy@429");
+  assert_int_equal(c.res->log[1].reason, AIR_REASON_RATE_LIMIT);
   it_call_cleanup(&c);
   it_client_free(&cl);
 }
@@ -220,6 +271,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_rejected_prefill_asks_instruct, it_reset_mock,
                                       it_release),
       cmocka_unit_test_setup_teardown(test_preamble_fails, it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_failed_continuation_reports_the_break,
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_nothing_continued_otherwise, it_reset_mock,
                                       it_release),
   };
