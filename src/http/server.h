@@ -113,8 +113,8 @@ typedef void (*air__http_head_cb)(void *data, air__http_head *h,
  * thread may read them, e.g. for /metrics).
  */
 typedef struct air__http_stats {
-  atomic_size_t read_ahead;       /* bytes read from clients, not parsed */
-  atomic_size_t output_queued;    /* response bytes copied and queued */
+  atomic_size_t read_ahead;            /* bytes read from clients, not parsed */
+  atomic_size_t output_queued;         /* response bytes copied and queued */
   atomic_uint_fast64_t output_refused; /* writes refused or connections
                                           closed over max_output_queue_bytes */
   atomic_uint_fast64_t write_timeouts; /* connections closed: no output
@@ -142,8 +142,8 @@ typedef struct air__http_config {
   size_t max_output_queue_bytes; /* queued response bytes, summed over
                                     every server sharing `stats`; 0: no
                                     bound */
-  uint64_t write_timeout_ms;    /* queued output without progress: close
-                                   (0: none while a request is handled) */
+  uint64_t write_timeout_ms;    /* queued output without progress for
+                                   this long: close (0: idle_timeout_ms) */
   uint64_t idle_timeout_ms;     /* keep-alive connection without a request */
   uint64_t request_timeout_ms;  /* first byte of a request to its end */
   uint64_t linger_ms;           /* after the last response of a connection

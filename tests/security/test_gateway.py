@@ -20,7 +20,10 @@ ephemeral ports, and checks, one named test at a time:
   smuggle/*    ambiguous framing -> 400 and close; the next connection works
   upstream/*   a hostile upstream: whole-JSON, endless or huge answers
   limits/*     408 slow requests, 413 bodies, 431 heads, 503 connections,
-               503 for bodies over max_inflight_body_bytes (process-wide)
+               503 for bodies over max_inflight_body_bytes (process-wide),
+               charged as they arrive; bodies on bodiless endpoints refused
+               at the head; a caller that stops reading closed after
+               client_write_timeout_ms (499)
   listen/*     a non-loopback listen needs client keys or --insecure
 
 Standard library only; every socket is a 127.0.0.1 one and every wait is
@@ -1655,6 +1658,89 @@ def t_limits_body_on_bodiless():
     check(request(Limits.g.port, "GET", "/healthz", []).status == 200, "GET /healthz")
     r = request(Limits.g.port, "GET", "/healthz", [], body=b"")
     check(r.status == 200, "GET /healthz with Content-Length: 0: %r" % r)
+
+
+WRITE_TIMEOUT_MS = 1500  # limits.client_write_timeout_ms of the gateways below
+
+
+def log_entry(g, rid):
+    """The gateway's log line of request rid, or None."""
+    for ln in g.stderr().decode("utf-8", "replace").splitlines():
+        if rid in ln and ln.startswith("{"):
+            try:
+                e = json.loads(ln)
+            except ValueError:
+                continue
+            if e.get("request_id") == rid:
+                return e
+    return None
+
+
+def stalled_reader(chunk_ms):
+    """A stream of many tokens to a caller that reads its head and then
+    nothing: the connection is closed after client_write_timeout_ms of no
+    progress and the request ends as the caller's abort (499), never as the
+    target's timeout.chunk (the transfer is paused by backpressure: the
+    upstream is not silent) and without a continuation."""
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["limits"] = {"client_write_timeout_ms": WRITE_TIMEOUT_MS}
+    cfg["routes"].append({"name": "stall", "targets": ["mock/big@tokens=100000"],
+                          "timeouts": {"chunk_ms": chunk_ms}})
+    g = start_gateway("gw-stall-%d" % chunk_ms, cfg, workers=1)
+    s = None
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(10)
+        s.connect((LOCAL, g.port))
+        body = json.dumps(chat_body("stall", stream=True)).encode()
+        rid = "stall-reader-1"
+        s.sendall(post_head(b"x-request-id: %s\r\nContent-Length: %d\r\n\r\n"
+                            % (rid.encode(), len(body))) + body)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            d = s.recv(1024)
+            check(d, "closed before the head: %r" % short(got))
+            got += d
+        check(got.startswith(b"HTTP/1.1 200 "), "head: %r" % short(got))
+        t0 = time.monotonic()  # from here on the caller reads nothing
+        entry = [None]
+
+        def logged():
+            entry[0] = log_entry(g, rid)
+            return entry[0] is not None
+        check(wait_until(logged, 30, 0.05), "no log line for %s within 30 s" % rid)
+        elapsed = time.monotonic() - t0
+        e = entry[0]
+        reasons = [a.get("reason") for a in e.get("attempts", [])]
+        check("timeout.chunk" not in reasons,
+              "an attempt failed with timeout.chunk while the caller did not read: %r"
+              % e)
+        check(not any(a.get("continuation") for a in e.get("attempts", [])),
+              "a continuation started for a caller that did not read: %r" % e)
+        check(e.get("outcome") == "aborted" and e.get("status") == 499,
+              "outcome %r status %r, expected the caller's abort (499): %r" % (
+                  e.get("outcome"), e.get("status"), e))
+        check(WRITE_TIMEOUT_MS / 1000.0 - 0.2 <= elapsed <= WRITE_TIMEOUT_MS / 1000.0 + 8,
+              "ended %.2f s after the caller stopped reading (client_write_timeout_ms "
+              "%d)" % (elapsed, WRITE_TIMEOUT_MS))
+        m = request(g.port, "GET", "/metrics", bearer(CLIENT_K1))
+        check(re.search(rb"^airetry_http_write_timeouts_total [1-9]", m.body, re.M),
+              "airetry_http_write_timeouts_total not counted: %r" % short(m.body, 2000))
+    finally:
+        if s is not None:
+            s.close()
+        g.stop()
+
+
+@test("limits/a caller that stops reading is closed after client_write_timeout_ms (499)")
+def t_limits_stalled_reader():
+    stalled_reader(20000)  # chunk_ms far above the write timeout
+
+
+@test("limits/a caller that stops reading past chunk_ms: aborted, never timeout.chunk")
+def t_limits_stalled_reader_chunk():
+    stalled_reader(500)  # chunk_ms well under the write timeout
 
 
 @test("limits/head over max_header_bytes -> 431 and close")
