@@ -241,9 +241,30 @@ static const air__opt opts[] = {
      MS(1024, AIR__MAX_INFLIGHT_BODY_BYTES_LIMIT),
      .def = DEF_TEXT(AIR__DEFAULT_MAX_INFLIGHT_BODY_BYTES),
      .doc = "Bytes of request bodies being read at once, summed over every "
-            "connection of the process (a declared Content-Length counts "
-            "from the head); a request that would pass it gets 503 with "
-            "retry-after: 1, its body unread."},
+            "connection of the process, counted as they arrive (a declared "
+            "Content-Length reserves at most 64 KiB at the head); a request "
+            "that would pass it gets 503 with retry-after: 1, the rest of "
+            "its body unread."},
+    {.name = "max_output_queue_bytes",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, max_output_queue_bytes),
+     MS(1048576, AIR__MAX_OUTPUT_QUEUE_BYTES_LIMIT),
+     .def = DEF_TEXT(AIR__DEFAULT_MAX_OUTPUT_QUEUE_BYTES),
+     .doc = "Bytes of responses waiting for clients that read slower than "
+            "they are written, summed over every connection of the process; "
+            "past it a stream is cut and a whole answer's connection closed "
+            "(airetry_http_output_refused_total)."},
+    {.name = "client_write_timeout_ms",
+     .scopes = AIR__SC_LIMITS,
+     .type = AIR__T_U64,
+     .offset = offsetof(air__limits, client_write_timeout_ms),
+     MS(1, DAY_MS),
+     .def = DEF_TEXT(AIR__DEFAULT_CLIENT_WRITE_TIMEOUT_MS),
+     .doc = "A client that reads none of the queued response bytes for "
+            "this long is gone: its connection is closed and its request "
+            "ends as aborted (499 in the log), never as an upstream's "
+            "timeout."},
     {.name = "max_response_bytes",
      .scopes = AIR__SC_LIMITS,
      .type = AIR__T_U64,

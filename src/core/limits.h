@@ -95,10 +95,13 @@
 #define AIR__DEFAULT_MAX_BODY_BYTES 33554432            /* 32 MiB */
 #define AIR__DEFAULT_MAX_QUEUED_BYTES 67108864          /* 64 MiB unsent */
 #define AIR__DEFAULT_MAX_INFLIGHT_BODY_BYTES 268435456  /* 256 MiB */
+#define AIR__DEFAULT_MAX_OUTPUT_QUEUE_BYTES 268435456   /* 256 MiB unsent, process */
+#define AIR__DEFAULT_CLIENT_WRITE_TIMEOUT_MS 60000      /* a client reads nothing */
 #define AIR__DEFAULT_MAX_RESPONSE_BYTES 67108864        /* 64 MiB whole upstream body */
 #define AIR__MAX_BODY_BYTES_LIMIT (1ull << 30)           /* 1 GiB */
 #define AIR__MAX_HEADER_BYTES_LIMIT (1ull << 24)         /* 16 MiB */
 #define AIR__MAX_INFLIGHT_BODY_BYTES_LIMIT (1ull << 40)  /* 1 TiB */
+#define AIR__MAX_OUTPUT_QUEUE_BYTES_LIMIT (1ull << 40)   /* 1 TiB */
 #define AIR__MAX_RESPONSE_BYTES_LIMIT (1ull << 30)       /* 1 GiB */
 
 #endif

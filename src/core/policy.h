@@ -205,6 +205,8 @@ typedef struct air__limits {
   uint64_t idle_timeout_ms;
   uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
   uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
+  uint64_t max_output_queue_bytes;   /* response bytes queued, process-wide */
+  uint64_t client_write_timeout_ms;  /* queued output without progress */
   uint64_t max_response_bytes;  /* a whole (non-stream) upstream body */
 } air__limits;
 

@@ -210,6 +210,8 @@ static void http_limits(const air__gateway *g, const air_config *cfg,
   if (cfg->limits.request_timeout_ms)
     hc->request_timeout_ms = cfg->limits.request_timeout_ms;
   hc->max_inflight_body_bytes = cfg->limits.max_inflight_body_bytes;
+  hc->max_output_queue_bytes = cfg->limits.max_output_queue_bytes;
+  hc->write_timeout_ms = cfg->limits.client_write_timeout_ms;
 }
 
 int air__gw_inflight_begin(air__gw_worker *w, const char *rid) {
@@ -312,6 +314,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   http_limits(g, cfg, &hc);
   hc.on_head = air__gw_head;
   hc.inflight_body = &g->inflight_body;
+  hc.stats = &g->http_stats;
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);
   if (rc != 0) return rc;
   int uv_err = 0;
@@ -455,6 +458,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   if (rc == 0) {
     air__metrics_set_worker_restarts(g->metrics, restarts);
     air__metrics_watch_log_drops(g->metrics, air__log_dropped(g->log));
+    air__metrics_watch_http(g->metrics, &g->http_stats);
   }
   if (rc == 0 && g->cur->cfg->otel.enabled) {
     rc = air__exporter_start(&g->cur->cfg->otel, &g->traces);
@@ -606,6 +610,7 @@ int air__gateway_run(const air__gateway_opts *o) {
   pthread_mutex_init(&g.mu, NULL);
   atomic_init(&g.stopping, false);
   atomic_init(&g.inflight_body, 0);
+  air__http_stats_init(&g.http_stats);
   g.grace_ms = AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   g.n_workers = o->workers ? o->workers : (cores > 0 ? (unsigned)cores : 1);

@@ -146,6 +146,7 @@ struct air__gateway {
   unsigned n_workers;
   atomic_bool stopping;
   atomic_size_t inflight_body;  /* body bytes being read by every worker */
+  air__http_stats http_stats;   /* every worker's connections (/metrics) */
   uint64_t grace_ms;
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t state_watch; /* notes the Redis link's transitions (once each) */

@@ -25,6 +25,7 @@
 
 #include "metrics.h"
 #include "redis.h"
+#include "server.h"
 
 #define MAX_CELLS 65536
 #define FIRST_CAP 64 /* slots of the first table (a power of two) */
@@ -92,6 +93,7 @@ struct air__metrics {
   uint64_t worker_restarts;
   const _Atomic uint64_t *log_dropped;
   const _Atomic uint64_t *spans_exported, *spans_dropped;
+  const air__http_stats *http;
   histogram first_content;
   histogram total;
   histogram self;
@@ -211,6 +213,12 @@ void air__metrics_watch_log_drops(air__metrics *m,
                                   const _Atomic uint64_t *dropped) {
   pthread_mutex_lock(&m->mu);
   m->log_dropped = dropped;
+  pthread_mutex_unlock(&m->mu);
+}
+
+void air__metrics_watch_http(air__metrics *m, const air__http_stats *st) {
+  pthread_mutex_lock(&m->mu);
+  m->http = st;
   pthread_mutex_unlock(&m->mu);
 }
 
@@ -528,6 +536,22 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_scalar(out, "airetry_log_lines_dropped_total",
              "Log lines dropped because stderr did not keep up.",
              m->log_dropped ? atomic_load(m->log_dropped) : 0);
+  if (m->http != NULL) {
+    put_gauge(out, "airetry_http_read_ahead_bytes",
+              "Bytes read from clients and not yet parsed.",
+              atomic_load(&m->http->read_ahead));
+    put_gauge(out, "airetry_http_output_queued_bytes",
+              "Response bytes waiting for clients to read them.",
+              atomic_load(&m->http->output_queued));
+    put_scalar(out, "airetry_http_output_refused_total",
+               "Response writes refused or connections cut over "
+               "limits.max_output_queue_bytes.",
+               atomic_load(&m->http->output_refused));
+    put_scalar(out, "airetry_http_write_timeouts_total",
+               "Connections closed because the client read nothing for "
+               "limits.client_write_timeout_ms.",
+               atomic_load(&m->http->write_timeouts));
+  }
   put_state_link(out, st);
   put_scalar(out, "airetry_trace_spans_exported_total",
              "Trace spans the OTLP collector accepted.",

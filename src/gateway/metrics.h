@@ -21,6 +21,8 @@
 #include "buf.h"
 #include "policy.h"
 
+typedef struct air__http_stats air__http_stats; /* src/http/server.h */
+
 typedef struct air__metrics air__metrics;
 
 int air__metrics_new(air__metrics **out);
@@ -63,6 +65,12 @@ void air__metrics_watch_log_drops(air__metrics *m,
 void air__metrics_watch_traces(air__metrics *m,
                                const _Atomic uint64_t *exported,
                                const _Atomic uint64_t *dropped);
+
+/* Renders the HTTP servers' shared counters (server.h) as
+ * airetry_http_read_ahead_bytes, airetry_http_output_queued_bytes,
+ * airetry_http_output_refused_total and airetry_http_write_timeouts_total;
+ * st must outlive m's renders. */
+void air__metrics_watch_http(air__metrics *m, const air__http_stats *st);
 
 /* Appends the exposition text; breaker states are read from st at now_ms for
  * the targets counted so far. Returns 0 or the first append error as it is

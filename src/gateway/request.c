@@ -714,39 +714,101 @@ static bool is_healthz(air__str p) {
   return p.n == 8 && memcmp(p.p, "/healthz", 8) == 0;
 }
 
-/*
- * The head hook (DESIGN.md 5 "Auth before body"): the client key is checked
- * when the head arrives; an unauthorised caller gets 401 in the endpoint's
- * dialect with `connection: close`, before any body byte is read and
- * instead of `100 Continue`. air__gw_handle checks again (a SIGHUP may have
- * changed the keys while the body was read).
- */
-void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
-  air__gw_worker *w = data;
-  if (is_healthz(msg->path)) return;
-  air__gw_cfg *cfg = air__gw_cfg_get(w->g);
-  bool ok = authorized(cfg, msg);
-  air__gw_cfg_release(cfg);
-  if (ok) return;
-  air__str p = msg->path;
+/* The dialect of an endpoint's error answers. */
+static air_dialect path_dialect(air__str p) {
   bool is_msgs = (p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0) ||
                  (p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0);
   bool is_rsp = p.n >= 13 && memcmp(p.p, "/v1/responses", 13) == 0 &&
                 (p.n == 13 || p.p[13] == '/');
-  air_dialect dialect = is_msgs ? AIR_DIALECT_ANTHROPIC
-                        : is_rsp ? AIR_DIALECT_OPENAI_RESPONSES
-                                 : AIR_DIALECT_OPENAI;
+  return is_msgs ? AIR_DIALECT_ANTHROPIC
+         : is_rsp ? AIR_DIALECT_OPENAI_RESPONSES
+                  : AIR_DIALECT_OPENAI;
+}
+
+/* The methods of an endpoint that takes no request body ("" for a path
+ * that is no endpoint), or NULL for one that takes a body. */
+static const char *bodiless_allow(air__str p) {
+  if (is_healthz(p) || (p.n == 10 && memcmp(p.p, "/v1/models", 10) == 0) ||
+      (p.n == 8 && memcmp(p.p, "/metrics", 8) == 0))
+    return "GET, HEAD";
+  if (p.n > 14 && memcmp(p.p, "/v1/responses/", 14) == 0) return "GET";
+  if ((p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0) ||
+      (p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0) ||
+      (p.n == 13 && memcmp(p.p, "/v1/responses", 13) == 0) ||
+      (p.n == 14 && memcmp(p.p, "/v1/embeddings", 14) == 0) ||
+      (p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0))
+    return NULL;
+  return "";
+}
+
+/* Answers the request from the head hook (connection: close, its body
+ * never read), in the endpoint's dialect, with its log line. allow: the
+ * Allow header of a 405, else NULL. */
+static void head_refuse(air__gw_worker *w, air__http_head *h,
+                        const air__http_request *msg, int status,
+                        air_reason reason, const char *message,
+                        const char *allow) {
+  air_dialect dialect = path_dialect(msg->path);
   char rid[40];
   make_rid(w, msg, rid, sizeof(rid));
-  log_rejected(msg, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
+  log_rejected(msg, dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
-  air__provider_get(dialect)->encode_error_body(401, AIR_REASON_AUTH, AUTH_MESSAGE,
-                                                 NULL, 0, &body);
-  air__http_field f[4] = {json_ct, field("x-should-retry", "false"),
-                          field("x-request-id", rid), field("request-id", rid)};
-  air__http_head_reject(h, 401, f, is_msgs ? 4 : 3, body.p ? body.p : "", body.n);
+  air__provider_get(dialect)->encode_error_body(status, reason, message, NULL,
+                                                 0, &body);
+  air__http_field f[5] = {json_ct, field("x-should-retry", "false"),
+                          field("x-request-id", rid), field("request-id", rid),
+                          field("allow", allow)};
+  size_t n = dialect == AIR_DIALECT_ANTHROPIC ? 4 : 3;
+  if (allow != NULL) f[n++] = f[4];
+  air__http_head_reject(h, status, f, n, body.p ? body.p : "", body.n);
   air__buf_cleanup(&body);
+}
+
+/* A request with a body to an endpoint that takes none: refused before its
+ * body is read or counted against max_inflight_body_bytes (404 for no
+ * endpoint, 405 for a method it does not take, else 400). */
+static void refuse_body(air__gw_worker *w, air__http_head *h,
+                        const air__http_request *msg, const char *allow) {
+  if (*allow == '\0') {
+    head_refuse(w, h, msg, 404, AIR_REASON_NOT_FOUND, "no such endpoint", NULL);
+    return;
+  }
+  bool get = air__http_str_eq(msg->method, "GET");
+  bool head = air__http_str_eq(msg->method, "HEAD");
+  if (get || (head && strchr(allow, 'H') != NULL)) {
+    head_refuse(w, h, msg, 400, AIR_REASON_BAD_REQUEST,
+                "this endpoint takes no request body", NULL);
+    return;
+  }
+  char m[64];
+  snprintf(m, sizeof(m), "method not allowed: use %s", allow);
+  head_refuse(w, h, msg, 405, AIR_REASON_BAD_REQUEST, m, allow);
+}
+
+/*
+ * The head hook (DESIGN.md 5 "Auth before body"): the client key is checked
+ * when the head arrives; an unauthorised caller gets 401 in the endpoint's
+ * dialect with `connection: close`, before any body byte is read and
+ * instead of `100 Continue`. A body sent to an endpoint that takes none
+ * (/healthz needs no key) is refused here too, so no caller holds the body
+ * budget with a body nothing reads. air__gw_handle checks the key again (a
+ * SIGHUP may have changed the keys while the body was read).
+ */
+void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
+  air__gw_worker *w = data;
+  bool has_body = msg->chunked || msg->content_length > 0;
+  if (!is_healthz(msg->path)) {
+    air__gw_cfg *cfg = air__gw_cfg_get(w->g);
+    bool ok = authorized(cfg, msg);
+    air__gw_cfg_release(cfg);
+    if (!ok) {
+      head_refuse(w, h, msg, 401, AIR_REASON_AUTH, AUTH_MESSAGE, NULL);
+      return;
+    }
+  }
+  const char *allow = has_body ? bodiless_allow(msg->path) : NULL;
+  if (allow != NULL) refuse_body(w, h, msg, allow);
 }
 
 void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg) {

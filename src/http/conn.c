@@ -11,11 +11,25 @@
  * including its disconnect callback, and never sees freed memory.
  *
  * Body accounting: `charged` is what this connection added to the
- * server's shared count of body bytes being read (srv->inflight): the
- * declared Content-Length when the head is accepted, a chunked body's bytes
- * as they come. It is given back (body_release) when the handler finishes
- * the request, when a request fails or the connection starts closing, and
- * when the connection is closed or freed while no handler holds the body.
+ * server's shared count of body bytes being read (srv->inflight): at the
+ * head at most AIR__HTTP_BODY_RESERVE_BYTES of a declared Content-Length,
+ * then the body's bytes as they come, so a client that declares a large
+ * body and trickles it holds only what it sent plus one read. It is given
+ * back (body_release) when the handler finishes the request, when a
+ * request fails or the connection starts closing, and when the connection
+ * is closed or freed while no handler holds the body.
+ *
+ * Read-ahead: while a request is handled, or its response drains before
+ * the next one is read, at most AIR__HTTP_BUSY_READ_AHEAD_BYTES are
+ * buffered (plus what the read that ended the request brought); then the
+ * socket is not read until the connection is reading requests again.
+ * stats->read_ahead counts the bytes of every connection's `in`.
+ *
+ * Output: stats->output_queued counts the bytes copied into write requests
+ * until their write callback, bounded by max_output_queue_bytes. While
+ * bytes are queued the timer runs as T_WRITE: each write_timeout_ms it
+ * checks that some were sent since the last check, else the client is
+ * taken as gone (it reads nothing) and the connection closed.
  *
  * Re-entrancy: handler callbacks (request, disconnect, drain) are only ever
  * called from libuv callbacks, never from inside a call the handler made.
@@ -34,7 +48,7 @@ enum {
   T_IDLE,    /* keep-alive connection without a request: close */
   T_REQUEST, /* request not complete in time: 408 */
   T_NEXT,    /* 0 ms: go on with the next request (out of the handler) */
-  T_FLUSH,   /* last response not flushed within idle_timeout_ms: close */
+  T_WRITE,   /* queued output: close when it made no progress (see top) */
   T_LINGER,  /* last response sent: stop draining the client, close */
 };
 
@@ -43,6 +57,39 @@ enum {
 
 static void conn_process(air__http_conn *c);
 static void conn_close(air__http_conn *c);
+
+/* Brings stats->read_ahead in line with the bytes now in `in`. */
+static void in_sync(air__http_conn *c) {
+  size_t n = c->in.n;
+  if (n > c->in_counted)
+    atomic_fetch_add_explicit(&c->srv->stats->read_ahead, n - c->in_counted,
+                              memory_order_relaxed);
+  else if (n < c->in_counted)
+    atomic_fetch_sub_explicit(&c->srv->stats->read_ahead, c->in_counted - n,
+                              memory_order_relaxed);
+  c->in_counted = n;
+}
+
+/* True while no request may be read: one is handled, or the previous
+ * response drains first. */
+static bool busy(const air__http_conn *c) {
+  return (c->state == AIR__CONN_HANDLING && !c->hung) || c->wait_drain;
+}
+
+/* Bytes `in` may still take: up to max_pending_bytes between requests, up
+ * to AIR__HTTP_BUSY_READ_AHEAD_BYTES while busy. */
+static size_t in_room(const air__http_conn *c) {
+  size_t max = busy(c) ? AIR__HTTP_BUSY_READ_AHEAD_BYTES : c->in.max;
+  if (max > c->in.max) max = c->in.max;
+  return c->in.n < max ? max - c->in.n : 0;
+}
+
+/* The write queue's timeout: write_timeout_ms, or idle_timeout_ms when it
+ * is 0 (the last response of a connection is always bounded). */
+static uint64_t flush_ms(const air__http_conn *c) {
+  uint64_t ms = c->srv->cfg.write_timeout_ms;
+  return ms ? ms : c->srv->cfg.idle_timeout_ms;
+}
 
 /* Adds n body bytes to the shared count unless that would pass the bound.
  * Returns true when they were added. */
@@ -79,6 +126,7 @@ static void conn_free(air__http_conn *c) {
   free(c->req.lazy_head);
   air__http_reader_cleanup(&c->rd);
   air__buf_cleanup(&c->in);
+  in_sync(c);
   air__http_server_conn_freed(s, c);
   free(c);
 }
@@ -110,8 +158,12 @@ static void set_timer(air__http_conn *c, int kind, uint64_t ms) {
   uv_timer_stop(&c->timer);
   c->timer_kind = T_NONE;
   if (kind == T_NONE) return;
-  if (ms == 0 && (kind == T_IDLE || kind == T_REQUEST || kind == T_FLUSH))
+  if (ms == 0 && (kind == T_IDLE || kind == T_REQUEST || kind == T_WRITE))
     return;
+  if (kind == T_WRITE) {
+    c->wq_mark = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    c->wq_added = 0;
+  }
   c->timer_kind = kind;
   uv_timer_start(&c->timer, timer_cb, ms, 0);
 }
@@ -161,7 +213,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   size_t want = AIR__HTTP_READ_BYTES;
   if (c->state == AIR__CONN_READING ||
       (c->state == AIR__CONN_HANDLING && !c->hung)) {
-    size_t room = c->in.max - c->in.n;
+    size_t room = in_room(c);
     if (room < want) want = room;
   }
   buf->base = c->srv->slab;
@@ -202,7 +254,8 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (air__buf_add(&c->in, buf->base, (size_t)nread) != 0) {
       conn_close(c);
     } else {
-      if (c->in.n >= c->in.max) {
+      in_sync(c);
+      if (in_room(c) == 0) {
         uv_read_stop(st);
         c->reading = false;
       }
@@ -215,7 +268,7 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 static void start_reading(air__http_conn *c) {
   if (c->reading || c->eof || c->state == AIR__CONN_CLOSED) return;
-  if (c->state != AIR__CONN_CLOSING && c->in.n >= c->in.max) return;
+  if (c->state != AIR__CONN_CLOSING && !c->hung && in_room(c) == 0) return;
   if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
     c->reading = true;
   else
@@ -244,13 +297,29 @@ static void conn_close_graceful(air__http_conn *c) {
   body_release(c); /* never held here: no request is read any more */
   air__http_reader_drop_body(&c->rd);
   air__buf_cleanup(&c->in);
+  in_sync(c);
   c->in_off = 0;
   start_reading(c);
   if (c->state == AIR__CONN_CLOSED) return;
-  set_timer(c, T_FLUSH, c->srv->cfg.idle_timeout_ms);
+  set_timer(c, T_WRITE, flush_ms(c));
   c->shut.data = c;
   if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, shutdown_cb) != 0)
     conn_close(c);
+}
+
+/* T_WRITE fired: bytes sent since the last check keep the connection for
+ * another period; none while some are queued mean the client reads
+ * nothing, and it is taken as gone. */
+static void write_check(air__http_conn *c) {
+  size_t q = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+  if (q > 0 && c->wq_mark + c->wq_added <= q) {
+    atomic_fetch_add_explicit(&c->srv->stats->write_timeouts, 1,
+                              memory_order_relaxed);
+    conn_gone(c);
+    return;
+  }
+  if (q > 0 || c->state == AIR__CONN_CLOSING)
+    set_timer(c, T_WRITE, flush_ms(c));
 }
 
 static void timer_cb(uv_timer_t *t) {
@@ -260,9 +329,11 @@ static void timer_cb(uv_timer_t *t) {
   c->refs++;
   switch (kind) {
     case T_IDLE:
-    case T_FLUSH:
     case T_LINGER:
       conn_close(c);
+      break;
+    case T_WRITE:
+      write_check(c);
       break;
     case T_REQUEST:
       if (c->state == AIR__CONN_READING) {
@@ -317,7 +388,10 @@ static bool head_admit(air__http_conn *c) {
       return false;
     }
   }
-  if (m->content_length > 0 && !body_charge(c, (size_t)m->content_length)) {
+  size_t reserve = m->content_length < AIR__HTTP_BODY_RESERVE_BYTES
+                       ? (size_t)m->content_length
+                       : AIR__HTTP_BODY_RESERVE_BYTES;
+  if (reserve > 0 && !body_charge(c, reserve)) {
     air__http_write_error(c, 503,
                           "server busy: too many request bodies being read, "
                           "retry later");
@@ -349,6 +423,7 @@ static void compact(air__http_conn *c) {
     b->p[b->n] = '\0';
   }
   c->in_off = 0;
+  in_sync(c);
 }
 
 /*
@@ -402,8 +477,27 @@ static void write_cb(uv_write_t *w, int status);
 typedef struct air__http_wreq {
   uv_write_t w;
   air__http_conn *c;
+  size_t n; /* bytes counted in stats->output_queued */
   char data[];
 } air__http_wreq;
+
+/* Counts n more queued output bytes unless that would pass
+ * max_output_queue_bytes. Returns true when they were counted. */
+static bool output_charge(air__http_conn *c, size_t n) {
+  atomic_size_t *count = &c->srv->stats->output_queued;
+  size_t max = c->srv->cfg.max_output_queue_bytes;
+  if (max == 0) max = SIZE_MAX;
+  size_t cur = atomic_load_explicit(count, memory_order_relaxed);
+  do {
+    if (n > max || cur > max - n) {
+      atomic_fetch_add_explicit(&c->srv->stats->output_refused, 1,
+                                memory_order_relaxed);
+      return false;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(
+      count, &cur, cur + n, memory_order_relaxed, memory_order_relaxed));
+  return true;
+}
 
 static void write_failed(air__http_conn *c) {
   c->gone = true;
@@ -434,8 +528,17 @@ int air__http_conn_write(air__http_conn *c, const uv_buf_t *bufs,
     }
   }
   if (sent == total) return 0;
+  if (!output_charge(c, total - sent)) {
+    /* A streamed write is refused whole; any other, or one partly sent,
+     * cannot be kept: the connection is cut there. */
+    if (capped && sent == 0) return AIR_ETOOBIG;
+    write_failed(c);
+    return AIR_ETOOBIG;
+  }
   air__http_wreq *w = malloc(sizeof(*w) + (total - sent));
   if (w == NULL) {
+    atomic_fetch_sub_explicit(&c->srv->stats->output_queued, total - sent,
+                              memory_order_relaxed);
     write_failed(c);
     return AIR_ENOMEM;
   }
@@ -451,18 +554,26 @@ int air__http_conn_write(air__http_conn *c, const uv_buf_t *bufs,
     skip = 0;
   }
   w->c = c;
+  w->n = at;
   uv_buf_t b = air__http_buf(w->data, at);
   if (uv_write(&w->w, st, &b, 1, write_cb) != 0) {
+    atomic_fetch_sub_explicit(&c->srv->stats->output_queued, at,
+                              memory_order_relaxed);
     free(w);
     write_failed(c);
     return AIR_ECANCELED;
   }
+  c->wq_added += at;
+  if (c->state == AIR__CONN_HANDLING && c->timer_kind == T_NONE)
+    set_timer(c, T_WRITE, flush_ms(c));
   return 0;
 }
 
 static void write_cb(uv_write_t *w, int status) {
   air__http_wreq *wr = (air__http_wreq *)w;
   air__http_conn *c = wr->c;
+  atomic_fetch_sub_explicit(&c->srv->stats->output_queued, wr->n,
+                            memory_order_relaxed);
   free(wr);
   if (status == UV_ECANCELED) return; /* closing */
   c->refs++;
@@ -470,6 +581,8 @@ static void write_cb(uv_write_t *w, int status) {
     conn_gone(c);
   } else if (c->state != AIR__CONN_CLOSED &&
              uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
+    if (c->state == AIR__CONN_HANDLING && c->timer_kind == T_WRITE)
+      set_timer(c, T_NONE, 0);
     if (c->held && !c->gone && c->req.want_drain) {
       c->req.want_drain = false;
       if (c->req.on_drain) c->req.on_drain(c->req.drain_data, &c->req);
@@ -501,9 +614,9 @@ void air__http_conn_finish(air__http_conn *c, int how) {
       c->state = AIR__CONN_READING;
       if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0) {
         /* The next request waits until this response is flushed; a
-         * client that never reads is closed after idle_timeout_ms. */
+         * client that reads nothing is closed (T_WRITE). */
         c->wait_drain = true;
-        set_timer(c, T_IDLE, c->srv->cfg.idle_timeout_ms);
+        set_timer(c, T_WRITE, flush_ms(c));
       } else {
         set_timer(c, T_NEXT, 0);
       }

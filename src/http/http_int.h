@@ -88,6 +88,9 @@ struct air__http_conn {
   bool processing;   /* inside conn_process (no re-entry) */
   bool rejecting;    /* over max_connections: answered 503 */
   size_t charged;    /* body bytes counted in srv->inflight (see conn.c) */
+  size_t in_counted; /* bytes of `in` counted in stats->read_ahead */
+  size_t wq_mark;    /* write queue size at the last progress check */
+  size_t wq_added;   /* bytes queued since that check */
 };
 
 struct air__http_server {
@@ -110,6 +113,8 @@ struct air__http_server {
   void *stopped_data;
   atomic_size_t *inflight; /* cfg.inflight_body, or &own_inflight */
   atomic_size_t own_inflight;
+  air__http_stats *stats; /* cfg.stats, or &own_stats */
+  air__http_stats own_stats;
   char *slab; /* AIR__HTTP_READ_BYTES: every read lands here */
   time_t date_at;
   char date[48]; /* the date header value for date_at */

@@ -251,6 +251,7 @@ void air__http_reader_init(air__http_reader *r, size_t max_header_bytes,
   r->parser.lenient_flags = 0;
   r->parser.data = r;
   r->phase = PH_IDLE;
+  r->fold = 4;
 }
 
 void air__http_reader_cleanup(air__http_reader *r) {
@@ -287,7 +288,7 @@ void air__http_reader_next(air__http_reader *r) {
   r->n_hdrs = 0;
   r->target = r->target_n = 0;
   r->head_bytes = 0;
-  r->fold = 0;
+  r->fold = 4;
   r->trailer_bytes = 0;
   r->in_field = false;
   r->started = false;
@@ -314,11 +315,18 @@ static air__http_event failed(air__http_reader *r, int status,
  * RFC 9112 5.2: a server must reject obs-fold (a header line continued on a
  * line that starts with SP or HTAB). llhttp's strict mode folds it into the
  * value instead, so the head bytes are scanned here, across feeds, up to the
- * empty line that ends the head.
+ * empty line that ends the head. The scan starts at the request line: the
+ * empty lines llhttp skips before it (RFC 9112 2.2) would otherwise look
+ * like that end and hide a fold after them.
  */
 static bool has_obs_fold(air__http_reader *r, const char *p, size_t n) {
   size_t i = 0;
   while (i < n && r->fold != 2) {
+    if (r->fold == 4) {
+      while (i < n && (p[i] == '\r' || p[i] == '\n')) i++;
+      if (i < n) r->fold = 0;
+      continue;
+    }
     if (r->fold == 0) {
       /* Inside a line only its end matters: memchr, not a byte at a time
        * (~2k instructions per request's head: issue 20). */

@@ -84,8 +84,9 @@ typedef struct air__http_reader {
   size_t n_hdrs, cap_hdrs;
   size_t target, target_n; /* offsets of the request-target in head */
   size_t head_bytes;       /* raw bytes of the head read so far */
-  unsigned char fold;      /* obs-fold scan: 0 in a line, 1 after LF,
-                              3 after LF CR, 2 past the head */
+  unsigned char fold;      /* obs-fold scan: 4 before the request line,
+                              0 in a line, 1 after LF, 3 after LF CR,
+                              2 past the head */
   size_t trailer_bytes;    /* bytes of trailer fields read so far */
   int phase;               /* see reader.c */
   bool in_field;           /* inside a header name (pieces are appended) */

@@ -36,6 +36,8 @@ void air__http_config_init(air__http_config *cfg) {
   cfg->linger_ms = AIR__HTTP_DEFAULT_LINGER_MS;
   cfg->shutdown_timeout_ms = AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   cfg->max_inflight_body_bytes = AIR__HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES;
+  cfg->max_output_queue_bytes = AIR__HTTP_DEFAULT_MAX_OUTPUT_QUEUE_BYTES;
+  cfg->write_timeout_ms = AIR__HTTP_DEFAULT_WRITE_TIMEOUT_MS;
 }
 
 /* Copies the host literal, without the brackets of "[::1]", and resolves
@@ -82,6 +84,8 @@ int air__http_server_new(uv_loop_t *loop, const air__http_config *cfg,
   s->cfg.host = s->host;
   atomic_init(&s->own_inflight, 0);
   s->inflight = cfg->inflight_body ? cfg->inflight_body : &s->own_inflight;
+  air__http_stats_init(&s->own_stats);
+  s->stats = cfg->stats ? cfg->stats : &s->own_stats;
   if (s->cfg.max_pending_bytes < AIR__HTTP_READ_BYTES)
     s->cfg.max_pending_bytes = AIR__HTTP_READ_BYTES;
   s->on_request = on_request;
@@ -195,6 +199,16 @@ void air__http_server_set_limits(air__http_server *s,
     s->cfg.request_timeout_ms = cfg->request_timeout_ms;
   if (cfg->max_inflight_body_bytes)
     s->cfg.max_inflight_body_bytes = cfg->max_inflight_body_bytes;
+  if (cfg->max_output_queue_bytes)
+    s->cfg.max_output_queue_bytes = cfg->max_output_queue_bytes;
+  if (cfg->write_timeout_ms) s->cfg.write_timeout_ms = cfg->write_timeout_ms;
+}
+
+void air__http_stats_init(air__http_stats *st) {
+  atomic_init(&st->read_ahead, 0);
+  atomic_init(&st->output_queued, 0);
+  atomic_init(&st->output_refused, 0);
+  atomic_init(&st->write_timeouts, 0);
 }
 
 int air__http_server_port(const air__http_server *s) {

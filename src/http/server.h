@@ -18,18 +18,31 @@
  * before any byte of its body is read or `100 Continue` is sent, the
  * optional head hook (air__http_config.on_head) may answer the request at
  * once (air__http_head_reject: `connection: close`, the body is never
- * read). Then the body is reserved against the process-wide bound on the
+ * read). Then the body is charged against the process-wide bound on the
  * bytes of request bodies being read (max_inflight_body_bytes, one counter
- * shared by every server of the process): a declared Content-Length at the
- * head, a chunked body as it grows; a request that would pass it gets 503
- * with `retry-after: 1` and `connection: close`, its body unread. The bytes
- * are released when the handler finishes the request or the connection
- * closes.
+ * shared by every server of the process) as its bytes arrive: at the head
+ * a declared Content-Length reserves at most AIR__HTTP_BODY_RESERVE_BYTES,
+ * so a client that declares much and sends little holds only what it sent
+ * plus one read. A request that would pass the bound gets 503 with
+ * `retry-after: 1` and `connection: close`, the rest of its body unread.
+ * The bytes are released when the handler finishes the request or the
+ * connection closes.
  *
  * Connections: keep-alive; requests are handled strictly one at a time in
- * order (pipelined requests wait, buffered, until the previous response
- * has ended and been flushed); the socket is read during a response, so a
- * client that goes away is seen at once (air__http_req_on_disconnect).
+ * order (pipelined requests wait until the previous response has ended
+ * and been flushed); the socket is read during a response, so a client
+ * that goes away is seen at once (air__http_req_on_disconnect), but only
+ * AIR__HTTP_BUSY_READ_AHEAD_BYTES of what it sends meanwhile are buffered:
+ * past them the socket is not read until the response is done (a client
+ * that leaves then is seen by the next write that fails, or at the end).
+ *
+ * Output: response bytes libuv cannot send at once are copied and queued;
+ * the queue of one connection is bounded for streamed writes
+ * (max_queued_bytes), and the queues of every server sharing `stats` by
+ * max_output_queue_bytes (a streamed write past it is refused, any other
+ * write past it closes the connection). A connection whose queue makes no
+ * progress for write_timeout_ms (the client reads nothing) is closed; a
+ * held request gets its disconnect callback.
  * Errors found by the server itself are answered with a small JSON body
  * {"error":{"message":"...","type":"invalid_request_error"}} ("server_error"
  * for 5xx) and `connection: close`:
@@ -63,6 +76,10 @@
 #define AIR__HTTP_DEFAULT_REQUEST_TIMEOUT_MS 30000u
 #define AIR__HTTP_DEFAULT_MAX_HEADERS 256u
 #define AIR__HTTP_DEFAULT_MAX_PENDING_BYTES 1048576u /* read ahead */
+#define AIR__HTTP_DEFAULT_WRITE_TIMEOUT_MS \
+  ((uint64_t)AIR__DEFAULT_CLIENT_WRITE_TIMEOUT_MS)
+#define AIR__HTTP_DEFAULT_MAX_OUTPUT_QUEUE_BYTES \
+  ((size_t)AIR__DEFAULT_MAX_OUTPUT_QUEUE_BYTES)
 #define AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES ((size_t)AIR__DEFAULT_MAX_QUEUED_BYTES)
 #define AIR__HTTP_DEFAULT_LINGER_MS 2000u
 #define AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
@@ -71,6 +88,11 @@
 #define AIR__HTTP_MAX_HOST_BYTES 255 /* the listen host literal */
 #define AIR__HTTP_MAX_REJECTING 64   /* excess connections answered 503 */
 #define AIR__HTTP_READ_BYTES 65536   /* one socket read */
+/* Bytes a declared Content-Length reserves at the head: one read. */
+#define AIR__HTTP_BODY_RESERVE_BYTES AIR__HTTP_READ_BYTES
+/* Bytes read ahead of the next request while one is handled or its
+ * response drains (a pipelining client's next request head fits). */
+#define AIR__HTTP_BUSY_READ_AHEAD_BYTES 8192
 #define AIR__HTTP_MAX_RESPONSE_HEAD_BYTES 65536 /* status line + headers */
 
 typedef struct air__http_head air__http_head;
@@ -86,6 +108,22 @@ typedef struct air__http_head air__http_head;
 typedef void (*air__http_head_cb)(void *data, air__http_head *h,
                                   const air__http_request *head);
 
+/*
+ * Counters shared by the servers of a process (each field atomic; any
+ * thread may read them, e.g. for /metrics).
+ */
+typedef struct air__http_stats {
+  atomic_size_t read_ahead;            /* bytes read from clients, not parsed */
+  atomic_size_t output_queued;         /* response bytes copied and queued */
+  atomic_uint_fast64_t output_refused; /* writes refused or connections
+                                          closed over max_output_queue_bytes */
+  atomic_uint_fast64_t write_timeouts; /* connections closed: no output
+                                          progress for write_timeout_ms */
+} air__http_stats;
+
+/* Sets every counter to zero. */
+void air__http_stats_init(air__http_stats *st);
+
 typedef struct air__http_config {
   const char *host; /* IPv4 or IPv6 literal ("::1" or "[::1]"); copied */
   int port;         /* 0: an ephemeral port (see air__http_server_port) */
@@ -95,11 +133,17 @@ typedef struct air__http_config {
   size_t max_header_bytes;      /* request line + header fields, raw bytes */
   size_t max_headers;           /* header fields in one request */
   size_t max_connections;       /* open client connections; more get 503 */
-  size_t max_pending_bytes;     /* bytes read ahead while a request is
-                                   handled (>= AIR__HTTP_READ_BYTES); when
-                                   full the socket is not read until then */
+  size_t max_pending_bytes;     /* bytes read and not yet parsed between
+                                   requests (>= AIR__HTTP_READ_BYTES); while
+                                   a request is handled at most
+                                   AIR__HTTP_BUSY_READ_AHEAD_BYTES */
   size_t max_queued_bytes;      /* unsent response bytes per connection;
                                    a write past it fails with AIR_ETOOBIG */
+  size_t max_output_queue_bytes; /* queued response bytes, summed over
+                                    every server sharing `stats`; 0: no
+                                    bound */
+  uint64_t write_timeout_ms;    /* queued output without progress for
+                                   this long: close (0: idle_timeout_ms) */
   uint64_t idle_timeout_ms;     /* keep-alive connection without a request */
   uint64_t request_timeout_ms;  /* first byte of a request to its end */
   uint64_t linger_ms;           /* after the last response of a connection
@@ -114,6 +158,8 @@ typedef struct air__http_config {
                                      bound */
   atomic_size_t *inflight_body;   /* the shared count (its owner outlives the
                                      servers); NULL: the server's own */
+  air__http_stats *stats;         /* shared counters (their owner outlives
+                                     the servers); NULL: the server's own */
   air__http_head_cb on_head;      /* optional, see air__http_head_cb */
 } air__http_config;
 
@@ -174,7 +220,8 @@ int air__http_server_listen_fd(air__http_server *s, int fd, int *uv_err);
 
 /*
  * Replaces the request limits (max_body_bytes, max_header_bytes,
- * max_headers, max_connections, idle_timeout_ms, request_timeout_ms) by
+ * max_headers, max_connections, idle_timeout_ms, request_timeout_ms,
+ * write_timeout_ms, max_inflight_body_bytes, max_output_queue_bytes) by
  * those of cfg; other fields of cfg are ignored. Connections accepted
  * from now on read and get timed with the new limits; a connection
  * already open keeps its body and head limits, its next timer uses the

@@ -20,7 +20,10 @@ ephemeral ports, and checks, one named test at a time:
   smuggle/*    ambiguous framing -> 400 and close; the next connection works
   upstream/*   a hostile upstream: whole-JSON, endless or huge answers
   limits/*     408 slow requests, 413 bodies, 431 heads, 503 connections,
-               503 for bodies over max_inflight_body_bytes (process-wide)
+               503 for bodies over max_inflight_body_bytes (process-wide),
+               charged as they arrive; bodies on bodiless endpoints refused
+               at the head; a caller that stops reading closed after
+               client_write_timeout_ms (499)
   listen/*     a non-loopback listen needs client keys or --insecure
 
 Standard library only; every socket is a 127.0.0.1 one and every wait is
@@ -1363,6 +1366,23 @@ def t_smuggle():
     check(not bad, "accepted or not closed:\n    " + "\n    ".join(bad))
 
 
+@test("smuggle/obs-fold after leading blank lines -> 400 and close")
+def t_smuggle_fold_after_blank_lines():
+    # llhttp skips empty lines before a request line; the obs-fold scan
+    # must start at the request line, not take "\r\n\r\n" for a head's end.
+    folded = post_head(b"X-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\n{}")
+    healthz = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    for what, data in (("first request", b"\r\n\r\n" + folded + SMUGGLED),
+                       ("three blank lines", b"\r\n\r\n\r\n" + folded + SMUGGLED),
+                       ("second request", healthz + b"\r\n\r\n" + folded + SMUGGLED)):
+        r = send_raw(F.g.port, data, timeout=5, label="fold " + what)
+        statuses = re.findall(rb"HTTP/1\.1 (\d{3})", r.raw)
+        want = [b"400"] if what != "second request" else [b"200", b"400"]
+        check(statuses == want, "%s: statuses %r, expected %r: %r" % (
+            what, statuses, want, short(r.raw, 600)))
+        check(r.eof, "%s: the connection was not closed" % what)
+
+
 @test("smuggle/pipelined requests after a valid one are answered one by one")
 def t_smuggle_pipeline_control():
     # Control: the parser is not simply rejecting everything pipelined.
@@ -1544,6 +1564,183 @@ def t_limits_inflight_bodies():
         check(wait_until(accepted, 10, 0.05), "after A: %r" % statuses[-5:])
     finally:
         g.stop()
+
+
+BUDGET = 64 << 20    # limits.max_inflight_body_bytes of the gateway below
+DECLARED = 32 << 20  # what each trickler declares: two fill the budget
+
+
+def trickler(port, head):
+    """Sends head (with Expect: 100-continue) and one body byte once the head
+    is taken. Returns (socket, the first response head) for the caller to
+    close."""
+    s = connect(port)
+    s.sendall(head)
+    s.settimeout(10)
+    got = b""
+    while b"\r\n\r\n" not in got:
+        d = s.recv(4096)
+        if not d:
+            break
+        got += d
+    if got.startswith(b"HTTP/1.1 100 "):
+        s.sendall(b"{")
+    return s, got
+
+
+@test("limits/trickling bodies cannot hold the body budget they declare")
+def t_limits_trickled_budget():
+    # Two posts declaring 32 MiB each against a 64 MiB budget, sending a
+    # byte: unauthenticated ones to /healthz (no key needed, no body taken)
+    # and authorised ones to a chat path. Neither pair makes an authorised
+    # request fail: a body on /healthz is refused at its head, and a body is
+    # charged as its bytes arrive, not as declared.
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["limits"] = {"max_inflight_body_bytes": BUDGET}
+    g = start_gateway("gw-trickle", cfg, workers=2)
+    held = []
+    try:
+        heads = {
+            "unauthenticated POST /healthz":
+                b"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                b"Content-Length: %d\r\n\r\n" % DECLARED,
+            "authorised POST /v1/chat/completions":
+                post_head(b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+                          % DECLARED),
+        }
+        for what, head in heads.items():
+            firsts = []
+            for i in range(2):
+                s, got = trickler(g.port, head)
+                held.append(s)
+                firsts.append((s, got))
+            for i in range(4):
+                r = request(g.port, "POST", "/v1/chat/completions", bearer(CLIENT_K1),
+                            chat_body("ok"), label="beside tricklers")
+                check(r.status == 200, "%s x2 declaring %d of %d: an authorised "
+                      "request got %r" % (what, DECLARED, BUDGET, r))
+            for i, (s, got) in enumerate(firsts):
+                if what.startswith("unauthenticated"):
+                    check(re.match(rb"HTTP/1\.1 4\d\d ", got) is not None,
+                          "%s %d: expected a 4xx at the head, got %r" % (
+                              what, i, short(got)))
+                    raw, eof = recv_until_close(s, 10)
+                    check(eof, "%s %d: the connection was not closed" % (what, i))
+                else:
+                    check(got.startswith(b"HTTP/1.1 100 "), "%s %d: %r" % (
+                        what, i, short(got)))
+    finally:
+        for s in held:
+            s.close()
+        g.stop()
+
+
+@test("limits/a body on an endpoint that takes none -> refused at the head")
+def t_limits_body_on_bodiless():
+    # /healthz needs no key: a body there is refused before it is read, in
+    # every form; with a key, so are bodies on the GET-only endpoints.
+    for method, path, key, status in (
+            ("POST", "/healthz", None, 405), ("PUT", "/healthz", None, 405),
+            ("GET", "/healthz", None, 400), ("GET", "/v1/models", CLIENT_K1, 400),
+            ("GET", "/metrics", CLIENT_K1, 400), ("POST", "/metrics", CLIENT_K1, 405)):
+        for framing in (b"Content-Length: 1000\r\n", b"Transfer-Encoding: chunked\r\n"):
+            head = (b"%s %s HTTP/1.1\r\nHost: x\r\n" % (method.encode(), path.encode()) +
+                    (b"Authorization: Bearer " + key.encode() + b"\r\n" if key else b"") +
+                    b"Expect: 100-continue\r\n" + framing + b"\r\n")
+            r = send_raw(Limits.g.port, head, timeout=10, label="body on " + path)
+            what = "%s %s with %s" % (method, path, framing.split(b":")[0].decode())
+            check(b"100 Continue" not in r.raw, "%s: 100 Continue sent: %r" % (what, r))
+            assert_closed_error(r, status, what)
+            if status == 405:
+                check(r.header("allow") == "GET, HEAD", "%s: allow %r" % (
+                    what, r.header("allow")))
+    # Without a body they are served as before.
+    check(request(Limits.g.port, "GET", "/healthz", []).status == 200, "GET /healthz")
+    r = request(Limits.g.port, "GET", "/healthz", [], body=b"")
+    check(r.status == 200, "GET /healthz with Content-Length: 0: %r" % r)
+
+
+WRITE_TIMEOUT_MS = 1500  # limits.client_write_timeout_ms of the gateways below
+
+
+def log_entry(g, rid):
+    """The gateway's log line of request rid, or None."""
+    for ln in g.stderr().decode("utf-8", "replace").splitlines():
+        if rid in ln and ln.startswith("{"):
+            try:
+                e = json.loads(ln)
+            except ValueError:
+                continue
+            if e.get("request_id") == rid:
+                return e
+    return None
+
+
+def stalled_reader(chunk_ms):
+    """A stream of many tokens to a caller that reads its head and then
+    nothing: the connection is closed after client_write_timeout_ms of no
+    progress and the request ends as the caller's abort (499), never as the
+    target's timeout.chunk (the transfer is paused by backpressure: the
+    upstream is not silent) and without a continuation."""
+    cfg = main_config(F.mock.port, F.raw.port)
+    cfg["limits"] = {"client_write_timeout_ms": WRITE_TIMEOUT_MS}
+    cfg["routes"].append({"name": "stall", "targets": ["mock/big@tokens=100000"],
+                          "timeouts": {"chunk_ms": chunk_ms}})
+    g = start_gateway("gw-stall-%d" % chunk_ms, cfg, workers=1)
+    s = None
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(10)
+        s.connect((LOCAL, g.port))
+        body = json.dumps(chat_body("stall", stream=True)).encode()
+        rid = "stall-reader-1"
+        s.sendall(post_head(b"x-request-id: %s\r\nContent-Length: %d\r\n\r\n"
+                            % (rid.encode(), len(body))) + body)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            d = s.recv(1024)
+            check(d, "closed before the head: %r" % short(got))
+            got += d
+        check(got.startswith(b"HTTP/1.1 200 "), "head: %r" % short(got))
+        t0 = time.monotonic()  # from here on the caller reads nothing
+        entry = [None]
+
+        def logged():
+            entry[0] = log_entry(g, rid)
+            return entry[0] is not None
+        check(wait_until(logged, 30, 0.05), "no log line for %s within 30 s" % rid)
+        elapsed = time.monotonic() - t0
+        e = entry[0]
+        reasons = [a.get("reason") for a in e.get("attempts", [])]
+        check("timeout.chunk" not in reasons,
+              "an attempt failed with timeout.chunk while the caller did not read: %r"
+              % e)
+        check(not any(a.get("continuation") for a in e.get("attempts", [])),
+              "a continuation started for a caller that did not read: %r" % e)
+        check(e.get("outcome") == "aborted" and e.get("status") == 499,
+              "outcome %r status %r, expected the caller's abort (499): %r" % (
+                  e.get("outcome"), e.get("status"), e))
+        check(WRITE_TIMEOUT_MS / 1000.0 - 0.2 <= elapsed <= WRITE_TIMEOUT_MS / 1000.0 + 8,
+              "ended %.2f s after the caller stopped reading (client_write_timeout_ms "
+              "%d)" % (elapsed, WRITE_TIMEOUT_MS))
+        m = request(g.port, "GET", "/metrics", bearer(CLIENT_K1))
+        check(re.search(rb"^airetry_http_write_timeouts_total [1-9]", m.body, re.M),
+              "airetry_http_write_timeouts_total not counted: %r" % short(m.body, 2000))
+    finally:
+        if s is not None:
+            s.close()
+        g.stop()
+
+
+@test("limits/a caller that stops reading is closed after client_write_timeout_ms (499)")
+def t_limits_stalled_reader():
+    stalled_reader(20000)  # chunk_ms far above the write timeout
+
+
+@test("limits/a caller that stops reading past chunk_ms: aborted, never timeout.chunk")
+def t_limits_stalled_reader_chunk():
+    stalled_reader(500)  # chunk_ms well under the write timeout
 
 
 @test("limits/head over max_header_bytes -> 431 and close")

@@ -76,6 +76,9 @@ typedef struct fixture {
   int heads;              /* head hook calls */
   size_t head_body_n;     /* body bytes the last head hook saw */
   atomic_size_t inflight; /* cfg.inflight_body when a test sets it */
+  air__http_stats stats;  /* cfg.stats (every test) */
+  int fill_rc;            /* /fill: the write that stopped it */
+  size_t fill_written;    /* /fill: bytes written before it */
 } fixture;
 
 static void lock(fixture *f) {
@@ -231,6 +234,22 @@ static void on_request(void *data, air__http_req *req,
     air__http_req_on_disconnect(req, on_disconnect_abort, f);
     f->drain_written = 0;
     drain_more(f, req);
+  } else if (air__http_str_eq(p, "/fill")) {
+    /* Streams 64 KiB blocks until a write fails, then holds. */
+    static const char block[65536] = {0};
+    air__http_req_on_disconnect(req, on_disconnect_abort, f);
+    CHECK_SRV(f, air__http_begin(req, 200, NULL, 0, -1) == 0);
+    int rc = 0;
+    size_t n = 0;
+    while (rc == 0 && n < (64u << 20)) {
+      rc = air__http_write(req, block, sizeof(block));
+      if (rc == 0) n += sizeof(block);
+    }
+    lock(f);
+    f->fill_rc = rc;
+    f->fill_written = n;
+    f->held = true;
+    unlock(f);
   } else if (air__http_str_eq(p, "/big")) {
     char *big = calloc(1, 4u << 20);
     CHECK_SRV(f, air__http_respond(req, 200, NULL, 0, big, 4u << 20) == 0);
@@ -360,7 +379,9 @@ static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   pthread_mutex_init(&f->mu, NULL);
   atomic_init(&f->inflight, 0);
+  air__http_stats_init(&f->stats);
   test_cfg(&f->cfg);
+  f->cfg.stats = &f->stats;
   *state = f;
   return 0;
 }
@@ -933,6 +954,114 @@ static void test_backpressure(void **state) {
   unlock(f);
   get_ok(c, "/hello", "hello");
   hangup(c);
+}
+
+/* Bytes a client pipelines while its request is handled: the server buffers
+ * at most AIR__HTTP_BUSY_READ_AHEAD_BYTES (plus the read that ended the
+ * request) and stops reading; the rest waits in the kernel. */
+static void test_read_ahead_while_busy(void **state) {
+  fixture *f = *state;
+  start(f);
+  client *c = dial(f->port);
+  send_str(c, "GET /hold HTTP/1.1\r\nHost: t\r\n\r\n");
+  WAIT_FOR(f, f->held, 3000);
+  static char junk[1u << 16];
+  memset(junk, 'x', sizeof(junk));
+  size_t sent = 0, peak = 0;
+  int blocked = 0; /* polls in a row where nothing could be sent */
+  uint64_t until = now_ms() + 5000;
+  while (blocked < 40 && sent < (32u << 20) && now_ms() < until) {
+    ssize_t w = send(c->fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w > 0) {
+      sent += (size_t)w;
+      blocked = 0;
+    } else {
+      assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+      blocked++;
+      sleep_ms(5);
+    }
+    size_t ra = atomic_load(&f->stats.read_ahead);
+    if (ra > peak) peak = ra;
+  }
+  assert_true(blocked >= 40);
+  assert_true(sent > AIR__HTTP_BUSY_READ_AHEAD_BYTES + AIR__HTTP_READ_BYTES);
+  assert_true(peak <= AIR__HTTP_BUSY_READ_AHEAD_BYTES + AIR__HTTP_READ_BYTES);
+  /* The socket is not read now, so its close is seen only when the server
+   * stops (teardown): the held request stays with its few KiB. */
+  hangup(c);
+  size_t held_ra = atomic_load(&f->stats.read_ahead);
+
+  /* Reading resumes when the request ends: pipelined requests past the
+   * read-ahead bound are all answered. */
+  c = dial(f->port);
+  static const char one[] = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+  enum { N = 600 }; /* ~20 KiB of heads */
+  send_str(c, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+  for (int i = 0; i < N; i++) send_bytes(c, one, sizeof(one) - 1);
+  resp r;
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.status, 200);
+  resp_free(&r);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(read_resp(c, &r, false), 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_n, 5);
+    resp_free(&r);
+  }
+  hangup(c);
+  WAIT_FOR(f, atomic_load(&f->stats.read_ahead) == held_ra, 3000);
+}
+
+/* A client that reads nothing of a queued response is gone after
+ * write_timeout_ms without progress: closed, the held request told. */
+static void test_write_timeout(void **state) {
+  fixture *f = *state;
+  f->cfg.write_timeout_ms = 300;
+  start(f);
+  client *c = dial_rcvbuf(f->port, 4096);
+  uint64_t t0 = now_ms();
+  send_str(c, "GET /drain HTTP/1.1\r\nHost: t\r\n\r\n");
+  WAIT_FOR(f, f->queued_seen >= 1, 2000);
+  WAIT_FOR(f, f->disconnects == 1, 3000);
+  lock(f);
+  uint64_t at = f->disconnect_at;
+  unlock(f);
+  assert_true(at - t0 >= 300);
+  assert_int_equal(atomic_load(&f->stats.write_timeouts), 1);
+  WAIT_FOR(f, atomic_load(&f->stats.output_queued) == 0, 3000);
+  hangup(c);
+
+  /* A client that reads slowly but steadily is kept. */
+  f->drain_written = 0;
+  c = dial_rcvbuf(f->port, 4096);
+  send_str(c, "GET /drain HTTP/1.1\r\nHost: t\r\n\r\n");
+  WAIT_FOR(f, f->queued_seen >= 2, 2000);
+  resp r;
+  assert_int_equal(read_resp(c, &r, false), 0);
+  assert_int_equal(r.body_n, DRAIN_TOTAL);
+  resp_free(&r);
+  assert_int_equal(atomic_load(&f->stats.write_timeouts), 1);
+  hangup(c);
+}
+
+/* Queued output is bounded for the whole process: a streamed write past
+ * max_output_queue_bytes is refused, nothing of it queued. */
+static void test_output_queue_bound(void **state) {
+  fixture *f = *state;
+  f->cfg.max_output_queue_bytes = 256u << 10;
+  start(f);
+  client *c = dial_rcvbuf(f->port, 4096);
+  send_str(c, "GET /fill HTTP/1.1\r\nHost: t\r\n\r\n");
+  WAIT_FOR(f, f->held, 3000);
+  lock(f);
+  int rc = f->fill_rc;
+  unlock(f);
+  assert_int_equal(rc, AIR_ETOOBIG);
+  assert_true(atomic_load(&f->stats.output_queued) <= (256u << 10));
+  assert_true(atomic_load(&f->stats.output_refused) >= 1);
+  hangup(c);
+  WAIT_FOR(f, f->disconnects == 1, 3000);
+  WAIT_FOR(f, atomic_load(&f->stats.output_queued) == 0, 3000);
 }
 
 static void test_half_close_gets_response(void **state) {
@@ -1611,6 +1740,42 @@ static void test_obs_fold(void **state) {
                    AIR__HTTP_DONE, 0);
 }
 
+/* llhttp skips empty lines before a request line (RFC 9112 2.2): the scan
+ * starts at the request line, so leading CR LF pairs never look like the
+ * empty line that ends a head and hide a fold after them. */
+static void test_obs_fold_after_blank_lines(void **state) {
+  (void)state;
+  check_all_splits("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n",
+                   AIR__HTTP_FAIL, 400);
+  check_all_splits("\r\n\r\n\r\nGET / HTTP/1.1\r\nX-A: 1\r\n\t2\r\n\r\n", AIR__HTTP_FAIL,
+                   400);
+  check_all_splits("\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n", AIR__HTTP_FAIL,
+                   400);
+  check_all_splits("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1 2\r\n\r\n", AIR__HTTP_DONE,
+                   0);
+  /* The second request of a connection: blank lines after the first. */
+  air__http_reader r;
+  air__http_reader_init(&r, 8192, 64, 1024);
+  static const char two[] =
+      "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+      "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n";
+  size_t at = 0, used = 0;
+  air__http_event ev = AIR__HTTP_MORE;
+  for (int i = 0; i < 8 && ev != AIR__HTTP_DONE; i++) {
+    ev = air__http_reader_feed(&r, two + at, sizeof(two) - 1 - at, &used);
+    at += used;
+  }
+  assert_int_equal(ev, AIR__HTTP_DONE);
+  air__http_reader_next(&r);
+  for (int i = 0; i < 8 && ev != AIR__HTTP_FAIL && at < sizeof(two) - 1; i++) {
+    ev = air__http_reader_feed(&r, two + at, sizeof(two) - 1 - at, &used);
+    at += used;
+  }
+  assert_int_equal(ev, AIR__HTTP_FAIL);
+  assert_int_equal(r.status, 400);
+  air__http_reader_cleanup(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_get, setup, teardown),
@@ -1624,6 +1789,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_stream_http10, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lazy_head, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_read_ahead_while_busy, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_write_timeout, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_output_queue_bound, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_half_close_gets_response, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_body_too_large, setup, teardown),
@@ -1649,6 +1819,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_obs_fold),
+      cmocka_unit_test(test_obs_fold_after_blank_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
