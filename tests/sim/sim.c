@@ -23,6 +23,7 @@
 #include "exchange.h"
 #include "loop.h"
 #include "provider.h"
+#include "plain.h"
 #include "responder.h"
 #include "seam.h"
 #include "sim.h"
@@ -62,6 +63,26 @@ typedef struct piece {
   char text[PIECE_TEXT];
 } piece;
 
+/* An upstream field drawn at, just past or far past its named limit
+ * (limits.h): the answer's id, its model, a tool call's id or name, the
+ * finish reason. */
+enum { BF_NONE, BF_ID, BF_MODEL, BF_TOOL_ID, BF_TOOL_NAME, BF_FINISH, BF__N };
+static const char *const bf_names[] = {"none", "id", "model", "tool_id", "tool_name", "finish"};
+
+/* The limits those fields cross: an id, model or tool call id is kept
+ * whole up to AIR__MAX_IDENT_BYTES and replaced past it (the answer still
+ * succeeds); a finish reason or tool name past its limit is malformed. */
+#ifndef AIR__MAX_IDENT_BYTES
+#define AIR__MAX_IDENT_BYTES 4096
+#endif
+#ifndef AIR__MAX_FINISH_REASON_BYTES
+#define AIR__MAX_FINISH_REASON_BYTES 64
+#endif
+#ifndef AIR__MAX_TOOL_NAME_BYTES
+#define AIR__MAX_TOOL_NAME_BYTES 1024
+#endif
+#define BIG_FIELD_MAX 65536      /* the longest drawn (an SSE line holds it) */
+
 typedef struct script {
   int kind;
   int status;                /* AK_HTTP */
@@ -76,6 +97,8 @@ typedef struct script {
   uint32_t end_gap;
   uint32_t split;            /* a seed for splitting events across reads */
   bool reject_prefill;       /* AK_HTTP 400 with Anthropic's prefill wording */
+  int big;                   /* BF_*: one field drawn long */
+  uint32_t big_len;          /* its length in bytes */
 } script;
 
 /* How an upstream answers a request to continue (DESIGN.md 3.5): the
@@ -110,8 +133,43 @@ typedef struct cscript {
   "end with a user message.\"}}"
 
 
+/* What the request is: a chat (the exchange), or one of the endpoints
+ * without a stream (the plain exchange, net/plain.h). */
+enum { RK_CHAT, RK_EMBED, RK_COUNT, RK_RETRIEVE, RK__N };
+static const char *const rk_names[] = {"chat", "embeddings", "count_tokens", "retrieve"};
+
+/* What the caller (the exchange's consumer, as the gateway's request.c is)
+ * does, once: cancel from inside a callback (the client went away: the
+ * gateway's on_disconnect, a failed write, air_client_chat's on_part
+ * returning non-zero), a write that fails at a flush, a reader that stops
+ * (on_event / on_flush return 1) for stop_ms, or a disconnect act_at ms
+ * after the request started, from the loop. */
+enum { CA_NONE, CA_CANCEL, CA_WRITE_FAIL, CA_STOP, CA_DISCONNECT, CA__N };
+static const char *const ca_names[] = {"none", "cancel", "write_fail", "stop", "disconnect"};
+/* The callbacks a caller acts in (its k-th call of it). */
+enum { ON_COMMIT, ON_EVENT, ON_FLUSH, ON_FAILED, ON_CONTINUE, ON_KEEPALIVE, ON_END, ON__N };
+static const char *const on_names[] = {"commit",   "event",     "flush", "failed",
+                                       "continue", "keepalive", "end"};
+/* The gateway's limits.client_write_timeout_ms (its default): a reader
+ * stopped longer is cut by the caller's own side, never by a target's
+ * deadline. */
+#define SIM_CLIENT_WRITE_TIMEOUT_MS 60000u
+/* What the caller does next from the loop (outside every callback). */
+enum { W_NONE, W_RESUME, W_CUT, W_DISCONNECT };
+
 typedef struct sim_req {
   uint32_t at;               /* arrival, virtual ms */
+  int rk;                    /* RK_* */
+  int act;                   /* CA_*: what the caller does */
+  int act_on;                /* ON_*: in which callback */
+  uint32_t act_k;            /* at its k-th call (1-based) */
+  uint32_t act_at;           /* CA_DISCONNECT: ms after the start */
+  uint32_t stop_ms;          /* CA_STOP: how long the reader stays stopped */
+  uint32_t alloc_fail;       /* the N-th allocation of the request path,
+                                counted from this request's start, fails
+                                (0: none) */
+  uint32_t alloc_at;         /* counted from the head of its alloc_at-th
+                                transfer instead (0: from the start) */
   char model[32];            /* route name or provider/model */
   int dialect;               /* the caller's: AIR_DIALECT_OPENAI / _ANTHROPIC */
   bool stream;
@@ -231,6 +289,34 @@ static uint32_t draw_gap(rng *r) {
   }
 }
 
+/* What the generator draws beyond upstream behaviour (sim_set_draws). */
+static unsigned g_draws = SIM_DRAW_ALL;
+
+void sim_set_draws(unsigned mask) { g_draws = mask; }
+
+/* One field at, just past or far past its limit (6 % of the answers that
+ * carry fields). Always drawn, kept only when SIM_DRAW_FIELDS is on, so a
+ * seed draws the same scenario either way. */
+static void draw_big(rng *r, script *s) {
+  static const uint32_t ident[] = {127, 128, 129, 255, 256, 257, 400, AIR__MAX_IDENT_BYTES,
+                                   AIR__MAX_IDENT_BYTES + 1, 4 * AIR__MAX_IDENT_BYTES,
+                                   BIG_FIELD_MAX};
+  static const uint32_t fin[] = {AIR__MAX_FINISH_REASON_BYTES, AIR__MAX_FINISH_REASON_BYTES + 1,
+                                 400, BIG_FIELD_MAX};
+  static const uint32_t name[] = {AIR__MAX_TOOL_NAME_BYTES, AIR__MAX_TOOL_NAME_BYTES + 1,
+                                  4 * AIR__MAX_TOOL_NAME_BYTES, BIG_FIELD_MAX};
+  bool on = chance(r, 6);
+  int f = 1 + (int)upto(r, BF__N - 1);
+  uint32_t k = upto(r, 1000);
+  uint32_t len = f == BF_FINISH      ? fin[k % 4]
+                 : f == BF_TOOL_NAME ? name[k % 4]
+                                     : ident[k % (sizeof(ident) / sizeof(ident[0]))];
+  if (!on || !(g_draws & SIM_DRAW_FIELDS) || (s->kind != AK_STREAM && s->kind != AK_BODY))
+    return;
+  s->big = f;
+  s->big_len = len;
+}
+
 static void draw_script(rng *r, script *s) {
   memset(s, 0, sizeof(*s));
   unsigned k = upto(r, 100);
@@ -323,6 +409,7 @@ static void draw_script(rng *r, script *s) {
   s->end = e < 75 ? END_CLEAN : e < 90 ? END_CUT : END_STALL;
   if (s->kind == AK_BODY && s->end == END_STALL) s->end = END_CLEAN;
   s->end_gap = draw_gap(r);
+  draw_big(r, s);
 }
 
 typedef struct yb {
@@ -445,6 +532,67 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
   }
 }
 
+/*
+ * What the request is and what its caller does (always drawn; kept as the
+ * draw mask says). The endpoints without a stream (7 %): embeddings (an
+ * OpenAI caller), count_tokens (Anthropic), a retrieval from the first
+ * openai_responses provider (none: embeddings). The caller acts in 30 %
+ * of the requests: it cancels inside a callback (12 %), a write fails
+ * (4 %), its reader stops (9 %: up to 2 s, longer than every deadline but
+ * under the write timeout, or past it), or it disconnects from the loop.
+ */
+static void draw_caller(rng *r, const sim_scenario *s, const int *dialects, int n_prov,
+                        sim_req *q) {
+  (void)s;
+  unsigned k = upto(r, 100);
+  int rk = k < 93 ? RK_CHAT : k < 96 ? RK_EMBED : k < 98 ? RK_COUNT : RK_RETRIEVE;
+  unsigned a = upto(r, 100);
+  int act = a < 70 ? CA_NONE : a < 82 ? CA_CANCEL : a < 86 ? CA_WRITE_FAIL : a < 95 ? CA_STOP
+                                                                              : CA_DISCONNECT;
+  static const unsigned ow[ON__N] = {15, 30, 20, 15, 5, 5, 10};
+  unsigned o = upto(r, 100), acc = 0;
+  int on = ON_EVENT;
+  for (int i = 0; i < ON__N; i++) {
+    acc += ow[i];
+    if (o < acc) {
+      on = i;
+      break;
+    }
+  }
+  uint32_t kk = 1 + upto(r, on == ON_EVENT ? 8 : 3);
+  uint32_t at = upto(r, 6000);
+  unsigned sm = upto(r, 100);
+  uint32_t stop = sm < 30   ? upto(r, 2000)
+                  : sm < 70 ? 10000 + upto(r, 40000)
+                            : SIM_CLIENT_WRITE_TIMEOUT_MS + 1 + upto(r, 30000);
+  bool stop_on_event = chance(r, 40);
+  if (g_draws & SIM_DRAW_PLAIN && rk != RK_CHAT) {
+    int resp = -1;
+    for (int i = 0; i < n_prov && resp < 0; i++)
+      if (dialects[i] == AIR_DIALECT_OPENAI_RESPONSES) resp = i;
+    if (rk == RK_RETRIEVE && resp < 0) rk = RK_EMBED;
+    q->rk = rk;
+    q->stream = false;
+    q->include_usage = false;
+    q->dialect = rk == RK_EMBED ? AIR_DIALECT_OPENAI
+                 : rk == RK_COUNT ? AIR_DIALECT_ANTHROPIC
+                                  : AIR_DIALECT_OPENAI_RESPONSES;
+    if (rk == RK_RETRIEVE) snprintf(q->model, sizeof(q->model), "p%d/retrieve", resp);
+    /* no events, flushes or continuations: a cancel on a failure or at
+     * the end, else a disconnect */
+    if (act != CA_NONE && !(act == CA_CANCEL && (on == ON_FAILED || on == ON_END)))
+      act = CA_DISCONNECT;
+  }
+  if (!(g_draws & SIM_DRAW_CONSUMER)) return;
+  q->act = act;
+  q->act_on = act == CA_CANCEL ? on : act == CA_WRITE_FAIL ? ON_FLUSH
+              : act == CA_STOP ? (stop_on_event ? ON_EVENT : ON_FLUSH)
+                               : ON_COMMIT;
+  q->act_k = act == CA_NONE || act == CA_DISCONNECT ? 0 : kk;
+  q->act_at = act == CA_DISCONNECT ? at : 0;
+  q->stop_ms = act == CA_STOP ? stop : 0;
+}
+
 static void draw_request(rng *r, const sim_scenario *s, const int *dialects, int n_prov,
                          uint32_t at, sim_req *q) {
   memset(q, 0, sizeof(*q));
@@ -457,6 +605,7 @@ static void draw_request(rng *r, const sim_scenario *s, const int *dialects, int
   q->dialect = draw_dialect(r);
   q->stream = chance(r, 65);
   q->include_usage = q->dialect == AIR_DIALECT_OPENAI && q->stream && chance(r, 50);
+  draw_caller(r, s, dialects, n_prov, q);
   q->n_att = 1 + (int)upto(r, MAX_ATT);
   for (int i = 0; i < q->n_att; i++) draw_script(r, &q->att[i]);
   /* How continuations answer (used only where the route continues), and
@@ -529,6 +678,19 @@ static sim_scenario *generate(rng *r0, uint64_t seed) {
     if (chance(&r, 50)) at += upto(&r, 4000);  /* else: concurrent with the last */
     draw_request(&r, s, dialects, n_prov, at, &s->req[i]);
   }
+  /* Allocation failure (10 % of the scenarios): the N-th allocation of the
+   * request path counted from one request's start fails. */
+  bool af = chance(&r, 10);
+  int ai = (int)upto(&r, (uint32_t)s->n_req);
+  uint32_t an = chance(&r, 50) ? 1 + upto(&r, 40) : 1 + upto(&r, 600);
+  /* half of them count from a response's head: what reading an answer
+   * allocates (a kept error body, the hold, the aggregate) */
+  uint32_t aat = chance(&r, 50) ? 1 + upto(&r, 3) : 0;
+  if (aat) an = 1 + upto(&r, 12);
+  if (af && (g_draws & SIM_DRAW_ALLOC)) {
+    s->req[ai].alloc_fail = an;
+    s->req[ai].alloc_at = aat;
+  }
   return s;
 }
 
@@ -571,9 +733,17 @@ void sim_write(const sim_scenario *s, FILE *f) {
   }
   for (int i = 0; i < s->n_req; i++) {
     const sim_req *q = &s->req[i];
-    fprintf(f, "request at=%u model=%s dialect=%s stream=%d include_usage=%d\n", q->at,
-            q->model, dialect_name(q->dialect),
-            q->stream, q->include_usage);
+    fprintf(f, "request at=%u model=%s dialect=%s stream=%d include_usage=%d", q->at,
+            q->model, dialect_name(q->dialect), q->stream, q->include_usage);
+    if (q->rk != RK_CHAT) fprintf(f, " kind=%s", rk_names[q->rk]);
+    if (q->act != CA_NONE) fprintf(f, " act=%s", ca_names[q->act]);
+    if (q->act != CA_NONE && q->act != CA_DISCONNECT)
+      fprintf(f, " on=%s k=%u", on_names[q->act_on], q->act_k);
+    if (q->act == CA_DISCONNECT) fprintf(f, " act_at=%u", q->act_at);
+    if (q->act == CA_STOP) fprintf(f, " stop_ms=%u", q->stop_ms);
+    if (q->alloc_fail) fprintf(f, " alloc_fail=%u", q->alloc_fail);
+    if (q->alloc_fail && q->alloc_at) fprintf(f, " alloc_at=%u", q->alloc_at);
+    fputc('\n', f);
     for (int a = 0; a < q->n_att; a++) {
       const script *sc = &q->att[a];
       fprintf(f,
@@ -582,6 +752,8 @@ void sim_write(const sim_scenario *s, FILE *f) {
               ak_names[sc->kind], sc->status, sc->retry_after, sc->head_gap,
               fin_names[sc->finish], sc->usage, sc->done, end_names[sc->end], sc->end_gap,
               sc->split);
+      if (sc->big != BF_NONE)
+        fprintf(f, "    big field=%s len=%u\n", bf_names[sc->big], sc->big_len);
       for (int p = 0; p < sc->n; p++) {
         fprintf(f, "    piece kind=%s gap=%u text=", pk_names[sc->pieces[p].kind],
                 sc->pieces[p].gap);
@@ -705,6 +877,17 @@ sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap) {
                                                         : AIR_DIALECT_OPENAI;
       q->stream = kvn(line, "stream") != 0;
       q->include_usage = kvn(line, "include_usage") != 0;
+      int rk = name_of(rk_names, RK__N, line, "kind");
+      q->rk = rk < 0 ? RK_CHAT : rk;
+      int act = name_of(ca_names, CA__N, line, "act");
+      q->act = act < 0 ? CA_NONE : act;
+      int on = name_of(on_names, ON__N, line, "on");
+      q->act_on = on < 0 ? ON_COMMIT : on;
+      q->act_k = (uint32_t)kvn(line, "k");
+      q->act_at = (uint32_t)kvn(line, "act_at");
+      q->stop_ms = (uint32_t)kvn(line, "stop_ms");
+      q->alloc_fail = (uint32_t)kvn(line, "alloc_fail");
+      q->alloc_at = (uint32_t)kvn(line, "alloc_at");
     } else if (strncmp(line, "attempt ", 8) == 0) {
       if (q == NULL || q->n_att >= MAX_ATT) { bad = "attempt outside a request"; break; }
       sc = &q->att[q->n_att++];
@@ -736,6 +919,11 @@ sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap) {
     } else if (strncmp(line, "tail ", 5) == 0) {
       if (q == NULL) { bad = "tail outside a request"; break; }
       kv(line, "text", q->tail, sizeof(q->tail));
+    } else if (strncmp(line, "big ", 4) == 0) {
+      if (sc == NULL) { bad = "big outside an attempt"; break; }
+      sc->big = name_of(bf_names, BF__N, line, "field");
+      sc->big_len = (uint32_t)kvn(line, "len");
+      if (sc->big < 0 || sc->big_len > BIG_FIELD_MAX) bad = "bad big";
     } else if (strncmp(line, "piece ", 6) == 0) {
       if (sc == NULL || sc->n >= MAX_PIECES) { bad = "piece outside an attempt"; break; }
       piece *p = &sc->pieces[sc->n++];
@@ -774,19 +962,32 @@ static const char *finish_raw(int dialect, int fin) {
   }
 }
 
+/* Field f of script s as a JSON string: normal, or the drawn long value
+ * (letters and digits) when s draws f long. */
+static void put_field(air__buf *b, const script *s, int f, const char *normal) {
+  if (s == NULL || s->big != f) {
+    jstr(b, normal);
+    return;
+  }
+  static const char abc[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  air__buf_putc(b, '"');
+  for (uint32_t i = 0; i < s->big_len; i++) air__buf_putc(b, abc[i % (sizeof(abc) - 1)]);
+  air__buf_putc(b, '"');
+}
+
 /* One event of an OpenAI stream. */
-static void oa_chunk(air__buf *b, const char *delta_json, const char *finish) {
-  air__buf_puts(b, "data: {\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion.chunk\","
-                   "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":");
+static void oa_chunk(air__buf *b, const script *s, const char *delta_json, const char *finish) {
+  air__buf_puts(b, "data: {\"id\":");
+  put_field(b, s, BF_ID, "chatcmpl-sim");
+  air__buf_puts(b, ",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":");
+  put_field(b, s, BF_MODEL, "m");
+  air__buf_puts(b, ",\"choices\":[{\"index\":0,\"delta\":");
   air__buf_puts(b, delta_json);
   air__buf_puts(b, ",\"finish_reason\":");
-  if (finish) {
-    air__buf_putc(b, '"');
-    air__buf_puts(b, finish);
-    air__buf_putc(b, '"');
-  } else {
+  if (finish)
+    put_field(b, s, BF_FINISH, finish);
+  else
     air__buf_puts(b, "null");
-  }
   air__buf_puts(b, "}]}\n\n");
 }
 
@@ -809,8 +1010,8 @@ static void mark(rendered *r, uint32_t gap) {
 static void render_openai(const script *s, rendered *r) {
   air__buf *b = &r->b;
   air__buf tmp;
-  air__buf_init(&tmp, 1u << 16);
-  oa_chunk(b, "{\"role\":\"assistant\",\"content\":\"\"}", NULL);
+  air__buf_init(&tmp, 1u << 20);
+  oa_chunk(b, s, "{\"role\":\"assistant\",\"content\":\"\"}", NULL);
   mark(r, 0);
   bool tool_started = false;
   for (int i = 0; i < s->n; i++) {
@@ -821,19 +1022,23 @@ static void render_openai(const script *s, rendered *r) {
         air__buf_puts(&tmp, "{\"content\":");
         jstr(&tmp, p->text);
         air__buf_putc(&tmp, '}');
-        oa_chunk(b, tmp.p, NULL);
+        oa_chunk(b, s, tmp.p, NULL);
         break;
       case PK_TOOL:
         air__buf_puts(&tmp, "{\"tool_calls\":[{\"index\":0,");
-        if (!tool_started)
-          air__buf_puts(&tmp, "\"id\":\"call_sim\",\"type\":\"function\",\"function\":{\"name\":"
-                              "\"f\",\"arguments\":");
-        else
+        if (!tool_started) {
+          air__buf_puts(&tmp, "\"id\":");
+          put_field(&tmp, s, BF_TOOL_ID, "call_sim");
+          air__buf_puts(&tmp, ",\"type\":\"function\",\"function\":{\"name\":");
+          put_field(&tmp, s, BF_TOOL_NAME, "f");
+          air__buf_puts(&tmp, ",\"arguments\":");
+        } else {
           air__buf_puts(&tmp, "\"function\":{\"arguments\":");
+        }
         tool_started = true;
         jstr(&tmp, p->text);
         air__buf_puts(&tmp, "}}]}");
-        oa_chunk(b, tmp.p, NULL);
+        oa_chunk(b, s, tmp.p, NULL);
         break;
       case PK_GARBAGE:
         air__buf_puts(b, "data: {\"choices\":[{\"delta\":{\"content\":\n\n");
@@ -849,12 +1054,15 @@ static void render_openai(const script *s, rendered *r) {
     mark(r, p->gap);
   }
   if (s->finish != FIN_NONE) {
-    oa_chunk(b, "{}", finish_raw(AIR_DIALECT_OPENAI, s->finish));
+    oa_chunk(b, s, "{}", finish_raw(AIR_DIALECT_OPENAI, s->finish));
     mark(r, 0);
   }
   if (s->usage) {
-    air__buf_puts(b, "data: {\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion.chunk\","
-                     "\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{"
+    air__buf_puts(b, "data: {\"id\":");
+    put_field(b, s, BF_ID, "chatcmpl-sim");
+    air__buf_puts(b, ",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":");
+    put_field(b, s, BF_MODEL, "m");
+    air__buf_puts(b, ",\"choices\":[],\"usage\":{"
                      "\"prompt_tokens\":3,\"completion_tokens\":5,\"total_tokens\":8}}\n\n");
     mark(r, 0);
   }
@@ -876,11 +1084,14 @@ static void an_event(air__buf *b, const char *type, const char *data) {
 static void render_anthropic(const script *s, rendered *r) {
   air__buf *b = &r->b;
   air__buf tmp;
-  air__buf_init(&tmp, 1u << 16);
-  an_event(b, "message_start",
-           "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_sim\",\"type\":\"message\","
-           "\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,"
-           "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}");
+  air__buf_init(&tmp, 1u << 20);
+  air__buf_puts(&tmp, "{\"type\":\"message_start\",\"message\":{\"id\":");
+  put_field(&tmp, s, BF_ID, "msg_sim");
+  air__buf_puts(&tmp, ",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
+  put_field(&tmp, s, BF_MODEL, "m");
+  air__buf_puts(&tmp, ",\"content\":[],\"stop_reason\":null,"
+                      "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}");
+  an_event(b, "message_start", tmp.p);
   mark(r, 0);
   int open = -1, kind = -1, next_block = 0;
   for (int i = 0; i < s->n; i++) {
@@ -898,10 +1109,15 @@ static void render_anthropic(const script *s, rendered *r) {
       air__buf_reset(&tmp);
       air__buf_puts(&tmp, "{\"type\":\"content_block_start\",\"index\":");
       air__buf_putu(&tmp, (unsigned long long)open);
-      air__buf_puts(&tmp, kind == PK_TEXT
-                              ? ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}"
-                              : ",\"content_block\":{\"type\":\"tool_use\",\"id\":"
-                                "\"toolu_sim\",\"name\":\"f\",\"input\":{}}}");
+      if (kind == PK_TEXT) {
+        air__buf_puts(&tmp, ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}");
+      } else {
+        air__buf_puts(&tmp, ",\"content_block\":{\"type\":\"tool_use\",\"id\":");
+        put_field(&tmp, s, BF_TOOL_ID, "toolu_sim");
+        air__buf_puts(&tmp, ",\"name\":");
+        put_field(&tmp, s, BF_TOOL_NAME, "f");
+        air__buf_puts(&tmp, ",\"input\":{}}}");
+      }
       an_event(b, "content_block_start", tmp.p);
     }
     air__buf_reset(&tmp);
@@ -944,9 +1160,7 @@ static void render_anthropic(const script *s, rendered *r) {
     air__buf_puts(&tmp, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":");
     const char *f = finish_raw(AIR_DIALECT_ANTHROPIC, s->finish);
     if (f) {
-      air__buf_putc(&tmp, '"');
-      air__buf_puts(&tmp, f);
-      air__buf_putc(&tmp, '"');
+      put_field(&tmp, s, BF_FINISH, f);
     } else {
       air__buf_puts(&tmp, "null");
     }
@@ -981,10 +1195,13 @@ static void rs_event(air__buf *b, const char *type, const char *rest) {
 static void render_responses(const script *s, rendered *r) {
   air__buf *b = &r->b;
   air__buf tmp;
-  air__buf_init(&tmp, 1u << 16);
-  rs_event(b, "response.created",
-           ",\"response\":{\"id\":\"resp_sim\",\"model\":\"m\",\"status\":"
-           "\"in_progress\",\"output\":[]}");
+  air__buf_init(&tmp, 1u << 20);
+  air__buf_puts(&tmp, ",\"response\":{\"id\":");
+  put_field(&tmp, s, BF_ID, "resp_sim");
+  air__buf_puts(&tmp, ",\"model\":");
+  put_field(&tmp, s, BF_MODEL, "m");
+  air__buf_puts(&tmp, ",\"status\":\"in_progress\",\"output\":[]}");
+  rs_event(b, "response.created", tmp.p);
   mark(r, 0);
   bool tool_started = false;
   for (int i = 0; i < s->n; i++) {
@@ -998,11 +1215,16 @@ static void render_responses(const script *s, rendered *r) {
         rs_event(b, "response.output_text.delta", tmp.p);
         break;
       case PK_TOOL:
-        if (!tool_started)
-          rs_event(b, "response.output_item.added",
-                   ",\"output_index\":1,\"item\":{\"type\":\"function_call\","
-                   "\"id\":\"fc_sim\",\"call_id\":\"call_sim\",\"name\":\"f\","
-                   "\"arguments\":\"\"}");
+        if (!tool_started) {
+          air__buf_puts(&tmp, ",\"output_index\":1,\"item\":{\"type\":\"function_call\","
+                              "\"id\":\"fc_sim\",\"call_id\":");
+          put_field(&tmp, s, BF_TOOL_ID, "call_sim");
+          air__buf_puts(&tmp, ",\"name\":");
+          put_field(&tmp, s, BF_TOOL_NAME, "f");
+          air__buf_puts(&tmp, ",\"arguments\":\"\"}");
+          rs_event(b, "response.output_item.added", tmp.p);
+          air__buf_reset(&tmp);
+        }
         tool_started = true;
         air__buf_puts(&tmp, ",\"item_id\":\"fc_sim\",\"output_index\":1,\"delta\":");
         jstr(&tmp, p->text);
@@ -1021,14 +1243,21 @@ static void render_responses(const script *s, rendered *r) {
     mark(r, p->gap);
   }
   if (s->finish != FIN_NONE) {
-    bool inc = s->finish == FIN_LENGTH || s->finish == FIN_FILTER;
+    /* a long finish reason is an incomplete one's reason */
+    bool inc = s->finish == FIN_LENGTH || s->finish == FIN_FILTER || s->big == BF_FINISH;
     air__buf_reset(&tmp);
-    air__buf_puts(&tmp, ",\"response\":{\"id\":\"resp_sim\",\"model\":\"m\",\"status\":");
+    air__buf_puts(&tmp, ",\"response\":{\"id\":");
+    put_field(&tmp, s, BF_ID, "resp_sim");
+    air__buf_puts(&tmp, ",\"model\":");
+    put_field(&tmp, s, BF_MODEL, "m");
+    air__buf_puts(&tmp, ",\"status\":");
     air__buf_puts(&tmp, inc ? "\"incomplete\",\"incomplete_details\":{\"reason\":"
                             : "\"completed\"");
-    if (inc)
-      air__buf_puts(&tmp, s->finish == FIN_LENGTH ? "\"max_output_tokens\"}"
-                                                  : "\"content_filter\"}");
+    if (inc) {
+      put_field(&tmp, s, BF_FINISH,
+                s->finish == FIN_LENGTH ? "max_output_tokens" : "content_filter");
+      air__buf_putc(&tmp, '}');
+    }
     if (s->usage) air__buf_puts(&tmp, ",\"usage\":{\"input_tokens\":3,\"output_tokens\":5}");
     air__buf_puts(&tmp, "}");
     rs_event(b, inc ? "response.incomplete" : "response.completed", tmp.p);
@@ -1057,14 +1286,19 @@ static void render_body(int dialect, const script *s, rendered *r) {
   }
   const char *f = finish_raw(dialect, s->finish);
   if (dialect == AIR_DIALECT_OPENAI_RESPONSES) {
-    bool inc = s->finish == FIN_LENGTH || s->finish == FIN_FILTER;
-    air__buf_puts(b, "{\"id\":\"resp_sim\",\"object\":\"response\",\"model\":\"m\","
-                     "\"status\":");
+    bool inc = s->finish == FIN_LENGTH || s->finish == FIN_FILTER || s->big == BF_FINISH;
+    air__buf_puts(b, "{\"id\":");
+    put_field(b, s, BF_ID, "resp_sim");
+    air__buf_puts(b, ",\"object\":\"response\",\"model\":");
+    put_field(b, s, BF_MODEL, "m");
+    air__buf_puts(b, ",\"status\":");
     air__buf_puts(b, inc ? "\"incomplete\",\"incomplete_details\":{\"reason\":"
                          : "\"completed\"");
-    if (inc)
-      air__buf_puts(b, s->finish == FIN_LENGTH ? "\"max_output_tokens\"}"
-                                               : "\"content_filter\"}");
+    if (inc) {
+      put_field(b, s, BF_FINISH,
+                s->finish == FIN_LENGTH ? "max_output_tokens" : "content_filter");
+      air__buf_putc(b, '}');
+    }
     air__buf_puts(b, ",\"output\":[");
     if (text[0]) {
       air__buf_puts(b, "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{"
@@ -1074,8 +1308,11 @@ static void render_body(int dialect, const script *s, rendered *r) {
     }
     if (tool) {
       if (text[0]) air__buf_putc(b, ',');
-      air__buf_puts(b, "{\"type\":\"function_call\",\"call_id\":\"call_sim\","
-                       "\"name\":\"f\",\"arguments\":");
+      air__buf_puts(b, "{\"type\":\"function_call\",\"call_id\":");
+      put_field(b, s, BF_TOOL_ID, "call_sim");
+      air__buf_puts(b, ",\"name\":");
+      put_field(b, s, BF_TOOL_NAME, "f");
+      air__buf_puts(b, ",\"arguments\":");
       jstr(b, args);
       air__buf_puts(b, "}");
     }
@@ -1083,26 +1320,35 @@ static void render_body(int dialect, const script *s, rendered *r) {
     if (s->usage) air__buf_puts(b, ",\"usage\":{\"input_tokens\":3,\"output_tokens\":5}");
     air__buf_puts(b, "}");
   } else if (dialect == AIR_DIALECT_OPENAI) {
-    air__buf_puts(b, "{\"id\":\"chatcmpl-sim\",\"object\":\"chat.completion\",\"created\":1,"
-                     "\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+    air__buf_puts(b, "{\"id\":");
+    put_field(b, s, BF_ID, "chatcmpl-sim");
+    air__buf_puts(b, ",\"object\":\"chat.completion\",\"created\":1,\"model\":");
+    put_field(b, s, BF_MODEL, "m");
+    air__buf_puts(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":"
                      "\"assistant\",\"content\":");
     jstr(b, text);
     if (tool) {
-      air__buf_puts(b, ",\"tool_calls\":[{\"id\":\"call_sim\",\"type\":\"function\","
-                       "\"function\":{\"name\":\"f\",\"arguments\":");
+      air__buf_puts(b, ",\"tool_calls\":[{\"id\":");
+      put_field(b, s, BF_TOOL_ID, "call_sim");
+      air__buf_puts(b, ",\"type\":\"function\",\"function\":{\"name\":");
+      put_field(b, s, BF_TOOL_NAME, "f");
+      air__buf_puts(b, ",\"arguments\":");
       jstr(b, args);
       air__buf_puts(b, "}}]");
     }
     air__buf_puts(b, "},\"finish_reason\":");
-    jstr(b, f ? f : "stop");
+    put_field(b, s, BF_FINISH, f ? f : "stop");
     air__buf_puts(b, "}]");
     if (s->usage)
       air__buf_puts(b, ",\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5,"
                        "\"total_tokens\":8}");
     air__buf_puts(b, "}");
   } else {
-    air__buf_puts(b, "{\"id\":\"msg_sim\",\"type\":\"message\",\"role\":\"assistant\","
-                     "\"model\":\"m\",\"content\":[");
+    air__buf_puts(b, "{\"id\":");
+    put_field(b, s, BF_ID, "msg_sim");
+    air__buf_puts(b, ",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
+    put_field(b, s, BF_MODEL, "m");
+    air__buf_puts(b, ",\"content\":[");
     bool first = true;
     if (text[0]) {
       air__buf_puts(b, "{\"type\":\"text\",\"text\":");
@@ -1114,14 +1360,42 @@ static void render_body(int dialect, const script *s, rendered *r) {
       /* input must be an object: the whole args only when they parse as one */
       json_t *j = json_loads(args, 0, NULL);
       if (!first) air__buf_putc(b, ',');
-      air__buf_puts(b, "{\"type\":\"tool_use\",\"id\":\"toolu_sim\",\"name\":\"f\",\"input\":");
+      air__buf_puts(b, "{\"type\":\"tool_use\",\"id\":");
+      put_field(b, s, BF_TOOL_ID, "toolu_sim");
+      air__buf_puts(b, ",\"name\":");
+      put_field(b, s, BF_TOOL_NAME, "f");
+      air__buf_puts(b, ",\"input\":");
       air__buf_puts(b, json_is_object(j) ? args : "{}");
       air__buf_puts(b, "}");
       json_decref(j);
     }
     air__buf_puts(b, "],\"stop_reason\":");
-    jstr(b, f ? f : "end_turn");
+    put_field(b, s, BF_FINISH, f ? f : "end_turn");
     air__buf_puts(b, ",\"usage\":{\"input_tokens\":3,\"output_tokens\":5}}");
+  }
+  mark(r, 0);
+}
+
+/* A 200 body of an endpoint without a stream (the upstream's answer,
+ * passed to the caller unchanged): an embedding list, a token count, a
+ * stored response. */
+static void render_plain(int rk, const script *s, rendered *r) {
+  air__buf *b = &r->b;
+  if (rk == RK_COUNT) {
+    air__buf_puts(b, "{\"input_tokens\":");
+    air__buf_putu(b, 3u + (unsigned)s->n);
+    air__buf_puts(b, "}");
+  } else if (rk == RK_RETRIEVE) {
+    air__buf_puts(b, "{\"id\":");
+    put_field(b, s, BF_ID, "resp_sim");
+    air__buf_puts(b, ",\"object\":\"response\",\"status\":\"completed\",\"model\":");
+    put_field(b, s, BF_MODEL, "m");
+    air__buf_puts(b, ",\"output\":[]}");
+  } else {
+    air__buf_puts(b, "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+                     "\"embedding\":[0.25,-0.5]}],\"model\":");
+    put_field(b, s, BF_MODEL, "m");
+    air__buf_puts(b, ",\"usage\":{\"prompt_tokens\":2,\"total_tokens\":2}}");
   }
   mark(r, 0);
 }
@@ -1129,17 +1403,18 @@ static void render_body(int dialect, const script *s, rendered *r) {
 /* ---- the virtual loop ------------------------------------------------------------------ */
 
 typedef struct world world;
+typedef struct sim_run_req sim_run_req;
 
 struct air__timer {
   world *w;
+  sim_run_req *q;            /* the request whose work made it (allocation
+                                failures are laid to it) */
   air__timer_fn fire, closed;
   void *arg, *closed_arg;
   bool armed, closing;
   uint64_t due, seq;
   air__timer *next;
 };
-
-typedef struct sim_run_req sim_run_req;
 
 typedef struct xfer {
   world *w;
@@ -1165,9 +1440,27 @@ struct sim_run_req {
   route_meta route;          /* the policy's bounds, from the loaded config */
   air__request areq;
   air__exchange *x;
+  air__plain *px;            /* the plain exchange (an endpoint without a
+                                stream) instead of x */
+  air__request stub;         /* what the responder reads of a plain request */
   air__responder rs;
   air__buf got;              /* every byte the caller received */
   bool started, ended, committed;
+  /* The caller (sim_req.act) and what it saw. */
+  bool in_start;             /* inside air__exchange_start_on / plain_start_on */
+  bool acted;                /* its action was taken */
+  bool cancelled;            /* it cancelled before on_end */
+  bool gone;                 /* it went away (the responder's gone) */
+  bool lost;                 /* the responder lost part of the answer */
+  bool alloc_hit;            /* an injected allocation failure hit its work */
+  unsigned calls[ON__N];     /* callbacks so far, by ON_* */
+  bool stopped;              /* its reader is stopped */
+  bool stop_paused;          /* a transfer was paused while it was */
+  uint64_t stop_from, stop_to;  /* from the pause until resume or cut
+                                   (excluded), or until the end (included) */
+  int wake;                  /* W_*: what the caller does next from the loop */
+  uint64_t wake_at, wake_seq;
+  int plain_status;          /* a plain answer's status */
   int ends;
   unsigned commit_attempt;
   char commit_target[64];
@@ -1177,6 +1470,7 @@ struct sim_run_req {
   uint64_t start_ms, end_ms;
   const script *att_script[64];
   bool att_over[64];         /* attempt k+1's transfer ended or was cancelled */
+  bool att_nostart[64];      /* its transfer could not start (no memory) */
   uint64_t att_over_ms[64];  /* when */
   char att_target[64][48];
   int att_dialect[64];
@@ -1219,21 +1513,76 @@ struct world {
   char *why;
   size_t why_cap;
   bool failed;
+  unsigned n_failed;
   bool invalid;  /* the scenario itself is not valid (sim_run returns 2) */
   air__exchange_pools pools; /* as a gateway worker's: a later request
                                 reuses the legs and exchange of an earlier
                                 one (issue 20) */
 };
 
+/* The first violation goes into why; later ones (up to 3 in all) are
+ * appended after "; then: ", so a report shows what followed it. */
 static void fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(world *w, const char *fmt, ...) {
-  if (w->failed) return;
+  if (w->n_failed++ >= 3) return;
+  size_t at = w->failed ? strlen(w->why) : 0;
+  if (w->failed && at + 8 < w->why_cap) {
+    memcpy(w->why + at, "; then: ", 9);
+    at += 8;
+  }
   w->failed = true;
+  if (at >= w->why_cap) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(w->why, w->why_cap, fmt, ap);
+  vsnprintf(w->why + at, w->why_cap - at, fmt, ap);
   va_end(ap);
 }
+
+/* ---- allocation failure ------------------------------------------------------------
+ *
+ * The sim executable is linked with -Wl,--wrap=malloc,calloc,realloc,strdup,
+ * strndup (tests/sim/sim_alloc.c), and the loop's timer_new and the
+ * transport's start allocate with them too: the project's allocations on
+ * the request path all pass sim_alloc_fails. jansson's own do not (routed
+ * with json_set_alloc_funcs, a failing one crashes libjansson 2.14 inside
+ * json_loadb's lexer: a SEGV, not a NULL). It fails one, the N-th counted from the start of the
+ * request that drew alloc_fail N, and only while the request path runs
+ * (armed): the simulator's own work never fails. The request whose work
+ * was running takes the failure (alloc_hit).
+ */
+static struct {
+  bool armed;
+  uint32_t countdown;        /* 0: none */
+  sim_run_req *cur;
+  unsigned long long hits;   /* failures injected (sim_stats) */
+} g_alloc;
+
+bool sim_alloc_fails(void) {
+  if (!g_alloc.armed || g_alloc.countdown == 0 || --g_alloc.countdown > 0) return false;
+  if (g_alloc.cur != NULL) g_alloc.cur->alloc_hit = true;
+  g_alloc.hits++;
+  return true;
+}
+
+/* Arms (the request path runs) or disarms (the simulator's own work);
+ * returns what it was. */
+static unsigned long long st_plain, st_plain_ok, st_acts, st_big;
+
+static bool arm(bool on) {
+  bool was = g_alloc.armed;
+  g_alloc.armed = on;
+  return was;
+}
+
+/* stmt runs the request path (from inside one of the simulator's
+ * callbacks). */
+#define SUT(stmt)              \
+  do {                         \
+    bool sut_was_ = arm(true); \
+    stmt;                      \
+    arm(sut_was_);             \
+  } while (0)
+
 
 static uint64_t clk_now(void *d) { return ((world *)d)->now; }
 static uint64_t clk_wall(void *d) { return 1700000000000ull + ((world *)d)->now; }
@@ -1243,11 +1592,13 @@ static int clk_sleep(void *d, uint64_t ms, air_cancel *c) {
   return 0;
 }
 
+/* Its calloc stands for the libuv loop's (armed: it may fail). */
 static air__timer *t_new(void *impl, air__timer_fn fire, void *arg) {
   world *w = impl;
   air__timer *t = calloc(1, sizeof(*t));
   if (t == NULL) return NULL;
   t->w = w;
+  t->q = g_alloc.cur;
   t->fire = fire;
   t->arg = arg;
   t->next = w->timers;
@@ -1507,11 +1858,45 @@ static const script *continuation_script(sim_run_req *q, int k, const char *body
   return s;
 }
 
+static void render_plain(int rk, const script *s, rendered *r);
+static int x_start_on(sim_run_req *q, xfer *x, const air__xfer_req *r, const air__xfer_cb *cb,
+                      void **out);
+
+/* "http://pN.sim..." and the body's "model": the target. */
+static void target_of(const air__xfer_req *r, char *target, size_t cap) {
+  snprintf(target, cap, "?");
+  const char *m = r->body ? strstr(r->body, "\"model\":\"") : NULL;
+  if (m && strlen(r->url) > 8)
+    snprintf(target, cap, "%.*s/%.*s", (int)strcspn(r->url + 7, "."), r->url + 7,
+             (int)strcspn(m + 9, "\""), m + 9);
+  if (r->get && strlen(r->url) > 8) /* a retrieval: "pN/retrieve" */
+    snprintf(target, cap, "%.*s/retrieve", (int)strcspn(r->url + 7, "."), r->url + 7);
+}
+
+/* Its calloc stands for the transport's (armed: it may fail); the rest is
+ * the simulator's. */
 static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, void **out) {
   sim_run_req *q = impl;
-  world *w = q->w;
   xfer *x = calloc(1, sizeof(*x));
-  if (x == NULL) return AIR_ENOMEM;
+  if (x == NULL) { /* the attempt has its number, and no transfer */
+    int k = q->xfers++;
+    if (k < 64) {
+      q->att_over[k] = true;
+      q->att_over_ms[k] = q->w->now;
+      q->att_nostart[k] = true;
+      target_of(r, q->att_target[k], sizeof(q->att_target[k]));
+    }
+    return AIR_ENOMEM;
+  }
+  bool was = arm(false);
+  int rc = x_start_on(q, x, r, cb, out);
+  arm(was);
+  return rc;
+}
+
+static int x_start_on(sim_run_req *q, xfer *x, const air__xfer_req *r, const air__xfer_cb *cb,
+                      void **out) {
+  world *w = q->w;
   x->w = w;
   x->q = q;
   x->cb = *cb;
@@ -1526,11 +1911,8 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
                 : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
                                                 : AIR_DIALECT_OPENAI;
   /* "http://pN.sim..." and the body's "model": the target */
-  char target[48] = "?";
-  const char *m = r->body ? strstr(r->body, "\"model\":\"") : NULL;
-  if (m && strlen(r->url) > 8)
-    snprintf(target, sizeof(target), "%.*s/%.*s", (int)strcspn(r->url + 7, "."), r->url + 7,
-             (int)strcspn(m + 9, "\""), m + 9);
+  char target[48];
+  target_of(r, target, sizeof(target));
   if (k < 64) {
     q->att_script[k] = x->sc;
     x->k = k;
@@ -1547,20 +1929,32 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   const air__route *hr = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
   for (int j = 0; hr && hr->policy.hedge.enabled && j < k && j < 64 && !retry; j++)
     retry = strcmp(q->att_target[j], target) == 0;
+  /* A read-only breaker (count_tokens, a retrieval: plain.h) passes over
+   * every target that is not closed. */
+  bool ro = q->q->rk == RK_COUNT || q->q->rk == RK_RETRIEVE;
+  air_breaker_mode mode = air_state_breaker(w->state, target, w->now);
   if (!retry && !q->committed &&
-      air_state_breaker(w->state, target, w->now) == AIR_BREAKER_OPEN) {
+      (mode == AIR_BREAKER_OPEN || (ro && mode != AIR_BREAKER_CLOSED))) {
     const air__route *rt = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
     for (size_t t = 0; rt && t < rt->n_targets; t++) {
       const char *name = rt->targets[t].name;
       bool tried = strcmp(name, target) == 0;
       for (int j = 0; j < k && j < 64 && !tried; j++) tried = strcmp(q->att_target[j], name) == 0;
-      if (!tried && air_state_breaker(w->state, name, w->now) != AIR_BREAKER_OPEN)
+      /* a plain request skips a target of another dialect: never sent */
+      size_t pv = rt->targets[t].provider;
+      if (q->q->rk != RK_CHAT && pv < w->cfg->n_providers &&
+          (int)w->cfg->providers[pv].api != q->q->dialect)
+        tried = true;
+      air_breaker_mode other = air_state_breaker(w->state, name, w->now);
+      if (!tried && (ro ? other == AIR_BREAKER_CLOSED : other != AIR_BREAKER_OPEN))
         fail(w, "request %d: attempt %d started on %s while its breaker is open and %s's is not",
              q->idx, k + 1, target, name);
     }
   }
   air__buf_init(&x->out.b, 4u << 20);
-  if (x->sc->kind == AK_STREAM) {
+  if (x->sc->kind == AK_BODY && q->q->rk != RK_CHAT) {
+    render_plain(q->q->rk, x->sc, &x->out);
+  } else if (x->sc->kind == AK_STREAM) {
     if (x->dialect == AIR_DIALECT_OPENAI) render_openai(x->sc, &x->out);
     else if (x->dialect == AIR_DIALECT_OPENAI_RESPONSES) render_responses(x->sc, &x->out);
     else render_anthropic(x->sc, &x->out);
@@ -1577,6 +1971,7 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
     mark(&x->out, 0);
   }
   x->split.s = x->sc->split;
+  if (x->sc->big != BF_NONE) st_big++;
   schedule(x, x->sc->head_gap);
   x->next = w->xfers;
   w->xfers = x;
@@ -1587,6 +1982,7 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
 static void x_cancel(void *impl, void *p) {
   (void)impl;
   xfer *x = p;
+  if (x->dead) fail(x->w, "request %d: a transfer cancelled after it ended", x->q->idx);
   if (x->k < 64 && !x->dead) {
     x->q->att_over[x->k] = true;
     x->q->att_over_ms[x->k] = x->w->now;
@@ -1596,7 +1992,13 @@ static void x_cancel(void *impl, void *p) {
 
 static void x_pause(void *impl, void *p) {
   (void)impl;
-  ((xfer *)p)->paused = true;
+  xfer *x = p;
+  x->paused = true;
+  sim_run_req *q = x->q;
+  if (q->stopped && !q->stop_paused) { /* the stop's window opens */
+    q->stop_paused = true;
+    q->stop_from = x->w->now;
+  }
 }
 
 static void x_resume(void *impl, void *p) {
@@ -1647,6 +2049,8 @@ static void x_step(xfer *x) {
     }
     x->phase = 1;
     schedule(x, x->out.n > 0 ? x->out.gaps[0] : s->end_gap);
+    if (x->q->q->alloc_fail && x->k + 1 == (int)x->q->q->alloc_at)
+      g_alloc.countdown = x->q->q->alloc_fail;
     x->cb.on_head(x->cb.data, s->status, h, nh);
     return;
   }
@@ -1864,9 +2268,74 @@ static bool is_prefix(const air__buf *p, const air__buf *of) {
 
 /* ---- the request's callbacks ---------------------------------------------------------- */
 
-static void q_commit(void *data, const air__commit_info *ci) {
-  sim_run_req *q = data;
+/*
+ * The caller's side (DESIGN.md 9, docs/testing.md): every callback first
+ * checks that it may run at all: never after on_end, never after the
+ * caller's cancel (then only on_end may follow). Each runs as the
+ * simulator (disarmed); what it calls of the request path (the responder,
+ * the exchange) runs armed.
+ */
+static bool may_run(sim_run_req *q, const char *cb) {
+  if (q->ended) {
+    fail(q->w, "request %d: %s after on_end", q->idx, cb);
+    return false;
+  }
+  if (q->cancelled) {
+    fail(q->w, "request %d: %s after the caller's air__exchange_cancel", q->idx, cb);
+    return false;
+  }
+  return true;
+}
+
+/* Whether the caller acts now: this is its k-th call of callback on. */
+static bool act_now(sim_run_req *q, int on) {
+  q->calls[on]++;
+  const sim_req *r = q->q;
+  if (q->acted || r->act == CA_NONE || r->act == CA_DISCONNECT || r->act_on != on ||
+      q->calls[on] != r->act_k)
+    return false;
+  q->acted = true;
+  st_acts++;
+  return true;
+}
+
+/* The caller cancels (gone: its client went away, as the gateway's
+ * on_disconnect and failed writes do; else the responder lost part of the
+ * answer). From then on only on_end may reach it, with rc AIR_ECANCELED. */
+static void cancel_by_caller(sim_run_req *q, bool gone) {
+  if (q->ended || q->cancelled) return;
+  q->cancelled = true;
+  if (gone) q->gone = q->rs.gone = true;
+  if (q->px != NULL) SUT(air__plain_cancel(q->px));
+  else if (q->x != NULL) SUT(air__exchange_cancel(q->x));
+}
+
+/* The reader stops (on_event / on_flush return 1): it resumes after
+ * stop_ms, or its own write timeout cuts it first (the caller cancels). */
+static void stop_reader(sim_run_req *q) {
+  q->stopped = true;
+  q->wake = q->q->stop_ms < SIM_CLIENT_WRITE_TIMEOUT_MS ? W_RESUME : W_CUT;
+  q->wake_at = q->w->now + (q->wake == W_RESUME ? q->q->stop_ms : SIM_CLIENT_WRITE_TIMEOUT_MS);
+  q->wake_seq = ++q->w->seq;
+}
+
+/* The responder's bytes go to the caller (the simulator's own move). */
+static void move_out(sim_run_req *q) {
+  if (q->rs.out.n && !q->gone && air__buf_add(&q->got, q->rs.out.p, q->rs.out.n) != 0)
+    fail(q->w, "request %d: output over the simulator's limit", q->idx);
+  air__buf_reset(&q->rs.out);
+}
+
+/* The responder lost part of the answer: the caller cancels, as the
+ * gateway does. */
+static void lost(sim_run_req *q) {
+  q->lost = true;
+  cancel_by_caller(q, false);
+}
+
+static void q_commit_(sim_run_req *q, const air__commit_info *ci) {
   world *w = q->w;
+  if (!may_run(q, "on_commit")) return;
   if (q->committed) fail(w, "request %d: committed twice", q->idx);
   q->committed = true;
   if (ci->target == NULL || ci->attempts == 0) {
@@ -1876,33 +2345,95 @@ static void q_commit(void *data, const air__commit_info *ci) {
     q->commit_attempt = ci->attempts;
     snprintf(q->commit_target, sizeof(q->commit_target), "%s", ci->target);
   }
-  if (air__responder_commit(&q->rs, ci, 1) == 1) {
+  int rc;
+  SUT(rc = air__responder_commit(&q->rs, ci, 1));
+  if (rc == 1) {
     for (size_t i = 0; i < q->rs.n_head; i++)
       if (strcmp(q->rs.head[i].name, "x-airetry-target") == 0)
         snprintf(q->head_target, sizeof(q->head_target), "%s", q->rs.head[i].value);
   }
+  if (act_now(q, ON_COMMIT)) cancel_by_caller(q, true);
 }
 
-static int q_event(void *data, const air__gate_event *ev) {
-  sim_run_req *q = data;
+static void q_commit(void *data, const air__commit_info *ci) {
+  bool was = arm(false);
+  q_commit_(data, ci);
+  arm(was);
+}
+
+static int q_event_(sim_run_req *q, const air__gate_event *ev) {
+  if (!may_run(q, "on_event")) return 0;
   for (size_t i = 0; i < ev->n_parts; i++)
     if (ev->parts[i].kind == AIR_PART_TEXT)
       keep(air__buf_add(&q->released, ev->parts[i].text, ev->parts[i].text_len));
-  if (air__responder_event(&q->rs, ev) == 1)
-    fail(q->w, "request %d: the responder lost part of the answer", q->idx);
+  int rc;
+  SUT(rc = air__responder_event(&q->rs, ev));
+  if (rc == 1) {
+    lost(q);
+    return 0;
+  }
+  if (act_now(q, ON_EVENT)) {
+    if (q->q->act == CA_STOP) {
+      stop_reader(q);
+      return 1;
+    }
+    cancel_by_caller(q, true);
+  }
   return 0;
+}
+
+static int q_event(void *data, const air__gate_event *ev) {
+  bool was = arm(false);
+  int rc = q_event_(data, ev);
+  arm(was);
+  return rc;
+}
+
+static int q_flush_(sim_run_req *q) {
+  if (!may_run(q, "on_flush")) return 0;
+  if (act_now(q, ON_FLUSH)) {
+    if (q->q->act == CA_WRITE_FAIL) { /* the bytes cannot be written */
+      air__buf_reset(&q->rs.out);
+      cancel_by_caller(q, true);
+      return 0;
+    }
+    if (q->q->act == CA_STOP) {
+      move_out(q);
+      stop_reader(q);
+      return 1;
+    }
+    cancel_by_caller(q, true);
+    return 0;
+  }
+  move_out(q);
+  return q->stopped ? 1 : 0;
 }
 
 static int q_flush(void *data) {
-  sim_run_req *q = data;
-  if (q->rs.out.n && air__buf_add(&q->got, q->rs.out.p, q->rs.out.n) != 0)
-    fail(q->w, "request %d: output over the simulator's limit", q->idx);
-  air__buf_reset(&q->rs.out);
-  return 0;
+  bool was = arm(false);
+  int rc = q_flush_(data);
+  arm(was);
+  return rc;
 }
 
-static void q_continue(void *data, const air__continue_info *ci) {
+static void q_failed(void *data, const air_attempt *a) {
   sim_run_req *q = data;
+  bool was = arm(false);
+  /* An attempt that failed before its transfer started (its request could
+   * not be built for want of memory) has its number, no transfer. */
+  while (!a->skipped && a->n > (unsigned)q->xfers && q->xfers < 64) {
+    int k = q->xfers++;
+    q->att_over[k] = true;
+    q->att_over_ms[k] = q->w->now;
+    q->att_nostart[k] = true;
+    snprintf(q->att_target[k], sizeof(q->att_target[k]), "%s", a->target ? a->target : "?");
+  }
+  if (may_run(q, "on_failed") && act_now(q, ON_FAILED)) cancel_by_caller(q, true);
+  arm(was);
+}
+
+static void q_continue_(sim_run_req *q, const air__continue_info *ci) {
+  if (!may_run(q, "on_continue")) return;
   int k = (int)ci->attempt - 1;
   if (k < 0 || k >= q->xfers || k >= 64 || q->att_cont[k] == 0)
     fail(q->w, "request %d: attempt %u joined, but it was no continuation", q->idx,
@@ -1918,40 +2449,64 @@ static void q_continue(void *data, const air__continue_info *ci) {
   q->joined = ci->attempt;
   q->n_joined++;
   if (k >= 0 && k < 64) q->att_joined[k] = true;
-  if (air__responder_continue(&q->rs, ci) == 1)
-    fail(q->w, "request %d: the responder lost part of the answer at the seam", q->idx);
+  int rc;
+  SUT(rc = air__responder_continue(&q->rs, ci));
+  if (rc == 1) {
+    lost(q);
+    return;
+  }
+  if (act_now(q, ON_CONTINUE)) cancel_by_caller(q, true);
 }
 
-static void q_keepalive(void *data) {
-  sim_run_req *q = data;
+static void q_continue(void *data, const air__continue_info *ci) {
+  bool was = arm(false);
+  q_continue_(data, ci);
+  arm(was);
+}
+
+static void q_keepalive_(sim_run_req *q) {
+  if (!may_run(q, "on_keepalive")) return;
   if (!q->committed) fail(q->w, "request %d: a keep-alive before commit", q->idx);
   if (q->n_ka < 16) q->ka[q->n_ka] = q->w->now;
   q->n_ka++;
-  air__responder_keepalive(&q->rs);
-  q_flush(q);
+  SUT(air__responder_keepalive(&q->rs));
+  if (q->rs.lost) {
+    lost(q);
+    return;
+  }
+  move_out(q);
+  if (act_now(q, ON_KEEPALIVE)) cancel_by_caller(q, true);
+}
+
+static void q_keepalive(void *data) {
+  bool was = arm(false);
+  q_keepalive_(data);
+  arm(was);
 }
 
 static void check_request(sim_run_req *q);
+static void check_plain(sim_run_req *q);
 
-static void q_end(void *data, const air__exchange_result *res) {
-  sim_run_req *q = data;
+/* What every end checks and keeps: once, never inside the start, rc
+ * AIR_ECANCELED after the caller's cancel; the result's scalars and log. */
+static bool end_begin(sim_run_req *q, const air__exchange_result *res) {
   world *w = q->w;
   q->ends++;
   if (q->ended) {
     fail(w, "request %d: on_end fired twice", q->idx);
-    return;
+    return false;
   }
   q->ended = true;
   q->end_ms = w->now;
-  q_flush(q);
-  air__responder_end(&q->rs, res, 1);
-  q->end_kind = q->rs.end;
-  if (q->rs.end == AIR__RESP_WHOLE) {
-    for (size_t i = 0; i < q->rs.n_head; i++)
-      if (strcmp(q->rs.head[i].name, "x-airetry-target") == 0)
-        snprintf(q->head_target, sizeof(q->head_target), "%s", q->rs.head[i].value);
+  if (q->in_start)
+    fail(w, "request %d: on_end inside the call that started it (rc %d)", q->idx, res->rc);
+  if (q->cancelled && res->rc != AIR_ECANCELED)
+    fail(w, "request %d: cancelled by its caller, it ended with rc %d (%s), not AIR_ECANCELED",
+         q->idx, res->rc, res->rc == 0 ? "a success" : air_strerror(res->rc));
+  if (q->stopped) { /* stopped until the end: the end is inside */
+    q->stop_to = w->now + 1;
+    q->stopped = false;
   }
-  if (q->rs.end != AIR__RESP_ABORT) q_flush(q);
   q->res = *res;
   q->n_log = res->n_log < 64 ? res->n_log : 64;
   for (size_t i = 0; i < q->n_log; i++) {
@@ -1963,9 +2518,63 @@ static void q_end(void *data, const air__exchange_result *res) {
   q->res.message = NULL;
   q->res.target = NULL;
   q->res.answered = NULL;
+  return true;
+}
+
+static void q_end_(sim_run_req *q, const air__exchange_result *res) {
+  if (!end_begin(q, res)) return;
+  /* A cancel inside on_end changes nothing (drawn: act on=end). */
+  if (q->q->act == CA_CANCEL && act_now(q, ON_END)) SUT(air__exchange_cancel(q->x));
+  move_out(q);
+  SUT(air__responder_end(&q->rs, res, 1));
+  q->end_kind = q->rs.end;
+  if (q->rs.end == AIR__RESP_WHOLE) {
+    for (size_t i = 0; i < q->rs.n_head; i++)
+      if (strcmp(q->rs.head[i].name, "x-airetry-target") == 0)
+        snprintf(q->head_target, sizeof(q->head_target), "%s", q->rs.head[i].value);
+  }
+  if (q->rs.end != AIR__RESP_ABORT) move_out(q);
   check_request(q);
-  air__exchange_free(q->x);
+  SUT(air__exchange_free(q->x));
   q->x = NULL;
+}
+
+static void q_end(void *data, const air__exchange_result *res) {
+  bool was = arm(false);
+  q_end_(data, res);
+  arm(was);
+}
+
+/* The plain exchange's end, answered as the gateway's plain_ep.c does: a
+ * cut when the caller went or cancelled, the upstream's status and body
+ * unchanged on a success, else the responder's error body. */
+static void p_end_(sim_run_req *q, const air__plain_result *res) {
+  if (!end_begin(q, &res->x)) return;
+  if (q->q->act == CA_CANCEL && act_now(q, ON_END)) SUT(air__plain_cancel(q->px));
+  if (q->gone || res->x.rc == AIR_ECANCELED) {
+    q->end_kind = AIR__RESP_ABORT;
+  } else if (res->x.rc == 0) {
+    q->end_kind = AIR__RESP_WHOLE;
+    q->plain_status = res->status;
+    if (air__buf_add(&q->got, res->body ? res->body : "", res->body_len) != 0)
+      fail(q->w, "request %d: output over the simulator's limit", q->idx);
+    snprintf(q->head_target, sizeof(q->head_target), "%s",
+             res->x.answered ? res->x.answered : "");
+  } else {
+    SUT(air__responder_end(&q->rs, &res->x, 1));
+    q->end_kind = q->rs.end;
+    q->plain_status = q->rs.status;
+    move_out(q);
+  }
+  check_plain(q);
+  SUT(air__plain_free(q->px));
+  q->px = NULL;
+}
+
+static void p_end(void *data, const air__plain_result *res) {
+  bool was = arm(false);
+  p_end_(data, res);
+  arm(was);
 }
 
 /* ---- the invariants --------------------------------------------------------------------- */
@@ -1982,6 +2591,10 @@ void sim_stats(FILE *f) {
           "keep-alives)\n",
           st_req, st_stream_ok, st_stream_err, st_whole_ok, st_whole_err, st_committed,
           st_attempts, st_hedges, st_lost, st_conts, st_joined, st_rejected, st_ka);
+  fprintf(f,
+          "sim: %llu plain requests (%llu answered); %llu caller actions taken; %llu long "
+          "fields sent; %llu allocations failed\n",
+          st_plain, st_plain_ok, st_acts, st_big, g_alloc.hits);
 }
 
 static bool same_text(const air__buf *a, const air__buf *b) {
@@ -2030,10 +2643,45 @@ static void check_joined(sim_run_req *q, const decoded *d, int k, bool success) 
   }
 }
 
-static void check_request(sim_run_req *q) {
+/*
+ * What every request is checked for whatever its exchange: the attempts
+ * (counted, bounded, timed), the caller's stop (while its reader is
+ * stopped and the transfer paused, no attempt fails and none starts: the
+ * stop is the caller's, never a target's timeout nor a reason to
+ * continue), and that the responder lost nothing (only an allocation
+ * failure may lose part of an answer).
+ */
+static void check_attempts(sim_run_req *q) {
   world *w = q->w;
   int i = q->idx;
   const air__exchange_result *res = &q->res;
+  if (getenv("SIM_LOG") != NULL) {
+    fprintf(stderr, "request %d: rc %d, stop %s %" PRIu64 "-%" PRIu64 " ms\n", i, res->rc,
+            q->stop_paused ? "paused" : "-", q->stop_from, q->stop_to);
+    for (size_t k = 0; k < q->n_log; k++)
+      fprintf(stderr, "  attempt %u %s: %s at %" PRIu64 " +%" PRIu64 " ms%s\n", q->log[k].n,
+              q->log[k].target, air_reason_name(q->log[k].reason), q->log[k].start_ms,
+              q->log[k].ms, q->log[k].continuation ? " (continuation)" : "");
+  }
+  if (q->rs.lost && !q->alloc_hit)
+    fail(w, "request %d: the responder lost part of the answer (outcome %s)", i, q->rs.outcome);
+  if (q->stop_paused) {
+    uint64_t from = q->stop_from, to = q->stop_to ? q->stop_to : q->end_ms;
+    for (size_t k = 0; k < q->n_log; k++) {
+      const air_attempt *e = &q->log[k];
+      uint64_t at = e->start_ms + e->ms;
+      if (e->skipped) continue;
+      if (e->reason != AIR_REASON_NONE && e->reason != AIR_REASON_ABORTED && at > from &&
+          at < to)
+        fail(w, "request %d: attempt %u failed (%s) at %" PRIu64 " ms while the caller's reader "
+                "was stopped (%" PRIu64 "-%" PRIu64 " ms)",
+             i, e->n, air_reason_name(e->reason), at, from, to);
+      if (e->start_ms > from && e->start_ms < to)
+        fail(w, "request %d: attempt %u%s started at %" PRIu64 " ms while the caller's reader "
+                "was stopped (%" PRIu64 "-%" PRIu64 " ms)",
+             i, e->n, e->continuation ? " (a continuation)" : "", e->start_ms, from, to);
+    }
+  }
   /* attempts: every one was sent; the budget and the rules bound them. A
    * continuation whose prefill was rejected counts toward neither the
    * budget nor continuation.max (DESIGN.md 3.5). */
@@ -2042,7 +2690,14 @@ static void check_request(sim_run_req *q) {
     rejected += q->log[k].prefill_rejected;
     conts += q->log[k].continuation && !q->log[k].prefill_rejected;
   }
-  if (res->n_attempts != (unsigned)q->xfers && res->n_attempts + rejected != (unsigned)q->xfers)
+  /* A transfer that could not start for want of memory is counted, not
+   * sent; so is the attempt the policy had decided when the caller
+   * cancelled (logged as aborted, never started). */
+  bool decided = q->cancelled && q->n_log > 0 &&
+                 q->log[q->n_log - 1].reason == AIR_REASON_ABORTED &&
+                 res->n_attempts == (unsigned)q->xfers + 1;
+  if (res->n_attempts != (unsigned)q->xfers && res->n_attempts + rejected != (unsigned)q->xfers &&
+      !(q->alloc_hit && res->n_attempts > (unsigned)q->xfers) && !decided)
     fail(w, "request %d: %u attempts counted, %d sent", i, res->n_attempts, q->xfers);
   unsigned counted = res->n_attempts == (unsigned)q->xfers ? res->n_attempts - rejected
                                                            : res->n_attempts;
@@ -2098,7 +2753,9 @@ static void check_request(sim_run_req *q) {
     fail(w, "request %d: %u continuations, continuation.max is %u", i, conts, q->route.cont_max);
   for (size_t k = 0; k < q->n_log; k++) {
     const air_attempt *e = &q->log[k];
-    if (e->skipped || e->n == 0 || e->n > (unsigned)q->xfers || e->n > 64) continue;
+    if (e->skipped || e->n == 0 || e->n > (unsigned)q->xfers || e->n > 64 ||
+        q->att_nostart[e->n - 1])
+      continue;
     if ((q->att_cont[e->n - 1] != 0) != e->continuation)
       fail(w, "request %d: attempt %u was%s sent after commit, its log entry says%s a "
               "continuation", i, e->n, q->att_cont[e->n - 1] ? "" : " not",
@@ -2174,13 +2831,28 @@ static void check_request(sim_run_req *q) {
   if (!res->committed && q->end_ms - q->start_ms > q->route.total_ms)
     fail(w, "request %d: failed after %" PRIu64 " ms, total_ms is %" PRIu64, i,
          q->end_ms - q->start_ms, q->route.total_ms);
+}
 
+static void check_fields(sim_run_req *q, const decoded *d, bool success);
+
+static void check_request(sim_run_req *q) {
+  world *w = q->w;
+  int i = q->idx;
+  const air__exchange_result *res = &q->res;
+  check_attempts(q);
   /* exactly one well-formed response in the caller's dialect */
   decoded d;
   decoded_init(&d, q->q->dialect);
   bool success = false;
+  /* A cut connection: only when the caller went away, or an allocation
+   * failed (an answer that cannot be kept whole is cut, never ended
+   * cleanly short). */
+  bool cut_ok = q->gone || q->alloc_hit;
   if (q->end_kind == AIR__RESP_ABORT) {
-    fail(w, "request %d: the connection was cut (outcome %s)", i, q->rs.outcome);
+    if (!cut_ok) fail(w, "request %d: the connection was cut (outcome %s)", i, q->rs.outcome);
+  } else if (q->gone) {
+    fail(w, "request %d: its caller went away, the response was not cut (outcome %s)", i,
+         q->rs.outcome);
   } else if (q->end_kind == AIR__RESP_STREAM_END) {
     if (!q->q->stream) fail(w, "request %d: a stream for a non-streaming caller", i);
     air__sse sse;
@@ -2200,7 +2872,8 @@ static void check_request(sim_run_req *q) {
     success = res->rc == 0;
   } else if (q->end_kind == AIR__RESP_WHOLE) {
     json_t *j = json_loadb(q->got.p ? q->got.p : "", q->got.n, 0, NULL);
-    if (!json_is_object(j)) fail(w, "request %d: the body is not a JSON object", i);
+    if (!json_is_object(j) && !(q->alloc_hit && q->rs.status != 200))
+      fail(w, "request %d: the body is not a JSON object", i);
     json_decref(j);
     if (q->rs.status == 200) {
       if (d.ops->decode_body(&d.dec, q->got.p ? q->got.p : "", q->got.n, on_part, &d) != 0)
@@ -2209,8 +2882,9 @@ static void check_request(sim_run_req *q) {
       d.terminator = true;
     } else {
       if (q->rs.status < 400) fail(w, "request %d: error status %d", i, q->rs.status);
-      if (res->rc == 0) fail(w, "request %d: a success answered %d", i, q->rs.status);
-      if (q->n_log > 0 && !contains(&q->got, "attempts"))
+      if (res->rc == 0 && !q->alloc_hit)
+        fail(w, "request %d: a success answered %d", i, q->rs.status);
+      if (q->n_log > 0 && !q->alloc_hit && !contains(&q->got, "attempts"))
         fail(w, "request %d: the error body has no attempt log", i);
     }
   } else {
@@ -2223,17 +2897,21 @@ static void check_request(sim_run_req *q) {
   if (q->end_kind == AIR__RESP_STREAM_END) (*(success ? &st_stream_ok : &st_stream_err))++;
   if (q->end_kind == AIR__RESP_WHOLE) (*(success ? &st_whole_ok : &st_whole_err))++;
   /* the oracle: what the caller got is the committed attempt's script */
-  if (q->committed && !w->failed) {
+  if (q->committed && !w->failed && q->end_kind != AIR__RESP_ABORT) {
     if (q->commit_attempt == 0 || q->commit_attempt > (unsigned)q->xfers ||
         q->commit_attempt > 64) {
       fail(w, "request %d: committed attempt %u was never sent", i, q->commit_attempt);
+    } else if (q->att_nostart[q->commit_attempt - 1]) {
+      fail(w, "request %d: committed attempt %u, whose transfer never started", i,
+           q->commit_attempt);
     } else {
       int k = (int)q->commit_attempt - 1;
       const script *s = q->att_script[k];
       if (strcmp(q->commit_target, q->att_target[k]) != 0)
         fail(w, "request %d: commit names %s, attempt %u went to %s", i, q->commit_target,
              q->commit_attempt, q->att_target[k]);
-      if ((q->q->stream || success) && strcmp(q->head_target, q->att_target[k]) != 0)
+      if ((q->q->stream || success) && (q->rs.began || !q->alloc_hit) &&
+          strcmp(q->head_target, q->att_target[k]) != 0)
         fail(w, "request %d: x-airetry-target is '%s', the answer came from %s", i,
              q->head_target, q->att_target[k]);
       air__buf et, ea;
@@ -2241,7 +2919,7 @@ static void check_request(sim_run_req *q) {
       air__buf_init(&ea, 1u << 20);
       bool etool;
       expected(s, q->att_dialect[k], &et, &ea, &etool);
-      if (q->q->stream && !same_text(&d.text, &q->released))
+      if (q->q->stream && !same_text(&d.text, &q->released) && (success || !q->alloc_hit))
         fail(w, "request %d: the caller decoded '%.*s', the exchange released '%.*s'", i,
              (int)d.text.n, d.text.p ? d.text.p : "", (int)q->released.n,
              q->released.p ? q->released.p : "");
@@ -2264,7 +2942,8 @@ static void check_request(sim_run_req *q) {
           fail(w, "request %d: a success from attempt %u, whose script has no finish", i,
                q->commit_attempt);
         else if (s->finish != FIN_NONE && d.finish != want_finish(s, q, k, etool) &&
-                 !(s->kind == AK_BODY && d.finish == FIN_NONE))
+                 !(s->kind == AK_BODY && d.finish == FIN_NONE) &&
+                 s->big != BF_FINISH) /* a long finish reason: no class (checked below) */
           fail(w, "request %d: finish %s, attempt %u's script says %s", i, fin_names[d.finish],
                q->commit_attempt, fin_names[want_finish(s, q, k, etool)]);
       } else if (q->end_kind == AIR__RESP_STREAM_END && !is_prefix(&d.text, &et)) {
@@ -2277,7 +2956,144 @@ static void check_request(sim_run_req *q) {
   } else if (success && !w->failed) {
     fail(w, "request %d: a success that never committed", i);
   }
+  check_fields(q, &d, success);
   decoded_cleanup(&d);
+}
+
+/* Tool call ids in a caller's JSON: the "id" of a tool call object (OpenAI
+ * "function", Anthropic "tool_use"), the "call_id" of a Responses
+ * "function_call". The first distinct one goes to first; *other is set
+ * when another differs; *longest is the longest seen. */
+static void tool_ids(const json_t *j, char *first, size_t cap, bool *other, size_t *longest) {
+  if (json_is_array(j)) {
+    for (size_t i = 0; i < json_array_size(j); i++)
+      tool_ids(json_array_get(j, i), first, cap, other, longest);
+    return;
+  }
+  if (!json_is_object(j)) return;
+  const char *type = json_string_value(json_object_get(j, "type"));
+  const json_t *id = NULL;
+  if (type && strcmp(type, "function_call") == 0) id = json_object_get(j, "call_id");
+  else if (type && (strcmp(type, "function") == 0 || strcmp(type, "tool_use") == 0))
+    id = json_object_get(j, "id");
+  if (json_is_string(id)) {
+    const char *v = json_string_value(id);
+    size_t n = strlen(v);
+    if (n > *longest) *longest = n;
+    if (first[0] == '\0') snprintf(first, cap, "%s", v);
+    else if (strncmp(first, v, cap - 1) != 0) *other = true;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)(uintptr_t)j, key, v) tool_ids(v, first, cap, other, longest);
+}
+
+/*
+ * Fields at and past their limits (sim_req: big): an id, model or tool
+ * call id past AIR__MAX_IDENT_BYTES never fails the answer (check_attempts:
+ * nothing lost) and a whole answer carries none longer than the limit; a
+ * tool call id is the same wherever the answer repeats it; a finish reason
+ * past AIR__MAX_FINISH_REASON_BYTES or a tool name past
+ * AIR__MAX_TOOL_NAME_BYTES is malformed: never a success.
+ */
+static void check_fields(sim_run_req *q, const decoded *d, bool success) {
+  world *w = q->w;
+  int i = q->idx;
+  (void)d;
+  if (!success || !q->committed || q->commit_attempt == 0 || q->commit_attempt > 64) return;
+  const script *s = q->att_script[q->commit_attempt - 1];
+  if (s == NULL) return;
+  bool tool = false;
+  for (int k = 0; k < s->n; k++) tool |= s->pieces[k].kind == PK_TOOL;
+  if (s->big == BF_FINISH && s->big_len > AIR__MAX_FINISH_REASON_BYTES && q->n_joined == 0)
+    fail(w, "request %d: a success from attempt %u, whose finish reason is %u bytes (over "
+            "%u: malformed)", i, q->commit_attempt, s->big_len, AIR__MAX_FINISH_REASON_BYTES);
+  if (s->big == BF_TOOL_NAME && tool && s->big_len > AIR__MAX_TOOL_NAME_BYTES)
+    fail(w, "request %d: a success from attempt %u, whose tool name is %u bytes (over %u: "
+            "malformed)", i, q->commit_attempt, s->big_len, AIR__MAX_TOOL_NAME_BYTES);
+  /* the caller's JSON: each streamed event, or the whole body */
+  char first[128] = "";
+  bool other = false;
+  size_t longest = 0;
+  const char *p = q->got.p ? q->got.p : "", *end = p + q->got.n;
+  if (!q->q->stream) {
+    json_t *j = json_loadb(p, q->got.n, 0, NULL);
+    tool_ids(j, first, sizeof(first), &other, &longest);
+    const char *id = json_string_value(json_object_get(j, "id"));
+    const char *model = json_string_value(json_object_get(j, "model"));
+    if ((id && strlen(id) > AIR__MAX_IDENT_BYTES) || (model && strlen(model) > AIR__MAX_IDENT_BYTES))
+      fail(w, "request %d: the whole answer's id or model is over %u bytes", i,
+           AIR__MAX_IDENT_BYTES);
+    if (longest > AIR__MAX_IDENT_BYTES)
+      fail(w, "request %d: the whole answer's tool call id is %zu bytes, over %u", i, longest,
+           AIR__MAX_IDENT_BYTES);
+    json_decref(j);
+  } else {
+    while (p < end) {
+      const char *data = strstr(p, "data: ");
+      if (data == NULL || data >= end) break;
+      data += 6;
+      const char *eol = memchr(data, '\n', (size_t)(end - data));
+      if (eol == NULL) eol = end;
+      json_t *j = json_loadb(data, (size_t)(eol - data), 0, NULL);
+      tool_ids(j, first, sizeof(first), &other, &longest);
+      json_decref(j);
+      p = eol;
+    }
+  }
+  if (other) fail(w, "request %d: the answer names its tool call by two ids", i);
+}
+
+/* The plain exchange's answer: the upstream's body unchanged (a 2xx of
+ * the target that answered, which speaks the endpoint's dialect), or an
+ * error body in the endpoint's dialect, or a cut when the caller went. */
+static void check_plain(sim_run_req *q) {
+  world *w = q->w;
+  int i = q->idx;
+  const air__exchange_result *res = &q->res;
+  check_attempts(q);
+  st_plain++;
+  if (q->end_kind == AIR__RESP_ABORT) {
+    if (!q->gone && res->rc != AIR_ECANCELED)
+      fail(w, "request %d: a plain request was cut (rc %d)", i, res->rc);
+    return;
+  }
+  if (q->end_kind != AIR__RESP_WHOLE) {
+    fail(w, "request %d: a plain request answered with a stream", i);
+    return;
+  }
+  if (res->rc != 0) {
+    json_t *j = json_loadb(q->got.p ? q->got.p : "", q->got.n, 0, NULL);
+    if (!json_is_object(j) && !q->alloc_hit)
+      fail(w, "request %d: the error body is not a JSON object", i);
+    json_decref(j);
+    if (q->plain_status < 400) fail(w, "request %d: error status %d", i, q->plain_status);
+    if (q->n_log > 0 && !q->alloc_hit && !contains(&q->got, "attempts"))
+      fail(w, "request %d: the error body has no attempt log", i);
+    return;
+  }
+  st_plain_ok++;
+  int k = q->xfers - 1;
+  if (k < 0 || k >= 64 || q->att_script[k] == NULL || q->att_nostart[k]) {
+    fail(w, "request %d: a plain success with no transfer", i);
+    return;
+  }
+  const script *s = q->att_script[k];
+  if (q->plain_status < 200 || q->plain_status > 299 || s->kind != AK_BODY)
+    fail(w, "request %d: a plain success (status %d) from attempt %d, whose script is a %s", i,
+         q->plain_status, k + 1, ak_names[s->kind]);
+  if (strcmp(q->head_target, q->att_target[k]) != 0)
+    fail(w, "request %d: x-airetry-target is '%s', the answer came from %s", i, q->head_target,
+         q->att_target[k]);
+  rendered want;
+  memset(&want, 0, sizeof(want));
+  air__buf_init(&want.b, 4u << 20);
+  render_plain(q->q->rk, s, &want);
+  if (!same_text(&want.b, &q->got))
+    fail(w, "request %d: the plain answer '%.*s' is not attempt %d's body '%.*s'", i,
+         (int)(q->got.n < 200 ? q->got.n : 200), q->got.p ? q->got.p : "", k + 1,
+         (int)(want.b.n < 200 ? want.b.n : 200), want.b.p ? want.b.p : "");
+  air__buf_cleanup(&want.b);
 }
 
 /* ---- running a scenario ---------------------------------------------------------------- */
@@ -2321,11 +3137,77 @@ static void diag(void *data, const air_diag *dg) {
     snprintf(buf, 512, "line %d: %s", dg->line, dg->message ? dg->message : "?");
 }
 
+/* A request to an endpoint without a stream, through the plain exchange
+ * (as the gateway's plain_ep.c starts it). */
+static void start_plain(world *w, sim_run_req *q, const air__loop *lp, const air_clock *clock) {
+  const sim_req *r = q->q;
+  char body[512], path[64];
+  const char *endpoint;
+  if (r->rk == RK_COUNT) {
+    snprintf(body, sizeof(body),
+             "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+             r->model);
+    snprintf(path, sizeof(path), "/v1/messages/count_tokens");
+    endpoint = "/v1/messages/count_tokens";
+  } else if (r->rk == RK_RETRIEVE) {
+    body[0] = '\0';
+    snprintf(path, sizeof(path), "/responses/resp_sim%d", q->idx);
+    endpoint = "/v1/responses/{id}";
+  } else {
+    snprintf(body, sizeof(body), "{\"model\":\"%s\",\"input\":\"hi\"}", r->model);
+    snprintf(path, sizeof(path), "/embeddings");
+    endpoint = "/v1/embeddings";
+  }
+  q->stub.dialect = (air_dialect)r->dialect;
+  q->stub.model = (char *)(uintptr_t)r->model;
+  air__responder_init(&q->rs, (air_dialect)r->dialect, &q->stub, "req_sim");
+  air__plain_opts o = {.cfg = w->cfg,
+                       .state = w->state,
+                       .model = r->model,
+                       .api = (air_dialect)r->dialect,
+                       .endpoint = endpoint,
+                       .path = path,
+                       .body = r->rk == RK_RETRIEVE ? NULL : body,
+                       .body_len = r->rk == RK_RETRIEVE ? 0 : strlen(body),
+                       .get = r->rk == RK_RETRIEVE,
+                       .record = r->rk == RK_EMBED,
+                       .clock = clock};
+  air__plain_cb cb = {q_failed, p_end, q};
+  air__transport_if tr = {&sim_transport_ops, q};
+  int rc;
+  q->in_start = true;
+  SUT(rc = air__plain_start_on(lp, &tr, &o, &cb, &q->px));
+  q->in_start = false;
+  if (rc != 0 && q->alloc_hit) { /* did not start: nothing to check (a body
+                                     that could not be parsed for want of
+                                     memory is AIR_EINVAL) */
+    q->ended = true;
+    q->px = NULL;
+    return;
+  }
+  if (rc != 0) {
+    fail(w, "request %d: the plain exchange did not start: %s", q->idx, air_strerror(rc));
+    w->invalid = rc == AIR_ENOTFOUND;
+    q->ended = true;
+    q->px = NULL;
+  }
+}
+
 static void start_request(world *w, sim_run_req *q, const air__loop *lp,
                           const air_clock *clock) {
   const sim_req *r = q->q;
   q->started = true;
   q->start_ms = w->now;
+  if (r->alloc_fail && r->alloc_at == 0) g_alloc.countdown = r->alloc_fail;
+  if (r->act == CA_DISCONNECT) {
+    q->wake = W_DISCONNECT;
+    q->wake_at = w->now + r->act_at;
+    q->wake_seq = ++w->seq;
+  }
+  if (r->rk != RK_CHAT) {
+    start_plain(w, q, lp, clock);
+    return;
+  }
   char body[512];
   if (r->dialect == AIR_DIALECT_OPENAI_RESPONSES)
     snprintf(body, sizeof(body), "{\"model\":\"%s\",\"input\":\"hi\",\"stream\":%s}",
@@ -2356,23 +3238,55 @@ static void start_request(world *w, sim_run_req *q, const air__loop *lp,
   air__exchange_cb cb = {.on_commit = q_commit,
                          .on_event = q_event,
                          .on_flush = q_flush,
+                         .on_failed = q_failed,
                          .on_end = q_end,
                          .data = q,
                          .on_continue = q_continue,
                          .on_keepalive = q_keepalive};
   air__transport_if tr = {&sim_transport_ops, q};
-  air__exchange *x = NULL;
-  int rc = air__exchange_start_on(lp, &tr, &o, &cb, &x);
+  /* As the gateway does: the handle is the consumer's own field, set
+   * before any callback can run. */
+  int rc;
+  q->in_start = true;
+  SUT(rc = air__exchange_start_on(lp, &tr, &o, &cb, &q->x));
+  q->in_start = false;
+  if (rc == AIR_ENOMEM && q->alloc_hit) { /* it did not start: nothing to check */
+    q->ended = true;
+    q->x = NULL;
+    return;
+  }
   if (rc != 0) {
     fail(w, "request %d: the exchange did not start: %s", q->idx, air_strerror(rc));
     w->invalid = rc == AIR_ENOTFOUND;  /* a model that is no route: not a scenario */
     q->ended = true;
-    return;
+    q->x = NULL;
   }
-  if (!q->ended) q->x = x;
+}
+
+/* The caller acts from the loop: its stopped reader resumes, or its write
+ * timeout cuts it, or it disconnects. */
+static void caller_wakes(sim_run_req *q) {
+  int what = q->wake;
+  q->wake = W_NONE;
+  g_alloc.cur = q;
+  if (what == W_RESUME) {
+    q->stopped = false;
+    q->stop_to = q->w->now;
+    if (q->x != NULL) SUT(air__exchange_resume(q->x));
+  } else {
+    if (what == W_CUT) {
+      q->stopped = false;
+      q->stop_to = q->w->now;
+    }
+    st_acts += what == W_DISCONNECT;
+    cancel_by_caller(q, true);
+  }
 }
 
 int sim_run(const sim_scenario *s, char *why, size_t cap) {
+  g_alloc.armed = false;
+  g_alloc.countdown = 0;
+  g_alloc.cur = NULL;
   world w;
   memset(&w, 0, sizeof(w));
   w.why = why;
@@ -2460,6 +3374,16 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
         what = 3;
         which = x;
       }
+    for (int i = 0; i < w.n; i++) {
+      sim_run_req *q = &w.reqs[i];
+      if (q->wake != W_NONE && !q->ended &&
+          (q->wake_at < best || (q->wake_at == best && q->wake_seq < best_seq))) {
+        best = q->wake_at;
+        best_seq = q->wake_seq;
+        what = 4;
+        which = q;
+      }
+    }
     if (what == 0) break;
     if (++steps > STEP_CAP || best > TIME_CAP) {
       fail(&w, "the scenario does not end (virtual time %" PRIu64 " ms, %u steps)", best, steps);
@@ -2467,15 +3391,23 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
     }
     if (best > w.now) w.now = best;
     if (what == 1) {
+      g_alloc.cur = which;
       start_request(&w, which, &lp, &clock);
     } else if (what == 2) {
       air__timer *t = which;
       t->armed = false;
-      t->fire(t->arg);
+      g_alloc.cur = t->q;
+      SUT(t->fire(t->arg));
+    } else if (what == 3) {
+      xfer *x = which;
+      g_alloc.cur = x->q;
+      SUT(x_step(x));
     } else {
-      x_step(which);
+      caller_wakes(which);
     }
+    g_alloc.cur = NULL;
   }
+  g_alloc.countdown = 0;
   for (int i = 0; i < w.n; i++)
     if (!w.reqs[i].ended) fail(&w, "request %d never ended (a hang)", i);
   /* tear down: exchanges left over (only after a failure), then everything */
@@ -2485,6 +3417,11 @@ int sim_run(const sim_scenario *s, char *why, size_t cap) {
       air__exchange_cancel(q->x);
       if (q->x) air__exchange_free(q->x);
       q->x = NULL;
+    }
+    if (q->px) {
+      air__plain_cancel(q->px);
+      if (q->px) air__plain_free(q->px);
+      q->px = NULL;
     }
   }
   while (w.timers) {

@@ -1,11 +1,17 @@
 /*
  * sim: runs simulated scenarios (docs/testing.md).
- *   sim [--seed S] [--n N] [--out DIR]   N scenarios drawn from seeds S, S+1, ...
+ *   sim [--seed S] [--n N] [--out DIR] [--draw LIST]
+ *                                        N scenarios drawn from seeds S, S+1, ...
  *   sim FILE.sim...                      replays scenario files
+ * --draw: what is drawn besides upstream behaviour, a comma list of
+ * consumer, fields, alloc, plain, or all (the default) or none.
+ * --keep-going: a failure is written and reported in one line, and the run
+ * goes on (exit 1 at the end when any failed).
  * On a failure it writes the scenario as DIR/sim-SEED.sim (replayable), prints
  * it and the seed, and exits 1.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +51,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 1, n = 1000;
   const char *out = ".";
   int files = 0, failed = 0;
+  bool keep_going = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
       seed = strtoull(argv[++i], NULL, 0);
@@ -52,6 +59,30 @@ int main(int argc, char **argv) {
       n = strtoull(argv[++i], NULL, 0);
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out = argv[++i];
+    } else if (strcmp(argv[i], "--keep-going") == 0) {
+      keep_going = true;
+    } else if (strcmp(argv[i], "--draw") == 0 && i + 1 < argc) {
+      static const struct {
+        const char *name;
+        unsigned bit;
+      } fam[] = {{"consumer", SIM_DRAW_CONSUMER}, {"fields", SIM_DRAW_FIELDS},
+                 {"alloc", SIM_DRAW_ALLOC},       {"plain", SIM_DRAW_PLAIN},
+                 {"all", SIM_DRAW_ALL},           {"none", 0}};
+      unsigned mask = 0;
+      const char *p = argv[++i];
+      while (*p) {
+        size_t len = strcspn(p, ","), k = 0;
+        while (k < sizeof(fam) / sizeof(fam[0]) &&
+               (strlen(fam[k].name) != len || strncmp(fam[k].name, p, len) != 0))
+          k++;
+        if (k == sizeof(fam) / sizeof(fam[0])) {
+          fprintf(stderr, "sim: --draw: unknown family '%.*s'\n", (int)len, p);
+          return 2;
+        }
+        mask |= fam[k].bit;
+        p += len + (p[len] == ',');
+      }
+      sim_set_draws(mask);
     } else {
       files++;
       failed |= replay(argv[i]);
@@ -80,6 +111,11 @@ int main(int argc, char **argv) {
       }
       fprintf(stderr, "sim: scenario %" PRIu64 " of %" PRIu64 " FAILED (seed %" PRIu64 "): %s\n",
               i + 1, n, seed + i, why);
+      if (keep_going) {
+        failed++;
+        sim_free(s);
+        continue;
+      }
       sim_write(s, stderr);
       fprintf(stderr, "sim: replay with: sim %s   (or: make sim SEED=%" PRIu64 " N=1)\n", path,
               seed + i);
@@ -89,6 +125,11 @@ int main(int argc, char **argv) {
     sim_free(s);
   }
   sim_stats(stdout);
+  if (failed) {
+    printf("sim: %" PRIu64 " scenarios from seed %" PRIu64 ": %d FAILED (%.1f s)\n", n, seed,
+           failed, secs() - t0);
+    return 1;
+  }
   printf("sim: %" PRIu64 " scenarios from seed %" PRIu64 ": ok (%.1f s)\n", n, seed, secs() - t0);
   return 0;
 }
