@@ -20,16 +20,48 @@
 #include "redis.h"
 #include "state.h"
 
+/* ---- lines ------------------------------------------------------------------- */
+
+/* Where a line of this file goes: stderr as it is (a start, before any
+ * worker: nothing to keep alive), the supervisor's writer (never waits on
+ * stderr) or the worker's log thread (never on a loop). */
+typedef enum { TO_STDERR, TO_SUP, TO_LOG } line_to;
+
+static void put_line(air__gateway *g, line_to to, const char *p, size_t n);
+
+__attribute__((format(printf, 3, 0))) static void vline(air__gateway *g, line_to to,
+                                                        const char *fmt, va_list ap) {
+  char buf[AIR__ERRLINE_BYTES];
+  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  if (n < 0) return;
+  put_line(g, to, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+/* One line to `to`, printf-style, cut at AIR__ERRLINE_BYTES. */
+__attribute__((format(printf, 3, 4))) static void line(air__gateway *g, line_to to,
+                                                       const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vline(g, to, fmt, ap);
+  va_end(ap);
+}
+
 /* ---- config snapshots ---------------------------------------------------------- */
 
-/* errors[0]: errors counted; errors[1]: nonzero prints errors only (the
- * worker re-reads a file the supervisor already reported on). */
+typedef struct diag_out {
+  air__gateway *g;
+  line_to to;
+  int errors; /* counted */
+  bool quiet; /* errors only (the worker re-reads a file the supervisor
+                 already reported on) */
+} diag_out;
+
 static void print_diag(void *data, const air_diag *d) {
-  int *errors = data;
-  if (d->severity == AIR_DIAG_ERROR) errors[0]++;
-  else if (errors[1]) return;
-  fprintf(stderr, "%s:%d:%d: %s%s\n", d->file, d->line, d->column,
-          d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
+  diag_out *o = data;
+  if (d->severity == AIR_DIAG_ERROR) o->errors++;
+  else if (o->quiet) return;
+  line(o->g, o->to, "%s:%d:%d: %s%s", d->file, d->line, d->column,
+       d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
 }
 
 /* Splits the comma-separated keys of the client_keys_env variable. */
@@ -62,15 +94,17 @@ static int load_keys(air__gw_cfg *c) {
   return 0;
 }
 
-static air__gw_cfg *cfg_load(const char *path, int *errors, bool quiet) {
+/* Loads path; its diagnostics go to `to` (errors only when quiet). */
+static air__gw_cfg *cfg_load(air__gateway *g, line_to to, const char *path,
+                             int *errors, bool quiet) {
   air_config *cfg = NULL;
-  int counts[2] = {0, quiet};
+  diag_out o = {g, to, 0, quiet};
   *errors = 0;
-  int rc = air_config_load(path, print_diag, counts, &cfg);
-  *errors = counts[0];
+  int rc = air_config_load(path, print_diag, &o, &cfg);
+  *errors = o.errors;
   if (rc != 0 || cfg == NULL) {
     if (*errors == 0) {
-      fprintf(stderr, "airetry serve: cannot read %s\n", path);
+      line(g, to, "airetry serve: cannot read %s", path);
       *errors = 1;
     }
     return NULL;
@@ -141,18 +175,27 @@ void air__gw_log(const char *p, size_t n) {
   if (w->log.n >= LOG_FLUSH_BYTES) flush_log(w);
 }
 
+static void put_line(air__gateway *g, line_to to, const char *p, size_t n) {
+  if (to == TO_SUP) {
+    air__errline_put(&g->err, p, n);
+  } else if (to == TO_LOG) {
+    char buf[AIR__ERRLINE_BYTES + 1];
+    if (n > AIR__ERRLINE_BYTES) n = AIR__ERRLINE_BYTES;
+    memcpy(buf, p, n);
+    buf[n++] = '\n';
+    air__gw_log(buf, n);
+  } else {
+    fprintf(stderr, "%.*s\n", (int)n, p);
+  }
+}
+
 /* One line of the worker process's own (signals, reloads) through the log
- * thread; printf-style, cut at 1 KiB. */
+ * thread; printf-style, cut at AIR__ERRLINE_BYTES. */
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...) {
-  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  vline(NULL, TO_LOG, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  size_t len = (size_t)n < sizeof(line) - 2 ? (size_t)n : sizeof(line) - 2;
-  line[len++] = '\n';
-  air__gw_log(line, len);
 }
 
 static void log_close(air__gw_worker *w) {
@@ -188,14 +231,14 @@ static bool is_loopback(const char *host) {
 }
 
 /* The check a start and a reload share (DESIGN.md 5): without client keys
- * only a loopback address, unless --insecure. Logs the refusal. */
-static bool keys_ok(const air__gateway *g, const air__gw_cfg *c,
+ * only a loopback address, unless --insecure. Logs the refusal to `to`. */
+static bool keys_ok(air__gateway *g, line_to to, const air__gw_cfg *c,
                     const char *what) {
   if (is_loopback(g->host) || c->n_keys > 0 || g->insecure) return true;
-  fprintf(stderr,
-          "airetry serve: %srefusing to listen on %s without client keys "
-          "(set client_keys_env, or pass --insecure)%s\n",
-          what, g->host, *what ? "; keeping the running config" : "");
+  line(g, to,
+       "airetry serve: %srefusing to listen on %s without client keys "
+       "(set client_keys_env, or pass --insecure)%s",
+       what, g->host, *what ? "; keeping the running config" : "");
   return false;
 }
 
@@ -392,13 +435,13 @@ static void on_hup(uv_signal_t *s, int signum) {
   (void)signum;
   air__gateway *g = s->data;
   int errors = 0;
-  air__gw_cfg *c = cfg_load(g->config_path, &errors, true);
+  air__gw_cfg *c = cfg_load(g, TO_LOG, g->config_path, &errors, true);
   if (c == NULL) {
     say("airetry serve: SIGHUP: %s has %d error%s; keeping the running config",
         g->config_path, errors, errors == 1 ? "" : "s");
     return;
   }
-  if (!keys_ok(g, c, "SIGHUP: ")) {
+  if (!keys_ok(g, TO_LOG, c, "SIGHUP: ")) {
     air__gw_cfg_release(c);
     return;
   }
@@ -549,14 +592,14 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
 static bool sup_reload(void *data) {
   air__gateway *g = data;
   int errors = 0;
-  air__gw_cfg *c = cfg_load(g->config_path, &errors, false);
+  air__gw_cfg *c = cfg_load(g, TO_SUP, g->config_path, &errors, false);
   if (c == NULL) {
-    fprintf(stderr, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
-                    "running config\n",
-            g->config_path, errors, errors == 1 ? "" : "s");
+    line(g, TO_SUP, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
+                    "running config",
+         g->config_path, errors, errors == 1 ? "" : "s");
     return false;
   }
-  if (!keys_ok(g, c, "SIGHUP: ")) {
+  if (!keys_ok(g, TO_SUP, c, "SIGHUP: ")) {
     air__gw_cfg_release(c);
     return false;
   }
@@ -564,13 +607,13 @@ static bool sup_reload(void *data) {
   const char *now = air_config_listen(c->cfg);
   if (strcmp(was, now) != 0) {
     if (g->listen_opt != NULL)
-      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
-                      "--listen %s is in force; not applied\n",
-              was, now, g->listen_opt);
+      line(g, TO_SUP, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
+                      "--listen %s is in force; not applied",
+           was, now, g->listen_opt);
     else
-      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s): "
-                      "needs a restart; still listening on %s:%d\n",
-              was, now, g->host, g->port);
+      line(g, TO_SUP, "airetry serve: SIGHUP: listen changed (%s -> %s): "
+                      "needs a restart; still listening on %s:%d",
+           was, now, g->host, g->port);
   }
   swap_cfg(g, c);
   return true;
@@ -591,7 +634,7 @@ int air__gateway_run(const air__gateway_opts *o) {
   g.listen_opt = o->listen;
   g.insecure = o->insecure;
   int errors = 0;
-  g.cur = cfg_load(o->config_path, &errors, false);
+  g.cur = cfg_load(&g, TO_STDERR, o->config_path, &errors, false);
   if (g.cur == NULL) return 2;
   const char *listen = o->listen ? o->listen : air_config_listen(g.cur->cfg);
   if (split_listen(listen, g.host, sizeof(g.host), &g.port) != 0) {
@@ -599,7 +642,7 @@ int air__gateway_run(const air__gateway_opts *o) {
     air__gw_cfg_release(g.cur);
     return 2;
   }
-  if (!keys_ok(&g, g.cur, "")) {
+  if (!keys_ok(&g, TO_STDERR, g.cur, "")) {
     air__gw_cfg_release(g.cur);
     return 2;
   }
@@ -623,8 +666,10 @@ int air__gateway_run(const air__gateway_opts *o) {
     fprintf(stderr, "airetry serve: cannot listen on %s:%d: %s\n", g.host,
             g.port, strerror(err));
   } else {
-    air__sup sup = {worker_process, sup_reload, announce, &g};
+    air__errline_open(&g.err);
+    air__sup sup = {worker_process, sup_reload, announce, &g, &g.err};
     exit_code = air__sup_run(&sup);
+    air__errline_close(&g.err);
     for (unsigned i = 0; i < g.n_workers; i++) close(g.fds[i]);
   }
   free(g.fds);

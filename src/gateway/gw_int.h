@@ -42,6 +42,28 @@ void air__log_stop(air__log *l);
 /* Writes lines to stderr now, whole, at most AIR__LOG_WRITE_BYTES a write. */
 void air__log_write_lines(const char *p, size_t n);
 
+/* ---- lines that never wait on stderr (errline.c) ------------------------------- */
+
+#define AIR__ERRLINE_BYTES 2048 /* one line (twice this is at most PIPE_BUF) */
+
+/* A writer of whole lines to stderr that never blocks and never changes
+ * stderr's shared file description (errline.c says how); the supervisor's. */
+typedef struct air__errline {
+  int fd;           /* where lines go: stderr, or a description of its own */
+  bool own;         /* fd is this writer's (closed by _close) */
+  int how;          /* the way it writes (errline.c) */
+  uint64_t dropped; /* lines not written since the last one that was */
+} air__errline;
+
+/* Picks the way for the stderr of now; never fails (lines may go nowhere). */
+void air__errline_open(air__errline *e);
+void air__errline_close(air__errline *e);
+/* One line (no newline in p; cut at AIR__ERRLINE_BYTES), or dropped and
+ * counted when stderr cannot take it at once. */
+void air__errline_put(air__errline *e, const char *p, size_t n);
+__attribute__((format(printf, 2, 3))) void air__errline_say(air__errline *e,
+                                                             const char *fmt, ...);
+
 /* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
 typedef struct air__gw_cfg {
   air_config *cfg;
@@ -83,6 +105,7 @@ typedef struct air__sup {
   /* In the supervisor, once, when the first worker is ready. */
   void (*announce)(void *data);
   void *data;
+  air__errline *err; /* the supervisor's lines */
 } air__sup;
 
 /* Binds n listening sockets to host (an IP literal) and port with
@@ -132,6 +155,7 @@ struct air__gateway {
   int port;
   int *fds;               /* n_workers listening sockets */
   air__sup_page *page;    /* worker: its requests in flight */
+  air__errline err;       /* the supervisor's lines (the worker inherits it) */
   air__log *log;          /* worker: the log thread */
   air__exporter *traces;  /* worker: the trace exporter, NULL when off;
                              its settings are the start's (a reload that

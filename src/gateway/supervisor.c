@@ -10,7 +10,9 @@
  *
  * Signals arrive through a self-pipe (the handlers only write the signal
  * number), so the loop is one poll(2) on that pipe and the worker's ready
- * pipe. SIGHUP is validated here first (the reload callback) and forwarded
+ * pipe. Its lines go through an air__errline, never waiting on stderr: a
+ * stalled stderr pipe drops (and counts) them, and never holds a restart,
+ * a reload or a stop. SIGHUP is validated here first (the reload callback) and forwarded
  * only when accepted; SIGTERM/SIGINT are forwarded, and the supervisor
  * exits with 0 once the worker drained and exited 0. Signals for a worker
  * that is not ready yet (its handlers may not be installed) are held and
@@ -57,7 +59,6 @@
 #define AIR__SUP_BACKOFF_MIN_MS 250u
 #define AIR__SUP_BACKOFF_MAX_MS 4000u
 #define AIR__SUP_LOG_IDS 16u             /* request ids named in a death line */
-#define AIR__SUP_LOG_BYTES 2048u         /* one death line */
 
 /* ---- sockets -------------------------------------------------------------------- */
 
@@ -248,7 +249,7 @@ typedef struct sup_run {
 } sup_run;
 
 static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
-  char line[AIR__SUP_LOG_BYTES];
+  char line[AIR__ERRLINE_BYTES];
   size_t n = 0;
   int k;
   if (WIFSIGNALED(status))
@@ -297,8 +298,7 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
     if (k > 0) n += (size_t)k;
   }
   if (n >= sizeof(line)) n = sizeof(line) - 1;
-  fprintf(stderr, "%.*s\n", (int)n, line);
-  fflush(stderr);
+  air__errline_put(r->s->err, line, n);
 }
 
 /* Forks a worker. Returns 0, or an error (the loop then ends). */
@@ -456,8 +456,8 @@ int air__sup_run(air__sup *s) {
   int rc = install(on_signal);
   if (rc == 0) rc = spawn(&r);
   if (rc != 0) {
-    fprintf(stderr, "airetry serve: cannot start a worker: %s\n",
-            strerror(errno));
+    air__errline_say(s->err, "airetry serve: cannot start a worker: %s",
+                     strerror(errno));
     r.done = true;
     r.exit_code = 1;
   }
@@ -468,8 +468,8 @@ int air__sup_run(air__sup *s) {
       if (now >= r.next_start_ms) {
         if (spawn(&r) != 0) {
           /* fork failed (EAGAIN, ENOMEM): try again after a backoff. */
-          fprintf(stderr, "airetry serve: cannot fork a worker: %s\n",
-                  strerror(errno));
+          air__errline_say(s->err, "airetry serve: cannot fork a worker: %s",
+                           strerror(errno));
           r.next_start_ms = now + AIR__SUP_BACKOFF_MAX_MS;
         }
         continue;

@@ -14,8 +14,9 @@ ports and checks, one named test at a time:
   reload/*   a reload is validated as a start (non-loopback without keys
              refused), a listen change is reported, limits apply to the
              next request
-  log/*      a stalled stderr pipe never stalls requests; lines flow again
-             once it is read; ring overflow is counted
+  log/*      a stalled stderr pipe never stalls requests, nor the supervisor
+             (restarts, reloads, stop); lines flow again once it is read;
+             ring overflow and the supervisor's dropped lines are counted
 
 Standard library only; every wait is a bounded poll. Prints one "ok"/"FAIL"
 line per test and exits 1 when any failed.
@@ -73,6 +74,28 @@ def start_gateway(name, cfg, args=(), env=None, workers=2, stall_stderr=False):
     path = write_config(name + ".json", cfg)
     a = [BIN, "serve", "--config", path, "--workers", str(workers)] + list(args)
     return Proc(name, a, env=env, stall_stderr=stall_stderr), path
+
+
+def threads(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except FileNotFoundError:
+        return 0
+
+
+def fill_stderr(pid):
+    """Fills pid's stderr pipe to its last byte with newlines (whole lines
+    of 3 kB leave room in each page for a short line)."""
+    fd = os.open("/proc/%d/fd/2" % pid, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        for block in (4096, 1):
+            for _ in range(1 << 17):
+                try:
+                    os.write(fd, b"\n" * block)
+                except BlockingIOError:
+                    break
+    finally:
+        os.close(fd)
 
 
 # ---- HTTP over raw sockets -----------------------------------------------------------
@@ -319,9 +342,10 @@ def t_reload_listen_limits():
 LONG_MODEL = "mock/" + "f" * 1000
 
 
-@test("log/a stalled stderr pipe never stalls requests; lines flow once read; drops counted")
+@test("log/a stalled stderr pipe never stalls requests nor the supervisor; lines flow once read; drops counted")
 def t_log_stall():
-    gw, _ = start_gateway("stall", base_config(), stall_stderr=True)
+    cfg = base_config()
+    gw, path = start_gateway("stall", cfg, stall_stderr=True)
     # Fill the pipe (64 KiB) and the ring: every request logs a line.
     t0 = time.monotonic()
     n = 0
@@ -338,7 +362,24 @@ def t_log_stall():
         if n == 200:
             took = time.monotonic() - t0
             check(took < 20, "200 requests took %.1f s" % took)
-    # Read the pipe again: lines flow (a new request's line arrives).
+    # The supervisor goes on while stderr is stalled: a worker's death line
+    # does not stop the restart, a refused reload's errors do not stop the
+    # next reload.
+    fill_stderr(gw.pid)
+    worker = worker_of(gw)
+    os.kill(worker, signal.SIGKILL)
+    worker = worker_of(gw, not_pid=worker)
+    assert_served(gw.port, "after a restart with stderr stalled")
+    write_config("stall.json", "{not json")
+    gw.p.send_signal(signal.SIGHUP)
+    cfg["routes"].append({"name": "added", "targets": ["mock/added"]})
+    write_config("stall.json", cfg)
+    gw.p.send_signal(signal.SIGHUP)
+
+    def added():
+        r = request(gw.port, "POST", "/v1/chat/completions", chat("added"), timeout=5)
+        return r.status() == 200
+    check(wait_until(added, 10, 0.1), "a reload with stderr stalled was not applied")
     fd = gw.p.stderr.fileno()
     os.set_blocking(fd, False)
     got = b""
@@ -360,8 +401,28 @@ def t_log_stall():
           "the line of a request after the stall never came")
     check(b"stall-" in got and b"\"request_id\"" in got, "lines: %r" % got[:300])
     for ln in got.split(b"\n")[1:-1]:
-        check(ln.startswith(b"{") or ln.startswith(b"airetry"), "mixed line: %r" % ln[:200])
-    check(gw.stop() == 0, "exit status")
+        check(ln == b"" or ln.startswith(b"{") or ln.startswith(b"airetry") or
+              b"stall.json:" in ln,
+              "mixed line: %r" % ln[:200])
+    # The supervisor's next line says how many of its lines were dropped.
+    write_config("stall.json", "{not json")
+    gw.p.send_signal(signal.SIGHUP)
+    check(wait_until(lambda: (drain(), b"keeping the running config" in got)[1], 10),
+          "no refused-reload line after the stall")
+    check(re.search(rb"airetry serve: \d+ lines? dropped", got), "no drop count: %r" % got[-1500:])
+    # Stall the pipe again, then stop: the supervisor forwards SIGTERM and
+    # logs a second one as ignored without waiting on stderr; the worker
+    # drains (its loop threads end) and waits to write its last lines until
+    # the pipe is read.
+    fill_stderr(gw.pid)
+    threads_before = threads(worker)
+    gw.p.send_signal(signal.SIGTERM)
+    gw.p.send_signal(signal.SIGTERM)
+    check(wait_until(lambda: threads(worker) <= threads_before - 2, 10),
+          "the worker did not stop its loop threads after SIGTERM")
+    got = b""
+    check(wait_until(lambda: (drain(), gw.poll() is not None)[1], 15), "the supervisor did not exit")
+    check(gw.poll() == 0, "exit status %r" % gw.poll())
 
 
 # ---- main ------------------------------------------------------------------------------
