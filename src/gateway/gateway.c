@@ -314,6 +314,8 @@ static void *worker_main(void *arg) {
   uv_run(&w->loop, UV_RUN_DEFAULT);
   flush_log(w);
   log_worker = NULL;
+  /* The last thread to end lets the main loop close its signal handles. */
+  if (atomic_fetch_sub(&w->g->threads_left, 1) == 1) uv_async_send(&w->g->drained);
   return NULL;
 }
 
@@ -371,16 +373,48 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
 
 /* ---- signals (in the worker process) ------------------------------------------- */
 
-static void on_stop_signal(uv_signal_t *s, int signum) {
-  air__gateway *g = s->data;
-  say("airetry serve: %s: stopping (grace %llu ms)",
-      signum == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)g->grace_ms);
+/* The worker's signals (DESIGN.md 5). The first SIGTERM or SIGINT starts
+ * the drain. During it the handles stay open, so no signal meets its
+ * default action (which would cut every stream): a SIGTERM or SIGHUP is
+ * logged and ignored (systemd's control-group kill, a logrotate reload,
+ * the supervisor passing on a signal this process got too), and a SIGINT
+ * stops at once (a terminal's second Ctrl-C). Only the main thread takes
+ * them: every other thread keeps them blocked. */
+
+/* Starts the drain (main thread, once): every loop thread stops its
+ * server; the main loop ends once the last of them ended (on_drained). */
+static void begin_stop(air__gateway *g, const char *why) {
+  say("airetry serve: %s: stopping (grace %llu ms)", why,
+      (unsigned long long)g->grace_ms);
   atomic_store(&g->stopping, true);
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
+  uv_close((uv_handle_t *)&g->state_watch, NULL);
+}
+
+static void on_stop_signal(uv_signal_t *s, int signum) {
+  air__gateway *g = s->data;
+  if (!atomic_load(&g->stopping)) {
+    begin_stop(g, signum == SIGINT ? "SIGINT" : "SIGTERM");
+  } else if (signum == SIGINT) {
+    /* Through the supervisor's writer (never waits on stderr); the lines
+     * still queued for the log thread are lost with the streams. */
+    air__errline_say(&g->err, "airetry serve: worker %ld: SIGINT during the "
+                              "drain: stopping at once", (long)getpid());
+    _exit(AIR__SUP_EXIT_NOW);
+  } else {
+    say("airetry serve: SIGTERM: already stopping; ignored (SIGINT stops at once)");
+  }
+}
+
+/* Every loop thread has ended: the main loop closes its handles and ends. */
+static void on_drained(uv_async_t *a) {
+  air__gateway *g = a->data;
   uv_close((uv_handle_t *)&g->sig_term, NULL);
   uv_close((uv_handle_t *)&g->sig_int, NULL);
   uv_close((uv_handle_t *)&g->sig_hup, NULL);
-  uv_close((uv_handle_t *)&g->state_watch, NULL);
+  if (!uv_is_closing((uv_handle_t *)&g->state_watch))
+    uv_close((uv_handle_t *)&g->state_watch, NULL);
+  uv_close((uv_handle_t *)&g->drained, NULL);
 }
 
 /* Every STATE_WATCH_MS: a line when the shared state's Redis link comes up
@@ -434,6 +468,10 @@ static bool otel_same(const air__otel *a, const air__otel *b) {
 static void on_hup(uv_signal_t *s, int signum) {
   (void)signum;
   air__gateway *g = s->data;
+  if (atomic_load(&g->stopping)) {
+    say("airetry serve: SIGHUP: stopping; ignored");
+    return;
+  }
   int errors = 0;
   air__gw_cfg *c = cfg_load(g, TO_LOG, g->config_path, &errors, true);
   if (c == NULL) {
@@ -523,12 +561,15 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     uv_signal_start(&g->sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&g->sig_int, on_stop_signal, SIGINT);
     uv_signal_start(&g->sig_hup, on_hup, SIGHUP);
+    uv_async_init(main_loop, &g->drained, on_drained);
+    g->drained.data = g;
     uv_timer_init(main_loop, &g->state_watch);
     g->state_watch.data = g;
     g->state_up = -1;
     uv_timer_start(&g->state_watch, on_state_watch, STATE_WATCH_MS,
                    STATE_WATCH_MS);
     signal(SIGPIPE, SIG_IGN);
+    atomic_store(&g->threads_left, g->n_workers);
     unsigned started = 0;
     for (; started < g->n_workers; started++) {
       int e = pthread_create(&g->w[started].thread, NULL, worker_main,
@@ -540,6 +581,15 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
       }
     }
     ran = true;
+    /* Every thread started with the stop signals blocked (the supervisor
+     * forks with them blocked): from here they come to this thread only,
+     * one at a time, in the order they were sent. */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGHUP);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
     if (started == g->n_workers) {
       /* Every signal is handled and every thread runs: ready to serve. */
       unsigned char b = 1;
@@ -552,10 +602,10 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
       exit_code = 1;
       atomic_store(&g->stopping, true);
       for (unsigned i = 0; i < started; i++) uv_async_send(&g->w[i].async);
-      uv_close((uv_handle_t *)&g->sig_term, NULL);
-      uv_close((uv_handle_t *)&g->sig_int, NULL);
-      uv_close((uv_handle_t *)&g->sig_hup, NULL);
       uv_close((uv_handle_t *)&g->state_watch, NULL);
+      if (atomic_fetch_sub(&g->threads_left, g->n_workers - started) ==
+          g->n_workers - started)
+        uv_async_send(&g->drained); /* none started */
       uv_run(main_loop, UV_RUN_DEFAULT);
       for (unsigned i = started; i < g->n_workers; i++) {
         air__gw_worker *w = &g->w[i];

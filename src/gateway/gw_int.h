@@ -80,6 +80,9 @@ typedef struct air__gateway air__gateway;
 
 #define AIR__SUP_BACKLOG 511 /* listen(2) backlog of each socket */
 #define AIR__SUP_SLOTS 320   /* request ids tracked in flight */
+/* The exit status of a worker (and then its supervisor) stopped at once by
+ * a SIGINT during the drain: 128 + SIGINT, as a shell reports Ctrl-C. */
+#define AIR__SUP_EXIT_NOW 130
 
 /* One request id in flight: state 0 free, 1 being written, 2 set. */
 typedef struct air__sup_slot {
@@ -96,7 +99,11 @@ typedef struct air__sup_page {
 
 typedef struct air__sup {
   /* In the forked worker: serves on the inherited sockets, writes one
-   * byte to ready_fd once it can serve, returns its exit code. */
+   * byte to ready_fd once it can serve, returns its exit code. It starts
+   * with SIGHUP, SIGTERM and SIGINT blocked and unblocks them once it
+   * handles them (DESIGN.md 5: a repeated SIGTERM and a SIGHUP during the
+   * drain are ignored, a SIGINT then stops at once, exit
+   * AIR__SUP_EXIT_NOW). */
   int (*worker)(void *data, int ready_fd, uint64_t restarts,
                 air__sup_page *page);
   /* In the supervisor, on SIGHUP: validates and keeps the new config (the
@@ -171,7 +178,9 @@ struct air__gateway {
   atomic_bool stopping;
   atomic_size_t inflight_body;  /* body bytes being read by every worker */
   uint64_t grace_ms;
-  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_signal_t sig_term, sig_int, sig_hup; /* open until every thread drained */
+  uv_async_t drained;        /* the last loop thread ended (main loop) */
+  atomic_uint threads_left;  /* loop threads not ended yet */
   uv_timer_t state_watch; /* notes the Redis link's transitions (once each) */
   int state_up;           /* -1 unknown, 0 down, 1 up */
 };

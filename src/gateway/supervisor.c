@@ -12,11 +12,19 @@
  * number), so the loop is one poll(2) on that pipe and the worker's ready
  * pipe. Its lines go through an air__errline, never waiting on stderr: a
  * stalled stderr pipe drops (and counts) them, and never holds a restart,
- * a reload or a stop. SIGHUP is validated here first (the reload callback) and forwarded
- * only when accepted; SIGTERM/SIGINT are forwarded, and the supervisor
- * exits with 0 once the worker drained and exited 0. Signals for a worker
- * that is not ready yet (its handlers may not be installed) are held and
- * forwarded when it reports ready.
+ * a reload or a stop.
+ *
+ * SIGHUP is validated here first (the reload callback) and forwarded only
+ * when accepted. The first SIGTERM or SIGINT starts the stop: the worker is
+ * sent SIGTERM (drain), whichever came, because a terminal's Ctrl-C reaches
+ * the worker by itself too and a second SIGINT must mean "at once" to it;
+ * the supervisor exits with 0 once the worker drained and exited 0. During
+ * the stop a SIGTERM or a SIGHUP is logged and ignored (systemd's
+ * control-group kill, a logrotate reload), and a SIGINT stops the worker at
+ * once (it exits AIR__SUP_EXIT_NOW, the supervisor likewise). Signals for a
+ * worker that is not ready yet are held and forwarded when it reports
+ * ready; the worker starts with SIGHUP, SIGTERM and SIGINT blocked, so none
+ * meets a default action before its handlers are in place.
  *
  * Restarts: a worker that dies (signal, abort, any exit while not
  * stopping) is logged in one line (signal or status, uptime, request ids
@@ -235,9 +243,9 @@ typedef struct sup_run {
   int ready_fd;          /* read end of the worker's ready pipe, or -1 */
   bool ready;            /* the worker reported ready */
   bool announced;        /* some worker was ready once */
-  bool stopping;
+  bool stopping;          /* a SIGTERM or SIGINT came: no new worker */
+  bool hurry;             /* a SIGINT during the stop: the worker stops at once */
   bool hup_held, term_held;
-  int term_sig;
   uint64_t started_ms;
   uint64_t restarts;
   uint64_t next_start_ms; /* backoff: no worker before then */
@@ -288,7 +296,9 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
     if (k > 0) n += (size_t)k;
   }
   if (n < sizeof(line)) {
-    if (delay > 0)
+    if (r->stopping)
+      k = snprintf(line + n, sizeof(line) - n, "; not restarted: stopping");
+    else if (delay > 0)
       k = snprintf(line + n, sizeof(line) - n,
                    "; %u deaths within %u ms: restarting in %llu ms",
                    r->n_deaths, AIR__SUP_CRASH_WINDOW_MS,
@@ -301,7 +311,11 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
   air__errline_put(r->s->err, line, n);
 }
 
-/* Forks a worker. Returns 0, or an error (the loop then ends). */
+/* Forks a worker. Returns 0, or an error (the loop then ends). The
+ * handled signals are blocked around fork(2): one arriving in between would
+ * otherwise run this process's handler in the child and write to its
+ * self-pipe. The child keeps SIGHUP, SIGTERM and SIGINT blocked (the
+ * worker unblocks them once it handles them). */
 static int spawn(sup_run *r) {
   int rp[2];
   if (pipe(rp) != 0) return AIR_EIO;
@@ -309,8 +323,14 @@ static int spawn(sup_run *r) {
   atomic_store(&r->page->untracked, 0);
   fflush(stdout);
   fflush(stderr);
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+    sigaddset(&block, handled[i]);
+  sigprocmask(SIG_BLOCK, &block, &old);
   pid_t pid = fork();
   if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
     close(rp[0]);
     close(rp[1]);
     return AIR_EIO;
@@ -320,11 +340,17 @@ static int spawn(sup_run *r) {
     close(sig_pipe[0]);
     close(sig_pipe[1]);
     install(SIG_DFL);
+    sigset_t child = old;
+    sigaddset(&child, SIGHUP);
+    sigaddset(&child, SIGTERM);
+    sigaddset(&child, SIGINT);
+    sigprocmask(SIG_SETMASK, &child, NULL);
     int code = r->s->worker(r->s->data, rp[1], r->restarts, r->page);
     fflush(stdout);
     fflush(stderr);
     exit(code); /* not _exit: LeakSanitizer checks the worker too */
   }
+  sigprocmask(SIG_SETMASK, &old, NULL);
   close(rp[1]);
   fcntl(rp[0], F_SETFD, FD_CLOEXEC);
   r->pid = pid;
@@ -351,7 +377,7 @@ static void on_ready(sup_run *r) {
     r->s->announce(r->s->data);
   }
   if (r->hup_held) forward(r, SIGHUP);
-  if (r->term_held) forward(r, r->term_sig);
+  if (r->term_held) forward(r, SIGTERM);
   r->hup_held = r->term_held = false;
 }
 
@@ -377,6 +403,7 @@ static void on_death(sup_run *r, int status) {
     r->done = true;
     r->exit_code = WIFEXITED(status) && WEXITSTATUS(status) != 0
                        ? WEXITSTATUS(status) : 1;
+    if (r->hurry) r->exit_code = AIR__SUP_EXIT_NOW;
     return;
   }
   /* The times of the latest deaths, oldest first. */
@@ -418,20 +445,31 @@ static void on_signals(sup_run *r) {
       if (sig == SIGCHLD) {
         reap(r);
       } else if (sig == SIGHUP) {
+        if (r->stopping) {
+          air__errline_say(r->s->err, "airetry serve: SIGHUP: stopping; ignored");
+          continue;
+        }
         if (!r->s->reload(r->s->data)) continue;
         if (r->pid > 0 && r->ready)
           forward(r, SIGHUP);
         else
           r->hup_held = r->pid > 0; /* a worker forked later has it already */
-      } else if (sig == SIGTERM || sig == SIGINT) {
+      } else if ((sig == SIGTERM || sig == SIGINT) && !r->stopping) {
         r->stopping = true;
-        r->term_sig = sig;
         if (r->pid > 0 && r->ready)
-          forward(r, sig);
+          forward(r, SIGTERM);
         else if (r->pid > 0)
           r->term_held = true;
         else
           r->done = true; /* waiting out a backoff: nothing to drain */
+      } else if (sig == SIGINT) {
+        air__errline_say(r->s->err, "airetry serve: SIGINT again: stopping at once");
+        r->hurry = true;
+        /* A worker not ready yet has nothing in flight and maybe no handler. */
+        if (r->pid > 0) kill(r->pid, r->ready ? SIGINT : SIGKILL);
+      } else if (sig == SIGTERM) {
+        air__errline_say(r->s->err, "airetry serve: SIGTERM: already stopping; "
+                                    "ignored (SIGINT stops at once)");
       }
     }
   }

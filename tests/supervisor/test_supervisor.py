@@ -14,6 +14,10 @@ ports and checks, one named test at a time:
   reload/*   a reload is validated as a start (non-loopback without keys
              refused), a listen change is reported, limits apply to the
              next request
+  drain/*    signals during a drain: a repeated SIGTERM and a SIGHUP (to the
+             supervisor, or to the worker as systemd's control-group kill
+             sends them) never cut a stream in flight; a terminal's Ctrl-C
+             drains, a second SIGINT stops at once
   log/*      a stalled stderr pipe never stalls requests, nor the supervisor
              (restarts, reloads, stop); lines flow again once it is read;
              ring overflow and the supervisor's dropped lines are counted
@@ -70,10 +74,21 @@ def base_config(**extra):
     return cfg
 
 
-def start_gateway(name, cfg, args=(), env=None, workers=2, stall_stderr=False):
+def start_gateway(name, cfg, args=(), env=None, workers=2, stall_stderr=False,
+                  new_session=False):
     path = write_config(name + ".json", cfg)
     a = [BIN, "serve", "--config", path, "--workers", str(workers)] + list(args)
-    return Proc(name, a, env=env, stall_stderr=stall_stderr), path
+    return Proc(name, a, env=env, stall_stderr=stall_stderr,
+                new_session=new_session), path
+
+
+def alive(pid):
+    """Whether pid runs (a zombie nobody reaped does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
 
 
 def threads(pid):
@@ -337,6 +352,97 @@ def t_reload_listen_limits():
     check(r.status() == 413, "4 kB body after max_body_bytes 2048: %r" % r.data[:200])
     assert_served(gw.port, "small body after reload")
     check(gw.stop() == 0, "exit status")
+
+
+def start_stream(gw, rid=None):
+    """A 4 s stream (40 tokens) through gw, once its first token came."""
+    hs = [("x-request-id", rid)] if rid else []
+    x = Exchange(gw.port, "POST", "/v1/chat/completions",
+                 chat("slowstream", stream=True), hs)
+    check(wait_until(lambda: b" w1" in x.data, 10), "stream did not start: %r" % x.data[-300:])
+    return x
+
+
+def whole(x):
+    """Whether a stream of start_stream came whole: every token and [DONE]."""
+    body = x.body()
+    return b" w40" in body and b"[DONE]" in body
+
+
+@test("drain/SIGTERM, then SIGHUP and SIGTERM to the supervisor: the stream in flight completes whole")
+def t_drain_supervisor():
+    gw, _ = start_gateway("drain-sup", base_config())
+    x = start_stream(gw)
+    gw.p.send_signal(signal.SIGTERM)
+    check(wait_until(lambda: b"SIGTERM: stopping" in gw.stderr(), 5), "no stopping line")
+    gw.p.send_signal(signal.SIGHUP)  # logrotate's postrotate
+    gw.p.send_signal(signal.SIGTERM)
+    code = gw.wait(20)
+    check(x.wait(5) and whole(x), "stream in flight not whole: %r" % x.data[-300:])
+    check(code == 0, "supervisor exit %r" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    check("SIGHUP: stopping; ignored" in err and "SIGTERM: already stopping; ignored" in err,
+          "ignored signals not logged: %r" % err[-1500:])
+    check("died" not in err and "reloaded" not in err, "log: %r" % err[-1500:])
+
+
+@test("drain/SIGTERM to supervisor and worker, then SIGHUP and SIGTERM to the worker (systemd's control-group kill): the stream completes whole")
+def t_drain_worker():
+    gw, _ = start_gateway("drain-worker", base_config())
+    worker = worker_of(gw)
+    x = start_stream(gw)
+    gw.p.send_signal(signal.SIGTERM)
+    os.kill(worker, signal.SIGTERM)
+    check(wait_until(lambda: b"SIGTERM: stopping" in gw.stderr(), 5), "no stopping line")
+    os.kill(worker, signal.SIGHUP)
+    os.kill(worker, signal.SIGTERM)
+    code = gw.wait(20)
+    check(x.wait(5) and whole(x), "stream in flight not whole: %r" % x.data[-300:])
+    check(code == 0, "supervisor exit %r" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    # Two SIGTERMs pending at once are one; the one after the drain began
+    # is logged.
+    check("SIGTERM: already stopping; ignored" in err and
+          "SIGHUP: stopping; ignored" in err, "ignored signals not logged: %r" % err[-1500:])
+
+
+@test("drain/Ctrl-C (SIGINT to the process group) drains the stream; a second one stops at once")
+def t_drain_ctrl_c():
+    gw, _ = start_gateway("drain-int", base_config(), new_session=True)
+    worker = worker_of(gw)
+    x = start_stream(gw, "cut-by-ctrl-c")
+    os.killpg(gw.pid, signal.SIGINT)
+    check(wait_until(lambda: b"SIGINT: stopping" in gw.stderr(), 5), "no stopping line")
+    check(wait_until(lambda: b" w12" in x.data or x.eof, 10) and not x.eof,
+          "the stream did not go on after one Ctrl-C: %r" % x.data[-300:])
+    check(alive(worker), "the worker is gone after one Ctrl-C")
+    os.killpg(gw.pid, signal.SIGINT)
+    check(x.wait(2), "the stream was not cut at once by a second Ctrl-C")
+    check(b"[DONE]" not in x.data, "a second Ctrl-C let the stream finish")
+    code = gw.wait(5)
+    check(code == 130, "supervisor exit %r after a second Ctrl-C" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    check("SIGINT again: stopping at once" in err, "no 'at once' line: %r" % err[-1500:])
+    check(not alive(worker), "the worker still runs")
+
+
+@test("drain/SIGINT to the supervisor drains; a second SIGINT stops at once (exit 130, the cut request named)")
+def t_drain_int_twice():
+    gw, _ = start_gateway("drain-int2", base_config())
+    x = start_stream(gw, "cut-by-sigint")
+    gw.p.send_signal(signal.SIGINT)
+    check(wait_until(lambda: b"stopping" in gw.stderr(), 5), "no stopping line")
+    check(wait_until(lambda: b" w12" in x.data or x.eof, 10) and not x.eof,
+          "the stream did not go on after one SIGINT: %r" % x.data[-300:])
+    gw.p.send_signal(signal.SIGINT)
+    check(x.wait(2), "the stream was not cut at once by a second SIGINT")
+    check(b"[DONE]" not in x.data, "a second SIGINT let the stream finish")
+    code = gw.wait(5)
+    check(code == 130, "supervisor exit %r after a second SIGINT" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    line = [ln for ln in err.splitlines() if "exited" in ln or "died" in ln]
+    check(len(line) == 1 and "cut-by-sigint" in line[0] and "restarting" not in line[0],
+          "the cut request not named: %r" % err[-1500:])
 
 
 LONG_MODEL = "mock/" + "f" * 1000
