@@ -144,7 +144,7 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
 /* ---- the request log --------------------------------------------------------------- */
 
 #define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
-#define STATE_WATCH_MS 100u          /* how often the Redis link is looked at */
+#define TICK_MS 100u                 /* the main loop's tick (Redis link, supervisor) */
 
 static _Thread_local air__gw_worker *log_worker;
 static _Thread_local air__log *log_ring; /* the worker process's main thread */
@@ -388,7 +388,7 @@ static void begin_stop(air__gateway *g, const char *why) {
       (unsigned long long)g->grace_ms);
   atomic_store(&g->stopping, true);
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
-  uv_close((uv_handle_t *)&g->state_watch, NULL);
+  uv_close((uv_handle_t *)&g->tick, NULL);
 }
 
 static void on_stop_signal(uv_signal_t *s, int signum) {
@@ -412,15 +412,22 @@ static void on_drained(uv_async_t *a) {
   uv_close((uv_handle_t *)&g->sig_term, NULL);
   uv_close((uv_handle_t *)&g->sig_int, NULL);
   uv_close((uv_handle_t *)&g->sig_hup, NULL);
-  if (!uv_is_closing((uv_handle_t *)&g->state_watch))
-    uv_close((uv_handle_t *)&g->state_watch, NULL);
+  if (!uv_is_closing((uv_handle_t *)&g->tick))
+    uv_close((uv_handle_t *)&g->tick, NULL);
   uv_close((uv_handle_t *)&g->drained, NULL);
 }
 
-/* Every STATE_WATCH_MS: a line when the shared state's Redis link comes up
- * or goes down (once per transition, never per request). */
-static void on_state_watch(uv_timer_t *t) {
+/* Every TICK_MS until the drain: the supervisor is still this process's
+ * parent (else the drain starts: an orphan never serves unsupervised; the
+ * supervisor's death also sends SIGTERM, PR_SET_PDEATHSIG, and this is
+ * the check behind it), and a line when the shared state's Redis link
+ * comes up or goes down (once per transition, never per request). */
+static void on_tick(uv_timer_t *t) {
   air__gateway *g = t->data;
+  if (getppid() != g->sup_pid) {
+    begin_stop(g, "the supervisor is gone");
+    return;
+  }
   air__redis_stats s;
   if (air__state_redis_stats(g->state, &s) != 0) return;
   int up = s.up ? 1 : 0;
@@ -523,6 +530,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
                           air__sup_page *page) {
   air__gateway *g = data;
   g->page = page;
+  g->sup_pid = getppid(); /* the supervisor checked it is its own (spawn) */
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
   g->w = calloc(g->n_workers, sizeof(air__gw_worker));
   int rc = g->w ? air__log_start(AIR__LOG_RING_BYTES, &g->log) : AIR_ENOMEM;
@@ -563,11 +571,11 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     uv_signal_start(&g->sig_hup, on_hup, SIGHUP);
     uv_async_init(main_loop, &g->drained, on_drained);
     g->drained.data = g;
-    uv_timer_init(main_loop, &g->state_watch);
-    g->state_watch.data = g;
+    uv_timer_init(main_loop, &g->tick);
+    g->tick.data = g;
     g->state_up = -1;
-    uv_timer_start(&g->state_watch, on_state_watch, STATE_WATCH_MS,
-                   STATE_WATCH_MS);
+    uv_timer_start(&g->tick, on_tick, TICK_MS,
+                   TICK_MS);
     signal(SIGPIPE, SIG_IGN);
     atomic_store(&g->threads_left, g->n_workers);
     unsigned started = 0;
@@ -602,7 +610,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
       exit_code = 1;
       atomic_store(&g->stopping, true);
       for (unsigned i = 0; i < started; i++) uv_async_send(&g->w[i].async);
-      uv_close((uv_handle_t *)&g->state_watch, NULL);
+      uv_close((uv_handle_t *)&g->tick, NULL);
       if (atomic_fetch_sub(&g->threads_left, g->n_workers - started) ==
           g->n_workers - started)
         uv_async_send(&g->drained); /* none started */

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -181,7 +182,9 @@ struct air__gateway {
   uv_signal_t sig_term, sig_int, sig_hup; /* open until every thread drained */
   uv_async_t drained;        /* the last loop thread ended (main loop) */
   atomic_uint threads_left;  /* loop threads not ended yet */
-  uv_timer_t state_watch; /* notes the Redis link's transitions (once each) */
+  uv_timer_t tick;        /* the main loop's: the supervisor's liveness, the
+                             Redis link's transitions (once each) */
+  pid_t sup_pid;          /* worker: its supervisor */
   int state_up;           /* -1 unknown, 0 down, 1 up */
 };
 

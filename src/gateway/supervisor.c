@@ -34,6 +34,10 @@
  * AIR__SUP_BACKOFF_MAX_MS. The first worker of the process that dies
  * before it was ready ends the supervisor with its exit status (a start
  * error is not retried).
+ *
+ * Orphans: a worker gets SIGTERM when the supervisor dies (even by
+ * SIGKILL: PR_SET_PDEATHSIG), and looks at its parent on every tick of its
+ * main loop, so it drains and exits rather than serve unsupervised.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,6 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -328,6 +335,7 @@ static int spawn(sup_run *r) {
   for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
     sigaddset(&block, handled[i]);
   sigprocmask(SIG_BLOCK, &block, &old);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &old, NULL);
@@ -336,6 +344,14 @@ static int spawn(sup_run *r) {
     return AIR_EIO;
   }
   if (pid == 0) {
+#ifdef __linux__
+    /* An orphan must never serve unsupervised: this process's death sends
+     * the worker SIGTERM (a drain; pending until it handles it). It may
+     * have died before the prctl: then the parent is another process. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(1);
+#else
+    if (getppid() != parent) _exit(1);
+#endif
     close(rp[0]);
     close(sig_pipe[0]);
     close(sig_pipe[1]);

@@ -18,6 +18,7 @@ ports and checks, one named test at a time:
              supervisor, or to the worker as systemd's control-group kill
              sends them) never cut a stream in flight; a terminal's Ctrl-C
              drains, a second SIGINT stops at once
+  orphan/*   a worker whose supervisor was SIGKILLed drains and exits
   log/*      a stalled stderr pipe never stalls requests, nor the supervisor
              (restarts, reloads, stop); lines flow again once it is read;
              ring overflow and the supervisor's dropped lines are counted
@@ -111,6 +112,17 @@ def fill_stderr(pid):
                     break
     finally:
         os.close(fd)
+
+
+def refused(port):
+    """Whether a connection to port is refused (nothing listens)."""
+    try:
+        socket.create_connection((LOCAL, port), timeout=1).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
 
 
 # ---- HTTP over raw sockets -----------------------------------------------------------
@@ -443,6 +455,22 @@ def t_drain_int_twice():
     line = [ln for ln in err.splitlines() if "exited" in ln or "died" in ln]
     check(len(line) == 1 and "cut-by-sigint" in line[0] and "restarting" not in line[0],
           "the cut request not named: %r" % err[-1500:])
+
+
+@test("orphan/a SIGKILLed supervisor's worker drains its stream, stops listening and exits")
+def t_orphan():
+    gw, _ = start_gateway("orphan", base_config())
+    worker = worker_of(gw)
+    try:
+        x = start_stream(gw)
+        gw.p.kill()
+        gw.p.wait(5)
+        check(wait_until(lambda: refused(gw.port), 5), "the orphan worker still listens")
+        check(x.wait(10) and whole(x), "stream in flight not whole: %r" % x.data[-300:])
+        check(wait_until(lambda: not alive(worker), 10), "the orphan worker still runs")
+    finally:
+        if alive(worker):
+            os.kill(worker, signal.SIGKILL)
 
 
 LONG_MODEL = "mock/" + "f" * 1000
