@@ -714,21 +714,30 @@ int air__gateway_run(const air__gateway_opts *o) {
   int exit_code = 1;
   g.fds = calloc(g.n_workers, sizeof(int));
   int err = 0;
-  int rc = g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &g.port, &err)
+  int lock_fd = -1;
+  int rc = g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &lock_fd,
+                                 &g.port, &err)
                  : AIR_ENOMEM;
+  bool v6 = strchr(g.host, ':') != NULL;
   if (rc == AIR_EINVAL) {
     fprintf(stderr, "airetry serve: bad listen address '%s' (an IP address)\n",
             listen);
     exit_code = 2;
+  } else if (rc != 0 && err == EADDRINUSE) {
+    fprintf(stderr,
+            "airetry serve: %s%s%s:%d is in use (another airetry serve, or "
+            "another program, listens there): refusing to share it\n",
+            v6 ? "[" : "", g.host, v6 ? "]" : "", g.port);
   } else if (rc != 0) {
     fprintf(stderr, "airetry serve: cannot listen on %s:%d: %s\n", g.host,
             g.port, strerror(err));
   } else {
     air__errline_open(&g.err);
-    air__sup sup = {worker_process, sup_reload, announce, &g, &g.err};
+    air__sup sup = {worker_process, sup_reload, announce, &g, &g.err, lock_fd};
     exit_code = air__sup_run(&sup);
     air__errline_close(&g.err);
     for (unsigned i = 0; i < g.n_workers; i++) close(g.fds[i]);
+    if (lock_fd >= 0) close(lock_fd);
   }
   free(g.fds);
   air__gw_cfg_release(g.cur);

@@ -114,14 +114,18 @@ typedef struct air__sup {
   void (*announce)(void *data);
   void *data;
   air__errline *err; /* the supervisor's lines */
+  int lock_fd;       /* the address's lock (air__sup_bind), or -1 */
 } air__sup;
 
 /* Binds n listening sockets to host (an IP literal) and port with
- * SO_REUSEPORT (port 0: one ephemeral port, shared by all). Returns 0
- * (*bound_port set), AIR_EINVAL (not an IP literal) or AIR_EIO; *err
- * holds the errno. On failure no socket is left open. */
+ * SO_REUSEPORT (port 0: one ephemeral port, shared by all), after taking
+ * the address's lock (*lock_fd, -1 for port 0; close it after the
+ * sockets). Returns 0 (*bound_port set), AIR_EINVAL (not an IP literal) or
+ * AIR_EIO; *err holds the errno, EADDRINUSE when another process (another
+ * `airetry serve` or not) listens on the address or holds its lock. On
+ * failure no socket is left open. */
 int air__sup_bind(const char *host, int port, unsigned n, int *fds,
-                  int *bound_port, int *err);
+                  int *lock_fd, int *bound_port, int *err);
 /* Runs the supervisor until the worker drained after SIGTERM/SIGINT (0) or
  * the first worker failed to start (its exit status). */
 int air__sup_run(air__sup *s);

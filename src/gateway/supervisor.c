@@ -53,7 +53,9 @@
 #include <sys/prctl.h>
 #endif
 #include <sys/socket.h>
+#include <stddef.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,8 +100,61 @@ static int bind_one(const struct sockaddr_storage *ss, socklen_t len) {
   return fd;
 }
 
+/* A second `airetry serve` on the same address must never join this one's
+ * SO_REUSEPORT group: the kernel would split connections between the two
+ * without a word. So, before the sockets are bound, two guards (port 0
+ * needs neither: the kernel picks a port nobody holds):
+ *   - a lock: an abstract unix socket named "airetry-serve/HOST:PORT"
+ *     (HOST as inet_ntop writes it, an IPv6 one in brackets), held for
+ *     the supervisor's life and released by the kernel when it ends; it
+ *     orders two starts at the same moment;
+ *   - a probe: a socket bound to the address without SO_REUSEPORT fails
+ *     with EADDRINUSE while anything listens there (another airetry
+ *     serve, or another program, with SO_REUSEPORT or not). It has
+ *     SO_REUSEADDR: connections of an earlier run in TIME_WAIT are no
+ *     reason to refuse. */
+static int lock_address(const struct sockaddr_storage *ss, int port) {
+  char host[INET6_ADDRSTRLEN];
+  const void *a = ss->ss_family == AF_INET6
+                      ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+                      : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+  if (inet_ntop(ss->ss_family, a, host, sizeof(host)) == NULL) return -errno;
+  struct sockaddr_un un;
+  memset(&un, 0, sizeof(un));
+  un.sun_family = AF_UNIX;
+  /* sun_path[0] stays '\0': the abstract namespace (no file). */
+  int k = snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1,
+                   ss->ss_family == AF_INET6 ? "airetry-serve/[%s]:%d"
+                                             : "airetry-serve/%s:%d",
+                   host, port);
+  if (k < 0 || (size_t)k >= sizeof(un.sun_path) - 1) return -EINVAL;
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -errno;
+  socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
+  if (bind(fd, (const struct sockaddr *)&un, len) != 0 ||
+      fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+static int probe_address(const struct sockaddr_storage *ss, socklen_t len) {
+  int fd = socket(ss->ss_family, SOCK_STREAM, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  int rc = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (rc == 0 && ss->ss_family == AF_INET6)
+    rc = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (rc == 0) rc = bind(fd, (const struct sockaddr *)ss, len);
+  int e = rc == 0 ? 0 : errno;
+  close(fd);
+  return -e;
+}
+
 int air__sup_bind(const char *host, int port, unsigned n, int *fds,
-                  int *bound_port, int *err) {
+                  int *lock_fd, int *bound_port, int *err) {
   struct sockaddr_storage ss;
   socklen_t len;
   memset(&ss, 0, sizeof(ss));
@@ -119,12 +174,29 @@ int air__sup_bind(const char *host, int port, unsigned n, int *fds,
     return AIR_EINVAL;
   }
   for (unsigned i = 0; i < n; i++) fds[i] = -1;
+  *lock_fd = -1;
+  if (port != 0) {
+    int fd = lock_address(&ss, port);
+    if (fd < 0) {
+      *err = -fd;
+      return AIR_EIO;
+    }
+    int e = -probe_address(&ss, len);
+    if (e != 0) {
+      close(fd);
+      *err = e;
+      return AIR_EIO;
+    }
+    *lock_fd = fd;
+  }
   for (unsigned i = 0; i < n; i++) {
     int fd = bind_one(&ss, len);
     if (fd < 0) {
       *err = -fd;
       for (unsigned j = 0; j < i; j++) close(fds[j]);
       for (unsigned j = 0; j < n; j++) fds[j] = -1;
+      if (*lock_fd >= 0) close(*lock_fd);
+      *lock_fd = -1;
       return AIR_EIO;
     }
     fds[i] = fd;
@@ -136,6 +208,8 @@ int air__sup_bind(const char *host, int port, unsigned n, int *fds,
         *err = errno;
         close(fd);
         fds[0] = -1;
+        if (*lock_fd >= 0) close(*lock_fd);
+        *lock_fd = -1;
         return AIR_EIO;
       }
       uint16_t p = got.ss_family == AF_INET6
@@ -355,6 +429,9 @@ static int spawn(sup_run *r) {
     close(rp[0]);
     close(sig_pipe[0]);
     close(sig_pipe[1]);
+    /* The address's lock is the supervisor's: a worker draining on after
+     * its death must not refuse the next start. */
+    if (r->s->lock_fd >= 0) close(r->s->lock_fd);
     install(SIG_DFL);
     sigset_t child = old;
     sigaddset(&child, SIGHUP);

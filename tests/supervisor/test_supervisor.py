@@ -19,6 +19,7 @@ ports and checks, one named test at a time:
              sends them) never cut a stream in flight; a terminal's Ctrl-C
              drains, a second SIGINT stops at once
   orphan/*   a worker whose supervisor was SIGKILLed drains and exits
+  double/*   a second `airetry serve` on the same address is refused
   log/*      a stalled stderr pipe never stalls requests, nor the supervisor
              (restarts, reloads, stop); lines flow again once it is read;
              ring overflow and the supervisor's dropped lines are counted
@@ -471,6 +472,36 @@ def t_orphan():
     finally:
         if alive(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+@test("double/a second airetry serve on the same address is refused, naming it; a start after a stop binds")
+def t_double():
+    port = airtest.free_port()
+    addr = "%s:%d" % (LOCAL, port)
+    first, path = start_gateway("first", base_config(), ["--listen", addr])
+    assert_served(port, "the first gateway")
+    args = [BIN, "serve", "--config", path, "--listen", addr, "--workers", "2"]
+    second = Proc("second", args, expect_listen=False)
+    code = second.wait(10)
+    check(code not in (None, 0), "the second gateway was not refused (exit %r)" % code)
+    err = second.stderr().decode("utf-8", "replace")
+    check(addr in err and "in use" in err, "the refusal does not name %s: %r" % (addr, err))
+    for _ in range(20):  # every connection goes to the first one still
+        assert_served(port, "the first gateway after the refused start")
+    check(first.stop() == 0, "first: exit status")
+    # Another start that holds the address's lock (the same moment) wins.
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        lock.bind("\0airetry-serve/" + addr)
+        third = Proc("third", args, expect_listen=False)
+        code = third.wait(10)
+        check(code not in (None, 0), "a start while the lock is held (exit %r)" % code)
+        check(addr in third.stderr().decode("utf-8", "replace"), "the refusal does not name it")
+    finally:
+        lock.close()
+    again, _ = start_gateway("again", base_config(), ["--listen", addr])
+    assert_served(port, "a start after a stop")
+    check(again.stop() == 0, "again: exit status")
 
 
 LONG_MODEL = "mock/" + "f" * 1000
