@@ -70,6 +70,8 @@ def base_config(**extra):
            "routes": [{"name": "fast", "targets": ["mock/fast"]},
                       # 40 tokens 100 ms apart: a 4 s stream
                       {"name": "slowstream", "targets": ["mock/s@delay=100@tokens=40"]},
+                      # 30 tokens 60 ms apart: a 1.8 s stream
+                      {"name": "drainstream", "targets": ["mock/d@delay=60@tokens=30"]},
                       # no content for 20 s (non-streamed: the whole answer)
                       {"name": "slowwhole", "targets": ["mock/w@slow=20000"]}]}
     cfg.update(extra)
@@ -368,10 +370,10 @@ def t_reload_listen_limits():
 
 
 def start_stream(gw, rid=None):
-    """A 4 s stream (40 tokens) through gw, once its first token came."""
+    """A 1.8 s stream (30 tokens) through gw, once its first token came."""
     hs = [("x-request-id", rid)] if rid else []
     x = Exchange(gw.port, "POST", "/v1/chat/completions",
-                 chat("slowstream", stream=True), hs)
+                 chat("drainstream", stream=True), hs)
     check(wait_until(lambda: b" w1" in x.data, 10), "stream did not start: %r" % x.data[-300:])
     return x
 
@@ -379,7 +381,7 @@ def start_stream(gw, rid=None):
 def whole(x):
     """Whether a stream of start_stream came whole: every token and [DONE]."""
     body = x.body()
-    return b" w40" in body and b"[DONE]" in body
+    return b" w30" in body and b"[DONE]" in body
 
 
 @test("drain/SIGTERM, then SIGHUP and SIGTERM to the supervisor: the stream in flight completes whole")
@@ -426,7 +428,7 @@ def t_drain_ctrl_c():
     x = start_stream(gw, "cut-by-ctrl-c")
     os.killpg(gw.pid, signal.SIGINT)
     check(wait_until(lambda: b"SIGINT: stopping" in gw.stderr(), 5), "no stopping line")
-    check(wait_until(lambda: b" w12" in x.data or x.eof, 10) and not x.eof,
+    check(wait_until(lambda: b" w6" in x.data or x.eof, 10) and not x.eof,
           "the stream did not go on after one Ctrl-C: %r" % x.data[-300:])
     check(alive(worker), "the worker is gone after one Ctrl-C")
     os.killpg(gw.pid, signal.SIGINT)
@@ -445,7 +447,7 @@ def t_drain_int_twice():
     x = start_stream(gw, "cut-by-sigint")
     gw.p.send_signal(signal.SIGINT)
     check(wait_until(lambda: b"stopping" in gw.stderr(), 5), "no stopping line")
-    check(wait_until(lambda: b" w12" in x.data or x.eof, 10) and not x.eof,
+    check(wait_until(lambda: b" w6" in x.data or x.eof, 10) and not x.eof,
           "the stream did not go on after one SIGINT: %r" % x.data[-300:])
     gw.p.send_signal(signal.SIGINT)
     check(x.wait(2), "the stream was not cut at once by a second SIGINT")
