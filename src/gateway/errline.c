@@ -57,7 +57,8 @@ void air__errline_open(air__errline *e) {
   } else if (S_ISSOCK(st.st_mode)) {
     e->how = HOW_SEND;
   } else {
-    int fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd =
+        open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd >= 0) {
       e->fd = fd;
       e->own = true;
@@ -95,10 +96,12 @@ void air__errline_put(air__errline *e, const char *p, size_t n) {
   char out[2 * AIR__ERRLINE_BYTES];
   size_t k = 0;
   if (e->dropped > 0) {
-    int m = snprintf(out, AIR__ERRLINE_BYTES,
-                     "airetry serve: %llu line%s dropped (stderr was not read)\n",
-                     (unsigned long long)e->dropped, e->dropped == 1 ? "" : "s");
-    if (m > 0) k = (size_t)m < AIR__ERRLINE_BYTES ? (size_t)m : AIR__ERRLINE_BYTES - 1;
+    int m =
+        snprintf(out, AIR__ERRLINE_BYTES,
+                 "airetry serve: %llu line%s dropped (stderr was not read)\n",
+                 (unsigned long long)e->dropped, e->dropped == 1 ? "" : "s");
+    if (m > 0)
+      k = (size_t)m < AIR__ERRLINE_BYTES ? (size_t)m : AIR__ERRLINE_BYTES - 1;
   }
   size_t note = k;
   if (n > AIR__ERRLINE_BYTES - 1) n = AIR__ERRLINE_BYTES - 1;
@@ -125,5 +128,6 @@ void air__errline_say(air__errline *e, const char *fmt, ...) {
   int n = vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  air__errline_put(e, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+  air__errline_put(e, line,
+                   (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
