@@ -574,8 +574,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     uv_timer_init(main_loop, &g->tick);
     g->tick.data = g;
     g->state_up = -1;
-    uv_timer_start(&g->tick, on_tick, TICK_MS,
-                   TICK_MS);
+    uv_timer_start(&g->tick, on_tick, TICK_MS, TICK_MS);
     signal(SIGPIPE, SIG_IGN);
     atomic_store(&g->threads_left, g->n_workers);
     unsigned started = 0;

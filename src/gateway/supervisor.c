@@ -45,6 +45,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,6 @@
 #include <sys/prctl.h>
 #endif
 #include <sys/socket.h>
-#include <stddef.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -377,8 +377,9 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
     if (k > 0) n += (size_t)k;
   }
   if (n < sizeof(line)) {
-    if (r->stopping)
-      k = snprintf(line + n, sizeof(line) - n, "; not restarted: stopping");
+    if (r->stopping || !r->announced)
+      k = snprintf(line + n, sizeof(line) - n, "; not restarted: %s",
+                   r->stopping ? "stopping" : "it never became ready");
     else if (delay > 0)
       k = snprintf(line + n, sizeof(line) - n,
                    "; %u deaths within %u ms: restarting in %llu ms",
