@@ -12,7 +12,9 @@ static const char usage[] =
     "  --listen HOST:PORT  overrides `listen` of the config (port 0: any free port)\n"
     "  --insecure          allow a non-loopback address without client keys\n"
     "  --workers N         event-loop threads (default: one per core)\n"
-    "Signals: SIGTERM/SIGINT stop gracefully, SIGHUP reloads the config.\n";
+    "Signals: SIGTERM/SIGINT stop gracefully (streams in flight finish), SIGHUP\n"
+    "reloads the config. While stopping, SIGTERM and SIGHUP are ignored and a\n"
+    "second SIGINT stops at once.\n";
 
 int air__cmd_serve(int argc, char **argv) {
   air__gateway_opts o;

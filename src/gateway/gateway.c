@@ -20,16 +20,48 @@
 #include "redis.h"
 #include "state.h"
 
+/* ---- lines ------------------------------------------------------------------- */
+
+/* Where a line of this file goes: stderr as it is (a start, before any
+ * worker: nothing to keep alive), the supervisor's writer (never waits on
+ * stderr) or the worker's log thread (never on a loop). */
+typedef enum { TO_STDERR, TO_SUP, TO_LOG } line_to;
+
+static void put_line(air__gateway *g, line_to to, const char *p, size_t n);
+
+__attribute__((format(printf, 3, 0))) static void vline(air__gateway *g, line_to to,
+                                                        const char *fmt, va_list ap) {
+  char buf[AIR__ERRLINE_BYTES];
+  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  if (n < 0) return;
+  put_line(g, to, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+/* One line to `to`, printf-style, cut at AIR__ERRLINE_BYTES. */
+__attribute__((format(printf, 3, 4))) static void line(air__gateway *g, line_to to,
+                                                       const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vline(g, to, fmt, ap);
+  va_end(ap);
+}
+
 /* ---- config snapshots ---------------------------------------------------------- */
 
-/* errors[0]: errors counted; errors[1]: nonzero prints errors only (the
- * worker re-reads a file the supervisor already reported on). */
+typedef struct diag_out {
+  air__gateway *g;
+  line_to to;
+  int errors; /* counted */
+  bool quiet; /* errors only (the worker re-reads a file the supervisor
+                 already reported on) */
+} diag_out;
+
 static void print_diag(void *data, const air_diag *d) {
-  int *errors = data;
-  if (d->severity == AIR_DIAG_ERROR) errors[0]++;
-  else if (errors[1]) return;
-  fprintf(stderr, "%s:%d:%d: %s%s\n", d->file, d->line, d->column,
-          d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
+  diag_out *o = data;
+  if (d->severity == AIR_DIAG_ERROR) o->errors++;
+  else if (o->quiet) return;
+  line(o->g, o->to, "%s:%d:%d: %s%s", d->file, d->line, d->column,
+       d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
 }
 
 /* Splits the comma-separated keys of the client_keys_env variable. */
@@ -62,15 +94,17 @@ static int load_keys(air__gw_cfg *c) {
   return 0;
 }
 
-static air__gw_cfg *cfg_load(const char *path, int *errors, bool quiet) {
+/* Loads path; its diagnostics go to `to` (errors only when quiet). */
+static air__gw_cfg *cfg_load(air__gateway *g, line_to to, const char *path,
+                             int *errors, bool quiet) {
   air_config *cfg = NULL;
-  int counts[2] = {0, quiet};
+  diag_out o = {g, to, 0, quiet};
   *errors = 0;
-  int rc = air_config_load(path, print_diag, counts, &cfg);
-  *errors = counts[0];
+  int rc = air_config_load(path, print_diag, &o, &cfg);
+  *errors = o.errors;
   if (rc != 0 || cfg == NULL) {
     if (*errors == 0) {
-      fprintf(stderr, "airetry serve: cannot read %s\n", path);
+      line(g, to, "airetry serve: cannot read %s", path);
       *errors = 1;
     }
     return NULL;
@@ -110,7 +144,7 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
 /* ---- the request log --------------------------------------------------------------- */
 
 #define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
-#define STATE_WATCH_MS 100u          /* how often the Redis link is looked at */
+#define TICK_MS 100u                 /* the main loop's tick (Redis link, supervisor) */
 
 static _Thread_local air__gw_worker *log_worker;
 static _Thread_local air__log *log_ring; /* the worker process's main thread */
@@ -141,18 +175,27 @@ void air__gw_log(const char *p, size_t n) {
   if (w->log.n >= LOG_FLUSH_BYTES) flush_log(w);
 }
 
+static void put_line(air__gateway *g, line_to to, const char *p, size_t n) {
+  if (to == TO_SUP) {
+    air__errline_put(&g->err, p, n);
+  } else if (to == TO_LOG) {
+    char buf[AIR__ERRLINE_BYTES + 1];
+    if (n > AIR__ERRLINE_BYTES) n = AIR__ERRLINE_BYTES;
+    memcpy(buf, p, n);
+    buf[n++] = '\n';
+    air__gw_log(buf, n);
+  } else {
+    fprintf(stderr, "%.*s\n", (int)n, p);
+  }
+}
+
 /* One line of the worker process's own (signals, reloads) through the log
- * thread; printf-style, cut at 1 KiB. */
+ * thread; printf-style, cut at AIR__ERRLINE_BYTES. */
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...) {
-  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  vline(NULL, TO_LOG, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  size_t len = (size_t)n < sizeof(line) - 2 ? (size_t)n : sizeof(line) - 2;
-  line[len++] = '\n';
-  air__gw_log(line, len);
 }
 
 static void log_close(air__gw_worker *w) {
@@ -188,14 +231,14 @@ static bool is_loopback(const char *host) {
 }
 
 /* The check a start and a reload share (DESIGN.md 5): without client keys
- * only a loopback address, unless --insecure. Logs the refusal. */
-static bool keys_ok(const air__gateway *g, const air__gw_cfg *c,
+ * only a loopback address, unless --insecure. Logs the refusal to `to`. */
+static bool keys_ok(air__gateway *g, line_to to, const air__gw_cfg *c,
                     const char *what) {
   if (is_loopback(g->host) || c->n_keys > 0 || g->insecure) return true;
-  fprintf(stderr,
-          "airetry serve: %srefusing to listen on %s without client keys "
-          "(set client_keys_env, or pass --insecure)%s\n",
-          what, g->host, *what ? "; keeping the running config" : "");
+  line(g, to,
+       "airetry serve: %srefusing to listen on %s without client keys "
+       "(set client_keys_env, or pass --insecure)%s",
+       what, g->host, *what ? "; keeping the running config" : "");
   return false;
 }
 
@@ -273,6 +316,8 @@ static void *worker_main(void *arg) {
   uv_run(&w->loop, UV_RUN_DEFAULT);
   flush_log(w);
   log_worker = NULL;
+  /* The last thread to end lets the main loop close its signal handles. */
+  if (atomic_fetch_sub(&w->g->threads_left, 1) == 1) uv_async_send(&w->g->drained);
   return NULL;
 }
 
@@ -331,22 +376,61 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
 
 /* ---- signals (in the worker process) ------------------------------------------- */
 
-static void on_stop_signal(uv_signal_t *s, int signum) {
-  air__gateway *g = s->data;
-  say("airetry serve: %s: stopping (grace %llu ms)",
-      signum == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)g->grace_ms);
+/* The worker's signals (DESIGN.md 5). The first SIGTERM or SIGINT starts
+ * the drain. During it the handles stay open, so no signal meets its
+ * default action (which would cut every stream): a SIGTERM or SIGHUP is
+ * logged and ignored (systemd's control-group kill, a logrotate reload,
+ * the supervisor passing on a signal this process got too), and a SIGINT
+ * stops at once (a terminal's second Ctrl-C). Only the main thread takes
+ * them: every other thread keeps them blocked. */
+
+/* Starts the drain (main thread, once): every loop thread stops its
+ * server; the main loop ends once the last of them ended (on_drained). */
+static void begin_stop(air__gateway *g, const char *why) {
+  say("airetry serve: %s: stopping (grace %llu ms)", why,
+      (unsigned long long)g->grace_ms);
   atomic_store(&g->stopping, true);
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
+  uv_close((uv_handle_t *)&g->tick, NULL);
+}
+
+static void on_stop_signal(uv_signal_t *s, int signum) {
+  air__gateway *g = s->data;
+  if (!atomic_load(&g->stopping)) {
+    begin_stop(g, signum == SIGINT ? "SIGINT" : "SIGTERM");
+  } else if (signum == SIGINT) {
+    /* Through the supervisor's writer (never waits on stderr); the lines
+     * still queued for the log thread are lost with the streams. */
+    air__errline_say(&g->err, "airetry serve: worker %ld: SIGINT during the "
+                              "drain: stopping at once", (long)getpid());
+    _exit(AIR__SUP_EXIT_NOW);
+  } else {
+    say("airetry serve: SIGTERM: already stopping; ignored (SIGINT stops at once)");
+  }
+}
+
+/* Every loop thread has ended: the main loop closes its handles and ends. */
+static void on_drained(uv_async_t *a) {
+  air__gateway *g = a->data;
   uv_close((uv_handle_t *)&g->sig_term, NULL);
   uv_close((uv_handle_t *)&g->sig_int, NULL);
   uv_close((uv_handle_t *)&g->sig_hup, NULL);
-  uv_close((uv_handle_t *)&g->state_watch, NULL);
+  if (!uv_is_closing((uv_handle_t *)&g->tick))
+    uv_close((uv_handle_t *)&g->tick, NULL);
+  uv_close((uv_handle_t *)&g->drained, NULL);
 }
 
-/* Every STATE_WATCH_MS: a line when the shared state's Redis link comes up
- * or goes down (once per transition, never per request). */
-static void on_state_watch(uv_timer_t *t) {
+/* Every TICK_MS until the drain: the supervisor is still this process's
+ * parent (else the drain starts: an orphan never serves unsupervised; the
+ * supervisor's death also sends SIGTERM, PR_SET_PDEATHSIG, and this is
+ * the check behind it), and a line when the shared state's Redis link
+ * comes up or goes down (once per transition, never per request). */
+static void on_tick(uv_timer_t *t) {
   air__gateway *g = t->data;
+  if (getppid() != g->sup_pid) {
+    begin_stop(g, "the supervisor is gone");
+    return;
+  }
   air__redis_stats s;
   if (air__state_redis_stats(g->state, &s) != 0) return;
   int up = s.up ? 1 : 0;
@@ -394,14 +478,18 @@ static bool otel_same(const air__otel *a, const air__otel *b) {
 static void on_hup(uv_signal_t *s, int signum) {
   (void)signum;
   air__gateway *g = s->data;
+  if (atomic_load(&g->stopping)) {
+    say("airetry serve: SIGHUP: stopping; ignored");
+    return;
+  }
   int errors = 0;
-  air__gw_cfg *c = cfg_load(g->config_path, &errors, true);
+  air__gw_cfg *c = cfg_load(g, TO_LOG, g->config_path, &errors, true);
   if (c == NULL) {
     say("airetry serve: SIGHUP: %s has %d error%s; keeping the running config",
         g->config_path, errors, errors == 1 ? "" : "s");
     return;
   }
-  if (!keys_ok(g, c, "SIGHUP: ")) {
+  if (!keys_ok(g, TO_LOG, c, "SIGHUP: ")) {
     air__gw_cfg_release(c);
     return;
   }
@@ -445,6 +533,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
                           air__sup_page *page) {
   air__gateway *g = data;
   g->page = page;
+  g->sup_pid = getppid(); /* the supervisor checked it is its own (spawn) */
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
   g->w = calloc(g->n_workers, sizeof(air__gw_worker));
   int rc = g->w ? air__log_start(AIR__LOG_RING_BYTES, &g->log) : AIR_ENOMEM;
@@ -484,12 +573,14 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
     uv_signal_start(&g->sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&g->sig_int, on_stop_signal, SIGINT);
     uv_signal_start(&g->sig_hup, on_hup, SIGHUP);
-    uv_timer_init(main_loop, &g->state_watch);
-    g->state_watch.data = g;
+    uv_async_init(main_loop, &g->drained, on_drained);
+    g->drained.data = g;
+    uv_timer_init(main_loop, &g->tick);
+    g->tick.data = g;
     g->state_up = -1;
-    uv_timer_start(&g->state_watch, on_state_watch, STATE_WATCH_MS,
-                   STATE_WATCH_MS);
+    uv_timer_start(&g->tick, on_tick, TICK_MS, TICK_MS);
     signal(SIGPIPE, SIG_IGN);
+    atomic_store(&g->threads_left, g->n_workers);
     unsigned started = 0;
     for (; started < g->n_workers; started++) {
       int e = pthread_create(&g->w[started].thread, NULL, worker_main,
@@ -501,6 +592,15 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
       }
     }
     ran = true;
+    /* Every thread started with the stop signals blocked (the supervisor
+     * forks with them blocked): from here they come to this thread only,
+     * one at a time, in the order they were sent. */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGHUP);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
     if (started == g->n_workers) {
       /* Every signal is handled and every thread runs: ready to serve. */
       unsigned char b = 1;
@@ -513,10 +613,10 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
       exit_code = 1;
       atomic_store(&g->stopping, true);
       for (unsigned i = 0; i < started; i++) uv_async_send(&g->w[i].async);
-      uv_close((uv_handle_t *)&g->sig_term, NULL);
-      uv_close((uv_handle_t *)&g->sig_int, NULL);
-      uv_close((uv_handle_t *)&g->sig_hup, NULL);
-      uv_close((uv_handle_t *)&g->state_watch, NULL);
+      uv_close((uv_handle_t *)&g->tick, NULL);
+      if (atomic_fetch_sub(&g->threads_left, g->n_workers - started) ==
+          g->n_workers - started)
+        uv_async_send(&g->drained); /* none started */
       uv_run(main_loop, UV_RUN_DEFAULT);
       for (unsigned i = started; i < g->n_workers; i++) {
         air__gw_worker *w = &g->w[i];
@@ -553,14 +653,14 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
 static bool sup_reload(void *data) {
   air__gateway *g = data;
   int errors = 0;
-  air__gw_cfg *c = cfg_load(g->config_path, &errors, false);
+  air__gw_cfg *c = cfg_load(g, TO_SUP, g->config_path, &errors, false);
   if (c == NULL) {
-    fprintf(stderr, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
-                    "running config\n",
-            g->config_path, errors, errors == 1 ? "" : "s");
+    line(g, TO_SUP, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
+                    "running config",
+         g->config_path, errors, errors == 1 ? "" : "s");
     return false;
   }
-  if (!keys_ok(g, c, "SIGHUP: ")) {
+  if (!keys_ok(g, TO_SUP, c, "SIGHUP: ")) {
     air__gw_cfg_release(c);
     return false;
   }
@@ -568,13 +668,13 @@ static bool sup_reload(void *data) {
   const char *now = air_config_listen(c->cfg);
   if (strcmp(was, now) != 0) {
     if (g->listen_opt != NULL)
-      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
-                      "--listen %s is in force; not applied\n",
-              was, now, g->listen_opt);
+      line(g, TO_SUP, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
+                      "--listen %s is in force; not applied",
+           was, now, g->listen_opt);
     else
-      fprintf(stderr, "airetry serve: SIGHUP: listen changed (%s -> %s): "
-                      "needs a restart; still listening on %s:%d\n",
-              was, now, g->host, g->port);
+      line(g, TO_SUP, "airetry serve: SIGHUP: listen changed (%s -> %s): "
+                      "needs a restart; still listening on %s:%d",
+           was, now, g->host, g->port);
   }
   swap_cfg(g, c);
   return true;
@@ -595,7 +695,7 @@ int air__gateway_run(const air__gateway_opts *o) {
   g.listen_opt = o->listen;
   g.insecure = o->insecure;
   int errors = 0;
-  g.cur = cfg_load(o->config_path, &errors, false);
+  g.cur = cfg_load(&g, TO_STDERR, o->config_path, &errors, false);
   if (g.cur == NULL) return 2;
   const char *listen = o->listen ? o->listen : air_config_listen(g.cur->cfg);
   if (split_listen(listen, g.host, sizeof(g.host), &g.port) != 0) {
@@ -603,7 +703,7 @@ int air__gateway_run(const air__gateway_opts *o) {
     air__gw_cfg_release(g.cur);
     return 2;
   }
-  if (!keys_ok(&g, g.cur, "")) {
+  if (!keys_ok(&g, TO_STDERR, g.cur, "")) {
     air__gw_cfg_release(g.cur);
     return 2;
   }
@@ -618,19 +718,30 @@ int air__gateway_run(const air__gateway_opts *o) {
   int exit_code = 1;
   g.fds = calloc(g.n_workers, sizeof(int));
   int err = 0;
-  int rc = g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &g.port, &err)
+  int lock_fd = -1;
+  int rc = g.fds ? air__sup_bind(g.host, g.port, g.n_workers, g.fds, &lock_fd,
+                                 &g.port, &err)
                  : AIR_ENOMEM;
+  bool v6 = strchr(g.host, ':') != NULL;
   if (rc == AIR_EINVAL) {
     fprintf(stderr, "airetry serve: bad listen address '%s' (an IP address)\n",
             listen);
     exit_code = 2;
+  } else if (rc != 0 && err == EADDRINUSE) {
+    fprintf(stderr,
+            "airetry serve: %s%s%s:%d is in use (another airetry serve, or "
+            "another program, listens there): refusing to share it\n",
+            v6 ? "[" : "", g.host, v6 ? "]" : "", g.port);
   } else if (rc != 0) {
     fprintf(stderr, "airetry serve: cannot listen on %s:%d: %s\n", g.host,
             g.port, strerror(err));
   } else {
-    air__sup sup = {worker_process, sup_reload, announce, &g};
+    air__errline_open(&g.err);
+    air__sup sup = {worker_process, sup_reload, announce, &g, &g.err, lock_fd};
     exit_code = air__sup_run(&sup);
+    air__errline_close(&g.err);
     for (unsigned i = 0; i < g.n_workers; i++) close(g.fds[i]);
+    if (lock_fd >= 0) close(lock_fd);
   }
   free(g.fds);
   air__gw_cfg_release(g.cur);

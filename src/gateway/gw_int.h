@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -42,6 +43,28 @@ void air__log_stop(air__log *l);
 /* Writes lines to stderr now, whole, at most AIR__LOG_WRITE_BYTES a write. */
 void air__log_write_lines(const char *p, size_t n);
 
+/* ---- lines that never wait on stderr (errline.c) ------------------------------- */
+
+#define AIR__ERRLINE_BYTES 2048 /* one line (twice this is at most PIPE_BUF) */
+
+/* A writer of whole lines to stderr that never blocks and never changes
+ * stderr's shared file description (errline.c says how); the supervisor's. */
+typedef struct air__errline {
+  int fd;           /* where lines go: stderr, or a description of its own */
+  bool own;         /* fd is this writer's (closed by _close) */
+  int how;          /* the way it writes (errline.c) */
+  uint64_t dropped; /* lines not written since the last one that was */
+} air__errline;
+
+/* Picks the way for the stderr of now; never fails (lines may go nowhere). */
+void air__errline_open(air__errline *e);
+void air__errline_close(air__errline *e);
+/* One line (no newline in p; cut at AIR__ERRLINE_BYTES), or dropped and
+ * counted when stderr cannot take it at once. */
+void air__errline_put(air__errline *e, const char *p, size_t n);
+__attribute__((format(printf, 2, 3))) void air__errline_say(air__errline *e,
+                                                             const char *fmt, ...);
+
 /* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
 typedef struct air__gw_cfg {
   air_config *cfg;
@@ -58,6 +81,9 @@ typedef struct air__gateway air__gateway;
 
 #define AIR__SUP_BACKLOG 511 /* listen(2) backlog of each socket */
 #define AIR__SUP_SLOTS 320   /* request ids tracked in flight */
+/* The exit status of a worker (and then its supervisor) stopped at once by
+ * a SIGINT during the drain: 128 + SIGINT, as a shell reports Ctrl-C. */
+#define AIR__SUP_EXIT_NOW 130
 
 /* One request id in flight: state 0 free, 1 being written, 2 set. */
 typedef struct air__sup_slot {
@@ -74,7 +100,11 @@ typedef struct air__sup_page {
 
 typedef struct air__sup {
   /* In the forked worker: serves on the inherited sockets, writes one
-   * byte to ready_fd once it can serve, returns its exit code. */
+   * byte to ready_fd once it can serve, returns its exit code. It starts
+   * with SIGHUP, SIGTERM and SIGINT blocked and unblocks them once it
+   * handles them (DESIGN.md 5: a repeated SIGTERM and a SIGHUP during the
+   * drain are ignored, a SIGINT then stops at once, exit
+   * AIR__SUP_EXIT_NOW). */
   int (*worker)(void *data, int ready_fd, uint64_t restarts,
                 air__sup_page *page);
   /* In the supervisor, on SIGHUP: validates and keeps the new config (the
@@ -83,14 +113,19 @@ typedef struct air__sup {
   /* In the supervisor, once, when the first worker is ready. */
   void (*announce)(void *data);
   void *data;
+  air__errline *err; /* the supervisor's lines */
+  int lock_fd;       /* the address's lock (air__sup_bind), or -1 */
 } air__sup;
 
 /* Binds n listening sockets to host (an IP literal) and port with
- * SO_REUSEPORT (port 0: one ephemeral port, shared by all). Returns 0
- * (*bound_port set), AIR_EINVAL (not an IP literal) or AIR_EIO; *err
- * holds the errno. On failure no socket is left open. */
+ * SO_REUSEPORT (port 0: one ephemeral port, shared by all), after taking
+ * the address's lock (*lock_fd, -1 for port 0; close it after the
+ * sockets). Returns 0 (*bound_port set), AIR_EINVAL (not an IP literal) or
+ * AIR_EIO; *err holds the errno, EADDRINUSE when another process (another
+ * `airetry serve` or not) listens on the address or holds its lock. On
+ * failure no socket is left open. */
 int air__sup_bind(const char *host, int port, unsigned n, int *fds,
-                  int *bound_port, int *err);
+                  int *lock_fd, int *bound_port, int *err);
 /* Runs the supervisor until the worker drained after SIGTERM/SIGINT (0) or
  * the first worker failed to start (its exit status). */
 int air__sup_run(air__sup *s);
@@ -132,6 +167,7 @@ struct air__gateway {
   int port;
   int *fds;               /* n_workers listening sockets */
   air__sup_page *page;    /* worker: its requests in flight */
+  air__errline err;       /* the supervisor's lines (the worker inherits it) */
   air__log *log;          /* worker: the log thread */
   air__exporter *traces;  /* worker: the trace exporter, NULL when off;
                              its settings are the start's (a reload that
@@ -148,8 +184,12 @@ struct air__gateway {
   atomic_size_t inflight_body;  /* body bytes being read by every worker */
   air__http_stats http_stats;   /* every worker's connections (/metrics) */
   uint64_t grace_ms;
-  uv_signal_t sig_term, sig_int, sig_hup;
-  uv_timer_t state_watch; /* notes the Redis link's transitions (once each) */
+  uv_signal_t sig_term, sig_int, sig_hup; /* open until every thread drained */
+  uv_async_t drained;        /* the last loop thread ended (main loop) */
+  atomic_uint threads_left;  /* loop threads not ended yet */
+  uv_timer_t tick;        /* the main loop's: the supervisor's liveness, the
+                             Redis link's transitions (once each) */
+  pid_t sup_pid;          /* worker: its supervisor */
   int state_up;           /* -1 unknown, 0 down, 1 up */
 };
 

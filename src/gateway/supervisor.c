@@ -10,11 +10,21 @@
  *
  * Signals arrive through a self-pipe (the handlers only write the signal
  * number), so the loop is one poll(2) on that pipe and the worker's ready
- * pipe. SIGHUP is validated here first (the reload callback) and forwarded
- * only when accepted; SIGTERM/SIGINT are forwarded, and the supervisor
- * exits with 0 once the worker drained and exited 0. Signals for a worker
- * that is not ready yet (its handlers may not be installed) are held and
- * forwarded when it reports ready.
+ * pipe. Its lines go through an air__errline, never waiting on stderr: a
+ * stalled stderr pipe drops (and counts) them, and never holds a restart,
+ * a reload or a stop.
+ *
+ * SIGHUP is validated here first (the reload callback) and forwarded only
+ * when accepted. The first SIGTERM or SIGINT starts the stop: the worker is
+ * sent SIGTERM (drain), whichever came, because a terminal's Ctrl-C reaches
+ * the worker by itself too and a second SIGINT must mean "at once" to it;
+ * the supervisor exits with 0 once the worker drained and exited 0. During
+ * the stop a SIGTERM or a SIGHUP is logged and ignored (systemd's
+ * control-group kill, a logrotate reload), and a SIGINT stops the worker at
+ * once (it exits AIR__SUP_EXIT_NOW, the supervisor likewise). Signals for a
+ * worker that is not ready yet are held and forwarded when it reports
+ * ready; the worker starts with SIGHUP, SIGTERM and SIGINT blocked, so none
+ * meets a default action before its handlers are in place.
  *
  * Restarts: a worker that dies (signal, abort, any exit while not
  * stopping) is logged in one line (signal or status, uptime, request ids
@@ -24,6 +34,10 @@
  * AIR__SUP_BACKOFF_MAX_MS. The first worker of the process that dies
  * before it was ready ends the supervisor with its exit status (a start
  * error is not retried).
+ *
+ * Orphans: a worker gets SIGTERM when the supervisor dies (even by
+ * SIGKILL: PR_SET_PDEATHSIG), and looks at its parent on every tick of its
+ * main loop, so it drains and exits rather than serve unsupervised.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,12 +45,17 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,7 +76,6 @@
 #define AIR__SUP_BACKOFF_MIN_MS 250u
 #define AIR__SUP_BACKOFF_MAX_MS 4000u
 #define AIR__SUP_LOG_IDS 16u             /* request ids named in a death line */
-#define AIR__SUP_LOG_BYTES 2048u         /* one death line */
 
 /* ---- sockets -------------------------------------------------------------------- */
 
@@ -82,8 +100,61 @@ static int bind_one(const struct sockaddr_storage *ss, socklen_t len) {
   return fd;
 }
 
+/* A second `airetry serve` on the same address must never join this one's
+ * SO_REUSEPORT group: the kernel would split connections between the two
+ * without a word. So, before the sockets are bound, two guards (port 0
+ * needs neither: the kernel picks a port nobody holds):
+ *   - a lock: an abstract unix socket named "airetry-serve/HOST:PORT"
+ *     (HOST as inet_ntop writes it, an IPv6 one in brackets), held for
+ *     the supervisor's life and released by the kernel when it ends; it
+ *     orders two starts at the same moment;
+ *   - a probe: a socket bound to the address without SO_REUSEPORT fails
+ *     with EADDRINUSE while anything listens there (another airetry
+ *     serve, or another program, with SO_REUSEPORT or not). It has
+ *     SO_REUSEADDR: connections of an earlier run in TIME_WAIT are no
+ *     reason to refuse. */
+static int lock_address(const struct sockaddr_storage *ss, int port) {
+  char host[INET6_ADDRSTRLEN];
+  const void *a = ss->ss_family == AF_INET6
+                      ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+                      : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+  if (inet_ntop(ss->ss_family, a, host, sizeof(host)) == NULL) return -errno;
+  struct sockaddr_un un;
+  memset(&un, 0, sizeof(un));
+  un.sun_family = AF_UNIX;
+  /* sun_path[0] stays '\0': the abstract namespace (no file). */
+  int k = snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1,
+                   ss->ss_family == AF_INET6 ? "airetry-serve/[%s]:%d"
+                                             : "airetry-serve/%s:%d",
+                   host, port);
+  if (k < 0 || (size_t)k >= sizeof(un.sun_path) - 1) return -EINVAL;
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -errno;
+  socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
+  if (bind(fd, (const struct sockaddr *)&un, len) != 0 ||
+      fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+static int probe_address(const struct sockaddr_storage *ss, socklen_t len) {
+  int fd = socket(ss->ss_family, SOCK_STREAM, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  int rc = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (rc == 0 && ss->ss_family == AF_INET6)
+    rc = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (rc == 0) rc = bind(fd, (const struct sockaddr *)ss, len);
+  int e = rc == 0 ? 0 : errno;
+  close(fd);
+  return -e;
+}
+
 int air__sup_bind(const char *host, int port, unsigned n, int *fds,
-                  int *bound_port, int *err) {
+                  int *lock_fd, int *bound_port, int *err) {
   struct sockaddr_storage ss;
   socklen_t len;
   memset(&ss, 0, sizeof(ss));
@@ -103,12 +174,29 @@ int air__sup_bind(const char *host, int port, unsigned n, int *fds,
     return AIR_EINVAL;
   }
   for (unsigned i = 0; i < n; i++) fds[i] = -1;
+  *lock_fd = -1;
+  if (port != 0) {
+    int fd = lock_address(&ss, port);
+    if (fd < 0) {
+      *err = -fd;
+      return AIR_EIO;
+    }
+    int e = -probe_address(&ss, len);
+    if (e != 0) {
+      close(fd);
+      *err = e;
+      return AIR_EIO;
+    }
+    *lock_fd = fd;
+  }
   for (unsigned i = 0; i < n; i++) {
     int fd = bind_one(&ss, len);
     if (fd < 0) {
       *err = -fd;
       for (unsigned j = 0; j < i; j++) close(fds[j]);
       for (unsigned j = 0; j < n; j++) fds[j] = -1;
+      if (*lock_fd >= 0) close(*lock_fd);
+      *lock_fd = -1;
       return AIR_EIO;
     }
     fds[i] = fd;
@@ -120,6 +208,8 @@ int air__sup_bind(const char *host, int port, unsigned n, int *fds,
         *err = errno;
         close(fd);
         fds[0] = -1;
+        if (*lock_fd >= 0) close(*lock_fd);
+        *lock_fd = -1;
         return AIR_EIO;
       }
       uint16_t p = got.ss_family == AF_INET6
@@ -234,9 +324,9 @@ typedef struct sup_run {
   int ready_fd;          /* read end of the worker's ready pipe, or -1 */
   bool ready;            /* the worker reported ready */
   bool announced;        /* some worker was ready once */
-  bool stopping;
+  bool stopping;          /* a SIGTERM or SIGINT came: no new worker */
+  bool hurry;             /* a SIGINT during the stop: the worker stops at once */
   bool hup_held, term_held;
-  int term_sig;
   uint64_t started_ms;
   uint64_t restarts;
   uint64_t next_start_ms; /* backoff: no worker before then */
@@ -248,7 +338,7 @@ typedef struct sup_run {
 } sup_run;
 
 static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
-  char line[AIR__SUP_LOG_BYTES];
+  char line[AIR__ERRLINE_BYTES];
   size_t n = 0;
   int k;
   if (WIFSIGNALED(status))
@@ -287,7 +377,10 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
     if (k > 0) n += (size_t)k;
   }
   if (n < sizeof(line)) {
-    if (delay > 0)
+    if (r->stopping || !r->announced)
+      k = snprintf(line + n, sizeof(line) - n, "; not restarted: %s",
+                   r->stopping ? "stopping" : "it never became ready");
+    else if (delay > 0)
       k = snprintf(line + n, sizeof(line) - n,
                    "; %u deaths within %u ms: restarting in %llu ms",
                    r->n_deaths, AIR__SUP_CRASH_WINDOW_MS,
@@ -297,11 +390,14 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
     if (k > 0) n += (size_t)k;
   }
   if (n >= sizeof(line)) n = sizeof(line) - 1;
-  fprintf(stderr, "%.*s\n", (int)n, line);
-  fflush(stderr);
+  air__errline_put(r->s->err, line, n);
 }
 
-/* Forks a worker. Returns 0, or an error (the loop then ends). */
+/* Forks a worker. Returns 0, or an error (the loop then ends). The
+ * handled signals are blocked around fork(2): one arriving in between would
+ * otherwise run this process's handler in the child and write to its
+ * self-pipe. The child keeps SIGHUP, SIGTERM and SIGINT blocked (the
+ * worker unblocks them once it handles them). */
 static int spawn(sup_run *r) {
   int rp[2];
   if (pipe(rp) != 0) return AIR_EIO;
@@ -309,22 +405,46 @@ static int spawn(sup_run *r) {
   atomic_store(&r->page->untracked, 0);
   fflush(stdout);
   fflush(stderr);
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+    sigaddset(&block, handled[i]);
+  sigprocmask(SIG_BLOCK, &block, &old);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
     close(rp[0]);
     close(rp[1]);
     return AIR_EIO;
   }
   if (pid == 0) {
+#ifdef __linux__
+    /* An orphan must never serve unsupervised: this process's death sends
+     * the worker SIGTERM (a drain; pending until it handles it). It may
+     * have died before the prctl: then the parent is another process. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(1);
+#else
+    if (getppid() != parent) _exit(1);
+#endif
     close(rp[0]);
     close(sig_pipe[0]);
     close(sig_pipe[1]);
+    /* The address's lock is the supervisor's: a worker draining on after
+     * its death must not refuse the next start. */
+    if (r->s->lock_fd >= 0) close(r->s->lock_fd);
     install(SIG_DFL);
+    sigset_t child = old;
+    sigaddset(&child, SIGHUP);
+    sigaddset(&child, SIGTERM);
+    sigaddset(&child, SIGINT);
+    sigprocmask(SIG_SETMASK, &child, NULL);
     int code = r->s->worker(r->s->data, rp[1], r->restarts, r->page);
     fflush(stdout);
     fflush(stderr);
     exit(code); /* not _exit: LeakSanitizer checks the worker too */
   }
+  sigprocmask(SIG_SETMASK, &old, NULL);
   close(rp[1]);
   fcntl(rp[0], F_SETFD, FD_CLOEXEC);
   r->pid = pid;
@@ -351,7 +471,7 @@ static void on_ready(sup_run *r) {
     r->s->announce(r->s->data);
   }
   if (r->hup_held) forward(r, SIGHUP);
-  if (r->term_held) forward(r, r->term_sig);
+  if (r->term_held) forward(r, SIGTERM);
   r->hup_held = r->term_held = false;
 }
 
@@ -377,6 +497,7 @@ static void on_death(sup_run *r, int status) {
     r->done = true;
     r->exit_code = WIFEXITED(status) && WEXITSTATUS(status) != 0
                        ? WEXITSTATUS(status) : 1;
+    if (r->hurry) r->exit_code = AIR__SUP_EXIT_NOW;
     return;
   }
   /* The times of the latest deaths, oldest first. */
@@ -418,20 +539,31 @@ static void on_signals(sup_run *r) {
       if (sig == SIGCHLD) {
         reap(r);
       } else if (sig == SIGHUP) {
+        if (r->stopping) {
+          air__errline_say(r->s->err, "airetry serve: SIGHUP: stopping; ignored");
+          continue;
+        }
         if (!r->s->reload(r->s->data)) continue;
         if (r->pid > 0 && r->ready)
           forward(r, SIGHUP);
         else
           r->hup_held = r->pid > 0; /* a worker forked later has it already */
-      } else if (sig == SIGTERM || sig == SIGINT) {
+      } else if ((sig == SIGTERM || sig == SIGINT) && !r->stopping) {
         r->stopping = true;
-        r->term_sig = sig;
         if (r->pid > 0 && r->ready)
-          forward(r, sig);
+          forward(r, SIGTERM);
         else if (r->pid > 0)
           r->term_held = true;
         else
           r->done = true; /* waiting out a backoff: nothing to drain */
+      } else if (sig == SIGINT) {
+        air__errline_say(r->s->err, "airetry serve: SIGINT again: stopping at once");
+        r->hurry = true;
+        /* A worker not ready yet has nothing in flight and maybe no handler. */
+        if (r->pid > 0) kill(r->pid, r->ready ? SIGINT : SIGKILL);
+      } else if (sig == SIGTERM) {
+        air__errline_say(r->s->err, "airetry serve: SIGTERM: already stopping; "
+                                    "ignored (SIGINT stops at once)");
       }
     }
   }
@@ -456,8 +588,8 @@ int air__sup_run(air__sup *s) {
   int rc = install(on_signal);
   if (rc == 0) rc = spawn(&r);
   if (rc != 0) {
-    fprintf(stderr, "airetry serve: cannot start a worker: %s\n",
-            strerror(errno));
+    air__errline_say(s->err, "airetry serve: cannot start a worker: %s",
+                     strerror(errno));
     r.done = true;
     r.exit_code = 1;
   }
@@ -468,8 +600,8 @@ int air__sup_run(air__sup *s) {
       if (now >= r.next_start_ms) {
         if (spawn(&r) != 0) {
           /* fork failed (EAGAIN, ENOMEM): try again after a backoff. */
-          fprintf(stderr, "airetry serve: cannot fork a worker: %s\n",
-                  strerror(errno));
+          air__errline_say(s->err, "airetry serve: cannot fork a worker: %s",
+                           strerror(errno));
           r.next_start_ms = now + AIR__SUP_BACKOFF_MAX_MS;
         }
         continue;

@@ -99,10 +99,12 @@ class Proc:
     """A child whose stdout's first line is `listening on http://H:P`
     (expect_listen). stderr goes to WORK/NAME-N.stderr, or to a pipe nobody
     reads (stall_stderr). env adds to this process's environment, less the
-    variables whose names start with one of drop_env."""
+    variables whose names start with one of drop_env. new_session: the child
+    leads its own session and process group (a group signal reaches it and
+    its children, as a terminal's Ctrl-C does)."""
 
     def __init__(self, name, args, env=None, timeout=20.0, stall_stderr=False,
-                 expect_listen=True, drop_env=()):
+                 expect_listen=True, drop_env=(), new_session=False):
         self.name = name
         self.err_path = os.path.join(WORK, "%s-%d.stderr" % (name, len(PROCS)))
         self.err_file = None if stall_stderr else open(self.err_path, "wb")
@@ -111,7 +113,8 @@ class Proc:
         full.update(env or {})
         self.p = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if stall_stderr else self.err_file, env=full)
+            stderr=subprocess.PIPE if stall_stderr else self.err_file, env=full,
+            start_new_session=new_session)
         PROCS.append(self)
         self.port = None
         self.host = None

@@ -14,8 +14,15 @@ ports and checks, one named test at a time:
   reload/*   a reload is validated as a start (non-loopback without keys
              refused), a listen change is reported, limits apply to the
              next request
-  log/*      a stalled stderr pipe never stalls requests; lines flow again
-             once it is read; ring overflow is counted
+  drain/*    signals during a drain: a repeated SIGTERM and a SIGHUP (to the
+             supervisor, or to the worker as systemd's control-group kill
+             sends them) never cut a stream in flight; a terminal's Ctrl-C
+             drains, a second SIGINT stops at once
+  orphan/*   a worker whose supervisor was SIGKILLed drains and exits
+  double/*   a second `airetry serve` on the same address is refused
+  log/*      a stalled stderr pipe never stalls requests, nor the supervisor
+             (restarts, reloads, stop); lines flow again once it is read;
+             ring overflow and the supervisor's dropped lines are counted
 
 Standard library only; every wait is a bounded poll. Prints one "ok"/"FAIL"
 line per test and exits 1 when any failed.
@@ -63,16 +70,62 @@ def base_config(**extra):
            "routes": [{"name": "fast", "targets": ["mock/fast"]},
                       # 40 tokens 100 ms apart: a 4 s stream
                       {"name": "slowstream", "targets": ["mock/s@delay=100@tokens=40"]},
+                      # 30 tokens 60 ms apart: a 1.8 s stream
+                      {"name": "drainstream", "targets": ["mock/d@delay=60@tokens=30"]},
                       # no content for 20 s (non-streamed: the whole answer)
                       {"name": "slowwhole", "targets": ["mock/w@slow=20000"]}]}
     cfg.update(extra)
     return cfg
 
 
-def start_gateway(name, cfg, args=(), env=None, workers=2, stall_stderr=False):
+def start_gateway(name, cfg, args=(), env=None, workers=2, stall_stderr=False,
+                  new_session=False):
     path = write_config(name + ".json", cfg)
     a = [BIN, "serve", "--config", path, "--workers", str(workers)] + list(args)
-    return Proc(name, a, env=env, stall_stderr=stall_stderr), path
+    return Proc(name, a, env=env, stall_stderr=stall_stderr,
+                new_session=new_session), path
+
+
+def alive(pid):
+    """Whether pid runs (a zombie nobody reaped does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def threads(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except FileNotFoundError:
+        return 0
+
+
+def fill_stderr(pid):
+    """Fills pid's stderr pipe to its last byte with newlines (whole lines
+    of 3 kB leave room in each page for a short line)."""
+    fd = os.open("/proc/%d/fd/2" % pid, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        for block in (4096, 1):
+            for _ in range(1 << 17):
+                try:
+                    os.write(fd, b"\n" * block)
+                except BlockingIOError:
+                    break
+    finally:
+        os.close(fd)
+
+
+def refused(port):
+    """Whether a connection to port is refused (nothing listens)."""
+    try:
+        socket.create_connection((LOCAL, port), timeout=1).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
 
 
 # ---- HTTP over raw sockets -----------------------------------------------------------
@@ -316,12 +369,150 @@ def t_reload_listen_limits():
     check(gw.stop() == 0, "exit status")
 
 
+def start_stream(gw, rid=None):
+    """A 1.8 s stream (30 tokens) through gw, once its first token came."""
+    hs = [("x-request-id", rid)] if rid else []
+    x = Exchange(gw.port, "POST", "/v1/chat/completions",
+                 chat("drainstream", stream=True), hs)
+    check(wait_until(lambda: b" w1" in x.data, 10), "stream did not start: %r" % x.data[-300:])
+    return x
+
+
+def whole(x):
+    """Whether a stream of start_stream came whole: every token and [DONE]."""
+    body = x.body()
+    return b" w30" in body and b"[DONE]" in body
+
+
+@test("drain/SIGTERM, then SIGHUP and SIGTERM to the supervisor: the stream in flight completes whole")
+def t_drain_supervisor():
+    gw, _ = start_gateway("drain-sup", base_config())
+    x = start_stream(gw)
+    gw.p.send_signal(signal.SIGTERM)
+    check(wait_until(lambda: b"SIGTERM: stopping" in gw.stderr(), 5), "no stopping line")
+    gw.p.send_signal(signal.SIGHUP)  # logrotate's postrotate
+    gw.p.send_signal(signal.SIGTERM)
+    code = gw.wait(20)
+    check(x.wait(5) and whole(x), "stream in flight not whole: %r" % x.data[-300:])
+    check(code == 0, "supervisor exit %r" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    check("SIGHUP: stopping; ignored" in err and "SIGTERM: already stopping; ignored" in err,
+          "ignored signals not logged: %r" % err[-1500:])
+    check("died" not in err and "reloaded" not in err, "log: %r" % err[-1500:])
+
+
+@test("drain/SIGTERM to supervisor and worker, then SIGHUP and SIGTERM to the worker (systemd's control-group kill): the stream completes whole")
+def t_drain_worker():
+    gw, _ = start_gateway("drain-worker", base_config())
+    worker = worker_of(gw)
+    x = start_stream(gw)
+    gw.p.send_signal(signal.SIGTERM)
+    os.kill(worker, signal.SIGTERM)
+    check(wait_until(lambda: b"SIGTERM: stopping" in gw.stderr(), 5), "no stopping line")
+    os.kill(worker, signal.SIGHUP)
+    os.kill(worker, signal.SIGTERM)
+    code = gw.wait(20)
+    check(x.wait(5) and whole(x), "stream in flight not whole: %r" % x.data[-300:])
+    check(code == 0, "supervisor exit %r" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    # Two SIGTERMs pending at once are one; the one after the drain began
+    # is logged.
+    check("SIGTERM: already stopping; ignored" in err and
+          "SIGHUP: stopping; ignored" in err, "ignored signals not logged: %r" % err[-1500:])
+
+
+@test("drain/Ctrl-C (SIGINT to the process group) drains the stream; a second one stops at once")
+def t_drain_ctrl_c():
+    gw, _ = start_gateway("drain-int", base_config(), new_session=True)
+    worker = worker_of(gw)
+    x = start_stream(gw, "cut-by-ctrl-c")
+    os.killpg(gw.pid, signal.SIGINT)
+    check(wait_until(lambda: b"SIGINT: stopping" in gw.stderr(), 5), "no stopping line")
+    check(wait_until(lambda: b" w6" in x.data or x.eof, 10) and not x.eof,
+          "the stream did not go on after one Ctrl-C: %r" % x.data[-300:])
+    check(alive(worker), "the worker is gone after one Ctrl-C")
+    os.killpg(gw.pid, signal.SIGINT)
+    check(x.wait(2), "the stream was not cut at once by a second Ctrl-C")
+    check(b"[DONE]" not in x.data, "a second Ctrl-C let the stream finish")
+    code = gw.wait(5)
+    check(code == 130, "supervisor exit %r after a second Ctrl-C" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    check("SIGINT again: stopping at once" in err, "no 'at once' line: %r" % err[-1500:])
+    check(not alive(worker), "the worker still runs")
+
+
+@test("drain/SIGINT to the supervisor drains; a second SIGINT stops at once (exit 130, the cut request named)")
+def t_drain_int_twice():
+    gw, _ = start_gateway("drain-int2", base_config())
+    x = start_stream(gw, "cut-by-sigint")
+    gw.p.send_signal(signal.SIGINT)
+    check(wait_until(lambda: b"stopping" in gw.stderr(), 5), "no stopping line")
+    check(wait_until(lambda: b" w6" in x.data or x.eof, 10) and not x.eof,
+          "the stream did not go on after one SIGINT: %r" % x.data[-300:])
+    gw.p.send_signal(signal.SIGINT)
+    check(x.wait(2), "the stream was not cut at once by a second SIGINT")
+    check(b"[DONE]" not in x.data, "a second SIGINT let the stream finish")
+    code = gw.wait(5)
+    check(code == 130, "supervisor exit %r after a second SIGINT" % code)
+    err = gw.stderr().decode("utf-8", "replace")
+    line = [ln for ln in err.splitlines() if "exited" in ln or "died" in ln]
+    check(len(line) == 1 and "cut-by-sigint" in line[0] and "restarting" not in line[0],
+          "the cut request not named: %r" % err[-1500:])
+
+
+@test("orphan/a SIGKILLed supervisor's worker drains its stream, stops listening and exits")
+def t_orphan():
+    gw, _ = start_gateway("orphan", base_config())
+    worker = worker_of(gw)
+    try:
+        x = start_stream(gw)
+        gw.p.kill()
+        gw.p.wait(5)
+        check(wait_until(lambda: refused(gw.port), 5), "the orphan worker still listens")
+        check(x.wait(10) and whole(x), "stream in flight not whole: %r" % x.data[-300:])
+        check(wait_until(lambda: not alive(worker), 10), "the orphan worker still runs")
+    finally:
+        if alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+@test("double/a second airetry serve on the same address is refused, naming it; a start after a stop binds")
+def t_double():
+    port = airtest.free_port()
+    addr = "%s:%d" % (LOCAL, port)
+    first, path = start_gateway("first", base_config(), ["--listen", addr])
+    assert_served(port, "the first gateway")
+    args = [BIN, "serve", "--config", path, "--listen", addr, "--workers", "2"]
+    second = Proc("second", args, expect_listen=False)
+    code = second.wait(10)
+    check(code not in (None, 0), "the second gateway was not refused (exit %r)" % code)
+    err = second.stderr().decode("utf-8", "replace")
+    check(addr in err and "in use" in err, "the refusal does not name %s: %r" % (addr, err))
+    for _ in range(20):  # every connection goes to the first one still
+        assert_served(port, "the first gateway after the refused start")
+    check(first.stop() == 0, "first: exit status")
+    # Another start that holds the address's lock (the same moment) wins.
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        lock.bind("\0airetry-serve/" + addr)
+        third = Proc("third", args, expect_listen=False)
+        code = third.wait(10)
+        check(code not in (None, 0), "a start while the lock is held (exit %r)" % code)
+        check(addr in third.stderr().decode("utf-8", "replace"), "the refusal does not name it")
+    finally:
+        lock.close()
+    again, _ = start_gateway("again", base_config(), ["--listen", addr])
+    assert_served(port, "a start after a stop")
+    check(again.stop() == 0, "again: exit status")
+
+
 LONG_MODEL = "mock/" + "f" * 1000
 
 
-@test("log/a stalled stderr pipe never stalls requests; lines flow once read; drops counted")
+@test("log/a stalled stderr pipe never stalls requests nor the supervisor; lines flow once read; drops counted")
 def t_log_stall():
-    gw, _ = start_gateway("stall", base_config(), stall_stderr=True)
+    cfg = base_config()
+    gw, path = start_gateway("stall", cfg, stall_stderr=True)
     # Fill the pipe (64 KiB) and the ring: every request logs a line.
     t0 = time.monotonic()
     n = 0
@@ -338,7 +529,24 @@ def t_log_stall():
         if n == 200:
             took = time.monotonic() - t0
             check(took < 20, "200 requests took %.1f s" % took)
-    # Read the pipe again: lines flow (a new request's line arrives).
+    # The supervisor goes on while stderr is stalled: a worker's death line
+    # does not stop the restart, a refused reload's errors do not stop the
+    # next reload.
+    fill_stderr(gw.pid)
+    worker = worker_of(gw)
+    os.kill(worker, signal.SIGKILL)
+    worker = worker_of(gw, not_pid=worker)
+    assert_served(gw.port, "after a restart with stderr stalled")
+    write_config("stall.json", "{not json")
+    gw.p.send_signal(signal.SIGHUP)
+    cfg["routes"].append({"name": "added", "targets": ["mock/added"]})
+    write_config("stall.json", cfg)
+    gw.p.send_signal(signal.SIGHUP)
+
+    def added():
+        r = request(gw.port, "POST", "/v1/chat/completions", chat("added"), timeout=5)
+        return r.status() == 200
+    check(wait_until(added, 10, 0.1), "a reload with stderr stalled was not applied")
     fd = gw.p.stderr.fileno()
     os.set_blocking(fd, False)
     got = b""
@@ -360,8 +568,28 @@ def t_log_stall():
           "the line of a request after the stall never came")
     check(b"stall-" in got and b"\"request_id\"" in got, "lines: %r" % got[:300])
     for ln in got.split(b"\n")[1:-1]:
-        check(ln.startswith(b"{") or ln.startswith(b"airetry"), "mixed line: %r" % ln[:200])
-    check(gw.stop() == 0, "exit status")
+        check(ln == b"" or ln.startswith(b"{") or ln.startswith(b"airetry") or
+              b"stall.json:" in ln,
+              "mixed line: %r" % ln[:200])
+    # The supervisor's next line says how many of its lines were dropped.
+    write_config("stall.json", "{not json")
+    gw.p.send_signal(signal.SIGHUP)
+    check(wait_until(lambda: (drain(), b"keeping the running config" in got)[1], 10),
+          "no refused-reload line after the stall")
+    check(re.search(rb"airetry serve: \d+ lines? dropped", got), "no drop count: %r" % got[-1500:])
+    # Stall the pipe again, then stop: the supervisor forwards SIGTERM and
+    # logs a second one as ignored without waiting on stderr; the worker
+    # drains (its loop threads end) and waits to write its last lines until
+    # the pipe is read.
+    fill_stderr(gw.pid)
+    threads_before = threads(worker)
+    gw.p.send_signal(signal.SIGTERM)
+    gw.p.send_signal(signal.SIGTERM)
+    check(wait_until(lambda: threads(worker) <= threads_before - 2, 10),
+          "the worker did not stop its loop threads after SIGTERM")
+    got = b""
+    check(wait_until(lambda: (drain(), gw.poll() is not None)[1], 15), "the supervisor did not exit")
+    check(gw.poll() == 0, "exit status %r" % gw.poll())
 
 
 # ---- main ------------------------------------------------------------------------------
