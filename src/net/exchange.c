@@ -485,6 +485,13 @@ static void end(air__exchange *x, int rc) {
     air_run_cancel(x->run, now_of(x), &x->act);
     rc = AIR_ECANCELED;
   }
+  if (rc != 0 && rc != AIR_ECANCELED && rc != AIR_EUPSTREAM) {
+    /* The exchange's own failure (no memory, a broken promise): the run
+     * closes the attempts still in flight and frees their probe leases;
+     * the end reports rc as it is. */
+    air_action gone;
+    air_run_cancel(x->run, now_of(x), &gone);
+  }
   x->ended = true;
   x->cancel_pending = false;
   x->kick = false;
@@ -1093,7 +1100,10 @@ static int on_body(void *data, const char *p, size_t n) {
    * deadline until its seam opens); the part gap always. */
   if (l->gate.committed && (!l->cont || l->open)) timer_stop(l, T_ATTEMPT);
   arm(l, T_PART, air__gate_deadline(&l->gate, NULL));
-  if (x->notified && x->win == l) {
+  /* Only the attempt the caller reads: a continuation before its seam
+   * may run in the leg that broke (x->win), yet nothing of it is the
+   * caller's. */
+  if (x->notified && x->win == l && (!l->cont || l->open)) {
     x->in_xfer_cb++;
     if (tell_flush(x) == 1) l->pause_pending = true;
     x->in_xfer_cb--;
@@ -1510,6 +1520,7 @@ static int launch(leg *l, const air_action *a) {
   l->have_fail = false;
   l->content_told = false;
   l->pause_pending = false;
+  l->paused = false;
   l->hv = NULL;
   l->n_hv = 0;
   air__buf_reset(&l->err);

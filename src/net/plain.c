@@ -46,7 +46,12 @@ struct air__plain {
   air__timer *timer;      /* armed at the earliest due[] */
   uint64_t due[N_TIMERS]; /* deadlines on the clock; 0 = off */
   bool ended, freeing;
-  bool kick;              /* the first step waits for the next loop turn */
+  bool starting;          /* inside air__plain_start_on */
+  bool kick;              /* the first launch's failure waits for the next
+                             loop turn (kick_rc: launch's result) */
+  int kick_rc;
+  bool end_due;           /* on_end waits for the next loop turn (res) */
+  air__plain_result res;  /* the end, kept while its delivery waits */
   bool calling;           /* inside the consumer's on_failed */
   bool cancel_pending;    /* a cancel made inside on_failed */
   int status;
@@ -67,6 +72,7 @@ struct air__plain {
 };
 
 static void step(air__plain *p);
+static void launched(air__plain *p, int rc);
 
 static uint64_t now_of(const air__plain *p) {
   return p->clock->now_ms(p->clock->data);
@@ -149,7 +155,11 @@ static void tell_failed(air__plain *p, size_t i) {
 }
 
 static void rearm(air__plain *p) {
-  uint64_t next = p->kick ? 1 : 0; /* 1: the next loop turn */
+  if (p->kick) { /* the next loop turn */
+    p->loop.ops->timer_start(p->loop.impl, p->timer, 0);
+    return;
+  }
+  uint64_t next = 0;
   for (int i = 0; i < N_TIMERS; i++)
     if (p->due[i] != 0 && (next == 0 || p->due[i] < next)) next = p->due[i];
   if (next == 0) {
@@ -233,7 +243,13 @@ static void end(air__plain *p, int rc) {
     r.headers = p->hv;
     r.n_headers = p->n_hv;
   }
-  p->cb.on_end(p->cb.data, &r);
+  p->res = r;
+  if (p->starting || p->calling) {
+    p->end_due = true;
+    p->loop.ops->timer_start(p->loop.impl, p->timer, 0);
+    return;
+  }
+  p->cb.on_end(p->cb.data, &p->res);
 }
 
 /* ---- the attempt's failure ----------------------------------------------- */
@@ -359,7 +375,13 @@ static int on_body(void *data, const char *s, size_t n) {
                       ? AIR__MAX_ERROR_BODY_BYTES - p->resp.n
                       : 0;
     if (room == 0) return 0;
-    return air__buf_add(&p->resp, s, n < room ? n : room) == 0 ? 0 : -1;
+    if (air__buf_add(&p->resp, s, n < room ? n : room) == 0) return 0;
+    /* No memory for the diagnostic body: the status is the failure (a
+     * stop always records one: never an empty success). */
+    char what[64];
+    snprintf(what, sizeof(what), "upstream answered HTTP %d", p->status);
+    set_fail(p, AIR_REASON_NONE, p->status, NULL, NULL, what, AIR_TRANSPORT_OK);
+    return -1;
   }
   if (air__buf_add(&p->resp, s, n) == 0) return 0;
   char m[128];
@@ -379,7 +401,11 @@ static void on_done(void *data, int rc, air_transport_err kind,
   rearm(p);
   p->upstream_ms += now_of(p) - p->attempt_start;
   if (rc == AIR_ECANCELED) {
-    /* on_body stopped it: the failure is set. */
+    /* on_body stopped it: the failure is set, and never passed as a
+     * success if it were not. */
+    if (!p->have_fail)
+      set_fail(p, AIR_REASON_MALFORMED, p->status, NULL, NULL,
+               "the response could not be read", AIR_TRANSPORT_BADBODY);
   } else if (rc != 0) {
     set_fail(p, connect_timeout ? AIR_REASON_TIMEOUT_CONNECT : AIR_REASON_NONE,
              ok_status(p->status) ? 0 : p->status, NULL, NULL, msg, kind);
@@ -432,9 +458,16 @@ static void timeout_fail(air__plain *p, air_reason reason, const char *msg) {
 
 static void on_timer(void *arg) {
   air__plain *p = arg;
+  if (p->end_due) {
+    p->end_due = false;
+    p->cb.on_end(p->cb.data, &p->res);
+    return;
+  }
   if (p->ended) return;
   if (p->kick) {
+    /* What start could not tell: its first launch failed. */
     p->kick = false;
+    launched(p, p->kick_rc);
     step(p);
     if (!p->freeing && !p->ended) rearm(p);
     return;
@@ -633,6 +666,19 @@ static int launch(air__plain *p) {
   return 0;
 }
 
+/* After launch returned rc (non-zero): the run is told (a skipped
+ * target, or the attempt's failure) and then the consumer. */
+static void launched(air__plain *p, int rc) {
+  size_t i = air_run_attempt_count(p->run) - 1;
+  if (rc == 2)
+    air__run_skip(p->run, p->att_id, p->o.endpoint,
+                  "the provider does not serve this endpoint", now_of(p), &p->act);
+  else
+    air_run_fail(p->run, p->att_id, &p->fail, now_of(p),
+                 p->clock->wall_ms(p->clock->data), &p->act);
+  tell_failed(p, i);
+}
+
 static void step(air__plain *p) {
   for (;;) {
     if (p->ended) return;
@@ -644,18 +690,14 @@ static void step(air__plain *p) {
       case AIR_ACT_ATTEMPT: {
         int l = launch(p);
         if (l == 0) return;
-        if (l == 2) {
-          size_t i = air_run_attempt_count(p->run) - 1;
-          air__run_skip(p->run, p->att_id, p->o.endpoint,
-                        "the provider does not serve this endpoint", now_of(p),
-                        &p->act);
-          tell_failed(p, i);
-          continue;
+        if (p->starting) {
+          /* Inside start: the consumer hears of it on the next turn. */
+          p->kick = true;
+          p->kick_rc = l;
+          rearm(p);
+          return;
         }
-        size_t i = air_run_attempt_count(p->run) - 1;
-        air_run_fail(p->run, p->att_id, &p->fail, now_of(p),
-                     p->clock->wall_ms(p->clock->data), &p->act);
-        tell_failed(p, i);
+        launched(p, l);
         continue;
       }
       case AIR_ACT_WAIT:
@@ -746,10 +788,12 @@ int air__plain_start_on(const air__loop *loop, const air__transport_if *tr,
     return AIR_ENOMEM;
   }
   *out = p;
-  /* The first step runs on the next loop turn: nothing of the consumer's
-   * is called inside this call. */
-  p->kick = true;
-  p->loop.ops->timer_start(p->loop.impl, p->timer, 0);
+  /* The first attempt starts now; nothing of the consumer's is called
+   * inside this call (a failure at once and the end come on the next loop
+   * turn). */
+  p->starting = true;
+  step(p);
+  p->starting = false;
   return 0;
 }
 
