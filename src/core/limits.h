@@ -62,6 +62,7 @@
 #define AIR__MAX_SERVICE_NAME_BYTES 256        /* OTEL_SERVICE_NAME */
 #define AIR__MAX_FINISH_NAME_BYTES 32   /* a finish reason kept for a span */
 #define AIR__MAX_SPAN_BYTES (16u << 10) /* one span encoded as OTLP JSON */
+#define AIR__MAX_SPAN_MESSAGE_BYTES 512 /* a span's status message (upstream text) */
 #define AIR__MAX_TRACE_QUEUE_BYTES \
   (4u << 20)                           /* encoded spans waiting for export */
 #define AIR__MAX_TRACE_BATCH_SPANS 512 /* spans in one export request */

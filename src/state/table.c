@@ -60,6 +60,7 @@ static void grow(air__table *t) {
   if (t->n_buckets != 0 &&
       (t->count < 2 * t->n_buckets || t->n_buckets >= AIR__STATE_MAX_BUCKETS))
     return;
+  /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of chain heads */
   air__table_node **b = calloc(n, sizeof(*b));
   if (b == NULL) return;
   air__table_node **old = t->buckets;
@@ -79,12 +80,18 @@ static void grow(air__table *t) {
   free(old);
 }
 
-/* Takes e out of its chain and its list and frees it. */
-static void evict(air__table *t, air__table_node *e) {
+/* Takes the least recently used loose record out of its list and its
+ * chain and frees it. */
+static void evict_oldest(air__table *t) {
+  air__table_node *e = t->idle.oldest;
+  t->idle.oldest = e->newer;
+  if (e->newer != NULL)
+    e->newer->older = NULL;
+  else
+    t->idle.newest = NULL;
   air__table_node **pp = &t->buckets[slot_of(t, e->hash)];
   while (*pp != e) pp = &(*pp)->next;
   *pp = e->next;
-  list_remove(&t->idle, e);
   if (t->drop_fn != NULL) t->drop_fn(e, t->fn_data);
   free(e);
   t->count--;
@@ -98,7 +105,7 @@ void air__table_at(air__table *t, uint64_t now_ms) {
     air__table_node *e = t->idle.oldest;
     if (e == NULL || t->now - e->touched < AIR__STATE_IDLE_MS) return;
     if (t->idle_fn == NULL || t->idle_fn(e, t->now, t->fn_data))
-      evict(t, e);
+      evict_oldest(t);
     else
       touch(t, e); /* still in use: looked at again after another while */
   }
