@@ -162,7 +162,8 @@ AIR_EXTERN const char *air_config_listen(const air_config *cfg);
  * the policy of its own config, so one state outlives a reload. With
  * state.redis in cfg it is shared with every process on that Redis node and
  * prefix (DESIGN.md 3.1, docs/scale-out.md) by a thread of its own; no call
- * waits for Redis. AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
+ * waits for Redis. A direct "provider/model"'s closed breaker is forgotten
+ * after 10 min unused. AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
 typedef struct air_state air_state;
 AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,
                              air_error *err);

@@ -148,6 +148,35 @@ int air__request_parse(air_dialect dialect, const char *body, size_t n,
   return air__request_parse_tree(dialect, body, n, out, err);
 }
 
+/*
+ * A fixed description of a JSON parse error. jansson's own text quotes the
+ * token it stopped at ("near '...'"), which is the caller's prompt: it
+ * never reaches an answer or a log line, only the position does.
+ */
+static const char *json_error_what(const json_error_t *e) {
+  switch (json_error_code(e)) {
+    case json_error_out_of_memory:
+      return "out of memory";
+    case json_error_stack_overflow:
+      return "nested too deeply";
+    case json_error_invalid_utf8:
+      return "invalid UTF-8";
+    case json_error_premature_end_of_input:
+      return "the body ends inside a value";
+    case json_error_end_of_input_expected:
+      return "bytes after the JSON value";
+    case json_error_null_character:
+    case json_error_null_byte_in_key:
+      return "a NUL character";
+    case json_error_duplicate_key:
+      return "an object key given twice";
+    case json_error_numeric_overflow:
+      return "a number out of range";
+    default:
+      return "invalid syntax";
+  }
+}
+
 int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
                             air__request *out, air_error *err) {
   memset(out, 0, sizeof(*out));
@@ -160,8 +189,8 @@ int air__request_parse_tree(air_dialect dialect, const char *body, size_t n,
     if (err != NULL) {
       err->code = AIR_EPARSE;
       snprintf(err->message, sizeof(err->message),
-               "invalid JSON body at line %d column %d: %s", jerr.line,
-               jerr.column, jerr.text);
+               "invalid JSON body at line %d column %d (byte %d): %s",
+               jerr.line, jerr.column, jerr.position, json_error_what(&jerr));
     }
     return AIR_EPARSE;
   }

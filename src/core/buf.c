@@ -106,6 +106,15 @@ int air__buf_addu(air__buf *b, unsigned long long v) {
   return air__buf_add(b, tmp + i, sizeof(tmp) - i);
 }
 
+size_t air__utf8_cut(const char *s, size_t n, size_t max) {
+  if (n <= max) return n;
+  size_t k = max;
+  /* s[k] is the first byte left out: back to the start of its sequence. */
+  for (int i = 0; i < 3 && k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80; i++)
+    k--;
+  return ((unsigned char)s[k] & 0xC0) == 0x80 ? max : k;
+}
+
 size_t air__utf8_seq(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
   if (c < 0x80) return 1;

@@ -73,6 +73,10 @@ AIR__WUR int air__buf_add_json_str(air__buf *b, const char *s, size_t n);
  * available), or 0 when it is not valid UTF-8 (overlong, surrogate, past
  * U+10FFFF, truncated). */
 size_t air__utf8_seq(const unsigned char *s, size_t n);
+/* The length of the longest prefix of s[0..n) of at most max bytes that
+ * does not end inside a UTF-8 sequence (it steps back over at most three
+ * continuation bytes; bytes that are not UTF-8 are left as they are). */
+size_t air__utf8_cut(const char *s, size_t n, size_t max);
 /* Appends n bytes at the next 8-aligned offset (zero padding before them),
  * stored in *at: for an array of pointers kept after the strings it points
  * into, fixed up once nothing more is appended. Returns as air__buf_add. */

@@ -24,7 +24,9 @@
 #define AIR__MAX_CONT_SENT_BYTES (64u << 20)    /* its largest value */
 #define AIR__CONT_LEARNED_MS 86400000ull  /* a learned continuation style lives 24 h */
 #define AIR__MAX_MESSAGE_BYTES 1024       /* a failure message kept in the log */
-#define AIR__MAX_STATE_TARGETS 65536      /* breaker entries in one air_state */
+#define AIR__MAX_STATE_TARGETS 65536      /* records of names no route lists */
+#define AIR__STATE_IDLE_MS 600000ull     /* such a record untouched this long, with
+                                            nothing open or leased, is evicted */
 #define AIR__MAX_RETRY_AFTER_MS (86400000ull * 7)  /* a hint longer is clipped */
 #define AIR__MAX_SSE_LINE_BYTES (1u << 20)   /* one event-stream line */
 #define AIR__MAX_SSE_EVENT_BYTES (4u << 20)  /* one event's data */
@@ -60,6 +62,7 @@
 #define AIR__MAX_SERVICE_NAME_BYTES 256        /* OTEL_SERVICE_NAME */
 #define AIR__MAX_FINISH_NAME_BYTES 32   /* a finish reason kept for a span */
 #define AIR__MAX_SPAN_BYTES (16u << 10) /* one span encoded as OTLP JSON */
+#define AIR__MAX_SPAN_MESSAGE_BYTES 512 /* a span's status message (upstream text) */
 #define AIR__MAX_TRACE_QUEUE_BYTES \
   (4u << 20)                           /* encoded spans waiting for export */
 #define AIR__MAX_TRACE_BATCH_SPANS 512 /* spans in one export request */

@@ -20,8 +20,9 @@
  *   stored response can live; no retries across providers), its answer
  *   passed through; 404 when the config has none. The id is letters,
  *   digits, '_' and '-' (else 400); the query string is forwarded when it
- *   is URL-safe, and a streamed retrieval (stream=true) is 400: this
- *   endpoint answers whole. The breaker is read only.
+ *   is URL-safe, and a streamed retrieval (a `stream` parameter, read
+ *   percent-decoded, other than false or 0) is 400: this endpoint answers
+ *   whole. The breaker is read only.
  * - One log line per request (with "endpoint") and the chat metrics.
  *
  * Lifetime: a gw_plain lives from the handler until on_end finished the
@@ -194,7 +195,10 @@ static void on_end(void *data, const air__plain_result *res) {
     size_t n = 0;
     f[n++] = field("content-type", "application/json");
     f[n++] = field("x-airetry-attempts", attempts);
-    f[n++] = field("x-airetry-target", res->x.answered);
+    /* Left out when the name holds CR or LF (a direct name a caller chose):
+     * the answer still goes. */
+    if (res->x.answered == NULL || strpbrk(res->x.answered, "\r\n") == NULL)
+      f[n++] = field("x-airetry-target", res->x.answered);
     f[n++] = field("x-request-id", r->rid);
     if (r->dialect == AIR_DIALECT_ANTHROPIC) {
       const air_header *h = upstream_rid(res);
@@ -350,6 +354,60 @@ static bool query_char(char c) {
   return id_char(c) || strchr(".~%&=[]+", c) != NULL;
 }
 
+static int hex_val(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decodes s ('+' is a space, as forms encode it) into out (room
+ * for s.n bytes); its length, or -1 for a '%' without two hex digits. */
+static long url_decode(air__str s, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < s.n; i++) {
+    char c = s.p[i];
+    if (c == '%') {
+      if (i + 2 >= s.n || hex_val(s.p[i + 1]) < 0 || hex_val(s.p[i + 2]) < 0)
+        return -1;
+      c = (char)(hex_val(s.p[i + 1]) * 16 + hex_val(s.p[i + 2]));
+      i += 2;
+    } else if (c == '+') {
+      c = ' ';
+    }
+    out[o++] = c;
+  }
+  return (long)o;
+}
+
+/*
+ * Whether the query asks for a stream, read as the upstream reads it:
+ * each name and value percent-decoded first, so "stream=%74rue" is
+ * "stream=true". Any stream value but false, 0 or empty counts (the
+ * upstream may read more spellings as true than these). -1: a bad
+ * percent-encoding.
+ */
+static int query_streams(air__str q) {
+  char name[AIR__MAX_RESPONSE_ID_BYTES], value[AIR__MAX_RESPONSE_ID_BYTES];
+  size_t i = 0;
+  while (i < q.n) {
+    size_t end = i;
+    while (end < q.n && q.p[end] != '&') end++;
+    size_t eq = i;
+    while (eq < end && q.p[eq] != '=') eq++;
+    air__str n = {q.p + i, eq - i};
+    air__str v = {q.p + (eq < end ? eq + 1 : end), eq < end ? end - eq - 1 : 0};
+    long nn = url_decode(n, name), vn = url_decode(v, value);
+    if (nn < 0 || vn < 0) return -1;
+    if (nn == 6 && memcmp(name, "stream", 6) == 0 && vn > 0 &&
+        !(vn == 5 && strncasecmp(value, "false", 5) == 0) &&
+        !(vn == 1 && value[0] == '0'))
+      return 1;
+    i = end + 1;
+  }
+  return 0;
+}
+
 /* The 400 message for a retrieval the gateway cannot forward, or NULL. */
 static const char *check_retrieve(air__str id, air__str q) {
   if (id.n == 0 || id.n > AIR__MAX_RESPONSE_ID_BYTES)
@@ -359,10 +417,10 @@ static const char *check_retrieve(air__str id, air__str q) {
   if (q.n > AIR__MAX_RESPONSE_ID_BYTES) return "query: too long";
   for (size_t i = 0; i < q.n; i++)
     if (!query_char(q.p[i])) return "query: unexpected characters";
-  for (size_t i = 0; i + 11 <= q.n; i++)
-    if (memcmp(q.p + i, "stream=true", 11) == 0 &&
-        (i == 0 || q.p[i - 1] == '&'))
-      return "stream: a retrieval is answered whole by this gateway";
+  int streams = query_streams(q);
+  if (streams < 0) return "query: a '%' without two hex digits";
+  if (streams > 0)
+    return "stream: a retrieval is answered whole by this gateway";
   return NULL;
 }
 

@@ -9,8 +9,12 @@
 #include "limits.h"
 #include "responder.h"
 
+/* A value holding CR or LF (a direct model name a caller chose) is left
+ * out, so the answer still goes with its other fields (build_head would
+ * refuse the whole head). */
 static void put(air__responder *rs, const char *name, const char *value) {
   if (rs->n_head >= AIR__RESP_MAX_HEADERS) return;
+  if (value != NULL && strpbrk(value, "\r\n") != NULL) return;
   rs->head[rs->n_head].name = name;
   rs->head[rs->n_head].value = value ? value : "";
   rs->n_head++;

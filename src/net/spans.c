@@ -14,6 +14,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "buf.h"
+#include "limits.h"
 #include "policy.h"
 
 const char *air_span_role_name(air_span_role r) {
@@ -142,6 +144,22 @@ static void with_answer(air_span *s, const air__trace_answer *ans) {
   s->finish_reason = ans->finish[0] ? ans->finish : NULL;
 }
 
+/*
+ * A span's status message: m whole up to AIR__MAX_SPAN_MESSAGE_BYTES, else
+ * cut between characters into buf with "..." after it (an upstream's error
+ * text has no bound of its own here). NULL for NULL or "".
+ */
+static const char *span_message(const char *m,
+                                char buf[AIR__MAX_SPAN_MESSAGE_BYTES + 1]) {
+  if (m == NULL || m[0] == '\0') return NULL;
+  size_t n = strnlen(m, AIR__MAX_SPAN_MESSAGE_BYTES + 1);
+  if (n <= AIR__MAX_SPAN_MESSAGE_BYTES) return m;
+  size_t k = air__utf8_cut(m, n, AIR__MAX_SPAN_MESSAGE_BYTES - 3);
+  memcpy(buf, m, k);
+  memcpy(buf + k, "...", 4);
+  return buf;
+}
+
 void air__trace_spans(const air__trace *t, const air__trace_end *e,
                       const air__exchange_result *res,
                       const air__trace_answer *ans,
@@ -149,6 +167,7 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
   uint64_t end = e->end_unix_nano > t->start_unix_nano ? e->end_unix_nano
                                                        : t->start_unix_nano;
   char trace_id[33], req_id[17], name[AIR__MAX_TARGET_BYTES + 8];
+  char msg[AIR__MAX_SPAN_MESSAGE_BYTES + 1];
   air__hex(t->span.trace_id, 16, trace_id);
   air__hex(t->span.span_id, 8, req_id);
   const air_attempt *prev = NULL, *answered = NULL;
@@ -201,7 +220,7 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
     if (a->reason != AIR_REASON_NONE) {
       s.error = true;
       s.error_type = air_reason_name(a->reason);
-      s.message = a->message && a->message[0] ? a->message : NULL;
+      s.message = span_message(a->message, msg);
     }
     if (answers && res->answered != NULL) {
       with_answer(&s, ans);
@@ -245,7 +264,7 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
     s.error = true;
     s.reason = res->reason;
     s.error_type = air_reason_name(res->reason);
-    s.message = res->message && res->message[0] ? res->message : NULL;
+    s.message = span_message(res->message, msg);
     s.status = res->status;
   }
   emit(data, &s);

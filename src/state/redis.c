@@ -102,6 +102,8 @@ typedef struct entry {
   uint32_t pending;     /* our commands in flight on this key */
   bool dirty;           /* changed without reaching Redis */
   change wait;          /* the newest of others' changes while pending */
+  struct entry *dirty_next;              /* dirty: the next in redis.dirty */
+  struct entry *lease_prev, *lease_next; /* own_lease: in redis.leases */
 } entry;
 
 /* ---- commands ---------------------------------------------------------------
@@ -156,8 +158,10 @@ typedef struct name_hash {
 typedef struct redis {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* answers arrived (air__state_redis_sync) */
-  air__table table;  /* the mirror */
+  air__table table;  /* the mirror; shared entries are pinned in it */
   size_t n_leases;   /* entries whose own_lease is set */
+  entry *leases;     /* those entries (on_tick renews their leases) */
+  entry *dirty;      /* the dirty entries (n_dirty), newest first */
   char instance[17];
   /* What is shared and under which key (from the config). */
   char prefix[AIR__MAX_REDIS_PREFIX_BYTES + 1];
@@ -266,13 +270,44 @@ static size_t key_of(const redis *r, char kind, const char *name, char *out,
   return n > 0 && (size_t)n < sz ? (size_t)n : 0;
 }
 
-/* Finds or (when create) makes the entry of key; NULL over the cap. */
+/*
+ * Finds or (when create) makes the entry of key; NULL over the cap. A
+ * shared entry is pinned (table.h): commands in flight point at it, and
+ * its keys are the config's (or another instance's), never a caller's
+ * choice; a local one may be evicted once idle (entry_idle).
+ */
 static entry *lookup_key(redis *r, char kind, const char *key, size_t n,
                          bool shared, bool create) {
   size_t before = r->table.count;
-  entry *e = air__table_get(&r->table, kind, key, n, create, sizeof(entry));
+  entry *e =
+      shared && create
+          ? air__table_get_pinned(&r->table, kind, key, n, sizeof(entry))
+          : air__table_get(&r->table, kind, key, n, create, sizeof(entry));
   if (e != NULL && r->table.count != before) e->shared = shared;
   return e;
+}
+
+/* The idle rule of the mirror (table.h): only a local entry goes, with
+ * nothing open, leased, learned, sticky or on its way to Redis. */
+static bool entry_idle(const air__table_node *rec, uint64_t now_ms,
+                       void *data) {
+  const entry *e = (const entry *)rec;
+  (void)data;
+  return !e->shared && !e->br.open && e->br.lease == 0 && !e->st.on &&
+         air__style_mem_get(&e->style, now_ms) == AIR_CONT_NONE &&
+         e->pending == 0 && !e->dirty && !e->own_lease && !e->asking &&
+         e->ready == 0;
+}
+
+/* lookup after the op's clock moved the table on (air__table_at). */
+static entry *lookup_at(redis *r, char kind, const char *name, bool create,
+                        uint64_t now_ms) {
+  air__table_at(&r->table, now_ms);
+  char key[AIR__MAX_REDIS_KEY_BYTES];
+  bool shared;
+  size_t n = key_of(r, kind, name, key, sizeof key, &shared);
+  if (n == 0) return NULL;
+  return lookup_key(r, kind, key, n, shared, create);
 }
 
 static entry *lookup(redis *r, char kind, const char *name, bool create) {
@@ -289,8 +324,21 @@ static entry *lookup(redis *r, char kind, const char *name, bool create) {
 static void mark_dirty(redis *r, entry *e) {
   if (!e->dirty) {
     e->dirty = true;
+    e->dirty_next = r->dirty;
+    r->dirty = e;
     r->n_dirty++;
   }
+}
+
+/* The newest dirty entry, no longer dirty; NULL when none is. */
+static entry *take_dirty(redis *r) {
+  entry *e = r->dirty;
+  if (e == NULL) return NULL;
+  r->dirty = e->dirty_next;
+  e->dirty_next = NULL;
+  e->dirty = false;
+  r->n_dirty--;
+  return e;
 }
 
 /* Frees c; an AUTH command's password is wiped first. */
@@ -305,8 +353,26 @@ static void cmd_free(cmd *c) {
 
 /* e's lease is no longer ours in Redis. Caller holds mu. */
 static void drop_own(redis *r, entry *e) {
-  if (e->own_lease && r->n_leases > 0) r->n_leases--;
+  if (!e->own_lease) return;
+  if (r->n_leases > 0) r->n_leases--;
+  if (e->lease_prev != NULL)
+    e->lease_prev->lease_next = e->lease_next;
+  else
+    r->leases = e->lease_next;
+  if (e->lease_next != NULL) e->lease_next->lease_prev = e->lease_prev;
+  e->lease_prev = e->lease_next = NULL;
   e->own_lease = false;
+}
+
+/* e's lease is ours in Redis (renewed by on_tick). Caller holds mu. */
+static void take_own(redis *r, entry *e) {
+  if (e->own_lease) return;
+  e->own_lease = true;
+  e->lease_prev = NULL;
+  e->lease_next = r->leases;
+  if (r->leases != NULL) r->leases->lease_prev = e;
+  r->leases = e;
+  r->n_leases++;
 }
 
 static cmd *cmd_new(op_kind o, int script, entry *e, uint64_t now) {
@@ -461,7 +527,7 @@ static air__admit redis_try_probe(void *impl, const char *target,
   redis *r = impl;
   air__admit a = AIR__ADMIT_YES;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_TARGET, target, false);
+  entry *e = lookup_at(r, KIND_TARGET, target, false, now_ms);
   if (e == NULL) goto out;
   air_breaker_mode m = air__breaker_mode(&e->br, now_ms);
   if (m != AIR_BREAKER_HALF_OPEN && e->ready != 0) {
@@ -480,10 +546,9 @@ static air__admit redis_try_probe(void *impl, const char *target,
   if (e->ready != 0 && now_ms < e->ready_until) {
     e->br.lease = e->ready;
     e->br.lease_until = now_ms + lease_ms;
-    e->own_lease = true;
+    take_own(r, e);
     e->renewed = mono_ms();
     e->renew_until = e->renewed + lease_ms;
-    r->n_leases++;
     *lease = e->ready;
     e->ready = 0;
     a = AIR__ADMIT_PROBE;
@@ -504,7 +569,8 @@ static void redis_record(void *impl, const char *target, const air__verdict *v,
                          uint64_t now_ms) {
   redis *r = impl;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_TARGET, target, v->kind == AIR__VERDICT_FAILURE);
+  entry *e = lookup_at(r, KIND_TARGET, target, v->kind == AIR__VERDICT_FAILURE,
+                       now_ms);
   if (e != NULL) {
     air__breaker_rec before = e->br;
     bool own = v->lease != 0 && v->lease == e->br.lease && e->own_lease;
@@ -543,7 +609,7 @@ static void redis_cool(void *impl, const char *target, uint64_t now_ms,
                        uint64_t cool_ms) {
   redis *r = impl;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_TARGET, target, true);
+  entry *e = lookup_at(r, KIND_TARGET, target, true, now_ms);
   if (e != NULL) {
     air__breaker_cool(&e->br, now_ms, cool_ms);
     if (e->shared)
@@ -556,7 +622,7 @@ static air_breaker_mode redis_mode(void *impl, const char *target,
                                    uint64_t now_ms) {
   redis *r = impl;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_TARGET, target, false);
+  entry *e = lookup_at(r, KIND_TARGET, target, false, now_ms);
   air_breaker_mode m = air__breaker_mode(e ? &e->br : NULL, now_ms);
   pthread_mutex_unlock(&r->mu);
   return m;
@@ -567,7 +633,7 @@ static int redis_sticky_get(void *impl, const char *route, uint64_t now_ms,
   redis *r = impl;
   int found = 0;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_ROUTE, route, false);
+  entry *e = lookup_at(r, KIND_ROUTE, route, false, now_ms);
   if (e != NULL && air__sticky_mem_get(&e->st, now_ms, out)) {
     found = 1;
     if (e->shared)
@@ -581,7 +647,7 @@ static void redis_sticky_set(void *impl, const char *route, const char *target,
                              uint64_t now_ms) {
   redis *r = impl;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_ROUTE, route, target != NULL);
+  entry *e = lookup_at(r, KIND_ROUTE, route, target != NULL, now_ms);
   if (e != NULL && air__sticky_mem_set(&e->st, target, now_ms) && e->shared)
     enqueue(r, sticky_cmd(r, e, e->st.on ? "set" : "clr", e->st.target, 0, 0,
                           now_ms));
@@ -593,7 +659,7 @@ static air_cont_style redis_style_get(void *impl, const char *target,
   redis *r = impl;
   air_cont_style s = AIR_CONT_NONE;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_STYLE, target, false);
+  entry *e = lookup_at(r, KIND_STYLE, target, false, now_ms);
   if (e != NULL) s = air__style_mem_get(&e->style, now_ms);
   pthread_mutex_unlock(&r->mu);
   return s;
@@ -604,7 +670,7 @@ static void redis_style_set(void *impl, const char *target,
                             uint64_t ttl_ms) {
   redis *r = impl;
   pthread_mutex_lock(&r->mu);
-  entry *e = lookup(r, KIND_STYLE, target, style != AIR_CONT_NONE);
+  entry *e = lookup_at(r, KIND_STYLE, target, style != AIR_CONT_NONE, now_ms);
   if (e != NULL) {
     air__style_mem_set(&e->style, style, now_ms, ttl_ms);
     /* NONE forgets here; in Redis the record expires on its own. */
@@ -1059,12 +1125,13 @@ static void scan_step(redis *r) {
     r->attempt = 0;
     uv_timer_stop(&r->deadline);
     /* Merge what this instance holds (changed meanwhile, or lost by a
-     * restarted Redis); versions start over, the scan reads them anew. */
+     * restarted Redis); versions start over, the scan reads them anew.
+     * Only shared entries (pinned) have a key: the walk is over them,
+     * never over the local names callers chose. */
     uint64_t now = mono_ms();
-    for (entry *e = air__table_next(&r->table, NULL); e != NULL;
-         e = air__table_next(&r->table, e)) {
-      if (e->dirty) r->n_dirty--;
-      e->dirty = false;
+    while (take_dirty(r) != NULL) continue;
+    for (entry *e = air__table_next_pinned(&r->table, NULL); e != NULL;
+         e = air__table_next_pinned(&r->table, e)) {
       e->version = 0;
       e->wait.have = false;
       if (e->shared &&
@@ -1369,22 +1436,22 @@ static void on_tick(uv_timer_t *t) {
     return;
   }
   pthread_mutex_lock(&r->mu);
-  /* Renew the leases of the probes running here. */
-  for (entry *e = r->up && r->n_leases > 0 ? air__table_next(&r->table, NULL)
-                                           : NULL;
-       e != NULL; e = air__table_next(&r->table, e)) {
-    if (!e->own_lease || now - e->renewed < LEASE_PX_MS / 3) continue;
+  /* Renew the leases of the probes running here (their own list: the
+   * tick never walks the table). */
+  for (entry *e = r->up ? r->leases : NULL; e != NULL; e = e->lease_next) {
+    if (now - e->renewed < LEASE_PX_MS / 3) continue;
     if (now >= e->renew_until) continue; /* its owner vanished: expire */
     e->renewed = now;
     enqueue(r, lease_cmd(r, e, 'x', e->br.lease, LEASE_PX_MS, now));
   }
   bool flush = r->up && !r->scanning && r->n_dirty > 0 &&
                r->queued < AIR__MAX_REDIS_QUEUE / 2;
-  for (entry *e = flush ? air__table_next(&r->table, NULL) : NULL;
-       e != NULL && r->n_dirty > 0; e = air__table_next(&r->table, e)) {
-    if (!e->dirty) continue;
-    e->dirty = false;
-    r->n_dirty--;
+  /* Each dirty entry once at most: one that stays dirty (the queue filled
+   * up) is back on the list for the next tick. */
+  for (size_t left = flush ? r->n_dirty : 0;
+       left > 0 && r->queued < AIR__MAX_REDIS_QUEUE; left--) {
+    entry *e = take_dirty(r);
+    if (e == NULL) break;
     if (e->shared) push_merge(r, e, now);
   }
   pthread_mutex_unlock(&r->mu);
@@ -1557,6 +1624,7 @@ int air__state_redis_new(const air_config *cfg, air_state **out,
     if (!r->password) rc = AIR_ENOMEM;
   }
   if (rc == 0) rc = tables_build(r, cfg);
+  r->table.idle_fn = entry_idle;
   bool mu = false, cv = false, loop = false;
   if (rc == 0) rc = pthread_mutex_init(&r->mu, NULL) ? AIR_EIO : 0;
   if (rc == 0) mu = true, rc = pthread_cond_init(&r->cv, NULL) ? AIR_EIO : 0;

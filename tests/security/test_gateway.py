@@ -610,6 +610,9 @@ def main_config(mock_port, raw_port):
             {"name": "dead", "api": "openai",
              "base_url": "http://%s:%d/v1" % (LOCAL, closed_port()),
              "api_key_env": "SECTEST_OPENAI_KEY"},
+            {"name": "rawr", "api": "openai_responses",
+             "base_url": "http://%s:%d/v1" % (LOCAL, raw_port),
+             "api_key_env": "SECTEST_OPENAI_KEY"},
         ],
         "routes": [
             {"name": "ok", "targets": ["mock/healthy"]},
@@ -1293,6 +1296,99 @@ def t_url_model_path():
     for req in after[len(before):]:
         check(req["line"].split(" ")[1] == "/v1/chat/completions",
               "upstream request line %r" % req["line"])
+
+
+def log_line_of(proc, rid, timeout=10):
+    """The gateway's log line of request rid (bytes), b"" when none came."""
+    got = []
+
+    def seen():
+        for line in proc.stderr().split(b"\n"):
+            if rid.encode() in line:
+                got.append(line)
+                return True
+        return False
+    wait_until(seen, timeout)
+    return got[0] if got else b""
+
+
+# A body's text that looks like a secret a caller typed into a prompt.
+PROMPT_SECRET = "PROMPTSECRET-sk-9f8e7d6c5b4a"
+
+
+@test("leak/a malformed JSON body is not quoted in the 400 or the log line")
+def t_leak_json_error():
+    bodies = [
+        # an invalid token right at the secret
+        '{"model": "ok", "messages": [{"role": "user", "content": %s}]}' % PROMPT_SECRET,
+        # a bad escape inside the prompt's string
+        '{"model": "ok", "messages": [{"role": "user", "content": "%s\\q"}]}'
+        % PROMPT_SECRET,
+        # the body ends inside the prompt's string
+        '{"model": "ok", "messages": [{"role": "user", "content": "%s' % PROMPT_SECRET,
+        # a key given twice
+        '{"model": "ok", "%s": 1, "%s": 2, "messages": []}' % (PROMPT_SECRET, PROMPT_SECRET),
+    ]
+    for path, key in (("/v1/chat/completions", "openai"), ("/v1/messages", "anthropic")):
+        for i, body in enumerate(bodies):
+            what = "%s body %d" % (path, i)
+            r = request(F.g.port, "POST", path, bearer(CLIENT_K1), body.encode())
+            check(r.status == 400, "%s: expected 400, got %r" % (what, r))
+            check(b"PROMPTSECRET" not in r.raw,
+                  "%s: the answer quotes the body: %r" % (what, short(r.body)))
+            msg = r.json()["error"]["message"]
+            check(re.search(r"(line|column|byte|offset) \d+", msg) is not None,
+                  "%s: no position in %r" % (what, msg))
+            rid = r.header("x-request-id")
+            line = log_line_of(F.g, rid)
+            check(line, "%s: no log line for %s" % (what, rid))
+            check(b"PROMPTSECRET" not in line,
+                  "%s: the log line quotes the body: %r" % (what, short(line)))
+
+
+@test("inject/CR/LF in a direct model name: the answer still goes out, the header is dropped")
+def t_inject_direct_name_crlf():
+    names = ["raw/m\r\nX-Injected: yes", "raw/m\nX-Injected: yes", "raw/m\rX-Injected: yes"]
+    for name in names:
+        for stream in (False, True):
+            for path, body in (("/v1/chat/completions", chat_body(name, stream)),
+                               ("/v1/messages", msgs_body(name.replace("raw/", "rawa/"),
+                                                          stream))):
+                what = "%s stream=%s model %r" % (path, stream, name)
+                r = request(F.g.port, "POST", path, bearer(CLIENT_K1), body)
+                check(r.status == 200, "%s: expected 200, got %r" % (what, r))
+                check(b"X-Injected" not in r.raw.split(b"\r\n\r\n", 1)[0],
+                      "%s: the name reached the head: %r" % (what, short(r.raw)))
+                check(r.header("x-airetry-attempts") != "",
+                      "%s: the other headers are gone: %r" % (what, short(r.raw)))
+    r = request(F.g.port, "POST", "/v1/embeddings", bearer(CLIENT_K1),
+                {"model": "mock/e\r\nX-Injected: yes", "input": "x"})
+    check(r.status != 500, "embeddings with CR/LF in a direct name: %r" % r)
+    check(b"X-Injected" not in r.raw.split(b"\r\n\r\n", 1)[0],
+          "embeddings: the name reached the head: %r" % short(r.raw))
+
+
+@test("url/a streamed retrieval is refused however its query is encoded")
+def t_url_retrieve_stream_encoded():
+    before, _ = F.raw.snapshot()
+    for q in ("stream=true", "stream=%74rue", "%73tream=true", "stream=%74%72%75%65",
+              "include[]=x&stream=tru%65", "stream=True", "stream=1", "stream=%54RUE"):
+        r = request(F.g.port, "GET", "/v1/responses/resp_1?" + q, bearer(CLIENT_K1))
+        check(r.status == 400, "?%s: expected 400, got %r" % (q, r))
+    for q in ("stream=%zz", "stream=%7"):
+        r = request(F.g.port, "GET", "/v1/responses/resp_1?" + q, bearer(CLIENT_K1))
+        check(r.status == 400, "?%s (bad percent-encoding): expected 400, got %r" % (q, r))
+    after, _ = F.raw.snapshot()
+    check(len(after) == len(before),
+          "a streamed retrieval reached the upstream: %r" %
+          [a["line"] for a in after[len(before):]])
+    # Control: a retrieval that does not stream is forwarded.
+    r = request(F.g.port, "GET", "/v1/responses/resp_1?stream=false&include[]=x",
+                bearer(CLIENT_K1))
+    check(r.status != 400, "?stream=false: %r" % r)
+    after, _ = F.raw.snapshot()
+    check(any("/v1/responses/resp_1?" in a["line"] for a in after[len(before):]),
+          "the control retrieval did not reach the upstream")
 
 
 # ======================================================================================

@@ -15,7 +15,9 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "helpers.h"
+#include "limits.h"
 #include "spans.h"
 
 #define CONFIG                                                         \
@@ -33,6 +35,8 @@ typedef struct rec {
   char names[MAX_SPANS][64], models[MAX_SPANS][64], providers[MAX_SPANS][16],
       errors[MAX_SPANS][32];
   char resp[MAX_SPANS][64], finish[MAX_SPANS][32];
+  size_t msg_n[MAX_SPANS]; /* strlen of the message, 0 without one */
+  char msg[MAX_SPANS][AIR__MAX_SPAN_MESSAGE_BYTES + 1];
 } rec;
 
 static void keep(void *data, const air_span *s) {
@@ -46,6 +50,8 @@ static void keep(void *data, const air_span *s) {
   snprintf(r->errors[i], 32, "%s", s->error_type ? s->error_type : "-");
   snprintf(r->resp[i], 64, "%s", s->response_model ? s->response_model : "-");
   snprintf(r->finish[i], 32, "%s", s->finish_reason ? s->finish_reason : "-");
+  r->msg_n[i] = s->message ? strlen(s->message) : 0;
+  snprintf(r->msg[i], sizeof r->msg[i], "%s", s->message ? s->message : "");
 }
 
 static air__trace fixed_trace(void) {
@@ -228,6 +234,84 @@ static void failures_before_and_after_commit(void **state) {
   air_config_free(cfg);
 }
 
+/* True when s[0..n) is whole UTF-8 (no sequence cut). */
+static bool whole_utf8(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t k = air__utf8_seq((const unsigned char *)s + i, n - i);
+    if (k == 0) return false;
+    i += k;
+  }
+  return true;
+}
+
+/* An upstream's error text of any length is a span's message of at most
+ * AIR__MAX_SPAN_MESSAGE_BYTES, cut between characters; a short one whole. */
+static void long_messages_are_bounded(void **state) {
+  (void)state;
+  air_config *cfg = test_config(CONFIG);
+  air__trace t = fixed_trace();
+  enum { BIG = 64 << 10 };
+  char *big = malloc(BIG + 1);
+  assert_non_null(big);
+  /* "é" (2 bytes) and "€" (3 bytes) so that any cut may fall inside one. */
+  for (size_t k = 0; k < 3; k++) {
+    size_t i = 0;
+    for (size_t j = 0; j < k; j++) big[i++] = 'x';
+    while (i + 5 <= BIG) {
+      memcpy(big + i, "\xc3\xa9\xe2\x82\xac", 5);
+      i += 5;
+    }
+    big[i] = '\0';
+    air_attempt log[1] = {
+        att(1, "oa/gpt", AIR_REASON_SERVER_ERROR, 500, 1000, 3, 0)};
+    log[0].message = big;
+    air__exchange_result res;
+    memset(&res, 0, sizeof(res));
+    res.rc = AIR_EUPSTREAM;
+    res.reason = AIR_REASON_SERVER_ERROR;
+    res.message = big;
+    res.status = 500;
+    res.log = log;
+    res.n_log = 1;
+    res.n_attempts = 1;
+    air__trace_answer ans;
+    air__trace_answer_init(&ans);
+    air__trace_end e = {cfg, "r", AIR_DIALECT_OPENAI, "error",
+                        t.start_unix_nano + 60000000ull};
+    rec r;
+    memset(&r, 0, sizeof(r));
+    air__trace_spans(&t, &e, &res, &ans, keep, &r);
+    assert_int_equal(r.n, 2);
+    for (size_t s = 0; s < 2; s++) {
+      assert_true(r.msg_n[s] > AIR__MAX_SPAN_MESSAGE_BYTES / 2);
+      assert_true(r.msg_n[s] <= AIR__MAX_SPAN_MESSAGE_BYTES);
+      assert_true(whole_utf8(r.msg[s], r.msg_n[s]));
+    }
+  }
+  /* A short one is kept whole. */
+  air_attempt log[1] = {
+      att(1, "oa/gpt", AIR_REASON_SERVER_ERROR, 500, 1000, 3, 0)};
+  air__exchange_result res;
+  memset(&res, 0, sizeof(res));
+  res.rc = AIR_EUPSTREAM;
+  res.reason = AIR_REASON_SERVER_ERROR;
+  res.message = "upstream said \xe2\x82\xac";
+  res.log = log;
+  res.n_log = 1;
+  air__trace_answer ans;
+  air__trace_answer_init(&ans);
+  air__trace_end e = {cfg, "r", AIR_DIALECT_OPENAI, "error",
+                      t.start_unix_nano + 60000000ull};
+  rec r;
+  memset(&r, 0, sizeof(r));
+  air__trace_spans(&t, &e, &res, &ans, keep, &r);
+  assert_string_equal(r.msg[1], "upstream said \xe2\x82\xac");
+  assert_string_equal(r.msg[0], "it failed");
+  free(big);
+  air_config_free(cfg);
+}
+
 /* Racers (DESIGN.md 3.6): a hedge has role hedge; the racer that lost has
  * outcome hedge_lost, no error and no answer, also when it is the last
  * entry of the log (the first racer won and broke after commit). */
@@ -337,6 +421,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(retry_switch_and_skip),
       cmocka_unit_test(failures_before_and_after_commit),
+      cmocka_unit_test(long_messages_are_bounded),
       cmocka_unit_test(hedge_racers),
       cmocka_unit_test(continuation_roles),
       cmocka_unit_test(begin_continues_or_starts),

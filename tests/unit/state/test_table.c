@@ -81,6 +81,7 @@ static void next_walks_every_record_once(void **unused) {
 }
 
 static void get_stops_at_the_cap(void **unused) {
+  /* The cap counts records that are not pinned. */
   (void)unused;
   air__table *t = table_new();
   char key[32];
@@ -91,6 +92,58 @@ static void get_stops_at_the_cap(void **unused) {
   assert_null(get(t, 'b', "one-more", true));
   assert_int_equal(t->count, AIR__MAX_STATE_TARGETS);
   assert_non_null(get(t, 'b', "t0", true)); /* the ones there are still found */
+  air__table_cleanup(t);
+  free(t);
+}
+
+static bool keep_seen(const air__table_node *n, uint64_t now_ms, void *data) {
+  (void)now_ms;
+  (void)data;
+  return ((const rec *)n)->seen == 0;
+}
+
+static void at_evicts_idle_loose_records_a_few_per_op(void **unused) {
+  (void)unused;
+  air__table *t = table_new();
+  t->idle_fn = keep_seen;
+  air__table_at(t, 1000);
+  rec *a = get(t, 'b', "a", true);
+  rec *b = get(t, 'b', "b", true);
+  rec *c = get(t, 'b', "c", true);
+  rec *p = air__table_get_pinned(t, 'b', "p", 1, sizeof(rec));
+  assert_non_null(p);
+  assert_true(p->node.pinned);
+  assert_int_equal(t->loose, 3);
+  b->seen = 1; /* the idle rule keeps b */
+  /* Not idle long enough: nothing goes. */
+  air__table_at(t, 1000 + AIR__STATE_IDLE_MS - 1);
+  assert_int_equal(t->count, 4);
+  /* a is used again: c and b are the oldest now. */
+  assert_ptr_equal(get(t, 'b', "a", false), a);
+  (void)c;
+  air__table_at(t, 1000 + AIR__STATE_IDLE_MS);
+  /* Two looked at: b kept (and counted as used), c freed; a is younger. */
+  assert_int_equal(t->evicted, 1);
+  assert_null(get(t, 'b', "c", false));
+  assert_non_null(get(t, 'b', "b", false));
+  air__table_at(t, 1000 + 2 * AIR__STATE_IDLE_MS);
+  air__table_at(t, 1000 + 2 * AIR__STATE_IDLE_MS);
+  assert_null(get(t, 'b', "a", false));
+  assert_non_null(get(t, 'b', "b", false));
+  /* A pinned record is never looked at, and made past the cap. */
+  air__table_at(t, 1000 + 100 * AIR__STATE_IDLE_MS);
+  assert_ptr_equal(get(t, 'b', "p", false), p);
+  t->loose = AIR__MAX_STATE_TARGETS;
+  assert_null(get(t, 'b', "loose", true));
+  assert_non_null(air__table_get_pinned(t, 'b', "q", 1, sizeof(rec)));
+  t->loose = 1;
+  /* Unpinned, it may go once idle like any other. */
+  air__table_pin(t, p, false);
+  assert_int_equal(t->loose, 2);
+  air__table_at(t, 1000 + 101 * AIR__STATE_IDLE_MS);
+  air__table_at(t, 1000 + 101 * AIR__STATE_IDLE_MS);
+  assert_null(get(t, 'b', "p", false));
+  assert_non_null(get(t, 'b', "q", false));
   air__table_cleanup(t);
   free(t);
 }
@@ -176,6 +229,7 @@ int main(void) {
       cmocka_unit_test(get_finds_by_kind_and_key),
       cmocka_unit_test(next_walks_every_record_once),
       cmocka_unit_test(get_stops_at_the_cap),
+      cmocka_unit_test(at_evicts_idle_loose_records_a_few_per_op),
       cmocka_unit_test(admit_takes_a_token_only_for_a_probe),
       cmocka_unit_test(sticky_window),
   };
