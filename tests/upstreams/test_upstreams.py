@@ -493,6 +493,57 @@ def t_usage_last_chunk(binary, up):
     gw.alive()
 
 
+def usage_call(gw, dialect, model, stream):
+    """A caller of dialect asking for usage (OpenAI chat: include_usage)."""
+    if dialect == "openai":
+        return request(gw.port, "POST", "/v1/chat/completions",
+                       {"model": model, "stream": stream,
+                        "stream_options": {"include_usage": True} if stream else None,
+                        "messages": [{"role": "user", "content": "hi"}]})
+    if dialect == "anthropic":
+        return anthropic_call(gw, model, stream)
+    return request(gw.port, "POST", "/v1/responses",
+                   {"model": model, "stream": stream, "input": "hi"})
+
+
+def caller_usage(dialect, stream, body):
+    """(input, output) tokens the caller was told, or None."""
+    if not stream:
+        u = json.loads(body).get("usage") or {}
+        if dialect == "openai":
+            return (u.get("prompt_tokens"), u.get("completion_tokens")) if u else None
+        return (u.get("input_tokens"), u.get("output_tokens")) if u else None
+    got = None
+    for name, d in sse_events(body):
+        if not d.startswith("{"):
+            continue
+        o = json.loads(d)
+        if dialect == "openai" and o.get("usage"):
+            got = (o["usage"].get("prompt_tokens"), o["usage"].get("completion_tokens"))
+        elif dialect == "anthropic" and name == "message_delta" and o.get("usage"):
+            got = (o["usage"].get("input_tokens"), o["usage"].get("output_tokens"))
+        elif dialect == "responses" and (o.get("response") or {}).get("usage"):
+            u = o["response"]["usage"]
+            got = (u.get("input_tokens"), u.get("output_tokens"))
+    return got
+
+
+@test("judged/a passed-on content_filter answer carries the usage the caller asked for")
+def t_judged_usage(binary, up):
+    for commit in ("first_content", "complete"):
+        gw = Gateway(binary, config(up, commit))
+        for dialect in ("openai", "anthropic", "responses"):
+            for stream in (True, False):
+                st, hs, body = usage_call(gw, dialect, "filter", stream)
+                check(st == 200, "%s %s stream=%s: status %d: %r"
+                      % (commit, dialect, stream, st, body[:300]))
+                got = caller_usage(dialect, stream, body)
+                check(got is not None and got[0] == 3,
+                      "%s %s stream=%s: usage %r in %r" % (commit, dialect, stream, got,
+                                                          body[-600:]))
+        gw.alive()
+
+
 def main():
     up = Upstream()
 
