@@ -95,7 +95,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
     }
   }
   if (!rs->stream || rs->gone) return 0;
-  snprintf(rs->attempts, sizeof(rs->attempts), "%u", ci->attempts);
+  snprintf(rs->attempts, sizeof(rs->attempts), "%u", ci->made);
   rs->status = 200;
   rs->n_head = 0;
   put(rs, "content-type", "text/event-stream");

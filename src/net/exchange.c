@@ -457,6 +457,7 @@ static int emit(void *data, const air__gate_event *ev) {
     air__commit_info ci = {
         .target = l->target,
         .attempts = l->no,
+        .made = air__run_attempts(x->run),
         .upstream = l->ops ? l->ops->api : AIR_DIALECT_OPENAI,
         .ms = x->first_content_ms,
         .headers = l->hv,

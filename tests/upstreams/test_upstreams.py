@@ -206,6 +206,10 @@ SCRIPTS = {
     "oa-big-503": (503, [("content-type", "text/html")], b"<p>busy</p>" * 200000),
 }
 CUT = {"oa-cut"}
+# model -> seconds the upstream waits before it answers
+DELAY = {"oa-slow-win": 0.4, "oa-slower": 5.0}
+SCRIPTS["oa-slow-win"] = (200, SSE, oa_answer("the first attempt wins"))
+SCRIPTS["oa-slower"] = (200, SSE, oa_answer("the hedge, too late"))
 
 
 class Upstream:
@@ -257,6 +261,8 @@ class Upstream:
                 status, headers, out = SCRIPTS.get(
                     model, (404, [("content-type", "application/json")],
                             b'{"error":{"message":"no such model","type":"not_found"}}'))
+                if model in DELAY:
+                    time.sleep(DELAY[model])
                 declared = len(out) + (100 if model in CUT else 0)
                 resp = "HTTP/1.1 %d X\r\ncontent-length: %d\r\n" % (status, declared)
                 resp += "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
@@ -340,6 +346,7 @@ routes:
   - {name: an-toolname-long, targets: [an/an-toolname-long]}
   - {name: oa-body-finish-long, targets: [oa/oa-body-finish-long]}
   - {name: oa-body-toolname-long, targets: [oa/oa-body-toolname-long]}
+  - {name: hedged, targets: [oa/oa-slow-win, oa/oa-slower], hedge: {after_ms: 100}}
   - name: big-503
     targets: [oa/oa-big-503]
     rules: [{on: [overloaded], action: fail}]
@@ -788,6 +795,19 @@ def t_long_meaning(binary, up):
                       and '"response.completed"' not in last[1],
                       "%s: ended cleanly: %r" % (what, body[-300:]))
                 check("malformed" in body.decode(), "%s: %r" % (what, body[-300:]))
+    gw.alive()
+
+
+@test("hedge/x-airetry-attempts counts every attempt made, not the winner's number")
+def t_hedge_attempts(binary, up):
+    gw = Gateway(binary, config(up))
+    for stream in (True, False):
+        st, hs, body = openai_call(gw, "hedged", stream)
+        check(st == 200, "status %d: %r" % (st, body[:300]))
+        check(hs.get("x-airetry-target") == "oa/oa-slow-win", "target %r" % hs)
+        check(hs.get("x-airetry-attempts") == "2",
+              "stream=%s: x-airetry-attempts %r (attempt 1 won, a hedge was made)"
+              % (stream, hs.get("x-airetry-attempts")))
     gw.alive()
 
 

@@ -72,8 +72,8 @@ static const char *decode1(const air__provider_ops *ops, const char *type,
   return fatal;
 }
 
-static const char *decode_body(const air__provider_ops *ops, const char *body, got *g,
-                               int *rc) {
+static const char *decode_body(const air__provider_ops *ops, const char *body,
+                               got *g, int *rc) {
   air__decoder d;
   ops->decoder_init(&d);
   memset(g, 0, sizeof(*g));
@@ -106,7 +106,8 @@ static void fill(char *out, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* ---- decoders ---------------------------------------------------------------- */
+/* ---- decoders
+ * ---------------------------------------------------------------- */
 
 static void test_openai_decoder(void **s) {
   (void)s;
@@ -114,10 +115,12 @@ static void test_openai_decoder(void **s) {
   got g;
   /* Ids of 5000 bytes are decoded whole (the consumers replace them). */
   fill(buf[0], sizeof(buf[0]),
-           "{\"id\":\"%s\",\"model\":\"%s\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
-           "\"hi\",\"tool_calls\":[{\"index\":0,\"id\":\"%s\",\"function\":{\"name\":\"f\"}}]},"
-           "\"finish_reason\":null}]}",
-           rep(0, 'a', 5000), rep(1, 'm', 5000), rep(2, 'c', 5000));
+       "{\"id\":\"%s\",\"model\":\"%s\",\"choices\":[{\"index\":0,\"delta\":{"
+       "\"content\":"
+       "\"hi\",\"tool_calls\":[{\"index\":0,\"id\":\"%s\",\"function\":{"
+       "\"name\":\"f\"}}]},"
+       "\"finish_reason\":null}]}",
+       rep(0, 'a', 5000), rep(1, 'm', 5000), rep(2, 'c', 5000));
   assert_null(decode1(ops, NULL, buf[0], &g));
   assert_int_equal(g.id_len, 5000);
   assert_int_equal(g.name_len, 5000);
@@ -129,29 +132,34 @@ static void test_openai_decoder(void **s) {
   fill(buf[0], sizeof(buf[0]), fmt, rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES));
   assert_null(decode1(ops, NULL, buf[0], &g));
   assert_int_equal(g.finish, 1);
-  fill(buf[0], sizeof(buf[0]), fmt, rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
+  fill(buf[0], sizeof(buf[0]), fmt,
+       rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
   assert_string_equal(decode1(ops, NULL, buf[0], &g), AIR__OVER_FINISH);
   assert_int_equal(g.n, 0);
   /* A tool name past its limit: fatal, nothing handed over. */
   fill(buf[0], sizeof(buf[0]),
-           "{\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
-           "\"id\":\"c\",\"function\":{\"name\":\"%s\"}}]}}]}",
-           rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
+       "{\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{"
+       "\"index\":0,"
+       "\"id\":\"c\",\"function\":{\"name\":\"%s\"}}]}}]}",
+       rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
   assert_string_equal(decode1(ops, NULL, buf[0], &g), AIR__OVER_TOOL_NAME);
   assert_int_equal(g.n, 0);
   /* Bodies. */
   int rc;
   fill(buf[0], sizeof(buf[0]),
-           "{\"id\":\"x\",\"choices\":[{\"index\":0,\"message\":{\"content\":\"hi\"},"
-           "\"finish_reason\":\"%s\"}]}",
-           rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
+       "{\"id\":\"x\",\"choices\":[{\"index\":0,\"message\":{\"content\":"
+       "\"hi\"},"
+       "\"finish_reason\":\"%s\"}]}",
+       rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
   assert_string_equal(decode_body(ops, buf[0], &g, &rc), AIR__OVER_FINISH);
   assert_int_equal(rc, AIR_EPARSE);
   assert_int_equal(g.n, 0);
   fill(buf[0], sizeof(buf[0]),
-           "{\"id\":\"x\",\"choices\":[{\"index\":0,\"message\":{\"tool_calls\":[{\"id\":\"c\","
-           "\"function\":{\"name\":\"%s\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}",
-           rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
+       "{\"id\":\"x\",\"choices\":[{\"index\":0,\"message\":{\"tool_calls\":[{"
+       "\"id\":\"c\","
+       "\"function\":{\"name\":\"%s\",\"arguments\":\"{}\"}}]},\"finish_"
+       "reason\":\"tool_calls\"}]}",
+       rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
   assert_string_equal(decode_body(ops, buf[0], &g, &rc), AIR__OVER_TOOL_NAME);
   assert_int_equal(g.n, 0);
 }
@@ -161,41 +169,50 @@ static void test_anthropic_decoder(void **s) {
   const air__provider_ops *ops = &air__provider_anthropic;
   got g;
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"message_start\",\"message\":{\"id\":\"%s\",\"model\":\"%s\"}}",
-           rep(0, 'a', 5000), rep(1, 'm', 5000));
+       "{\"type\":\"message_start\",\"message\":{\"id\":\"%s\",\"model\":\"%"
+       "s\"}}",
+       rep(0, 'a', 5000), rep(1, 'm', 5000));
   assert_null(decode1(ops, "message_start", buf[0], &g));
   assert_int_equal(g.id_len, 5000);
   assert_int_equal(g.name_len, 5000);
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":"
-           "\"tool_use\",\"id\":\"%s\",\"name\":\"f\",\"input\":{}}}",
-           rep(0, 'c', 5000));
+       "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{"
+       "\"type\":"
+       "\"tool_use\",\"id\":\"%s\",\"name\":\"f\",\"input\":{}}}",
+       rep(0, 'c', 5000));
   assert_null(decode1(ops, "content_block_start", buf[0], &g));
   assert_int_equal(g.tool_id_len, 5000);
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":"
-           "\"tool_use\",\"id\":\"c\",\"name\":\"%s\",\"input\":{}}}",
-           rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
-  assert_string_equal(decode1(ops, "content_block_start", buf[0], &g), AIR__OVER_TOOL_NAME);
+       "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{"
+       "\"type\":"
+       "\"tool_use\",\"id\":\"c\",\"name\":\"%s\",\"input\":{}}}",
+       rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
+  assert_string_equal(decode1(ops, "content_block_start", buf[0], &g),
+                      AIR__OVER_TOOL_NAME);
   assert_int_equal(g.n, 0);
-  const char *fmt = "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\"}}";
+  const char *fmt =
+      "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\"}}";
   fill(buf[0], sizeof(buf[0]), fmt, rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES));
   assert_null(decode1(ops, "message_delta", buf[0], &g));
   assert_int_equal(g.finish, 1);
-  fill(buf[0], sizeof(buf[0]), fmt, rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
-  assert_string_equal(decode1(ops, "message_delta", buf[0], &g), AIR__OVER_FINISH);
+  fill(buf[0], sizeof(buf[0]), fmt,
+       rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
+  assert_string_equal(decode1(ops, "message_delta", buf[0], &g),
+                      AIR__OVER_FINISH);
   assert_int_equal(g.n, 0);
   int rc;
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"message\",\"id\":\"m\",\"content\":[{\"type\":\"tool_use\",\"id\":\"c\","
-           "\"name\":\"%s\",\"input\":{}}],\"stop_reason\":\"tool_use\"}",
-           rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
+       "{\"type\":\"message\",\"id\":\"m\",\"content\":[{\"type\":\"tool_use\","
+       "\"id\":\"c\","
+       "\"name\":\"%s\",\"input\":{}}],\"stop_reason\":\"tool_use\"}",
+       rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
   assert_string_equal(decode_body(ops, buf[0], &g, &rc), AIR__OVER_TOOL_NAME);
   assert_int_equal(rc, AIR_EPARSE);
   assert_int_equal(g.n, 0);
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"message\",\"id\":\"m\",\"content\":[],\"stop_reason\":\"%s\"}",
-           rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
+       "{\"type\":\"message\",\"id\":\"m\",\"content\":[],\"stop_reason\":\"%"
+       "s\"}",
+       rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
   assert_string_equal(decode_body(ops, buf[0], &g, &rc), AIR__OVER_FINISH);
 }
 
@@ -204,47 +221,61 @@ static void test_responses_decoder(void **s) {
   const air__provider_ops *ops = &air__provider_openai_responses;
   got g;
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"response.created\",\"response\":{\"id\":\"%s\",\"model\":\"%s\"}}",
-           rep(0, 'a', 5000), rep(1, 'm', 5000));
+       "{\"type\":\"response.created\",\"response\":{\"id\":\"%s\",\"model\":"
+       "\"%s\"}}",
+       rep(0, 'a', 5000), rep(1, 'm', 5000));
   assert_null(decode1(ops, NULL, buf[0], &g));
   assert_int_equal(g.id_len, 5000);
   assert_int_equal(g.name_len, 5000);
   const char *item =
-      "{\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":"
-      "\"function_call\",\"id\":\"fc_1\",\"call_id\":\"%s\",\"name\":\"%s\",\"arguments\":\"\"}}";
+      "{\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{"
+      "\"type\":"
+      "\"function_call\",\"id\":\"fc_1\",\"call_id\":\"%s\",\"name\":\"%s\","
+      "\"arguments\":\"\"}}";
   fill(buf[0], sizeof(buf[0]), item, rep(0, 'c', 5000), "f");
   assert_null(decode1(ops, NULL, buf[0], &g));
   assert_int_equal(g.tool_id_len, 5000);
-  fill(buf[0], sizeof(buf[0]), item, "c", rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
+  fill(buf[0], sizeof(buf[0]), item, "c",
+       rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
   assert_string_equal(decode1(ops, NULL, buf[0], &g), AIR__OVER_TOOL_NAME);
   assert_int_equal(g.n, 0);
   fill(buf[0], sizeof(buf[0]),
-           "{\"type\":\"response.incomplete\",\"response\":{\"id\":\"r\",\"incomplete_details\":"
-           "{\"reason\":\"%s\"}}}",
-           rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
+       "{\"type\":\"response.incomplete\",\"response\":{\"id\":\"r\","
+       "\"incomplete_details\":"
+       "{\"reason\":\"%s\"}}}",
+       rep(0, 'f', AIR__MAX_FINISH_REASON_BYTES + 1));
   assert_string_equal(decode1(ops, NULL, buf[0], &g), AIR__OVER_FINISH);
   assert_int_equal(g.n, 0);
   int rc;
   fill(buf[0], sizeof(buf[0]),
-           "{\"object\":\"response\",\"id\":\"r\",\"output\":[{\"type\":\"function_call\","
-           "\"call_id\":\"c\",\"name\":\"%s\",\"arguments\":\"{}\"}]}",
-           rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
+       "{\"object\":\"response\",\"id\":\"r\",\"output\":[{\"type\":\"function_"
+       "call\","
+       "\"call_id\":\"c\",\"name\":\"%s\",\"arguments\":\"{}\"}]}",
+       rep(0, 't', AIR__MAX_TOOL_NAME_BYTES + 1));
   assert_string_equal(decode_body(ops, buf[0], &g, &rc), AIR__OVER_TOOL_NAME);
   assert_int_equal(rc, AIR_EPARSE);
   assert_int_equal(g.n, 0);
 }
 
-/* ---- the aggregate and the encoders ------------------------------------------ */
+/* ---- the aggregate and the encoders
+ * ------------------------------------------ */
 
 static air_part start_part(const char *id, const char *model) {
-  air_part p = {.kind = AIR_PART_START, .id = id, .id_len = strlen(id), .name = model,
+  air_part p = {.kind = AIR_PART_START,
+                .id = id,
+                .id_len = strlen(id),
+                .name = model,
                 .name_len = strlen(model)};
   return p;
 }
 
 static air_part tool_part(const char *id) {
-  air_part p = {.kind = AIR_PART_TOOL_START, .index = 0, .id = id, .id_len = strlen(id),
-                .name = "f", .name_len = 1};
+  air_part p = {.kind = AIR_PART_TOOL_START,
+                .index = 0,
+                .id = id,
+                .id_len = strlen(id),
+                .name = "f",
+                .name_len = 1};
   return p;
 }
 
@@ -272,7 +303,8 @@ static void test_aggregate(void **s) {
   air__tool_id_sub(tid, strlen(tid), sub);
   assert_string_equal(a.tools[0].id, sub);
   assert_int_equal(strncmp(sub, "call_airetry_", 13), 0);
-  assert_int_equal(a.idents.replaced, AIR__IDENT_ID | AIR__IDENT_MODEL | AIR__IDENT_TOOL_ID);
+  assert_int_equal(a.idents.replaced,
+                   AIR__IDENT_ID | AIR__IDENT_MODEL | AIR__IDENT_TOOL_ID);
   assert_string_equal(air__ident_names(a.idents.replaced), "id,model,tool_id");
   /* A tool name past its limit is refused (the decoders made it fatal). */
   p = tool_part("c");
@@ -280,8 +312,10 @@ static void test_aggregate(void **s) {
   p.name_len = AIR__MAX_TOOL_NAME_BYTES + 1;
   assert_int_equal(air__aggregate_add(&a, &p), AIR_ETOOBIG);
   /* Every dialect's body carries the replacements. */
-  air_part f = {.kind = AIR_PART_FINISH, .finish = AIR_FINISH_TOOL_CALLS,
-                .finish_raw = "tool_calls", .finish_raw_len = 10};
+  air_part f = {.kind = AIR_PART_FINISH,
+                .finish = AIR_FINISH_TOOL_CALLS,
+                .finish_raw = "tool_calls",
+                .finish_raw_len = 10};
   assert_int_equal(air__aggregate_add(&a, &f), 0);
   size_t n;
   const air__provider_ops *const *all = air__dialects(&n);
@@ -328,18 +362,23 @@ static void test_encoders(void **s) {
       assert_int_equal(ops->encode_part(e, &t, &out), 0);
       p = tool_part(longer ? tid : "call_short");
       assert_int_equal(ops->encode_part(e, &p, &out), 0);
-      air_part f = {.kind = AIR_PART_FINISH, .finish = AIR_FINISH_TOOL_CALLS,
-                    .finish_raw = "tool_calls", .finish_raw_len = 10};
+      air_part f = {.kind = AIR_PART_FINISH,
+                    .finish = AIR_FINISH_TOOL_CALLS,
+                    .finish_raw = "tool_calls",
+                    .finish_raw_len = 10};
       assert_int_equal(ops->encode_part(e, &f, &out), 0);
       assert_int_equal(ops->encode_end(e, &out), 0);
       const char *a = rep(0, 'a', len);
       if (longer) {
         assert_non_null(strstr(out.p, "gwid-rid2"));
         assert_non_null(strstr(out.p, "target-model"));
-        assert_null(strstr(out.p, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-        assert_null(strstr(out.p, "ccccccccccccccccccccccccccccccccccccccccccccccc"));
+        assert_null(
+            strstr(out.p, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+        assert_null(
+            strstr(out.p, "ccccccccccccccccccccccccccccccccccccccccccccccc"));
         /* Every place the call is named has the one replacement. */
-        for (const char *q = strstr(out.p, "call_"); q != NULL; q = strstr(q + 1, "call_"))
+        for (const char *q = strstr(out.p, "call_"); q != NULL;
+             q = strstr(q + 1, "call_"))
           if (q[-1] == '"' && strncmp(q, "call_id", 7) != 0)
             assert_int_equal(strncmp(q, sub, strlen(sub)), 0);
         assert_non_null(strstr(out.p, sub));
@@ -359,8 +398,10 @@ static void test_encoders(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_openai_decoder),   cmocka_unit_test(test_anthropic_decoder),
-      cmocka_unit_test(test_responses_decoder), cmocka_unit_test(test_aggregate),
+      cmocka_unit_test(test_openai_decoder),
+      cmocka_unit_test(test_anthropic_decoder),
+      cmocka_unit_test(test_responses_decoder),
+      cmocka_unit_test(test_aggregate),
       cmocka_unit_test(test_encoders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
