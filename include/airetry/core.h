@@ -231,6 +231,9 @@ typedef struct air_attempt {
   /* A hedge racer (DESIGN.md 3.6): started beside an attempt still in
    * flight because that one had no content after hedge.after_ms. */
   bool hedge;
+  /* A hedge racer's retry or switch: hedge too (its win never makes a
+   * route sticky), but no new hedge: hedge.max counts the others. */
+  bool hedge_refill;
   /* Outcome `hedge_lost`: cancelled because another racer won (reason
    * NONE, never a breaker verdict). */
   bool hedge_lost;

@@ -428,6 +428,53 @@ const char *air__error_type(air_dialect api, air_reason r) {
   }
 }
 
+/* ---- identifiers (provider.h)
+ * ------------------------------------------------------- */
+
+void air__tool_id_sub(const char *id, size_t n, char out[AIR__TOOL_ID_SUB_BYTES]) {
+  uint64_t h = 14695981039346656037ull; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
+  static const char hex[] = "0123456789abcdef";
+  memcpy(out, "call_airetry_", 13);
+  for (int i = 0; i < 16; i++) out[13 + i] = hex[(h >> (60 - 4 * i)) & 0xf];
+  out[29] = '\0';
+}
+
+const air_part *air__ident_fix(const air_part *p, air__idents *s, air_part *tmp,
+                               char buf[AIR__TOOL_ID_SUB_BYTES]) {
+  if (p->kind == AIR_PART_START &&
+      (p->id_len > AIR__MAX_IDENT_BYTES || p->name_len > AIR__MAX_IDENT_BYTES)) {
+    *tmp = *p;
+    if (p->id_len > AIR__MAX_IDENT_BYTES) {
+      tmp->id = s->id != NULL ? s->id : "";
+      tmp->id_len = strlen(tmp->id);
+      s->replaced |= AIR__IDENT_ID;
+    }
+    if (p->name_len > AIR__MAX_IDENT_BYTES) {
+      tmp->name = s->model != NULL ? s->model : "";
+      tmp->name_len = strlen(tmp->name);
+      s->replaced |= AIR__IDENT_MODEL;
+    }
+    return tmp;
+  }
+  if (p->kind == AIR_PART_TOOL_START && p->id_len > AIR__MAX_IDENT_BYTES) {
+    *tmp = *p;
+    air__tool_id_sub(p->id, p->id_len, buf);
+    tmp->id = buf;
+    tmp->id_len = AIR__TOOL_ID_SUB_BYTES - 1;
+    s->replaced |= AIR__IDENT_TOOL_ID;
+    return tmp;
+  }
+  return p;
+}
+
+const char *air__ident_names(unsigned replaced) {
+  static const char *const names[8] = {"",        "id",            "model",
+                                       "id,model", "tool_id",       "id,tool_id",
+                                       "model,tool_id", "id,model,tool_id"};
+  return names[replaced & 7u];
+}
+
 /* ---- aggregation
  * ------------------------------------------------------------------ */
 
@@ -435,12 +482,12 @@ const char *air__error_type(air_dialect api, air_reason r) {
 
 void air__aggregate_init(air__aggregate *a) {
   memset(a, 0, sizeof(*a));
-  air__buf_init(&a->id, 256);
-  air__buf_init(&a->model, 256);
+  air__buf_init(&a->id, AIR__MAX_IDENT_BYTES);
+  air__buf_init(&a->model, AIR__MAX_IDENT_BYTES);
   air__buf_init(&a->text, AGG_MAX);
   air__buf_init(&a->reasoning, AGG_MAX);
   air__buf_init(&a->refusal, AGG_MAX);
-  air__buf_init(&a->finish_raw, 64);
+  air__buf_init(&a->finish_raw, AIR__MAX_FINISH_REASON_BYTES);
   air__buf_init(&a->continued, AIR__CONTINUED_MAX_BYTES);
 }
 
@@ -485,7 +532,13 @@ static air__tool_call *tool_at(air__aggregate *a, int idx, bool create) {
   return &t[idx];
 }
 
-int air__aggregate_add(air__aggregate *a, const air_part *p) {
+/* Identifiers over AIR__MAX_IDENT_BYTES are replaced (a->idents); a tool
+ * name or finish reason over its limit is AIR_ETOOBIG (the decoders make
+ * such an event malformed first). */
+int air__aggregate_add(air__aggregate *a, const air_part *in) {
+  air_part tmp;
+  char sub[AIR__TOOL_ID_SUB_BYTES];
+  const air_part *p = air__ident_fix(in, &a->idents, &tmp, sub);
   switch (p->kind) {
     case AIR_PART_START:
       if (a->keep_ident) return 0;
@@ -501,7 +554,7 @@ int air__aggregate_add(air__aggregate *a, const air_part *p) {
       return air__buf_add(&a->refusal, p->text, p->text_len);
     case AIR_PART_TOOL_START: {
       air__tool_call *t = tool_at(a, p->index, true);
-      if (t == NULL) return AIR_ETOOBIG;
+      if (t == NULL || p->name_len > AIR__MAX_TOOL_NAME_BYTES) return AIR_ETOOBIG;
       free(t->id);
       free(t->name);
       t->id = dupn(p->id, p->id_len);

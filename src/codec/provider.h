@@ -18,6 +18,7 @@
 
 #include "airetry.h"
 #include "buf.h"
+#include "limits.h"
 #include "policy.h"
 #include "sse.h"
 
@@ -128,6 +129,51 @@ typedef struct air__build_opts {
 
 typedef int (*air__part_cb)(void *data, const air_part *p);
 
+/* ---- identifiers
+ * ----------------------------------------------------------------
+ *
+ * An upstream's id, model name and tool call ids are cosmetic: kept whole
+ * up to AIR__MAX_IDENT_BYTES, and past it replaced, never a failure: the
+ * answer's id by the gateway's (the request id in the caller dialect's id
+ * form), the model by the answering target's, a tool call id by
+ * air__tool_id_sub (the same replacement for the same id, so every place
+ * of the answer that names the call agrees). The aggregate and the
+ * encoders replace them as parts come in (air__ident_fix); the upstream's
+ * own bytes forwarded in passthrough are not rewritten. A finish reason
+ * over AIR__MAX_FINISH_REASON_BYTES or a tool name over
+ * AIR__MAX_TOOL_NAME_BYTES carries meaning: the decoders set
+ * air__decoder.fatal and the attempt fails as malformed.
+ */
+
+#define AIR__IDENT_ID 1u      /* the answer's id was replaced */
+#define AIR__IDENT_MODEL 2u   /* its model name */
+#define AIR__IDENT_TOOL_ID 4u /* a tool call id */
+
+/* What replaces identifiers over the limit, and what was replaced. */
+typedef struct air__idents {
+  const char *id;    /* the answer's id instead (NUL-terminated, borrowed);
+                        NULL: the caller dialect's default id */
+  const char *model; /* the model name instead (borrowed); NULL: "" */
+  unsigned replaced; /* AIR__IDENT_* bits, accumulated */
+} air__idents;
+
+/* "call_airetry_" and 16 hex digits, and the NUL. */
+#define AIR__TOOL_ID_SUB_BYTES 30
+/* The replacement of tool call id (id, n): "call_airetry_" and 16 hex
+ * digits of a 64-bit hash of it, NUL-terminated in out. */
+void air__tool_id_sub(const char *id, size_t n, char out[AIR__TOOL_ID_SUB_BYTES]);
+/* p, or, when p is a START or TOOL_START with an identifier over
+ * AIR__MAX_IDENT_BYTES, tmp: a copy of p with it replaced (see above; a
+ * tool call id into buf), the replacement recorded in s->replaced. tmp and
+ * buf must outlive the use of the result. */
+const air_part *air__ident_fix(const air_part *p, air__idents *s, air_part *tmp,
+                               char buf[AIR__TOOL_ID_SUB_BYTES]);
+/* air__decoder.fatal's descriptions (the caller's error message). */
+#define AIR__OVER_FINISH "a finish reason over the gateway's limit"
+#define AIR__OVER_TOOL_NAME "a tool name over the gateway's limit"
+/* The replaced identifiers' names ("id,model,tool_id"), or "" for none. */
+const char *air__ident_names(unsigned replaced);
+
 #define AIR__DECODER_MAX_TOOLS 128 /* tool calls tracked in one response */
 
 /* Per-attempt decoder state. Init with the ops' decoder_init, free with
@@ -148,6 +194,11 @@ typedef struct air__decoder {
                             AIR__JSON_TOOL, whose input is the answer's text (and
                             its tool_use stop a plain stop) */
   bool json_seen;        /* such a tool block was seen */
+  const char *fatal;     /* set when an event or body carried a field whose
+                            meaning cannot be kept (a finish reason or tool
+                            name over its limit: "identifiers" above): a
+                            static description; the event yielded nothing
+                            and the attempt fails as malformed */
   uint64_t input_tokens; /* running totals (Anthropic usage is cumulative) */
   uint64_t output_tokens;
   air__buf scratch; /* unescaped strings handed out in parts */
@@ -198,6 +249,8 @@ typedef struct air__aggregate {
   uint64_t prior_output_tokens; /* USAGE part's (air__aggregate_add_usage) */
   bool keep_ident; /* a continuation was recorded: later START parts do not
                       replace id and model (the first attempt's stay) */
+  air__idents idents; /* replacements of identifiers over the limit, set
+                         by the consumer ("identifiers" above) */
 } air__aggregate;
 
 void air__aggregate_init(air__aggregate *a);
@@ -250,8 +303,10 @@ typedef struct air__encoder {
   uint64_t input_tokens;
   uint64_t output_tokens;
   bool has_usage;
-  char id[128];
-  char model[256];
+  char id[AIR__MAX_IDENT_BYTES + 16]; /* with a dialect's prefix ("resp_") */
+  char model[AIR__MAX_IDENT_BYTES + 1];
+  air__idents idents; /* replacements of identifiers over the limit, set
+                         by the consumer after encoder_init */
   struct air__rsp_enc *rsp; /* Responses: the items being written (owned;
                                freed by air__encoder_cleanup) */
   /* Continuation (DESIGN.md 3.5). */
@@ -307,6 +362,8 @@ typedef struct air__provider_ops {
   const char *name; /* "openai", "anthropic" */
   const char
       *path; /* appended to base_url: "/chat/completions", "/v1/messages" */
+  const char *id_prefix; /* the form of an answer id the gateway makes:
+                            "chatcmpl-", "msg_", "resp_" + the request id */
 
   /*
    * Requests. The hub (air__request_build) calls build_same for a caller

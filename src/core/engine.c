@@ -311,6 +311,7 @@ static int start_attempt(air_run *run, racer *r, unsigned idx, uint64_t lease,
     run->cap_log = cap;
   }
   const air__target *t = &run->route->targets[idx];
+  bool refill = r->id != 0; /* the slot's attempt failed: a retry or switch */
   run->attempts++;
   run->last_id++;
   run->n_real++;
@@ -333,6 +334,7 @@ static int start_attempt(air_run *run, racer *r, unsigned idx, uint64_t lease,
   e->request_id = "";
   e->start_ms = now_ms;
   e->hedge = hedge;
+  e->hedge_refill = hedge && refill;
 
   uint64_t deadline = attempt_deadline(run, idx, now_ms);
   memset(act, 0, sizeof(*act));
@@ -405,13 +407,15 @@ static bool pick(air_run *run, const char *to, bool hedge, uint64_t now_ms,
   return found;
 }
 
-/* Refills slot r with the next target (a switch), or ends it. */
+/* Refills slot r with the next target (a switch), or ends it. A hedge
+ * slot stays a hedge and, as a hedge does, goes only where the breaker
+ * admits it (DESIGN.md 3.6). */
 static int switch_target(air_run *run, racer *r, const char *to,
                          const air__rule *rule, bool hedge, uint64_t now_ms,
                          air_action *act) {
   unsigned idx;
   uint64_t lease;
-  if (!pick(run, to, false, now_ms, &idx, &lease))
+  if (!pick(run, to, hedge, now_ms, &idx, &lease))
     return end_racer(run, r, now_ms, act);
   const char *ov = merge_override(run, idx, rule);
   return start_attempt(run, r, idx, lease, ov, hedge, now_ms, act);
@@ -998,7 +1002,7 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
         return end_racer(run, r, now_ms, act);
       case AIR__RULE_SWITCH:
         run->rule_used[i]++;
-        rc = switch_target(run, r, rule->to, rule, false, now_ms, act);
+        rc = switch_target(run, r, rule->to, rule, r->hedge, now_ms, act);
         if (act->kind == AIR_ACT_ATTEMPT) r->cause_rule = (int)i;
         return rc;
       case AIR__RULE_RETRY:
@@ -1009,7 +1013,7 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
     if (hint && (wait > rule->retry_after_max_ms || wait >= remaining)) {
       /* Too long to sleep: cool the target down and go elsewhere. */
       air__state_cool(run->st, t->name, now_ms, hint_ms);
-      return switch_target(run, r, NULL, NULL, false, now_ms, act);
+      return switch_target(run, r, NULL, NULL, r->hedge, now_ms, act);
     }
     if (!hint)
       wait = air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
@@ -1143,7 +1147,8 @@ int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
       run->attempts >= b->max_total_attempts)
     return stamped(run, end_racer(run, r, now_ms, act), act);
   int wait_rule = r->wait_rule;
-  int rc = start_attempt(run, r, r->idx, 0, r->next_override, false, now_ms,
+  /* The retry of a hedge is a hedge (DESIGN.md 3.6). */
+  int rc = start_attempt(run, r, r->idx, 0, r->next_override, r->hedge, now_ms,
                          act);
   if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) r->cause_rule = wait_rule;
   return stamped(run, rc, act);

@@ -61,6 +61,14 @@
 #define AIR__MAX_OTLP_HEADERS_BYTES (8u << 10) /* their text, encoded */
 #define AIR__MAX_SERVICE_NAME_BYTES 256        /* OTEL_SERVICE_NAME */
 #define AIR__MAX_FINISH_NAME_BYTES 32   /* a finish reason kept for a span */
+/* An upstream answer's identifiers (provider.h, "identifiers"): its id,
+ * model name and tool call ids are kept whole up to this; a longer one is
+ * replaced, never a failure. */
+#define AIR__MAX_IDENT_BYTES 4096
+/* A finish reason and a tool name carry meaning: a longer one makes the
+ * event (or body) malformed and the attempt fails. */
+#define AIR__MAX_FINISH_REASON_BYTES 64
+#define AIR__MAX_TOOL_NAME_BYTES 1024
 #define AIR__MAX_SPAN_BYTES (16u << 10) /* one span encoded as OTLP JSON */
 #define AIR__MAX_SPAN_MESSAGE_BYTES 512 /* a span's status message (upstream text) */
 #define AIR__MAX_TRACE_QUEUE_BYTES \

@@ -340,6 +340,12 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
     air__buf_puts(&b, ",\"dropped\":");
     air__buf_put_json_str(&b, r->rs.dropped, strlen(r->rs.dropped));
   }
+  if (r->rs.replaced != 0) {
+    /* Upstream identifiers over their limit, replaced (provider.h). */
+    air__buf_puts(&b, ",\"replaced\":\"");
+    air__buf_puts(&b, air__ident_names(r->rs.replaced));
+    air__buf_putc(&b, '"');
+  }
   air__buf_puts(&b, "}\n");
   if (air__buf_error(&b) != 0) {
     /* Over the line's limit (a huge attempt log): the line without it. */

@@ -37,6 +37,8 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->rid = rid ? rid : "";
   rs->stream = req->stream;
   rs->outcome = "ok";
+  snprintf(rs->sub_id, sizeof(rs->sub_id), "%s%s", air__provider_get(dialect)->id_prefix,
+           rs->rid);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
 }
@@ -61,7 +63,11 @@ void air__responder_cleanup(air__responder *rs) {
 static air__aggregate *aggregate(air__responder *rs) {
   if (rs->agg == NULL) {
     rs->agg = malloc(sizeof(*rs->agg));
-    if (rs->agg != NULL) air__aggregate_init(rs->agg);
+    if (rs->agg != NULL) {
+      air__aggregate_init(rs->agg);
+      rs->agg->idents.id = rs->sub_id;
+      rs->agg->idents.model = rs->sub_model;
+    }
   }
   return rs->agg;
 }
@@ -80,6 +86,10 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   /* Tools left out of a translated request (DESIGN.md 5). */
   rs->dropped = !rs->passthrough && rs->req->canon != NULL ? rs->req->canon->dropped : NULL;
   rs->upstream_rid[0] = '\0';
+  if (rs->sub_model[0] == '\0' && ci->target != NULL) {
+    const char *slash = strchr(ci->target, '/');
+    snprintf(rs->sub_model, sizeof(rs->sub_model), "%s", slash ? slash + 1 : ci->target);
+  }
   for (size_t i = 0; ci->upstream == AIR_DIALECT_ANTHROPIC && i < ci->n_headers; i++) {
     const air_header *h = &ci->headers[i];
     if (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0 &&
@@ -89,7 +99,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
     }
   }
   if (!rs->stream || rs->gone) return 0;
-  snprintf(rs->attempts, sizeof(rs->attempts), "%u", ci->attempts);
+  snprintf(rs->attempts, sizeof(rs->attempts), "%u", ci->made);
   rs->status = 200;
   rs->n_head = 0;
   put(rs, "content-type", "text/event-stream");
@@ -107,6 +117,8 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   }
   rs->began = true;
   air__provider_get(rs->dialect)->encoder_init(rs->enc, rs->req, created_s);
+  rs->enc->idents.id = rs->sub_id;
+  rs->enc->idents.model = rs->sub_model;
   if (ci->continuable && rs->passthrough &&
       air__provider_get(rs->dialect)->encoder_observe != NULL) {
     rs->observe = true;
@@ -123,6 +135,16 @@ static int lose(air__responder *rs) {
   return 1;
 }
 
+/* Whether ev's START carries an id or model over AIR__MAX_IDENT_BYTES. */
+static bool over_ident(const air__gate_event *ev) {
+  for (size_t i = 0; i < ev->n_parts; i++)
+    if (ev->parts[i].kind == AIR_PART_START &&
+        (ev->parts[i].id_len > AIR__MAX_IDENT_BYTES ||
+         ev->parts[i].name_len > AIR__MAX_IDENT_BYTES))
+      return true;
+  return false;
+}
+
 int air__responder_event(air__responder *rs, const air__gate_event *ev) {
   if (rs->lost) return 0;
   if (!rs->stream) {
@@ -133,9 +155,12 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     return 0;
   }
   if (!rs->began || rs->gone) return 0;
-  if (!rs->decided) {
+  if (!rs->decided && (ev->n_parts > 0 || ev->raw == NULL)) {
+    /* Decided on the first event with parts (its START): an upstream id or
+     * model over the limit turns passthrough off, so that the encoder
+     * writes the replacements (provider.h, "identifiers"). */
     rs->decided = true;
-    rs->passthrough = rs->passthrough && ev->raw != NULL;
+    rs->passthrough = rs->passthrough && ev->raw != NULL && !over_ident(ev);
     rs->enc->passthrough = rs->passthrough;
   }
   if (rs->passthrough && ev->raw != NULL) {
@@ -173,6 +198,8 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
   rs->n_head = 0;
   rs->outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted" : "error";
   snprintf(rs->attempts, sizeof(rs->attempts), "%u", res->n_attempts);
+  rs->replaced = (rs->agg != NULL ? rs->agg->idents.replaced : 0) |
+                 (rs->enc != NULL ? rs->enc->idents.replaced : 0);
   bool answer = false;  /* a whole answer for a non-streamed caller is ready */
   if (!rs->gone && !rs->began && res->rc == 0 && !rs->lost) {
     air__buf_reset(&rs->out);

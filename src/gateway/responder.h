@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "exchange.h"
+#include "limits.h"
 #include "provider.h"
 
 #define AIR__RESP_MAX_HEADERS 7
@@ -71,6 +72,13 @@ typedef struct air__responder {
   char attempts[16];          /* header values */
   char retry_after[24];
   char upstream_rid[128];     /* an Anthropic upstream's request-id ("" none) */
+  /* What replaces an upstream identifier over AIR__MAX_IDENT_BYTES
+   * (provider.h, "identifiers"): the request id in the caller dialect's
+   * id form, the answering target's model; replaced: what was (AIR__IDENT_*
+   * bits, set by air__responder_end for the log line). */
+  char sub_id[AIR__MAX_NAME_BYTES];
+  char sub_model[AIR__MAX_TARGET_BYTES];
+  unsigned replaced;
 } air__responder;
 
 void air__responder_init(air__responder *rs, air_dialect dialect,

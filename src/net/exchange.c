@@ -593,6 +593,7 @@ static int emit(void *data, const air__gate_event *ev) {
     air__commit_info ci = {
         .target = l->target,
         .attempts = l->no,
+        .made = air__run_attempts(x->run),
         .upstream = l->ops ? l->ops->api : AIR_DIALECT_OPENAI,
         .ms = x->first_content_ms,
         .headers = l->hv,
@@ -885,6 +886,13 @@ static int on_sse(void *data, const air__sse_event *ev) {
   unsigned before = l->dec.malformed;
   if (l->ops->decode_event(&l->dec, ev, collect, l) != 0)
     l->dec.malformed++;  /* over AIR__MAX_EVENT_PARTS: skipped as malformed */
+  if (l->dec.fatal != NULL) {
+    /* A field that carries meaning over its limit (provider.h). */
+    x->malformed++;
+    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, l->dec.fatal,
+             AIR_TRANSPORT_OK);
+    return 1;
+  }
   if (l->gate.committed && l->dec.error_event && l->dec.malformed == before) {
     /* An error event after commit ends the attempt, final; the consumer
      * hears of it once, through on_end, never as a part. */
@@ -1144,7 +1152,9 @@ static void finish_body(leg *l) {
       return;
     }
     set_fail(l, AIR_REASON_MALFORMED, 200, NULL, NULL,
-             "response is neither an event stream nor a response body",
+             l->dec.fatal != NULL
+                 ? l->dec.fatal
+                 : "response is neither an event stream nor a response body",
              AIR_TRANSPORT_BADBODY);
     return;
   }

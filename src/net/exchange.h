@@ -42,7 +42,10 @@ typedef struct air__trace air__trace;
 /* What the exchange knows when it commits. Valid during the callback. */
 typedef struct air__commit_info {
   const char *target;        /* "provider/model" that answers */
-  unsigned attempts;         /* attempts made, this one included */
+  unsigned attempts;         /* the answering attempt's number */
+  unsigned made;             /* attempts made so far, every racer and hedge
+                                included (air__run_attempts): the
+                                x-airetry-attempts header */
   air_dialect upstream;         /* the answering upstream's dialect */
   uint64_t ms;               /* since the exchange started */
   const air_header *headers; /* the answering response's headers (valid

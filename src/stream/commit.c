@@ -75,6 +75,7 @@ void air__gate_begin(air__gate *g, uint64_t now_ms) {
   g->content = false;
   g->finished = false;
   g->finish = AIR_FINISH_NONE;
+  g->early = AIR_FINISH_NONE;
   g->malformed = 0;
   g->started_ms = now_ms;
   g->last_ms = now_ms;
@@ -208,12 +209,23 @@ static air_reason error_reason(const air_part *p) {
   return air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK);
 }
 
-/* A finish before any content, judged in first_content mode. */
-static int judge_early_finish(air__gate *g, air_finish f) {
+/* A finish before any content, judged in first_content mode. A judged
+ * one (length, content_filter: the answer may be passed on as it is) is
+ * only noted here (g->early) and judged by air__gate_end: what follows it
+ * (the usage, the terminator) is then held and passed on with it. */
+static int judge_early_finish(air__gate *g, air_finish f, bool at_end) {
   switch (f) {
     case AIR_FINISH_LENGTH:
+      if (!at_end) {
+        g->early = f;
+        return 0;
+      }
       return fail(g, AIR_REASON_LENGTH, "finish length before content", true);
     case AIR_FINISH_CONTENT_FILTER:
+      if (!at_end) {
+        g->early = f;
+        return 0;
+      }
       return fail(g, AIR_REASON_CONTENT_FILTER,
                   "finish content_filter before content", true);
     case AIR_FINISH_REFUSAL:
@@ -277,7 +289,7 @@ int air__gate_feed(air__gate *g, const air__gate_event *ev, uint64_t now_ms) {
         g->finished = true;
         g->finish = p->finish;
         if (!complete && !g->content) {
-          rc = judge_early_finish(g, p->finish);
+          rc = judge_early_finish(g, p->finish, false);
           if (rc != 0) return rc;
         }
         break;
@@ -319,7 +331,7 @@ int air__gate_feed(air__gate *g, const air__gate_event *ev, uint64_t now_ms) {
         break;
     }
   }
-  if (go && !complete) return commit_now(g);
+  if (go && !complete && g->early == AIR_FINISH_NONE) return commit_now(g);
   return 0;
 }
 
@@ -383,6 +395,7 @@ int air__gate_end(air__gate *g, bool clean, uint64_t now_ms) {
     g->state = AIR__GATE_DONE;
     return 0;
   }
+  if (g->early != AIR_FINISH_NONE) return judge_early_finish(g, g->early, true);
   if (!clean)
     return fail(g, AIR_REASON_NETWORK,
                 "stream ended before the answer was complete", false);

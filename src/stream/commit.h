@@ -81,6 +81,11 @@ typedef struct air__gate {
   bool content;           /* a content part was received this attempt */
   bool finished;          /* a FINISH part was received */
   air_finish finish;
+  air_finish early;       /* first_content: a finish before any content that
+                             is judged at the stream's end (length,
+                             content_filter), so that what follows it (the
+                             usage, the terminator) is held with it; NONE
+                             otherwise */
   unsigned malformed;     /* malformed events this attempt */
   uint64_t started_ms;    /* attempt start */
   uint64_t last_ms;       /* last progress event received (chunk_ms) */

@@ -2776,7 +2776,7 @@ static void check_attempts(sim_run_req *q) {
     if (h->hedge_lost && q->committed && h->n == q->commit_attempt)
       fail(w, "request %d: attempt %u committed and lost the race", i, h->n);
     st_lost += h->hedge_lost;
-    if (!h->hedge) continue;
+    if (!h->hedge || h->hedge_refill) continue; /* a refill is no new hedge */
     hedges++;
     st_hedges++;
     if (!q->route.hedge) fail(w, "request %d: attempt %u hedged on a route without hedge", i, h->n);

@@ -92,7 +92,70 @@ def an_answer(text):
         + an_event("message_stop", {"type": "message_stop"}))
 
 
+def oa_ident_chunk(delta, finish=None, id="chatcmpl-x1", model="up-model"):
+    return b"data: " + json.dumps({
+        "id": id, "object": "chat.completion.chunk", "created": 1, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).encode() + b"\n\n"
+
+
+def oa_idents(id="chatcmpl-x1", model="up-model", finish="stop"):
+    """An answer "hi" whose every chunk carries id and model."""
+    return (oa_ident_chunk({"role": "assistant", "content": ""}, id=id, model=model)
+            + oa_ident_chunk({"content": "hi"}, id=id, model=model)
+            + oa_ident_chunk({}, finish, id=id, model=model) + b"data: [DONE]\n\n")
+
+
+def oa_tool(call_id="call_1", name="get_weather"):
+    """One tool call, its arguments in a second chunk."""
+    return (oa_chunk({"role": "assistant", "content": None})
+            + oa_chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                        "function": {"name": name, "arguments": ""}}]})
+            + oa_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\":1}"}}]})
+            + oa_chunk({}, "tool_calls") + b"data: [DONE]\n\n")
+
+
+def an_tool(tool_id="toolu_1", name="get_weather", msg_id="msg_x3"):
+    return (an_event("message_start", {"type": "message_start", "message": {
+        "id": msg_id, "type": "message", "role": "assistant", "model": "up-model",
+        "content": [], "stop_reason": None, "usage": {"input_tokens": 3, "output_tokens": 0}}})
+        + an_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                           "content_block": {"type": "tool_use", "id": tool_id,
+                                                             "name": name, "input": {}}})
+        + an_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "input_json_delta",
+                                                     "partial_json": "{\"a\":1}"}})
+        + an_event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        + an_event("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": "tool_use"}, "usage": {"output_tokens": 2}})
+        + an_event("message_stop", {"type": "message_stop"}))
+
+
+def an_stop(stop_reason):
+    """Text "hi", then a message_delta with stop_reason."""
+    return an_answer("hi").replace(b'"end_turn"', json.dumps(stop_reason).encode())
+
+
+def oa_body(id="chatcmpl-b1", model="up-model", call_id=None, name="get_weather",
+            finish="stop"):
+    msg = {"role": "assistant", "content": None if call_id else "hi"}
+    if call_id:
+        msg["tool_calls"] = [{"id": call_id, "type": "function",
+                              "function": {"name": name, "arguments": "{\"a\":1}"}}]
+    return json.dumps({"id": id, "object": "chat.completion", "created": 1, "model": model,
+                       "choices": [{"index": 0, "finish_reason": finish, "message": msg}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+
+
+ID400 = "chatcmpl-" + "a" * 391
+ID5000 = "chatcmpl-" + "b" * 4991
+MODEL5000 = "m" * 5000
+TOOL5000 = "call_" + "c" * 4995
+ANTOOL5000 = "toolu_" + "d" * 4994
+LONG_FINISH = "f" * 100
+LONG_NAME = "t" * 2000
+
 SSE = [("content-type", "text/event-stream")]
+JSONH = [("content-type", "application/json")]
 BIG_TEXT = "0123456789abcdef" * (3 * 65536)
 SCRIPTS = {
     # model -> (status, headers, body)
@@ -123,10 +186,30 @@ SCRIPTS = {
                                           "message": {"role": "assistant",
                                                       "content": BIG_TEXT}}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()),
+    # identifiers over the gateway's limits: kept whole, or replaced
+    "oa-id400": (200, SSE, oa_idents(id=ID400)),
+    "oa-id5000": (200, SSE, oa_idents(id=ID5000)),
+    "oa-model5000": (200, SSE, oa_idents(model=MODEL5000)),
+    "oa-tool5000": (200, SSE, oa_tool(call_id=TOOL5000)),
+    "an-id5000": (200, SSE, an_tool(msg_id="msg_" + "e" * 4996)),
+    "an-tool5000": (200, SSE, an_tool(tool_id=ANTOOL5000)),
+    "oa-body-id5000": (200, JSONH, oa_body(id=ID5000, model=MODEL5000)),
+    "oa-body-tool5000": (200, JSONH, oa_body(call_id=TOOL5000)),
+    # what carries meaning over its limit: malformed, never a stop
+    "oa-finish-long": (200, SSE, oa_idents(finish=LONG_FINISH)),
+    "oa-toolname-long": (200, SSE, oa_tool(name=LONG_NAME)),
+    "an-finish-long": (200, SSE, an_stop(LONG_FINISH)),
+    "an-toolname-long": (200, SSE, an_tool(name=LONG_NAME)),
+    "oa-body-finish-long": (200, JSONH, oa_body(finish=LONG_FINISH)),
+    "oa-body-toolname-long": (200, JSONH, oa_body(call_id="call_1", name=LONG_NAME)),
     # an overload whose (non-JSON) body is 2 MiB: still an overload
     "oa-big-503": (503, [("content-type", "text/html")], b"<p>busy</p>" * 200000),
 }
 CUT = {"oa-cut"}
+# model -> seconds the upstream waits before it answers
+DELAY = {"oa-slow-win": 0.4, "oa-slower": 5.0}
+SCRIPTS["oa-slow-win"] = (200, SSE, oa_answer("the first attempt wins"))
+SCRIPTS["oa-slower"] = (200, SSE, oa_answer("the hedge, too late"))
 
 
 class Upstream:
@@ -178,6 +261,8 @@ class Upstream:
                 status, headers, out = SCRIPTS.get(
                     model, (404, [("content-type", "application/json")],
                             b'{"error":{"message":"no such model","type":"not_found"}}'))
+                if model in DELAY:
+                    time.sleep(DELAY[model])
                 declared = len(out) + (100 if model in CUT else 0)
                 resp = "HTTP/1.1 %d X\r\ncontent-length: %d\r\n" % (status, declared)
                 resp += "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
@@ -247,6 +332,21 @@ routes:
   - {name: refused, targets: [nobody/x]}
   - {name: big, targets: [oa/oa-big-json]}
   - {name: usage, targets: [oa/oa-usage]}
+  - {name: oa-id400, targets: [oa/oa-id400]}
+  - {name: oa-id5000, targets: [oa/oa-id5000]}
+  - {name: oa-model5000, targets: [oa/oa-model5000]}
+  - {name: oa-tool5000, targets: [oa/oa-tool5000]}
+  - {name: an-id5000, targets: [an/an-id5000]}
+  - {name: an-tool5000, targets: [an/an-tool5000]}
+  - {name: oa-body-id5000, targets: [oa/oa-body-id5000]}
+  - {name: oa-body-tool5000, targets: [oa/oa-body-tool5000]}
+  - {name: oa-finish-long, targets: [oa/oa-finish-long]}
+  - {name: oa-toolname-long, targets: [oa/oa-toolname-long]}
+  - {name: an-finish-long, targets: [an/an-finish-long]}
+  - {name: an-toolname-long, targets: [an/an-toolname-long]}
+  - {name: oa-body-finish-long, targets: [oa/oa-body-finish-long]}
+  - {name: oa-body-toolname-long, targets: [oa/oa-body-toolname-long]}
+  - {name: hedged, targets: [oa/oa-slow-win, oa/oa-slower], hedge: {after_ms: 100}}
   - name: big-503
     targets: [oa/oa-big-503]
     rules: [{on: [overloaded], action: fail}]
@@ -490,6 +590,224 @@ def t_usage_last_chunk(binary, up):
     check(st == 200, "status %d: %r" % (st, body[:500]))
     u = json.loads(body).get("usage") or {}
     check(u.get("input_tokens") == 11 and u.get("output_tokens") == 2, "usage %r" % u)
+    gw.alive()
+
+
+def usage_call(gw, dialect, model, stream):
+    """A caller of dialect asking for usage (OpenAI chat: include_usage)."""
+    if dialect == "openai":
+        return request(gw.port, "POST", "/v1/chat/completions",
+                       {"model": model, "stream": stream,
+                        "stream_options": {"include_usage": True} if stream else None,
+                        "messages": [{"role": "user", "content": "hi"}]})
+    if dialect == "anthropic":
+        return anthropic_call(gw, model, stream)
+    return request(gw.port, "POST", "/v1/responses",
+                   {"model": model, "stream": stream, "input": "hi"})
+
+
+def caller_usage(dialect, stream, body):
+    """(input, output) tokens the caller was told, or None."""
+    if not stream:
+        u = json.loads(body).get("usage") or {}
+        if dialect == "openai":
+            return (u.get("prompt_tokens"), u.get("completion_tokens")) if u else None
+        return (u.get("input_tokens"), u.get("output_tokens")) if u else None
+    got = None
+    for name, d in sse_events(body):
+        if not d.startswith("{"):
+            continue
+        o = json.loads(d)
+        if dialect == "openai" and o.get("usage"):
+            got = (o["usage"].get("prompt_tokens"), o["usage"].get("completion_tokens"))
+        elif dialect == "anthropic" and name == "message_delta" and o.get("usage"):
+            got = (o["usage"].get("input_tokens"), o["usage"].get("output_tokens"))
+        elif dialect == "responses" and (o.get("response") or {}).get("usage"):
+            u = o["response"]["usage"]
+            got = (u.get("input_tokens"), u.get("output_tokens"))
+    return got
+
+
+@test("judged/a passed-on content_filter answer carries the usage the caller asked for")
+def t_judged_usage(binary, up):
+    for commit in ("first_content", "complete"):
+        gw = Gateway(binary, config(up, commit))
+        for dialect in ("openai", "anthropic", "responses"):
+            for stream in (True, False):
+                st, hs, body = usage_call(gw, dialect, "filter", stream)
+                check(st == 200, "%s %s stream=%s: status %d: %r"
+                      % (commit, dialect, stream, st, body[:300]))
+                got = caller_usage(dialect, stream, body)
+                check(got is not None and got[0] == 3,
+                      "%s %s stream=%s: usage %r in %r" % (commit, dialect, stream, got,
+                                                          body[-600:]))
+        gw.alive()
+
+
+def answer_of(dialect, stream, body):
+    """(ids, models, text, tool call ids) the caller was told, every place
+    each appears."""
+    ids, models, text, tools = [], [], "", []
+    if not stream:
+        b = json.loads(body)
+        ids.append(b.get("id"))
+        models.append(b.get("model"))
+        if dialect == "openai":
+            m = b["choices"][0]["message"]
+            text = m.get("content") or ""
+            tools = [t["id"] for t in m.get("tool_calls") or []]
+        elif dialect == "anthropic":
+            text = "".join(c.get("text", "") for c in b["content"] if c["type"] == "text")
+            tools = [c["id"] for c in b["content"] if c["type"] == "tool_use"]
+        else:
+            for it in b["output"]:
+                if it["type"] == "message":
+                    text += "".join(c.get("text", "") for c in it["content"])
+                elif it["type"] == "function_call":
+                    tools.append(it["call_id"])
+        return ids, models, text, tools
+    for name, d in sse_events(body):
+        if not d.startswith("{"):
+            continue
+        o = json.loads(d)
+        if dialect == "openai":
+            ids.append(o.get("id"))
+            models.append(o.get("model"))
+            for c in o.get("choices") or []:
+                text += (c.get("delta") or {}).get("content") or ""
+                tools += [t["id"] for t in (c.get("delta") or {}).get("tool_calls") or []
+                          if "id" in t]
+        elif dialect == "anthropic":
+            if name == "message_start":
+                ids.append(o["message"]["id"])
+                models.append(o["message"]["model"])
+            elif name == "content_block_start" and o["content_block"]["type"] == "tool_use":
+                tools.append(o["content_block"]["id"])
+            elif name == "content_block_delta":
+                text += o["delta"].get("text", "")
+        else:
+            r = o.get("response")
+            if r:
+                ids.append(r.get("id"))
+                models.append(r.get("model"))
+                for it in r.get("output") or []:
+                    if it.get("type") == "function_call":
+                        tools.append(it["call_id"])
+            it = o.get("item")
+            if it and it.get("type") == "function_call":
+                tools.append(it["call_id"])
+            if o.get("type") == "response.output_text.delta":
+                text += o["delta"]
+    return ids, models, text, tools
+
+
+def ident_call(gw, dialect, model, stream):
+    if dialect == "openai":
+        return openai_call(gw, model, stream)
+    if dialect == "anthropic":
+        return anthropic_call(gw, model, stream)
+    return request(gw.port, "POST", "/v1/responses",
+                   {"model": model, "stream": stream, "input": "hi"})
+
+
+DIALECTS = ("openai", "anthropic", "responses")
+
+
+@test("idents/an upstream id or model over the limit is replaced, never a failure; 400 bytes kept")
+def t_long_idents(binary, up):
+    gw = Gateway(binary, config(up))
+    for route, upstream in (("oa-id400", "openai"), ("oa-id5000", "openai"),
+                            ("oa-model5000", "openai"), ("an-id5000", "anthropic"),
+                            ("oa-body-id5000", "openai")):
+        for dialect in DIALECTS:
+            for stream in (False, True):
+                what = "%s %s stream=%s" % (route, dialect, stream)
+                st, hs, body = ident_call(gw, dialect, route, stream)
+                check(st == 200, "%s: status %d: %r" % (what, st, body[:300]))
+                ids, models, text, tools = answer_of(dialect, stream, body)
+                check(ids and len(set(ids)) == 1, "%s: ids %r" % (what, [i[:40] for i in ids]))
+                if route != "an-id5000":
+                    check(text == "hi", "%s: text %r" % (what, text))
+                rid = hs.get("x-request-id")
+                if route == "oa-id400":
+                    check(ID400 in ids[0], "%s: the 400-byte id was not kept: %r" % (what, ids[0]))
+                elif route in ("oa-id5000", "an-id5000", "oa-body-id5000"):
+                    check(len(ids[0]) < 200 and rid in ids[0],
+                          "%s: id %r, request id %s" % (what, ids[0][:60], rid))
+                if route in ("oa-model5000", "oa-body-id5000"):
+                    check(set(models) == {route}, "%s: models %r" % (what, [m[:40] for m in models]))
+                    line = log_line(gw, rid)
+                    check("model" in line.get("replaced", ""), "%s: log %r" % (what, line))
+                if route in ("oa-id5000", "an-id5000"):
+                    line = log_line(gw, rid)
+                    check("id" in line.get("replaced", "").split(","), "%s: log %r" % (what, line))
+    gw.alive()
+
+
+@test("idents/a tool call id over the limit is replaced the same way everywhere in the answer")
+def t_long_tool_ids(binary, up):
+    gw = Gateway(binary, config(up))
+    for route, original in (("oa-tool5000", TOOL5000), ("an-tool5000", ANTOOL5000),
+                            ("oa-body-tool5000", TOOL5000)):
+        for dialect in DIALECTS:
+            for stream in (False, True):
+                what = "%s %s stream=%s" % (route, dialect, stream)
+                st, hs, body = ident_call(gw, dialect, route, stream)
+                check(st == 200, "%s: status %d: %r" % (what, st, body[:300]))
+                ids, models, text, tools = answer_of(dialect, stream, body)
+                check(tools and len(set(tools)) == 1, "%s: tool ids %r" % (what, tools))
+                passthrough = stream and ((dialect == "openai" and route.startswith("oa-tool"))
+                                          or (dialect == "anthropic" and route.startswith("an-")))
+                if passthrough:
+                    # The upstream's own bytes go out as they are.
+                    check(tools[0] == original, "%s: %r" % (what, tools[0][:60]))
+                else:
+                    check(0 < len(tools[0]) < 64, "%s: tool id %r" % (what, tools[0][:60]))
+                    line = log_line(gw, hs.get("x-request-id"))
+                    check(line.get("replaced") == "tool_id", "%s: log %r" % (what, line))
+    # The same original, the same replacement: non-streamed twice.
+    a = answer_of("openai", False, ident_call(gw, "openai", "oa-tool5000", False)[2])[3]
+    b = answer_of("openai", False, ident_call(gw, "openai", "oa-tool5000", False)[2])[3]
+    check(a == b, "replacements differ: %r %r" % (a, b))
+    gw.alive()
+
+
+@test("idents/a finish_reason or tool name over the limit is malformed, never a stop")
+def t_long_meaning(binary, up):
+    gw = Gateway(binary, config(up))
+    for route in ("oa-finish-long", "oa-toolname-long", "an-finish-long", "an-toolname-long",
+                  "oa-body-finish-long", "oa-body-toolname-long"):
+        for dialect in DIALECTS:
+            for stream in (False, True):
+                what = "%s %s stream=%s" % (route, dialect, stream)
+                st, hs, body = ident_call(gw, dialect, route, stream)
+                if st != 200:
+                    check(st == 502, "%s: status %d: %r" % (what, st, body[:300]))
+                    err = json.loads(body).get("error") or {}
+                    msg = err.get("message") if isinstance(err, dict) else None
+                    check(msg and "(malformed)" in msg, "%s: %r" % (what, body[:300]))
+                    continue
+                # Committed before the bad event: the stream ends in an error.
+                check(stream, "%s: a 200 answer: %r" % (what, body[:300]))
+                ev = sse_events(body)
+                last = ev[-1]
+                check(last[1] != "[DONE]" and last[0] not in ("message_stop",)
+                      and '"response.completed"' not in last[1],
+                      "%s: ended cleanly: %r" % (what, body[-300:]))
+                check("malformed" in body.decode(), "%s: %r" % (what, body[-300:]))
+    gw.alive()
+
+
+@test("hedge/x-airetry-attempts counts every attempt made, not the winner's number")
+def t_hedge_attempts(binary, up):
+    gw = Gateway(binary, config(up))
+    for stream in (True, False):
+        st, hs, body = openai_call(gw, "hedged", stream)
+        check(st == 200, "status %d: %r" % (st, body[:300]))
+        check(hs.get("x-airetry-target") == "oa/oa-slow-win", "target %r" % hs)
+        check(hs.get("x-airetry-attempts") == "2",
+              "stream=%s: x-airetry-attempts %r (attempt 1 won, a hedge was made)"
+              % (stream, hs.get("x-airetry-attempts")))
     gw.alive()
 
 

@@ -206,7 +206,9 @@ static int encode_part_bytes(air__encoder *e, const air_part *p,
 /* On failure out is left as it was (the encoder should not be used on). */
 int air__ant_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
   size_t start = out->n;
-  int rc = encode_part_bytes(e, p, out);
+  air_part tmp;
+  char sub[AIR__TOOL_ID_SUB_BYTES];
+  int rc = encode_part_bytes(e, air__ident_fix(p, &e->idents, &tmp, sub), out);
   if (rc != 0) {
     out->n = start;
     if (out->p) out->p[start] = '\0';

@@ -10,6 +10,7 @@ const air__provider_ops air__provider_anthropic = {
     .api = AIR_DIALECT_ANTHROPIC,
     .name = "anthropic",
     .path = "/v1/messages",
+    .id_prefix = "msg_",
     .build_same = air__ant_build_same,
     .decode_request = air__ant_decode_request,
     .can_express = air__ant_can_express,

@@ -5,7 +5,9 @@
  * does not know is FINISH STOP with the raw string kept. Deltas are decoded
  * by their own type, so a text delta on a block never started still yields
  * TEXT; an input_json_delta needs a started tool_use block (else malformed)
- * and is ignored on other blocks (server tools).
+ * and is ignored on other blocks (server tools). A stop reason or tool_use
+ * name over its limit makes the event fatal (d->fatal, provider.h): it
+ * yields nothing and the attempt fails.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +196,10 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
       *bad = true;
       return 0;
     }
+    if (name_n > AIR__MAX_TOOL_NAME_BYTES) {
+      d->fatal = AIR__OVER_TOOL_NAME;
+      return 0;
+    }
     if (d->json_tool && IS(name, name_n, AIR__JSON_TOOL)) {
       /* The JSON tool the request forced: its input is the answer. */
       d->block_kind[idx] = BK_JSON;
@@ -294,6 +300,10 @@ static int on_message_delta(air__decoder *d, const air__json *j, bool *bad,
     return 0;
   }
   bool finish = air__json_is_str(j, sr);
+  if (finish && n > AIR__MAX_FINISH_REASON_BYTES) {
+    d->fatal = AIR__OVER_FINISH;
+    return 0;
+  }
   int rc = 0;
   if (finish) {
     air_finish f = finish_of(p, n);
@@ -609,7 +619,21 @@ int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
     json_decref(root);
     return AIR_EPARSE;
   }
-  size_t id_n, model_n, sr_n;
+  /* What carries meaning is checked before any part is handed over. */
+  size_t i, id_n, model_n, sr_n;
+  const json_t *b;
+  jstr(json_object_get(root, "stop_reason"), &sr_n);
+  if (sr_n > AIR__MAX_FINISH_REASON_BYTES) d->fatal = AIR__OVER_FINISH;
+  json_array_foreach(content, i, b) {
+    jstr(json_object_get(b, "name"), &id_n);
+    const char *bt = json_string_value(json_object_get(b, "type"));
+    if (bt != NULL && strcmp(bt, "tool_use") == 0 && id_n > AIR__MAX_TOOL_NAME_BYTES)
+      d->fatal = AIR__OVER_TOOL_NAME;
+  }
+  if (d->fatal != NULL) {
+    json_decref(root);
+    return AIR_EPARSE;
+  }
   const char *id = jstr(json_object_get(root, "id"), &id_n);
   const char *model = jstr(json_object_get(root, "model"), &model_n);
   air_part start = {.kind = AIR_PART_START,
@@ -621,8 +645,6 @@ int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
                     .finish_raw = ""};
   d->started = true;
   int rc = cb(data, &start);
-  size_t i;
-  const json_t *b;
   json_array_foreach(content, i, b) {
     if (rc != 0) break;
     rc = body_block(d, b, i > MAX_BLOCK_INDEX ? MAX_BLOCK_INDEX : (int)i, cb,

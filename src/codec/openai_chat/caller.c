@@ -7,8 +7,9 @@
  * parts write nothing; a second START or FINISH writes nothing. encode_end
  * after no FINISH writes a finish chunk ("stop") so a clean end always
  * carries a finish_reason; the usage chunk is written only when the caller
- * asked for it and a USAGE part was seen. ids and model names are cut to
- * the encoder's fixed fields (at a UTF-8 boundary, and at a NUL byte).
+ * asked for it and a USAGE part was seen. ids and model names are cut at
+ * a NUL byte; over AIR__MAX_IDENT_BYTES they are replaced (provider.h,
+ * "identifiers").
  * encode_response: "created" comes from air__aggregate.created; a tool call
  * without arguments gets "{}" (clients JSON.parse them); a finish of NONE
  * is "stop"; an empty id is "chatcmpl-airetry".
@@ -168,8 +169,11 @@ out:
 }
 
 /* encode_part: see provider.h and the notes at the top of this file. */
-int air__oai_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
+int air__oai_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   if (e->ended) return AIR_ESTATE;
+  air_part tmp;
+  char sub[AIR__TOOL_ID_SUB_BYTES];
+  const air_part *p = air__ident_fix(in, &e->idents, &tmp, sub);
   switch (p->kind) {
     case AIR_PART_USAGE:
       e->input_tokens = p->input_tokens;

@@ -10,6 +10,7 @@ const air__provider_ops air__provider_openai = {
     .api = AIR_DIALECT_OPENAI,
     .name = "openai",
     .path = "/chat/completions",
+    .id_prefix = "chatcmpl-",
     .build_same = air__oai_build_same,
     .decode_request = air__oai_decode_request,
     .can_express = air__oai_can_express,

@@ -17,7 +17,9 @@
  * outside 0..AIR__DECODER_MAX_TOOLS-1) yields nothing at all. An empty
  * finish_reason ("") is no finish. A tool call piece with neither id, name
  * nor arguments yields nothing; a second id/name for a tool index that
- * already had its TOOL_START yields no second TOOL_START.
+ * already had its TOOL_START yields no second TOOL_START. A finish_reason
+ * or tool name over its limit (as written) makes the event fatal
+ * (d->fatal, provider.h): it yields nothing and the attempt fails.
  * "reasoning_content" wins over "reasoning" when both are present.
  */
 #include <stdint.h>
@@ -103,6 +105,15 @@ static int tool_index(const air__json *j, int t, int k) {
   return (int)v;
 }
 
+/* True when token i is a string whose bytes as written (escapes
+ * included) are over max: a finish reason or tool name that long makes
+ * the event fatal (provider.h, "identifiers"). */
+static bool raw_over(const air__json *j, int i, size_t max) {
+  size_t n = 0;
+  if (air__json_is_str(j, i)) air__json_raw(j, i, &n);
+  return n > max;
+}
+
 /* True when token i is absent, null or of the wanted kind. */
 static bool opt_obj(const air__json *j, int i) {
   return air__json_is_null(j, i) || air__json_is_obj(j, i);
@@ -148,9 +159,17 @@ static int decode_chunk(air__decoder *d, const air__json *j, air__part_cb cb,
     goto malformed;
   int n_tools = air__json_is_arr(j, tools) ? j->tok[tools].size : 0;
   for (int k = 0, t = tools + 1; k < n_tools; k++, t = air__json_skip(j, t)) {
-    if (!air__json_is_obj(j, t) || tool_index(j, t, k) < 0 ||
-        !opt_obj(j, air__json_get(j, t, "function")))
+    int fn = air__json_get(j, t, "function");
+    if (!air__json_is_obj(j, t) || tool_index(j, t, k) < 0 || !opt_obj(j, fn))
       goto malformed;
+    if (raw_over(j, air__json_get(j, fn, "name"), AIR__MAX_TOOL_NAME_BYTES)) {
+      d->fatal = AIR__OVER_TOOL_NAME;
+      return 0;
+    }
+  }
+  if (raw_over(j, finish, AIR__MAX_FINISH_REASON_BYTES)) {
+    d->fatal = AIR__OVER_FINISH;
+    return 0;
   }
 
   /* Checked: from here on the event yields its parts. */
@@ -324,7 +343,8 @@ static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
       ok = !f->delta.seen && fast_delta(f, pp, e);
       f->delta.seen = true;
     } else if (KEY(k, kn, "finish_reason")) {
-      ok = fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish);
+      ok = fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish) &&
+           f->finish.n <= AIR__MAX_FINISH_REASON_BYTES;
     } else {
       ok = air__json_skip_leaf(pp, e);
     }
@@ -541,14 +561,13 @@ static const char *jv(json_t *v, size_t *n) {
   return json_string_value(v);
 }
 
+/* Whether v is a string over max bytes. */
+static bool over(const json_t *v, size_t max) {
+  return json_is_string(v) && json_string_length(v) > max;
+}
+
 static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
                       void *data) {
-  air_part s = {.kind = AIR_PART_START};
-  s.id = jv(json_object_get(root, "id"), &s.id_len);
-  s.name = jv(json_object_get(root, "model"), &s.name_len);
-  d->started = true;
-  EMIT(s);
-
   json_t *choices = json_object_get(root, "choices");
   json_t *choice = NULL;
   size_t i;
@@ -561,6 +580,22 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
     }
   }
   json_t *msg = json_object_get(choice, "message");
+  /* What carries meaning is checked before any part is handed over. */
+  if (over(json_object_get(choice, "finish_reason"), AIR__MAX_FINISH_REASON_BYTES))
+    d->fatal = AIR__OVER_FINISH;
+  json_array_foreach(json_object_get(msg, "tool_calls"), i, c) {
+    if (over(json_object_get(json_object_get(c, "function"), "name"),
+             AIR__MAX_TOOL_NAME_BYTES))
+      d->fatal = AIR__OVER_TOOL_NAME;
+  }
+  if (d->fatal != NULL) return AIR_EPARSE;
+
+  air_part s = {.kind = AIR_PART_START};
+  s.id = jv(json_object_get(root, "id"), &s.id_len);
+  s.name = jv(json_object_get(root, "model"), &s.name_len);
+  d->started = true;
+  EMIT(s);
+
   json_t *reasoning = json_object_get(msg, "reasoning_content");
   if (!json_is_string(reasoning)) reasoning = json_object_get(msg, "reasoning");
   air_part p = {.kind = AIR_PART_REASONING};

@@ -109,8 +109,8 @@ static void item_init(rsp_item *it) {
   memset(it, 0, sizeof(*it));
   air__buf_init(&it->text, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&it->parts, AIR__MAX_ANSWER_BYTES);
-  air__buf_init(&it->call_id, 2 * AIR__MAX_NAME_BYTES);
-  air__buf_init(&it->name, 2 * AIR__MAX_NAME_BYTES);
+  air__buf_init(&it->call_id, AIR__MAX_IDENT_BYTES);
+  air__buf_init(&it->name, AIR__MAX_TOOL_NAME_BYTES);
 }
 
 static void item_cleanup(rsp_item *it) {
@@ -459,9 +459,9 @@ static rsp_item *open_item(air__encoder *e, int kind, const char *prefix,
   if (kind == K_TOOL) {
     it->tool = p->index;
     TRY(air__buf_add(&it->call_id, p->id,
-                     fit(p->id, p->id_len, AIR__MAX_NAME_BYTES)));
+                     fit(p->id, p->id_len, AIR__MAX_IDENT_BYTES)));
     TRY(air__buf_add(&it->name, p->name,
-                     fit(p->name, p->name_len, AIR__MAX_NAME_BYTES)));
+                     fit(p->name, p->name_len, AIR__MAX_TOOL_NAME_BYTES)));
   }
   TRY(ev_open(s, "response.output_item.added", out));
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
@@ -569,8 +569,11 @@ out:
   return rc;
 }
 
-int air__rsp_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
+int air__rsp_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   if (e->ended) return AIR_ESTATE;
+  air_part tmp;
+  char sub[AIR__TOOL_ID_SUB_BYTES];
+  const air_part *p = air__ident_fix(in, &e->idents, &tmp, sub);
   if (e->rsp == NULL) return AIR_ENOMEM;
   switch (p->kind) {
     case AIR_PART_USAGE:
@@ -694,11 +697,11 @@ static void mirror_item(air__encoder *e, const json_t *v) {
     air__buf_reset(&it->name);
     if (cid != NULL &&
         air__buf_add(&it->call_id, cid, fit(cid, strlen(cid),
-                                            AIR__MAX_NAME_BYTES)) != 0)
+                                            AIR__MAX_IDENT_BYTES)) != 0)
       return;
     if (name != NULL &&
         air__buf_add(&it->name, name,
-                     fit(name, strlen(name), AIR__MAX_NAME_BYTES)) != 0)
+                     fit(name, strlen(name), AIR__MAX_TOOL_NAME_BYTES)) != 0)
       return;
   }
 }

@@ -10,6 +10,7 @@ const air__provider_ops air__provider_openai_responses = {
     .api = AIR_DIALECT_OPENAI_RESPONSES,
     .name = "openai_responses",
     .path = "/responses",
+    .id_prefix = "resp_",
     .build_same = air__rsp_build_same,
     .decode_request = air__rsp_decode_request,
     .can_express = air__rsp_can_express,

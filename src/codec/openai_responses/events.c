@@ -33,7 +33,9 @@
  * string "type", a delta that is not a string, an output_index outside
  * 0..AIR__DECODER_MAX_TOOLS-1 on a function call event, arguments for an
  * output_index that holds no function call. An event is checked whole
- * before any of its parts is handed over.
+ * before any of its parts is handed over. A function call's name or an
+ * incomplete_details.reason over its limit (as written) makes the event
+ * fatal (d->fatal, provider.h): it yields nothing and the attempt fails.
  *
  * block_kind[output_index]: 0 nothing, 1 a function call started, 2 its
  * arguments have streamed; block_tool[output_index]: its tool index.
@@ -186,6 +188,14 @@ static int end(air__decoder *d, const air__json *j, int resp, bool incomplete,
   return usage(d, j, resp, cb, data);
 }
 
+/* True when token i is a string whose bytes as written (escapes
+ * included) are over max (provider.h, "identifiers"). */
+static bool raw_over(const air__json *j, int i, size_t max) {
+  size_t n = 0;
+  if (air__json_is_str(j, i)) air__json_raw(j, i, &n);
+  return n > max;
+}
+
 static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
                   void *data) {
   int tt = air__json_get(j, 0, "type");
@@ -198,6 +208,11 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     return air__json_is_obj(j, resp) ? start(d, j, resp, cb, data) : 0;
   if (is(t, n, "response.completed") || is(t, n, "response.incomplete")) {
     if (!air__json_is_obj(j, resp)) goto malformed;
+    if (raw_over(j, air__json_get(j, air__json_get(j, resp, "incomplete_details"), "reason"),
+                 AIR__MAX_FINISH_REASON_BYTES)) {
+      d->fatal = AIR__OVER_FINISH;
+      return 0;
+    }
     return end(d, j, resp, t[9] == 'i', cb, data);
   }
   if (is(t, n, "response.failed")) {
@@ -256,6 +271,10 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     }
     int slot = slot_of(j, air__json_get(j, 0, "output_index"));
     if (slot < 0) goto malformed;
+    if (raw_over(j, air__json_get(j, item, "name"), AIR__MAX_TOOL_NAME_BYTES)) {
+      d->fatal = AIR__OVER_TOOL_NAME;
+      return 0;
+    }
     int rc = start(d, j, -1, cb, data);
     if (rc == 0) rc = tool_start(d, j, item, slot, cb, data);
     if (rc != 0 || added || d->block_kind[slot] != 1) return rc;
@@ -436,8 +455,26 @@ static const char *jv(json_t *v, size_t *n) {
   return json_string_value(v);
 }
 
+/* Whether v is a string over max bytes. */
+static bool over(const json_t *v, size_t max) {
+  return json_is_string(v) && json_string_length(v) > max;
+}
+
 static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
                       void *data) {
+  /* What carries meaning is checked before any part is handed over. */
+  size_t i, k;
+  json_t *it, *c;
+  if (over(json_object_get(json_object_get(root, "incomplete_details"), "reason"),
+           AIR__MAX_FINISH_REASON_BYTES))
+    d->fatal = AIR__OVER_FINISH;
+  json_array_foreach(json_object_get(root, "output"), i, it) {
+    const char *type = json_string_value(json_object_get(it, "type"));
+    if (type != NULL && strcmp(type, "function_call") == 0 &&
+        over(json_object_get(it, "name"), AIR__MAX_TOOL_NAME_BYTES))
+      d->fatal = AIR__OVER_TOOL_NAME;
+  }
+  if (d->fatal != NULL) return AIR_EPARSE;
   air_part s = {.kind = AIR_PART_START};
   s.id = jv(json_object_get(root, "id"), &s.id_len);
   s.name = jv(json_object_get(root, "model"), &s.name_len);
@@ -453,8 +490,6 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
     EMIT(p);
     return 0;
   }
-  size_t i, k;
-  json_t *it, *c;
   json_array_foreach(json_object_get(root, "output"), i, it) {
     const char *type = json_string_value(json_object_get(it, "type"));
     if (type == NULL) continue;

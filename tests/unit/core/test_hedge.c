@@ -281,6 +281,72 @@ static void hedge_win_is_not_sticky(void **s) {
   fx_end(&f);
 }
 
+/* A hedge slot refilled by a retry or a switch stays a hedge: flagged,
+ * logged as one, and its win never makes the route sticky. */
+static void refilled_hedge_stays_a_hedge(void **s) {
+  (void)s;
+  fx f;
+  fx_start(&f,
+           ROUTE("[p/a, p/b, p/c]", "") "    sticky: {after_ms: 60000}\n"
+           "    rules:\n"
+           "      - {on: overloaded, action: retry, max: 1, backoff: {base_ms: 100, jitter: none}}\n"
+           "      - {on: network, action: switch}\n",
+           "r");
+  hedge_now(&f);
+  expect_attempt(&f, 2, "p/b", true);
+  /* The hedge's retry after its wait. */
+  fail_id(&f, 2, AIR_REASON_OVERLOADED, 529);
+  assert_int_equal(f.act.kind, AIR_ACT_WAIT);
+  f.now += 100;
+  assert_int_equal(air_run_wait_done(f.run, 2, f.now, &f.act), 0);
+  expect_attempt(&f, 3, "p/b", true);
+  assert_true(air_run_attempt(f.run, 2)->hedge);
+  assert_true(air_run_attempt(f.run, 2)->hedge_refill); /* no new hedge */
+  assert_false(air_run_attempt(f.run, 1)->hedge_refill);
+  /* Its switch. */
+  fail_id(&f, 3, AIR_REASON_NETWORK, 0);
+  expect_attempt(&f, 4, "p/c", true);
+  assert_true(air_run_attempt(f.run, 3)->hedge);
+  assert_int_equal(air_run_first_content(f.run, 4, f.now, &f.act), 0);
+  assert_int_equal(air_run_succeed(f.run, 4, f.now, &f.act), 0);
+  assert_int_equal(f.act.kind, AIR_ACT_DONE);
+  assert_int_equal(air__run_attempts(f.run), 4);
+  fx_run(&f, "r");
+  expect_attempt(&f, 1, "p/a", false); /* not sticky to p/c */
+  fx_end(&f);
+}
+
+static bool all_but_b(void *data, const air__target *t) {
+  (void)data;
+  return strcmp(t->name, "p/b") != 0;
+}
+
+/* A hedge on a target that cannot express the request is skipped; its
+ * replacement goes only where the breaker admits it, never to an open
+ * breaker's target as a plain switch would. */
+static void skipped_hedge_never_falls_back_to_an_open_breaker(void **s) {
+  (void)s;
+  fx f;
+  fx_start(&f, ROUTE("[p/a, p/b, p/c]", ""), "p/c");
+  fail_id(&f, f.act.attempt_id, AIR_REASON_OVERLOADED, 529);
+  assert_int_equal(air_state_breaker(f.st, "p/c", f.now), AIR_BREAKER_OPEN);
+  air_run_free(f.run);
+  f.run = NULL;
+  assert_int_equal(air__run_new_checked(f.cfg, f.st, "r", &f.rng, f.now, all_but_b, NULL,
+                                        &f.run, &f.act),
+                   0);
+  expect_attempt(&f, 1, "p/a", false);
+  hedge_now(&f);
+  expect_attempt(&f, 2, "p/b", true); /* to be skipped */
+  assert_int_equal(air__run_skip(f.run, f.act.attempt_id, "n", "n: not supported", f.now,
+                                 &f.act),
+                   0);
+  assert_int_equal(f.act.kind, AIR_ACT_IDLE); /* not p/c: its breaker is open */
+  assert_int_equal(air_run_attempt_count(f.run), 2);
+  assert_int_equal(air__run_attempts(f.run), 1);
+  fx_end(&f);
+}
+
 /* One target hedges only with same_target; max_prompt_bytes and total_ms
  * stop hedging. */
 static void when_no_hedge_starts(void **s) {
@@ -396,7 +462,7 @@ static void budget_spent_during_a_wait(void **s) {
   unsigned wa = f.act.attempt_id;
   f.now += 1000;
   assert_int_equal(air_run_wait_done(f.run, wb, f.now, &f.act), 0);
-  expect_attempt(&f, 3, "p/b", false); /* the budget's last attempt */
+  expect_attempt(&f, 3, "p/b", true); /* the budget's last attempt, a hedge */
   f.now += 1000;
   assert_int_equal(air_run_wait_done(f.run, wa, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_IDLE); /* spent: a stops, b goes on */
@@ -412,6 +478,8 @@ int main(void) {
       cmocka_unit_test(budget_spent_mid_race),
       cmocka_unit_test(losing_probe_releases_its_lease),
       cmocka_unit_test(hedge_win_is_not_sticky),
+      cmocka_unit_test(refilled_hedge_stays_a_hedge),
+      cmocka_unit_test(skipped_hedge_never_falls_back_to_an_open_breaker),
       cmocka_unit_test(when_no_hedge_starts),
       cmocka_unit_test(hedge_respects_the_breaker),
       cmocka_unit_test(waits_and_cancel_while_racing),

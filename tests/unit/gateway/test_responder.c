@@ -84,7 +84,7 @@ static void test_anthropic_passthrough_taken_over(void **s) {
                    0);
   air__responder rs;
   air__responder_init(&rs, AIR_DIALECT_ANTHROPIC, &req, "req_1");
-  air__commit_info ci = {.target = "ma/m", .attempts = 1,
+  air__commit_info ci = {.target = "ma/m", .attempts = 1, .made = 1,
                          .upstream = AIR_DIALECT_ANTHROPIC, .continuable = true};
   assert_int_equal(air__responder_commit(&rs, &ci, 1), 1);
   assert_true(rs.observe);
@@ -163,7 +163,7 @@ static void test_no_observe_without_continuation(void **s) {
   air__responder_init(&rs, AIR_DIALECT_OPENAI, &req, "req_2");
   air__responder_keepalive(&rs);
   assert_int_equal(rs.out.n, 0);
-  air__commit_info ci = {.target = "mo/m", .attempts = 1, .upstream = AIR_DIALECT_OPENAI};
+  air__commit_info ci = {.target = "mo/m", .attempts = 1, .made = 1, .upstream = AIR_DIALECT_OPENAI};
   assert_int_equal(air__responder_commit(&rs, &ci, 1), 0);
   assert_false(rs.observe);
   air__responder_keepalive(&rs);

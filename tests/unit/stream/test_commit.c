@@ -149,12 +149,16 @@ static void test_soft_failures_before_content(void **s) {
   air__gate g;
   out o;
   gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
-  assert_int_equal(feed1(&g, finish(AIR_FINISH_LENGTH), NULL), 1);
+  /* length and content_filter are judged at the end (a cut one too). */
+  assert_int_equal(feed1(&g, finish(AIR_FINISH_LENGTH), NULL), 0);
+  assert_int_equal(air__gate_end(&g, true, 10), 1);
   assert_int_equal(g.reason, AIR_REASON_LENGTH);
   assert_true(g.judged);
   air__gate_begin(&g, 0);
-  assert_int_equal(feed1(&g, finish(AIR_FINISH_CONTENT_FILTER), NULL), 1);
+  assert_int_equal(feed1(&g, finish(AIR_FINISH_CONTENT_FILTER), NULL), 0);
+  assert_int_equal(air__gate_end(&g, false, 10), 1);
   assert_int_equal(g.reason, AIR_REASON_CONTENT_FILTER);
+  assert_true(g.judged);
   air__gate_begin(&g, 0);
   assert_int_equal(feed1(&g, finish(AIR_FINISH_REFUSAL), NULL), 1);
   assert_int_equal(g.reason, AIR_REASON_REFUSAL);
@@ -175,6 +179,30 @@ static void test_soft_failures_before_content(void **s) {
   assert_int_equal(air__gate_end(&g, false, 10), 1);
   assert_int_equal(g.reason, AIR_REASON_NETWORK);
   assert_int_equal(o.events, 0);
+  air__gate_cleanup(&g);
+}
+
+/* A judged finish before content is judged at the stream's end: the usage
+ * and the terminator that follow it are held, and a judged answer passed
+ * on carries them; nothing after the finish commits. */
+static void test_judged_finish_keeps_what_follows(void **s) {
+  (void)s;
+  air__gate g;
+  out o;
+  gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
+  assert_int_equal(feed1(&g, kind(AIR_PART_START), "s"), 0);
+  assert_int_equal(feed1(&g, finish(AIR_FINISH_CONTENT_FILTER), "f"), 0);
+  air_part u = {.kind = AIR_PART_USAGE, .input_tokens = 3};
+  air__gate_event ev = {"u", 1, &u, 1, AIR__EV_USAGE_ONLY};
+  assert_int_equal(air__gate_feed(&g, &ev, 300), 0);
+  assert_int_equal(feed1(&g, text("late"), "t"), 0);
+  assert_int_equal(g.state, AIR__GATE_HOLDING);
+  assert_int_equal(o.events, 0);
+  assert_int_equal(air__gate_end(&g, true, 400), 1);
+  assert_int_equal(g.reason, AIR_REASON_CONTENT_FILTER);
+  assert_true(g.judged);
+  assert_int_equal(air__gate_release_judged(&g), 0);
+  assert_string_equal(o.log, "[s]S[f]F[u]U[t]late");
   air__gate_cleanup(&g);
 }
 
@@ -318,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_short_answer_that_is_a_phrase_prefix_is_released_at_end),
       cmocka_unit_test(test_non_text_first_content_commits_at_once),
       cmocka_unit_test(test_soft_failures_before_content),
+      cmocka_unit_test(test_judged_finish_keeps_what_follows),
       cmocka_unit_test(test_malformed_budget),
       cmocka_unit_test(test_complete_mode_judges_then_releases),
       cmocka_unit_test(test_complete_mode_json_check),
