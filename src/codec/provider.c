@@ -273,6 +273,12 @@ void air__decoder_cleanup(air__decoder *d) {
   air__buf_cleanup(&d->scratch2);
 }
 
+void air__decoder_note_oom(air__decoder *d, int rc) {
+  if (rc == AIR_ENOMEM || air__buf_error(&d->scratch) == AIR_ENOMEM ||
+      air__buf_error(&d->scratch2) == AIR_ENOMEM)
+    d->oom = true;
+}
+
 /* ---- error bodies
  * --------------------------------------------------------------- */
 

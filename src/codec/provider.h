@@ -187,6 +187,9 @@ typedef struct air__decoder {
   bool usage_only;       /* the last event carried only usage (OpenAI) */
   bool terminator;       /* the last event was the terminator */
   bool error_event;      /* the last event was an error event */
+  bool oom;             /* the last event could not be decoded for want of
+                            memory: never a malformed event to skip (the
+                            attempt fails), set by air__decoder_note_oom */
   bool server_tool;      /* the last event was a server-tool event (Anthropic
                             server tools, Responses built-in tool calls):
                             progress for chunk_ms, with no parts */
@@ -213,6 +216,10 @@ typedef struct air__decoder {
 } air__decoder;
 
 void air__decoder_cleanup(air__decoder *d);
+/* After an event: notes in d->oom whether an allocation failed while it was
+ * decoded (rc: what parsing or an append returned, or 0; the scratch
+ * buffers' sticky errors are read too). */
+void air__decoder_note_oom(air__decoder *d, int rc);
 
 /* ---- aggregation (non-streaming callers)
  * ------------------------------------- */

@@ -211,6 +211,7 @@ struct air__exchange {
 
 static void step(air__exchange *x);
 static bool launched(leg *l, int rc);
+static void record_stop(leg *l, int rc);
 static void attempt_failed(leg *l);
 static void set_fail(leg *l, air_reason reason, int status, const char *type,
                      const char *code, const char *message,
@@ -825,7 +826,10 @@ static int collect(void *data, const air_part *p) {
     if (cap > AIR__MAX_EVENT_PARTS) return 1;  /* stops decoding: malformed */
     air_part *a = l->parts == l->parts_inline ? malloc(cap * sizeof(*a))
                                               : realloc(l->parts, cap * sizeof(*a));
-    if (a == NULL) return 1;
+    if (a == NULL) {
+      l->dec.oom = true;
+      return 1;
+    }
     if (l->parts == l->parts_inline) memcpy(a, l->parts_inline, sizeof(l->parts_inline));
     l->parts = a;
     l->cap_parts = cap;
@@ -884,8 +888,15 @@ static int on_sse(void *data, const air__sse_event *ev) {
   air__exchange *x = l->x;
   l->n_parts = 0;
   unsigned before = l->dec.malformed;
-  if (l->ops->decode_event(&l->dec, ev, collect, l) != 0)
+  l->dec.oom = false;
+  if (l->ops->decode_event(&l->dec, ev, collect, l) != 0 && !l->dec.oom)
     l->dec.malformed++;  /* over AIR__MAX_EVENT_PARTS: skipped as malformed */
+  if (l->dec.oom) {
+    /* Not the upstream's fault, and never a part to skip: the attempt
+     * fails (an answer is never passed on shortened). */
+    record_stop(l, AIR_ENOMEM);
+    return 1;
+  }
   if (l->dec.fatal != NULL) {
     /* A field that carries meaning over its limit (provider.h). */
     x->malformed++;

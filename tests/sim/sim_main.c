@@ -105,7 +105,14 @@ int main(int argc, char **argv) {
       snprintf(path, sizeof(path), "%s/sim-%" PRIu64 ".sim", out, seed + i);
       FILE *f = fopen(path, "w");
       if (f) {
-        fprintf(f, "# FAILED: %s\n", why);
+        /* One comment line: a message quoting upstream text may hold
+         * line breaks, which would end the comment. */
+        char one[sizeof(why)];
+        size_t k = 0;
+        for (; why[k] != '\0' && k + 1 < sizeof(one); k++)
+          one[k] = why[k] == '\n' || why[k] == '\r' ? ' ' : why[k];
+        one[k] = '\0';
+        fprintf(f, "# FAILED: %s\n", one);
         sim_write(s, f);
         fclose(f);
       }

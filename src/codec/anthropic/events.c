@@ -491,10 +491,11 @@ static int decode_event(air__decoder *d, const air__sse_event *ev,
     return frc;
   }
   air__json j;
-  if (air__json_parse(&j, ev->data.p, ev->data.n) != 0 ||
-      !air__json_is_obj(&j, 0)) {
+  int prc = air__json_parse(&j, ev->data.p, ev->data.n);
+  if (prc != 0 || !air__json_is_obj(&j, 0)) {
     air__json_cleanup(&j);
-    d->malformed++;
+    air__decoder_note_oom(d, prc);
+    if (!d->oom) d->malformed++;
     return 0;
   }
   /* The data's own type decides; the event field only when it has none. */
@@ -518,7 +519,8 @@ static int decode_event(air__decoder *d, const air__sse_event *ev,
     rc = on_error(d, &j, &bad, cb, data);
   /* content_block_stop, ping and unknown types: nothing. */
   air__json_cleanup(&j);
-  if (bad) d->malformed++;
+  if (bad) air__decoder_note_oom(d, 0);
+  if (bad && !d->oom) d->malformed++;
   return rc;
 }
 

@@ -287,7 +287,8 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
   return 0;
 
 malformed:
-  d->malformed++;
+  air__decoder_note_oom(d, 0); /* out of memory is no malformed event */
+  if (!d->oom) d->malformed++;
   return 0;
 }
 
@@ -405,7 +406,8 @@ static int decode_event(air__decoder *d, const air__sse_event *ev,
     int rc = air__buf_add(&d->scratch, s, n);
     air__buf_reset(&d->scratch);
     if (rc != 0) {
-      d->malformed++;
+      air__decoder_note_oom(d, rc);
+      if (!d->oom) d->malformed++;
       return 0;
     }
   }
@@ -418,7 +420,8 @@ static int decode_event(air__decoder *d, const air__sse_event *ev,
   rc = air__json_parse(&j, s, n);
   if (rc != 0 || !air__json_is_obj(&j, 0)) {
     air__json_cleanup(&j);
-    d->malformed++;
+    air__decoder_note_oom(d, rc);
+    if (!d->oom) d->malformed++;
     return 0;
   }
   rc = decode(d, &j, cb, data);
