@@ -162,8 +162,8 @@ AIR_EXTERN const char *air_config_listen(const air_config *cfg);
  * the policy of its own config, so one state outlives a reload. With
  * state.redis in cfg it is shared with every process on that Redis node and
  * prefix (DESIGN.md 3.1, docs/scale-out.md) by a thread of its own; no call
- * waits for Redis. A direct "provider/model"'s closed breaker is forgotten
- * after 10 min unused. AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
+ * waits for Redis (docs/decisions.md: records of direct names are evicted
+ * when idle). AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
 typedef struct air_state air_state;
 AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,
                              air_error *err);
@@ -231,15 +231,11 @@ typedef struct air_attempt {
   /* A hedge racer (DESIGN.md 3.6): started beside an attempt still in
    * flight because that one had no content after hedge.after_ms. */
   bool hedge;
-  /* A hedge racer's retry or switch: hedge too (its win never makes a
-   * route sticky), but no new hedge: hedge.max counts the others. */
-  bool hedge_refill;
-  /* Outcome `hedge_lost`: cancelled because another racer won (reason
-   * NONE, never a breaker verdict). */
-  bool hedge_lost;
+  bool hedge_lost;  /* outcome: another racer won (reason NONE, no breaker verdict) */
   bool continuation;     /* asked for the rest of a committed answer (3.5) */
   bool prefill_rejected; /* its prefill got a 400: re-asked with instruct, uncounted */
   const char *field;       /* skipped: the field; NULL otherwise */
+  bool hedge_refill; /* a hedge's retry or switch: a hedge not counted by hedge.max */
 } air_attempt;
 
 /* A failure reported by one attempt. Strings may be NULL; not retained. */

@@ -629,8 +629,9 @@ static const air__opt opts[] = {
      .offset = offsetof(air__timeouts, chunk_ms),
      MS(1, DAY_MS),
      .def = "30000",
-     .doc = "Gap between received parts, before and after "
-            "commit."},
+     .doc = "Gap between progress events (content, a finish, server-tool "
+            "events; not pings or usage-only chunks), before and after "
+            "commit; paused while the caller does not read."},
     {.name = "attempt_ms",
      .scopes = TMO,
      .type = AIR__T_U64,

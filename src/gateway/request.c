@@ -402,7 +402,12 @@ static size_t head_fields(const air__responder *rs, air__http_field *f) {
 static void on_commit(void *data, const air__commit_info *ci) {
   gw_req *r = data;
   r->attempts = ci->attempts;
-  if (air__responder_commit(&r->rs, ci, (uint64_t)time(NULL)) == 0) return;
+  if (air__responder_commit(&r->rs, ci, (uint64_t)time(NULL)) == 0) {
+    /* No memory for the stream's encoder: the caller gets an error, whole
+     * (air__responder_end); the upstream need not go on. */
+    if (r->rs.lost) air__exchange_cancel(r->x);
+    return;
+  }
   air__http_field f[AIR__RESP_MAX_HEADERS];
   size_t n = head_fields(&r->rs, f);
   /* The head leaves with the first events (on_flush follows at once). */

@@ -2347,6 +2347,11 @@ static void q_commit_(sim_run_req *q, const air__commit_info *ci) {
   }
   int rc;
   SUT(rc = air__responder_commit(&q->rs, ci, 1));
+  if (q->rs.lost) { /* no encoder: an error, whole; the caller cancels, as
+                       the gateway does */
+    lost(q);
+    return;
+  }
   if (rc == 1) {
     for (size_t i = 0; i < q->rs.n_head; i++)
       if (strcmp(q->rs.head[i].name, "x-airetry-target") == 0)
