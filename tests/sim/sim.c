@@ -21,6 +21,7 @@
 #include "airetry.h"
 #include "buf.h"
 #include "exchange.h"
+#include "limits.h"
 #include "loop.h"
 #include "provider.h"
 #include "responder.h"
@@ -1170,15 +1171,15 @@ struct sim_run_req {
   bool started, ended, committed;
   int ends;
   unsigned commit_attempt;
-  char commit_target[64];
-  char head_target[64];      /* x-airetry-target of the head that was sent */
+  char commit_target[AIR__MAX_TARGET_BYTES];
+  char head_target[AIR__MAX_TARGET_BYTES];  /* x-airetry-target of the head that was sent */
   int end_kind;
   int xfers;                 /* transfers started */
   uint64_t start_ms, end_ms;
   const script *att_script[64];
   bool att_over[64];         /* attempt k+1's transfer ended or was cancelled */
   uint64_t att_over_ms[64];  /* when */
-  char att_target[64][48];
+  char att_target[64][AIR__MAX_TARGET_BYTES];
   int att_dialect[64];
   air__exchange_result res;  /* the scalar fields of the result */
   air_attempt log[64];
@@ -1525,12 +1526,10 @@ static int x_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb, v
   x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
                 : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
                                                 : AIR_DIALECT_OPENAI;
-  /* "http://pN.sim..." and the body's "model": the target */
-  char target[48] = "?";
-  const char *m = r->body ? strstr(r->body, "\"model\":\"") : NULL;
-  if (m && strlen(r->url) > 8)
-    snprintf(target, sizeof(target), "%.*s/%.*s", (int)strcspn(r->url + 7, "."), r->url + 7,
-             (int)strcspn(m + 9, "\""), m + 9);
+  /* The target the exchange asked for: a base_url's host need not name
+   * its provider. */
+  char target[AIR__MAX_TARGET_BYTES] = "?";
+  if (r->target != NULL) snprintf(target, sizeof(target), "%s", r->target);
   if (k < 64) {
     q->att_script[k] = x->sc;
     x->k = k;
