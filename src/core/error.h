@@ -29,6 +29,7 @@ int air__error_set(air_error *err, int code, const char *fmt, ...);
  */
 /* The bytes of type up to and including field: a version's minimum size. */
 #define AIR__SIZE_TO(type, field) \
+  /* NOLINTNEXTLINE(bugprone-sizeof-expression): a pointer field's size is meant */ \
   (offsetof(type, field) + sizeof(((type *)0)->field))
 
 int air__opts_copy(void *dst, size_t dst_size, const void *src,

@@ -63,7 +63,9 @@ void air__hex(const uint8_t *p, size_t n, char *out) {
 }
 
 void air__traceparent_format(const air__span_ctx *c, char *out) {
-  memcpy(out, "00-", 3);
+  out[0] = '0';
+  out[1] = '0';
+  out[2] = '-';
   air__hex(c->trace_id, 16, out + 3);
   out[35] = '-';
   air__hex(c->span_id, 8, out + 36);

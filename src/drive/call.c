@@ -106,6 +106,8 @@ static int settle_error(int rc, const air_action *act, const char *model,
     case 0:
       return air__error_set(err, 0, NULL);
     case AIR_EUPSTREAM:
+      if (act == NULL) /* no attempt ran */
+        return air__error_set(err, rc, "%s", air_strerror(rc));
       return air__error_set(err, rc,
                             "every attempt failed; the last: %s (HTTP %d)",
                             air_reason_name(act->reason), act->status);

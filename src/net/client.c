@@ -351,6 +351,7 @@ int air_client_new(const air_config *cfg, unsigned workers, air_client **out,
   const char *what = c->w ? NULL : "out of memory";
   for (unsigned i = 0; rc == 0 && i < c->n; i++) {
     worker *w = &c->w[i];
+    /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): rc == 0: c->w is allocated */
     w->cl = c;
     pthread_mutex_init(&w->mu, NULL);
     int e = uv_loop_init(&w->loop);

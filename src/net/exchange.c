@@ -1620,6 +1620,7 @@ static int launch(leg *l, const air_action *a) {
       .body = l->body.p,
       .body_len = l->body.n,
       .connect_ms = t->timeouts.connect_ms,
+      .target = t->name,
   };
   air__xfer_cb cb = {on_head, on_body, on_done, l};
   int started = rc == 0 ? x->tr.ops->start(x->tr.impl, &r, &cb, &l->xfer) : rc;

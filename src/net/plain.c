@@ -646,6 +646,7 @@ static int launch(air__plain *p) {
       .body_len = p->o.get ? 0 : p->body.n,
       .get = p->o.get,
       .connect_ms = t->timeouts.connect_ms,
+      .target = t->name,
   };
   air__xfer_cb cb = {on_head, on_body, on_done, p};
   int started = rc == 0 ? p->tr.ops->start(p->tr.impl, &r, &cb, &p->xfer) : rc;

@@ -63,6 +63,10 @@ typedef struct air__xfer_req {
   size_t body_len;
   bool get;                    /* a GET (no body) instead of the POST */
   uint64_t connect_ms;         /* TCP + TLS connect deadline */
+  /* The target ("provider/model") the transfer is for, valid during start
+   * only; never sent. It names the attempt: a URL's host need not name its
+   * provider (two providers may share a base_url). */
+  const char *target;
 } air__xfer_req;
 
 /* Starts a POST (a GET when r->get). Returns 0 and sets *out, or AIR_ENOMEM / AIR_EINVAL; on

@@ -192,14 +192,14 @@ typedef struct redis {
   uv_async_t wake;
   uv_timer_t tick, retry, deadline, kick;
   uv_getaddrinfo_t gai;
-  bool gai_busy;
   conn cmd, sub;
   unsigned gen;     /* bumped on every drop */
   unsigned attempt; /* links failed in a row */
+  bool gai_busy;
   bool linking, want_down;
   cmd *inflight, *inflight_tail;
-  bool scanning;
   uint64_t scan_reads; /* reads of this scan unanswered */
+  bool scanning;
   bool scan_more;
   char cursor[32];
   char sha[AIR__LUA_COUNT][41];

@@ -91,8 +91,8 @@ typedef struct air__seam {
    * continuation's normalised text (owned array) */
   size_t *cand;
   size_t n_cand;
-  bool cand_ready;       /* candidates were filled (at the first character) */
   size_t matched;        /* normalised bytes of the continuation so far */
+  bool cand_ready;       /* candidates were filled (at the first character) */
   bool lead;             /* still in the continuation's leading white space */
   bool in_ws;            /* the last byte was white space */
   bool restart_alive;    /* candidate 0 still matches */
@@ -103,8 +103,8 @@ typedef struct air__seam {
   bool instruct;
   int preamble;                         /* 0 undecided, 1 none, 2 a preamble */
   char pre[AIR__SEAM_PREAMBLE_MAX + 1]; /* lower-cased normalised lead */
-  size_t pre_n;
   bool pre_ws;
+  size_t pre_n;
   size_t sent_n;  /* raw length of sent */
   air__buf held;  /* the continuation's bytes held while HOLD */
   size_t scanned; /* bytes of held already compared */

@@ -21,6 +21,7 @@
 #include "airetry.h"
 #include "buf.h"
 #include "exchange.h"
+#include "limits.h"
 #include "loop.h"
 #include "provider.h"
 #include "plain.h"
@@ -1463,8 +1464,8 @@ struct sim_run_req {
   int plain_status;          /* a plain answer's status */
   int ends;
   unsigned commit_attempt;
-  char commit_target[64];
-  char head_target[64];      /* x-airetry-target of the head that was sent */
+  char commit_target[AIR__MAX_TARGET_BYTES];
+  char head_target[AIR__MAX_TARGET_BYTES];  /* x-airetry-target of the head that was sent */
   int end_kind;
   int xfers;                 /* transfers started */
   uint64_t start_ms, end_ms;
@@ -1472,7 +1473,7 @@ struct sim_run_req {
   bool att_over[64];         /* attempt k+1's transfer ended or was cancelled */
   bool att_nostart[64];      /* its transfer could not start (no memory) */
   uint64_t att_over_ms[64];  /* when */
-  char att_target[64][48];
+  char att_target[64][AIR__MAX_TARGET_BYTES];
   int att_dialect[64];
   air__exchange_result res;  /* the scalar fields of the result */
   air_attempt log[64];
@@ -1862,15 +1863,10 @@ static void render_plain(int rk, const script *s, rendered *r);
 static int x_start_on(sim_run_req *q, xfer *x, const air__xfer_req *r, const air__xfer_cb *cb,
                       void **out);
 
-/* "http://pN.sim..." and the body's "model": the target. */
+/* The target the exchange asked for (a base_url's host need not name its
+ * provider). */
 static void target_of(const air__xfer_req *r, char *target, size_t cap) {
-  snprintf(target, cap, "?");
-  const char *m = r->body ? strstr(r->body, "\"model\":\"") : NULL;
-  if (m && strlen(r->url) > 8)
-    snprintf(target, cap, "%.*s/%.*s", (int)strcspn(r->url + 7, "."), r->url + 7,
-             (int)strcspn(m + 9, "\""), m + 9);
-  if (r->get && strlen(r->url) > 8) /* a retrieval: "pN/retrieve" */
-    snprintf(target, cap, "%.*s/retrieve", (int)strcspn(r->url + 7, "."), r->url + 7);
+  snprintf(target, cap, "%s", r->target != NULL ? r->target : "?");
 }
 
 /* Its calloc stands for the transport's (armed: it may fail); the rest is
@@ -1910,8 +1906,7 @@ static int x_start_on(sim_run_req *q, xfer *x, const air__xfer_req *r, const air
   x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
                 : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
                                                 : AIR_DIALECT_OPENAI;
-  /* "http://pN.sim..." and the body's "model": the target */
-  char target[48];
+  char target[AIR__MAX_TARGET_BYTES];
   target_of(r, target, sizeof(target));
   if (k < 64) {
     q->att_script[k] = x->sc;

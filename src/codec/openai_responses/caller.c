@@ -93,7 +93,7 @@ static void set_ident(air__encoder *e, const char *id, size_t id_n,
                       const char *model, size_t model_n) {
   size_t pre = id_n >= 5 && memcmp(id, "resp_", 5) == 0 ? 0 : 5;
   size_t k = fit(id, id_n, sizeof(e->id) - 1 - pre);
-  if (k == 0) {
+  if (k == 0 || id == NULL) {
     memcpy(e->id, RSP_DEFAULT_ID, sizeof(RSP_DEFAULT_ID));
   } else {
     memcpy(e->id, "resp_", pre);
@@ -101,7 +101,7 @@ static void set_ident(air__encoder *e, const char *id, size_t id_n,
     e->id[pre + k] = '\0';
   }
   k = fit(model, model_n, sizeof(e->model) - 1);
-  if (k > 0) memcpy(e->model, model, k);
+  if (k > 0 && model != NULL) memcpy(e->model, model, k);
   e->model[k] = '\0';
 }
 
