@@ -2699,8 +2699,9 @@ static void check_attempts(sim_run_req *q) {
   if (res->n_attempts != (unsigned)q->xfers && res->n_attempts + rejected != (unsigned)q->xfers &&
       !(q->alloc_hit && res->n_attempts > (unsigned)q->xfers) && !decided)
     fail(w, "request %d: %u attempts counted, %d sent", i, res->n_attempts, q->xfers);
-  unsigned counted = res->n_attempts == (unsigned)q->xfers ? res->n_attempts - rejected
-                                                           : res->n_attempts;
+  unsigned counted = res->n_attempts == (unsigned)q->xfers || decided
+                         ? res->n_attempts - rejected
+                         : res->n_attempts;
   uint32_t budget = q->route.max_attempts;
   if (counted > budget)
     fail(w, "request %d: %u attempts over the budget %u", i, counted, budget);
