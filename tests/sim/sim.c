@@ -181,6 +181,9 @@ typedef struct sim_req {
   cscript cont[MAX_CONT];
   char tail[TAIL_TEXT];      /* the answer's text past its script's pieces: what
                                 a continuation has to add */
+  int expect_att;            /* a replay file's "expect": attempt expect_att (1-based,
+                                0: none) failed with expect_reason */
+  char expect_reason[32];
 } sim_req;
 
 /* What the checks need of a route's policy (as generated into the YAML). */
@@ -775,6 +778,8 @@ void sim_write(const sim_scenario *s, FILE *f) {
       write_str(f, q->tail);
       fputc('\n', f);
     }
+    if (q->expect_att > 0)
+      fprintf(f, "  expect attempt=%d reason=%s\n", q->expect_att, q->expect_reason);
   }
 }
 
@@ -920,6 +925,12 @@ sim_scenario *sim_parse(const char *text, size_t n, char *err, size_t cap) {
     } else if (strncmp(line, "tail ", 5) == 0) {
       if (q == NULL) { bad = "tail outside a request"; break; }
       kv(line, "text", q->tail, sizeof(q->tail));
+    } else if (strncmp(line, "expect ", 7) == 0) {
+      /* written by hand: the reason an attempt must fail with */
+      if (q == NULL) { bad = "expect outside a request"; break; }
+      q->expect_att = (int)kvn(line, "attempt");
+      kv(line, "reason", q->expect_reason, sizeof(q->expect_reason));
+      if (q->expect_att <= 0 || q->expect_reason[0] == '\0') bad = "bad expect";
     } else if (strncmp(line, "big ", 4) == 0) {
       if (sc == NULL) { bad = "big outside an attempt"; break; }
       sc->big = name_of(bf_names, BF__N, line, "field");
@@ -2841,6 +2852,15 @@ static void check_request(sim_run_req *q) {
   int i = q->idx;
   const air__exchange_result *res = &q->res;
   check_attempts(q);
+  if (q->q->expect_att > 0) { /* a replay file's "expect" */
+    const air_attempt *e = NULL;
+    for (size_t k = 0; k < q->n_log && e == NULL; k++)
+      if (q->log[k].n == (unsigned)q->q->expect_att) e = &q->log[k];
+    const char *got = e ? air_reason_name(e->reason) : "no such attempt";
+    if (got == NULL || strcmp(got, q->q->expect_reason) != 0)
+      fail(w, "request %d: attempt %d failed with %s, expected %s", i, q->q->expect_att,
+           got ? got : "?", q->q->expect_reason);
+  }
   /* exactly one well-formed response in the caller's dialect */
   decoded d;
   decoded_init(&d, q->q->dialect);
