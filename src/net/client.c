@@ -38,6 +38,9 @@ typedef struct job {
   bool done;
   bool lost;  /* part of the answer could not be kept: never a success */
   bool cancel_sent; /* air__exchange_cancel was called (on_async: once) */
+  char sub_model[AIR__MAX_TARGET_BYTES]; /* the committed target's model: what
+                                            replaces an upstream model over
+                                            AIR__MAX_IDENT_BYTES */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool traced; /* obs.on_span is set: trace is the call's */
@@ -120,6 +123,10 @@ static void finish_job(job *j, int rc) {
 
 static void on_commit(void *data, const air__commit_info *ci) {
   job *j = data;
+  const char *slash = ci->target != NULL ? strchr(ci->target, '/') : NULL;
+  snprintf(j->sub_model, sizeof(j->sub_model), "%s",
+           slash != NULL ? slash + 1 : ci->target != NULL ? ci->target : "");
+  j->agg.idents.model = j->sub_model;
   if (j->obs.on_commit) j->obs.on_commit(j->obs.data, ci->target, ci->attempts);
 }
 
