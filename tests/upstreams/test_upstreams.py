@@ -206,8 +206,9 @@ SCRIPTS = {
     "oa-big-503": (503, [("content-type", "text/html")], b"<p>busy</p>" * 200000),
 }
 CUT = {"oa-cut"}
-# model -> seconds the upstream waits before it answers
-DELAY = {"oa-slow-win": 0.4, "oa-slower": 5.0}
+# The hedge case, on events: "oa-slow-win" answers once the hedge's request
+# ("oa-slower") has arrived; "oa-slower" never answers (the gateway cancels
+# the racer that lost, which closes its connection).
 SCRIPTS["oa-slow-win"] = (200, SSE, oa_answer("the first attempt wins"))
 SCRIPTS["oa-slower"] = (200, SSE, oa_answer("the hedge, too late"))
 
@@ -223,6 +224,7 @@ class Upstream:
         self.stop = False
         self.seen = {}  # model -> requests received
         self.lock = threading.Lock()
+        self.hedged = threading.Event()  # the hedge's request arrived
         threading.Thread(target=self.loop, daemon=True).start()
 
     def loop(self):
@@ -261,8 +263,13 @@ class Upstream:
                 status, headers, out = SCRIPTS.get(
                     model, (404, [("content-type", "application/json")],
                             b'{"error":{"message":"no such model","type":"not_found"}}'))
-                if model in DELAY:
-                    time.sleep(DELAY[model])
+                if model == "oa-slower":
+                    self.hedged.set()
+                    c.recv(1)  # until the gateway drops the racer that lost (10 s at most)
+                    return
+                if model == "oa-slow-win":
+                    self.hedged.wait(10)
+                    self.hedged.clear()
                 declared = len(out) + (100 if model in CUT else 0)
                 resp = "HTTP/1.1 %d X\r\ncontent-length: %d\r\n" % (status, declared)
                 resp += "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
