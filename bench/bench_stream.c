@@ -4,8 +4,8 @@
  * for a typical OpenAI chunk (~150 bytes) and an Anthropic text delta event:
  *   passthrough  same dialect: the raw event is what reaches the caller
  *   translate    cross dialect: + encode_part into the other dialect
- *   + observe    passthrough while a continuation is possible (DESIGN.md
- *                3.5): + the caller dialect's encoder_observe per event
+ *   + observe    passthrough while a continuation is possible (docs/design.md
+ *                §3.5): + the caller dialect's encoder_observe per event
  * Median ns per event over ROUNDS rounds of EVENTS events, fed in 16 KiB
  * reads like a socket. Build optimised, without sanitizers (make bench).
  */

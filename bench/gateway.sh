@@ -88,7 +88,7 @@ routes:
 EOF
   start gw "$air" serve --config "$tmp/gw.yaml" --listen 127.0.0.1:0
   GW_PID=$PID GW_PORT=$PORT
-  # `serve` may be a supervisor (DESIGN.md 5): CPU and memory are the
+  # `serve` may be a supervisor (docs/design.md §5): CPU and memory are the
   # worker's, the one child that serves (an older build has none).
   local w
   w=$(cat /proc/"$PID"/task/*/children 2>/dev/null | awk '{print $1; exit}')

@@ -10,7 +10,7 @@
 # keep-alive on, proxy_buffering off as for SSE: the reference plain proxy) and
 # through `airetry serve`. Every path to one upstream receives the same bytes
 # from it, except that airetry always asks upstream for the stream
-# (DESIGN.md 2.3) and gives a non-streaming caller the aggregate.
+# (docs/design.md §2.3) and gives a non-streaming caller the aggregate.
 # Concurrency 1 and 64, non-streaming and streaming, with bench_loadgen (closed
 # loop, keep-alive); the three paths of a case run back to back, and the whole
 # set AIR_BENCH_ROUNDS times (alternating; figures are the mean of the rounds).
@@ -200,7 +200,7 @@ start_gw() {
   start gw "$air" serve --config "$tmp/gw.yaml" --listen 127.0.0.1:0
   GW_PID=$PID GW_PORT=$PORT
   local w
-  w=$(children "$PID" | head -1) # the worker (DESIGN.md 5); older builds: none
+  w=$(children "$PID" | head -1) # the worker (docs/design.md §5); older builds: none
   [ -n "$w" ] && GW_PID=$w
   return 0
 }

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the encoder take-over of a continued stream
- * (DESIGN.md 3.5; encoder_observe of each dialect, takeover.c).
+ * (docs/design.md §3.5; encoder_observe of each dialect, takeover.c).
  *
  * Input layout: h[0] % 3 picks the dialect (openai, anthropic, responses),
  * h[1] the length of the continuation's text (cut to what there is); then

@@ -13,7 +13,7 @@
 #ifndef AIRETRY_H
 #define AIRETRY_H
 
-/* The public API in three parts (DESIGN.md 7): */
+/* The public API in three parts (docs/design.md §7): */
 #include "airetry/core.h"   /* errors, reasons, config, state, cancel, clock,
                                attempt log, engine run */
 #include "airetry/drive.h"  /* parts, air_call, air_stream */

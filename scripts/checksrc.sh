@@ -14,7 +14,7 @@ if [ -n "$bad" ]; then
   echo "$bad" >&2
   exit 1
 fi
-# Layers (DESIGN.md 1): a header is found through the including layer's own
+# Layers (docs/design.md §1): a header is found through the including layer's own
 # include directories, never by a relative path around them.
 rel=$(grep -rnE --include='*.c' --include='*.h' '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.\.' \
   "${existing[@]}")

@@ -60,7 +60,7 @@ typedef struct air_error {
 
 /* ---- reasons ----------------------------------------------------------- */
 
-/* Failure classes of DESIGN.md 2.1. AIR_REASON_NONE means "not a failure". */
+/* Failure classes of docs/design.md §2.1. AIR_REASON_NONE means "not a failure". */
 typedef enum air_reason {
   AIR_REASON_NONE = 0,
   AIR_REASON_RATE_LIMIT,
@@ -161,7 +161,7 @@ AIR_EXTERN const char *air_config_listen(const air_config *cfg);
  * process, thread-safe. It does not keep cfg (may be NULL): each run reads
  * the policy of its own config, so one state outlives a reload. With
  * state.redis in cfg it is shared with every process on that Redis node and
- * prefix (DESIGN.md 3.1, docs/scale-out.md) by a thread of its own; no call
+ * prefix (docs/design.md §3.1, docs/scale-out.md) by a thread of its own; no call
  * waits for Redis (docs/decisions.md: records of direct names are evicted
  * when idle). AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
 typedef struct air_state air_state;
@@ -223,12 +223,12 @@ typedef struct air_attempt {
   uint64_t ms;             /* duration of the attempt */
   uint64_t wait_ms;        /* wait before the next attempt (0 if none) */
   bool hint;               /* wait_ms came from a Retry-After hint */
-  /* Outcome `skipped` (DESIGN.md 2.1): the target cannot express the
+  /* Outcome `skipped` (docs/design.md §2.1): the target cannot express the
    * request, nothing was sent. Such an entry is not numbered (n is 0),
    * reason is NONE and message says why; field names the field. It counts
    * towards no budget, rule max or breaker, nor x-airetry-attempts. */
   bool skipped;
-  /* A hedge racer (DESIGN.md 3.6): started beside an attempt still in
+  /* A hedge racer (docs/design.md §3.6): started beside an attempt still in
    * flight because that one had no content after hedge.after_ms. */
   bool hedge;
   bool hedge_lost;  /* outcome: another racer won (reason NONE, no breaker verdict) */
@@ -251,7 +251,7 @@ typedef struct air_failure {
   size_t n_headers;
 } air_failure;
 
-/* How a target is asked for the rest of a cut answer (DESIGN.md 3.5). */
+/* How a target is asked for the rest of a cut answer (docs/design.md §3.5). */
 typedef enum air_cont_style {
   AIR_CONT_NONE = 0,     /* not continued on this target */
   AIR_CONT_PREFILL,      /* conversation ends with the assistant message (Anthropic) */
@@ -285,7 +285,7 @@ typedef enum air_action_kind {
   AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost, or the
                         WAIT that follows it); read with air_run_next */
   AIR_ACT_CONTINUE,  /* continue the committed answer with attempt attempt_id
-                        on `target`, asked in `style` (DESIGN.md 3.5) */
+                        on `target`, asked in `style` (docs/design.md §3.5) */
   AIR_ACT_IDLE,      /* nothing to start: the other racers go on (a racer
                         dropped while others run; a hedge not possible) */
 } air_action_kind;
@@ -329,7 +329,7 @@ AIR_EXTERN void air_run_free(air_run *run);
 /*
  * Attempt attempt_id failed. wall_ms is for HTTP-date Retry-After hints.
  * Before its commit the policy decides (ATTEMPT, WAIT or FAIL; IDLE when
- * other racers go on without it, DESIGN.md 3.6); after it the failure is
+ * other racers go on without it, docs/design.md §3.6); after it the failure is
  * final (FAIL), or continued (CONTINUE, or WAIT then CONTINUE) as 3.5 says.
  */
 AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
@@ -344,7 +344,7 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure
 AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                           air_action *act);
 /*
- * Hedging (DESIGN.md 3.6). Every action carries hedge_at_ms: the time the
+ * Hedging (docs/design.md §3.6). Every action carries hedge_at_ms: the time the
  * newest racer, still without content, reaches hedge.after_ms. Call
  * air_run_hedge then: ATTEMPT (flag AIR_ACTF_HEDGE) on the next eligible
  * target beside the racers in flight, or IDLE when none may start (hedge

@@ -18,7 +18,7 @@ extern "C" {
 
 /* ---- parts: the normalized stream ---------------------------------------- */
 
-/* DESIGN.md 2: the elements every upstream stream is decoded into. */
+/* docs/design.md §2: the elements every upstream stream is decoded into. */
 typedef enum air_part_kind {
   AIR_PART_START,       /* message start: id, model (name) */
   AIR_PART_TEXT,        /* text delta */
@@ -62,7 +62,7 @@ typedef struct air_part {
   uint64_t output_tokens;  /* USAGE */
 } air_part;
 
-/* True for the parts that commit (DESIGN.md 2): non-empty text, reasoning
+/* True for the parts that commit (docs/design.md §2): non-empty text, reasoning
  * or refusal text, and any tool call piece. */
 AIR_EXTERN bool air_part_is_content(const air_part *p);
 /* "stop", "length", "tool_calls", ... (OpenAI names), "" for NONE. */
@@ -89,7 +89,7 @@ typedef struct air_attempt_info {
 typedef int (*air_attempt_fn)(void *data, const air_attempt_info *info,
                               air_failure *f);
 
-/* ---- spans (DESIGN.md 5, Traces) ------------------------------------------
+/* ---- spans (docs/design.md §5, Traces) ------------------------------------------
  */
 
 typedef enum air_span_kind {
@@ -97,7 +97,7 @@ typedef enum air_span_kind {
   AIR_SPAN_ATTEMPT  /* one upstream attempt */
 } air_span_kind;
 
-/* Why an attempt ran. HEDGE: a hedge racer (DESIGN.md 3.6); CONTINUATION:
+/* Why an attempt ran. HEDGE: a hedge racer (docs/design.md §3.6); CONTINUATION:
  * asked for the rest of an answer that failed after commit (3.5). */
 typedef enum air_span_role {
   AIR_ROLE_NONE,   /* a request span */
@@ -147,7 +147,7 @@ typedef struct air_span {
   air_dialect dialect; /* the caller's dialect */
   const char *outcome; /* "ok", "error", "error_after_commit", "aborted";
                           an attempt's: "hedge_lost" for a racer that lost
-                          the race (DESIGN.md 3.6), else NULL */
+                          the race (docs/design.md §3.6), else NULL */
   unsigned attempts;   /* attempts made */
   /* AIR_SPAN_ATTEMPT */
   unsigned attempt; /* 1-based */
@@ -213,7 +213,7 @@ typedef struct air_call_opts {
  * AIR_ENOTFOUND no callback fires. When `log` is not NULL, *log receives a
  * copy of the attempt log (free with air_attempt_log_free) and *n_log its
  * length. Safe to call from many threads at once on one config and state.
- * A route's `hedge` and `continuation` are ignored (DESIGN.md 3.5, 3.6):
+ * A route's `hedge` and `continuation` are ignored (docs/design.md §3.5, 3.6):
  * one attempt runs at a time, and none continues a committed one.
  */
 AIR_EXTERN int air_call(const air_config *cfg, air_state *state,
@@ -231,7 +231,7 @@ typedef struct air_stream_sink air_stream_sink;
 
 /*
  * Hands one part of the current attempt to the driver, which holds it until
- * commit (DESIGN.md 2, 3.2, 3.3) and delivers it to on_part afterwards.
+ * commit (docs/design.md §2, 3.2, 3.3) and delivers it to on_part afterwards.
  * Strings are copied when held. Returns 0 to go on, or 1 when the attempt
  * must stop now (the driver judged it failed before commit — a refusal, an
  * error event, a finish before content —, or on_part asked to stop, or the
@@ -280,7 +280,7 @@ typedef struct air_stream_opts {
  * Before commit every failure goes through the policy and nothing reaches
  * on_part; after commit the attempt is final. Returns 0 when an answer was
  * delivered (also a judged complete answer that was the last failure,
- * DESIGN.md 3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL,
+ * docs/design.md §3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL,
  * AIR_ENOMEM; log and err as for air_call. Thread-safe as air_call. Like
  * air_call it ignores `hedge` and `continuation` (it cannot build a
  * continuation request or run racers): a failure after commit is final;

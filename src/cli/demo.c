@@ -4,8 +4,8 @@
  * sends a few streaming requests through the gateway and prints a live
  * trace of each: the tokens as they arrive, then every upstream attempt
  * with its reason and wait (from the gateway's log line), the time to first
- * content and the target that answered; one request is hedged (DESIGN.md
- * 3.6: a primary slow to its first token races the fallback), one is
+ * content and the target that answered; one request is hedged (docs/design.md
+ * §3.6: a primary slow to its first token races the fallback), one is
  * continued (3.5: a stream cut after its first tokens is finished by the
  * fallback from where it broke, and the caller gets one answer). Exits 0
  * when every request was answered.
@@ -198,7 +198,7 @@ static int on_part(void *data, const air_part *p) {
 }
 
 /* Keeps the first "airetry": {...} object found in p (a continued answer's
- * marker, DESIGN.md 3.5; the gateway writes each event in one piece). */
+ * marker, docs/design.md §3.5; the gateway writes each event in one piece). */
 static void find_marker(stream_view *v, const char *p, size_t n) {
   static const char key[] = "\"airetry\":";
   size_t kn = sizeof(key) - 1;

@@ -1,5 +1,5 @@
 /*
- * The canonical request (DESIGN.md 1, 5; issue #13): what a caller asked
+ * The canonical request (docs/design.md §1, 5; issue #13): what a caller asked
  * for, in no dialect. Every translation is a decode of the caller's dialect
  * into this form (the dialect's decode_request) and an encode of this form
  * into the target's (encode_request); no file knows two dialects. The
@@ -191,7 +191,7 @@ typedef struct air__canon {
   size_t cap_tools;
   size_t cap_stop;
   unsigned next_seq;
-  /* A continuation's body (continue.c, DESIGN.md 3.5): how the final
+  /* A continuation's body (continue.c, docs/design.md §3.5): how the final
    * assistant message asks to be continued; the encoders write VLLM's
    * top-level flags and PREFIX_FLAG's "prefix": true through
    * air__json_cont_style, Anthropic trims the final assistant text's

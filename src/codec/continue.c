@@ -1,5 +1,5 @@
 /*
- * The continuation's upstream request (DESIGN.md 3.5) and the 400 that
+ * The continuation's upstream request (docs/design.md §3.5) and the 400 that
  * rejects a prefill.
  *
  * The body is always built through the canonical form, also for a target

@@ -1,5 +1,5 @@
 /*
- * The codec's face (DESIGN.md 1, 2, 5): caller requests, the dialect ops
+ * The codec's face (docs/design.md §1, 2, 5): caller requests, the dialect ops
  * table and the hub that translates through the canonical request
  * (canon.h). One folder per dialect (openai_chat/, anthropic/) fills an
  * air__provider_ops: decode its caller requests into canonical form,
@@ -246,7 +246,7 @@ typedef struct air__aggregate {
   bool has_usage;
   uint64_t created; /* OpenAI "created" (seconds) for encode_response, set
                        by the caller (aggregate_init leaves 0) */
-  /* A continued answer (DESIGN.md 3.5): the members of the "continued"
+  /* A continued answer (docs/design.md §3.5): the members of the "continued"
    * array, JSON text ({"target":…,"at_char":N},…), empty when none;
    * encode_response writes "airetry": {"continued": [...]} when not empty.
    * Filled by air__aggregate_add_continued; earlier attempts' usage is
@@ -316,7 +316,7 @@ typedef struct air__encoder {
                          by the consumer after encoder_init */
   struct air__rsp_enc *rsp; /* Responses: the items being written (owned;
                                freed by air__encoder_cleanup) */
-  /* Continuation (DESIGN.md 3.5). */
+  /* Continuation (docs/design.md §3.5). */
   bool observed;     /* encoder_observe recorded the stream's identity */
   bool taken_over;   /* air__encoder_take_over: parts are encoded now */
   uint64_t prior_input_tokens;  /* earlier attempts (air__encoder_add_usage) */
@@ -442,7 +442,7 @@ typedef struct air__provider_ops {
    * recognised by their type without parsing JSON. NULL: nothing needed. */
   void (*encoder_observe)(air__encoder *e, const air__sse_event *ev,
                           const air_part *parts, size_t n);
-  /* A keep-alive while a rescue runs (DESIGN.md 3.5): OpenAI and Responses
+  /* A keep-alive while a rescue runs (docs/design.md §3.5): OpenAI and Responses
    * an SSE comment ": keep-alive\n\n", Anthropic "event: ping". Returns 0
    * or a buf error. */
   int (*encode_keepalive)(air__encoder *e, air__buf *out);
@@ -471,8 +471,8 @@ typedef struct air__provider_ops {
  * (o->default_max_tokens where Anthropic needs one), temperature (clamped
  * to the API's range), top_p. Within one dialect unknown fields pass
  * through unchanged; across dialects a field that is only a hint to a
- * provider (seed, logprobs, service_tier, metadata, top_k, ...: DESIGN.md
- * 5, docs/config.md) is dropped, and one that changes the answer and that
+ * provider (seed, logprobs, service_tier, metadata, top_k, ...: docs/design.md
+ * §5, docs/config.md) is dropped, and one that changes the answer and that
  * the API cannot express is AIR_ENOTSUP with err->message "FIELD"
  * AIR__NOT_SUPPORTED "API upstreams" (the target is then skipped), unless
  * o->drop_params drops it too. A request that is invalid in itself is
@@ -504,7 +504,7 @@ int air__request_can_express(const air__provider_ops *target,
                              const air__request *req, const air__build_opts *o,
                              air_error *err);
 
-/* ---- continuation (DESIGN.md 3.5; continue.c)
+/* ---- continuation (docs/design.md §3.5; continue.c)
  * ------------------------------------------------ */
 
 /* How the continuation is asked for. */
@@ -565,7 +565,7 @@ void air__parse_error_body(const char *body, size_t n, air__buf *buf,
                            air_failure *f);
 
 /*
- * The HTTP status of a final failure (DESIGN.md 5): the upstream's own when
+ * The HTTP status of a final failure (docs/design.md §5): the upstream's own when
  * it was an error status, else one that fits the reason (504 for timeouts,
  * 502 for network and malformed, 429 rate_limit, 503 overloaded, ...).
  */

@@ -1,6 +1,6 @@
 /*
- * Continuing a caller's stream after its first attempt died (DESIGN.md
- * 3.5): the encoder's take-over from passthrough, the usage of earlier
+ * Continuing a caller's stream after its first attempt died (docs/design.md
+ * §3.5): the encoder's take-over from passthrough, the usage of earlier
  * attempts and the "airetry": {"continued": [...]} marker, for the stream
  * encoders and the aggregate alike. The dialects write the marker where
  * their end is (see each caller.c): OpenAI chat on the chunk carrying

@@ -1392,8 +1392,8 @@ static void parse_targets(ctx *c, const air__opt *o, struct fy_node *v, loc at,
       t->provider = provider_index(c->cfg, t->name, (size_t)(slash - t->name));
       t->model = xstrndup(c, slash + 1, strlen(slash + 1));
     }
-    /* continuation_style: the target's, else its provider's (DESIGN.md
-     * 3.5), which parse_providers resolved by api when not given. */
+    /* continuation_style: the target's, else its provider's (docs/design.md
+     * §3.5), which parse_providers resolved by api when not given. */
     if (!t->style_set && t->provider < c->cfg->n_providers) {
       t->style = c->cfg->providers[t->provider].continuation_style;
       t->style_set = c->cfg->providers[t->provider].continuation_style_set;
@@ -1481,7 +1481,7 @@ static bool version_segment(const char *s, size_t n) {
  * names a version, *last when the last non-empty one does. The gateway
  * appends "/chat/completions" (openai) and "/v1/messages" (anthropic), so an
  * openai base_url without a version path and an anthropic one ending in one
- * usually mean a wrong URL (DESIGN.md 5; docs/config.md).
+ * usually mean a wrong URL (docs/design.md §5; docs/config.md).
  */
 static void version_path(const char *url, bool *any, bool *last) {
   *any = *last = false;
@@ -1578,7 +1578,7 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
   }
 }
 
-/* DESIGN.md 3.6: a single-target route does not hedge unless
+/* docs/design.md §3.6: a single-target route does not hedge unless
  * hedge.same_target is set; hedging turned on there is worth a warning. */
 static void warn_lone_hedge(ctx *c, const air__route *r, loc at,
                             const char *path) {
@@ -1591,7 +1591,7 @@ static void warn_lone_hedge(ctx *c, const air__route *r, loc at,
             path);
 }
 
-/* continuation (DESIGN.md 3.5): what is resolved once the policy is read:
+/* continuation (docs/design.md §3.5): what is resolved once the policy is read:
  * targets as a flag, max_gap_ms unset (0) as the route's chunk_ms. */
 static void resolve_continuation(air__policy *pol) {
   air__continuation *k = &pol->continuation;

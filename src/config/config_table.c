@@ -401,8 +401,8 @@ static const air__opt opts[] = {
      .def_doc = "by api: `prefill` (anthropic), `none` (openai, "
                 "openai_responses)",
      .doc =
-         "How the rest of an answer cut after commit is asked for (DESIGN.md "
-         "3.5): prefill ends the conversation with the released text as "
+         "How the rest of an answer cut after commit is asked for (docs/design.md "
+         "§3.5): prefill ends the conversation with the released text as "
          "the assistant message (Anthropic); vllm adds "
          "`continue_final_message: true, add_generation_prompt: false`; "
          "prefix_flag sets `prefix: true` on it (DeepSeek, Mistral); "
@@ -472,7 +472,7 @@ static const air__opt opts[] = {
      .base = AIR__B_POLICY,
      .offset = offsetof(air__policy, timeouts),
      .sub = AIR__SC_TIMEOUTS,
-     .doc = "Deadlines (DESIGN.md 2.3)."},
+     .doc = "Deadlines (docs/design.md §2.3)."},
     {.name = "budget",
      .scopes = POL,
      .type = AIR__T_SECTION,
@@ -493,23 +493,23 @@ static const air__opt opts[] = {
      .base = AIR__B_POLICY,
      .offset = offsetof(air__policy, hedge),
      .sub = AIR__SC_HEDGE,
-     .doc = "Race the next target when the first content is late (DESIGN.md "
-            "3.6); every hedge sends the prompt again."},
+     .doc = "Race the next target when the first content is late (docs/design.md "
+            "§3.6); every hedge sends the prompt again."},
     {.name = "continuation",
      .scopes = POL,
      .type = AIR__T_SECTION,
      .base = AIR__B_POLICY,
      .offset = offsetof(air__policy, continuation),
      .sub = AIR__SC_CONTINUATION,
-     .doc = "Continue a stream that failed after its first token (DESIGN.md "
-            "3.5); every continuation sends the prompt again."},
+     .doc = "Continue a stream that failed after its first token (docs/design.md "
+            "§3.5); every continuation sends the prompt again."},
     {.name = "refusal",
      .scopes = POL,
      .type = AIR__T_SECTION,
      .base = AIR__B_POLICY,
      .offset = 0,
      .sub = AIR__SC_REFUSAL,
-     .doc = "Canned-refusal detection (DESIGN.md 3.2)."},
+     .doc = "Canned-refusal detection (docs/design.md §3.2)."},
     {.name = "commit",
      .scopes = POL,
      .type = AIR__T_ENUM,
@@ -909,7 +909,7 @@ const air__opt *air__config_opts(size_t *n) {
   return opts;
 }
 
-/* DESIGN.md 3, verbatim in meaning; parsed by the same code as user rules. */
+/* docs/design.md §3, verbatim in meaning; parsed by the same code as user rules. */
 static const char builtin_rules[] =
     "- on: [rate_limit]\n"
     "  action: retry\n"
@@ -941,7 +941,7 @@ static const struct {
     {AIR__SC_LIMITS, "limits", NULL},
     {AIR__SC_STATE, "state", NULL},
     {AIR__SC_REDIS, "state.redis",
-     "Shared state (DESIGN.md 3.1, docs/scale-out.md). Without it, state "
+     "Shared state (docs/design.md §3.1, docs/scale-out.md). Without it, state "
      "is per process."},
     {AIR__SC_PROVIDER, "providers[]", "Each provider is one upstream API."},
     {AIR__SC_BREAKER, "breaker",
@@ -968,7 +968,7 @@ static const struct {
      "Off by default. In `defaults`, `routes[]` and `routes[].targets[]` "
      "(merged over the route's)."},
     {AIR__SC_CONTINUATION, "continuation",
-     "Off by default. In `defaults` and `routes[]` (DESIGN.md 3.5)."},
+     "Off by default. In `defaults` and `routes[]` (docs/design.md §3.5)."},
     {AIR__SC_REFUSAL, "refusal", NULL},
     {AIR__SC_RULE, "rules[]",
      "A rule needs at least one matcher (`on`, `status`, `message`); all "

@@ -114,7 +114,7 @@ const air__opt *air__config_opts(size_t *n);
 /* An upper bound on the table length (for per-map "seen" arrays). */
 #define AIR__MAX_OPTS 128
 
-/* The YAML text of the built-in rules of DESIGN.md 3. */
+/* The YAML text of the built-in rules of docs/design.md §3. */
 const char *air__config_builtin_rules(void);
 
 /* The name of a scope bit as a config path ("routes[].timeouts"). */

@@ -1,5 +1,5 @@
 /*
- * Tracing settings (DESIGN.md 5, Traces): the standard OpenTelemetry
+ * Tracing settings (docs/design.md §5, Traces): the standard OpenTelemetry
  * variables resolved over telemetry.otlp of the config file into
  * air__otel (policy.h) when a config is loaded, and their `airetry check`
  * summary. The rules, key by key (an empty variable counts as unset):

@@ -1,5 +1,5 @@
 /*
- * Backoff waits (DESIGN.md 3 step 5) and the small random helpers they use.
+ * Backoff waits (docs/design.md §3 step 5) and the small random helpers they use.
  * Pure: the random source is passed in; nothing here keeps state.
  */
 #include <math.h>

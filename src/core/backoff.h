@@ -1,4 +1,4 @@
-/* Backoff waits (DESIGN.md 3 step 5). Pure. */
+/* Backoff waits (docs/design.md §3 step 5). Pure. */
 #ifndef AIR__BACKOFF_H
 #define AIR__BACKOFF_H
 

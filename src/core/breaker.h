@@ -1,5 +1,5 @@
 /*
- * Breaker decisions (DESIGN.md 3.1), pure: which reasons count, what a
+ * Breaker decisions (docs/design.md §3.1), pure: which reasons count, what a
  * verdict does to a target's record, when a probe may go. Every state
  * backend (state.h: local, Redis) stores records and applies these
  * functions under its own atomicity (a mutex, a Lua script, a mirror), so
@@ -40,7 +40,7 @@ typedef enum air__verdict_kind {
 } air__verdict_kind;
 
 /* The verdict of one attempt, as record(target, verdict, threshold,
- * open_ms) of DESIGN.md 1 takes it. */
+ * open_ms) of docs/design.md §1 takes it. */
 typedef struct air__verdict {
   air__verdict_kind kind;
   uint32_t threshold;  /* FAILURE: consecutive failures that open it (1: now) */

@@ -1,12 +1,12 @@
 /*
- * The run state machine (DESIGN.md 1 and 3): one request's walk through its
+ * The run state machine (docs/design.md §1 and 3): one request's walk through its
  * route. Pure: the clock and the random source come from the caller, nothing
  * here does I/O or sleeps. Shared breaker/sticky state goes through state.h.
  *
  * Phases: RACING (attempts in flight or in a retry backoff) -> COMMITTED
  * (one attempt's first content was released) -> OVER. The attempts of the
  * RACING phase live in racer slots: without hedging there is one, which
- * is in flight or waits (a retry backoff). Hedging (DESIGN.md 3.6) adds
+ * is in flight or waits (a retry backoff). Hedging (docs/design.md §3.6) adds
  * slots, up to 1 + hedge.max: a failure ends only its own slot's attempt
  * (a retry or switch refills the slot, anything else frees it), and the
  * run fails when the last slot is freed. The first racer with content wins
@@ -16,7 +16,7 @@
  * attempt it is about, checks the phase and the id it is valid for and
  * returns AIR_ESTATE otherwise, leaving the run unchanged.
  *
- * Continuation (DESIGN.md 3.5): with it on, a failure of the committed
+ * Continuation (docs/design.md §3.5): with it on, a failure of the committed
  * attempt starts a rescue (phase RESCUE): the racer slot is refilled with
  * a continuation attempt (CONTINUE), or waits for one (WAIT), chosen by
  * the rules among the eligible targets; its first content commits it
@@ -409,7 +409,7 @@ static bool pick(air_run *run, const char *to, bool hedge, uint64_t now_ms,
 
 /* Refills slot r with the next target (a switch), or ends it. A hedge
  * slot stays a hedge and, as a hedge does, goes only where the breaker
- * admits it (DESIGN.md 3.6). */
+ * admits it (docs/design.md §3.6). */
 static int switch_target(air_run *run, racer *r, const char *to,
                          const air__rule *rule, bool hedge, uint64_t now_ms,
                          air_action *act) {
@@ -421,7 +421,7 @@ static int switch_target(air_run *run, racer *r, const char *to,
   return start_attempt(run, r, idx, lease, ov, hedge, now_ms, act);
 }
 
-/* ---- hedging (DESIGN.md 3.6) ------------------------------------------- */
+/* ---- hedging (docs/design.md §3.6) ------------------------------------------- */
 
 uint64_t air__run_hedge_at(const air_run *run) {
   if (run == NULL || run->phase != P_RACING) return 0;
@@ -587,7 +587,7 @@ static const char *keep(air_run *run, const char *s) {
 }
 
 /*
- * The message a caller and the log see for a failed attempt (DESIGN.md 5):
+ * The message a caller and the log see for a failed attempt (docs/design.md §5):
  * "TARGET: DETAIL (REASON)", the detail being what the attempt reported
  * (the upstream's own message, or ours), bounded by AIR__MAX_MESSAGE_BYTES.
  * It names the upstream and the reason in words; rules that match on
@@ -613,7 +613,7 @@ static bool is_timeout(air_reason r) {
 /* Fills racer r's log entry from f; returns the classified reason. */
 /* total: a timeout past total_ms reads timeout.total (not for a failure
  * a continuation may follow: total_ms bounds the time before commit only,
- * DESIGN.md 2.3). */
+ * docs/design.md §2.3). */
 static air_reason record_failure_as(air_run *run, const racer *r,
                                     const air_failure *f, uint64_t now_ms,
                                     bool total) {
@@ -655,7 +655,7 @@ static int fail_final(air_run *run, racer *r, const air_failure *f,
   return finish(run, reason, f->status, now_ms, act);
 }
 
-/* ---- continuation (DESIGN.md 3.5) -------------------------------------- */
+/* ---- continuation (docs/design.md §3.5) -------------------------------------- */
 
 /* Reasons a committed attempt's failure is continued on: the upstream
  * broke, not the request. */
@@ -871,7 +871,7 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     }
     /* retry: after a break, another eligible target first: the target
      * whose stream just broke (went silent, was cut) is the last choice
-     * for its own continuation (DESIGN.md 3.5). */
+     * for its own continuation (docs/design.md §3.5). */
     if (!early && cont_pick(run, NULL, now_ms, &idx, &style, &lease)) {
       run->rule_used[i]++;
       int rc = start_cont(run, r, idx, lease, merge_override(run, idx, rule),
@@ -980,7 +980,7 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
   }
 
   /* Budgets: the shared counter first, then the reason's own cap. A spent
-   * budget ends this racer; the others go on (DESIGN.md 3.6). */
+   * budget ends this racer; the others go on (docs/design.md §3.6). */
   if (run->reason_count[reason] < UINT32_MAX) run->reason_count[reason]++;
   const air__budget *b = &run->pol->budget;
   if (b->max_total_attempts != AIR__UNLIMITED &&
@@ -1078,7 +1078,7 @@ int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
   reset_pending(run);
   if (run->phase == P_RACING) run->answer_idx = r->idx;
   const air__target *t = &run->route->targets[r->idx];
-  /* A probe's verdict is given at its first content (DESIGN.md 3.1): the
+  /* A probe's verdict is given at its first content (docs/design.md §3.1): the
    * target answers, so the breaker closes and the lease is freed now, not
    * when a long answer ends. Other attempts give theirs when they end. */
   if (r->lease != 0) {
@@ -1113,7 +1113,7 @@ int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     AIR_REASON_NONE, r->lease, now_ms);
   r->lease = 0;
   lose_others(run, r, now_ms);
-  /* A hedge win never makes a route sticky (DESIGN.md 3.6). */
+  /* A hedge win never makes a route sticky (docs/design.md §3.6). */
   /* Nor does a continued answer change it. */
   if (run->route != &run->direct && !r->hedge && !r->cont)
     air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
@@ -1141,13 +1141,13 @@ int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
     return stamped(run, finish(run, AIR_REASON_TIMEOUT_TOTAL, 0, now_ms, act),
                    act);
   }
-  /* A hedge may have spent the budget during the wait (DESIGN.md 3.6). */
+  /* A hedge may have spent the budget during the wait (docs/design.md §3.6). */
   const air__budget *b = &run->pol->budget;
   if (b->max_total_attempts != AIR__UNLIMITED &&
       run->attempts >= b->max_total_attempts)
     return stamped(run, end_racer(run, r, now_ms, act), act);
   int wait_rule = r->wait_rule;
-  /* The retry of a hedge is a hedge (DESIGN.md 3.6). */
+  /* The retry of a hedge is a hedge (docs/design.md §3.6). */
   int rc = start_attempt(run, r, r->idx, 0, r->next_override, r->hedge, now_ms,
                          act);
   if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) r->cause_rule = wait_rule;
@@ -1222,7 +1222,7 @@ const air_attempt *air_run_attempt(const air_run *run, size_t i) {
   return &run->log[i];
 }
 
-/* ---- continuation (DESIGN.md 3.5) -------------------------------------- */
+/* ---- continuation (docs/design.md §3.5) -------------------------------------- */
 
 int air_run_limit_continuation(air_run *run, unsigned flags) {
   if (run == NULL) return AIR_EINVAL;

@@ -21,14 +21,14 @@ const air__route *air__run_route(const air_run *run);
  * in the log (and the breaker) like any failure, but final: no policy runs
  * and nothing is continued, the action is FAIL. Also what ends a
  * continuation whose seam failed (diverging restart, preamble, refusal:
- * DESIGN.md 3.5). AIR_ESTATE for an attempt not in flight.
+ * docs/design.md §3.5). AIR_ESTATE for an attempt not in flight.
  */
 int air__run_fail_final(air_run *run, unsigned attempt_id,
                         const air_failure *f, uint64_t now_ms,
                         air_action *act);
 
 /*
- * Attempt attempt_id's target cannot express the request (DESIGN.md 2.1,
+ * Attempt attempt_id's target cannot express the request (docs/design.md §2.1,
  * outcome `skipped`): nothing was sent. Its log entry becomes a skipped one
  * (not numbered; field and message copied), it counts towards no budget,
  * rule max or breaker (a probe slot it held is released), and the run goes
@@ -41,7 +41,7 @@ int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
 
 /*
  * Whether target t can express the request (the exchange asks the codec,
- * DESIGN.md 2.1). air__run_new_checked is air_run_new with this question
+ * docs/design.md §2.1). air__run_new_checked is air_run_new with this question
  * asked before a target is admitted: one that cannot express the request
  * is chosen without taking its breaker's half-open probe slot (and
  * whatever its breaker says), so the skip that follows (air__run_skip)
@@ -54,7 +54,7 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
                          void *ok_data, air_run **out, air_action *act);
 
 /*
- * Hedging (DESIGN.md 3.6): the size of the caller's request body, which
+ * Hedging (docs/design.md §3.6): the size of the caller's request body, which
  * hedge.max_prompt_bytes bounds (0 until set: every request may hedge),
  * and when the next hedge is due (air_action.hedge_at_ms: the newest
  * racer's start + hedge.after_ms; 0 when none may start).

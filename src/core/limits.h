@@ -81,7 +81,7 @@
 #define AIR__POOL_MAX 32            /* per-request structures kept per loop
                                        thread for the next requests (pool.h) */
 
-/* The shared state in Redis (DESIGN.md 3.1, src/state/redis.c). */
+/* The shared state in Redis (docs/design.md §3.1, src/state/redis.c). */
 #define AIR__MAX_REDIS_URL_BYTES 2048        /* state.redis.url and url_env's value */
 #define AIR__MAX_REDIS_HOST_BYTES 256        /* the host part of that URL */
 #define AIR__MAX_REDIS_SECRET_BYTES 512      /* its user or password, decoded */
@@ -100,7 +100,7 @@
 #define AIR__MAX_CANON_EXTRAS 4096         /* fields only the caller's dialect has */
 #define AIR__MAX_CANON_FIELD_BYTES 256     /* a field name in an error message */
 
-/* The gateway's request limits (`limits:`, DESIGN.md 4): defaults (plain
+/* The gateway's request limits (`limits:`, docs/design.md §4): defaults (plain
  * decimals: the option table writes them as its default text) and the
  * largest value each option accepts. */
 #define AIR__DEFAULT_MAX_BODY_BYTES 33554432            /* 32 MiB */

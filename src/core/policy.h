@@ -1,6 +1,6 @@
 /*
  * The resolved config: what air_config_parse produces. Every default of
- * DESIGN.md 3 and 4 is filled in, so readers never look anything up twice.
+ * docs/design.md §3 and 4 is filled in, so readers never look anything up twice.
  * Immutable after loading; shared freely between threads.
  */
 #ifndef AIR__POLICY_H
@@ -95,7 +95,7 @@ typedef struct air__sticky_cfg {
 } air__sticky_cfg;
 
 /*
- * hedge: (DESIGN.md 3.6): when the newest racer has no content part
+ * hedge: (docs/design.md §3.6): when the newest racer has no content part
  * after_ms after it started, the next eligible target starts beside it.
  * On a route (defaults, route) and merged over it per target.
  */
@@ -108,7 +108,7 @@ typedef struct air__hedge_cfg {
 } air__hedge_cfg;
 
 /*
- * continuation: (DESIGN.md 3.5): after commit, a recoverable failure asks
+ * continuation: (docs/design.md §3.5): after commit, a recoverable failure asks
  * another attempt for the rest of the answer. On routes and defaults.
  */
 typedef enum air__cont_targets {
@@ -154,7 +154,7 @@ typedef struct air__provider {
 } air__provider;
 
 /* How a JSON schema from another dialect is asked of an Anthropic target
- * (DESIGN.md 4, `structured_output`). */
+ * (docs/design.md §4, `structured_output`). */
 typedef enum air__structured {
   AIR__STRUCT_TOOL = 0, /* one forced tool whose input is the schema */
   AIR__STRUCT_NATIVE    /* output_config.format */
@@ -169,7 +169,7 @@ typedef struct air__target {
   air__hedge_cfg hedge;    /* route hedge with the target's merged over */
   air__structured structured_output;
   /* continuation_style resolved: the target's, else its provider's, else
-   * by api (DESIGN.md 3.5). style_set: the target or its provider gave
+   * by api (docs/design.md §3.5). style_set: the target or its provider gave
    * one (a configured style wins over a learned one). */
   air_cont_style style;
   bool style_set;
@@ -210,7 +210,7 @@ typedef struct air__limits {
   uint64_t max_response_bytes;  /* a whole (non-stream) upstream body */
 } air__limits;
 
-/* state.redis (DESIGN.md 3.1): where breaker, probe, cooldown and sticky
+/* state.redis (docs/design.md §3.1): where breaker, probe, cooldown and sticky
  * state is shared. Given when url or url_env is. */
 typedef struct air__redis_cfg {
   char *url;          /* state.redis.url: never holds a password */
@@ -224,7 +224,7 @@ typedef struct air__redis_cfg {
   char *resolved_url;
   char *password;
 } air__redis_cfg;
-/* telemetry.otlp of the file (DESIGN.md 4). */
+/* telemetry.otlp of the file (docs/design.md §4). */
 typedef struct air__otlp_file {
   char *endpoint;    /* base URL ("/v1/traces" appended), NULL unset */
   char *headers_env; /* variable holding k=v,k=v headers, NULL unset */
@@ -277,8 +277,8 @@ struct air_config {
   air__otel otel;
 };
 
-/* The continuation style an API gets when none is configured (DESIGN.md
- * 3.5): anthropic PREFILL, openai and openai_responses NONE. Pure. */
+/* The continuation style an API gets when none is configured (docs/design.md
+ * §3.5): anthropic PREFILL, openai and openai_responses NONE. Pure. */
 air_cont_style air__cont_style_by_api(air_dialect api);
 
 /* The route named name (n bytes), or NULL. */

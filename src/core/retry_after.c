@@ -1,5 +1,5 @@
 /*
- * Retry-After hints (DESIGN.md 2.2): the wait a failed response asks for.
+ * Retry-After hints (docs/design.md §2.2): the wait a failed response asks for.
  *
  * Sources, in order; the first that yields a usable value wins:
  *   1. retry-after-ms   milliseconds, may be fractional ("1500.5" -> 1501)

@@ -1,5 +1,5 @@
 /*
- * The state interface (DESIGN.md 1 and 3.1): breaker records, the half-open
+ * The state interface (docs/design.md §1 and 3.1): breaker records, the half-open
  * probe lease, cooldowns and sticky choices, stored by a backend behind one
  * ops table and decided here, in core (breaker.h holds the transitions).
  * src/state/local.c is the in-process backend (air_state_new); the Redis
@@ -63,7 +63,7 @@ typedef struct air__state_ops {
   void (*sticky_set)(void *impl, const char *route, const char *target,
                      uint64_t now_ms);
   /* Optional (NULL: nothing is learned): the continuation style learned
-   * for target (DESIGN.md 3.5), AIR_CONT_NONE when none is known or it
+   * for target (docs/design.md §3.5), AIR_CONT_NONE when none is known or it
    * expired. style_set(target, style, ttl_ms): remember style for ttl_ms
    * from now_ms (a shared backend shares the duration); NONE forgets. */
   air_cont_style (*style_get)(void *impl, const char *target, uint64_t now_ms);
@@ -125,7 +125,7 @@ void air__state_cool(air_state *st, const char *target, uint64_t now_ms,
                      uint64_t cool_ms);
 
 /*
- * Learned continuation styles (DESIGN.md 3.5): air__state_style_get is the
+ * Learned continuation styles (docs/design.md §3.5): air__state_style_get is the
  * style learned for target at now_ms (AIR_CONT_NONE: none, or st NULL);
  * air__state_style_learn remembers style for AIR__CONT_LEARNED_MS (24 h).
  */
@@ -136,7 +136,7 @@ void air__state_style_learn(air_state *st, const char *target,
 
 /*
  * Sticky routes, kept by target name so a reload that reorders, adds or
- * removes targets never sends traffic to another target (DESIGN.md 5,
+ * removes targets never sends traffic to another target (docs/design.md §5,
  * Reload). air__sticky_take returns the index in targets[0..n) of the
  * target a new request of route should start on (0 when not sticky, and
  * when the sticky target is no longer in the list or its window, after_ms

@@ -1,5 +1,5 @@
 /*
- * Trace context, pure (DESIGN.md 5, Traces): W3C `traceparent` parsing and
+ * Trace context, pure (docs/design.md §5, Traces): W3C `traceparent` parsing and
  * formatting, span ids, and the parent-based ratio sampler. No I/O, no
  * clock, no randomness of its own: callers hand in random bits (the net
  * layer reads them from getrandom). The span model itself is air_span

@@ -1,6 +1,6 @@
 /*
  * The synchronous drivers' shared loop and the generic driver air_call
- * (DESIGN.md 7). Each call owns its run, so concurrent calls share only the
+ * (docs/design.md §7). Each call owns its run, so concurrent calls share only the
  * config (read only) and the state (locked), never a model choice.
  */
 #include <stdlib.h>
@@ -148,7 +148,7 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
   int rc = air_run_new(cfg, state, model, dd.rng, now, &run, &act);
   if (rc != 0) return settle_error(rc, NULL, model, err);
   /* air_call and air_stream cannot build a continuation request: a route's
-   * continuation is ignored (DESIGN.md 3.5), as hedging is (no racers: the
+   * continuation is ignored (docs/design.md §3.5), as hedging is (no racers: the
    * run is never asked for a hedge). */
   air_run_limit_continuation(run, AIR_CONTF_NEVER);
 

@@ -28,7 +28,7 @@ typedef struct air__drive {
   void (*attempt)(void *ctx, const air_attempt_info *info, air_run *run,
                   unsigned attempt_id, air__outcome *out);
   /* The run failed for good with reason: may turn that into an answer
-   * (returns 1) — a judged complete answer, DESIGN.md 3.3. May be NULL. */
+   * (returns 1) — a judged complete answer, docs/design.md §3.3. May be NULL. */
   int (*settle_fail)(void *ctx, air_reason reason);
   void *ctx;
   air_observers obs;  /* the caller's (air__observers_copy); zero: none */

@@ -1,5 +1,5 @@
 /*
- * The stream driver air_stream (DESIGN.md 7): the shared driver loop with a
+ * The stream driver air_stream (docs/design.md §7): the shared driver loop with a
  * commit gate between the attempt's parts and the caller's sink. Before
  * commit the gate holds everything and failures go to the policy; after
  * commit parts flow through and a failure is final, delivered as one ERROR

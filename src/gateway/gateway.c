@@ -230,7 +230,7 @@ static bool is_loopback(const char *host) {
          strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
-/* The check a start and a reload share (DESIGN.md 5): without client keys
+/* The check a start and a reload share (docs/design.md §5): without client keys
  * only a loopback address, unless --insecure. Logs the refusal to `to`. */
 static bool keys_ok(air__gateway *g, line_to to, const air__gw_cfg *c,
                     const char *what) {
@@ -376,7 +376,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
 
 /* ---- signals (in the worker process) ------------------------------------------- */
 
-/* The worker's signals (DESIGN.md 5). The first SIGTERM or SIGINT starts
+/* The worker's signals (docs/design.md §5). The first SIGTERM or SIGINT starts
  * the drain. During it the handles stay open, so no signal meets its
  * default action (which would cut every stream): a SIGTERM or SIGHUP is
  * logged and ignored (systemd's control-group kill, a logrotate reload,
@@ -649,7 +649,7 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
 /* ---- the supervisor's side -------------------------------------------------------- */
 
 /* SIGHUP in the supervisor: the new config must pass every check a start
- * would (DESIGN.md 5, Reload); a changed listen is reported, not applied. */
+ * would (docs/design.md §5, Reload); a changed listen is reported, not applied. */
 static bool sup_reload(void *data) {
   air__gateway *g = data;
   int errors = 0;

@@ -1,6 +1,6 @@
 /*
- * `airetry serve`: the OpenAI- and Anthropic-compatible gateway (DESIGN.md
- * 5). A supervisor process binds one listening socket per worker thread
+ * `airetry serve`: the OpenAI- and Anthropic-compatible gateway (docs/design.md
+ * §5). A supervisor process binds one listening socket per worker thread
  * (SO_REUSEPORT on one port) and forks a worker process, replaced when it
  * dies (supervisor.c). In the worker, threads each run one uv loop with an
  * HTTP server on its socket and one upstream transport; they share the

@@ -102,7 +102,7 @@ typedef struct air__sup {
   /* In the forked worker: serves on the inherited sockets, writes one
    * byte to ready_fd once it can serve, returns its exit code. It starts
    * with SIGHUP, SIGTERM and SIGINT blocked and unblocks them once it
-   * handles them (DESIGN.md 5: a repeated SIGTERM and a SIGHUP during the
+   * handles them (docs/design.md §5: a repeated SIGTERM and a SIGHUP during the
    * drain are ignored, a SIGINT then stops at once, exit
    * AIR__SUP_EXIT_NOW). */
   int (*worker)(void *data, int ready_fd, uint64_t restarts,

@@ -1,5 +1,5 @@
 /*
- * The log thread of a gateway worker process (DESIGN.md 5, Logs). Loop
+ * The log thread of a gateway worker process (docs/design.md §5, Logs). Loop
  * threads hand whole lines over to a bounded buffer under a mutex held only
  * for a memcpy; one thread per process writes them to stderr. So a stalled
  * stderr (a pipe nobody reads) stalls only this thread: lines that do not

@@ -39,12 +39,12 @@ static const char *const outcomes[] = {"ok",      "error",    "error_after_commi
                                        "aborted", "rejected", "other"};
 #define N_OUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
 
-/* Outcomes of a hedge (DESIGN.md 3.6): its answer was the caller's, it
+/* Outcomes of a hedge (docs/design.md §3.6): its answer was the caller's, it
  * was cancelled because another racer won, or it failed. */
 static const char *const hedge_outcomes[] = {"won", "lost", "failed"};
 #define N_HEDGE_OUTCOMES (sizeof(hedge_outcomes) / sizeof(hedge_outcomes[0]))
 
-/* Outcomes of a continuation attempt (DESIGN.md 3.5): its seam opened
+/* Outcomes of a continuation attempt (docs/design.md §3.5): its seam opened
  * and its text reached the caller, it failed before that, or its prefill
  * was rejected (then it was asked again with instruct, or failed). */
 static const char *const cont_outcomes[] = {"joined", "failed", "prefill_rejected"};
@@ -293,7 +293,7 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
   cell *tc = named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
   const char *prev = NULL;  /* the target of the attempt before */
   for (size_t i = 0; i < n; i++) {
-    if (log[i].skipped) continue;  /* not an attempt (DESIGN.md 2.1) */
+    if (log[i].skipped) continue;  /* not an attempt (docs/design.md §2.1) */
     const char *t = log[i].target ? log[i].target : "";
     if (log[i].hedge && named) {
       size_t ho = log[i].hedge_lost                    ? 1
@@ -451,7 +451,7 @@ static void put_gauge(air__buf *out, const char *name, const char *help,
   air__buf_putc(out, '\n');
 }
 
-/* The shared state's Redis link (DESIGN.md 3.1), when state is in Redis. */
+/* The shared state's Redis link (docs/design.md §3.1), when state is in Redis. */
 static void put_state_link(air__buf *out, air_state *st) {
   air__redis_stats s;
   if (air__state_redis_stats(st, &s) != 0) return;
@@ -513,11 +513,11 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
               "Upstream attempts by target and reason (ok: answered).", m,
               K_TARGET, "target", "reason");
   put_counter(out, "airetry_hedges_total",
-              "Hedges (DESIGN.md 3.6) by route and outcome: won (its answer "
+              "Hedges (docs/design.md §3.6) by route and outcome: won (its answer "
               "was released), lost (another racer won), failed.",
               m, K_HEDGE, "route", "outcome");
   put_counter(out, "airetry_continuations_total",
-              "Continuation attempts (DESIGN.md 3.5) by route, target and "
+              "Continuation attempts (docs/design.md §3.5) by route, target and "
               "outcome: joined (its text reached the caller), failed, "
               "prefill_rejected (asked again with instruct, or failed).",
               m, K_CONT, "route", "outcome");

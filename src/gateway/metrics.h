@@ -1,5 +1,5 @@
 /*
- * Gateway metrics in the Prometheus text format (DESIGN.md 5): requests by
+ * Gateway metrics in the Prometheus text format (docs/design.md §5): requests by
  * route and outcome, attempts by target and reason, retries, switches,
  * breaker state per target, and histograms of time to first content, total
  * time and gateway self-time. One object shared by every worker thread for
@@ -41,7 +41,7 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
                           uint64_t first_content_ms, uint64_t total_ms,
                           uint64_t self_ms, unsigned malformed);
 
-/* One continuation attempt (DESIGN.md 3.5) of a request to route, on
+/* One continuation attempt (docs/design.md §3.5) of a request to route, on
  * target, with outcome "joined", "failed" or "prefill_rejected" (anything
  * else is not counted): airetry_continuations_total. Names cfg does not
  * define count as "other". Thread-safe as air__metrics_request. */
@@ -50,7 +50,7 @@ void air__metrics_continuation(air__metrics *m, const air_config *cfg,
                                const char *outcome);
 
 /* The number of times the supervisor replaced a dead worker process before
- * this one started (DESIGN.md 5, Supervision); rendered as
+ * this one started (docs/design.md §5, Supervision); rendered as
  * airetry_worker_restarts_total. Set once, at worker start. */
 void air__metrics_set_worker_restarts(air__metrics *m, uint64_t n);
 

@@ -1,5 +1,5 @@
 /*
- * OpenTelemetry trace export (DESIGN.md 5, Traces): air_span records as
+ * OpenTelemetry trace export (docs/design.md §5, Traces): air_span records as
  * OTLP/HTTP JSON (the pure encoder) and the exporter thread that POSTs
  * them in batches.
  *

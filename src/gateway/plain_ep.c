@@ -1,5 +1,5 @@
 /*
- * The endpoints without a stream (DESIGN.md 2.3 and 5): POST /v1/embeddings
+ * The endpoints without a stream (docs/design.md §2.3 and 5): POST /v1/embeddings
  * (OpenAI dialect) and POST /v1/messages/count_tokens (Anthropic) through
  * the plain exchange (net/plain.h).
  *
@@ -15,7 +15,7 @@
  *   with x-airetry-attempts, x-airetry-target, x-request-id and, for
  *   count_tokens, request-id (the upstream's, else the request id). A
  *   failure is the responder's error body and headers, as for chat.
- * - GET /v1/responses/{id} (DESIGN.md 5): forwarded, without a body, to
+ * - GET /v1/responses/{id} (docs/design.md §5): forwarded, without a body, to
  *   the first openai_responses provider of the config (the only place a
  *   stored response can live; no retries across providers), its answer
  *   passed through; 404 when the config has none. The id is letters,

@@ -1,5 +1,5 @@
 /*
- * One caller request through the gateway (DESIGN.md 5): endpoint dispatch,
+ * One caller request through the gateway (docs/design.md §5): endpoint dispatch,
  * client auth, request validation, the exchange, and the answer in the
  * caller's dialect — streamed from commit on (raw upstream events when the
  * dialects match, re-encoded parts when they differ), or whole.
@@ -96,7 +96,7 @@ void air__gw_utc_now(char *t, size_t n) {
   t[24] = '\0';
 }
 
-/* The log line of a request the gateway answered itself (DESIGN.md 5: one
+/* The log line of a request the gateway answered itself (docs/design.md §5: one
  * line per request, rejected ones included). */
 static void log_rejected(const air__http_request *msg, air_dialect dialect,
                          int status, air_reason reason, const char *message,
@@ -134,7 +134,7 @@ void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
                                                  &body);
-  /* Anthropic callers also get request-id (DESIGN.md 5). */
+  /* Anthropic callers also get request-id (docs/design.md §5). */
   air__http_field f[4] = {json_ct, field("x-should-retry", "false"),
                           field("x-request-id", rid ? rid : ""),
                           field("request-id", rid ? rid : "")};
@@ -192,7 +192,7 @@ static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
   return h != NULL && key_ok(c, h->p, h->n);
 }
 
-/* The route list in the caller's dialect (DESIGN.md 5): Anthropic's shape
+/* The route list in the caller's dialect (docs/design.md §5): Anthropic's shape
  * (one page: has_more false, first_id and last_id) when the request carries
  * anthropic-version, OpenAI's list otherwise. */
 static void models_list(air__http_req *req, const air__http_request *msg,
@@ -286,9 +286,9 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
       continue;
     }
     /* A hedge racer is marked; one that lost has outcome hedge_lost and
-     * no reason (DESIGN.md 2.1, 3.6). */
+     * no reason (docs/design.md §2.1, 3.6). */
     if (a->hedge) air__buf_puts(&b, ",\"hedge\":true");
-    /* A continuation (DESIGN.md 3.5); one whose prefill was rejected was
+    /* A continuation (docs/design.md §3.5); one whose prefill was rejected was
      * asked again with instruct and counts toward no budget. */
     if (a->continuation) air__buf_puts(&b, ",\"continuation\":true");
     if (a->prefill_rejected) air__buf_puts(&b, ",\"prefill_rejected\":true");
@@ -322,7 +322,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_puts(&b, ",\"malformed\":");
   air__buf_putu(&b, res->malformed);
   if (res->n_continued > 0) {
-    /* Where each continuation joined the answer (DESIGN.md 3.5). */
+    /* Where each continuation joined the answer (docs/design.md §3.5). */
     air__buf_puts(&b, ",\"continued\":[");
     for (size_t i = 0; i < res->n_continued; i++) {
       const air__continued *c = &res->continued[i];
@@ -430,7 +430,7 @@ static int on_event(void *data, const air__gate_event *ev) {
 
 static int on_flush(void *data);
 
-/* The seam of a continuation (DESIGN.md 3.5): the responder's encoder
+/* The seam of a continuation (docs/design.md §3.5): the responder's encoder
  * takes the stream over. */
 static void on_continue(void *data, const air__continue_info *ci) {
   gw_req *r = data;
@@ -507,7 +507,7 @@ static void export_span(void *data, const air_span *s) {
     air__exporter_put(o->e, NULL, 0); /* over the span limit: counted dropped */
 }
 
-/* The request's spans to the exporter (DESIGN.md 5, Traces). */
+/* The request's spans to the exporter (docs/design.md §5, Traces). */
 static void export_spans(gw_req *r, const air__exchange_result *res,
                          const char *outcome) {
   if (!r->traced || !r->trace.sampled || r->ans == NULL || r->w->g->traces == NULL) return;
@@ -798,7 +798,7 @@ static void refuse_body(air__gw_worker *w, air__http_head *h,
 }
 
 /*
- * The head hook (DESIGN.md 5 "Auth before body"): the client key is checked
+ * The head hook (docs/design.md §5 "Auth before body"): the client key is checked
  * when the head arrives; an unauthorised caller gets 401 in the endpoint's
  * dialect with `connection: close`, before any body byte is read and
  * instead of `100 Continue`. A body sent to an endpoint that takes none
@@ -862,7 +862,7 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
       return; /* it owns the config reference now */
     }
   } else if (is_rsp_id) {
-    /* DESIGN.md 5: to the first openai_responses provider (plain_ep.c). */
+    /* docs/design.md §5: to the first openai_responses provider (plain_ep.c). */
     if (air__http_str_eq(msg->method, "GET")) {
       air__gw_plain_retrieve(w, req, msg, cfg, rid);
       return; /* it owns the config reference now */

@@ -83,7 +83,7 @@ static int observe_event(void *data, const air__sse_event *ev) {
 int air__responder_commit(air__responder *rs, const air__commit_info *ci,
                           uint64_t created_s) {
   rs->passthrough = ci->upstream == rs->dialect;
-  /* Tools left out of a translated request (DESIGN.md 5). */
+  /* Tools left out of a translated request (docs/design.md §5). */
   rs->dropped = !rs->passthrough && rs->req->canon != NULL ? rs->req->canon->dropped : NULL;
   rs->upstream_rid[0] = '\0';
   if (rs->sub_model[0] == '\0' && ci->target != NULL) {

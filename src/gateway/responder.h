@@ -1,5 +1,5 @@
 /*
- * The responder (DESIGN.md 1): the gateway's response writing as a pure
+ * The responder (docs/design.md §1): the gateway's response writing as a pure
  * function of the exchange's callbacks. Exchange callbacks in (commit,
  * released events, the end), response head and bytes out: the streamed
  * head at commit (with x-airetry-*), the events (raw upstream bytes when
@@ -98,7 +98,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev);
  * whole bytes) and outcome. Valid until the next call or cleanup. */
 void air__responder_end(air__responder *rs, const air__exchange_result *res,
                         uint64_t created_s);
-/* on_continue (DESIGN.md 3.5): the encoder takes the caller's stream over
+/* on_continue (docs/design.md §3.5): the encoder takes the caller's stream over
  * from the raw events (same id, block index, sequence numbers) and the end
  * will carry the continuation and the earlier attempt's usage; for a
  * non-streamed caller the aggregate does. Returns 1 when the answer just

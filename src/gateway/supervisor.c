@@ -1,5 +1,5 @@
 /*
- * The supervisor of `airetry serve` (DESIGN.md 5, Supervision): a small
+ * The supervisor of `airetry serve` (docs/design.md §5, Supervision): a small
  * single-threaded process that holds the listening sockets, forks one
  * worker process that serves on them, and replaces the worker when it
  * dies. It never initialises libcurl, never starts a thread and never

@@ -173,7 +173,7 @@ static int build_head(air__http_conn *c, air__buf *b, int status,
 }
 
 /* True when the request being read targets the Anthropic endpoint: its
- * errors then take the Anthropic shape (DESIGN.md 8: the caller's dialect). */
+ * errors then take the Anthropic shape (docs/design.md §8: the caller's dialect). */
 static bool anthropic_target(const air__http_conn *c) {
   const air__http_reader *r = &c->rd;
   return r->head.p != NULL && r->target_n >= 12 &&

@@ -1,7 +1,7 @@
 /*
  * A small HTTP/1.1 server on libuv + llhttp, shared by `airetry mock` and
  * `airetry serve`. It accepts connections, reads requests (reader.h) with
- * every limit of DESIGN.md 4/8 enforced, hands each complete request (head
+ * every limit of docs/design.md §4/8 enforced, hands each complete request (head
  * and whole body) to one handler callback and lets the handler answer with a
  * full body or a streamed one, or fail the connection on purpose (reset,
  * cut, hang) for fault injection.
@@ -14,7 +14,7 @@
  * over them). The gateway does that: one server per worker thread
  * (src/gateway/gateway.c), all sharing one air_state, which locks.
  *
- * Auth before body (DESIGN.md 5): when a request's head is complete, and
+ * Auth before body (docs/design.md §5): when a request's head is complete, and
  * before any byte of its body is read or `100 Continue` is sent, the
  * optional head hook (air__http_config.on_head) may answer the request at
  * once (air__http_head_reject: `connection: close`, the body is never
@@ -68,7 +68,7 @@
 #include "limits.h"
 #include "reader.h"
 
-/* Defaults of air__http_config (DESIGN.md 4 `limits:`), and named maxima. */
+/* Defaults of air__http_config (docs/design.md §4 `limits:`), and named maxima. */
 #define AIR__HTTP_DEFAULT_MAX_BODY_BYTES ((size_t)AIR__DEFAULT_MAX_BODY_BYTES)
 #define AIR__HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
 #define AIR__HTTP_DEFAULT_MAX_CONNECTIONS 10000u
@@ -211,7 +211,7 @@ int air__http_server_listen(air__http_server *s, int *uv_err);
 
 /*
  * Listens on fd, a socket already bound and listening (e.g. by a
- * supervisor process: DESIGN.md 5, Supervision), instead of binding
+ * supervisor process: docs/design.md §5, Supervision), instead of binding
  * cfg.host:cfg.port. The server takes fd over (it is closed with the
  * listener; a process that shares the socket keeps its own descriptor).
  * Returns as air__http_server_listen; fd is closed on failure too.

@@ -1,5 +1,5 @@
 /*
- * The client (DESIGN.md 7): worker threads, each with one uv loop and one
+ * The client (docs/design.md §7): worker threads, each with one uv loop and one
  * transport (one curl multi handle: one connection pool). A call is parsed
  * on the caller's thread, handed to a worker through a locked queue and a
  * uv_async, run there as an exchange, and the caller waits on a condition
@@ -151,7 +151,7 @@ static int on_event(void *data, const air__gate_event *ev) {
   return 0;
 }
 
-/* The seam of a continuation (DESIGN.md 3.5): its parts follow on_event
+/* The seam of a continuation (docs/design.md §3.5): its parts follow on_event
  * (the aggregate and on_part get one answer); the result's body carries
  * the continuation and the usage of every attempt joined. */
 static void on_continue(void *data, const air__continue_info *ci) {
@@ -191,7 +191,7 @@ static void forward_span(void *data, const air_span *s) {
   f->obs->on_span(f->obs->data, s);
 }
 
-/* The call's spans to on_span (DESIGN.md 7 observers, 5 Traces). */
+/* The call's spans to on_span (docs/design.md §7 observers, 5 Traces). */
 static void emit_spans(job *j, const air__exchange_result *r) {
   if (!j->traced) return;
   const char *outcome = r->rc == 0               ? "ok"

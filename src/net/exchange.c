@@ -1,7 +1,7 @@
 /*
  * The exchange: engine + codec + transport + gate on one uv loop.
  *
- * Racers (DESIGN.md 3.6): every attempt in flight is a leg with its own
+ * Racers (docs/design.md §3.6): every attempt in flight is a leg with its own
  * transfer, SSE parser, decoder, commit gate, headers, failure and
  * deadlines. Without hedging one leg runs at a time; with it the engine
  * starts hedges beside the running leg (air_run_hedge at hedge_at_ms), the
@@ -10,7 +10,7 @@
  * others at once: their transfers are removed, which closes their
  * upstream connections.
  *
- * Continuation (DESIGN.md 3.5, opt-in per route): while the answer of a
+ * Continuation (docs/design.md §3.5, opt-in per route): while the answer of a
  * streamed caller may still be continued, the exchange keeps the text it
  * released (at most continuation.max_sent_bytes) and notes what forbids a
  * continuation (a tool call, reasoning after text, n > 1, logprobs, too
@@ -119,7 +119,7 @@ typedef struct leg {
   const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
   air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
-  /* A continuation (DESIGN.md 3.5): its style, whether its seam opened
+  /* A continuation (docs/design.md §3.5): its style, whether its seam opened
    * (then it is the committed attempt, x->win), whether the seam failed it
    * (final), and the usage it reported before the seam. */
   bool cont;
@@ -201,7 +201,7 @@ struct air__exchange {
   unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
   struct leg *kick_leg;   /* kick: the leg whose launch failed, and how */
   int kick_rc;
-  cont c;                 /* continuation (DESIGN.md 3.5) */
+  cont c;                 /* continuation (docs/design.md §3.5) */
   air__exchange_result res; /* the end, kept while its delivery waits */
   size_t state_provider;  /* the provider of the route's first
                              openai_responses target (SIZE_MAX: none): the
@@ -609,7 +609,7 @@ static int emit(void *data, const air__gate_event *ev) {
   return live(x) ? 0 : 1;
 }
 
-/* ---- continuation (DESIGN.md 3.5) ------------------------------------------------ */
+/* ---- continuation (docs/design.md §3.5) ------------------------------------------------ */
 
 /* Tells the engine what forbids continuing; NEVER also drops the kept text. */
 static void limit(air__exchange *x, unsigned flags) {
@@ -839,7 +839,7 @@ static int collect(void *data, const air_part *p) {
 }
 
 /*
- * The race (DESIGN.md 3.6) is won when a leg's first content part arrives,
+ * The race (docs/design.md §3.6) is won when a leg's first content part arrives,
  * before the refusal hold or complete-mode judging: the engine cancels the
  * other racers. Without racers this only ends hedging for the request.
  */
@@ -1187,7 +1187,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
   }
   /* A stream whose part deadline had passed when it closed was silent
    * first: its close (by the upstream, or a proxy's idle timeout) is that
-   * deadline's failure, not a network one (DESIGN.md 3.5: a continuation
+   * deadline's failure, not a network one (docs/design.md §3.5: a continuation
    * then avoids the target that went silent). */
   air_reason late = AIR_REASON_NONE;
   if (l->mode == M_SSE && l->due[T_PART] != 0 && now_of(x) >= l->due[T_PART])
@@ -1211,7 +1211,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
     if (l->gate.state != AIR__GATE_FAILED && l->gate.state != AIR__GATE_DONE) {
       /* Complete only with a finish: a terminator ([DONE], message_stop)
        * after no finish is a stream cut short as much as a closed socket
-       * (DESIGN.md 9: a terminator only after a finish). */
+       * (docs/design.md §9: a terminator only after a finish). */
       bool clean = l->dec.finished;
       int grc = air__gate_end(&l->gate, clean, now_of(x));
       if (grc != 0 && live(x)) record_stop(l, grc);
@@ -1308,7 +1308,7 @@ static void on_wait_done(leg *l) {
 }
 
 /* The newest racer has had no content for hedge.after_ms: the engine may
- * start a hedge beside it (DESIGN.md 3.6). */
+ * start a hedge beside it (docs/design.md §3.6). */
 static void on_hedge(air__exchange *x) {
   air_action a;
   if (air_run_hedge(x->run, now_of(x), &a) != 0) return;
@@ -1367,7 +1367,7 @@ static void on_timer(void *arg) {
     on_hedge(x);
   } else if (which_leg == NULL && x->c.keepalive_due != 0 &&
              x->c.keepalive_due <= now) {
-    /* A rescue runs (DESIGN.md 3.5): the caller hears we are alive. */
+    /* A rescue runs (docs/design.md §3.5): the caller hears we are alive. */
     x->c.keepalive_due = now + AIR__CONT_KEEPALIVE_MS;
     tell_keepalive(x);
   } else if (which_leg != NULL) {
@@ -1450,7 +1450,7 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
   }
   for (size_t i = 0; rc == 0 && i < p->n_headers; i++)
     rc = add_header_s(hl, p->headers[i].name, p->headers[i].value);
-  if (rc == 0 && x->o.trace != NULL) { /* DESIGN.md 5, Traces */
+  if (rc == 0 && x->o.trace != NULL) { /* docs/design.md §5, Traces */
     char tp[AIR__TRACEPARENT_LEN + 1];
     air__trace_attempt_header(x->o.trace, l->no, tp);
     rc = add_header_s(hl, "traceparent", tp);
@@ -1471,7 +1471,7 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
 }
 
 /*
- * The body of continuation leg l (DESIGN.md 3.5): the caller's request plus
+ * The body of continuation leg l (docs/design.md §3.5): the caller's request plus
  * the released text in the leg's style, max_tokens lowered by the output
  * released so far (the upstream's count when it gave one, else an
  * estimate of 4 bytes a token, whichever is larger); and its seam, which
@@ -1584,7 +1584,7 @@ static int launch(leg *l, const air_action *a) {
   int built = l->cont ? build_continuation(l, &bo, &err)
                       : air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
   if (built == AIR_ENOTSUP) {
-    /* Outcome skipped (DESIGN.md 2.1): nothing is sent to this target. */
+    /* Outcome skipped (docs/design.md §2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
     air__unsupported_field(err.message, field, sizeof(field));
     air__buf_reset(&l->strs);
@@ -1680,7 +1680,7 @@ static bool schema_error(const air_failure *f) {
 /*
  * The committed attempt (or a continuation before or after its seam)
  * failed while the route continues: the engine decides (CONTINUE, WAIT or
- * FAIL, DESIGN.md 3.5); a rescue begins, and with it the keep-alives.
+ * FAIL, docs/design.md §3.5); a rescue begins, and with it the keep-alives.
  * Nothing continues an answer that released no text.
  */
 static void continue_failed(leg *l) {
@@ -1689,7 +1689,7 @@ static void continue_failed(leg *l) {
   if (!x->c.text_began) limit(x, AIR_CONTF_NEVER);
   if (!l->cont || l->open) {
     /* The answer the caller reads broke: if no continuation joins, this
-     * is the caller's error, not a continuation's (DESIGN.md 3.5). */
+     * is the caller's error, not a continuation's (docs/design.md §3.5). */
     x->c.broke = true;
     x->c.brk_log = l->log;
     x->c.brk_hint = x->has_hint;
@@ -1741,7 +1741,7 @@ static void attempt_failed(leg *l) {
   if (l->native_json && x->tool_retry_id != l->id && l->fail.status == 400 &&
       schema_error(&l->fail)) {
     /* A schema 400 from a native structured-output target: the same
-     * attempt once more with the JSON tool (DESIGN.md 4), from the ATTEMPT
+     * attempt once more with the JSON tool (docs/design.md §4), from the ATTEMPT
      * action the leg ran. */
     x->tool_retry_id = l->id;
     l->state = L_FREE;
@@ -1896,7 +1896,7 @@ static const json_t *member(const json_t *o, const char *key) {
 }
 
 /*
- * Continuation for this request (DESIGN.md 3.5): only for a streamed caller
+ * Continuation for this request (docs/design.md §3.5): only for a streamed caller
  * under commit first_content (a non-streamed caller's commit is the end of
  * its answer: nothing is left to continue). What the request itself
  * forbids is told to the engine at once: n > 1 or logprobs (a continuation
@@ -1960,7 +1960,7 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
     air__pool_put(xpool, x, sizeof(*x));
     return rc;
   }
-  /* hedge.max_prompt_bytes bounds the caller's body (DESIGN.md 3.6). */
+  /* hedge.max_prompt_bytes bounds the caller's body (docs/design.md §3.6). */
   if (o->req->raw != NULL) air__run_set_prompt_bytes(x->run, o->req->raw_n);
   x->act.hedge_at_ms = air__run_hedge_at(x->run);
   const air__policy *pol = air__run_policy(x->run);

@@ -3,7 +3,7 @@
  * counterpart of air_stream, used by the client API and the gateway. It
  * runs the engine (air_run_*), builds each attempt's upstream request with
  * the target's codec, moves bytes with the transport, arms every deadline of
- * DESIGN.md 2.3 as a loop timer (loop.h), decodes the stream (sse + codec) and passes
+ * docs/design.md §2.3 as a loop timer (loop.h), decodes the stream (sse + codec) and passes
  * it through the commit gate. Everything runs on the loop's thread.
  */
 #ifndef AIR__EXCHANGE_H
@@ -23,7 +23,7 @@
 #include "transport.h"
 
 /* While a continuation's rescue runs, the caller gets a keep-alive this
- * often (DESIGN.md 3.5). */
+ * often (docs/design.md §3.5). */
 #define AIR__CONT_KEEPALIVE_MS 10000u
 
 typedef struct air__exchange air__exchange;
@@ -51,13 +51,13 @@ typedef struct air__commit_info {
   const air_header *headers; /* the answering response's headers (valid
                                 during on_commit only) */
   size_t n_headers;
-  bool continuable;          /* a continuation may follow (DESIGN.md 3.5: the
+  bool continuable;          /* a continuation may follow (docs/design.md §3.5: the
                                 route has it on and the caller streams): a
                                 consumer that forwards raw events lets its
                                 encoder observe them (encoder_observe) */
 } air__commit_info;
 
-/* The seam of a continuation (DESIGN.md 3.5): from this call on, the
+/* The seam of a continuation (docs/design.md §3.5): from this call on, the
  * released events continue the answer with another attempt's parts (raw
  * NULL: nothing of it may be forwarded as bytes). Valid during on_continue
  * only. */
@@ -99,7 +99,7 @@ typedef struct air__exchange_result {
   uint64_t upstream_wait_ms;  /* time spent waiting for upstreams and backoffs */
   unsigned malformed;         /* malformed events skipped, all attempts */
   const air__continued *continued; /* the continuations that joined, in
-                                      order (DESIGN.md 3.5) */
+                                      order (docs/design.md §3.5) */
   size_t n_continued;
 } air__exchange_result;
 
@@ -124,7 +124,7 @@ typedef struct air__exchange_cb {
    * comes on a later loop turn), so the consumer may free its data in it. */
   void (*on_end)(void *data, const air__exchange_result *res);
   void *data;
-  /* Continuation (DESIGN.md 3.5), both may be NULL. on_continue: once per
+  /* Continuation (docs/design.md §3.5), both may be NULL. on_continue: once per
    * continuation, at its seam, before its first released event; the
    * consumer's encoder takes over the caller's stream then
    * (air__encoder_take_over, add_usage, add_continued). on_keepalive: every

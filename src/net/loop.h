@@ -1,5 +1,5 @@
 /*
- * The loop interface (DESIGN.md 1): how the exchange reaches time. A loop
+ * The loop interface (docs/design.md §1): how the exchange reaches time. A loop
  * gives one-shot timers and its own "now"; libuv implements it for the
  * library and the gateway (air__loop_uv), the simulator (tests/sim) with a
  * virtual clock that jumps to the next timer. Everything runs on the loop's

@@ -1,6 +1,6 @@
 /*
  * The plain exchange: one caller request to an endpoint that has no stream
- * (DESIGN.md 2.3 and 5: `POST /v1/embeddings`, `POST
+ * (docs/design.md §2.3 and 5: `POST /v1/embeddings`, `POST
  * /v1/messages/count_tokens`) driven to its end on a loop. Like the
  * exchange (exchange.h) it runs the engine over the route's targets, so
  * retries, failover, backoff, budgets, deadlines and the breaker are the

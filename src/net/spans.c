@@ -130,7 +130,7 @@ static uint64_t at_ns(const air__trace *t, uint64_t t_ms, uint64_t lo,
 
 /* The role of attempt a, given the real attempt before it (NULL: none). */
 static air_span_role role_of(const air_attempt *prev, const air_attempt *a) {
-  if (a->continuation) return AIR_ROLE_CONTINUATION; /* DESIGN.md 3.5 */
+  if (a->continuation) return AIR_ROLE_CONTINUATION; /* docs/design.md §3.5 */
   if (a->hedge) return AIR_ROLE_HEDGE;
   if (prev == NULL) return AIR_ROLE_FIRST;
   return strcmp(prev->target, a->target) == 0 ? AIR_ROLE_RETRY
@@ -212,7 +212,7 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
         a->request_id && a->request_id[0] ? a->request_id : NULL;
     s.input_tokens = s.output_tokens = -1;
     s.first_content_ms = -1;
-    /* A racer that lost (outcome hedge_lost, DESIGN.md 3.6) did not
+    /* A racer that lost (outcome hedge_lost, docs/design.md §3.6) did not
      * answer: its span says so in airetry.outcome. */
     if (a->hedge_lost) s.outcome = "hedge_lost";
     bool answers = !a->hedge_lost && (a->reason == AIR_REASON_NONE ||

@@ -1,5 +1,5 @@
 /*
- * The spans of one exchange (DESIGN.md 5, Traces): the trace a request
+ * The spans of one exchange (docs/design.md §5, Traces): the trace a request
  * belongs to, the traceparent each attempt sends upstream, and the
  * air_span records built from the finished exchange — one per attempt,
  * then the request's — for the gateway's exporter and for air_client's

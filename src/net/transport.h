@@ -82,7 +82,7 @@ void air__xfer_pause(air__xfer *x);
 void air__xfer_resume(air__xfer *x);
 
 /*
- * The transport interface (DESIGN.md 1): what the exchange needs of an
+ * The transport interface (docs/design.md §1): what the exchange needs of an
  * upstream, as an ops table over an implementation. libcurl's is
  * air__transport_curl (the functions above); the simulator's (tests/sim)
  * replays scripts on a virtual clock. Every implementation keeps the

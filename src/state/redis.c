@@ -1,5 +1,5 @@
 /*
- * The Redis state backend (redis.h, DESIGN.md 3.1).
+ * The Redis state backend (redis.h, docs/design.md §3.1).
  *
  * Reads never wait for Redis: every op is decided on an in-memory mirror
  * under one mutex, exactly as the local backend decides (core's breaker.h),
@@ -56,7 +56,7 @@
 #include "state.h"
 #include "table.h"
 
-#define BACKOFF_MAX_MS 500u /* DESIGN.md 3.1: reconnect backoff cap */
+#define BACKOFF_MAX_MS 500u /* docs/design.md §3.1: reconnect backoff cap */
 #define BACKOFF_BASE_MS 25u
 #define TICK_MS 20u /* command timeouts, dirty pushes */
 #define STICKY_TTL_MS                                     \
@@ -65,11 +65,11 @@
 #define MAX_ARGS 8
 /* The probe lease's life in Redis: renewed every third of it while the
  * probe runs (up to the engine's lease), so a holder that died frees it
- * for the other instances within this long (DESIGN.md 3.1). */
+ * for the other instances within this long (docs/design.md §3.1). */
 #define LEASE_PX_MS 3000u
 
 /* b: a target's breaker; s: a route's sticky choice; c: a target's learned
- * continuation style (DESIGN.md 3.5), keyed like its breaker. */
+ * continuation style (docs/design.md §3.5), keyed like its breaker. */
 enum { KIND_TARGET = 'b', KIND_ROUTE = 's', KIND_STYLE = 'c' };
 
 /* ---- the mirror -----------------------------------------------------------

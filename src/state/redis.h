@@ -1,5 +1,5 @@
 /*
- * The Redis state backend (DESIGN.md 3.1): the state interface of
+ * The Redis state backend (docs/design.md §3.1): the state interface of
  * core/state.h over one Redis node shared by every gateway instance, with
  * an in-memory mirror that every read answers from. air_state_new makes it
  * when the config has state.redis; the functions here are what only this

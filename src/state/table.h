@@ -151,7 +151,7 @@ int air__sticky_mem_get(air__sticky_mem *s, uint64_t now_ms,
 bool air__sticky_mem_set(air__sticky_mem *s, const char *target,
                          uint64_t now_ms);
 
-/* A target's learned continuation style (DESIGN.md 3.5): valid until
+/* A target's learned continuation style (docs/design.md §3.5): valid until
  * `until` on the caller's clock. */
 typedef struct air__style_mem {
   air_cont_style style;

@@ -1,5 +1,5 @@
 /*
- * The commit gate of one response (DESIGN.md 2, 3.2, 3.3): fed the decoded
+ * The commit gate of one response (docs/design.md §2, 3.2, 3.3): fed the decoded
  * events of an attempt, it holds them until the first content part may be
  * released, judges soft failures (refusal phrases, native refusals, finishes
  * before content, error events, malformed events), and then releases what it
@@ -136,14 +136,14 @@ int air__gate_end(air__gate *g, bool clean, uint64_t now_ms);
 
 /*
  * Releases an answer that failed only by judgement (g->judged), unchanged,
- * as the request's final answer (DESIGN.md 3.3). Returns as feed.
+ * as the request's final answer (docs/design.md §3.3). Returns as feed.
  */
 int air__gate_release_judged(air__gate *g);
 
 /* The next deadline for the transport to arm, and which reason it is:
  * timeout.first_chunk (attempt start + first_chunk_ms) until the first
  * content part arrives, then timeout.chunk (last progress + chunk_ms).
- * Progress (DESIGN.md 2.3): a content part (text, reasoning, refusal with
+ * Progress (docs/design.md §2.3): a content part (text, reasoning, refusal with
  * text; a tool call's start or arguments), a finish, a server-tool event;
  * pings, empty deltas and usage-only events are not progress. */
 uint64_t air__gate_deadline(const air__gate *g, air_reason *which);

@@ -1,5 +1,5 @@
 /*
- * Refusal detection over the leading text of a stream (DESIGN.md 3.2). Pure.
+ * Refusal detection over the leading text of a stream (docs/design.md §3.2). Pure.
  *
  * Phrases are case-insensitive prefixes. The text is matched after skipping
  * leading white space, with ASCII letters folded to lower case and the

@@ -1,5 +1,5 @@
 /*
- * The seam of a continued stream (DESIGN.md 3.5). Pure, sans-I/O.
+ * The seam of a continued stream (docs/design.md §3.5). Pure, sans-I/O.
  *
  * After a stream dies past its first token, the exchange asks another
  * attempt for the rest of the answer; the seam compares the continuation's

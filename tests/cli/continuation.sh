@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Continuing a stream after its first token (DESIGN.md 3.5) with curl
+# Continuing a stream after its first token (docs/design.md §3.5) with curl
 # through `airetry serve` in front of `airetry mock`, all on 127.0.0.1:
 # `airetry check` prints each target's resolved continuation_style; a chat
 # stream cut after 3 tokens is continued on an Anthropic fallback with a

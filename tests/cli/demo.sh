@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `airetry demo` (make demo) runs to the end: every request answered
-# (exit 0), and its trace shows the hedge and the continuation (DESIGN.md
-# 3.5): the primary's stream breaks after commit, the fallback continues it,
+# (exit 0), and its trace shows the hedge and the continuation (docs/design.md
+# §3.5): the primary's stream breaks after commit, the fallback continues it,
 # the caller reads one answer whose last event carries airetry.continued.
 # Usage: bash demo.sh /path/to/airetry
 set -u

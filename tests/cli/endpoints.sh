@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # POST /v1/embeddings and /v1/messages/count_tokens through `airetry serve`
-# in front of `airetry mock`, all on 127.0.0.1 (DESIGN.md 2.3 and 5):
+# in front of `airetry mock`, all on 127.0.0.1 (docs/design.md §2.3 and 5):
 # failover and retries, the skipped dialect, first_byte_ms and attempt_ms,
 # limits.max_response_bytes, the budget, the breaker (recorded for
 # embeddings, read but never recorded for count_tokens), error shapes and

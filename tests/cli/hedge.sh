@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hedged first content (DESIGN.md 3.6) through `airetry serve` in front of
+# Hedged first content (docs/design.md §3.6) through `airetry serve` in front of
 # `airetry mock`, all on 127.0.0.1: a primary slow to its first token
 # (slow=5000) is hedged after 300 ms; the fallback's answer reaches the
 # caller (streamed and whole, both dialects), the primary's connection is

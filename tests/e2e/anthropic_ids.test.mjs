@@ -1,4 +1,4 @@
-// What the Anthropic SDK reads besides the answer (DESIGN.md 5): the
+// What the Anthropic SDK reads besides the answer (docs/design.md §5): the
 // request-id header (withResponse().request_id, err.requestID) and
 // /v1/models in the caller's dialect (both SDKs' models.list()).
 import { test, before, after } from 'node:test';

@@ -1,6 +1,6 @@
 // Both SDKs, streaming and not, same-dialect and cross-dialect, through the
 // gateway to the mock (text answers) and to a capturing fake upstream (tool
-// calls, which the mock cannot answer). DESIGN.md 5.
+// calls, which the mock cannot answer). docs/design.md §5.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -87,7 +87,7 @@ after(async () => {
 
 const USER = [{ role: 'user', content: 'Say the canonical answer.' }];
 
-// Headers every answer carries (DESIGN.md 5).
+// Headers every answer carries (docs/design.md §5).
 function assertHeaders(h, target, attempts = '1') {
   assert.equal(h.get('x-airetry-attempts'), attempts);
   assert.equal(h.get('x-airetry-target'), target);

@@ -1,4 +1,4 @@
-// The endpoints without a stream (DESIGN.md 2.3, 5) with the official SDKs:
+// The endpoints without a stream (docs/design.md §2.3, 5) with the official SDKs:
 // the Anthropic SDK's messages.countTokens and the OpenAI SDK's
 // embeddings.create (which asks for base64 and decodes it), healthy, with
 // the primary down, and failing — with the exact attempts the gateway and

@@ -2,7 +2,7 @@
 // with a fallback target the SDK gets the complete answer; without one a
 // clean SDK error with the documented status and the `attempts` array; never
 // a truncated success. Upstream attempts are counted exactly in the mock's
-// log. DESIGN.md 2.1, 3, 5.
+// log. docs/design.md §2.1, 3, 5.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -424,7 +424,7 @@ test('length / content_filter finishes: a streamed answer keeps its finish; a wh
   assert.ok(full.join(' ').startsWith(s.text) && s.text.length < full.join(' ').length && s.text.length > 0, s.text);
   const as = await call('anthropic', 'ac-a-length', true);
   assert.equal(as.finish, 'max_tokens');
-  // Non-streaming: judged `length`, rule `fail`, the answer is returned unchanged (DESIGN.md 3.3).
+  // Non-streaming: judged `length`, rule `fail`, the answer is returned unchanged (docs/design.md §3.3).
   const w = await call('openai', 'ac-o-length', false);
   assert.equal(w.finish, 'length');
   assert.equal(w.text, s.text);

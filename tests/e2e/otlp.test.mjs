@@ -1,12 +1,12 @@
 // The gateway's OTLP/HTTP JSON next to what npm's
 // @opentelemetry/exporter-trace-otlp-http sends for an equivalent span
-// (issue 19, DESIGN.md 5 Traces): both exporters post to one collector on
+// (issue 19, docs/design.md §5 Traces): both exporters post to one collector on
 // 127.0.0.1; the JS SDK is given the gateway's ids, times, kinds, status and
 // attributes, and the two encodings are compared field by field: ids as the
 // same lowercase hex, times as the same decimal strings, kind and status
 // code as the same integers, attribute keys and value kinds the same. The
 // one documented difference: an intValue is a JSON string from the gateway
-// (DESIGN.md 5: 64-bit integers as strings, as the proto3 JSON mapping
+// (docs/design.md §5: 64-bit integers as strings, as the proto3 JSON mapping
 // writes int64) and a JSON number from the JS exporter; collectors accept
 // both.
 import { test, before, after } from 'node:test';

@@ -1,5 +1,5 @@
 /*
- * The breaker and sticky routes (DESIGN.md 3.1) through the real async path:
+ * The breaker and sticky routes (docs/design.md §3.1) through the real async path:
  * air_client_chat against `airetry mock` (scripts/breaker.yaml), the
  * breaker on with `failures: 2` and a short `open_ms`. What the client did
  * is read from the mock's log (which attempts reached it) and from each

@@ -1,5 +1,5 @@
 /*
- * Cancellation (DESIGN.md 3.4) against `airetry mock`: a cancel token
+ * Cancellation (docs/design.md §3.4) against `airetry mock`: a cancel token
  * triggered from another thread, once the call reached the phase under test
  * (an event: parts delivered, a failure reported, the attempt open at the
  * mock), ends air_client_chat at once in every

@@ -1,5 +1,5 @@
 /*
- * Continuing a stream after its first token (DESIGN.md 3.5) through the
+ * Continuing a stream after its first token (docs/design.md §3.5) through the
  * client against `airetry mock` (docs/mock.md, "Continuation"): a stream
  * cut, stalled or broken by an overload after 3 tokens reaches the caller
  * as the one uncut answer (the mock's answers are deterministic: its

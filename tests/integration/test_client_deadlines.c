@@ -1,5 +1,5 @@
 /*
- * Every deadline of DESIGN.md 2.3 against `airetry mock` (and, for
+ * Every deadline of docs/design.md §2.3 against `airetry mock` (and, for
  * timeout.connect, a listener whose accept queue is full): the reason, when
  * it fired (the client's attempt log and the mock's clock), and what the
  * policy did next. Also what the request deadlines must not do: cut a

@@ -310,7 +310,7 @@ static void run_case(it_mock *m, const fault_case *fc, unsigned combo) {
   for (size_t i = 0; i < log.n; i++) {
     const it_entry *e = &log.e[i];
     CHECK(strcmp(e->api, api) == 0, "entry %zu: api %s", i, e->api);
-    /* Upstream calls are always streamed (DESIGN.md 2.3). */
+    /* Upstream calls are always streamed (docs/design.md §2.3). */
     CHECK(e->stream, "entry %zu: not a streamed upstream call", i);
     int nth = 0;
     for (size_t k = 0; k <= i; k++)

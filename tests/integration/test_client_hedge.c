@@ -1,5 +1,5 @@
 /*
- * Hedged first content (DESIGN.md 3.6) through the client against
+ * Hedged first content (docs/design.md §3.6) through the client against
  * `airetry mock`: a primary whose first content is late (slow=MS) is
  * hedged after hedge.after_ms, the fallback's answer arrives about then,
  * and the primary's upstream connection is closed at once (the mock's log:

@@ -1,5 +1,5 @@
 /*
- * The client's spans (air_observers.on_span, DESIGN.md 5 Traces and 7)
+ * The client's spans (air_observers.on_span, docs/design.md §5 Traces and 7)
  * against `airetry mock`: a request retried on a 503 primary and switched
  * to a healthy fallback yields three attempt spans and one request span
  * with the right ids, parents, roles, reasons and GenAI attributes; each

@@ -1,5 +1,5 @@
 /*
- * src/core links alone (DESIGN.md 1): this program is linked from core's
+ * src/core links alone (docs/design.md §1): this program is linked from core's
  * objects and libm only (CMakeLists.txt, layering_core_alone), no jansson,
  * libcurl, libuv, libfyaml or pthread; a core function that calls into
  * another layer leaves an undefined symbol and the link fails. It drives

@@ -1,6 +1,6 @@
 /*
  * Deliberately wrong: src/core may not include a header of src/net
- * (DESIGN.md 1: data flows one way). Built with core's include directories,
+ * (docs/design.md §1: data flows one way). Built with core's include directories,
  * this must fail; ctest registers its build with WILL_FAIL.
  */
 #include "airetry.h"

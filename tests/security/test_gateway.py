@@ -774,7 +774,7 @@ def big_body_gateway():
 
 @test("auth/a 1 GiB head with a wrong key: 401 and close before any body byte")
 def t_auth_before_body():
-    # DESIGN.md 5 "Auth before body": the key is checked at the head; the
+    # docs/design.md §5 "Auth before body": the key is checked at the head; the
     # caller gets 401 (never 100 Continue) and the close without sending
     # a body byte. Before the fix the gateway waited for the gigabyte.
     g = big_body_gateway()
@@ -1136,7 +1136,7 @@ def t_inject_config():
 
 @test("inject/forward_headers cannot forward the caller's key or framing headers")
 def t_inject_forward_sensitive():
-    # DESIGN.md 4: "The caller's own Authorization / x-api-key is never
+    # docs/design.md §4: "The caller's own Authorization / x-api-key is never
     # forwarded upstream". A config that lists them (or Host, or framing
     # headers) must be refused, or the gateway must not forward them.
     cfg = main_config(F.mock.port, F.raw.port)
@@ -1605,7 +1605,7 @@ def padded(obj, n):
 
 @test("limits/request bodies being read are bounded process-wide -> 503, retry-after")
 def t_limits_inflight_bodies():
-    # DESIGN.md 5: max_inflight_body_bytes counts the bodies of every
+    # docs/design.md §5: max_inflight_body_bytes counts the bodies of every
     # connection of every worker. A holds 60000 of 100000 (its 100 Continue
     # says the head was taken); every other request declaring 60000, on
     # whichever of the two workers, gets 503 without its body being read.

@@ -102,7 +102,7 @@ typedef struct script {
   uint32_t big_len;          /* its length in bytes */
 } script;
 
-/* How an upstream answers a request to continue (DESIGN.md 3.5): the
+/* How an upstream answers a request to continue (docs/design.md §3.5): the
  * answer's rest, the whole answer again (restart), a repeated tail, a
  * preamble first, a restart that diverges; or it fails: Anthropic's
  * prefill 400, a 503, a reset, a stall before the head. */
@@ -194,11 +194,11 @@ typedef struct route_meta {
   uint32_t retry_max_sum;    /* sum of the retry rules' max */
   uint64_t first_byte_ms, total_ms;
   uint64_t max_wait_ms;      /* the longest wait a rule may take */
-  bool hedge;                /* hedge: on (DESIGN.md 3.6) */
+  bool hedge;                /* hedge: on (docs/design.md §3.6) */
   uint64_t hedge_after_ms;
   uint32_t hedge_max;
   bool hedge_same;           /* hedge.same_target */
-  bool cont;                 /* continuation on (DESIGN.md 3.5) */
+  bool cont;                 /* continuation on (docs/design.md §3.5) */
   uint32_t cont_max;
   uint64_t cont_gap_ms;      /* continuation.max_gap_ms as resolved */
 } route_meta;
@@ -456,7 +456,7 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     if (chance(r, 30))
       yadd(&b, "    breaker: {failures: %u, open_ms: %u}\n", 1 + upto(r, 3),
            100 + upto(r, 5000));
-    if (chance(r, 70)) { /* DESIGN.md 3.5; else by api */
+    if (chance(r, 70)) { /* docs/design.md §3.5; else by api */
       static const char *const styles[] = {"prefill", "vllm", "prefix_flag", "instruct",
                                            "prefill", "instruct", "none"};
       yadd(&b, "    continuation_style: %s\n", styles[upto(r, 7)]);
@@ -489,10 +489,10 @@ static void draw_config(rng *r, sim_scenario *s, int *dialects, int *n_prov) {
     yadd(&b, "    max_malformed: %u\n    malformed: %s\n", upto(r, 4),
          chance(r, 50) ? "skip" : "fail");
     if (chance(r, 40)) yadd(&b, "    refusal: {phrases: [\"" REFUSAL_PHRASE "\"]}\n");
-    if (chance(r, 35)) /* hedging (DESIGN.md 3.6) */
+    if (chance(r, 35)) /* hedging (docs/design.md §3.6) */
       yadd(&b, "    hedge: {after_ms: %" PRIu64 ", max: %u%s}\n", pick_ms(r, 1, 1500),
            1 + upto(r, AIR__MAX_HEDGES), chance(r, 30) ? ", same_target: true" : "");
-    if (chance(r, 65)) { /* continuation (DESIGN.md 3.5) */
+    if (chance(r, 65)) { /* continuation (docs/design.md §3.5) */
       yadd(&b, "    continuation: {enabled: true, targets: %s, instruct: %s, max: %u",
            chance(r, 60) ? "any" : "same_model", chance(r, 60) ? "true" : "false",
            1 + upto(r, 3));
@@ -1490,7 +1490,7 @@ struct sim_run_req {
   air_attempt log[64];
   size_t n_log;
   char msgs[64][160];
-  /* Continuation (DESIGN.md 3.5). A transfer started after commit is a
+  /* Continuation (docs/design.md §3.5). A transfer started after commit is a
    * continuation: its script is built then (dyn) from what the caller has
    * (released) and the model's whole answer as the simulator sees it
    * (base), with the text the caller should have if it joins (join) and
@@ -1649,7 +1649,7 @@ static void schedule(xfer *x, uint32_t gap) {
   x->seq = ++x->w->seq;
 }
 
-/* ---- continuations (DESIGN.md 3.5) ------------------------------------------------ */
+/* ---- continuations (docs/design.md §3.5) ------------------------------------------------ */
 
 static void keep(int rc);
 
@@ -1912,7 +1912,7 @@ static int x_start_on(sim_run_req *q, xfer *x, const air__xfer_req *r, const air
   int k = q->xfers++;
   x->k = 64;
   x->sc = k < q->q->n_att ? &q->q->att[k] : &overflow;
-  /* After commit every attempt is a continuation (DESIGN.md 3.5). */
+  /* After commit every attempt is a continuation (docs/design.md §3.5). */
   if (q->committed) x->sc = continuation_script(q, k, r->body);
   x->dialect = strstr(r->url, "/v1/messages") ? AIR_DIALECT_ANTHROPIC
                 : strstr(r->url, "/responses")  ? AIR_DIALECT_OPENAI_RESPONSES
@@ -1925,12 +1925,12 @@ static int x_start_on(sim_run_req *q, xfer *x, const air__xfer_req *r, const air
     snprintf(q->att_target[k], sizeof(q->att_target[k]), "%s", target);
     q->att_dialect[k] = x->dialect;
   }
-  /* The breaker (DESIGN.md 3.1): an open target is tried only when every
+  /* The breaker (docs/design.md §3.1): an open target is tried only when every
    * target of the route not tried yet is open too. A retry rule's attempt
    * on the same target is the rule's decision (the engine does not ask the
    * breaker; see docs/testing.md). */
   bool retry = k > 0 && k < 64 && strcmp(q->att_target[k - 1], target) == 0;
-  /* With racers (DESIGN.md 3.6) a retry follows its own racer's attempt,
+  /* With racers (docs/design.md §3.6) a retry follows its own racer's attempt,
    * not the transfer before it: any earlier one on the target. */
   const air__route *hr = air__config_route(w->cfg, q->q->model, strlen(q->q->model));
   for (int j = 0; hr && hr->policy.hedge.enabled && j < k && j < 64 && !retry; j++)
@@ -2103,7 +2103,7 @@ typedef struct decoded {
   unsigned malformed, events;
   air__decoder dec;
   const air__provider_ops *ops;
-  /* Framing (DESIGN.md 3.5, 9): one id per OpenAI stream; Anthropic one
+  /* Framing (docs/design.md §3.5, 9): one id per OpenAI stream; Anthropic one
    * message_start, block indexes new at each start and deltas to the open
    * block; Responses sequence numbers increasing. frame says what broke. */
   char id[64];
@@ -2275,7 +2275,7 @@ static bool is_prefix(const air__buf *p, const air__buf *of) {
 /* ---- the request's callbacks ---------------------------------------------------------- */
 
 /*
- * The caller's side (DESIGN.md 9, docs/testing.md): every callback first
+ * The caller's side (docs/design.md §9, docs/testing.md): every callback first
  * checks that it may run at all: never after on_end, never after the
  * caller's cancel (then only on_end may follow). Each runs as the
  * simulator (disarmed); what it calls of the request path (the responder,
@@ -2620,7 +2620,7 @@ static bool occurs(const air__buf *b, const char *t, size_t n) {
   return false;
 }
 
-/* The oracle for an answer continued by attempt k + 1 (DESIGN.md 9). */
+/* The oracle for an answer continued by attempt k + 1 (docs/design.md §9). */
 static void check_joined(sim_run_req *q, const decoded *d, int k, bool success) {
   world *w = q->w;
   int i = q->idx;
@@ -2695,7 +2695,7 @@ static void check_attempts(sim_run_req *q) {
   }
   /* attempts: every one was sent; the budget and the rules bound them. A
    * continuation whose prefill was rejected counts toward neither the
-   * budget nor continuation.max (DESIGN.md 3.5). */
+   * budget nor continuation.max (docs/design.md §3.5). */
   unsigned rejected = 0, conts = 0;
   for (size_t k = 0; k < q->n_log; k++) {
     rejected += q->log[k].prefill_rejected;
@@ -2726,7 +2726,7 @@ static void check_attempts(sim_run_req *q) {
     if (e->skipped || e->n == 0 || e->n > 64) continue;
     /* A rescue (the answering attempt failed, a continuation followed)
      * that lasted 10 s or more: the caller got a keep-alive 10 s after the
-     * failure (DESIGN.md 3.5). It lasted at least until the start of the
+     * failure (docs/design.md §3.5). It lasted at least until the start of the
      * continuation that joined, or else until the request ended. */
     if (e->n == q->commit_attempt || q->att_joined[e->n - 1]) {
       uint64_t failed_at = e->start_ms + e->ms, until = 0;
@@ -2773,7 +2773,7 @@ static void check_attempts(sim_run_req *q) {
               "continuation", i, e->n, q->att_cont[e->n - 1] ? "" : " not",
            e->continuation ? "" : " not");
   }
-  /* hedges (DESIGN.md 3.6): at most max, each after_ms after a racer that
+  /* hedges (docs/design.md §3.6): at most max, each after_ms after a racer that
    * still ran; a racer that lost was cancelled by the exchange, and no
    * transfer of the request outlives it */
   unsigned hedges = 0;
@@ -2945,7 +2945,7 @@ static void check_request(sim_run_req *q) {
              (int)d.text.n, d.text.p ? d.text.p : "", (int)q->released.n,
              q->released.p ? q->released.p : "");
       if (q->n_joined > 0) {
-        /* Continued (DESIGN.md 3.5): the text is the released prefix joined
+        /* Continued (docs/design.md §3.5): the text is the released prefix joined
          * with the last continuation's text from the seam on; where the
          * simulator knows the seam's cut exactly, the whole answer. */
         k = (int)q->joined - 1;

@@ -1,5 +1,5 @@
 /*
- * The request-path simulator (DESIGN.md 9, docs/testing.md): the exchange,
+ * The request-path simulator (docs/design.md §9, docs/testing.md): the exchange,
  * the codecs, the commit gate, the engine and the gateway's responder run
  * against scripted upstreams on a virtual clock; every request of a
  * scenario is checked against the invariants.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Several gateways sharing breaker, probe, cooldown and sticky state through
-# one private redis-server (DESIGN.md 3.1, docs/scale-out.md).
+# one private redis-server (docs/design.md §3.1, docs/scale-out.md).
 #
 #   tests/state_shared/run.sh PATH/TO/airetry [TEST-NAME-SUBSTRING...]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Several `airetry serve` instances sharing state through one Redis (DESIGN.md 3.1).
+"""Several `airetry serve` instances sharing state through one Redis (docs/design.md §3.1).
 
     python3 tests/state_shared/test_state_shared.py PATH/TO/airetry [NAME-SUBSTRING...]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Supervision, reload and log tests of `airetry serve` (DESIGN.md 5): a worker
+# Supervision, reload and log tests of `airetry serve` (docs/design.md §5): a worker
 # crash under load, the restart backoff, validated reloads and logs that never
 # block a worker on a stalled stderr.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Supervision, reload and log tests of `airetry serve` (DESIGN.md 5).
+"""Supervision, reload and log tests of `airetry serve` (docs/design.md §5).
 
     python3 tests/supervisor/test_supervisor.py PATH/TO/airetry [NAME-SUBSTRING...]
 

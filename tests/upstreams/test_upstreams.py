@@ -549,7 +549,7 @@ def t_messages(binary, up):
     st, hs, out = openai_call(gw, "cut", False)
     check(st == 502, "status %d: %r" % (st, out))
     check_plain(json.loads(out)["error"]["message"], "oa/oa-cut", "network")
-    # A terminator without a finish is no answer either (DESIGN.md 9).
+    # A terminator without a finish is no answer either (docs/design.md §9).
     st, hs, out = openai_call(gw, "done-no-finish", True)
     ev = sse_events(out)
     check(ev[-1][1] != "[DONE]", "a stream without a finish ended cleanly: %r" % out)

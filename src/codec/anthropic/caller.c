@@ -1,5 +1,5 @@
 /*
- * Parts encoded for a caller that speaks Anthropic Messages (DESIGN.md 2,
+ * Parts encoded for a caller that speaks Anthropic Messages (docs/design.md §2,
  * 5). message_start is written lazily, just before the first bytes that
  * need it, so that the usage of an Anthropic upstream's message_start
  * (which arrives after START) is in it. Thinking blocks start with an empty

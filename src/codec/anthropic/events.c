@@ -1,6 +1,6 @@
 /*
- * The Anthropic Messages stream and bodies decoded into parts (DESIGN.md
- * 2, 5). Usage input counts include the cache creation and cache read
+ * The Anthropic Messages stream and bodies decoded into parts (docs/design.md
+ * §2, 5). Usage input counts include the cache creation and cache read
  * tokens (the total prompt, as OpenAI counts it). A stop reason this file
  * does not know is FINISH STOP with the raw string kept. Deltas are decoded
  * by their own type, so a text delta on a block never started still yields

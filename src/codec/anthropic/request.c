@@ -22,7 +22,7 @@
  *   - nothing of: stream, top_k, service_tier, context_management,
  *     cache_control, metadata other than user_id, citations of blocks,
  *     thinking {type: disabled}, null values (only hints to a provider, or
- *     no effect: DESIGN.md 5).
+ *     no effect: docs/design.md §5).
  * A null field counts as absent.
  */
 #include <stdarg.h>
@@ -545,7 +545,7 @@ static int field(dec *d, const char *k, const json_t *v) {
   if (strcmp(k, "thinking") == 0) return thinking_field(d, v);
   if (strcmp(k, "output_config") == 0) return output_config(d, v);
   if (strcmp(k, "output_format") == 0) return output_format(d, v, k);
-  /* Only hints to a provider (DESIGN.md 5): dropped, never skipped. */
+  /* Only hints to a provider (docs/design.md §5): dropped, never skipped. */
   static const char *const hints[] = {"top_k", "service_tier",
                                       "context_management", "cache_control"};
   for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)

@@ -125,7 +125,7 @@ int air__ant_can_express(const air__canon *c, const air__build_opts *o,
   const air__cextra *x = air__canon_first_extra(c, AIR_DIALECT_ANTHROPIC);
   if (x != NULL) return air__canon_unsupported(err, x->field, API_NAME);
   /* The API refuses thinking with a forced tool: a schema asked through
-   * the tool and thinking together cannot be said (DESIGN.md 4). */
+   * the tool and thinking together cannot be said (docs/design.md §4). */
   if (json_tool(c, o) && wants_thinking(c)) {
     char f[160];
     snprintf(f, sizeof(f), "%s with %s (structured_output: tool)",

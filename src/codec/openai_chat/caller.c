@@ -1,7 +1,7 @@
 /*
  * Parts encoded for a caller that speaks OpenAI chat completions: stream
  * chunks, the end, errors after commit, whole responses and final error
- * bodies (DESIGN.md 5).
+ * bodies (docs/design.md §5).
  *
  * Choices where the API is silent: empty TEXT/REASONING/REFUSAL/TOOL_DELTA
  * parts write nothing; a second START or FINISH writes nothing. encode_end

@@ -1,6 +1,6 @@
 /*
  * The OpenAI chat-completions stream (chat.completion.chunk events) and
- * chat.completion bodies decoded into parts (DESIGN.md 5).
+ * chat.completion bodies decoded into parts (docs/design.md §5).
  *
  * Hot path (decode_event): the plain text chunk by a fast path without
  * tokens (below decode_chunk), everything else by json.c tokens; appends

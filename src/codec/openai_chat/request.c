@@ -28,7 +28,7 @@
  *     service_tier, prompt_cache_key, safety_identifier, prediction, n 1,
  *     response_format text, parallel_tool_calls true, null values, a
  *     message's "name" (ours to set, no meaning upstream, or only a hint to
- *     a provider: DESIGN.md 5).
+ *     a provider: docs/design.md §5).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -469,7 +469,7 @@ static void num(air__cnum *n, const json_t *v) {
   n->d = json_number_value(v);
 }
 
-/* Passed over: ours to set, or only a hint to a provider (DESIGN.md 5:
+/* Passed over: ours to set, or only a hint to a provider (docs/design.md §5:
  * dropped for a target that lacks them, never a reason to skip it). */
 static const char *const ignored_fields[] = {"model",
                                              "stream",

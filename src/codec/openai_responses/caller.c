@@ -1,7 +1,7 @@
 /*
  * Parts encoded for a caller that speaks the OpenAI Responses API: the
  * event stream, its end, a failure after commit, whole responses and final
- * error bodies (DESIGN.md 5).
+ * error bodies (docs/design.md §5).
  *
  * The stream is the sequence the official SDKs expect: response.created and
  * response.in_progress before the first item; per output item
@@ -285,7 +285,7 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
     TRY(air__buf_add(out, LIT("null")));
   }
   TRY(air__buf_add(out, LIT(",\"user\":null,\"metadata\":{}")));
-  /* The end of a continued answer carries the marker (DESIGN.md 3.5). */
+  /* The end of a continued answer carries the marker (docs/design.md §3.5). */
   if (output && strcmp(status, "failed") != 0)
     TRY(air__continued_member(&e->continued, out));
   TRY(air__buf_addc(out, '}'));
@@ -640,7 +640,7 @@ out:
   return rc;
 }
 
-/* ---- take-over from passthrough (DESIGN.md 3.5)
+/* ---- take-over from passthrough (docs/design.md §3.5)
  * ----------------------------------------------- */
 
 static bool type_is(air__str ty, const char *t) {

@@ -1,6 +1,6 @@
 /*
  * The OpenAI Responses stream (response.* events) and response bodies
- * decoded into parts (DESIGN.md 5).
+ * decoded into parts (docs/design.md §5).
  *
  * The type is the data's "type" member (the SSE event name repeats it and
  * is not read). What yields parts:

@@ -1,7 +1,7 @@
 /*
  * What the files of the OpenAI Responses dialect share (private to
  * src/codec/openai_responses/): the ops they implement and a few helpers.
- * The dialect is served statelessly (DESIGN.md 5): nothing a response
+ * The dialect is served statelessly (docs/design.md §5): nothing a response
  * creates can be referred to later.
  */
 #ifndef AIR__OPENAI_RESPONSES_H

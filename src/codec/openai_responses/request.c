@@ -25,7 +25,7 @@
  *     input_file parts, other text.format types and reasoning.effort
  *     values, tool_choice forms other than the four known, and every
  *     unknown top-level field;
- *   - nothing of (ours to set, or only hints: DESIGN.md 5): stream,
+ *   - nothing of (ours to set, or only hints: docs/design.md §5): stream,
  *     stream_options, store, include, metadata, prompt_cache_key,
  *     safety_identifier, service_tier, truncation, top_logprobs,
  *     max_tool_calls, text.verbosity, reasoning.summary (the summary parts

@@ -1,6 +1,6 @@
 /*
- * The continuation's upstream request (src/codec/continue.c, DESIGN.md
- * 3.5) for every caller dialect x target dialect x style, and the 400 that
+ * The continuation's upstream request (src/codec/continue.c, docs/design.md
+ * §3.5) for every caller dialect x target dialect x style, and the 400 that
  * rejects a prefill.
  */
 #include <setjmp.h>

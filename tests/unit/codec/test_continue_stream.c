@@ -1,5 +1,5 @@
 /*
- * Taking over a caller's stream for a continuation (DESIGN.md 3.5): for
+ * Taking over a caller's stream for a continuation (docs/design.md §3.5): for
  * each caller dialect, a passthrough stream's first events go through
  * encoder_observe (their raw bytes are what the caller got), the stream
  * dies, the encoder takes over and encodes the continuation's parts; the

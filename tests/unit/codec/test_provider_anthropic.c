@@ -1117,7 +1117,7 @@ static void test_build_from_openai(void **state) {
   }
 }
 
-/* Fields that are only hints to a provider (DESIGN.md 5) are dropped for
+/* Fields that are only hints to a provider (docs/design.md §5) are dropped for
  * an Anthropic target, never a reason to skip it (no drop_params needed). */
 static void test_build_hints_dropped(void **state) {
   (void)state;

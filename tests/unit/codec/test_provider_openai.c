@@ -1217,7 +1217,7 @@ static void test_build_from_anthropic(void **state) {
   }
 }
 
-/* Hints without an OpenAI form (DESIGN.md 5) are dropped, never a reason
+/* Hints without an OpenAI form (docs/design.md §5) are dropped, never a reason
  * to skip the target; metadata.user_id still becomes user. */
 static void test_build_hints_dropped(void **state) {
   (void)state;

@@ -119,7 +119,7 @@ static char *dump_text(const air_config *cfg) {
 
 #define BIT(r) (1u << (r))
 
-/* ---- built-in defaults (DESIGN.md 3) --------------------------------------
+/* ---- built-in defaults (docs/design.md §3) --------------------------------------
  */
 
 static void builtin_defaults_are_design_3(void **state) {
@@ -842,7 +842,7 @@ static void inflight_body_bounds(void **state) {
   air_config_free(cfg);
 }
 
-/* limits.max_response_bytes: 1024 to 1 GiB (default 64 MiB, DESIGN.md 4). */
+/* limits.max_response_bytes: 1024 to 1 GiB (default 64 MiB, docs/design.md §4). */
 static void response_bytes_bounds(void **state) {
   (void)state;
   diags ds;
@@ -901,7 +901,7 @@ static void warnings_for_ignored_rule_keys(void **state) {
   air_config_free(cfg);
 }
 
-/* hedge: (DESIGN.md 3.6): off by default, on when the map is given,
+/* hedge: (docs/design.md §3.6): off by default, on when the map is given,
  * merged key by key defaults <- route <- target, and a one-target route
  * without same_target is warned about. */
 static void hedge_settings(void **state) {
@@ -961,7 +961,7 @@ static void hedge_settings(void **state) {
 }
 
 /* A `to:` inherited from defaults is checked against each route. */
-/* continuation: (DESIGN.md 3.5): off by default, on when the map is given,
+/* continuation: (docs/design.md §3.5): off by default, on when the map is given,
  * merged key by key; max_gap_ms defaults to the route's chunk_ms; styles
  * resolved target <- provider <- api; bad values named with their place. */
 static void continuation_settings(void **state) {

@@ -1,5 +1,5 @@
 /*
- * Continuation after commit (DESIGN.md 3.5) in the run state machine,
+ * Continuation after commit (docs/design.md §3.5) in the run state machine,
  * driven with a fake clock: which failures are continued, where and in
  * which style, what continuation.max, the shared budget, max_gap_ms, the
  * breaker, a rejected prefill and a learned style do, and that nothing is
@@ -617,7 +617,7 @@ static void breaker_interplay(void **s) {
   fx_end(&f);
 }
 
-/* A continuation is never hedged (DESIGN.md 3.6 is about first content). */
+/* A continuation is never hedged (docs/design.md §3.6 is about first content). */
 static void no_hedge_after_commit(void **s) {
   (void)s;
   fx f;

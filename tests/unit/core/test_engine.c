@@ -1,6 +1,6 @@
 /*
  * The run state machine, driven with a fake clock: exact attempt sequences,
- * targets and waits for DESIGN.md 3.
+ * targets and waits for docs/design.md §3.
  */
 #include "helpers.h"
 
@@ -322,7 +322,7 @@ static void test_no_rule_matches_fails_with_original(void **s) {
   expect_fail(&fx, AIR_REASON_SERVER_ERROR);
   assert_int_equal(fx.act.status, 502);
   const air_attempt *a = air_run_attempt(fx.run, 0);
-  /* The message names the upstream and the reason (DESIGN.md 5). */
+  /* The message names the upstream and the reason (docs/design.md §5). */
   assert_string_equal(a->message, "p/a: bad gateway (server_error)");
   assert_string_equal(a->request_id, "req_123");
   assert_int_equal(air_run_attempt_count(fx.run), 1);
@@ -723,7 +723,7 @@ static void test_target_override_merges_with_rule(void **s) {
   fx_end(&fx);
 }
 
-/* ---- skipped targets (DESIGN.md 2.1) ---------------------------------------- */
+/* ---- skipped targets (docs/design.md §2.1) ---------------------------------------- */
 
 #define SKIP_ROUTE                                                        \
   PROVIDERS                                                               \
@@ -976,7 +976,7 @@ static void test_stale_attempt_ids_refused(void **s) {
   fx_end(&fx);
 }
 
-/* A probe's verdict is given at its first content (DESIGN.md 3.1): the
+/* A probe's verdict is given at its first content (docs/design.md §3.1): the
  * breaker closes there, before the answer ends, and its lease is free. */
 static void test_probe_verdict_at_first_content(void **s) {
   (void)s;

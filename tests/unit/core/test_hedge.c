@@ -1,5 +1,5 @@
 /*
- * Hedged first content (DESIGN.md 3.6) in the run state machine, driven
+ * Hedged first content (docs/design.md §3.6) in the run state machine, driven
  * with a fake clock: when hedges start, who wins, what a racer's failure,
  * the budget, the breaker, a probe and sticky routes do while racers run.
  */

@@ -99,7 +99,7 @@ static void test_configured_names_and_other(void **s) {
   air_config_free(cfg);
 }
 
-/* Hedges (DESIGN.md 3.6): airetry_hedges_total{route,outcome}; a racer
+/* Hedges (docs/design.md §3.6): airetry_hedges_total{route,outcome}; a racer
  * that lost is neither an attempt outcome nor a retry or switch. */
 static void test_hedges(void **s) {
   (void)s;
@@ -135,7 +135,7 @@ static void test_hedges(void **s) {
   air_config_free(cfg);
 }
 
-/* Continuations (DESIGN.md 3.5): airetry_continuations_total{route,target,
+/* Continuations (docs/design.md §3.5): airetry_continuations_total{route,target,
  * outcome}; names the config does not define count as "other", unknown
  * outcomes not at all. */
 static void test_continuations(void **s) {

@@ -1,5 +1,5 @@
 /*
- * The responder at a continuation's seam (DESIGN.md 3.5): an Anthropic
+ * The responder at a continuation's seam (docs/design.md §3.5): an Anthropic
  * caller's stream forwarded raw (passthrough) is taken over by the encoder
  * at on_continue, so the continuation's parts go on in the same message
  * and the same open text block; a keep-alive is a ping; the end carries

@@ -1456,7 +1456,7 @@ static void expect_head_401(client *c) {
   assert_int_equal(wait_eof(c), 0);
 }
 
-/* DESIGN.md 5 "Auth before body": the head hook answers before any body
+/* docs/design.md §5 "Auth before body": the head hook answers before any body
  * byte is read or buffered, and before `100 Continue`. */
 static void test_auth_before_body(void **state) {
   fixture *f = *state;

@@ -312,7 +312,7 @@ static void long_messages_are_bounded(void **state) {
   air_config_free(cfg);
 }
 
-/* Racers (DESIGN.md 3.6): a hedge has role hedge; the racer that lost has
+/* Racers (docs/design.md §3.6): a hedge has role hedge; the racer that lost has
  * outcome hedge_lost, no error and no answer, also when it is the last
  * entry of the log (the first racer won and broke after commit). */
 static void hedge_racers(void **state) {
@@ -352,7 +352,7 @@ static void hedge_racers(void **state) {
   air_config_free(cfg);
 }
 
-/* Continuation (DESIGN.md 3.5): a continuation's span has role
+/* Continuation (docs/design.md §3.5): a continuation's span has role
  * continuation (also the rejected prefill's), whatever target it is on;
  * the one that joined last answers. */
 static void continuation_roles(void **state) {

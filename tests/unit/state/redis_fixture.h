@@ -1,5 +1,5 @@
 /*
- * A private redis-server for a test (DESIGN.md 3.1 tests): started on a
+ * A private redis-server for a test (docs/design.md §3.1 tests): started on a
  * free 127.0.0.1 port (a bounded retry when the port is taken meanwhile)
  * with no persistence (--save "" --appendonly no) in a temp directory,
  * waited for with PING (bounded), killed, paused (SIGSTOP), resumed,

@@ -1,6 +1,6 @@
 /* Process-local sticky state (src/state/state.c): stickiness follows the
  * target by name, so a reload that reorders or drops targets never moves
- * traffic to another target (DESIGN.md 5, Reload). */
+ * traffic to another target (docs/design.md §5, Reload). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * The state interface's conformance test (core/state.h, DESIGN.md 3.1): a
+ * The state interface's conformance test (core/state.h, docs/design.md §3.1): a
  * table of scenarios, each run against every backend in `backends` through
  * the interface only (the engine's calls: admit / record / release / cool,
  * sticky take / settle, and the backend's mode). A new backend (Redis)
@@ -374,7 +374,7 @@ static void sticky_by_target_name(air_state *st) {
   assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 3), 0);
 }
 
-/* ---- learned continuation styles (DESIGN.md 3.5) ------------------------- */
+/* ---- learned continuation styles (docs/design.md §3.5) ------------------------- */
 
 #define DAY_MS 86400000u
 

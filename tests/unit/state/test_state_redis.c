@@ -1,5 +1,5 @@
 /*
- * What only the Redis backend has (src/state/redis.c, DESIGN.md 3.1), on
+ * What only the Redis backend has (src/state/redis.c, docs/design.md §3.1), on
  * the real clock against a redis-server this test starts (redis_fixture.h):
  * two instances (two air_state, as two processes would have) sharing one
  * breaker, one probe lease, a cooldown and a sticky choice; versions in
@@ -245,7 +245,7 @@ static bool wait_style(air_state *st, const char *t, air_cont_style style) {
   return false;
 }
 
-/* A learned continuation style (DESIGN.md 3.5) reaches the other instance
+/* A learned continuation style (docs/design.md §3.5) reaches the other instance
  * with the time it has left, not a clock value. */
 static void style_is_shared(void **state) {
   pair *p = *state;

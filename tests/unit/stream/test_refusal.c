@@ -1,4 +1,4 @@
-/* Refusal phrase detection over leading text (DESIGN.md 3.2). */
+/* Refusal phrase detection over leading text (docs/design.md §3.2). */
 #include "helpers.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The seam of a continued stream (DESIGN.md 3.5): every rule, fed whole,
+/* The seam of a continued stream (docs/design.md §3.5): every rule, fed whole,
  * byte by byte and split at every offset (multi-byte UTF-8 included). */
 #include "helpers.h"
 
