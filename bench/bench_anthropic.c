@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define EVENTS 200000
@@ -28,7 +28,7 @@ static const char event[] =
     "data: {\"type\":\"content_block_delta\",\"index\":0,"
     "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello there\"}}\n\n";
 
-static const air__provider_ops *const ops = &air__provider_anthropic;
+static const air__dialect_ops *const ops = &air__dialect_anthropic;
 
 typedef struct sink {
   air__decoder d;

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "airetry.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define EVENTS 200000
@@ -42,7 +42,7 @@ static int on_part(void *data, const air_part *p) {
   ctx *c = data;
   c->parts++;
   if (c->m == M_ENCODE) {
-    if (air__provider_openai.encode_part(&c->e, p, &c->out) != 0) return 1;
+    if (air__dialect_openai_chat.encode_part(&c->e, p, &c->out) != 0) return 1;
   }
   return 0;
 }
@@ -53,7 +53,7 @@ static int on_event(void *data, const air__sse_event *ev) {
     c->parts += ev->data.n;
     return 0;
   }
-  int rc = air__provider_openai.decode_event(&c->d, ev, on_part, c);
+  int rc = air__dialect_openai_chat.decode_event(&c->d, ev, on_part, c);
   if (c->m == M_ENCODE) air__buf_reset(&c->out); /* as if written out */
   return rc;
 }
@@ -74,8 +74,8 @@ static double measure(mode m, const char *stream, size_t n) {
   for (int r = 0; r < ROUNDS; r++) {
     ctx c = {.m = m};
     air__request req = {.dialect = AIR_DIALECT_OPENAI};
-    air__provider_openai.decoder_init(&c.d);
-    air__provider_openai.encoder_init(&c.e, &req, 1718000000);
+    air__dialect_openai_chat.decoder_init(&c.d);
+    air__dialect_openai_chat.encoder_init(&c.e, &req, 1718000000);
     air__buf_init(&c.out, 1u << 20);
     air__sse p;
     air__sse_init(&p, on_event, &c);

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "commit.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define EVENTS 200000
@@ -55,8 +55,8 @@ static const char ANTHROPIC_DELTA[] =
     "{\"type\":\"text_delta\",\"text\":\" world\"}}\n\n";
 
 typedef struct ctx {
-  const air__provider_ops *up;    /* upstream dialect */
-  const air__provider_ops *down;  /* caller dialect, NULL: passthrough */
+  const air__dialect_ops *up;    /* upstream dialect */
+  const air__dialect_ops *down;  /* caller dialect, NULL: passthrough */
   bool observe;                   /* passthrough + encoder_observe */
   air__decoder dec;
   air__encoder enc;
@@ -106,8 +106,8 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static double run_x(const char *name, const air__provider_ops *up,
-                    const air__provider_ops *down, bool observe,
+static double run_x(const char *name, const air__dialect_ops *up,
+                    const air__dialect_ops *down, bool observe,
                     const char *head, const char *event) {
   size_t ev_len = strlen(event);
   size_t per = READ / ev_len;
@@ -164,7 +164,7 @@ static double run_x(const char *name, const air__provider_ops *up,
 
 /* encoder_observe alone on one decoded event, repeated (after head). */
 typedef struct one {
-  const air__provider_ops *up;
+  const air__dialect_ops *up;
   air__decoder dec;
   air__encoder enc;
   air_part parts[16];
@@ -195,7 +195,7 @@ static int one_event(void *data, const air__sse_event *ev) {
   return 0;
 }
 
-static void observe_only(const char *name, const air__provider_ops *up,
+static void observe_only(const char *name, const air__dialect_ops *up,
                          const char *head, const char *event) {
   double med[ROUNDS];
   air__request req;
@@ -231,35 +231,35 @@ static void observe_only(const char *name, const air__provider_ops *up,
   printf("%-44s median %7.1f ns/event\n", name, med[ROUNDS / 2]);
 }
 
-static double run(const char *name, const air__provider_ops *up,
-                  const air__provider_ops *down, const char *event) {
+static double run(const char *name, const air__dialect_ops *up,
+                  const air__dialect_ops *down, const char *event) {
   return run_x(name, up, down, false, NULL, event);
 }
 
 int main(void) {
-  run("openai chunk, passthrough (parse+decode+gate)", &air__provider_openai,
+  run("openai chunk, passthrough (parse+decode+gate)", &air__dialect_openai_chat,
       NULL, OPENAI_CHUNK);
-  run("openai chunk -> anthropic caller (translate)", &air__provider_openai,
-      &air__provider_anthropic, OPENAI_CHUNK);
-  run("anthropic delta, passthrough", &air__provider_anthropic, NULL,
+  run("openai chunk -> anthropic caller (translate)", &air__dialect_openai_chat,
+      &air__dialect_anthropic, OPENAI_CHUNK);
+  run("anthropic delta, passthrough", &air__dialect_anthropic, NULL,
       ANTHROPIC_DELTA);
-  run("anthropic delta -> openai caller (translate)", &air__provider_anthropic,
-      &air__provider_openai, ANTHROPIC_DELTA);
-  run_x("openai chunk, passthrough + observe", &air__provider_openai, NULL,
+  run("anthropic delta -> openai caller (translate)", &air__dialect_anthropic,
+      &air__dialect_openai_chat, ANTHROPIC_DELTA);
+  run_x("openai chunk, passthrough + observe", &air__dialect_openai_chat, NULL,
         true, NULL, OPENAI_CHUNK);
-  run_x("anthropic delta, passthrough + observe", &air__provider_anthropic,
+  run_x("anthropic delta, passthrough + observe", &air__dialect_anthropic,
         NULL, true, NULL, ANTHROPIC_DELTA);
-  run_x("responses delta, passthrough", &air__provider_openai_responses, NULL,
+  run_x("responses delta, passthrough", &air__dialect_openai_responses, NULL,
         false, RESPONSES_HEAD, RESPONSES_DELTA);
   run_x("responses delta, passthrough + observe",
-        &air__provider_openai_responses, NULL, true, RESPONSES_HEAD,
+        &air__dialect_openai_responses, NULL, true, RESPONSES_HEAD,
         RESPONSES_DELTA);
-  observe_only("openai chunk, observe alone", &air__provider_openai,
+  observe_only("openai chunk, observe alone", &air__dialect_openai_chat,
                OPENAI_CHUNK, OPENAI_CHUNK);
-  observe_only("anthropic delta, observe alone", &air__provider_anthropic,
+  observe_only("anthropic delta, observe alone", &air__dialect_anthropic,
                NULL, ANTHROPIC_DELTA);
   observe_only("responses delta, observe alone",
-               &air__provider_openai_responses, RESPONSES_HEAD,
+               &air__dialect_openai_responses, RESPONSES_HEAD,
                RESPONSES_DELTA);
   return 0;
 }

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 typedef void (*fp_init_fn)(air__decoder *d);

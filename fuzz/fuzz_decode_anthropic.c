@@ -21,7 +21,7 @@
 #include <jansson.h>
 
 #include "airetry.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define CHECK(cond)       \
@@ -29,7 +29,7 @@
     if (!(cond)) abort(); \
   } while (0)
 
-static const air__provider_ops *const ops = &air__provider_anthropic;
+static const air__dialect_ops *const ops = &air__dialect_anthropic;
 
 typedef struct ctx {
   air__decoder d;

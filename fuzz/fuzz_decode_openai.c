@@ -23,7 +23,7 @@
 
 #include "airetry.h"
 #include "json.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define CHECK(cond)       \
@@ -31,7 +31,7 @@
     if (!(cond)) abort(); \
   } while (0)
 
-static const air__provider_ops *const OPS = &air__provider_openai;
+static const air__dialect_ops *const OPS = &air__dialect_openai_chat;
 
 typedef struct run {
   air__decoder d;

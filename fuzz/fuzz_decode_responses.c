@@ -24,7 +24,7 @@
 
 #include "airetry.h"
 #include "json.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define CHECK(cond)       \
@@ -32,7 +32,7 @@
     if (!(cond)) abort(); \
   } while (0)
 
-static const air__provider_ops *const OPS = &air__provider_openai_responses;
+static const air__dialect_ops *const OPS = &air__dialect_openai_responses;
 
 typedef struct run {
   air__decoder d;

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the caller request decoders of both dialects
- * (air__request_parse in src/codec/provider.c) and the upstream request
+ * (air__request_parse in src/codec/dialect.c) and the upstream request
  * builders (air__request_build: src/codec/hub.c and the dialect folders
  * src/codec/openai_chat/, src/codec/anthropic/).
  *
@@ -35,7 +35,7 @@
 
 #include "airetry.h"
 #include "codec_json.h"
-#include "provider.h"
+#include "dialect.h"
 
 #define CHECK(cond)       \
   do {                    \
@@ -59,7 +59,7 @@ static const char *const OVERRIDES[] = {
 static const char *const MODELS[2] = {"gpt-4o-mini", "claude/sonnet-4.5"};
 
 /* Parses an upstream body and checks what every build must give. */
-static void check_upstream(const air__buf *out, const air__provider_ops *ops,
+static void check_upstream(const air__buf *out, const air__dialect_ops *ops,
                            const char *model) {
   json_error_t jerr;
   json_t *v = json_loadb(out->p, out->n, 0, &jerr);
@@ -82,8 +82,8 @@ static void check_upstream(const air__buf *out, const air__provider_ops *ops,
 static void same_builds(const air__request *fast, const air__request *tree,
                         const char *override) {
   for (int p = 0; p < 2; p++) {
-    const air__provider_ops *ops =
-        p ? &air__provider_anthropic : &air__provider_openai;
+    const air__dialect_ops *ops =
+        p ? &air__dialect_anthropic : &air__dialect_openai_chat;
     for (int drop = 0; drop < 2; drop++) {
       air__build_opts o = {.model = MODELS[p],
                            .override_json = override,
@@ -115,8 +115,8 @@ static void same_builds(const air__request *fast, const air__request *tree,
 
 static void build(const air__request *req, const char *override) {
   for (int p = 0; p < 2; p++) {
-    const air__provider_ops *ops =
-        p ? &air__provider_anthropic : &air__provider_openai;
+    const air__dialect_ops *ops =
+        p ? &air__dialect_anthropic : &air__dialect_openai_chat;
     for (int drop = 0; drop < 2; drop++) {
       air__build_opts o = {.model = MODELS[p],
                            .override_json = override,
@@ -150,8 +150,8 @@ static void error_bodies(const char *message) {
                          .message = message,
                          .request_id = ""}};
   for (int p = 0; p < 2; p++) {
-    const air__provider_ops *ops =
-        p ? &air__provider_anthropic : &air__provider_openai;
+    const air__dialect_ops *ops =
+        p ? &air__dialect_anthropic : &air__dialect_openai_chat;
     air__buf eb;
     air__buf_init(&eb, 1u << 16);
     CHECK(ops->encode_error_body(400, AIR_REASON_BAD_REQUEST, message, log, 1,

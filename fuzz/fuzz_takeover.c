@@ -21,7 +21,7 @@
 
 #include "airetry.h"
 #include "json.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define CHECK(cond)       \
@@ -30,7 +30,7 @@
   } while (0)
 
 typedef struct run {
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   air__decoder d;
   air__encoder e;
   air_part parts[64];
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                    AIR_DIALECT_OPENAI_RESPONSES};
   run r;
   memset(&r, 0, sizeof(r));
-  r.ops = air__provider_get(ds[data[0] % 3]);
+  r.ops = air__dialect_get(ds[data[0] % 3]);
   bool fail = data[0] & 4;
   size_t tn = data[1];
   const char *rest = (const char *)data + 2;

@@ -8,7 +8,7 @@
 
 #include "canon.h"
 #include "limits.h"
-#include "provider.h"
+#include "dialect.h"
 
 void air__canon_init(air__canon *c, air_dialect origin) {
   memset(c, 0, sizeof(*c));

@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "provider.h"
+#include "dialect.h"
 
 /* The request's JSON object, parsed from raw on first use; NULL when out of
  * memory. */

@@ -38,7 +38,7 @@
 
 #include "canon.h"
 #include "codec_json.h"
-#include "provider.h"
+#include "dialect.h"
 
 int air__json_cont_style(const air__canon *c, json_t *root, json_t *msgs) {
   int rc = 0;
@@ -106,7 +106,7 @@ static int fail(air_error *err, int code, const char *msg) {
   return code;
 }
 
-int air__request_build_continuation(const air__provider_ops *target,
+int air__request_build_continuation(const air__dialect_ops *target,
                                     const air__request *req,
                                     const air__build_opts *o,
                                     const air__cont_ask *ask, air__buf *out,

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "canon.h"
-#include "provider.h"
+#include "dialect.h"
 
 /* A message for a build that failed without one (out of memory, over a
  * limit), as the pairwise builders gave it. */
@@ -54,7 +54,7 @@ const air__canon *air__request_canon(const air__request *req, air_error *err,
                                 req->model != NULL ? strlen(req->model) : 0);
   *rc = c->model != NULL ? 0 : AIR_ENOMEM;
   if (*rc == 0)
-    *rc = air__provider_get(req->dialect)->decode_request(req, c, err);
+    *rc = air__dialect_get(req->dialect)->decode_request(req, c, err);
   if (*rc != 0) {
     air__canon_cleanup(c);
     free(c);
@@ -71,10 +71,10 @@ const air__canon *air__request_canon(const air__request *req, air_error *err,
  * refers to it; drop_params does not drop it. 0, AIR_ENOTSUP naming the
  * field, or an error of building the canonical form.
  */
-int air__request_stateful(const air__provider_ops *target,
+int air__request_stateful(const air__dialect_ops *target,
                           const air__request *req, const air__build_opts *o,
                           air_error *err) {
-  const air__provider_ops *caller = air__provider_get(req->dialect);
+  const air__dialect_ops *caller = air__dialect_get(req->dialect);
   if (caller == NULL || caller->stateful_field == NULL) return 0;
   bool same = req->dialect == target->api;
   if (same && !o->other_provider) return 0;
@@ -87,7 +87,7 @@ int air__request_stateful(const air__provider_ops *target,
   return caller->stateful_field(c, name, err);
 }
 
-int air__request_can_express(const air__provider_ops *target,
+int air__request_can_express(const air__dialect_ops *target,
                              const air__request *req, const air__build_opts *o,
                              air_error *err) {
   if (err != NULL) {
@@ -103,7 +103,7 @@ int air__request_can_express(const air__provider_ops *target,
   return target->can_express(c, o, err);
 }
 
-int air__request_build(const air__provider_ops *target, const air__request *req,
+int air__request_build(const air__dialect_ops *target, const air__request *req,
                        const air__build_opts *o, air__buf *out,
                        air_error *err) {
   if (err != NULL) {

@@ -3,7 +3,7 @@
  * of json.c instead of building a jansson tree, and building a same-dialect
  * upstream body by copying the caller's text with a few members replaced.
  *
- * The fast validator accepts only what the jansson path (provider.c) also
+ * The fast validator accepts only what the jansson path (dialect.c) also
  * accepts, with the same results; anything it is not sure of (escaped keys
  * or model, \u0000, lone surrogate escapes, numbers jansson might reject,
  * objects too big to check for duplicate keys cheaply) falls back to
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "provider.h"
+#include "dialect.h"
 
 #define MAX_FAST_KEYS 64  /* duplicate keys are checked pairwise up to this */
 /* What a patch usually adds to the caller's text: stream_options, a
@@ -98,7 +98,7 @@ static bool pos_int(const air__json *j, int i) {
   return is_type(j, i, AIR__JSON_NUM) && air__json_int(j, i, &v) && v > 0;
 }
 
-/* The rules of provider.c's field table, on tokens (null always passes). */
+/* The rules of dialect.c's field table, on tokens (null always passes). */
 static bool field_ok(const air__json *j, int v, air__field_type t) {
   if (v < 0 || is_type(j, v, AIR__JSON_NULL)) return true;
   switch (t) {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "provider.h"
+#include "dialect.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b) {
   return a + b < a ? UINT64_MAX : a + b;

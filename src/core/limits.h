@@ -61,7 +61,7 @@
 #define AIR__MAX_OTLP_HEADERS_BYTES (8u << 10) /* their text, encoded */
 #define AIR__MAX_SERVICE_NAME_BYTES 256        /* OTEL_SERVICE_NAME */
 #define AIR__MAX_FINISH_NAME_BYTES 32   /* a finish reason kept for a span */
-/* An upstream answer's identifiers (provider.h, "identifiers"): its id,
+/* An upstream answer's identifiers (dialect.h, "identifiers"): its id,
  * model name and tool call ids are kept whole up to this; a longer one is
  * replaced, never a failure. */
 #define AIR__MAX_IDENT_BYTES 4096

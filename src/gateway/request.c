@@ -112,7 +112,7 @@ static void log_rejected(const air__http_request *msg, air_dialect dialect,
   air__buf_puts(&b, ",\"path\":");
   air__buf_put_json_str(&b, msg->path.p, msg->path.n < 256 ? msg->path.n : 256);
   air__buf_puts(&b, ",\"api\":\"");
-  air__buf_puts(&b, air__provider_get(dialect)->name);
+  air__buf_puts(&b, air__dialect_get(dialect)->name);
   air__buf_putc(&b, '"');
   air__buf_puts(&b, ",\"attempts\":[],\"outcome\":\"rejected\",\"status\":");
   air__buf_putu(&b, (unsigned long long)status);
@@ -132,7 +132,7 @@ void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
   log_rejected(air__http_req_msg(req), dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
-  air__provider_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
+  air__dialect_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
                                                  &body);
   /* Anthropic callers also get request-id (docs/design.md §5). */
   air__http_field f[4] = {json_ct, field("x-should-retry", "false"),
@@ -152,7 +152,7 @@ static void method_not_allowed(air__http_req *req, air_dialect dialect,
   snprintf(m, sizeof(m), "method not allowed: use %s", allow);
   log_rejected(air__http_req_msg(req), dialect, 405, AIR_REASON_BAD_REQUEST, m,
                rid);
-  air__provider_get(dialect)->encode_error_body(405, AIR_REASON_BAD_REQUEST, m,
+  air__dialect_get(dialect)->encode_error_body(405, AIR_REASON_BAD_REQUEST, m,
                                                  NULL, 0, &body);
   air__http_field f[5] = {json_ct, field("allow", allow),
                           field("x-should-retry", "false"),
@@ -270,7 +270,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   const char *model = r->areq.model ? r->areq.model : "";
   air__buf_put_json_str(&b, model, strlen(model));
   air__buf_puts(&b, ",\"api\":\"");
-  air__buf_puts(&b, air__provider_get(r->dialect)->name);
+  air__buf_puts(&b, air__dialect_get(r->dialect)->name);
   air__buf_putc(&b, '"');
   air__buf_puts(&b, r->stream ? ",\"stream\":true" : ",\"stream\":false");
   air__buf_puts(&b, ",\"attempts\":[");
@@ -341,7 +341,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
     air__buf_put_json_str(&b, r->rs.dropped, strlen(r->rs.dropped));
   }
   if (r->rs.replaced != 0) {
-    /* Upstream identifiers over their limit, replaced (provider.h). */
+    /* Upstream identifiers over their limit, replaced (dialect.h). */
     air__buf_puts(&b, ",\"replaced\":\"");
     air__buf_puts(&b, air__ident_names(r->rs.replaced));
     air__buf_putc(&b, '"');
@@ -765,7 +765,7 @@ static void head_refuse(air__gw_worker *w, air__http_head *h,
   log_rejected(msg, dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
-  air__provider_get(dialect)->encode_error_body(status, reason, message, NULL,
+  air__dialect_get(dialect)->encode_error_body(status, reason, message, NULL,
                                                  0, &body);
   air__http_field f[5] = {json_ct, field("x-should-retry", "false"),
                           field("x-request-id", rid), field("request-id", rid),

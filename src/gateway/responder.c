@@ -37,7 +37,7 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->rid = rid ? rid : "";
   rs->stream = req->stream;
   rs->outcome = "ok";
-  snprintf(rs->sub_id, sizeof(rs->sub_id), "%s%s", air__provider_get(dialect)->id_prefix,
+  snprintf(rs->sub_id, sizeof(rs->sub_id), "%s%s", air__dialect_get(dialect)->id_prefix,
            rs->rid);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
@@ -76,7 +76,7 @@ static air__aggregate *aggregate(air__responder *rs) {
  * continuation can take the stream over where it stands. */
 static int observe_event(void *data, const air__sse_event *ev) {
   air__responder *rs = data;
-  air__provider_get(rs->dialect)->encoder_observe(rs->enc, ev, rs->obs_parts, rs->obs_n);
+  air__dialect_get(rs->dialect)->encoder_observe(rs->enc, ev, rs->obs_parts, rs->obs_n);
   return 0;
 }
 
@@ -116,11 +116,11 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
     return 0;
   }
   rs->began = true;
-  air__provider_get(rs->dialect)->encoder_init(rs->enc, rs->req, created_s);
+  air__dialect_get(rs->dialect)->encoder_init(rs->enc, rs->req, created_s);
   rs->enc->idents.id = rs->sub_id;
   rs->enc->idents.model = rs->sub_model;
   if (ci->continuable && rs->passthrough &&
-      air__provider_get(rs->dialect)->encoder_observe != NULL) {
+      air__dialect_get(rs->dialect)->encoder_observe != NULL) {
     rs->observe = true;
     air__sse_init(&rs->obs, observe_event, rs);
   }
@@ -158,7 +158,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
   if (!rs->decided && (ev->n_parts > 0 || ev->raw == NULL)) {
     /* Decided on the first event with parts (its START): an upstream id or
      * model over the limit turns passthrough off, so that the encoder
-     * writes the replacements (provider.h, "identifiers"). */
+     * writes the replacements (dialect.h, "identifiers"). */
     rs->decided = true;
     rs->passthrough = rs->passthrough && ev->raw != NULL && !over_ident(ev);
     rs->enc->passthrough = rs->passthrough;
@@ -182,7 +182,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     if ((ev->flags & AIR__EV_USAGE_ONLY) && !rs->req->include_usage) return 0;
     if (air__buf_add(&rs->out, ev->raw, ev->raw_len) != 0) return lose(rs);
   } else {
-    const air__provider_ops *ops = air__provider_get(rs->dialect);
+    const air__dialect_ops *ops = air__dialect_get(rs->dialect);
     for (size_t i = 0; i < ev->n_parts; i++)
       if (ev->parts[i].kind != AIR_PART_ERROR &&
           ops->encode_part(rs->enc, &ev->parts[i], &rs->out) != 0)
@@ -193,7 +193,7 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
 
 void air__responder_end(air__responder *rs, const air__exchange_result *res,
                         uint64_t created_s) {
-  const air__provider_ops *ops = air__provider_get(rs->dialect);
+  const air__dialect_ops *ops = air__dialect_get(rs->dialect);
   rs->status = 200;
   rs->n_head = 0;
   rs->outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted" : "error";
@@ -301,7 +301,7 @@ int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
 }
 
 void air__responder_keepalive(air__responder *rs) {
-  const air__provider_ops *ops = air__provider_get(rs->dialect);
+  const air__dialect_ops *ops = air__dialect_get(rs->dialect);
   if (!rs->stream || !rs->began || rs->gone || rs->lost || ops->encode_keepalive == NULL)
     return;
   if (ops->encode_keepalive(rs->enc, &rs->out) != 0) lose(rs);

@@ -19,7 +19,7 @@
 
 #include "exchange.h"
 #include "limits.h"
-#include "provider.h"
+#include "dialect.h"
 
 #define AIR__RESP_MAX_HEADERS 7
 
@@ -73,7 +73,7 @@ typedef struct air__responder {
   char retry_after[24];
   char upstream_rid[128];     /* an Anthropic upstream's request-id ("" none) */
   /* What replaces an upstream identifier over AIR__MAX_IDENT_BYTES
-   * (provider.h, "identifiers"): the request id in the caller dialect's
+   * (dialect.h, "identifiers"): the request id in the caller dialect's
    * id form, the answering target's model; replaced: what was (AIR__IDENT_*
    * bits, set by air__responder_end for the log line). */
   char sub_id[AIR__MAX_NAME_BYTES];

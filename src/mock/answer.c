@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "mock_int.h"
-#include "provider.h"
+#include "dialect.h"
 
 #define LIT(s) s, sizeof(s) - 1
 

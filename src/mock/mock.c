@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "mock_int.h"
-#include "provider.h"
+#include "dialect.h"
 #include "server.h"
 
 #define LIT(s) s, sizeof(s) - 1
@@ -56,7 +56,7 @@ struct xchg {
   int phase;
   uint64_t log_id; /* 0: not in the log */
   air_dialect api;
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   bool stream, include_usage;
   char *model; /* the request's model, NUL-terminated */
   size_t model_n;
@@ -585,7 +585,7 @@ static xchg *xchg_new(air__mock *m, air__http_req *req, air_dialect api,
   x->m = m;
   x->req = req;
   x->api = api;
-  x->ops = air__provider_get(api);
+  x->ops = air__dialect_get(api);
   x->stream = r->stream;
   x->include_usage = r->include_usage;
   x->model = model;

@@ -6,13 +6,13 @@
 #include <stdlib.h>
 
 #include "mock.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 struct air__stream_reader {
   air__sse sse;
   air__decoder dec;
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   int (*on_part)(void *data, const air_part *p);
   void *data;
 };
@@ -28,7 +28,7 @@ air__stream_reader *air__stream_reader_new(bool anthropic,
                                            void *data) {
   air__stream_reader *r = calloc(1, sizeof(*r));
   if (r == NULL) return NULL;
-  r->ops = anthropic ? &air__provider_anthropic : &air__provider_openai;
+  r->ops = anthropic ? &air__dialect_anthropic : &air__dialect_openai_chat;
   r->on_part = on_part;
   r->data = data;
   r->ops->decoder_init(&r->dec);

@@ -225,7 +225,7 @@ static void on_end(void *data, const air__exchange_result *r) {
     j->o.on_part(j->o.data, &err);
   }
   air_chat_result *res = j->res;
-  const air__provider_ops *ops = air__provider_get(j->dialect);
+  const air__dialect_ops *ops = air__dialect_get(j->dialect);
   air__buf body;
   air__buf_init(&body, AIR__MAX_RESULT_BODY_BYTES);
   res->reason = r->reason;
@@ -430,7 +430,7 @@ static air_chat_result *early_result(air_dialect d, int status, air_reason r,
   if (res == NULL) return NULL;
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
-  air__provider_get((air_dialect)d)->encode_error_body(status, r, message, NULL, 0,
+  air__dialect_get((air_dialect)d)->encode_error_body(status, r, message, NULL, 0,
                                                      &body);
   res->status = status;
   res->reason = r;

@@ -92,7 +92,7 @@ typedef struct leg {
   const char *target;    /* its target and 1-based number: a judged answer */
   unsigned no;           /* released after the run stopped still names it */
   int status;            /* (fields ordered to leave no holes: issue 20) */
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   void *xfer;            /* the transfer in flight (tr's), or NULL */
   uint64_t due[T_COUNT]; /* first byte, attempt, part, wait: 0 = off */
   uint64_t wait_len;     /* L_WAITING: the wait's length */
@@ -898,7 +898,7 @@ static int on_sse(void *data, const air__sse_event *ev) {
     return 1;
   }
   if (l->dec.fatal != NULL) {
-    /* A field that carries meaning over its limit (provider.h). */
+    /* A field that carries meaning over its limit (dialect.h). */
     x->malformed++;
     set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, l->dec.fatal,
              AIR_TRANSPORT_OK);
@@ -1515,7 +1515,7 @@ static int launch(leg *l, const air_action *a) {
   const air_config *cfg = x->o.cfg;
   const air__provider *p = &cfg->providers[t->provider];
   l->state = L_RUNNING;
-  l->ops = air__provider_get(p->api);
+  l->ops = air__dialect_get(p->api);
   l->target = a->target;
   l->no = a->attempt;
   l->id = a->attempt_id;
@@ -1880,8 +1880,8 @@ static size_t state_provider(const air_config *cfg, const char *model) {
 static bool expressible(void *data, const air__target *t) {
   const air__exchange *x = data;
   const air_config *cfg = x->o.cfg;
-  const air__provider_ops *ops =
-      air__provider_get(cfg->providers[t->provider].api);
+  const air__dialect_ops *ops =
+      air__dialect_get(cfg->providers[t->provider].api);
   air__build_opts bo = {.drop_params = cfg->drop_params,
                         .structured_output = t->structured_output,
                         .other_provider = x->state_provider != SIZE_MAX &&

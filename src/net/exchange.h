@@ -19,7 +19,7 @@
 #include "commit.h"
 #include "loop.h"
 #include "pool.h"
-#include "provider.h"
+#include "dialect.h"
 #include "transport.h"
 
 /* While a continuation's rescue runs, the caller gets a keep-alive this

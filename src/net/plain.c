@@ -23,7 +23,7 @@
 #include "engine.h"
 #include "limits.h"
 #include "plain.h"
-#include "provider.h"
+#include "dialect.h"
 #include "retry_after.h"
 #include "state.h"
 

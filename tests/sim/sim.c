@@ -23,7 +23,7 @@
 #include "exchange.h"
 #include "limits.h"
 #include "loop.h"
-#include "provider.h"
+#include "dialect.h"
 #include "plain.h"
 #include "responder.h"
 #include "seam.h"
@@ -2102,7 +2102,7 @@ typedef struct decoded {
   bool terminator, error, tool;
   unsigned malformed, events;
   air__decoder dec;
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   /* Framing (docs/design.md §3.5, 9): one id per OpenAI stream; Anthropic one
    * message_start, block indexes new at each start and deltas to the open
    * block; Responses sequence numbers increasing. frame says what broke. */
@@ -2200,7 +2200,7 @@ static void decoded_init(decoded *d, int dialect) {
   memset(d, 0, sizeof(*d));
   air__buf_init(&d->text, 1u << 20);
   air__buf_init(&d->args, 1u << 20);
-  d->ops = air__provider_get((air_dialect)dialect);
+  d->ops = air__dialect_get((air_dialect)dialect);
   d->ops->decoder_init(&d->dec);
   d->open_block = -1;
   d->seq = -1;
@@ -3044,7 +3044,7 @@ static void check_fields(sim_run_req *q, const decoded *d, bool success) {
     const char *id = json_string_value(json_object_get(j, "id"));
     const char *model = json_string_value(json_object_get(j, "model"));
     /* An id may carry its dialect's prefix ("resp_") on top of the
-     * upstream's (provider.h: AIR__MAX_IDENT_BYTES + 16). */
+     * upstream's (dialect.h: AIR__MAX_IDENT_BYTES + 16). */
     if ((id && strlen(id) > AIR__MAX_IDENT_BYTES + 16) ||
         (model && strlen(model) > AIR__MAX_IDENT_BYTES))
       fail(w, "request %d: the whole answer's id or model is over %u bytes", i,

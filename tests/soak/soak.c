@@ -77,7 +77,7 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #define N_TARGETS 3
@@ -437,7 +437,7 @@ typedef struct inflight {
   int attempts_hdr;
   air__sse sse_p;
   air__decoder dec;
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   air__buf text;
   air__buf raw;
   bool error_seen, after_end, too_big;
@@ -640,7 +640,7 @@ static int start_request(run *R, int i) {
   memset(f, 0, sizeof(*f));
   f->idx = i;
   f->attempts_hdr = -1;
-  f->ops = air__provider_get((air_dialect)x->api);
+  f->ops = air__dialect_get((air_dialect)x->api);
   f->ops->decoder_init(&f->dec);
   air__sse_init(&f->sse_p, on_sse, f);
   air__buf_init(&f->text, MAX_TEXT);

@@ -10,7 +10,7 @@
 
 #include "canon.h"
 #include "codec_json.h"
-#include "provider.h"
+#include "dialect.h"
 
 #define LIT(s) (s), (sizeof(s) - 1)
 #define IS(p, n, lit) \

@@ -6,7 +6,7 @@
  */
 #include "anthropic.h"
 
-const air__provider_ops air__provider_anthropic = {
+const air__dialect_ops air__dialect_anthropic = {
     .api = AIR_DIALECT_ANTHROPIC,
     .name = "anthropic",
     .path = "/v1/messages",

@@ -6,7 +6,7 @@
  * by their own type, so a text delta on a block never started still yields
  * TEXT; an input_json_delta needs a started tool_use block (else malformed)
  * and is ignored on other blocks (server tools). A stop reason or tool_use
- * name over its limit makes the event fatal (d->fatal, provider.h): it
+ * name over its limit makes the event fatal (d->fatal, dialect.h): it
  * yields nothing and the attempt fails.
  */
 #include <stdio.h>

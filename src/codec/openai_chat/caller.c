@@ -8,7 +8,7 @@
  * after no FINISH writes a finish chunk ("stop") so a clean end always
  * carries a finish_reason; the usage chunk is written only when the caller
  * asked for it and a USAGE part was seen. ids and model names are cut at
- * a NUL byte; over AIR__MAX_IDENT_BYTES they are replaced (provider.h,
+ * a NUL byte; over AIR__MAX_IDENT_BYTES they are replaced (dialect.h,
  * "identifiers").
  * encode_response: "created" comes from air__aggregate.created; a tool call
  * without arguments gets "{}" (clients JSON.parse them); a finish of NONE
@@ -168,7 +168,7 @@ out:
   return rc;
 }
 
-/* encode_part: see provider.h and the notes at the top of this file. */
+/* encode_part: see dialect.h and the notes at the top of this file. */
 int air__oai_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   if (e->ended) return AIR_ESTATE;
   air_part tmp;

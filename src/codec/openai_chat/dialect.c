@@ -6,7 +6,7 @@
  */
 #include "openai_chat.h"
 
-const air__provider_ops air__provider_openai = {
+const air__dialect_ops air__dialect_openai_chat = {
     .api = AIR_DIALECT_OPENAI,
     .name = "openai",
     .path = "/chat/completions",

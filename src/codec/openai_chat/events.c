@@ -19,7 +19,7 @@
  * nor arguments yields nothing; a second id/name for a tool index that
  * already had its TOOL_START yields no second TOOL_START. A finish_reason
  * or tool name over its limit (as written) makes the event fatal
- * (d->fatal, provider.h): it yields nothing and the attempt fails.
+ * (d->fatal, dialect.h): it yields nothing and the attempt fails.
  * "reasoning_content" wins over "reasoning" when both are present.
  */
 #include <stdint.h>
@@ -107,7 +107,7 @@ static int tool_index(const air__json *j, int t, int k) {
 
 /* True when token i is a string whose bytes as written (escapes
  * included) are over max: a finish reason or tool name that long makes
- * the event fatal (provider.h, "identifiers"). */
+ * the event fatal (dialect.h, "identifiers"). */
 static bool raw_over(const air__json *j, int i, size_t max) {
   size_t n = 0;
   if (air__json_is_str(j, i)) air__json_raw(j, i, &n);
@@ -533,7 +533,7 @@ static int decode_event(air__decoder *d, const air__sse_event *ev,
   return rc;
 }
 
-/* decode_event: see provider.h and the notes at the top of this file. */
+/* decode_event: see dialect.h and the notes at the top of this file. */
 int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
                           air__part_cb cb, void *data) {
   bool took;

@@ -10,11 +10,11 @@
 
 #include "canon.h"
 #include "codec_json.h"
-#include "provider.h"
+#include "dialect.h"
 
 #include "json.h"
 #include "limits.h"
-#include "provider.h"
+#include "dialect.h"
 
 /* A string literal as (pointer, length) for air__buf_add. */
 #define LIT(s) (s), (sizeof(s) - 1)

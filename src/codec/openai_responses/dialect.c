@@ -6,7 +6,7 @@
  */
 #include "openai_responses.h"
 
-const air__provider_ops air__provider_openai_responses = {
+const air__dialect_ops air__dialect_openai_responses = {
     .api = AIR_DIALECT_OPENAI_RESPONSES,
     .name = "openai_responses",
     .path = "/responses",

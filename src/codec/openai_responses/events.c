@@ -35,7 +35,7 @@
  * output_index that holds no function call. An event is checked whole
  * before any of its parts is handed over. A function call's name or an
  * incomplete_details.reason over its limit (as written) makes the event
- * fatal (d->fatal, provider.h): it yields nothing and the attempt fails.
+ * fatal (d->fatal, dialect.h): it yields nothing and the attempt fails.
  *
  * block_kind[output_index]: 0 nothing, 1 a function call started, 2 its
  * arguments have streamed; block_tool[output_index]: its tool index.
@@ -189,7 +189,7 @@ static int end(air__decoder *d, const air__json *j, int resp, bool incomplete,
 }
 
 /* True when token i is a string whose bytes as written (escapes
- * included) are over max (provider.h, "identifiers"). */
+ * included) are over max (dialect.h, "identifiers"). */
 static bool raw_over(const air__json *j, int i, size_t max) {
   size_t n = 0;
   if (air__json_is_str(j, i)) air__json_raw(j, i, &n);

@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "canon.h"
-#include "provider.h"
+#include "dialect.h"
 
 static const char SENT[] = "Once upon a time, in a \"tall\" castle";
 
@@ -40,9 +40,9 @@ static const char *const BODY[] = {
         "\"frobnicate\":1}",
 };
 
-static const air__provider_ops *const TARGET[] = {
-    &air__provider_openai, &air__provider_anthropic,
-    &air__provider_openai_responses};
+static const air__dialect_ops *const TARGET[] = {
+    &air__dialect_openai_chat, &air__dialect_anthropic,
+    &air__dialect_openai_responses};
 
 static void parse(air_dialect d, const char *body, air__request *r) {
   air_error err = {0};
@@ -51,7 +51,7 @@ static void parse(air_dialect d, const char *body, air__request *r) {
 }
 
 /* The body's turns: "messages", or a Responses "input". */
-static json_t *turns(json_t *root, const air__provider_ops *t) {
+static json_t *turns(json_t *root, const air__dialect_ops *t) {
   return json_object_get(
       root, t->api == AIR_DIALECT_OPENAI_RESPONSES ? "input" : "messages");
 }
@@ -79,7 +79,7 @@ static const char *role_of(json_t *m) {
 }
 
 /* Builds the continuation and parses it (fails the test on an error). */
-static json_t *build(air_dialect caller, const air__provider_ops *target,
+static json_t *build(air_dialect caller, const air__dialect_ops *target,
                      air_cont_style style, const char *sent, int64_t max,
                      air__request *r) {
   parse(caller, BODY[caller], r);
@@ -105,7 +105,7 @@ static void test_every_dialect_and_style(void **st) {
     for (int t = 0; t < 3; t++) {
       for (int k = 0; k < 4; k++) {
         air__request r;
-        const air__provider_ops *tg = TARGET[t];
+        const air__dialect_ops *tg = TARGET[t];
         air_cont_style style = styles[k];
         json_t *root = build((air_dialect)c, tg, style, SENT, 0, &r);
         json_t *ms = turns(root, tg);
@@ -222,7 +222,7 @@ static void test_same_dialect_keeps_extras(void **st) {
   /* A field only the dialect knows passes unchanged to its own dialect
    * (through the canonical form), never across. */
   air__request r;
-  json_t *root = build(AIR_DIALECT_OPENAI, &air__provider_openai, AIR_CONT_VLLM,
+  json_t *root = build(AIR_DIALECT_OPENAI, &air__dialect_openai_chat, AIR_CONT_VLLM,
                        SENT, 0, &r);
   json_t *k =
       json_object_get(json_object_get(root, "chat_template_kwargs"), "k");
@@ -230,7 +230,7 @@ static void test_same_dialect_keeps_extras(void **st) {
   assert_non_null(r.canon);
   json_decref(root);
   air__request_cleanup(&r);
-  root = build(AIR_DIALECT_ANTHROPIC, &air__provider_anthropic,
+  root = build(AIR_DIALECT_ANTHROPIC, &air__dialect_anthropic,
                AIR_CONT_PREFILL, SENT, 0, &r);
   assert_int_equal(json_integer_value(json_object_get(root, "frobnicate")), 1);
   /* Prefill: the conversation ends with the assistant message. */
@@ -249,7 +249,7 @@ static void test_canonical_form_unchanged(void **st) {
   air__cont_ask ask = {AIR_CONT_INSTRUCT, SENT, strlen(SENT), 0};
   air__buf out;
   air__buf_init(&out, 1u << 20);
-  assert_int_equal(air__request_build_continuation(&air__provider_openai, &r,
+  assert_int_equal(air__request_build_continuation(&air__dialect_openai_chat, &r,
                                                    &o, &ask, &out, NULL),
                    0);
   const air__canon *c = r.canon;
@@ -260,7 +260,7 @@ static void test_canonical_form_unchanged(void **st) {
   /* An ordinary attempt after it still asks what the caller asked. */
   air__buf_reset(&out);
   assert_int_equal(
-      air__request_build(&air__provider_openai, &r, &o, &out, NULL), 0);
+      air__request_build(&air__dialect_openai_chat, &r, &o, &out, NULL), 0);
   assert_int_equal(r.canon->n_msgs, n);
   assert_null(strstr(out.p, "castle"));
   assert_non_null(strstr(out.p, "reasoning_effort"));
@@ -271,7 +271,7 @@ static void test_canonical_form_unchanged(void **st) {
 static void test_anthropic_trims_trailing_white_space(void **st) {
   (void)st;
   air__request r;
-  json_t *root = build(AIR_DIALECT_OPENAI, &air__provider_anthropic,
+  json_t *root = build(AIR_DIALECT_OPENAI, &air__dialect_anthropic,
                        AIR_CONT_PREFILL, "Once upon a time \n", 0, &r);
   json_t *ms = json_object_get(root, "messages");
   char *t = text_of(json_array_get(ms, json_array_size(ms) - 1));
@@ -280,7 +280,7 @@ static void test_anthropic_trims_trailing_white_space(void **st) {
   json_decref(root);
   air__request_cleanup(&r);
   /* Other dialects get exactly the text. */
-  root = build(AIR_DIALECT_OPENAI, &air__provider_openai, AIR_CONT_PREFILL,
+  root = build(AIR_DIALECT_OPENAI, &air__dialect_openai_chat, AIR_CONT_PREFILL,
                "Once upon a time \n", 0, &r);
   ms = json_object_get(root, "messages");
   t = text_of(json_array_get(ms, json_array_size(ms) - 1));
@@ -299,7 +299,7 @@ static void test_errors(void **st) {
   air__buf out;
   air__buf_init(&out, 1u << 20);
   air_error err = {0};
-  assert_int_equal(air__request_build_continuation(&air__provider_openai, &r,
+  assert_int_equal(air__request_build_continuation(&air__dialect_openai_chat, &r,
                                                    &o, &ask, &out, &err),
                    AIR_EINVAL);
   assert_non_null(strstr(err.message, "style"));
@@ -307,7 +307,7 @@ static void test_errors(void **st) {
   /* Across dialects without drop_params: what the target cannot say is
    * named, as for any attempt, and nothing is written. */
   ask.style = AIR_CONT_PREFILL;
-  assert_int_equal(air__request_build_continuation(&air__provider_anthropic, &r,
+  assert_int_equal(air__request_build_continuation(&air__dialect_anthropic, &r,
                                                    &o, &ask, &out, &err),
                    AIR_ENOTSUP);
   assert_non_null(strstr(err.message, "chat_template_kwargs"));

@@ -19,14 +19,14 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 /* ---- running a passthrough stream through observe ------------------------
  */
 
 typedef struct run {
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   air__decoder dec;
   air__encoder enc;
   air__buf out; /* the caller's bytes */
@@ -54,7 +54,7 @@ static int on_event(void *data, const air__sse_event *ev) {
 
 static void start(run *r, air_dialect d, const char *upstream) {
   memset(r, 0, sizeof(*r));
-  r->ops = air__provider_get(d);
+  r->ops = air__dialect_get(d);
   assert_non_null(r->ops->encoder_observe);
   assert_non_null(r->ops->encode_keepalive);
   air__request req;
@@ -628,7 +628,7 @@ static void test_aggregate_marker_and_usage(void **st) {
     air__buf out;
     air__buf_init(&out, 1u << 20);
     assert_int_equal(
-        air__provider_get((air_dialect)d)->encode_response(&a, &out), 0);
+        air__dialect_get((air_dialect)d)->encode_response(&a, &out), 0);
     json_t *v = json_loadb(out.p, out.n, 0, NULL);
     assert_non_null(v);
     check_marker(v);
@@ -648,7 +648,7 @@ static void test_aggregate_marker_and_usage(void **st) {
     assert_int_equal(air__aggregate_add(&a, &t1), 0);
     air__buf_reset(&out);
     assert_int_equal(
-        air__provider_get((air_dialect)d)->encode_response(&a, &out), 0);
+        air__dialect_get((air_dialect)d)->encode_response(&a, &out), 0);
     assert_null(strstr(out.p, "\"airetry\":"));
     air__buf_cleanup(&out);
     air__aggregate_cleanup(&a);
@@ -661,13 +661,13 @@ static void test_keepalive_bytes(void **st) {
   air__buf_init(&b, 1024);
   air__encoder e;
   memset(&e, 0, sizeof(e));
-  assert_int_equal(air__provider_openai.encode_keepalive(&e, &b), 0);
+  assert_int_equal(air__dialect_openai_chat.encode_keepalive(&e, &b), 0);
   assert_string_equal(b.p, ": keep-alive\n\n");
   air__buf_reset(&b);
-  assert_int_equal(air__provider_openai_responses.encode_keepalive(&e, &b), 0);
+  assert_int_equal(air__dialect_openai_responses.encode_keepalive(&e, &b), 0);
   assert_string_equal(b.p, ": keep-alive\n\n");
   air__buf_reset(&b);
-  assert_int_equal(air__provider_anthropic.encode_keepalive(&e, &b), 0);
+  assert_int_equal(air__dialect_anthropic.encode_keepalive(&e, &b), 0);
   assert_string_equal(b.p, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
   air__buf_cleanup(&b);
 }

@@ -17,7 +17,7 @@
 
 #include "canon.h"
 #include "limits.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 static const air__build_opts plain = {.model = "up"};
@@ -42,9 +42,9 @@ static void test_same_dialect_builds_no_canon(void **s) {
   air__build_opts o = {.model = "up"};
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_anthropic, &r, &o, &err), 0);
+      air__request_can_express(&air__dialect_anthropic, &r, &o, &err), 0);
   assert_int_equal(
-      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+      air__request_build(&air__dialect_anthropic, &r, &o, &out, &err), 0);
   assert_null(r.canon); /* the byte fast path */
   assert_null(r.tree);
   assert_non_null(strstr(out.p, "\"thinking\":{\"type\":\"enabled\""));
@@ -58,19 +58,19 @@ static void test_can_express_and_cache(void **s) {
   parse(AIR_DIALECT_ANTHROPIC, THINKING, &r);
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, &plain, &err),
+      air__request_can_express(&air__dialect_openai_chat, &r, &plain, &err),
       AIR_ENOTSUP);
   assert_string_equal(err.message,
                       "frobnicate: not supported by openai upstreams");
   const struct air__canon *c = r.canon;
   assert_non_null(c); /* built once ... */
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, &dropping, &err), 0);
+      air__request_can_express(&air__dialect_openai_chat, &r, &dropping, &err), 0);
   air__buf out;
   air__buf_init(&out, 1u << 20);
   air__build_opts o = {.model = "up", .drop_params = true};
   assert_int_equal(
-      air__request_build(&air__provider_openai, &r, &o, &out, &err), 0);
+      air__request_build(&air__dialect_openai_chat, &r, &o, &out, &err), 0);
   assert_ptr_equal(r.canon, c); /* ... and kept for the next attempts */
   assert_null(strstr(out.p, "frobnicate"));
   assert_non_null(strstr(out.p, "\"reasoning_effort\":\"low\""));
@@ -78,7 +78,7 @@ static void test_can_express_and_cache(void **s) {
   out.n = 0;
   o.drop_params = false;
   assert_int_equal(
-      air__request_build(&air__provider_openai, &r, &o, &out, &err),
+      air__request_build(&air__dialect_openai_chat, &r, &o, &out, &err),
       AIR_ENOTSUP);
   assert_int_equal(out.n, 0);
   air__buf_cleanup(&out);
@@ -99,7 +99,7 @@ static void test_first_problem_named(void **s) {
   parse(AIR_DIALECT_ANTHROPIC, body, &r);
   air_error err;
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, &plain, &err),
+      air__request_can_express(&air__dialect_openai_chat, &r, &plain, &err),
       AIR_ENOTSUP);
   assert_string_equal(err.message,
                       "messages[0].content[0].content[0] (type image): not "
@@ -126,7 +126,7 @@ static void test_canon_limit(void **s) {
   air__build_opts o = {.model = "up"};
   air_error err;
   assert_int_equal(
-      air__request_build(&air__provider_anthropic, &r, &o, &out, &err),
+      air__request_build(&air__dialect_anthropic, &r, &o, &out, &err),
       AIR_ETOOBIG);
   assert_string_equal(err.message, "request too large to translate");
   assert_int_equal(out.n, 0);
@@ -155,7 +155,7 @@ static int collect(void *data, const air_part *p) {
 static void decode(bool json_tool, const char *const *ev, size_t n,
                    air__buf *out) {
   air__decoder d;
-  air__provider_anthropic.decoder_init(&d);
+  air__dialect_anthropic.decoder_init(&d);
   d.json_tool = json_tool;
   for (size_t i = 0; i < n; i++) {
     air__sse_event e = {.type = {"message", 7},
@@ -163,7 +163,7 @@ static void decode(bool json_tool, const char *const *ev, size_t n,
                         .id = {"", 0},
                         .retry = -1,
                         .raw = {ev[i], strlen(ev[i])}};
-    assert_int_equal(air__provider_anthropic.decode_event(&d, &e, collect, out),
+    assert_int_equal(air__dialect_anthropic.decode_event(&d, &e, collect, out),
                      0);
   }
   assert_int_equal(d.malformed, 0);
@@ -189,7 +189,7 @@ static void test_json_tool(void **s) {
   air__build_opts o = {.model = "up", .json_tool = &flag};
   air_error err;
   assert_int_equal(
-      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+      air__request_build(&air__dialect_anthropic, &r, &o, &out, &err), 0);
   assert_true(flag);
   assert_non_null(strstr(out.p,
                          "\"tool_choice\":{\"type\":\"tool\","
@@ -197,7 +197,7 @@ static void test_json_tool(void **s) {
   out.n = 0;
   o.structured_output = AIR__STRUCT_NATIVE;
   assert_int_equal(
-      air__request_build(&air__provider_anthropic, &r, &o, &out, &err), 0);
+      air__request_build(&air__dialect_anthropic, &r, &o, &out, &err), 0);
   assert_false(flag);
   assert_non_null(strstr(out.p, "\"output_config\":{\"format\":{"));
   assert_null(strstr(out.p, "json_output"));
@@ -227,11 +227,11 @@ static void test_json_tool(void **s) {
 static void test_dialect_table(void **s) {
   (void)s;
   size_t n = 0;
-  const air__provider_ops *const *t = air__dialects(&n);
+  const air__dialect_ops *const *t = air__dialects(&n);
   assert_int_equal(n, 3);
   for (size_t i = 0; i < n; i++) {
     assert_int_equal((size_t)t[i]->api, i);
-    assert_ptr_equal(air__provider_get(t[i]->api), t[i]);
+    assert_ptr_equal(air__dialect_get(t[i]->api), t[i]);
   }
 }
 

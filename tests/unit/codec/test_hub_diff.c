@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "provider.h"
+#include "dialect.h"
 
 #ifndef AIR_SOURCE_DIR
 #error "AIR_SOURCE_DIR must name the source root"
@@ -98,7 +98,7 @@ static void run_one(air_dialect dialect, const char *body, size_t n,
         air__buf b;
         air__buf_init(&b, 1u << 24);
         memset(&err, 0, sizeof(err));
-        rc = air__request_build(air__provider_get(targets[t]), &req, &o, &b,
+        rc = air__request_build(air__dialect_get(targets[t]), &req, &o, &b,
                                 &err);
         addf(out, "build %s %d %zu %d\n",
              targets[t] == AIR_DIALECT_OPENAI ? "openai" : "anthropic", drop,

@@ -1,6 +1,6 @@
 /*
  * Upstream identifiers and fields that carry meaning, at and past their
- * limits (provider.h, "identifiers"), in every dialect: an id, model name
+ * limits (dialect.h, "identifiers"), in every dialect: an id, model name
  * or tool call id is kept whole up to AIR__MAX_IDENT_BYTES and replaced
  * past it (the same replacement for the same tool call id) by the
  * aggregate and every encoder; a finish reason or tool name over its limit
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "airetry.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 /* A string of n copies of c (static storage, one per slot). */
@@ -54,7 +54,7 @@ static int on_part(void *data, const air_part *p) {
 
 /* Decodes one event (type may be NULL) with ops into g; returns the decoder's
  * fatal description (NULL: none). */
-static const char *decode1(const air__provider_ops *ops, const char *type,
+static const char *decode1(const air__dialect_ops *ops, const char *type,
                            const char *data, got *g) {
   air__decoder d;
   ops->decoder_init(&d);
@@ -72,7 +72,7 @@ static const char *decode1(const air__provider_ops *ops, const char *type,
   return fatal;
 }
 
-static const char *decode_body(const air__provider_ops *ops, const char *body,
+static const char *decode_body(const air__dialect_ops *ops, const char *body,
                                got *g, int *rc) {
   air__decoder d;
   ops->decoder_init(&d);
@@ -111,7 +111,7 @@ static void fill(char *out, size_t cap, const char *fmt, ...) {
 
 static void test_openai_decoder(void **s) {
   (void)s;
-  const air__provider_ops *ops = &air__provider_openai;
+  const air__dialect_ops *ops = &air__dialect_openai_chat;
   got g;
   /* Ids of 5000 bytes are decoded whole (the consumers replace them). */
   fill(buf[0], sizeof(buf[0]),
@@ -166,7 +166,7 @@ static void test_openai_decoder(void **s) {
 
 static void test_anthropic_decoder(void **s) {
   (void)s;
-  const air__provider_ops *ops = &air__provider_anthropic;
+  const air__dialect_ops *ops = &air__dialect_anthropic;
   got g;
   fill(buf[0], sizeof(buf[0]),
        "{\"type\":\"message_start\",\"message\":{\"id\":\"%s\",\"model\":\"%"
@@ -218,7 +218,7 @@ static void test_anthropic_decoder(void **s) {
 
 static void test_responses_decoder(void **s) {
   (void)s;
-  const air__provider_ops *ops = &air__provider_openai_responses;
+  const air__dialect_ops *ops = &air__dialect_openai_responses;
   got g;
   fill(buf[0], sizeof(buf[0]),
        "{\"type\":\"response.created\",\"response\":{\"id\":\"%s\",\"model\":"
@@ -318,7 +318,7 @@ static void test_aggregate(void **s) {
                 .finish_raw_len = 10};
   assert_int_equal(air__aggregate_add(&a, &f), 0);
   size_t n;
-  const air__provider_ops *const *all = air__dialects(&n);
+  const air__dialect_ops *const *all = air__dialects(&n);
   for (size_t i = 0; i < n; i++) {
     air__buf out;
     air__buf_init(&out, AIR__MAX_ANSWER_BYTES);
@@ -336,12 +336,12 @@ static void test_aggregate(void **s) {
 static void test_encoders(void **s) {
   (void)s;
   size_t n;
-  const air__provider_ops *const *all = air__dialects(&n);
+  const air__dialect_ops *const *all = air__dialects(&n);
   const char *tid = rep(2, 'c', 5000);
   char sub[AIR__TOOL_ID_SUB_BYTES];
   air__tool_id_sub(tid, strlen(tid), sub);
   for (size_t i = 0; i < n; i++) {
-    const air__provider_ops *ops = all[i];
+    const air__dialect_ops *ops = all[i];
     for (int longer = 0; longer < 2; longer++) {
       air__request req;
       memset(&req, 0, sizeof(req));

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "provider.h"
+#include "dialect.h"
 
 #define MSGS "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
 

@@ -33,7 +33,7 @@ static const char DELTA[] =
 
 /* What the caller decoded. */
 typedef struct got {
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   air__decoder dec;
   char text[256];
   size_t n;
@@ -133,7 +133,7 @@ static void test_anthropic_passthrough_taken_over(void **s) {
   assert_int_equal(count(all.p, all.n, "\"output_tokens\":4"), 1);
   got g;
   memset(&g, 0, sizeof(g));
-  g.ops = air__provider_get(AIR_DIALECT_ANTHROPIC);
+  g.ops = air__dialect_get(AIR_DIALECT_ANTHROPIC);
   g.ops->decoder_init(&g.dec);
   air__sse sse;
   air__sse_init(&sse, on_ev, &g);

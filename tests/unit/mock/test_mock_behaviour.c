@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "mock_int.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 /* ---- helpers ---------------------------------------------------------------
@@ -630,7 +630,7 @@ static void test_log(void **state) {
 
 /* What the codecs decode from the mock's bytes. */
 typedef struct got {
-  const air__provider_ops *ops;
+  const air__dialect_ops *ops;
   air__decoder dec;
   air__buf text, reasoning, refusal;
   air__buf args[MAX_GOT_TOOLS];
@@ -644,7 +644,7 @@ typedef struct got {
 
 static void got_init(got *g, air_dialect api) {
   memset(g, 0, sizeof(*g));
-  g->ops = air__provider_get(api);
+  g->ops = air__dialect_get(api);
   g->ops->decoder_init(&g->dec);
   air__buf_init(&g->text, 1u << 20);
   air__buf_init(&g->reasoning, 1u << 20);
@@ -717,7 +717,7 @@ static void build(air__mock_answer *a, const air__mock_beh *b, air_dialect api,
  * step, put_end, with the Anthropic signature_delta), into out. */
 static void stream_bytes(const air__mock_answer *a, air_dialect api,
                          air__buf *out) {
-  const air__provider_ops *ops = air__provider_get(api);
+  const air__dialect_ops *ops = air__dialect_get(api);
   air__request stub = {.dialect = api, .model = "m", .stream = true};
   air__encoder enc;
   ops->encoder_init(&enc, &stub, 1);
@@ -757,7 +757,7 @@ static void decode_stream(const air__mock_answer *a, air_dialect api, got *g,
 
 /* Decodes the whole (non-streaming) body of a into g. */
 static void decode_whole(const air__mock_answer *a, air_dialect api, got *g) {
-  const air__provider_ops *ops = air__provider_get(api);
+  const air__dialect_ops *ops = air__dialect_get(api);
   air__aggregate agg;
   air__aggregate_init(&agg);
   air_part start = {.kind = AIR_PART_START,

@@ -27,14 +27,14 @@
 
 #include "airetry.h"
 #include "classify.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #ifndef AIR_SOURCE_DIR
 #error "AIR_SOURCE_DIR must name the source root"
 #endif
 
-static const air__provider_ops *const OPS = &air__provider_openai;
+static const air__dialect_ops *const OPS = &air__dialect_openai_chat;
 
 /* ---- files ------------------------------------------------------------------
  */
@@ -1348,7 +1348,7 @@ static void test_request_fast_path(void **state) {
     air__buf out;
     air__buf_init(&out, 1u << 20);
     air__build_opts o = {.model = "up\"stream"};
-    assert_int_equal(air__request_build(&air__provider_openai, &r, &o, &out, &err), 0);
+    assert_int_equal(air__request_build(&air__dialect_openai_chat, &r, &o, &out, &err), 0);
     assert_null(r.tree);  /* same dialect: built from the text */
     json_t *v = json_loads(out.p, JSON_REJECT_DUPLICATES, NULL);
     assert_non_null(v);

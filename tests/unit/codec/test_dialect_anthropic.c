@@ -25,14 +25,14 @@
 
 #include "airetry.h"
 #include "classify.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
 #ifndef AIR_SOURCE_DIR
 #error "AIR_SOURCE_DIR must name the source tree"
 #endif
 
-static const air__provider_ops *const ops = &air__provider_anthropic;
+static const air__dialect_ops *const ops = &air__dialect_anthropic;
 
 /* ---- small helpers --------------------------------------------------------
  */
@@ -1540,7 +1540,7 @@ static void test_ops_table(void **state) {
   assert_int_equal(ops->api, AIR_DIALECT_ANTHROPIC);
   assert_string_equal(ops->name, "anthropic");
   assert_string_equal(ops->path, "/v1/messages");
-  assert_ptr_equal(air__provider_get(AIR_DIALECT_ANTHROPIC), ops);
+  assert_ptr_equal(air__dialect_get(AIR_DIALECT_ANTHROPIC), ops);
 }
 
 int main(void) {

@@ -2,15 +2,15 @@
  * The codec's face (docs/design.md §1, 2, 5): caller requests, the dialect ops
  * table and the hub that translates through the canonical request
  * (canon.h). One folder per dialect (openai_chat/, anthropic/) fills an
- * air__provider_ops: decode its caller requests into canonical form,
+ * air__dialect_ops: decode its caller requests into canonical form,
  * encode canonical form into its upstream request, decode its upstream
  * events and bodies into parts, encode parts for a caller of its dialect.
  * No file knows two dialects; codecs know nothing about retries. Adding a
  * dialect is one folder and one line of the table in dialects.c
  * (docs/architecture.md). This header carries no JSON library type.
  */
-#ifndef AIR__PROVIDER_H
-#define AIR__PROVIDER_H
+#ifndef AIR__DIALECT_H
+#define AIR__DIALECT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -364,7 +364,7 @@ void air__encoder_cleanup(air__encoder *e);
  * truncated to cap); the whole message when it has no such form. */
 void air__unsupported_field(const char *message, char *out, size_t cap);
 
-typedef struct air__provider_ops {
+typedef struct air__dialect_ops {
   air_dialect api;
   const char *name; /* "openai", "anthropic" */
   const char
@@ -459,7 +459,7 @@ typedef struct air__provider_ops {
    */
   int (*encode_error_body)(int status, air_reason reason, const char *message,
                            const air_attempt *log, size_t n, air__buf *out);
-} air__provider_ops;
+} air__dialect_ops;
 
 /*
  * The upstream request body for target's dialect from a caller request of
@@ -478,7 +478,7 @@ typedef struct air__provider_ops {
  * o->drop_params drops it too. A request that is invalid in itself is
  * AIR_EINVAL. On failure nothing is appended to out.
  */
-int air__request_build(const air__provider_ops *target, const air__request *req,
+int air__request_build(const air__dialect_ops *target, const air__request *req,
                        const air__build_opts *o, air__buf *out, air_error *err);
 
 /* req's canonical form, built on first use by the caller dialect's
@@ -489,7 +489,7 @@ const struct air__canon *air__request_canon(const air__request *req,
 /* 0, or AIR_ENOTSUP naming the first field of req that refers to state
  * only the caller's provider keeps, when target is of another dialect or
  * another provider (o->other_provider); drop_params does not drop it. */
-int air__request_stateful(const air__provider_ops *target,
+int air__request_stateful(const air__dialect_ops *target,
                           const air__request *req, const air__build_opts *o,
                           air_error *err);
 
@@ -500,7 +500,7 @@ int air__request_stateful(const air__provider_ops *target,
  * (AIR_EINVAL: the request is invalid; it is reported by the build).
  * Always 0 for a caller of target's own dialect or under drop_params.
  */
-int air__request_can_express(const air__provider_ops *target,
+int air__request_can_express(const air__dialect_ops *target,
                              const air__request *req, const air__build_opts *o,
                              air_error *err);
 
@@ -534,7 +534,7 @@ typedef struct air__cont_ask {
  * message item. AIR_EINVAL for a style NONE or an unknown one; otherwise as
  * air__request_build. On failure nothing is appended to out.
  */
-int air__request_build_continuation(const air__provider_ops *target,
+int air__request_build_continuation(const air__dialect_ops *target,
                                     const air__request *req,
                                     const air__build_opts *o,
                                     const air__cont_ask *ask, air__buf *out,
@@ -546,13 +546,13 @@ int air__request_build_continuation(const air__provider_ops *target,
 bool air__prefill_rejected(int status, const air_failure *f);
 
 /* The dialects, in air_dialect order (dialects.c); *n set to the count. */
-const air__provider_ops *const *air__dialects(size_t *n);
+const air__dialect_ops *const *air__dialects(size_t *n);
 
-extern const air__provider_ops air__provider_openai;
-extern const air__provider_ops air__provider_anthropic;
-extern const air__provider_ops air__provider_openai_responses;
+extern const air__dialect_ops air__dialect_openai_chat;
+extern const air__dialect_ops air__dialect_anthropic;
+extern const air__dialect_ops air__dialect_openai_responses;
 
-const air__provider_ops *air__provider_get(air_dialect api);
+const air__dialect_ops *air__dialect_get(air_dialect api);
 
 /*
  * Reads an upstream error body of either dialect ({"error": {"type", "code",

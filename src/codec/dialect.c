@@ -8,7 +8,7 @@
 #include "limits.h"
 #include "canon.h"
 #include "codec_json.h"
-#include "provider.h"
+#include "dialect.h"
 
 /* ---- request validation
  * ------------------------------------------------------ */
@@ -434,7 +434,7 @@ const char *air__error_type(air_dialect api, air_reason r) {
   }
 }
 
-/* ---- identifiers (provider.h)
+/* ---- identifiers (dialect.h)
  * ------------------------------------------------------- */
 
 void air__tool_id_sub(const char *id, size_t n, char out[AIR__TOOL_ID_SUB_BYTES]) {

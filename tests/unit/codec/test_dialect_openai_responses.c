@@ -19,10 +19,10 @@
 #include "canon.h"
 #include "classify.h"
 #include "limits.h"
-#include "provider.h"
+#include "dialect.h"
 #include "sse.h"
 
-static const air__provider_ops *const OPS = &air__provider_openai_responses;
+static const air__dialect_ops *const OPS = &air__dialect_openai_responses;
 
 /* ---- parts as lines ---------------------------------------------------------
  */
@@ -538,7 +538,7 @@ static void test_encode_response_and_error_body(void **s) {
  */
 
 static json_t *build(air_dialect from, const char *body,
-                     const air__provider_ops *to, int want_rc,
+                     const air__dialect_ops *to, int want_rc,
                      const char *want_msg) {
   air__request r;
   air_error err = {0};
@@ -595,7 +595,7 @@ static void test_requests(void **s) {
             "\"reasoning\":{\"effort\":\"low\"},\"store\":false,\"include\":["
             "\"reasoning.encrypted_content\"],\"prompt_cache_key\":\"k\","
             "\"max_output_tokens\":99,\"stream\":true}",
-            &air__provider_openai, 0, NULL),
+            &air__dialect_openai_chat, 0, NULL),
       "{\"model\":\"up\",\"stream\":true,\"stream_options\":{"
       "\"include_usage\":true},\"max_tokens\":99,\"reasoning_effort\":"
       "\"low\",\"messages\":["
@@ -613,12 +613,12 @@ static void test_requests(void **s) {
   /* Stateful and structured fields skip a target of another dialect. */
   build(AIR_DIALECT_OPENAI_RESPONSES,
         "{\"model\":\"r\",\"input\":\"x\",\"previous_response_id\":\"resp_1\"}",
-        &air__provider_anthropic, AIR_ENOTSUP,
+        &air__dialect_anthropic, AIR_ENOTSUP,
         "previous_response_id: not supported by anthropic upstreams");
   build(AIR_DIALECT_OPENAI_RESPONSES,
         "{\"model\":\"r\",\"input\":[{\"type\":\"item_reference\",\"id\":"
         "\"m\"}]}",
-        &air__provider_openai, AIR_ENOTSUP,
+        &air__dialect_openai_chat, AIR_ENOTSUP,
         "input[0].item_reference: not supported by openai upstreams");
   /* A chat caller to a Responses target; stop cannot be said there. */
   expect_json(
@@ -628,7 +628,7 @@ static void test_requests(void **s) {
             "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
             "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
             "\"f\"}},\"temperature\":3}",
-            &air__provider_openai_responses, 0, NULL),
+            &air__dialect_openai_responses, 0, NULL),
       "{\"model\":\"up\",\"stream\":true,\"store\":false,\"input\":["
       "{\"type\":\"message\",\"role\":\"system\",\"content\":[{\"type\":"
       "\"input_text\",\"text\":\"S\"}]},{\"type\":\"message\",\"role\":"
@@ -640,13 +640,13 @@ static void test_requests(void **s) {
   build(AIR_DIALECT_OPENAI,
         "{\"model\":\"c\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
         "\"stop\":[\"END\"]}",
-        &air__provider_openai_responses, AIR_ENOTSUP,
+        &air__dialect_openai_responses, AIR_ENOTSUP,
         "stop: not supported by openai_responses upstreams");
   /* Same dialect: the caller's text with model and stream set. */
   expect_json(build(AIR_DIALECT_OPENAI_RESPONSES,
                     "{\"model\":\"r\",\"input\":\"x\",\"store\":true,"
                     "\"previous_response_id\":\"resp_1\"}",
-                    &air__provider_openai_responses, 0, NULL),
+                    &air__dialect_openai_responses, 0, NULL),
               "{\"model\":\"up\",\"input\":\"x\",\"store\":true,"
               "\"previous_response_id\":\"resp_1\",\"stream\":true}");
 }
@@ -654,7 +654,7 @@ static void test_requests(void **s) {
 /* The target's body built from a caller's body under structured (NULL
  * json_tool: not asked). */
 static json_t *build_so(air_dialect from, const char *body,
-                        const air__provider_ops *to, air__structured so,
+                        const air__dialect_ops *to, air__structured so,
                         bool *json_tool, int want_rc, const char *want_msg) {
   air__request r;
   air_error err = {0};
@@ -724,7 +724,7 @@ static void test_format_and_reasoning(void **s) {
       "\"summary\":\"auto\"}}";
   /* To chat: response_format json_schema, reasoning_effort. */
   json_t *j = build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema,
-                       &air__provider_openai, AIR__STRUCT_TOOL, NULL, 0, NULL);
+                       &air__dialect_openai_chat, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "response_format",
                 "{\"json_schema\":{\"name\":\"s\",\"schema\":{\"properties\":"
                 "{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],\"type\":"
@@ -737,20 +737,20 @@ static void test_format_and_reasoning(void **s) {
   j = build_so(AIR_DIALECT_OPENAI_RESPONSES,
                "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
                "\"type\":\"json_object\"}}}",
-               &air__provider_openai, AIR__STRUCT_TOOL, NULL, 0, NULL);
+               &air__dialect_openai_chat, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "response_format", "{\"type\":\"json_object\"}");
   json_decref(j);
   /* To Anthropic, native: output_config.format; the effort as a thinking
    * budget. */
   j = build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema,
-               &air__provider_anthropic, AIR__STRUCT_NATIVE, NULL, 0, NULL);
+               &air__dialect_anthropic, AIR__STRUCT_NATIVE, NULL, 0, NULL);
   expect_member(j, "output_config.format.type", "\"json_schema\"");
   expect_member(j, "output_config.format.schema.required", "[\"a\"]");
   expect_member(j, "thinking.budget_tokens", "8192");
   json_decref(j);
   /* To Anthropic through the forced tool: with thinking it cannot be said
    * (the names are the Responses caller's fields); without, the tool. */
-  build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema, &air__provider_anthropic,
+  build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema, &air__dialect_anthropic,
            AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
            "reasoning.effort with text.format (structured_output: tool): not "
            "supported by anthropic upstreams");
@@ -759,7 +759,7 @@ static void test_format_and_reasoning(void **s) {
                "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
                "\"type\":\"json_schema\",\"name\":\"s\",\"schema\":" RSP_SCHEMA
                "}}}",
-               &air__provider_anthropic, AIR__STRUCT_TOOL, &jt, 0, NULL);
+               &air__dialect_anthropic, AIR__STRUCT_TOOL, &jt, 0, NULL);
   assert_true(jt);
   expect_member(j, "tool_choice",
                 "{\"name\":\"" AIR__JSON_TOOL "\",\"type\":\"tool\"}");
@@ -768,17 +768,17 @@ static void test_format_and_reasoning(void **s) {
   build_so(AIR_DIALECT_OPENAI_RESPONSES,
            "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
            "\"type\":\"grammar\"}}}",
-           &air__provider_openai, AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
+           &air__dialect_openai_chat, AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
            "text.format: not supported by openai upstreams");
   build_so(AIR_DIALECT_OPENAI_RESPONSES,
            "{\"model\":\"r\",\"input\":\"x\",\"reasoning\":{\"effort\":"
            "\"extreme\"}}",
-           &air__provider_anthropic, AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
+           &air__dialect_anthropic, AIR__STRUCT_TOOL, NULL, AIR_ENOTSUP,
            "reasoning.effort: not supported by anthropic upstreams");
   build_so(AIR_DIALECT_OPENAI_RESPONSES,
            "{\"model\":\"r\",\"input\":\"x\",\"text\":{\"format\":{"
            "\"type\":\"json_schema\",\"schema\":3}}}",
-           &air__provider_openai, AIR__STRUCT_TOOL, NULL, AIR_EINVAL,
+           &air__dialect_openai_chat, AIR__STRUCT_TOOL, NULL, AIR_EINVAL,
            "text.format.schema: expected an object");
 
   /* The reverse: chat's response_format and reasoning_effort as
@@ -788,7 +788,7 @@ static void test_format_and_reasoning(void **s) {
                "\"content\":\"x\"}],\"reasoning_effort\":\"high\","
                "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
                "{\"name\":\"s\",\"strict\":false,\"schema\":" RSP_SCHEMA "}}}",
-               &air__provider_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
+               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
                NULL);
   expect_member(j, "text",
                 "{\"format\":{\"name\":\"s\",\"schema\":{\"properties\":{"
@@ -801,7 +801,7 @@ static void test_format_and_reasoning(void **s) {
                "{\"model\":\"c\",\"messages\":[{\"role\":\"user\","
                "\"content\":\"x\"}],\"response_format\":{\"type\":"
                "\"json_object\"}}",
-               &air__provider_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
+               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
                NULL);
   expect_member(j, "text", "{\"format\":{\"type\":\"json_object\"}}");
   expect_member(j, "reasoning", NULL);
@@ -814,7 +814,7 @@ static void test_format_and_reasoning(void **s) {
       "\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":"
       "\"enabled\",\"budget_tokens\":2000},\"output_config\":{"
       "\"format\":{\"type\":\"json_schema\",\"schema\":" RSP_SCHEMA "}}}",
-      &air__provider_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
+      &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "reasoning", "{\"effort\":\"low\",\"summary\":\"auto\"}");
   expect_member(j, "text.format.type", "\"json_schema\"");
   expect_member(j, "text.format.name", "\"output\"");
@@ -824,7 +824,7 @@ static void test_format_and_reasoning(void **s) {
 
 /* The build and can_express of body (a Responses caller's) for target
  * under o agree: rc, and msg when not 0. */
-static void stateful_case(const char *body, const air__provider_ops *to,
+static void stateful_case(const char *body, const air__dialect_ops *to,
                           const air__build_opts *o, int want_rc,
                           const char *want_msg) {
   air__request r;
@@ -857,40 +857,40 @@ static void test_stateful_same_provider(void **s) {
   const air__build_opts drop = {.model = "up", .drop_params = true};
   const char *prev =
       "{\"model\":\"r\",\"input\":\"x\",\"previous_response_id\":\"resp_1\"}";
-  stateful_case(prev, &air__provider_openai_responses, &same, 0, NULL);
-  stateful_case(prev, &air__provider_openai_responses, &other, AIR_ENOTSUP,
+  stateful_case(prev, &air__dialect_openai_responses, &same, 0, NULL);
+  stateful_case(prev, &air__dialect_openai_responses, &other, AIR_ENOTSUP,
                 "previous_response_id: not supported by another provider's "
                 "openai_responses upstreams");
-  stateful_case(prev, &air__provider_openai_responses, &other_drop, AIR_ENOTSUP,
+  stateful_case(prev, &air__dialect_openai_responses, &other_drop, AIR_ENOTSUP,
                 "previous_response_id: not supported by another provider's "
                 "openai_responses upstreams");
-  stateful_case(prev, &air__provider_anthropic, &drop, AIR_ENOTSUP,
+  stateful_case(prev, &air__dialect_anthropic, &drop, AIR_ENOTSUP,
                 "previous_response_id: not supported by anthropic upstreams");
   stateful_case(
       "{\"model\":\"r\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
       "{\"type\":\"item_reference\",\"id\":\"msg_1\"}]}",
-      &air__provider_openai_responses, &other, AIR_ENOTSUP,
+      &air__dialect_openai_responses, &other, AIR_ENOTSUP,
       "input[1].item_reference: not supported by another provider's "
       "openai_responses upstreams");
   stateful_case(
       "{\"model\":\"r\",\"input\":\"x\",\"conversation\":\"conv_1\"}",
-      &air__provider_openai_responses, &other, AIR_ENOTSUP,
+      &air__dialect_openai_responses, &other, AIR_ENOTSUP,
       "conversation: not supported by another provider's openai_responses "
       "upstreams");
   stateful_case("{\"model\":\"r\",\"input\":\"x\",\"background\":true}",
-                &air__provider_openai, &drop, AIR_ENOTSUP,
+                &air__dialect_openai_chat, &drop, AIR_ENOTSUP,
                 "background: not supported by openai upstreams");
   stateful_case("{\"model\":\"r\",\"input\":\"x\",\"background\":true}",
-                &air__provider_openai_responses, &other, AIR_ENOTSUP,
+                &air__dialect_openai_responses, &other, AIR_ENOTSUP,
                 "background: not supported by another provider's "
                 "openai_responses upstreams");
   /* Nothing stateful: any provider. */
   stateful_case(
       "{\"model\":\"r\",\"input\":\"x\",\"background\":false,"
       "\"store\":true}",
-      &air__provider_openai_responses, &other, 0, NULL);
+      &air__dialect_openai_responses, &other, 0, NULL);
   stateful_case("{\"model\":\"r\",\"input\":\"x\",\"prompt_cache_key\":\"k\"}",
-                &air__provider_anthropic, &other, 0, NULL);
+                &air__dialect_anthropic, &other, 0, NULL);
 }
 
 /* Built-in tools are named once each for x-airetry-dropped. */
@@ -907,7 +907,7 @@ static void test_dropped_tools(void **s) {
                                       strlen(body), &r, &err),
                    0);
   assert_int_equal(
-      air__request_can_express(&air__provider_openai, &r, &o, &err), 0);
+      air__request_can_express(&air__dialect_openai_chat, &r, &o, &err), 0);
   assert_non_null(r.canon);
   assert_string_equal(r.canon->dropped, "web_search,file_search");
   assert_int_equal(r.canon->n_tools, 1);
