@@ -20,7 +20,8 @@ static const char cfg_text[] =
     "    budget: {max_total_attempts: unlimited}\n"
     "    rules:\n"
     "      - {on: [rate_limit], action: retry, max: unlimited}\n"
-    "      - {on: [overloaded, server_error, network, malformed], action: retry, max: unlimited,\n"
+    "      - {on: [overloaded, server_error, network, malformed], action: "
+    "retry, max: unlimited,\n"
     "         backoff: {base_ms: 250, factor: 2, max_ms: 4000, jitter: full}}\n"
     "      - {on: [timeout.first_chunk, refusal], action: switch}\n";
 
@@ -48,7 +49,8 @@ static uint64_t splitmix(void *d) {
 
 int main(void) {
   air_config *cfg = NULL;
-  if (air_config_parse("bench", cfg_text, sizeof(cfg_text) - 1, NULL, NULL, &cfg) != 0) {
+  if (air_config_parse("bench", cfg_text, sizeof(cfg_text) - 1, NULL, NULL,
+                       &cfg) != 0) {
     fprintf(stderr, "bench_engine: config did not load\n");
     return 1;
   }
@@ -80,10 +82,11 @@ int main(void) {
     air_run_free(run);
   }
   qsort(per, ROUNDS, sizeof(per[0]), cmp_u64);
-  printf("engine decision (classify + rule walk + backoff + next attempt): "
-         "median %llu ns, p99 %llu ns  [%d rounds x %d decisions]\n",
-         (unsigned long long)per[ROUNDS / 2],
-         (unsigned long long)per[ROUNDS * 99 / 100], ROUNDS, BATCH);
+  printf(
+      "engine decision (classify + rule walk + backoff + next attempt): "
+      "median %llu ns, p99 %llu ns  [%d rounds x %d decisions]\n",
+      (unsigned long long)per[ROUNDS / 2],
+      (unsigned long long)per[ROUNDS * 99 / 100], ROUNDS, BATCH);
   air_state_free(st);
   air_config_free(cfg);
   return 0;

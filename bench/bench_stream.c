@@ -55,9 +55,9 @@ static const char ANTHROPIC_DELTA[] =
     "{\"type\":\"text_delta\",\"text\":\" world\"}}\n\n";
 
 typedef struct ctx {
-  const air__dialect_ops *up;    /* upstream dialect */
-  const air__dialect_ops *down;  /* caller dialect, NULL: passthrough */
-  bool observe;                   /* passthrough + encoder_observe */
+  const air__dialect_ops *up;   /* upstream dialect */
+  const air__dialect_ops *down; /* caller dialect, NULL: passthrough */
+  bool observe;                 /* passthrough + encoder_observe */
   air__decoder dec;
   air__encoder enc;
   air__gate gate;
@@ -131,8 +131,10 @@ static double run_x(const char *name, const air__dialect_ops *up,
       c.enc.passthrough = true;
     }
     air__buf_init(&c.out, 1u << 20);
-    air__gate_cfg gc = {.commit = AIR__COMMIT_FIRST_CONTENT, .max_malformed = 3,
-                        .first_chunk_ms = 30000, .chunk_ms = 30000};
+    air__gate_cfg gc = {.commit = AIR__COMMIT_FIRST_CONTENT,
+                        .max_malformed = 3,
+                        .first_chunk_ms = 30000,
+                        .chunk_ms = 30000};
     air__gate_init(&c.gate, &gc, emit, &c);
     air__gate_begin(&c.gate, 0);
     air__sse sse;
@@ -157,8 +159,8 @@ static double run_x(const char *name, const air__dialect_ops *up,
   }
   free(stream);
   qsort(med, ROUNDS, sizeof(med[0]), cmp);
-  printf("%-44s median %7.1f ns/event  (%zu-byte event)\n", name, med[ROUNDS / 2],
-         ev_len);
+  printf("%-44s median %7.1f ns/event  (%zu-byte event)\n", name,
+         med[ROUNDS / 2], ev_len);
   return med[ROUNDS / 2];
 }
 
@@ -237,8 +239,8 @@ static double run(const char *name, const air__dialect_ops *up,
 }
 
 int main(void) {
-  run("openai chunk, passthrough (parse+decode+gate)", &air__dialect_openai_chat,
-      NULL, OPENAI_CHUNK);
+  run("openai chunk, passthrough (parse+decode+gate)",
+      &air__dialect_openai_chat, NULL, OPENAI_CHUNK);
   run("openai chunk -> anthropic caller (translate)", &air__dialect_openai_chat,
       &air__dialect_anthropic, OPENAI_CHUNK);
   run("anthropic delta, passthrough", &air__dialect_anthropic, NULL,
@@ -247,8 +249,8 @@ int main(void) {
       &air__dialect_openai_chat, ANTHROPIC_DELTA);
   run_x("openai chunk, passthrough + observe", &air__dialect_openai_chat, NULL,
         true, NULL, OPENAI_CHUNK);
-  run_x("anthropic delta, passthrough + observe", &air__dialect_anthropic,
-        NULL, true, NULL, ANTHROPIC_DELTA);
+  run_x("anthropic delta, passthrough + observe", &air__dialect_anthropic, NULL,
+        true, NULL, ANTHROPIC_DELTA);
   run_x("responses delta, passthrough", &air__dialect_openai_responses, NULL,
         false, RESPONSES_HEAD, RESPONSES_DELTA);
   run_x("responses delta, passthrough + observe",
@@ -256,10 +258,9 @@ int main(void) {
         RESPONSES_DELTA);
   observe_only("openai chunk, observe alone", &air__dialect_openai_chat,
                OPENAI_CHUNK, OPENAI_CHUNK);
-  observe_only("anthropic delta, observe alone", &air__dialect_anthropic,
-               NULL, ANTHROPIC_DELTA);
-  observe_only("responses delta, observe alone",
-               &air__dialect_openai_responses, RESPONSES_HEAD,
-               RESPONSES_DELTA);
+  observe_only("anthropic delta, observe alone", &air__dialect_anthropic, NULL,
+               ANTHROPIC_DELTA);
+  observe_only("responses delta, observe alone", &air__dialect_openai_responses,
+               RESPONSES_HEAD, RESPONSES_DELTA);
   return 0;
 }

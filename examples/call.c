@@ -16,7 +16,8 @@ static const char config[] =
     "routes:\n"
     "  - {name: smart, targets: [main/gpt-4o, backup/claude-sonnet-4-5]}\n";
 
-/* One attempt: in real code, an HTTP call to info->target by info->deadline_ms. */
+/* One attempt: in real code, an HTTP call to info->target by info->deadline_ms.
+ */
 static int attempt(void *data, const air_attempt_info *info, air_failure *f) {
   int *calls = data;
   printf("attempt %u -> %s (timeout %llu ms)\n", info->attempt, info->target,
@@ -38,7 +39,8 @@ static void on_retry(void *data, const air_attempt_info *next, void **options) {
 
 int main(void) {
   air_config *cfg = NULL;
-  if (air_config_parse("inline", config, sizeof(config) - 1, NULL, NULL, &cfg) != 0)
+  if (air_config_parse("inline", config, sizeof(config) - 1, NULL, NULL,
+                       &cfg) != 0)
     return 1;
   air_state *state = NULL;
   air_state_new(cfg, &state, NULL);

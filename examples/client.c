@@ -34,7 +34,7 @@ static int on_part(void *data, const air_part *p) {
     printf("%.*s", (int)p->text_len, p->text);
     fflush(stdout);
   }
-  return 0;  /* non-zero would cancel the call */
+  return 0; /* non-zero would cancel the call */
 }
 
 int main(int argc, char **argv) {
@@ -55,7 +55,8 @@ int main(int argc, char **argv) {
   /* A request body in the OpenAI dialect (AIR_DIALECT_ANTHROPIC works too). */
   char body[2048];
   snprintf(body, sizeof(body),
-           "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}",
+           "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%"
+           "s\"}]}",
            argv[2], argv[3]);
 
   /* One observer set for both calls; the answer held whole, then streamed. */

@@ -34,10 +34,11 @@ static int attempt(void *data, const air_attempt_info *info,
   (void)data;
   (void)f;
   const char *const refusal[] = {"I'm sorry, ", "but I cannot ", "help.", NULL};
-  const char *const answer[] = {"The capital ", "of France ", "is Paris.", NULL};
+  const char *const answer[] = {"The capital ", "of France ", "is Paris.",
+                                NULL};
   const char *const *words = info->attempt == 1 ? refusal : answer;
   for (int i = 0; words[i] != NULL; i++)
-    if (push_text(sink, words[i]) != 0) return 1;  /* judged: stop now */
+    if (push_text(sink, words[i]) != 0) return 1; /* judged: stop now */
   air_part fin;
   memset(&fin, 0, sizeof(fin));
   fin.kind = AIR_PART_FINISH;
@@ -48,7 +49,8 @@ static int attempt(void *data, const air_attempt_info *info,
 static int on_part(void *data, const air_part *p) {
   (void)data;
   if (p->kind == AIR_PART_TEXT) printf("%.*s", (int)p->text_len, p->text);
-  if (p->kind == AIR_PART_FINISH) printf("  [finish: %s]\n", air_finish_name(p->finish));
+  if (p->kind == AIR_PART_FINISH)
+    printf("  [finish: %s]\n", air_finish_name(p->finish));
   fflush(stdout);
   return 0;
 }
@@ -60,7 +62,8 @@ static void on_commit(void *data, const char *target, unsigned attempt) {
 
 int main(void) {
   air_config *cfg = NULL;
-  if (air_config_parse("inline", config, sizeof(config) - 1, NULL, NULL, &cfg) != 0)
+  if (air_config_parse("inline", config, sizeof(config) - 1, NULL, NULL,
+                       &cfg) != 0)
     return 1;
   air_observers obs = AIR_OBSERVERS_INIT;
   obs.on_commit = on_commit;

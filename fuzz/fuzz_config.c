@@ -6,8 +6,8 @@
  * must agree with them: 0 and a config exactly when no error was reported.
  * A config that loads is dumped (air_config_dump, into memory) and the dump
  * must load again without errors and dump to the same text past its first
- * line (the file name): the round trip tests/unit/config/test_config.c checks for
- * the example config, here for every config the loader accepts. When the
+ * line (the file name): the round trip tests/unit/config/test_config.c checks
+ * for the example config, here for every config the loader accepts. When the
  * dump does not load, the dump and the diagnostics go to stderr before the
  * abort, so a finding can be read without a debugger.
  *

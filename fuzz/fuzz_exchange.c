@@ -19,9 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > (1u << 16)) return 0;
   char err[256], why[1024];
   sim_scenario *s = NULL;
-  if (size > 0 && (data[0] == '#' || (size > 5 && memcmp(data, "seed ", 5) == 0))) {
+  if (size > 0 &&
+      (data[0] == '#' || (size > 5 && memcmp(data, "seed ", 5) == 0))) {
     s = sim_parse((const char *)data, size, err, sizeof(err));
-    if (s == NULL) return 0;  /* not a scenario file: nothing to run */
+    if (s == NULL) return 0; /* not a scenario file: nothing to run */
   } else {
     s = sim_generate_bytes(data, size);
     if (s == NULL) return 0;

@@ -214,7 +214,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *h = data;
   const uint8_t *in = data + 4;
   size_t n = size - 4;
-  limits lim = {AIR__HTTP_DEFAULT_MAX_HEADER_BYTES, AIR__HTTP_DEFAULT_MAX_HEADERS,
+  limits lim = {AIR__HTTP_DEFAULT_MAX_HEADER_BYTES,
+                AIR__HTTP_DEFAULT_MAX_HEADERS,
                 AIR__HTTP_DEFAULT_MAX_BODY_BYTES};
   if (h[0] & 1) {
     lim.max_header_bytes = 16 + 4 * (size_t)h[1];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rejects the functions STYLE.md 6 bans from the tree (as curl's checksrc does)
+# Rejects the functions docs/style.md §6 bans from the tree (as curl's checksrc does)
 # and includes that climb out of a layer with '..'.
 # snprintf/vsnprintf are fine: the pattern needs the banned name whole.
 set -u
@@ -10,7 +10,7 @@ bad=$(grep -rnE --include='*.c' --include='*.h' \
   '(^|[^_[:alnum:]])(sprintf|vsprintf|strcat|strncat|strtok|gets)[[:space:]]*\(' \
   "${existing[@]}")
 if [ -n "$bad" ]; then
-  echo "checksrc: banned functions (STYLE.md 6):" >&2
+  echo "checksrc: banned functions (docs/style.md §6):" >&2
   echo "$bad" >&2
   exit 1
 fi

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* ---- the client: real upstream calls ------------------------------------------ */
+/* ---- the client: real upstream calls ------------------------------------- */
 
 /*
  * Process-wide setup of the HTTP stack (libcurl). Call once before the first
@@ -44,17 +44,17 @@ AIR_EXTERN void air_client_free(air_client *c);
 
 /* The outcome of one chat call. Free with air_chat_result_free. */
 typedef struct air_chat_result {
-  int status;            /* 200, or the final HTTP status (504 timeouts, 502 network) */
-  air_reason reason;     /* NONE on success */
-  char *body;            /* the response (or error) body in the caller's dialect */
+  int status; /* 200, or the final HTTP status (504 timeouts, 502 network) */
+  air_reason reason; /* NONE on success */
+  char *body;        /* the response (or error) body in the caller's dialect */
   size_t body_len;
-  char *text;            /* the answer's text ("" on failure) */
+  char *text; /* the answer's text ("" on failure) */
   size_t text_len;
   air_finish finish;
-  char *target;          /* the target of the last attempt */
-  air_attempt *log;      /* every attempt */
+  char *target;     /* the target of the last attempt */
+  air_attempt *log; /* every attempt */
   size_t n_log;
-  uint64_t first_content_ms;  /* 0 when nothing was released */
+  uint64_t first_content_ms; /* 0 when nothing was released */
   uint64_t total_ms;
 } air_chat_result;
 AIR_EXTERN void air_chat_result_free(air_chat_result *r);
@@ -67,18 +67,19 @@ typedef struct air_chat_opts {
    * nothing follows. Runs on a client worker thread; a non-zero return
    * cancels the call. NULL: the answer is held whole (commit: complete). */
   int (*on_part)(void *data, const air_part *p);
-  void *data;                      /* passed to on_part */
+  void *data; /* passed to on_part */
   /* on_failed and on_commit run on a client worker thread, on_settled on
    * the calling thread just before air_client_chat returns; on_retry is
    * never called. May be NULL. */
   const air_observers *observers;
-  air_cancel *cancel;  /* may be NULL; may be triggered from any thread */
+  air_cancel *cancel; /* may be NULL; may be triggered from any thread */
   /* With observers->on_span: a W3C traceparent value (NUL-terminated) the
    * call's spans continue, so they join the application's trace; NULL or
    * invalid: a new trace. Ignored without on_span. */
   const char *traceparent;
 } air_chat_opts;
-#define AIR_CHAT_OPTS_INIT {.size = sizeof(air_chat_opts)}
+#define AIR_CHAT_OPTS_INIT \
+  { .size = sizeof(air_chat_opts) }
 
 /*
  * One chat call. body is a request in `dialect` (an OpenAI chat.completions

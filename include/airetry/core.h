@@ -28,22 +28,22 @@ extern "C" {
 /* The library's version ("0.1.0"), static; compare with AIR_VERSION. */
 AIR_EXTERN const char *air_version(void);
 
-/* ---- errors ------------------------------------------------------------ */
+/* ---- errors -------------------------------------------------------------- */
 
 /* One error enum; every failing call returns one of these (negative). */
 typedef enum air_errno {
   AIR_OK = 0,
-  AIR_ENOMEM = -1,     /* allocation failed */
-  AIR_EINVAL = -2,     /* bad argument */
-  AIR_ECONFIG = -3,    /* config did not load (details in the diagnostics) */
-  AIR_ETOOBIG = -4,    /* a named limit was crossed */
-  AIR_ECANCELED = -5,  /* the caller cancelled */
-  AIR_EUPSTREAM = -6,  /* every attempt failed; the attempt log says why */
-  AIR_ENOTFOUND = -7,  /* unknown route, target or provider */
-  AIR_EIO = -8,        /* file or socket I/O failed */
-  AIR_EPARSE = -9,     /* input could not be parsed */
-  AIR_ESTATE = -10,    /* call not allowed in the object's current state */
-  AIR_ENOTSUP = -11,   /* the target cannot express the request (skipped) */
+  AIR_ENOMEM = -1,    /* allocation failed */
+  AIR_EINVAL = -2,    /* bad argument */
+  AIR_ECONFIG = -3,   /* config did not load (details in the diagnostics) */
+  AIR_ETOOBIG = -4,   /* a named limit was crossed */
+  AIR_ECANCELED = -5, /* the caller cancelled */
+  AIR_EUPSTREAM = -6, /* every attempt failed; the attempt log says why */
+  AIR_ENOTFOUND = -7, /* unknown route, target or provider */
+  AIR_EIO = -8,       /* file or socket I/O failed */
+  AIR_EPARSE = -9,    /* input could not be parsed */
+  AIR_ESTATE = -10,   /* call not allowed in the object's current state */
+  AIR_ENOTSUP = -11,  /* the target cannot express the request (skipped) */
 } air_errno;
 
 /* Static, never NULL; "unknown error" for values outside the enum. */
@@ -54,13 +54,14 @@ AIR_EXTERN const char *air_strerror(int err);
  * failure, code 0 and "" on success. Config errors: FILE:LINE:COL in the
  * diagnostics. */
 typedef struct air_error {
-  int code;           /* the air_errno returned */
-  char message[512];  /* human-readable, NUL-terminated */
+  int code;          /* the air_errno returned */
+  char message[512]; /* human-readable, NUL-terminated */
 } air_error;
 
-/* ---- reasons ----------------------------------------------------------- */
+/* ---- reasons ------------------------------------------------------------- */
 
-/* Failure classes of docs/design.md §2.1. AIR_REASON_NONE means "not a failure". */
+/* Failure classes of docs/design.md §2.1. AIR_REASON_NONE means "not a
+ * failure". */
 typedef enum air_reason {
   AIR_REASON_NONE = 0,
   AIR_REASON_RATE_LIMIT,
@@ -86,7 +87,8 @@ typedef enum air_reason {
   AIR_REASON__COUNT
 } air_reason;
 
-/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of range. */
+/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of
+ * range. */
 AIR_EXTERN const char *air_reason_name(air_reason r);
 /* Parses a reason name of n bytes. Returns 0 or AIR_ENOTFOUND. */
 AIR_EXTERN int air_reason_from_name(const char *name, size_t n,
@@ -95,9 +97,9 @@ AIR_EXTERN int air_reason_from_name(const char *name, size_t n,
 /* Transport-level failure kinds an attempt reports (air_failure). */
 typedef enum air_transport_err {
   AIR_TRANSPORT_OK = 0,
-  AIR_TRANSPORT_CONNECT,  /* refused, reset, DNS, TLS failure */
-  AIR_TRANSPORT_CLOSED,   /* connection closed before a complete response */
-  AIR_TRANSPORT_BADBODY,  /* response body could not be decoded */
+  AIR_TRANSPORT_CONNECT, /* refused, reset, DNS, TLS failure */
+  AIR_TRANSPORT_CLOSED,  /* connection closed before a complete response */
+  AIR_TRANSPORT_BADBODY, /* response body could not be decoded */
 } air_transport_err;
 
 /* ---- dialects ------------------------------------------------------------ */
@@ -110,7 +112,7 @@ typedef enum air_dialect {
   AIR_DIALECT_OPENAI_RESPONSES
 } air_dialect;
 
-/* ---- headers ----------------------------------------------------------- */
+/* ---- headers ------------------------------------------------------------- */
 
 /* A response header as received; not NUL-terminated. An attempt hands its
  * response headers over in air_failure (the engine reads Retry-After). */
@@ -121,7 +123,7 @@ typedef struct air_header {
   size_t value_len;
 } air_header;
 
-/* ---- config ------------------------------------------------------------ */
+/* ---- config -------------------------------------------------------------- */
 
 typedef struct air_config air_config;
 
@@ -130,9 +132,9 @@ typedef enum air_severity { AIR_DIAG_ERROR, AIR_DIAG_WARNING } air_severity;
 /* One config problem; valid only during the callback. */
 typedef struct air_diag {
   air_severity severity;
-  const char *file;  /* the name given to the loader */
-  int line;          /* 1-based; 0 when not tied to a place */
-  int column;        /* 1-based */
+  const char *file; /* the name given to the loader */
+  int line;         /* 1-based; 0 when not tied to a place */
+  int column;       /* 1-based */
   const char *message;
 } air_diag;
 
@@ -155,14 +157,14 @@ AIR_EXTERN int air_config_dump(const air_config *cfg, FILE *file);
 /* The listen address of the config ("127.0.0.1:8080" when unset). */
 AIR_EXTERN const char *air_config_listen(const air_config *cfg);
 
-/* ---- shared state (breakers, sticky routes) ---------------------------- */
+/* ---- shared state (breakers, sticky routes) ------------------------------ */
 
 /* Breaker, sticky and learned-style state shared by every request of one
  * process, thread-safe. It does not keep cfg (may be NULL): each run reads
  * the policy of its own config, so one state outlives a reload. With
  * state.redis in cfg it is shared with every process on that Redis node and
- * prefix (docs/design.md §3.1, docs/scale-out.md) by a thread of its own; no call
- * waits for Redis (docs/decisions.md: records of direct names are evicted
+ * prefix (docs/design.md §3.1, docs/scale-out.md) by a thread of its own; no
+ * call waits for Redis (docs/decisions.md: records of direct names are evicted
  * when idle). AIR_EINVAL, AIR_ENOMEM, AIR_EIO (no Redis thread). */
 typedef struct air_state air_state;
 AIR_EXTERN int air_state_new(const air_config *cfg, air_state **out,
@@ -179,7 +181,7 @@ typedef enum air_breaker_mode {
 AIR_EXTERN air_breaker_mode air_state_breaker(air_state *st, const char *target,
                                               uint64_t now_ms);
 
-/* ---- cancellation ------------------------------------------------------ */
+/* ---- cancellation -------------------------------------------------------- */
 
 /* A cancel token. air_cancel_trigger may be called from any thread at any
  * time; every wait on the token ends at once (the system clock's too). */
@@ -189,7 +191,7 @@ AIR_EXTERN void air_cancel_free(air_cancel *c);
 AIR_EXTERN void air_cancel_trigger(air_cancel *c);
 AIR_EXTERN bool air_cancel_is_set(const air_cancel *c);
 
-/* ---- clock and randomness ---------------------------------------------- */
+/* ---- clock and randomness ------------------------------------------------ */
 
 /* Time as the engine sees it: now_ms monotonic, wall_ms since the Unix
  * epoch; sleep waits ms or until cancel (may be NULL) fires: 1 when
@@ -209,20 +211,20 @@ typedef struct air_rng {
   void *data;
 } air_rng;
 
-/* ---- attempts ---------------------------------------------------------- */
+/* ---- attempts ------------------------------------------------------------ */
 
 /* One entry of the attempt log. Strings are owned by the log. */
 typedef struct air_attempt {
-  unsigned n;              /* 1-based attempt number */
-  const char *target;      /* "provider/model" */
-  air_reason reason;       /* NONE for the attempt that succeeded */
-  int status;              /* HTTP status, 0 when none */
-  const char *message;     /* failure message, "" when none */
-  const char *request_id;  /* upstream request id, "" when none */
-  uint64_t start_ms;       /* monotonic time the attempt started */
-  uint64_t ms;             /* duration of the attempt */
-  uint64_t wait_ms;        /* wait before the next attempt (0 if none) */
-  bool hint;               /* wait_ms came from a Retry-After hint */
+  unsigned n;             /* 1-based attempt number */
+  const char *target;     /* "provider/model" */
+  air_reason reason;      /* NONE for the attempt that succeeded */
+  int status;             /* HTTP status, 0 when none */
+  const char *message;    /* failure message, "" when none */
+  const char *request_id; /* upstream request id, "" when none */
+  uint64_t start_ms;      /* monotonic time the attempt started */
+  uint64_t ms;            /* duration of the attempt */
+  uint64_t wait_ms;       /* wait before the next attempt (0 if none) */
+  bool hint;              /* wait_ms came from a Retry-After hint */
   /* Outcome `skipped` (docs/design.md §2.1): the target cannot express the
    * request, nothing was sent. Such an entry is not numbered (n is 0),
    * reason is NONE and message says why; field names the field. It counts
@@ -231,36 +233,42 @@ typedef struct air_attempt {
   /* A hedge racer (docs/design.md §3.6): started beside an attempt still in
    * flight because that one had no content after hedge.after_ms. */
   bool hedge;
-  bool hedge_lost;  /* outcome: another racer won (reason NONE, no breaker verdict) */
+  bool hedge_lost;       /* outcome: another racer won (reason NONE, no breaker
+                            verdict) */
   bool continuation;     /* asked for the rest of a committed answer (3.5) */
-  bool prefill_rejected; /* its prefill got a 400: re-asked with instruct, uncounted */
-  const char *field;       /* skipped: the field; NULL otherwise */
-  bool hedge_refill; /* a hedge's retry or switch: a hedge not counted by hedge.max */
+  bool prefill_rejected; /* its prefill got a 400: re-asked with instruct,
+                            uncounted */
+  const char *field;     /* skipped: the field; NULL otherwise */
+  bool hedge_refill;     /* a hedge's retry or switch: a hedge not counted by
+                            hedge.max */
 } air_attempt;
 
 /* A failure reported by one attempt. Strings may be NULL; not retained. */
 typedef struct air_failure {
-  air_reason reason;        /* NONE: classify from the fields below */
+  air_reason reason; /* NONE: classify from the fields below */
   int status;
-  const char *type;         /* body error type ("overloaded_error") */
-  const char *code;         /* body error code ("insufficient_quota") */
+  const char *type; /* body error type ("overloaded_error") */
+  const char *code; /* body error code ("insufficient_quota") */
   const char *message;
   const char *request_id;
   air_transport_err transport;
-  const air_header *headers;  /* response headers, for Retry-After */
+  const air_header *headers; /* response headers, for Retry-After */
   size_t n_headers;
 } air_failure;
 
 /* How a target is asked for the rest of a cut answer (docs/design.md §3.5). */
 typedef enum air_cont_style {
-  AIR_CONT_NONE = 0,     /* not continued on this target */
-  AIR_CONT_PREFILL,      /* conversation ends with the assistant message (Anthropic) */
-  AIR_CONT_VLLM,         /* continue_final_message: true, add_generation_prompt: false */
-  AIR_CONT_PREFIX_FLAG,  /* prefix: true on the assistant message (DeepSeek, Mistral) */
-  AIR_CONT_INSTRUCT      /* a fixed user message after it asks to continue */
+  AIR_CONT_NONE = 0, /* not continued on this target */
+  AIR_CONT_PREFILL,  /* conversation ends with the assistant message (Anthropic)
+                      */
+  AIR_CONT_VLLM, /* continue_final_message: true, add_generation_prompt: false
+                  */
+  AIR_CONT_PREFIX_FLAG, /* prefix: true on the assistant message (DeepSeek,
+                           Mistral) */
+  AIR_CONT_INSTRUCT     /* a fixed user message after it asks to continue */
 } air_cont_style;
 
-/* ---- the engine: a sans-I/O run state machine --------------------------- */
+/* ---- the engine: a sans-I/O run state machine ---------------------------- */
 
 /*
  * One request's walk through its route. Feed it events with the current clock
@@ -277,17 +285,17 @@ typedef enum air_cont_style {
 typedef struct air_run air_run;
 
 typedef enum air_action_kind {
-  AIR_ACT_ATTEMPT,   /* start attempt attempt_id (number `attempt`) on `target` */
-  AIR_ACT_WAIT,      /* wait wait_ms, then call air_run_wait_done */
-  AIR_ACT_DONE,      /* success; the run is over */
-  AIR_ACT_FAIL,      /* final failure with `reason`; the run is over */
-  AIR_ACT_COMMIT,    /* release attempt attempt_id's content: it is the answer */
-  AIR_ACT_CANCEL,    /* stop attempt attempt_id (a racer that lost, or the
-                        WAIT that follows it); read with air_run_next */
-  AIR_ACT_CONTINUE,  /* continue the committed answer with attempt attempt_id
-                        on `target`, asked in `style` (docs/design.md §3.5) */
-  AIR_ACT_IDLE,      /* nothing to start: the other racers go on (a racer
-                        dropped while others run; a hedge not possible) */
+  AIR_ACT_ATTEMPT, /* start attempt attempt_id (number `attempt`) on `target` */
+  AIR_ACT_WAIT,    /* wait wait_ms, then call air_run_wait_done */
+  AIR_ACT_DONE,    /* success; the run is over */
+  AIR_ACT_FAIL,    /* final failure with `reason`; the run is over */
+  AIR_ACT_COMMIT,  /* release attempt attempt_id's content: it is the answer */
+  AIR_ACT_CANCEL,  /* stop attempt attempt_id (a racer that lost, or the
+                      WAIT that follows it); read with air_run_next */
+  AIR_ACT_CONTINUE, /* continue the committed answer with attempt attempt_id
+                       on `target`, asked in `style` (docs/design.md §3.5) */
+  AIR_ACT_IDLE,     /* nothing to start: the other racers go on (a racer
+                       dropped while others run; a hedge not possible) */
 } air_action_kind;
 
 /* air_action.flags */
@@ -295,16 +303,20 @@ typedef enum air_action_kind {
 
 typedef struct air_action {
   air_action_kind kind;
-  unsigned attempt_id;       /* every kind: the attempt it is about. ATTEMPT,
-                                CONTINUE: the new one; WAIT: the failed one it
-                                follows; COMMIT, CANCEL, DONE: that attempt;
-                                FAIL: the last attempt (0 when none started) */
-  const char *target;        /* ATTEMPT, CONTINUE, COMMIT: "provider/model"; valid as long as the run */
-  unsigned target_index;     /* ATTEMPT, CONTINUE, COMMIT: index into the route's targets */
-  unsigned attempt;          /* ATTEMPT, CONTINUE, COMMIT: 1-based number */
-  uint64_t deadline_ms;      /* ATTEMPT: monotonic time the attempt must commit by;
-                                CONTINUE: the rescue's end (its failure + max_gap_ms) */
-  const char *override_json; /* ATTEMPT, CONTINUE: request fields to override (JSON object) or NULL */
+  unsigned attempt_id; /* every kind: the attempt it is about. ATTEMPT,
+                          CONTINUE: the new one; WAIT: the failed one it
+                          follows; COMMIT, CANCEL, DONE: that attempt;
+                          FAIL: the last attempt (0 when none started) */
+  const char *target;  /* ATTEMPT, CONTINUE, COMMIT: "provider/model"; valid as
+                          long as the run */
+  unsigned target_index; /* ATTEMPT, CONTINUE, COMMIT: index into the route's
+                            targets */
+  unsigned attempt;      /* ATTEMPT, CONTINUE, COMMIT: 1-based number */
+  uint64_t
+      deadline_ms; /* ATTEMPT: monotonic time the attempt must commit by;
+                      CONTINUE: the rescue's end (its failure + max_gap_ms) */
+  const char *override_json; /* ATTEMPT, CONTINUE: request fields to override
+                                (JSON object) or NULL */
   uint64_t wait_ms;          /* WAIT */
   air_reason reason;         /* FAIL: the reason of the last failure */
   int status;                /* FAIL: the status of the last failure */
@@ -332,8 +344,9 @@ AIR_EXTERN void air_run_free(air_run *run);
  * other racers go on without it, docs/design.md §3.6); after it the failure is
  * final (FAIL), or continued (CONTINUE, or WAIT then CONTINUE) as 3.5 says.
  */
-AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
-                 uint64_t now_ms, uint64_t wall_ms, air_action *act);
+AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id,
+                            const air_failure *f, uint64_t now_ms,
+                            uint64_t wall_ms, air_action *act);
 /*
  * Attempt attempt_id has content ready for the caller (its first content
  * part, or in complete mode its judged answer). The engine decides: COMMIT
@@ -341,8 +354,8 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id, const air_failure
  * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
  * probe's breaker verdict (success) is given here. A continuation's too.
  */
-AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                          air_action *act);
+AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id,
+                                     uint64_t now_ms, air_action *act);
 /*
  * Hedging (docs/design.md §3.6). Every action carries hedge_at_ms: the time the
  * newest racer, still without content, reaches hedge.after_ms. Call
@@ -357,8 +370,8 @@ AIR_EXTERN int air_run_hedge(air_run *run, uint64_t now_ms, air_action *act);
  * wins the race. Returns CANCEL for a racer that lost (more through
  * air_run_next), or IDLE when no other racer is in flight.
  */
-AIR_EXTERN int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                               air_action *act);
+AIR_EXTERN int air_run_content(air_run *run, unsigned attempt_id,
+                               uint64_t now_ms, air_action *act);
 /*
  * The actions that follow the one an event returned: CANCEL for each racer
  * that lost, after a COMMIT, DONE, FAIL or a CANCEL of air_run_content.
@@ -367,16 +380,17 @@ AIR_EXTERN int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_m
  */
 AIR_EXTERN int air_run_next(air_run *run, air_action *act);
 /* Attempt attempt_id succeeded (finished; committed or not): DONE. */
-AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                    air_action *act);
+AIR_EXTERN int air_run_succeed(air_run *run, unsigned attempt_id,
+                               uint64_t now_ms, air_action *act);
 /* The WAIT that followed attempt attempt_id ended: the next ATTEMPT or
  * CONTINUE (or FAIL when total_ms, or after commit max_gap_ms, has passed). */
-AIR_EXTERN int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                      air_action *act);
+AIR_EXTERN int air_run_wait_done(air_run *run, unsigned attempt_id,
+                                 uint64_t now_ms, air_action *act);
 /* Continuation limits found in the request or the released answer, ORed in
  * for good (3.5). AIR_EINVAL for run NULL. */
-#define AIR_CONTF_NEVER 1u       /* nothing may be continued any more */
-#define AIR_CONTF_NO_INSTRUCT 2u /* a JSON schema was asked: no INSTRUCT target */
+#define AIR_CONTF_NEVER 1u /* nothing may be continued any more */
+/* a JSON schema was asked: no INSTRUCT target */
+#define AIR_CONTF_NO_INSTRUCT 2u
 AIR_EXTERN int air_run_limit_continuation(air_run *run, unsigned flags);
 /* Continuation attempt_id (PREFILL) got the 400 that rejects a prefill:
  * with continuation.instruct, once per target and request, CONTINUE there

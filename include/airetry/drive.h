@@ -20,26 +20,27 @@ extern "C" {
 
 /* docs/design.md §2: the elements every upstream stream is decoded into. */
 typedef enum air_part_kind {
-  AIR_PART_START,       /* message start: id, model (name) */
-  AIR_PART_TEXT,        /* text delta */
-  AIR_PART_REASONING,   /* reasoning / thinking delta */
-  AIR_PART_TOOL_START,  /* tool call start: index, id, name */
-  AIR_PART_TOOL_DELTA,  /* tool call arguments fragment: index, text */
-  AIR_PART_REFUSAL,     /* refusal text (OpenAI delta.refusal) */
-  AIR_PART_FINISH,      /* finish with a reason */
-  AIR_PART_USAGE,       /* token counts (cumulative, replaces earlier ones) */
-  AIR_PART_ERROR,       /* an error event inside the stream: name=type, text=message */
+  AIR_PART_START,      /* message start: id, model (name) */
+  AIR_PART_TEXT,       /* text delta */
+  AIR_PART_REASONING,  /* reasoning / thinking delta */
+  AIR_PART_TOOL_START, /* tool call start: index, id, name */
+  AIR_PART_TOOL_DELTA, /* tool call arguments fragment: index, text */
+  AIR_PART_REFUSAL,    /* refusal text (OpenAI delta.refusal) */
+  AIR_PART_FINISH,     /* finish with a reason */
+  AIR_PART_USAGE,      /* token counts (cumulative, replaces earlier ones) */
+  AIR_PART_ERROR, /* an error event inside the stream: name=type, text=message
+                   */
 } air_part_kind;
 
 typedef enum air_finish {
   AIR_FINISH_NONE = 0,
-  AIR_FINISH_STOP,            /* end_turn, stop_sequence, stop */
-  AIR_FINISH_LENGTH,          /* length, max_tokens */
-  AIR_FINISH_TOOL_CALLS,      /* tool_calls, tool_use */
-  AIR_FINISH_CONTENT_FILTER,  /* content_filter */
-  AIR_FINISH_REFUSAL,         /* Anthropic refusal */
-  AIR_FINISH_CONTEXT,         /* model_context_window_exceeded */
-  AIR_FINISH_PAUSE,           /* Anthropic pause_turn */
+  AIR_FINISH_STOP,           /* end_turn, stop_sequence, stop */
+  AIR_FINISH_LENGTH,         /* length, max_tokens */
+  AIR_FINISH_TOOL_CALLS,     /* tool_calls, tool_use */
+  AIR_FINISH_CONTENT_FILTER, /* content_filter */
+  AIR_FINISH_REFUSAL,        /* Anthropic refusal */
+  AIR_FINISH_CONTEXT,        /* model_context_window_exceeded */
+  AIR_FINISH_PAUSE,          /* Anthropic pause_turn */
 } air_finish;
 
 /*
@@ -48,18 +49,18 @@ typedef enum air_finish {
  */
 typedef struct air_part {
   air_part_kind kind;
-  int index;          /* content block / tool call index */
-  const char *text;   /* TEXT, REASONING, REFUSAL, TOOL_DELTA, ERROR message */
+  int index;        /* content block / tool call index */
+  const char *text; /* TEXT, REASONING, REFUSAL, TOOL_DELTA, ERROR message */
   size_t text_len;
-  const char *id;     /* START message id, TOOL_START call id */
+  const char *id; /* START message id, TOOL_START call id */
   size_t id_len;
-  const char *name;   /* START model, TOOL_START function name, ERROR type */
+  const char *name; /* START model, TOOL_START function name, ERROR type */
   size_t name_len;
-  air_finish finish;  /* FINISH */
-  const char *finish_raw;  /* FINISH: the upstream's own reason string */
+  air_finish finish;      /* FINISH */
+  const char *finish_raw; /* FINISH: the upstream's own reason string */
   size_t finish_raw_len;
-  uint64_t input_tokens;   /* USAGE */
-  uint64_t output_tokens;  /* USAGE */
+  uint64_t input_tokens;  /* USAGE */
+  uint64_t output_tokens; /* USAGE */
 } air_part;
 
 /* True for the parts that commit (docs/design.md §2): non-empty text, reasoning
@@ -68,17 +69,17 @@ AIR_EXTERN bool air_part_is_content(const air_part *p);
 /* "stop", "length", "tool_calls", ... (OpenAI names), "" for NONE. */
 AIR_EXTERN const char *air_finish_name(air_finish f);
 
-/* ---- the generic driver ------------------------------------------------- */
+/* ---- the generic driver -------------------------------------------------- */
 
 /* What one attempt is given. Valid during the attempt call only. */
 typedef struct air_attempt_info {
-  const char *target;         /* "provider/model" */
-  unsigned attempt;           /* 1-based */
-  uint64_t deadline_ms;       /* on the driver's clock; commit by then */
-  uint64_t timeout_ms;        /* deadline_ms minus the start time */
-  air_cancel *cancel;         /* the caller's token, unchanged (may be NULL) */
-  const char *override_json;  /* request fields a rule overrides, or NULL */
-  void *options;              /* caller options, as last set by on_retry */
+  const char *target;        /* "provider/model" */
+  unsigned attempt;          /* 1-based */
+  uint64_t deadline_ms;      /* on the driver's clock; commit by then */
+  uint64_t timeout_ms;       /* deadline_ms minus the start time */
+  air_cancel *cancel;        /* the caller's token, unchanged (may be NULL) */
+  const char *override_json; /* request fields a rule overrides, or NULL */
+  void *options;             /* caller options, as last set by on_retry */
 } air_attempt_info;
 
 /*
@@ -89,7 +90,8 @@ typedef struct air_attempt_info {
 typedef int (*air_attempt_fn)(void *data, const air_attempt_info *info,
                               air_failure *f);
 
-/* ---- spans (docs/design.md §5, Traces) ------------------------------------------
+/* ---- spans (docs/design.md §5, Traces)
+ * ------------------------------------------
  */
 
 typedef enum air_span_kind {
@@ -190,20 +192,22 @@ typedef struct air_observers {
    * air_chat_opts.traceparent continues the application's own trace. */
   void (*on_span)(void *data, const air_span *span);
 } air_observers;
-#define AIR_OBSERVERS_INIT {.size = sizeof(air_observers)}
+#define AIR_OBSERVERS_INIT \
+  { .size = sizeof(air_observers) }
 
 /* Set size to sizeof(air_call_opts) (AIR_CALL_OPTS_INIT does). */
 typedef struct air_call_opts {
   size_t size;
   air_attempt_fn fn;
-  void *data;                       /* passed to fn */
-  const air_observers *observers;   /* may be NULL */
-  void *options;                    /* initial options handed to fn */
-  air_cancel *cancel;               /* may be NULL */
-  const air_clock *clock;           /* NULL: air_clock_system() */
-  const air_rng *rng;               /* NULL: seeded from the clock */
+  void *data;                     /* passed to fn */
+  const air_observers *observers; /* may be NULL */
+  void *options;                  /* initial options handed to fn */
+  air_cancel *cancel;             /* may be NULL */
+  const air_clock *clock;         /* NULL: air_clock_system() */
+  const air_rng *rng;             /* NULL: seeded from the clock */
 } air_call_opts;
-#define AIR_CALL_OPTS_INIT {.size = sizeof(air_call_opts)}
+#define AIR_CALL_OPTS_INIT \
+  { .size = sizeof(air_call_opts) }
 
 /*
  * Runs opts->fn per attempt under the policy of route `model` until success,
@@ -221,7 +225,7 @@ AIR_EXTERN int air_call(const air_config *cfg, air_state *state,
                         air_attempt **log, size_t *n_log, air_error *err);
 AIR_EXTERN void air_attempt_log_free(air_attempt *log, size_t n);
 
-/* ---- the stream driver ---------------------------------------------------- */
+/* ---- the stream driver --------------------------------------------------- */
 
 /*
  * Where one streamed attempt delivers its parts. Valid during the attempt
@@ -244,7 +248,7 @@ AIR_EXTERN int air_stream_malformed(air_stream_sink *sink);
 /* The next per-part deadline on the driver's clock (first content part,
  * then the gap between parts) and which timeout reason it is. */
 AIR_EXTERN uint64_t air_stream_deadline(const air_stream_sink *sink,
-                                       air_reason *which);
+                                        air_reason *which);
 
 /*
  * One streamed attempt: push parts to sink as they arrive. Return 0 when the
@@ -258,21 +262,22 @@ typedef int (*air_stream_fn)(void *data, const air_attempt_info *info,
 typedef struct air_stream_opts {
   size_t size;
   air_stream_fn fn;
-  void *data;  /* passed to fn and on_part */
+  void *data; /* passed to fn and on_part */
   /*
    * Every part after commit, in order. A failure after commit arrives as one
    * AIR_PART_ERROR part (name: the reason name, text: the message) and
    * nothing follows it. A non-zero return cancels the request.
    */
   int (*on_part)(void *data, const air_part *p);
-  const air_observers *observers;  /* may be NULL */
+  const air_observers *observers; /* may be NULL */
   void *options;
   air_cancel *cancel;
   const air_clock *clock;
   const air_rng *rng;
-  bool json_response;  /* commit: complete also checks the text is JSON */
+  bool json_response; /* commit: complete also checks the text is JSON */
 } air_stream_opts;
-#define AIR_STREAM_OPTS_INIT {.size = sizeof(air_stream_opts)}
+#define AIR_STREAM_OPTS_INIT \
+  { .size = sizeof(air_stream_opts) }
 
 /*
  * The streaming counterpart of air_call: runs opts->fn per attempt under the
@@ -280,9 +285,9 @@ typedef struct air_stream_opts {
  * Before commit every failure goes through the policy and nothing reaches
  * on_part; after commit the attempt is final. Returns 0 when an answer was
  * delivered (also a judged complete answer that was the last failure,
- * docs/design.md §3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL,
- * AIR_ENOMEM; log and err as for air_call. Thread-safe as air_call. Like
- * air_call it ignores `hedge` and `continuation` (it cannot build a
+ * docs/design.md §3.3), AIR_EUPSTREAM, AIR_ECANCELED, AIR_ENOTFOUND,
+ * AIR_EINVAL, AIR_ENOMEM; log and err as for air_call. Thread-safe as air_call.
+ * Like air_call it ignores `hedge` and `continuation` (it cannot build a
  * continuation request or run racers): a failure after commit is final;
  * air_client honours both.
  */

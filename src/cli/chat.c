@@ -56,13 +56,14 @@ static int on_part(void *data, const air_part *p) {
 }
 
 /* The request body: an OpenAI chat.completions request. */
-static char *build_body(const char *model, const char *system, const char *prompt) {
+static char *build_body(const char *model, const char *system,
+                        const char *prompt) {
   json_t *msgs = json_array();
   if (system != NULL)
-    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system",
-                                          "content", system));
-  json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content",
-                                        prompt));
+    json_array_append_new(
+        msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+  json_array_append_new(
+      msgs, json_pack("{s:s,s:s}", "role", "user", "content", prompt));
   json_t *body = json_pack("{s:s,s:o}", "model", model, "messages", msgs);
   char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
   json_decref(body);
@@ -79,14 +80,16 @@ int air__cmd_chat(int argc, char **argv) {
       return AIR__EXIT_OK;
     } else if (strcmp(a, "--stream") == 0) {
       stream = true;
-    } else if ((strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) && i + 1 < argc) {
+    } else if ((strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) &&
+               i + 1 < argc) {
       config = argv[++i];
     } else if (strcmp(a, "--model") == 0 && i + 1 < argc) {
       model = argv[++i];
     } else if (strcmp(a, "--system") == 0 && i + 1 < argc) {
       system = argv[++i];
     } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "airetry chat: unknown or incomplete option '%s'\n%s", a, usage);
+      fprintf(stderr, "airetry chat: unknown or incomplete option '%s'\n%s", a,
+              usage);
       return AIR__EXIT_USAGE;
     } else if (prompt == NULL) {
       prompt = a;

@@ -4,8 +4,8 @@
 
 /* Exit codes shared by every subcommand. */
 #define AIR__EXIT_OK 0
-#define AIR__EXIT_FAIL 1   /* upstream failure after all attempts */
-#define AIR__EXIT_USAGE 2  /* usage or config error */
+#define AIR__EXIT_FAIL 1  /* upstream failure after all attempts */
+#define AIR__EXIT_USAGE 2 /* usage or config error */
 
 int air__cmd_check(int argc, char **argv);
 int air__cmd_demo(int argc, char **argv);

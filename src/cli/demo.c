@@ -34,7 +34,7 @@ extern char **environ;
 
 /* The answer of both targets of the route "long" (the mock continues an
  * assistant prefill of it from where the prefill ends). */
-#define LONG_ANSWER                                                       \
+#define LONG_ANSWER                                                     \
   "Retries hide a provider that fails before it answers; continuation " \
   "rescues the answers it breaks halfway through."
 
@@ -53,7 +53,8 @@ static const char mock_script[] =
     "  gpt-4o-mini: {tokens: 10, delay_ms: 25, first_delay_ms: 5000}\n"
     "  claude-sonnet-4-5: {tokens: 10, delay_ms: 25}\n"
     "  gpt-4.1:\n"
-    "    answer: &long \"" LONG_ANSWER "\"\n"
+    "    answer: &long \"" LONG_ANSWER
+    "\"\n"
     "    delay_ms: 25\n"
     "    attempts: [{cut_after: 6}]\n"
     "  claude-haiku-4-5: {answer: *long, delay_ms: 25}\n";
@@ -79,7 +80,7 @@ static const char gateway_config[] =
 
 typedef struct request {
   const char *title;
-  bool anthropic;  /* sent in the Anthropic dialect */
+  bool anthropic;    /* sent in the Anthropic dialect */
   const char *model; /* the route */
 } request;
 
@@ -90,14 +91,14 @@ static const request requests[] = {
     {"primary is slow to its first token: hedged after 400 ms", false, "fast"},
     {"primary answers with a canned refusal", false, "smart"},
     {"primary is healthy again", false, "smart"},
-    {"primary's stream breaks after 6 tokens: the fallback continues it",
-     false, "long"},
+    {"primary's stream breaks after 6 tokens: the fallback continues it", false,
+     "long"},
 };
 
 typedef struct child {
   pid_t pid;
-  int out;  /* its stdout */
-  int err;  /* its stderr (-1: inherited) */
+  int out; /* its stdout */
+  int err; /* its stderr (-1: inherited) */
 } child;
 
 static uint64_t now_ms(void) {
@@ -166,7 +167,7 @@ closed:
   c->pid = 0;
 }
 
-/* ---- one streaming request -------------------------------------------------------- */
+/* ---- one streaming request ----------------------------------------------- */
 
 typedef struct stream_view {
   air__stream_reader *reader;
@@ -265,7 +266,8 @@ static long send_request(int port, const request *rq, stream_view *v) {
            rq->model);
   v->reader = air__stream_reader_new(rq->anthropic, on_part, v);
   CURL *e = curl_easy_init();
-  struct curl_slist *h = curl_slist_append(NULL, "content-type: application/json");
+  struct curl_slist *h =
+      curl_slist_append(NULL, "content-type: application/json");
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
@@ -319,10 +321,12 @@ static void print_attempts(int log_fd, char *cont_target, size_t n_cont) {
       printf("      -> hedge: %s races beside it (no first content yet)\n",
              target ? target : "?");
     else if (cont)
-      printf("      -> the stream broke after commit: %s continues it "
-             "from the text already sent\n",
-             target ? target : "?");
-    if (cont) snprintf(cont_target, n_cont, "%s", target ? target : "?");
+      printf(
+          "      -> the stream broke after commit: %s continues it "
+          "from the text already sent\n",
+          target ? target : "?");
+    if (cont)
+      snprintf(cont_target, n_cont, "%s", target ? target : "?");
     else if (prev != NULL && target && strcmp(prev, target) != 0)
       printf("      -> failover to %s\n", target);
     printf("      attempt %zu  %-28s %-20s %3lld %6lld ms", i + 1,
@@ -360,7 +364,8 @@ int air__cmd_demo(int argc, char **argv) {
   child mock = {0}, gw = {0};
   int exit_code = AIR__EXIT_FAIL;
   char line[512];
-  char *margv[] = {exe, "mock", "--listen", "127.0.0.1:0", "--script", script, NULL};
+  char *margv[] = {exe,        "mock", "--listen", "127.0.0.1:0",
+                   "--script", script, NULL};
   if (spawn(exe, margv, false, &mock) != 0 ||
       read_line(mock.out, line, sizeof(line), 5000) != 0) {
     fprintf(stderr, "airetry demo: the mock did not start\n");
@@ -371,20 +376,21 @@ int air__cmd_demo(int argc, char **argv) {
   if (f == NULL) goto out;
   fprintf(f, gateway_config, mport, mport);
   fclose(f);
-  char *gargv[] = {exe, "serve", "--config", config, "--listen", "127.0.0.1:0",
-                   "--workers", "1", NULL};
+  char *gargv[] = {exe,           "serve",     "--config", config, "--listen",
+                   "127.0.0.1:0", "--workers", "1",        NULL};
   if (spawn(exe, gargv, true, &gw) != 0 ||
       read_line(gw.out, line, sizeof(line), 5000) != 0) {
     fprintf(stderr, "airetry demo: the gateway did not start\n");
     goto out;
   }
   int gport = port_of(line);
-  printf("airetry demo — no keys, no network\n"
-         "  mock upstream  http://127.0.0.1:%d  (primary: flaky gpt-4o, "
-         "fallback: claude-sonnet-4-5)\n"
-         "  gateway        http://127.0.0.1:%d  route \"smart\" = "
-         "primary/gpt-4o -> fallback/claude-sonnet-4-5\n\n",
-         mport, gport);
+  printf(
+      "airetry demo — no keys, no network\n"
+      "  mock upstream  http://127.0.0.1:%d  (primary: flaky gpt-4o, "
+      "fallback: claude-sonnet-4-5)\n"
+      "  gateway        http://127.0.0.1:%d  route \"smart\" = "
+      "primary/gpt-4o -> fallback/claude-sonnet-4-5\n\n",
+      mport, gport);
   size_t n_req = sizeof(requests) / sizeof(requests[0]);
   unsigned answered = 0;
   uint64_t t_all = now_ms();
@@ -403,16 +409,18 @@ int air__cmd_demo(int argc, char **argv) {
     bool ok = status == 200 && !v.error && v.tokens > 0;
     if (ok && cont[0] != '\0') {
       answered++;
-      printf("    = one answer: started by %s, finished by %s after the break:"
-             " first content %llu ms, %u tokens, %llu ms total\n\n",
-             v.target, cont, (unsigned long long)v.first_ms, v.tokens,
-             (unsigned long long)(now_ms() - v.start));
+      printf(
+          "    = one answer: started by %s, finished by %s after the break:"
+          " first content %llu ms, %u tokens, %llu ms total\n\n",
+          v.target, cont, (unsigned long long)v.first_ms, v.tokens,
+          (unsigned long long)(now_ms() - v.start));
     } else if (ok) {
       answered++;
-      printf("    = answered by %s after %s attempt(s): first content %llu ms, "
-             "%u tokens, %llu ms total\n\n",
-             v.target, v.attempts, (unsigned long long)v.first_ms, v.tokens,
-             (unsigned long long)(now_ms() - v.start));
+      printf(
+          "    = answered by %s after %s attempt(s): first content %llu ms, "
+          "%u tokens, %llu ms total\n\n",
+          v.target, v.attempts, (unsigned long long)v.first_ms, v.tokens,
+          (unsigned long long)(now_ms() - v.start));
     } else {
       printf("    = FAILED (HTTP %ld)\n\n", status);
     }

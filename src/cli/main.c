@@ -15,8 +15,10 @@ static const char usage[] =
     "  chat   --config FILE --model NAME [--stream] [--system TEXT] PROMPT\n"
     "                         one call with retries and failover\n"
     "  mock   [--listen HOST:PORT] [--script FILE]\n"
-    "                         the fault-injecting mock provider (docs/mock.md)\n"
-    "  demo                   run the scripted failover demo (no keys, no network)\n"
+    "                         the fault-injecting mock provider "
+    "(docs/mock.md)\n"
+    "  demo                   run the scripted failover demo (no keys, no "
+    "network)\n"
     "\n"
     "  airetry --version | --help\n";
 

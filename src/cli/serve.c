@@ -1,4 +1,5 @@
-/* `airetry serve --config FILE [--listen HOST:PORT] [--insecure] [--workers N]` */
+/* `airetry serve --config FILE [--listen HOST:PORT] [--insecure] [--workers N]`
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,12 @@
 static const char usage[] =
     "usage: airetry serve --config FILE [--listen HOST:PORT] [--insecure] "
     "[--workers N]\n"
-    "  --listen HOST:PORT  overrides `listen` of the config (port 0: any free port)\n"
+    "  --listen HOST:PORT  overrides `listen` of the config (port 0: any free "
+    "port)\n"
     "  --insecure          allow a non-loopback address without client keys\n"
     "  --workers N         event-loop threads (default: one per core)\n"
-    "Signals: SIGTERM/SIGINT stop gracefully (streams in flight finish), SIGHUP\n"
+    "Signals: SIGTERM/SIGINT stop gracefully (streams in flight finish), "
+    "SIGHUP\n"
     "reloads the config. While stopping, SIGTERM and SIGHUP are ignored and a\n"
     "second SIGINT stops at once.\n";
 
@@ -24,7 +27,8 @@ int air__cmd_serve(int argc, char **argv) {
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
       return AIR__EXIT_OK;
-    } else if ((strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) && i + 1 < argc) {
+    } else if ((strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) &&
+               i + 1 < argc) {
       o.config_path = argv[++i];
     } else if (strcmp(a, "--listen") == 0 && i + 1 < argc) {
       o.listen = argv[++i];
@@ -39,7 +43,8 @@ int air__cmd_serve(int argc, char **argv) {
       }
       o.workers = (unsigned)n;
     } else {
-      fprintf(stderr, "airetry serve: unknown or incomplete option '%s'\n%s", a, usage);
+      fprintf(stderr, "airetry serve: unknown or incomplete option '%s'\n%s", a,
+              usage);
       return AIR__EXIT_USAGE;
     }
   }

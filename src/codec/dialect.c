@@ -437,9 +437,11 @@ const char *air__error_type(air_dialect api, air_reason r) {
 /* ---- identifiers (dialect.h)
  * ------------------------------------------------------- */
 
-void air__tool_id_sub(const char *id, size_t n, char out[AIR__TOOL_ID_SUB_BYTES]) {
+void air__tool_id_sub(const char *id, size_t n,
+                      char out[AIR__TOOL_ID_SUB_BYTES]) {
   uint64_t h = 14695981039346656037ull; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
   static const char hex[] = "0123456789abcdef";
   memcpy(out, "call_airetry_", 13);
   for (int i = 0; i < 16; i++) out[13 + i] = hex[(h >> (60 - 4 * i)) & 0xf];
@@ -448,8 +450,8 @@ void air__tool_id_sub(const char *id, size_t n, char out[AIR__TOOL_ID_SUB_BYTES]
 
 const air_part *air__ident_fix(const air_part *p, air__idents *s, air_part *tmp,
                                char buf[AIR__TOOL_ID_SUB_BYTES]) {
-  if (p->kind == AIR_PART_START &&
-      (p->id_len > AIR__MAX_IDENT_BYTES || p->name_len > AIR__MAX_IDENT_BYTES)) {
+  if (p->kind == AIR_PART_START && (p->id_len > AIR__MAX_IDENT_BYTES ||
+                                    p->name_len > AIR__MAX_IDENT_BYTES)) {
     *tmp = *p;
     if (p->id_len > AIR__MAX_IDENT_BYTES) {
       tmp->id = s->id != NULL ? s->id : "";
@@ -475,9 +477,9 @@ const air_part *air__ident_fix(const air_part *p, air__idents *s, air_part *tmp,
 }
 
 const char *air__ident_names(unsigned replaced) {
-  static const char *const names[8] = {"",        "id",            "model",
-                                       "id,model", "tool_id",       "id,tool_id",
-                                       "model,tool_id", "id,model,tool_id"};
+  static const char *const names[8] = {
+      "",        "id",         "model",         "id,model",
+      "tool_id", "id,tool_id", "model,tool_id", "id,model,tool_id"};
   return names[replaced & 7u];
 }
 
@@ -560,7 +562,8 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
       return air__buf_add(&a->refusal, p->text, p->text_len);
     case AIR_PART_TOOL_START: {
       air__tool_call *t = tool_at(a, p->index, true);
-      if (t == NULL || p->name_len > AIR__MAX_TOOL_NAME_BYTES) return AIR_ETOOBIG;
+      if (t == NULL || p->name_len > AIR__MAX_TOOL_NAME_BYTES)
+        return AIR_ETOOBIG;
       free(t->id);
       free(t->name);
       t->id = dupn(p->id, p->id_len);

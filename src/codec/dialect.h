@@ -161,7 +161,8 @@ typedef struct air__idents {
 #define AIR__TOOL_ID_SUB_BYTES 30
 /* The replacement of tool call id (id, n): "call_airetry_" and 16 hex
  * digits of a 64-bit hash of it, NUL-terminated in out. */
-void air__tool_id_sub(const char *id, size_t n, char out[AIR__TOOL_ID_SUB_BYTES]);
+void air__tool_id_sub(const char *id, size_t n,
+                      char out[AIR__TOOL_ID_SUB_BYTES]);
 /* p, or, when p is a START or TOOL_START with an identifier over
  * AIR__MAX_IDENT_BYTES, tmp: a copy of p with it replaced (see above; a
  * tool call id into buf), the replacement recorded in s->replaced. tmp and
@@ -187,9 +188,9 @@ typedef struct air__decoder {
   bool usage_only;       /* the last event carried only usage (OpenAI) */
   bool terminator;       /* the last event was the terminator */
   bool error_event;      /* the last event was an error event */
-  bool oom;             /* the last event could not be decoded for want of
-                            memory: never a malformed event to skip (the
-                            attempt fails), set by air__decoder_note_oom */
+  bool oom;              /* the last event could not be decoded for want of
+                             memory: never a malformed event to skip (the
+                             attempt fails), set by air__decoder_note_oom */
   bool server_tool;      /* the last event was a server-tool event (Anthropic
                             server tools, Responses built-in tool calls):
                             progress for chunk_ms, with no parts */
@@ -252,10 +253,10 @@ typedef struct air__aggregate {
    * Filled by air__aggregate_add_continued; earlier attempts' usage is
    * added with air__aggregate_add_usage. */
   air__buf continued;
-  uint64_t prior_input_tokens; /* earlier attempts' usage, added to every */
+  uint64_t prior_input_tokens;  /* earlier attempts' usage, added to every */
   uint64_t prior_output_tokens; /* USAGE part's (air__aggregate_add_usage) */
-  bool keep_ident; /* a continuation was recorded: later START parts do not
-                      replace id and model (the first attempt's stay) */
+  bool keep_ident;    /* a continuation was recorded: later START parts do not
+                         replace id and model (the first attempt's stay) */
   air__idents idents; /* replacements of identifiers over the limit, set
                          by the consumer ("identifiers" above) */
 } air__aggregate;
@@ -312,14 +313,14 @@ typedef struct air__encoder {
   bool has_usage;
   char id[AIR__MAX_IDENT_BYTES + 16]; /* with a dialect's prefix ("resp_") */
   char model[AIR__MAX_IDENT_BYTES + 1];
-  air__idents idents; /* replacements of identifiers over the limit, set
-                         by the consumer after encoder_init */
+  air__idents idents;       /* replacements of identifiers over the limit, set
+                               by the consumer after encoder_init */
   struct air__rsp_enc *rsp; /* Responses: the items being written (owned;
                                freed by air__encoder_cleanup) */
   /* Continuation (docs/design.md §3.5). */
-  bool observed;     /* encoder_observe recorded the stream's identity */
-  bool taken_over;   /* air__encoder_take_over: parts are encoded now */
-  uint64_t prior_input_tokens;  /* earlier attempts (air__encoder_add_usage) */
+  bool observed;   /* encoder_observe recorded the stream's identity */
+  bool taken_over; /* air__encoder_take_over: parts are encoded now */
+  uint64_t prior_input_tokens; /* earlier attempts (air__encoder_add_usage) */
   uint64_t prior_output_tokens;
   bool has_prior_usage;
   air__buf continued; /* the "continued" members (JSON text), as in the
@@ -442,9 +443,9 @@ typedef struct air__dialect_ops {
    * recognised by their type without parsing JSON. NULL: nothing needed. */
   void (*encoder_observe)(air__encoder *e, const air__sse_event *ev,
                           const air_part *parts, size_t n);
-  /* A keep-alive while a rescue runs (docs/design.md §3.5): OpenAI and Responses
-   * an SSE comment ": keep-alive\n\n", Anthropic "event: ping". Returns 0
-   * or a buf error. */
+  /* A keep-alive while a rescue runs (docs/design.md §3.5): OpenAI and
+   * Responses an SSE comment ": keep-alive\n\n", Anthropic "event: ping".
+   * Returns 0 or a buf error. */
   int (*encode_keepalive)(air__encoder *e, air__buf *out);
   /* A failure after commit: an error event and no clean terminator. */
   int (*encode_error_event)(air__encoder *e, air_reason reason,
@@ -509,16 +510,17 @@ int air__request_can_express(const air__dialect_ops *target,
 
 /* How the continuation is asked for. */
 typedef struct air__cont_ask {
-  air_cont_style style;    /* PREFILL, VLLM, PREFIX_FLAG or INSTRUCT */
-  const char *sent;        /* the released text */
+  air_cont_style style; /* PREFILL, VLLM, PREFIX_FLAG or INSTRUCT */
+  const char *sent;     /* the released text */
   size_t sent_n;
-  int64_t max_tokens;      /* the caller's limit minus released output tokens; 0: keep */
+  int64_t
+      max_tokens; /* the caller's limit minus released output tokens; 0: keep */
 } air__cont_ask;
 
 /* The fixed user message of the INSTRUCT style (never contains the text). */
-#define AIR__CONT_INSTRUCT_TEXT                                              \
-  "Your previous reply was cut off. Continue it exactly where it stops, "  \
-  "from the next character: do not repeat any of it, do not start over, "  \
+#define AIR__CONT_INSTRUCT_TEXT                                           \
+  "Your previous reply was cut off. Continue it exactly where it stops, " \
+  "from the next character: do not repeat any of it, do not start over, " \
   "and do not add any introduction, comment or quotation marks."
 
 /*
@@ -565,8 +567,8 @@ void air__parse_error_body(const char *body, size_t n, air__buf *buf,
                            air_failure *f);
 
 /*
- * The HTTP status of a final failure (docs/design.md §5): the upstream's own when
- * it was an error status, else one that fits the reason (504 for timeouts,
+ * The HTTP status of a final failure (docs/design.md §5): the upstream's own
+ * when it was an error status, else one that fits the reason (504 for timeouts,
  * 502 for network and malformed, 429 rate_limit, 503 overloaded, ...).
  */
 int air__final_status(air_reason reason, int status);

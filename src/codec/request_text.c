@@ -15,7 +15,7 @@
 #include "json.h"
 #include "dialect.h"
 
-#define MAX_FAST_KEYS 64  /* duplicate keys are checked pairwise up to this */
+#define MAX_FAST_KEYS 64 /* duplicate keys are checked pairwise up to this */
 /* What a patch usually adds to the caller's text: stream_options, a
  * longer model name. More still fits: the buffer then grows. */
 #define PATCH_SLACK_BYTES 128
@@ -80,7 +80,8 @@ static bool doc_ok(const air__json *j) {
       if (memchr(j->js + key->start, '\\', (size_t)(key->end - key->start)))
         return false;
       for (int o = 0; o < m; o++)
-        if (air__json_eqn(j, keys[o], j->js + key->start, (size_t)(key->end - key->start)))
+        if (air__json_eqn(j, keys[o], j->js + key->start,
+                          (size_t)(key->end - key->start)))
           return false;
       keys[m] = k;
       k = j->tok[k + 1].next;
@@ -102,12 +103,18 @@ static bool pos_int(const air__json *j, int i) {
 static bool field_ok(const air__json *j, int v, air__field_type t) {
   if (v < 0 || is_type(j, v, AIR__JSON_NULL)) return true;
   switch (t) {
-    case AIR__F_BOOL: return is_type(j, v, AIR__JSON_TRUE) || is_type(j, v, AIR__JSON_FALSE);
-    case AIR__F_INT_POS: return pos_int(j, v);
-    case AIR__F_NUMBER: return is_type(j, v, AIR__JSON_NUM);
-    case AIR__F_STRING: return is_type(j, v, AIR__JSON_STR);
-    case AIR__F_ARRAY: return is_type(j, v, AIR__JSON_ARR);
-    case AIR__F_OBJECT: return is_type(j, v, AIR__JSON_OBJ);
+    case AIR__F_BOOL:
+      return is_type(j, v, AIR__JSON_TRUE) || is_type(j, v, AIR__JSON_FALSE);
+    case AIR__F_INT_POS:
+      return pos_int(j, v);
+    case AIR__F_NUMBER:
+      return is_type(j, v, AIR__JSON_NUM);
+    case AIR__F_STRING:
+      return is_type(j, v, AIR__JSON_STR);
+    case AIR__F_ARRAY:
+      return is_type(j, v, AIR__JSON_ARR);
+    case AIR__F_OBJECT:
+      return is_type(j, v, AIR__JSON_OBJ);
     case AIR__F_STR_OR_ARRAY:
       return is_type(j, v, AIR__JSON_STR) || is_type(j, v, AIR__JSON_ARR);
     case AIR__F_STR_OR_OBJ:
@@ -165,7 +172,8 @@ bool air__request_fast(air_dialect dialect, const char *body, size_t n,
   out->stream = is_type(&j, air__json_get(&j, 0, "stream"), AIR__JSON_TRUE);
   int so = air__json_get(&j, 0, "stream_options");
   out->include_usage =
-      is_type(&j, so, AIR__JSON_OBJ) && is_type(&j, air__json_get(&j, so, "include_usage"), AIR__JSON_TRUE);
+      is_type(&j, so, AIR__JSON_OBJ) &&
+      is_type(&j, air__json_get(&j, so, "include_usage"), AIR__JSON_TRUE);
   int rf = rsp ? air__json_get(&j, air__json_get(&j, 0, "text"), "format")
                : air__json_get(&j, 0, "response_format");
   int rft = is_type(&j, rf, AIR__JSON_OBJ) ? air__json_get(&j, rf, "type") : -1;
@@ -217,7 +225,8 @@ static int add_stream_options(air__buf *out, const air__json *j, int so) {
   int rc = air__buf_addc(out, '{');
   bool first = true;
   if (is_type(j, so, AIR__JSON_OBJ)) {
-    for (int k = so + 1, m = 0; rc == 0 && m < j->tok[so].size; m++, k = j->tok[k + 1].next) {
+    for (int k = so + 1, m = 0; rc == 0 && m < j->tok[so].size;
+         m++, k = j->tok[k + 1].next) {
       if (air__json_eqn(j, k, "include_usage", 13)) continue;
       const char *v;
       size_t vn;
@@ -230,8 +239,8 @@ static int add_stream_options(air__buf *out, const air__json *j, int so) {
   return rc;
 }
 
-int air__request_patch(const air__request *req, const air__patch *set, size_t n_set,
-                       air__buf *out) {
+int air__request_patch(const air__request *req, const air__patch *set,
+                       size_t n_set, air__buf *out) {
   if (req->raw == NULL || n_set > 8) return AIR_EINVAL;
   air__json j;
   int rc = air__json_parse(&j, req->raw, req->raw_n);
@@ -246,7 +255,8 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
    * body's size (it is kept while the attempt runs: issue 20). */
   rc = air__buf_reserve(out, req->raw_n + PATCH_SLACK_BYTES);
   if (rc == 0) rc = air__buf_addc(out, '{');
-  for (int k = 1, m = 0; rc == 0 && m < j.tok[0].size; m++, k = j.tok[k + 1].next) {
+  for (int k = 1, m = 0; rc == 0 && m < j.tok[0].size;
+       m++, k = j.tok[k + 1].next) {
     const air__patch *p = NULL;
     for (size_t s = 0; s < n_set && p == NULL; s++)
       if (air__json_eq(&j, k, set[s].key)) {
@@ -259,8 +269,8 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
     if (p != NULL && p->how == AIR__PATCH_STREAM_OPTIONS) {
       rc = add_raw_member(out, &first, &j, k, "", 0);
       if (rc == 0) rc = add_stream_options(out, &j, k + 1);
-    } else if (p != NULL &&
-               (p->how == AIR__PATCH_SET || is_type(&j, k + 1, AIR__JSON_NULL))) {
+    } else if (p != NULL && (p->how == AIR__PATCH_SET ||
+                             is_type(&j, k + 1, AIR__JSON_NULL))) {
       rc = add_raw_member(out, &first, &j, k, p->value, strlen(p->value));
     } else {
       rc = add_raw_member(out, &first, &j, k, v, vn);
@@ -278,7 +288,7 @@ int air__request_patch(const air__request *req, const air__patch *set, size_t n_
   }
   if (rc == 0) rc = air__buf_addc(out, '}');
   if (rc != 0 && out->p != NULL) {
-    out->n = start;  /* nothing written on failure */
+    out->n = start; /* nothing written on failure */
     out->p[start] = '\0';
   }
   air__json_cleanup(&j);

@@ -1558,12 +1558,14 @@ static void parse_providers(ctx *c, const air__opt *o, struct fy_node *v,
         warn_at(c, ul,
                 "%s.base_url: an openai base_url usually includes its version "
                 "path (like https://api.openai.com/v1); the gateway appends "
-                "/chat/completions to '%s'", ip, p->base_url);
+                "/chat/completions to '%s'",
+                ip, p->base_url);
       else if (p->api == AIR_DIALECT_ANTHROPIC && last)
         warn_at(c, ul,
                 "%s.base_url: an anthropic base_url has no version path (like "
                 "https://api.anthropic.com); the gateway appends /v1/messages "
-                "to '%s'", ip, p->base_url);
+                "to '%s'",
+                ip, p->base_url);
     }
     if (p->api_key_env) {
       const char *val = getenv(p->api_key_env);

@@ -64,7 +64,7 @@ _Static_assert(AIR__JITTER_FULL == 0 && AIR__JITTER_EQUAL == 1 &&
 #define MS(lo, hi) .min = (lo), .max = (hi)
 
 static const air__opt opts[] = {
-    /* ---- top level ---- */
+    /* ---- top level ------------------------------------------------------- */
     {.name = "listen",
      .scopes = AIR__SC_TOP,
      .type = AIR__T_STR,
@@ -158,7 +158,7 @@ static const air__opt opts[] = {
      .doc = "OpenTelemetry trace export (docs/observability.md); the "
             "standard `OTEL_*` variables override it key by key."},
 
-    /* ---- telemetry ---- */
+    /* ---- telemetry ------------------------------------------------------- */
     {.name = "otlp",
      .scopes = AIR__SC_TELEMETRY,
      .type = AIR__T_SECTION,
@@ -196,7 +196,7 @@ static const air__opt opts[] = {
             "sampled `traceparent` is always kept, an unsampled one never). "
             "`OTEL_TRACES_SAMPLER` overrides it."},
 
-    /* ---- limits ---- */
+    /* ---- limits ---------------------------------------------------------- */
     {.name = "max_body_bytes",
      .scopes = AIR__SC_LIMITS,
      .type = AIR__T_U64,
@@ -276,7 +276,7 @@ static const air__opt opts[] = {
             "Past it the attempt fails with reason malformed and the route's "
             "rules decide."},
 
-    /* ---- state ---- */
+    /* ---- state ----------------------------------------------------------- */
     {.name = "redis",
      .scopes = AIR__SC_STATE,
      .type = AIR__T_SECTION,
@@ -340,7 +340,7 @@ static const air__opt opts[] = {
      .doc = "A command unanswered for this long drops the connection "
             "(requests never wait for Redis)."},
 
-    /* ---- providers[] ---- */
+    /* ---- providers[] ----------------------------------------------------- */
     {.name = "name",
      .scopes = AIR__SC_PROVIDER,
      .type = AIR__T_STR,
@@ -400,16 +400,16 @@ static const air__opt opts[] = {
      .enums = cont_style_names,
      .def_doc = "by api: `prefill` (anthropic), `none` (openai, "
                 "openai_responses)",
-     .doc =
-         "How the rest of an answer cut after commit is asked for (docs/design.md "
-         "§3.5): prefill ends the conversation with the released text as "
-         "the assistant message (Anthropic); vllm adds "
-         "`continue_final_message: true, add_generation_prompt: false`; "
-         "prefix_flag sets `prefix: true` on it (DeepSeek, Mistral); "
-         "instruct follows it with a user message asking to continue; "
-         "none: never continued here."},
+     .doc = "How the rest of an answer cut after commit is asked for "
+            "(docs/design.md "
+            "§3.5): prefill ends the conversation with the released text as "
+            "the assistant message (Anthropic); vllm adds "
+            "`continue_final_message: true, add_generation_prompt: false`; "
+            "prefix_flag sets `prefix: true` on it (DeepSeek, Mistral); "
+            "instruct follows it with a user message asking to continue; "
+            "none: never continued here."},
 
-    /* ---- breaker ---- */
+    /* ---- breaker --------------------------------------------------------- */
     {.name = "enabled",
      .scopes = AIR__SC_BREAKER,
      .type = AIR__T_BOOL,
@@ -439,7 +439,7 @@ static const air__opt opts[] = {
      .def = "300000",
      .doc = "How long a `quota` failure opens it."},
 
-    /* ---- defaults: and routes[] ---- */
+    /* ---- defaults: and routes[] ------------------------------------------ */
     {.name = "breaker",
      .scopes = AIR__SC_DEFAULTS,
      .type = AIR__T_SECTION,
@@ -493,16 +493,18 @@ static const air__opt opts[] = {
      .base = AIR__B_POLICY,
      .offset = offsetof(air__policy, hedge),
      .sub = AIR__SC_HEDGE,
-     .doc = "Race the next target when the first content is late (docs/design.md "
-            "§3.6); every hedge sends the prompt again."},
+     .doc =
+         "Race the next target when the first content is late (docs/design.md "
+         "§3.6); every hedge sends the prompt again."},
     {.name = "continuation",
      .scopes = POL,
      .type = AIR__T_SECTION,
      .base = AIR__B_POLICY,
      .offset = offsetof(air__policy, continuation),
      .sub = AIR__SC_CONTINUATION,
-     .doc = "Continue a stream that failed after its first token (docs/design.md "
-            "§3.5); every continuation sends the prompt again."},
+     .doc =
+         "Continue a stream that failed after its first token (docs/design.md "
+         "§3.5); every continuation sends the prompt again."},
     {.name = "refusal",
      .scopes = POL,
      .type = AIR__T_SECTION,
@@ -549,7 +551,7 @@ static const air__opt opts[] = {
      .doc = "Ordered rules; a list given here replaces the one below it "
             "wholesale."},
 
-    /* ---- routes[].targets[] in map form ---- */
+    /* ---- routes[].targets[] in map form ---------------------------------- */
     {.name = "target",
      .scopes = AIR__SC_TARGET,
      .type = AIR__T_STR,
@@ -600,7 +602,7 @@ static const air__opt opts[] = {
      .def_doc = "the provider's",
      .doc = "The provider's `continuation_style` for this target only."},
 
-    /* ---- timeouts ---- */
+    /* ---- timeouts -------------------------------------------------------- */
     {.name = "connect_ms",
      .scopes = TMO,
      .type = AIR__T_U64,
@@ -648,7 +650,7 @@ static const air__opt opts[] = {
      .doc = "The whole request until commit, every attempt and wait "
             "included. Per request, so not allowed on a target."},
 
-    /* ---- budget ---- */
+    /* ---- budget ---------------------------------------------------------- */
     {.name = "max_total_attempts",
      .scopes = AIR__SC_BUDGET,
      .type = AIR__T_COUNT,
@@ -665,7 +667,7 @@ static const air__opt opts[] = {
      .doc = "reason: count (or `unlimited`): an extra cap on the failures of "
             "one reason. Merged key by key."},
 
-    /* ---- sticky ---- */
+    /* ---- sticky ---------------------------------------------------------- */
     {.name = "enabled",
      .scopes = AIR__SC_STICKY,
      .type = AIR__T_BOOL,
@@ -690,7 +692,7 @@ static const air__opt opts[] = {
      .doc = "Return to the first target after this many "
             "requests (0: no count limit)."},
 
-    /* ---- hedge ---- */
+    /* ---- hedge ----------------------------------------------------------- */
     {.name = "enabled",
      .scopes = AIR__SC_HEDGE,
      .type = AIR__T_BOOL,
@@ -730,7 +732,7 @@ static const air__opt opts[] = {
      .doc = "No hedge for a request body larger than this: every hedge "
             "pays the prompt again."},
 
-    /* ---- continuation ---- */
+    /* ---- continuation ---------------------------------------------------- */
     {.name = "enabled",
      .scopes = AIR__SC_CONTINUATION,
      .type = AIR__T_BOOL,
@@ -780,7 +782,7 @@ static const air__opt opts[] = {
      .doc = "Released text kept per stream to continue it; an answer "
             "longer than this is not continued."},
 
-    /* ---- refusal ---- */
+    /* ---- refusal --------------------------------------------------------- */
     {.name = "phrases",
      .scopes = AIR__SC_REFUSAL,
      .type = AIR__T_PHRASES,
@@ -791,7 +793,7 @@ static const air__opt opts[] = {
      .doc = "Case-insensitive prefixes of canned refusals (at most 512 bytes "
             "each); the list replaces the inherited one."},
 
-    /* ---- rules[] ---- */
+    /* ---- rules[] --------------------------------------------------------- */
     {.name = "on",
      .scopes = AIR__SC_RULE,
      .type = AIR__T_REASONS,
@@ -858,7 +860,7 @@ static const air__opt opts[] = {
      .doc = "Request fields set on the attempts this rule causes (e.g. "
             "`{max_tokens: 8192}` on `length`)."},
 
-    /* ---- rules[].backoff ---- */
+    /* ---- rules[].backoff ------------------------------------------------- */
     {.name = "base_ms",
      .scopes = AIR__SC_BACKOFF,
      .type = AIR__T_U64,
@@ -890,7 +892,7 @@ static const air__opt opts[] = {
      .doc = "full: uniform in [0, w]; equal: w/2 + uniform in [0, w/2]; "
             "none: w."},
 
-    /* ---- rules[].retry_after ---- */
+    /* ---- rules[].retry_after --------------------------------------------- */
     {.name = "max_ms",
      .scopes = AIR__SC_RETRY_AFTER,
      .type = AIR__T_U64,
@@ -909,7 +911,8 @@ const air__opt *air__config_opts(size_t *n) {
   return opts;
 }
 
-/* docs/design.md §3, verbatim in meaning; parsed by the same code as user rules. */
+/* docs/design.md §3, verbatim in meaning; parsed by the same code as user
+ * rules. */
 static const char builtin_rules[] =
     "- on: [rate_limit]\n"
     "  action: retry\n"

@@ -11,7 +11,7 @@ typedef struct air__arena_chunk air__arena_chunk;
 
 typedef struct air__arena {
   air__arena_chunk *head;
-  size_t total;  /* bytes handed out, for limits and metrics */
+  size_t total; /* bytes handed out, for limits and metrics */
 } air__arena;
 
 void air__arena_init(air__arena *a);

@@ -1,6 +1,6 @@
 /*
- * Backoff waits (docs/design.md §3 step 5) and the small random helpers they use.
- * Pure: the random source is passed in; nothing here keeps state.
+ * Backoff waits (docs/design.md §3 step 5) and the small random helpers they
+ * use. Pure: the random source is passed in; nothing here keeps state.
  */
 #include <math.h>
 #include <stdint.h>

@@ -14,7 +14,8 @@
  * none -> v. n = 0 counts as 1. rng may be NULL (the wait is then v, not
  * jittered). Saturates at max_ms instead of overflowing for large n.
  */
-uint64_t air__backoff_wait(const air__backoff *b, unsigned n, const air_rng *rng);
+uint64_t air__backoff_wait(const air__backoff *b, unsigned n,
+                           const air_rng *rng);
 
 /*
  * A uniform integer in [0, hi] from rng (hi may be UINT64_MAX), by rejection

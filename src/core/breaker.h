@@ -20,32 +20,32 @@
 
 /* What a request may do with one target (air__breaker_admit). */
 typedef enum air__admit {
-  AIR__ADMIT_YES,    /* closed (or breaker disabled): go */
-  AIR__ADMIT_PROBE,  /* half-open: this caller holds the probe lease */
-  AIR__ADMIT_NO,     /* open, or half-open with a live lease held by another */
+  AIR__ADMIT_YES,   /* closed (or breaker disabled): go */
+  AIR__ADMIT_PROBE, /* half-open: this caller holds the probe lease */
+  AIR__ADMIT_NO,    /* open, or half-open with a live lease held by another */
 } air__admit;
 
 /* One target's breaker as a backend stores it. Zero is closed. */
 typedef struct air__breaker_rec {
-  uint32_t failures;     /* consecutive counting failures */
+  uint32_t failures; /* consecutive counting failures */
   bool open;
-  uint64_t open_until;   /* open: a probe may go from then on */
-  uint64_t lease;        /* the probe lease's token, 0 when none */
-  uint64_t lease_until;  /* the lease frees itself then (its owner vanished) */
+  uint64_t open_until;  /* open: a probe may go from then on */
+  uint64_t lease;       /* the probe lease's token, 0 when none */
+  uint64_t lease_until; /* the lease frees itself then (its owner vanished) */
 } air__breaker_rec;
 
 typedef enum air__verdict_kind {
-  AIR__VERDICT_SUCCESS,  /* closes a half-open breaker, resets the count */
-  AIR__VERDICT_FAILURE,  /* a counting failure */
+  AIR__VERDICT_SUCCESS, /* closes a half-open breaker, resets the count */
+  AIR__VERDICT_FAILURE, /* a counting failure */
 } air__verdict_kind;
 
 /* The verdict of one attempt, as record(target, verdict, threshold,
  * open_ms) of docs/design.md §1 takes it. */
 typedef struct air__verdict {
   air__verdict_kind kind;
-  uint32_t threshold;  /* FAILURE: consecutive failures that open it (1: now) */
-  uint64_t open_ms;    /* FAILURE: how long it opens for */
-  uint64_t lease;      /* the probe lease the attempt held (freed), or 0 */
+  uint32_t threshold; /* FAILURE: consecutive failures that open it (1: now) */
+  uint64_t open_ms;   /* FAILURE: how long it opens for */
+  uint64_t lease;     /* the probe lease the attempt held (freed), or 0 */
 } air__verdict;
 
 /* True for the reasons that count towards opening a breaker. */

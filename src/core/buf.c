@@ -95,7 +95,6 @@ int air__buf_add_aligned(air__buf *b, const void *p, size_t n, size_t *at) {
   return rc;
 }
 
-
 int air__buf_addu(air__buf *b, unsigned long long v) {
   char tmp[24];
   size_t i = sizeof(tmp);
@@ -119,17 +118,17 @@ size_t air__utf8_seq(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
   if (c < 0x80) return 1;
   size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  /* bounds of the second byte */
+  unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
   if (c >= 0xC2 && c <= 0xDF) {
     len = 2;
   } else if (c >= 0xE0 && c <= 0xEF) {
     len = 3;
-    if (c == 0xE0) lo = 0xA0;       /* no overlongs */
-    if (c == 0xED) hi = 0x9F;       /* no surrogates */
+    if (c == 0xE0) lo = 0xA0; /* no overlongs */
+    if (c == 0xED) hi = 0x9F; /* no surrogates */
   } else if (c >= 0xF0 && c <= 0xF4) {
     len = 4;
     if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;       /* nothing past U+10FFFF */
+    if (c == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
   } else {
     return 0;
   }
@@ -144,7 +143,7 @@ int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   size_t start = b->n;
   int rc = air__buf_addc(b, '"');
-  size_t run = 0;  /* bytes of s not yet copied, ending at i */
+  size_t run = 0; /* bytes of s not yet copied, ending at i */
   for (size_t i = 0; rc == 0 && i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c >= 0x80) {
@@ -170,13 +169,27 @@ int air__buf_add_json_str(air__buf *b, const char *s, size_t n) {
     char esc[6] = {'\\', 0, 0, 0, 0, 0};
     size_t len = 2;
     switch (c) {
-      case '"': esc[1] = '"'; break;
-      case '\\': esc[1] = '\\'; break;
-      case '\n': esc[1] = 'n'; break;
-      case '\r': esc[1] = 'r'; break;
-      case '\t': esc[1] = 't'; break;
-      case '\b': esc[1] = 'b'; break;
-      case '\f': esc[1] = 'f'; break;
+      case '"':
+        esc[1] = '"';
+        break;
+      case '\\':
+        esc[1] = '\\';
+        break;
+      case '\n':
+        esc[1] = 'n';
+        break;
+      case '\r':
+        esc[1] = 'r';
+        break;
+      case '\t':
+        esc[1] = 't';
+        break;
+      case '\b':
+        esc[1] = 'b';
+        break;
+      case '\f':
+        esc[1] = 'f';
+        break;
       default:
         esc[1] = 'u';
         esc[2] = '0';

@@ -18,12 +18,12 @@
 #include <string.h>
 
 typedef struct air__buf {
-  char *p;      /* NUL-terminated when n > 0 or after any append */
+  char *p; /* NUL-terminated when n > 0 or after any append */
   size_t n;
   size_t cap;
-  size_t max;   /* the most bytes it may hold */
-  int err;      /* the first failed append since init or reset, or 0 */
-  bool stack;   /* p is the caller's storage (air__buf_init_on), not heap */
+  size_t max; /* the most bytes it may hold */
+  int err;    /* the first failed append since init or reset, or 0 */
+  bool stack; /* p is the caller's storage (air__buf_init_on), not heap */
 } air__buf;
 
 #define AIR__WUR __attribute__((warn_unused_result))
@@ -58,13 +58,14 @@ AIR__WUR static inline int air__buf_add(air__buf *b, const void *p, size_t n) {
   }
   return air__buf_add_grow(b, p, n);
 }
-AIR__WUR static inline int air__buf_adds(air__buf *b, const char *s) { /* a C string */
+AIR__WUR static inline int air__buf_adds(air__buf *b,
+                                         const char *s) { /* a C string */
   return air__buf_add(b, s, strlen(s));
 }
 AIR__WUR static inline int air__buf_addc(air__buf *b, char c) {
   return air__buf_add(b, &c, 1);
 }
-AIR__WUR int air__buf_addu(air__buf *b, unsigned long long v);  /* decimal */
+AIR__WUR int air__buf_addu(air__buf *b, unsigned long long v); /* decimal */
 /* Appends s as a JSON string literal, quotes included: escapes ", \\ and
  * control bytes; valid UTF-8 passes through unchanged, each byte of an
  * invalid sequence becomes \ufffd, so the result is always valid JSON. */

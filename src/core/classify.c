@@ -1,5 +1,6 @@
 /*
- * Failure classification (docs/design.md §2.1): one failed attempt -> one reason.
+ * Failure classification (docs/design.md §2.1): one failed attempt -> one
+ * reason.
  *
  * Precedence, first match wins:
  *   1. the transport error (no usable response at all);

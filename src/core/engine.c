@@ -1,7 +1,8 @@
 /*
- * The run state machine (docs/design.md §1 and 3): one request's walk through its
- * route. Pure: the clock and the random source come from the caller, nothing
- * here does I/O or sleeps. Shared breaker/sticky state goes through state.h.
+ * The run state machine (docs/design.md §1 and 3): one request's walk through
+ * its route. Pure: the clock and the random source come from the caller,
+ * nothing here does I/O or sleeps. Shared breaker/sticky state goes through
+ * state.h.
  *
  * Phases: RACING (attempts in flight or in a retry backoff) -> COMMITTED
  * (one attempt's first content was released) -> OVER. The attempts of the
@@ -49,14 +50,14 @@ enum phase { P_RACING, P_COMMITTED, P_RESCUE, P_OVER };
 /* One racer slot: an attempt from its start until it commits, fails for
  * good or loses the race; between a failure and its retry, the WAIT. */
 typedef struct racer {
-  unsigned id;       /* the attempt's id (the failed one while waiting); 0: free */
-  unsigned idx;      /* route index of its target */
-  size_t log;        /* its log entry */
-  uint64_t lease;    /* the half-open probe lease it holds, or 0 */
-  int cause_rule;    /* the rule whose max the attempt used, or -1 */
-  bool waiting;      /* failed; its retry WAIT runs */
-  bool hedge;        /* started by air_run_hedge */
-  bool content;      /* its first content part arrived: it won the race */
+  unsigned id;    /* the attempt's id (the failed one while waiting); 0: free */
+  unsigned idx;   /* route index of its target */
+  size_t log;     /* its log entry */
+  uint64_t lease; /* the half-open probe lease it holds, or 0 */
+  int cause_rule; /* the rule whose max the attempt used, or -1 */
+  bool waiting;   /* failed; its retry WAIT runs */
+  bool hedge;     /* started by air_run_hedge */
+  bool content;   /* its first content part arrived: it won the race */
   const char *next_override; /* for the attempt after the WAIT */
   int wait_rule;             /* the retry rule of that WAIT */
   bool cont;                 /* a continuation attempt (after commit) */
@@ -69,25 +70,25 @@ struct air_run {
   air_state *st;
   const air__route *route;
   const air__policy *pol;
-  air__route direct;  /* a "provider/model" request: one target */
+  air__route direct; /* a "provider/model" request: one target */
   air__target direct_target;
   air_rng rng;
-  uint64_t seed;  /* splitmix64 state when the caller gave no rng */
-  uint64_t deadline_ms;  /* start + total_ms */
+  uint64_t seed;        /* splitmix64 state when the caller gave no rng */
+  uint64_t deadline_ms; /* start + total_ms */
   enum phase phase;
   unsigned attempts;
-  unsigned last_id;  /* the id of the latest attempt (0: none yet) */
-  unsigned cur;  /* route index: the latest attempt's target, or the winner's */
+  unsigned last_id; /* the id of the latest attempt (0: none yet) */
+  unsigned cur; /* route index: the latest attempt's target, or the winner's */
   unsigned n_real; /* log entries that are not skipped */
   racer racers[AIR__MAX_RACERS];
   unsigned hedges;       /* hedges started */
   unsigned hedge_block;  /* no target was left for a hedge while this
                             attempt was the newest racer */
   uint64_t prompt_bytes; /* the request body (hedge.max_prompt_bytes) */
-  air_action pend[AIR__MAX_RACERS];  /* CANCELs for air_run_next */
+  air_action pend[AIR__MAX_RACERS]; /* CANCELs for air_run_next */
   unsigned n_pend, pend_at;
   unsigned n_order;
-  unsigned order[AIR__MAX_TARGETS];  /* route indices, sticky target first */
+  unsigned order[AIR__MAX_TARGETS]; /* route indices, sticky target first */
   bool tried[AIR__MAX_TARGETS];
   uint32_t rule_used[AIR__MAX_RULES];
   uint32_t reason_count[AIR_REASON__COUNT];
@@ -99,11 +100,11 @@ struct air_run {
   air__arena arena;
   air__run_expressible_fn expressible; /* NULL: every target can */
   void *expressible_data;
-  unsigned cont_flags; /* AIR_CONTF_* */
-  unsigned cont_used;  /* continuations counted by continuation.max */
+  unsigned cont_flags;    /* AIR_CONTF_* */
+  unsigned cont_used;     /* continuations counted by continuation.max */
   unsigned free_attempts; /* attempts no budget counts (rejected prefills) */
-  unsigned answer_idx; /* the target the answer was first committed on */
-  uint64_t rescue_end; /* RESCUE: the rescue must commit by then */
+  unsigned answer_idx;    /* the target the answer was first committed on */
+  uint64_t rescue_end;    /* RESCUE: the rescue must commit by then */
   bool prefill_done[AIR__MAX_TARGETS]; /* re-asked with instruct already */
 };
 
@@ -168,7 +169,7 @@ static const char *merge_override(const air_run *run, unsigned idx,
   return rule->override_json;
 }
 
-/* ---- racer slots ------------------------------------------------------- */
+/* ---- racer slots --------------------------------------------------------- */
 
 /* The slot of attempt id in flight (waiting false) or of the WAIT that
  * follows failed attempt id (waiting true); NULL when there is none. */
@@ -390,10 +391,9 @@ static bool pick(air_run *run, const char *to, bool hedge, uint64_t now_ms,
       return true;
     }
     uint64_t reopen = now_ms;
-    air__admit a = air__state_admit(run->st, run->route->targets[i].name,
-                                    breaker_of(run, i),
-                                    probe_lease_ms(run, i, now_ms), now_ms,
-                                    &reopen, lease);
+    air__admit a = air__state_admit(
+        run->st, run->route->targets[i].name, breaker_of(run, i),
+        probe_lease_ms(run, i, now_ms), now_ms, &reopen, lease);
     if (a != AIR__ADMIT_NO) {
       *idx = i;
       return true;
@@ -421,7 +421,7 @@ static int switch_target(air_run *run, racer *r, const char *to,
   return start_attempt(run, r, idx, lease, ov, hedge, now_ms, act);
 }
 
-/* ---- hedging (docs/design.md §3.6) ------------------------------------------- */
+/* ---- hedging (docs/design.md §3.6) --------------------------------------- */
 
 uint64_t air__run_hedge_at(const air_run *run) {
   if (run == NULL || run->phase != P_RACING) return 0;
@@ -485,7 +485,7 @@ int air_run_next(air_run *run, air_action *act) {
   return 1;
 }
 
-/* ---- starting ---------------------------------------------------------- */
+/* ---- starting ------------------------------------------------------------ */
 
 int air_run_new(const air_config *cfg, air_state *state, const char *model,
                 const air_rng *rng, uint64_t now_ms, air_run **out,
@@ -495,9 +495,9 @@ int air_run_new(const air_config *cfg, air_state *state, const char *model,
 }
 
 int air__run_new_checked(const air_config *cfg, air_state *state,
-                         const char *model, const air_rng *rng,
-                         uint64_t now_ms, air__run_expressible_fn ok,
-                         void *ok_data, air_run **out, air_action *act) {
+                         const char *model, const air_rng *rng, uint64_t now_ms,
+                         air__run_expressible_fn ok, void *ok_data,
+                         air_run **out, air_action *act) {
   if (cfg == NULL || model == NULL || out == NULL || act == NULL)
     return AIR_EINVAL;
   size_t mlen = strlen(model);
@@ -506,7 +506,8 @@ int air__run_new_checked(const air_config *cfg, air_state *state,
   const char *slash = memchr(model, '/', mlen);
   if (route == NULL) {
     if (slash == NULL || slash == model || slash[1] == '\0' ||
-        air__config_provider(cfg, model, (size_t)(slash - model), &pidx) == NULL)
+        air__config_provider(cfg, model, (size_t)(slash - model), &pidx) ==
+            NULL)
       return AIR_ENOTFOUND;
   }
   air_run *run = calloc(1, sizeof(*run));
@@ -587,8 +588,8 @@ static const char *keep(air_run *run, const char *s) {
 }
 
 /*
- * The message a caller and the log see for a failed attempt (docs/design.md §5):
- * "TARGET: DETAIL (REASON)", the detail being what the attempt reported
+ * The message a caller and the log see for a failed attempt (docs/design.md
+ * §5): "TARGET: DETAIL (REASON)", the detail being what the attempt reported
  * (the upstream's own message, or ours), bounded by AIR__MAX_MESSAGE_BYTES.
  * It names the upstream and the reason in words; rules that match on
  * `message` see the attempt's own message, not this one.
@@ -639,7 +640,7 @@ static air_reason record_failure(air_run *run, const racer *r,
   return record_failure_as(run, r, f, now_ms, run->phase != P_RESCUE);
 }
 
-/* ---- events ------------------------------------------------------------ */
+/* ---- events -------------------------------------------------------------- */
 
 static int fail_final(air_run *run, racer *r, const air_failure *f,
                       uint64_t now_ms, air_action *act) {
@@ -655,7 +656,7 @@ static int fail_final(air_run *run, racer *r, const air_failure *f,
   return finish(run, reason, f->status, now_ms, act);
 }
 
-/* ---- continuation (docs/design.md §3.5) -------------------------------------- */
+/* ---- continuation (docs/design.md §3.5) ---------------------------------- */
 
 /* Reasons a committed attempt's failure is continued on: the upstream
  * broke, not the request. */
@@ -740,17 +741,14 @@ static bool cont_eligible(air_run *run, unsigned idx, uint64_t now_ms,
     return false;
   if (!run->pol->continuation.any_target) {
     const char *m = run->route->targets[run->answer_idx].model;
-    if (t->model == NULL || m == NULL || strcmp(t->model, m) != 0)
-      return false;
+    if (t->model == NULL || m == NULL || strcmp(t->model, m) != 0) return false;
   }
-  if (run->expressible != NULL &&
-      !run->expressible(run->expressible_data, t))
+  if (run->expressible != NULL && !run->expressible(run->expressible_data, t))
     return false;
   uint64_t reopen = now_ms;
-  air__admit a =
-      air__state_admit(run->st, t->name, breaker_of(run, idx),
-                       run->rescue_end - now_ms + PROBE_LEASE_SLACK_MS, now_ms,
-                       &reopen, lease);
+  air__admit a = air__state_admit(
+      run->st, t->name, breaker_of(run, idx),
+      run->rescue_end - now_ms + PROBE_LEASE_SLACK_MS, now_ms, &reopen, lease);
   return a != AIR__ADMIT_NO;
 }
 
@@ -771,8 +769,8 @@ static bool cont_pick(air_run *run, const char *to, uint64_t now_ms,
 
 /* Starts continuation attempt on target idx in slot r: CONTINUE. */
 static int start_cont(air_run *run, racer *r, unsigned idx, uint64_t lease,
-                      const char *override, air_cont_style style,
-                      bool counts, uint64_t now_ms, air_action *act) {
+                      const char *override, air_cont_style style, bool counts,
+                      uint64_t now_ms, air_action *act) {
   int rc = start_attempt(run, r, idx, lease, override, false, now_ms, act);
   if (rc != 0 || act->kind != AIR_ACT_ATTEMPT) return rc;
   run->phase = P_RESCUE;
@@ -822,13 +820,12 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
   air_reason reason = record_failure_as(run, r, f, now_ms, false);
   air_attempt *e = &run->log[r->log];
   const air__target *t = &run->route->targets[r->idx];
-  air__state_record(run->st, t->name, breaker_of(run, r->idx), reason,
-                    r->lease, now_ms);
+  air__state_record(run->st, t->name, breaker_of(run, r->idx), reason, r->lease,
+                    now_ms);
   r->lease = 0;
   uint64_t hint_ms = 0;
-  bool hint =
-      f->n_headers > 0 &&
-      air__retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
+  bool hint = f->n_headers > 0 && air__retry_after(f->headers, f->n_headers,
+                                                   wall_ms, &hint_ms) == 1;
   if (hint && hint_ms > COOL_AFTER_MS)
     air__state_cool(run->st, t->name, now_ms, hint_ms);
   if (!early) {
@@ -850,7 +847,8 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     return cont_give_up(run, r, early, f, now_ms, act);
 
   const air__policy *pol = run->pol;
-  size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
+  size_t n_rules =
+      pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
   for (size_t i = 0; i < n_rules; i++) {
     const air__rule *rule = &pol->rules[i];
     if (!rule_matches(rule, reason, f->status, f->message)) continue;
@@ -894,7 +892,8 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
                         style, true, now_ms, act);
     }
     if (!hint)
-      wait = air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
+      wait =
+          air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
     /* No continuation could follow a wait that reaches the rescue's end. */
     if (wait >= remaining) {
       air__state_release(run->st, t->name, lease);
@@ -902,9 +901,9 @@ static int cont_fail(air_run *run, racer *r, const air_failure *f,
     }
     run->rule_used[i]++;
     if (wait == 0) {
-      int rc = start_cont(run, r, r->idx, lease,
-                          merge_override(run, r->idx, rule), style, true,
-                          now_ms, act);
+      int rc =
+          start_cont(run, r, r->idx, lease, merge_override(run, r->idx, rule),
+                     style, true, now_ms, act);
       if (rc == 0 && act->kind == AIR_ACT_CONTINUE) r->cause_rule = (int)i;
       return rc;
     }
@@ -962,16 +961,15 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
     drop(r);
     return finish(run, reason, f->status, now_ms, act);
   }
-  air__state_record(run->st, t->name, breaker_of(run, r->idx), reason,
-                    r->lease, now_ms);
+  air__state_record(run->st, t->name, breaker_of(run, r->idx), reason, r->lease,
+                    now_ms);
   r->lease = 0;
   /* A Retry-After longer than the engine would wait opens the breaker until
    * it expires (3.1): here, longer than the default retry_after.max_ms; a
    * retry rule with its own max_ms cools below when it declines to wait. */
   uint64_t hint_ms = 0;
-  bool hint =
-      f->n_headers > 0 &&
-      air__retry_after(f->headers, f->n_headers, wall_ms, &hint_ms) == 1;
+  bool hint = f->n_headers > 0 && air__retry_after(f->headers, f->n_headers,
+                                                   wall_ms, &hint_ms) == 1;
   if (hint && hint_ms > COOL_AFTER_MS)
     air__state_cool(run->st, t->name, now_ms, hint_ms);
   if (reason == AIR_REASON_TIMEOUT_TOTAL || now_ms >= run->deadline_ms) {
@@ -991,7 +989,8 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
     return end_racer(run, r, now_ms, act);
 
   const air__policy *pol = run->pol;
-  size_t n_rules = pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
+  size_t n_rules =
+      pol->n_rules < AIR__MAX_RULES ? pol->n_rules : AIR__MAX_RULES;
   int rc;
   for (size_t i = 0; i < n_rules; i++) {
     const air__rule *rule = &pol->rules[i];
@@ -1016,7 +1015,8 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
       return switch_target(run, r, NULL, NULL, r->hedge, now_ms, act);
     }
     if (!hint)
-      wait = air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
+      wait =
+          air__backoff_wait(&rule->backoff, run->rule_used[i] + 1, &run->rng);
     /* No attempt could follow a wait that reaches the deadline. */
     if (wait >= remaining) return end_racer(run, r, now_ms, act);
     run->rule_used[i]++;
@@ -1043,9 +1043,8 @@ int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
   return stamped(run, run_fail(run, r, f, now_ms, wall_ms, act), act);
 }
 
-int air__run_fail_final(air_run *run, unsigned attempt_id,
-                        const air_failure *f, uint64_t now_ms,
-                        air_action *act) {
+int air__run_fail_final(air_run *run, unsigned attempt_id, const air_failure *f,
+                        uint64_t now_ms, air_action *act) {
   if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
   if (r == NULL) return AIR_ESTATE;
@@ -1057,8 +1056,8 @@ int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
                     air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
-  if (r == NULL || (run->phase != P_RACING &&
-                    !(run->phase == P_RESCUE && r->cont)))
+  if (r == NULL ||
+      (run->phase != P_RACING && !(run->phase == P_RESCUE && r->cont)))
     return AIR_ESTATE;
   reset_pending(run);
   r->content = true;
@@ -1072,8 +1071,8 @@ int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
   /* Before commit a racer; in a rescue the continuation attempt. */
-  if (r == NULL || (run->phase != P_RACING &&
-                    !(run->phase == P_RESCUE && r->cont)))
+  if (r == NULL ||
+      (run->phase != P_RACING && !(run->phase == P_RESCUE && r->cont)))
     return AIR_ESTATE;
   reset_pending(run);
   if (run->phase == P_RACING) run->answer_idx = r->idx;
@@ -1109,15 +1108,15 @@ int air_run_succeed(air_run *run, unsigned attempt_id, uint64_t now_ms,
   const air__target *t = &run->route->targets[r->idx];
   e->reason = AIR_REASON_NONE;
   e->ms = now_ms - e->start_ms;
-  air__state_record(run->st, t->name, breaker_of(run, r->idx),
-                    AIR_REASON_NONE, r->lease, now_ms);
+  air__state_record(run->st, t->name, breaker_of(run, r->idx), AIR_REASON_NONE,
+                    r->lease, now_ms);
   r->lease = 0;
   lose_others(run, r, now_ms);
   /* A hedge win never makes a route sticky (docs/design.md §3.6). */
   /* Nor does a continued answer change it. */
   if (run->route != &run->direct && !r->hedge && !r->cont)
-    air__sticky_settle(run->st, run->route->name, &run->pol->sticky,
-                       t->name, r->idx == 0, now_ms);
+    air__sticky_settle(run->st, run->route->name, &run->pol->sticky, t->name,
+                       r->idx == 0, now_ms);
   run->cur = r->idx;
   drop(r);
   run->phase = P_OVER;
@@ -1148,8 +1147,8 @@ int air_run_wait_done(air_run *run, unsigned attempt_id, uint64_t now_ms,
     return stamped(run, end_racer(run, r, now_ms, act), act);
   int wait_rule = r->wait_rule;
   /* The retry of a hedge is a hedge (docs/design.md §3.6). */
-  int rc = start_attempt(run, r, r->idx, 0, r->next_override, r->hedge, now_ms,
-                         act);
+  int rc =
+      start_attempt(run, r, r->idx, 0, r->next_override, r->hedge, now_ms, act);
   if (rc == 0 && act->kind == AIR_ACT_ATTEMPT) r->cause_rule = wait_rule;
   return stamped(run, rc, act);
 }
@@ -1181,8 +1180,8 @@ int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
     run->last_status = 400;
   }
   /* A skipped hedge goes on to the next target, still a hedge. */
-  return stamped(run,
-                 switch_target(run, r, NULL, NULL, r->hedge, now_ms, act), act);
+  return stamped(run, switch_target(run, r, NULL, NULL, r->hedge, now_ms, act),
+                 act);
 }
 
 unsigned air__run_attempts(const air_run *run) {
@@ -1222,7 +1221,7 @@ const air_attempt *air_run_attempt(const air_run *run, size_t i) {
   return &run->log[i];
 }
 
-/* ---- continuation (docs/design.md §3.5) -------------------------------------- */
+/* ---- continuation (docs/design.md §3.5) ---------------------------------- */
 
 int air_run_limit_continuation(air_run *run, unsigned flags) {
   if (run == NULL) return AIR_EINVAL;
@@ -1241,13 +1240,12 @@ int air_run_prefill_rejected(air_run *run, unsigned attempt_id, uint64_t now_ms,
   f.status = 400;
   f.message = "the target rejected the assistant prefill";
   unsigned idx = r->idx;
-  bool again = run->phase == P_RESCUE && r->cont &&
-               r->style == AIR_CONT_PREFILL && !r->content &&
-               run->pol->continuation.instruct && idx < AIR__MAX_TARGETS &&
-               !run->prefill_done[idx] &&
-               (run->cont_flags &
-                (AIR_CONTF_NEVER | AIR_CONTF_NO_INSTRUCT)) == 0 &&
-               now_ms < run->rescue_end;
+  bool again =
+      run->phase == P_RESCUE && r->cont && r->style == AIR_CONT_PREFILL &&
+      !r->content && run->pol->continuation.instruct &&
+      idx < AIR__MAX_TARGETS && !run->prefill_done[idx] &&
+      (run->cont_flags & (AIR_CONTF_NEVER | AIR_CONTF_NO_INSTRUCT)) == 0 &&
+      now_ms < run->rescue_end;
   if (!again) return air_run_fail(run, attempt_id, &f, now_ms, 0, act);
   reset_pending(run);
   /* Logged, but no budget, continuation.max or breaker counts it; the
@@ -1265,8 +1263,8 @@ int air_run_prefill_rejected(air_run *run, unsigned attempt_id, uint64_t now_ms,
   air__state_style_learn(run->st, t->name, AIR_CONT_INSTRUCT, now_ms);
   uint64_t lease = r->lease; /* the same target: the lease goes on */
   r->lease = 0;
-  const air__rule *rule = r->cause_rule >= 0 ? &run->pol->rules[r->cause_rule]
-                                              : NULL;
+  const air__rule *rule =
+      r->cause_rule >= 0 ? &run->pol->rules[r->cause_rule] : NULL;
   const char *override = merge_override(run, idx, rule);
   int cause = r->cause_rule;
   int rc = start_cont(run, r, idx, lease, override, AIR_CONT_INSTRUCT, true,

@@ -23,9 +23,8 @@ const air__route *air__run_route(const air_run *run);
  * continuation whose seam failed (diverging restart, preamble, refusal:
  * docs/design.md §3.5). AIR_ESTATE for an attempt not in flight.
  */
-int air__run_fail_final(air_run *run, unsigned attempt_id,
-                        const air_failure *f, uint64_t now_ms,
-                        air_action *act);
+int air__run_fail_final(air_run *run, unsigned attempt_id, const air_failure *f,
+                        uint64_t now_ms, air_action *act);
 
 /*
  * Attempt attempt_id's target cannot express the request (docs/design.md §2.1,
@@ -49,9 +48,9 @@ int air__run_skip(air_run *run, unsigned attempt_id, const char *field,
  */
 typedef bool (*air__run_expressible_fn)(void *data, const air__target *t);
 int air__run_new_checked(const air_config *cfg, air_state *state,
-                         const char *model, const air_rng *rng,
-                         uint64_t now_ms, air__run_expressible_fn ok,
-                         void *ok_data, air_run **out, air_action *act);
+                         const char *model, const air_rng *rng, uint64_t now_ms,
+                         air__run_expressible_fn ok, void *ok_data,
+                         air_run **out, air_action *act);
 
 /*
  * Hedging (docs/design.md §3.6): the size of the caller's request body, which

@@ -27,12 +27,13 @@ int air__error_set(air_error *err, int code, const char *fmt, ...);
  * are ignored. AIR_EINVAL when src is NULL or src->size is below min_size
  * (the size of the struct's first version). name is for the message.
  */
-/* The bytes of type up to and including field: a version's minimum size. */
-#define AIR__SIZE_TO(type, field) \
-  /* NOLINTNEXTLINE(bugprone-sizeof-expression): a pointer field's size is meant */ \
+/* The bytes of type up to and including field: a version's minimum size (a
+ * pointer field's size is meant, hence the NOLINT). */
+#define AIR__SIZE_TO(type, field)                  \
+  /* NOLINTNEXTLINE(bugprone-sizeof-expression) */ \
   (offsetof(type, field) + sizeof(((type *)0)->field))
 
-int air__opts_copy(void *dst, size_t dst_size, const void *src,
-                   size_t min_size, const char *name, air_error *err);
+int air__opts_copy(void *dst, size_t dst_size, const void *src, size_t min_size,
+                   const char *name, air_error *err);
 
 #endif

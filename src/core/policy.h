@@ -1,7 +1,7 @@
 /*
  * The resolved config: what air_config_parse produces. Every default of
- * docs/design.md §3 and 4 is filled in, so readers never look anything up twice.
- * Immutable after loading; shared freely between threads.
+ * docs/design.md §3 and 4 is filled in, so readers never look anything up
+ * twice. Immutable after loading; shared freely between threads.
  */
 #ifndef AIR__POLICY_H
 #define AIR__POLICY_H
@@ -58,16 +58,16 @@ typedef struct air__status_range {
  * (when message != NULL). A rule has at least one matcher.
  */
 typedef struct air__rule {
-  uint32_t on_mask;  /* bit (1u << reason) per reason */
+  uint32_t on_mask; /* bit (1u << reason) per reason */
   air__status_range status[AIR__MAX_STATUS_MATCHERS];
   size_t n_status;
   char *message;
   air__rule_action action;
-  uint32_t max;           /* attempts it may add per request; AIR__UNLIMITED */
-  air__backoff backoff;   /* retry only */
+  uint32_t max;         /* attempts it may add per request; AIR__UNLIMITED */
+  air__backoff backoff; /* retry only */
   uint64_t retry_after_max_ms;
-  char *to;               /* switch only: "provider/model" or NULL */
-  char *override_json;    /* JSON object text or NULL */
+  char *to;            /* switch only: "provider/model" or NULL */
+  char *override_json; /* JSON object text or NULL */
   /* Per target of the route (n_targets entries, or NULL when the rule has
    * no override): override_json merged over that target's own override
    * (the rule's fields win), computed when the config loads; an entry is
@@ -77,8 +77,8 @@ typedef struct air__rule {
 } air__rule;
 
 typedef struct air__budget {
-  uint32_t max_total_attempts;             /* AIR__UNLIMITED allowed */
-  uint32_t per_reason[AIR_REASON__COUNT];  /* AIR__UNLIMITED when not set */
+  uint32_t max_total_attempts;            /* AIR__UNLIMITED allowed */
+  uint32_t per_reason[AIR_REASON__COUNT]; /* AIR__UNLIMITED when not set */
 } air__budget;
 
 typedef struct air__breaker_cfg {
@@ -89,9 +89,9 @@ typedef struct air__breaker_cfg {
 } air__breaker_cfg;
 
 typedef struct air__sticky_cfg {
-  bool enabled;       /* true when after_ms or requests is set */
-  uint64_t after_ms;  /* 0: no time limit */
-  uint32_t requests;  /* 0: no count limit */
+  bool enabled;      /* true when after_ms or requests is set */
+  uint64_t after_ms; /* 0: no time limit */
+  uint32_t requests; /* 0: no count limit */
 } air__sticky_cfg;
 
 /*
@@ -100,7 +100,7 @@ typedef struct air__sticky_cfg {
  * On a route (defaults, route) and merged over it per target.
  */
 typedef struct air__hedge_cfg {
-  bool enabled;              /* giving the map without `enabled` turns it on */
+  bool enabled; /* giving the map without `enabled` turns it on */
   uint64_t after_ms;
   uint32_t max;              /* hedges per request, 1..AIR__MAX_HEDGES */
   bool same_target;          /* a hedge may go to a target already racing */
@@ -117,8 +117,8 @@ typedef enum air__cont_targets {
 } air__cont_targets;
 
 typedef struct air__continuation {
-  bool enabled;            /* default false; the map without `enabled` turns it on */
-  bool any_target;         /* targets: any (default same_model) */
+  bool enabled;    /* default false; the map without `enabled` turns it on */
+  bool any_target; /* targets: any (default same_model) */
   air__cont_targets targets; /* as read; any_target is resolved from it */
   bool instruct;           /* a rejected prefill is asked again with instruct */
   uint32_t max;            /* continuations per request (default 2) */
@@ -127,8 +127,14 @@ typedef struct air__continuation {
   uint64_t max_sent_bytes; /* released text kept for it (default 1 MiB) */
 } air__continuation;
 
-typedef enum air__commit { AIR__COMMIT_FIRST_CONTENT, AIR__COMMIT_COMPLETE } air__commit;
-typedef enum air__malformed { AIR__MALFORMED_SKIP, AIR__MALFORMED_FAIL } air__malformed;
+typedef enum air__commit {
+  AIR__COMMIT_FIRST_CONTENT,
+  AIR__COMMIT_COMPLETE
+} air__commit;
+typedef enum air__malformed {
+  AIR__MALFORMED_SKIP,
+  AIR__MALFORMED_FAIL
+} air__malformed;
 
 typedef struct air__kv {
   char *name;
@@ -139,14 +145,14 @@ typedef struct air__provider {
   char *name;
   air_dialect api;
   char *base_url;
-  char *api_key_env;  /* NULL when unset */
+  char *api_key_env; /* NULL when unset */
   /* api_key_env's value, read once when the config is loaded (so a reload
    * reads it again); NULL when the variable is unset or empty. A secret:
    * never logged, never printed (it is not in the option table). */
   char *api_key;
   air__kv *headers;
   size_t n_headers;
-  air__breaker_cfg breaker;  /* defaults.breaker merged with the provider's */
+  air__breaker_cfg breaker; /* defaults.breaker merged with the provider's */
   /* continuation_style: as given, or by api when not (anthropic: prefill;
    * openai, openai_responses: none). style_set: it was given. */
   air_cont_style continuation_style;
@@ -161,12 +167,12 @@ typedef enum air__structured {
 } air__structured;
 
 typedef struct air__target {
-  char *name;   /* "provider/model" */
-  char *model;  /* the part after the first '/' */
-  size_t provider;  /* index into air_config.providers */
-  air__timeouts timeouts;  /* route timeouts with the target's merged over */
-  char *override_json;     /* JSON object text or NULL */
-  air__hedge_cfg hedge;    /* route hedge with the target's merged over */
+  char *name;             /* "provider/model" */
+  char *model;            /* the part after the first '/' */
+  size_t provider;        /* index into air_config.providers */
+  air__timeouts timeouts; /* route timeouts with the target's merged over */
+  char *override_json;    /* JSON object text or NULL */
+  air__hedge_cfg hedge;   /* route hedge with the target's merged over */
   air__structured structured_output;
   /* continuation_style resolved: the target's, else its provider's, else
    * by api (docs/design.md §3.5). style_set: the target or its provider gave
@@ -181,7 +187,7 @@ typedef struct air__policy {
   air__budget budget;
   air__rule *rules;
   size_t n_rules;
-  char **phrases;  /* refusal phrases */
+  char **phrases; /* refusal phrases */
   size_t n_phrases;
   air__sticky_cfg sticky;
   air__hedge_cfg hedge;
@@ -203,11 +209,11 @@ typedef struct air__limits {
   uint64_t max_header_bytes;
   uint64_t max_connections;
   uint64_t idle_timeout_ms;
-  uint64_t request_timeout_ms;  /* whole request head+body must arrive by then */
-  uint64_t max_inflight_body_bytes;  /* body bytes being read, process-wide */
-  uint64_t max_output_queue_bytes;   /* response bytes queued, process-wide */
-  uint64_t client_write_timeout_ms;  /* queued output without progress */
-  uint64_t max_response_bytes;  /* a whole (non-stream) upstream body */
+  uint64_t request_timeout_ms; /* whole request head+body must arrive by then */
+  uint64_t max_inflight_body_bytes; /* body bytes being read, process-wide */
+  uint64_t max_output_queue_bytes;  /* response bytes queued, process-wide */
+  uint64_t client_write_timeout_ms; /* queued output without progress */
+  uint64_t max_response_bytes;      /* a whole (non-stream) upstream body */
 } air__limits;
 
 /* state.redis (docs/design.md §3.1): where breaker, probe, cooldown and sticky
@@ -265,7 +271,7 @@ struct air_config {
   size_t n_providers;
   air__route *routes;
   size_t n_routes;
-  air__policy defaults;  /* built-ins <- defaults: ; used for "provider/model" */
+  air__policy defaults; /* built-ins <- defaults: ; used for "provider/model" */
   air__breaker_cfg breaker_defaults;
   air__redis_cfg redis; /* state.redis; resolved_url NULL: per process */
   char **forward_headers;

@@ -24,7 +24,7 @@
 typedef struct air__pool {
   void *free[AIR__POOL_MAX];
   unsigned n;
-  size_t size;  /* of the blocks waiting */
+  size_t size; /* of the blocks waiting */
 } air__pool;
 
 /* A zeroed block of size bytes (from p when it has one), or NULL. */

@@ -13,19 +13,32 @@ const char *air_version(void) {
 
 const char *air_strerror(int err) {
   switch (err) {
-    case AIR_OK: return "success";
-    case AIR_ENOMEM: return "out of memory";
-    case AIR_EINVAL: return "invalid argument";
-    case AIR_ECONFIG: return "invalid config";
-    case AIR_ETOOBIG: return "size limit exceeded";
-    case AIR_ECANCELED: return "cancelled";
-    case AIR_EUPSTREAM: return "every upstream attempt failed";
-    case AIR_ENOTFOUND: return "not found";
-    case AIR_EIO: return "I/O error";
-    case AIR_EPARSE: return "parse error";
-    case AIR_ESTATE: return "not allowed in this state";
-    case AIR_ENOTSUP: return "the target cannot express the request";
-    default: return "unknown error";
+    case AIR_OK:
+      return "success";
+    case AIR_ENOMEM:
+      return "out of memory";
+    case AIR_EINVAL:
+      return "invalid argument";
+    case AIR_ECONFIG:
+      return "invalid config";
+    case AIR_ETOOBIG:
+      return "size limit exceeded";
+    case AIR_ECANCELED:
+      return "cancelled";
+    case AIR_EUPSTREAM:
+      return "every upstream attempt failed";
+    case AIR_ENOTFOUND:
+      return "not found";
+    case AIR_EIO:
+      return "I/O error";
+    case AIR_EPARSE:
+      return "parse error";
+    case AIR_ESTATE:
+      return "not allowed in this state";
+    case AIR_ENOTSUP:
+      return "the target cannot express the request";
+    default:
+      return "unknown error";
   }
 }
 
@@ -86,14 +99,22 @@ bool air_part_is_content(const air_part *p) {
 
 const char *air_finish_name(air_finish f) {
   switch (f) {
-    case AIR_FINISH_STOP: return "stop";
-    case AIR_FINISH_LENGTH: return "length";
-    case AIR_FINISH_TOOL_CALLS: return "tool_calls";
-    case AIR_FINISH_CONTENT_FILTER: return "content_filter";
-    case AIR_FINISH_REFUSAL: return "refusal";
-    case AIR_FINISH_CONTEXT: return "model_context_window_exceeded";
-    case AIR_FINISH_PAUSE: return "pause_turn";
-    default: return "";
+    case AIR_FINISH_STOP:
+      return "stop";
+    case AIR_FINISH_LENGTH:
+      return "length";
+    case AIR_FINISH_TOOL_CALLS:
+      return "tool_calls";
+    case AIR_FINISH_CONTENT_FILTER:
+      return "content_filter";
+    case AIR_FINISH_REFUSAL:
+      return "refusal";
+    case AIR_FINISH_CONTEXT:
+      return "model_context_window_exceeded";
+    case AIR_FINISH_PAUSE:
+      return "pause_turn";
+    default:
+      return "";
   }
 }
 
@@ -110,8 +131,8 @@ int air__error_set(air_error *err, int code, const char *fmt, ...) {
   return code;
 }
 
-int air__opts_copy(void *dst, size_t dst_size, const void *src,
-                   size_t min_size, const char *name, air_error *err) {
+int air__opts_copy(void *dst, size_t dst_size, const void *src, size_t min_size,
+                   const char *name, air_error *err) {
   memset(dst, 0, dst_size);
   if (src == NULL) return air__error_set(err, AIR_EINVAL, "%s is NULL", name);
   size_t size;

@@ -1,5 +1,6 @@
 /*
- * The Redis URL of `state: {redis: …}` (docs/design.md §3.1), parsed without I/O:
+ * The Redis URL of `state: {redis: …}` (docs/design.md §3.1), parsed without
+ * I/O:
  *
  *   redis://[[USER][:PASSWORD]@]HOST[:PORT][/DB]
  *

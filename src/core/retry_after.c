@@ -37,7 +37,6 @@
 #define NS_PER_S 1000000000ull
 #define MS_PER_DAY 86400000ll
 
-
 /* A cursor over a span for the date parsers. */
 typedef struct cursor {
   const char *p;
@@ -45,7 +44,7 @@ typedef struct cursor {
   size_t i;
 } cursor;
 
-/* ---- bytes -------------------------------------------------------------- */
+/* ---- bytes --------------------------------------------------------------- */
 
 static int lower(int c) {
   return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
@@ -88,7 +87,7 @@ static int find_header(const air_header *h, size_t n, const char *lit,
   return 0;
 }
 
-/* ---- numbers ------------------------------------------------------------ */
+/* ---- numbers ------------------------------------------------------------- */
 
 /* A scanned decimal: integer part (saturated) and the fraction's digits. */
 typedef struct decimal {
@@ -167,7 +166,7 @@ static int is_zero(air__str v) {
   return 1;
 }
 
-/* ---- Go durations ------------------------------------------------------- */
+/* ---- Go durations -------------------------------------------------------- */
 
 typedef struct duration_unit {
   const char *name;
@@ -220,7 +219,7 @@ static int parse_duration_ns(air__str v, uint64_t *ns) {
   return 1;
 }
 
-/* ---- calendar ----------------------------------------------------------- */
+/* ---- calendar ------------------------------------------------------------ */
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (H. Hinnant's days_from_civil). */
@@ -278,7 +277,7 @@ static int wait_until(int64_t t_ms, uint64_t wall_ms, uint64_t *ms) {
   return 1;
 }
 
-/* ---- date tokens -------------------------------------------------------- */
+/* ---- date tokens --------------------------------------------------------- */
 
 static const char *const month_names[12] = {"jan", "feb", "mar", "apr",
                                             "may", "jun", "jul", "aug",
@@ -341,7 +340,7 @@ static int at_end(const cursor *c) {
   return c->i == c->n;
 }
 
-/* ---- HTTP-date (RFC 9110 5.6.7) ---------------------------------------- */
+/* ---- HTTP-date (RFC 9110 5.6.7) ------------------------------------------ */
 
 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
 static int imf_fixdate(air__str v, civil *t) {
@@ -404,7 +403,7 @@ static int http_date_ms(air__str v, uint64_t wall_ms, int64_t *t_ms) {
   return 1;
 }
 
-/* ---- RFC 3339 ----------------------------------------------------------- */
+/* ---- RFC 3339 ------------------------------------------------------------ */
 
 /*
  * "2026-11-30T12:00:05Z", "2026-11-30T12:00:05.250+01:00": a full date, T
@@ -458,7 +457,7 @@ static int rfc3339_ms(air__str v, int64_t *t_ms) {
   return 1;
 }
 
-/* ---- sources ------------------------------------------------------------ */
+/* ---- sources ------------------------------------------------------------- */
 
 static int hint_ms(air__str v, uint64_t wall_ms, uint64_t *ms) {
   (void)wall_ms;

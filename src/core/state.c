@@ -41,8 +41,8 @@ air__admit air__state_admit(air_state *st, const char *target,
   *lease = 0;
   if (st == NULL || (cfg != NULL && !cfg->enabled)) return AIR__ADMIT_YES;
   uint64_t token = 0;
-  air__admit a = st->ops->try_probe(st->impl, target, lease_ms, now_ms,
-                                    reopen_ms, &token);
+  air__admit a =
+      st->ops->try_probe(st->impl, target, lease_ms, now_ms, reopen_ms, &token);
   if (a == AIR__ADMIT_PROBE) *lease = token;
   return a;
 }

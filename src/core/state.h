@@ -1,9 +1,9 @@
 /*
- * The state interface (docs/design.md §1 and 3.1): breaker records, the half-open
- * probe lease, cooldowns and sticky choices, stored by a backend behind one
- * ops table and decided here, in core (breaker.h holds the transitions).
- * src/state/local.c is the in-process backend (air_state_new); the Redis
- * backend of 3.1 is another ops table over the same transitions, and
+ * The state interface (docs/design.md §1 and 3.1): breaker records, the
+ * half-open probe lease, cooldowns and sticky choices, stored by a backend
+ * behind one ops table and decided here, in core (breaker.h holds the
+ * transitions). src/state/local.c is the in-process backend (air_state_new);
+ * the Redis backend of 3.1 is another ops table over the same transitions, and
  * tests/unit/test_state_conformance.c runs against any of them.
  *
  * Contract of every backend: each op is atomic with respect to every other
@@ -29,9 +29,9 @@
 
 /* A route's sticky choice as sticky_get reads it. */
 typedef struct air__sticky_rec {
-  char target[AIR__MAX_TARGET_BYTES];  /* "provider/model", NUL-terminated */
-  uint64_t age_ms;  /* how long it has been sticky (a duration) */
-  uint32_t used;    /* requests started on it before this one */
+  char target[AIR__MAX_TARGET_BYTES]; /* "provider/model", NUL-terminated */
+  uint64_t age_ms; /* how long it has been sticky (a duration) */
+  uint32_t used;   /* requests started on it before this one */
 } air__sticky_rec;
 
 typedef struct air__state_ops {
@@ -125,8 +125,8 @@ void air__state_cool(air_state *st, const char *target, uint64_t now_ms,
                      uint64_t cool_ms);
 
 /*
- * Learned continuation styles (docs/design.md §3.5): air__state_style_get is the
- * style learned for target at now_ms (AIR_CONT_NONE: none, or st NULL);
+ * Learned continuation styles (docs/design.md §3.5): air__state_style_get is
+ * the style learned for target at now_ms (AIR_CONT_NONE: none, or st NULL);
  * air__state_style_learn remembers style for AIR__CONT_LEARNED_MS (24 h).
  */
 air_cont_style air__state_style_get(air_state *st, const char *target,

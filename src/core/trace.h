@@ -1,6 +1,6 @@
 /*
- * Trace context, pure (docs/design.md §5, Traces): W3C `traceparent` parsing and
- * formatting, span ids, and the parent-based ratio sampler. No I/O, no
+ * Trace context, pure (docs/design.md §5, Traces): W3C `traceparent` parsing
+ * and formatting, span ids, and the parent-based ratio sampler. No I/O, no
  * clock, no randomness of its own: callers hand in random bits (the net
  * layer reads them from getrandom). The span model itself is air_span
  * (include/airetry/drive.h); turning one into OTLP JSON is the gateway's.

@@ -1,7 +1,7 @@
 /*
  * The synchronous drivers' shared loop and the generic driver air_call
- * (docs/design.md §7). Each call owns its run, so concurrent calls share only the
- * config (read only) and the state (locked), never a model choice.
+ * (docs/design.md §7). Each call owns its run, so concurrent calls share only
+ * the config (read only) and the state (locked), never a model choice.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -148,8 +148,8 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
   int rc = air_run_new(cfg, state, model, dd.rng, now, &run, &act);
   if (rc != 0) return settle_error(rc, NULL, model, err);
   /* air_call and air_stream cannot build a continuation request: a route's
-   * continuation is ignored (docs/design.md §3.5), as hedging is (no racers: the
-   * run is never asked for a hedge). */
+   * continuation is ignored (docs/design.md §3.5), as hedging is (no racers:
+   * the run is never asked for a hedge). */
   air_run_limit_continuation(run, AIR_CONTF_NEVER);
 
   void *options = dd.options;
@@ -206,8 +206,8 @@ typedef struct call_ctx {
 } call_ctx;
 
 /* One attempt; the attempt that succeeds is the one that commits. */
-static void call_attempt(void *ctx, const air_attempt_info *info,
-                         air_run *run, unsigned attempt_id, air__outcome *out) {
+static void call_attempt(void *ctx, const air_attempt_info *info, air_run *run,
+                         unsigned attempt_id, air__outcome *out) {
   const call_ctx *c = ctx;
   (void)run;
   (void)attempt_id;

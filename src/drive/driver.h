@@ -10,15 +10,15 @@
 #include "error.h"
 
 typedef enum air__outcome_kind {
-  AIR__OUT_OK,      /* the attempt succeeded */
-  AIR__OUT_FAIL,    /* failed before commit: the policy decides */
-  AIR__OUT_FINAL,   /* failed after commit: final */
-  AIR__OUT_CANCEL,  /* the caller cancelled */
+  AIR__OUT_OK,     /* the attempt succeeded */
+  AIR__OUT_FAIL,   /* failed before commit: the policy decides */
+  AIR__OUT_FINAL,  /* failed after commit: final */
+  AIR__OUT_CANCEL, /* the caller cancelled */
 } air__outcome_kind;
 
 typedef struct air__outcome {
   air__outcome_kind kind;
-  air_failure f;  /* FAIL, FINAL */
+  air_failure f; /* FAIL, FINAL */
 } air__outcome;
 
 typedef struct air__drive {
@@ -28,10 +28,11 @@ typedef struct air__drive {
   void (*attempt)(void *ctx, const air_attempt_info *info, air_run *run,
                   unsigned attempt_id, air__outcome *out);
   /* The run failed for good with reason: may turn that into an answer
-   * (returns 1) — a judged complete answer, docs/design.md §3.3. May be NULL. */
+   * (returns 1) — a judged complete answer, docs/design.md §3.3. May be NULL.
+   */
   int (*settle_fail)(void *ctx, air_reason reason);
   void *ctx;
-  air_observers obs;  /* the caller's (air__observers_copy); zero: none */
+  air_observers obs; /* the caller's (air__observers_copy); zero: none */
   void *options;
   air_cancel *cancel;
   const air_clock *clock;

@@ -1,6 +1,6 @@
 /*
- * The stream driver air_stream (docs/design.md §7): the shared driver loop with a
- * commit gate between the attempt's parts and the caller's sink. Before
+ * The stream driver air_stream (docs/design.md §7): the shared driver loop with
+ * a commit gate between the attempt's parts and the caller's sink. Before
  * commit the gate holds everything and failures go to the policy; after
  * commit parts flow through and a failure is final, delivered as one ERROR
  * part.
@@ -24,13 +24,13 @@ struct stream_ctx {
   const air_clock *clock;
   air__gate gate;
   air_stream_sink sink;
-  air_attempt_info info;  /* a copy: a judged answer is released after the
-                             attempt's own info is gone (settle_fail) */
-  air_run *run;           /* the run, while an attempt may report content */
-  unsigned att_id;        /* that attempt's id */
-  bool notified;       /* on_commit fired */
-  bool stop;           /* on_part asked to stop */
-  air_reason late;     /* an error event after commit */
+  air_attempt_info info; /* a copy: a judged answer is released after the
+                            attempt's own info is gone (settle_fail) */
+  air_run *run;          /* the run, while an attempt may report content */
+  unsigned att_id;       /* that attempt's id */
+  bool notified;         /* on_commit fired */
+  bool stop;             /* on_part asked to stop */
+  air_reason late;       /* an error event after commit */
   char late_msg[256];
 };
 
@@ -84,7 +84,7 @@ int air_stream_push(air_stream_sink *sink, const air_part *p) {
     if (p->name) memcpy(type, p->name, n);
     type[n] = '\0';
     n = p->text_len < sizeof(c->late_msg) - 1 ? p->text_len
-                                               : sizeof(c->late_msg) - 1;
+                                              : sizeof(c->late_msg) - 1;
     if (p->text) memcpy(c->late_msg, p->text, n);
     c->late_msg[n] = '\0';
     c->late = air__classify(200, type, NULL, c->late_msg, AIR_TRANSPORT_OK);
@@ -127,7 +127,7 @@ static void fail_after_commit(stream_ctx *c, air__outcome *out) {
     out->f.message = c->late_msg;
   } else if (r == AIR_REASON_NONE) {
     r = air__classify(out->f.status, out->f.type, out->f.code, out->f.message,
-                     out->f.transport);
+                      out->f.transport);
     out->f.reason = r;
   }
   out->kind = AIR__OUT_FINAL;
@@ -194,7 +194,7 @@ static void stream_attempt(void *ctx, const air_attempt_info *info,
 static int stream_settle(void *ctx, air_reason reason) {
   stream_ctx *c = ctx;
   (void)reason;
-  c->run = NULL;  /* the run is over: this release is its decision */
+  c->run = NULL; /* the run is over: this release is its decision */
   if (c->gate.state != AIR__GATE_FAILED || !c->gate.judged) return 0;
   return air__gate_release_judged(&c->gate) == 0 && !c->stop ? 1 : 0;
 }

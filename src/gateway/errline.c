@@ -1,9 +1,9 @@
 /*
  * Lines to stderr from a process that must never wait on it: the
- * supervisor (docs/design.md §5), whose one loop also takes signals and reaps and
- * restarts workers. stderr's file description is shared with the worker
- * and the parent shell and is never made non-blocking (log.c); a line goes
- * out through a way of this writer's own that cannot block instead:
+ * supervisor (docs/design.md §5), whose one loop also takes signals and reaps
+ * and restarts workers. stderr's file description is shared with the worker and
+ * the parent shell and is never made non-blocking (log.c); a line goes out
+ * through a way of this writer's own that cannot block instead:
  *
  *   - a regular file or block device: write(2) on stderr as it is (a file
  *     never waits for a reader);

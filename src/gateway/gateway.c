@@ -20,7 +20,7 @@
 #include "redis.h"
 #include "state.h"
 
-/* ---- lines ------------------------------------------------------------------- */
+/* ---- lines --------------------------------------------------------------- */
 
 /* Where a line of this file goes: stderr as it is (a start, before any
  * worker: nothing to keep alive), the supervisor's writer (never waits on
@@ -29,8 +29,10 @@ typedef enum { TO_STDERR, TO_SUP, TO_LOG } line_to;
 
 static void put_line(air__gateway *g, line_to to, const char *p, size_t n);
 
-__attribute__((format(printf, 3, 0))) static void vline(air__gateway *g, line_to to,
-                                                        const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static void vline(air__gateway *g,
+                                                        line_to to,
+                                                        const char *fmt,
+                                                        va_list ap) {
   char buf[AIR__ERRLINE_BYTES];
   int n = vsnprintf(buf, sizeof(buf), fmt, ap);
   if (n < 0) return;
@@ -38,7 +40,8 @@ __attribute__((format(printf, 3, 0))) static void vline(air__gateway *g, line_to
 }
 
 /* One line to `to`, printf-style, cut at AIR__ERRLINE_BYTES. */
-__attribute__((format(printf, 3, 4))) static void line(air__gateway *g, line_to to,
+__attribute__((format(printf, 3, 4))) static void line(air__gateway *g,
+                                                       line_to to,
                                                        const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -46,7 +49,7 @@ __attribute__((format(printf, 3, 4))) static void line(air__gateway *g, line_to 
   va_end(ap);
 }
 
-/* ---- config snapshots ---------------------------------------------------------- */
+/* ---- config snapshots ---------------------------------------------------- */
 
 typedef struct diag_out {
   air__gateway *g;
@@ -58,8 +61,10 @@ typedef struct diag_out {
 
 static void print_diag(void *data, const air_diag *d) {
   diag_out *o = data;
-  if (d->severity == AIR_DIAG_ERROR) o->errors++;
-  else if (o->quiet) return;
+  if (d->severity == AIR_DIAG_ERROR)
+    o->errors++;
+  else if (o->quiet)
+    return;
   line(o->g, o->to, "%s:%d:%d: %s%s", d->file, d->line, d->column,
        d->severity == AIR_DIAG_ERROR ? "" : "warning: ", d->message);
 }
@@ -68,7 +73,7 @@ static void print_diag(void *data, const air_diag *d) {
 static int load_keys(air__gw_cfg *c) {
   const char *var = c->cfg->client_keys_env;
   if (var == NULL) return 0;
-  c->auth = true;  /* fail closed: an unset or empty variable accepts no one */
+  c->auth = true; /* fail closed: an unset or empty variable accepts no one */
   const char *v = getenv(var);
   if (v == NULL || *v == '\0') return 0;
   size_t n = 1;
@@ -141,10 +146,11 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g) {
   return c;
 }
 
-/* ---- the request log --------------------------------------------------------------- */
+/* ---- the request log ----------------------------------------------------- */
 
-#define LOG_FLUSH_BYTES (64u << 10)  /* handed to the log thread past this */
-#define TICK_MS 100u                 /* the main loop's tick (Redis link, supervisor) */
+#define LOG_FLUSH_BYTES (64u << 10) /* handed to the log thread past this */
+/* the main loop's tick (Redis link, supervisor) */
+#define TICK_MS 100u
 
 static _Thread_local air__gw_worker *log_worker;
 static _Thread_local air__log *log_ring; /* the worker process's main thread */
@@ -265,7 +271,7 @@ void air__gw_inflight_end(air__gw_worker *w, int handle) {
   air__sup_inflight_remove(w->g->page, handle);
 }
 
-/* ---- worker threads ------------------------------------------------------------- */
+/* ---- worker threads ------------------------------------------------------ */
 
 static void on_server_stopped(void *data) {
   air__gw_worker *w = data;
@@ -317,7 +323,8 @@ static void *worker_main(void *arg) {
   flush_log(w);
   log_worker = NULL;
   /* The last thread to end lets the main loop close its signal handles. */
-  if (atomic_fetch_sub(&w->g->threads_left, 1) == 1) uv_async_send(&w->g->drained);
+  if (atomic_fetch_sub(&w->g->threads_left, 1) == 1)
+    uv_async_send(&w->g->drained);
   return NULL;
 }
 
@@ -374,7 +381,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   return 0;
 }
 
-/* ---- signals (in the worker process) ------------------------------------------- */
+/* ---- signals (in the worker process) ------------------------------------- */
 
 /* The worker's signals (docs/design.md §5). The first SIGTERM or SIGINT starts
  * the drain. During it the handles stay open, so no signal meets its
@@ -401,11 +408,14 @@ static void on_stop_signal(uv_signal_t *s, int signum) {
   } else if (signum == SIGINT) {
     /* Through the supervisor's writer (never waits on stderr); the lines
      * still queued for the log thread are lost with the streams. */
-    air__errline_say(&g->err, "airetry serve: worker %ld: SIGINT during the "
-                              "drain: stopping at once", (long)getpid());
+    air__errline_say(&g->err,
+                     "airetry serve: worker %ld: SIGINT during the "
+                     "drain: stopping at once",
+                     (long)getpid());
     _exit(AIR__SUP_EXIT_NOW);
   } else {
-    say("airetry serve: SIGTERM: already stopping; ignored (SIGINT stops at once)");
+    say("airetry serve: SIGTERM: already stopping; ignored (SIGINT stops at "
+        "once)");
   }
 }
 
@@ -500,7 +510,7 @@ static void on_hup(uv_signal_t *s, int signum) {
   for (unsigned i = 0; i < g->n_workers; i++) uv_async_send(&g->w[i].async);
 }
 
-/* ---- the worker process ----------------------------------------------------------- */
+/* ---- the worker process -------------------------------------------------- */
 
 static void worker_cleanup(air__gateway *g, bool ran) {
   for (unsigned i = 0; g->w && i < g->n_workers; i++) {
@@ -646,17 +656,19 @@ static int worker_process(void *data, int ready_fd, uint64_t restarts,
   return exit_code;
 }
 
-/* ---- the supervisor's side -------------------------------------------------------- */
+/* ---- the supervisor's side ----------------------------------------------- */
 
 /* SIGHUP in the supervisor: the new config must pass every check a start
- * would (docs/design.md §5, Reload); a changed listen is reported, not applied. */
+ * would (docs/design.md §5, Reload); a changed listen is reported, not applied.
+ */
 static bool sup_reload(void *data) {
   air__gateway *g = data;
   int errors = 0;
   air__gw_cfg *c = cfg_load(g, TO_SUP, g->config_path, &errors, false);
   if (c == NULL) {
-    line(g, TO_SUP, "airetry serve: SIGHUP: %s has %d error%s; keeping the "
-                    "running config",
+    line(g, TO_SUP,
+         "airetry serve: SIGHUP: %s has %d error%s; keeping the "
+         "running config",
          g->config_path, errors, errors == 1 ? "" : "s");
     return false;
   }
@@ -668,12 +680,14 @@ static bool sup_reload(void *data) {
   const char *now = air_config_listen(c->cfg);
   if (strcmp(was, now) != 0) {
     if (g->listen_opt != NULL)
-      line(g, TO_SUP, "airetry serve: SIGHUP: listen changed (%s -> %s), but "
-                      "--listen %s is in force; not applied",
+      line(g, TO_SUP,
+           "airetry serve: SIGHUP: listen changed (%s -> %s), but "
+           "--listen %s is in force; not applied",
            was, now, g->listen_opt);
     else
-      line(g, TO_SUP, "airetry serve: SIGHUP: listen changed (%s -> %s): "
-                      "needs a restart; still listening on %s:%d",
+      line(g, TO_SUP,
+           "airetry serve: SIGHUP: listen changed (%s -> %s): "
+           "needs a restart; still listening on %s:%d",
            was, now, g->host, g->port);
   }
   swap_cfg(g, c);
@@ -699,7 +713,8 @@ int air__gateway_run(const air__gateway_opts *o) {
   if (g.cur == NULL) return 2;
   const char *listen = o->listen ? o->listen : air_config_listen(g.cur->cfg);
   if (split_listen(listen, g.host, sizeof(g.host), &g.port) != 0) {
-    fprintf(stderr, "airetry serve: bad listen address '%s' (HOST:PORT)\n", listen);
+    fprintf(stderr, "airetry serve: bad listen address '%s' (HOST:PORT)\n",
+            listen);
     air__gw_cfg_release(g.cur);
     return 2;
   }

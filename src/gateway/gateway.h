@@ -16,9 +16,9 @@
 
 typedef struct air__gateway_opts {
   const char *config_path;
-  const char *listen;  /* overrides the config's listen; NULL: keep */
-  bool insecure;       /* allow a non-loopback listen without client keys */
-  unsigned workers;    /* 0: one per core */
+  const char *listen; /* overrides the config's listen; NULL: keep */
+  bool insecure;      /* allow a non-loopback listen without client keys */
+  unsigned workers;   /* 0: one per core */
 } air__gateway_opts;
 
 /*

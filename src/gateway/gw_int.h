@@ -20,10 +20,11 @@
 #include "server.h"
 #include "transport.h"
 
-/* ---- the log thread (log.c) --------------------------------------------------- */
+/* ---- the log thread (log.c) ---------------------------------------------- */
 
 #define AIR__LOG_RING_BYTES (4u << 20) /* lines waiting for stderr */
-#define AIR__LOG_WRITE_BYTES 4096      /* PIPE_BUF: one write is never interleaved */
+/* PIPE_BUF: one write is never interleaved */
+#define AIR__LOG_WRITE_BYTES 4096
 
 typedef struct air__log air__log;
 
@@ -43,9 +44,10 @@ void air__log_stop(air__log *l);
 /* Writes lines to stderr now, whole, at most AIR__LOG_WRITE_BYTES a write. */
 void air__log_write_lines(const char *p, size_t n);
 
-/* ---- lines that never wait on stderr (errline.c) ------------------------------- */
+/* ---- lines that never wait on stderr (errline.c) ------------------------- */
 
-#define AIR__ERRLINE_BYTES 2048 /* one line (twice this is at most PIPE_BUF) */
+/* one line (twice this is at most PIPE_BUF) */
+#define AIR__ERRLINE_BYTES 2048
 
 /* A writer of whole lines to stderr that never blocks and never changes
  * stderr's shared file description (errline.c says how); the supervisor's. */
@@ -63,21 +65,22 @@ void air__errline_close(air__errline *e);
  * counted when stderr cannot take it at once. */
 void air__errline_put(air__errline *e, const char *p, size_t n);
 __attribute__((format(printf, 2, 3))) void air__errline_say(air__errline *e,
-                                                             const char *fmt, ...);
+                                                            const char *fmt,
+                                                            ...);
 
 /* A config snapshot: requests hold a reference, SIGHUP swaps in a new one. */
 typedef struct air__gw_cfg {
   air_config *cfg;
-  char **keys;  /* accepted client keys */
+  char **keys; /* accepted client keys */
   size_t n_keys;
-  bool auth;    /* client_keys_env is set: callers need one of keys (none
-                   set in the environment: every caller is refused) */
+  bool auth; /* client_keys_env is set: callers need one of keys (none
+                set in the environment: every caller is refused) */
   atomic_int refs;
 } air__gw_cfg;
 
 typedef struct air__gateway air__gateway;
 
-/* ---- supervision (supervisor.c) ---------------------------------------------- */
+/* ---- supervision (supervisor.c) ------------------------------------------ */
 
 #define AIR__SUP_BACKLOG 511 /* listen(2) backlog of each socket */
 #define AIR__SUP_SLOTS 320   /* request ids tracked in flight */
@@ -146,14 +149,14 @@ typedef struct air__gw_worker {
   air__http_server *srv;
   air__transport *t;
   bool stop_sent;
-  uint64_t seed;  /* request ids */
+  uint64_t seed; /* request ids */
   uint64_t seq;
   uv_prepare_t log_flush; /* writes the lines of a loop turn before it waits */
   struct gw_req *pending; /* streamed requests with events to write this turn */
   bool log_ready;
-  air__buf log;          /* log lines not yet written */
-  uint64_t cfg_gen;      /* the config generation whose limits srv has */
-  int listen_fd;         /* the supervisor's socket for this thread */
+  air__buf log;              /* log lines not yet written */
+  uint64_t cfg_gen;          /* the config generation whose limits srv has */
+  int listen_fd;             /* the supervisor's socket for this thread */
   air__exchange_pools pools; /* exchanges and legs of ended requests, kept
                                 for the next ones (issue 20) */
   air__pool reqs;            /* the same for request.c's requests */
@@ -163,34 +166,34 @@ struct air__gateway {
   const char *config_path;
   const char *listen_opt; /* --listen, or NULL */
   bool insecure;
-  char host[256];         /* the bound address (supervisor and worker) */
+  char host[256]; /* the bound address (supervisor and worker) */
   int port;
-  int *fds;               /* n_workers listening sockets */
-  air__sup_page *page;    /* worker: its requests in flight */
-  air__errline err;       /* the supervisor's lines (the worker inherits it) */
-  air__log *log;          /* worker: the log thread */
-  air__exporter *traces;  /* worker: the trace exporter, NULL when off;
-                             its settings are the start's (a reload that
-                             changes them is reported, not applied) */
-  pthread_mutex_t mu;  /* guards cur, cfg_gen, reload_left */
+  int *fds;              /* n_workers listening sockets */
+  air__sup_page *page;   /* worker: its requests in flight */
+  air__errline err;      /* the supervisor's lines (the worker inherits it) */
+  air__log *log;         /* worker: the log thread */
+  air__exporter *traces; /* worker: the trace exporter, NULL when off;
+                            its settings are the start's (a reload that
+                            changes them is reported, not applied) */
+  pthread_mutex_t mu;    /* guards cur, cfg_gen, reload_left */
   air__gw_cfg *cur;
-  uint64_t cfg_gen;       /* incremented by each accepted reload */
-  unsigned reload_left;   /* worker threads yet to apply cfg_gen's limits */
+  uint64_t cfg_gen;     /* incremented by each accepted reload */
+  unsigned reload_left; /* worker threads yet to apply cfg_gen's limits */
   air_state *state;
   air__metrics *metrics;
   air__gw_worker *w;
   unsigned n_workers;
   atomic_bool stopping;
-  atomic_size_t inflight_body;  /* body bytes being read by every worker */
-  air__http_stats http_stats;   /* every worker's connections (/metrics) */
+  atomic_size_t inflight_body; /* body bytes being read by every worker */
+  air__http_stats http_stats;  /* every worker's connections (/metrics) */
   uint64_t grace_ms;
   uv_signal_t sig_term, sig_int, sig_hup; /* open until every thread drained */
-  uv_async_t drained;        /* the last loop thread ended (main loop) */
-  atomic_uint threads_left;  /* loop threads not ended yet */
-  uv_timer_t tick;        /* the main loop's: the supervisor's liveness, the
-                             Redis link's transitions (once each) */
-  pid_t sup_pid;          /* worker: its supervisor */
-  int state_up;           /* -1 unknown, 0 down, 1 up */
+  uv_async_t drained;       /* the last loop thread ended (main loop) */
+  atomic_uint threads_left; /* loop threads not ended yet */
+  uv_timer_t tick;          /* the main loop's: the supervisor's liveness, the
+                               Redis link's transitions (once each) */
+  pid_t sup_pid;            /* worker: its supervisor */
+  int state_up;             /* -1 unknown, 0 down, 1 up */
 };
 
 /* A new reference to the current config snapshot. */
@@ -198,7 +201,8 @@ air__gw_cfg *air__gw_cfg_get(air__gateway *g);
 void air__gw_cfg_release(air__gw_cfg *c);
 
 /* The HTTP handler of every worker (data: the air__gw_worker). */
-void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg);
+void air__gw_handle(void *data, air__http_req *req,
+                    const air__http_request *msg);
 /* The head hook of every worker: client auth before the body is read. */
 void air__gw_head(void *data, air__http_head *h, const air__http_request *msg);
 /* One log line (with its newline) to stderr: on a worker thread it is

@@ -42,7 +42,7 @@ struct air__log {
   size_t cap, len; /* both buffers hold cap bytes */
   char *spare;     /* the writer's (the one it writes or last wrote) */
   bool stop;
-  bool idle;       /* the writer waits for a first line (no deadline) */
+  bool idle; /* the writer waits for a first line (no deadline) */
   pthread_t thread;
   _Atomic uint64_t dropped;
 };

@@ -35,8 +35,8 @@ static const double bucket_s[N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                            0.5,   1,    2.5,   5,    10,  30};
 
 /* Request outcomes, in render order; the last one takes unknown strings. */
-static const char *const outcomes[] = {"ok",      "error",    "error_after_commit",
-                                       "aborted", "rejected", "other"};
+static const char *const outcomes[] = {
+    "ok", "error", "error_after_commit", "aborted", "rejected", "other"};
 #define N_OUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
 
 /* Outcomes of a hedge (docs/design.md §3.6): its answer was the caller's, it
@@ -47,12 +47,14 @@ static const char *const hedge_outcomes[] = {"won", "lost", "failed"};
 /* Outcomes of a continuation attempt (docs/design.md §3.5): its seam opened
  * and its text reached the caller, it failed before that, or its prefill
  * was rejected (then it was asked again with instruct, or failed). */
-static const char *const cont_outcomes[] = {"joined", "failed", "prefill_rejected"};
+static const char *const cont_outcomes[] = {"joined", "failed",
+                                            "prefill_rejected"};
 #define N_CONT_OUTCOMES (sizeof(cont_outcomes) / sizeof(cont_outcomes[0]))
 
 /* Slots of a cell: a route's outcomes or a target's reasons (0: "ok"). */
-#define N_SLOTS \
-  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES : (size_t)AIR_REASON__COUNT)
+#define N_SLOTS                                        \
+  (N_OUTCOMES > (size_t)AIR_REASON__COUNT ? N_OUTCOMES \
+                                          : (size_t)AIR_REASON__COUNT)
 
 /* K_HEDGE: a route's hedges; K_CONT: a route's continuations on one target
  * (named "route" CONT_SEP "target"). */
@@ -112,9 +114,11 @@ static cell *find_in(const table *t, enum kind k, uint64_t h, const char *p,
                      size_t n) {
   size_t mask = t->cap - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    cell *c = atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
+    cell *c =
+        atomic_load_explicit(&((table *)t)->slot[i], memory_order_acquire);
     if (c == NULL) return NULL;
-    if (c->hash == h && c->kind == k && c->len == n && memcmp(c->name, p, n) == 0)
+    if (c->hash == h && c->kind == k && c->len == n &&
+        memcmp(c->name, p, n) == 0)
       return c;
   }
 }
@@ -266,7 +270,8 @@ static bool target_configured(const air_config *cfg, const char *p, size_t n) {
   for (size_t i = 0; i < cfg->n_routes; i++) {
     const air__route *r = &cfg->routes[i];
     for (size_t k = 0; k < r->n_targets; k++)
-      if (strlen(r->targets[k].name) == n && memcmp(r->targets[k].name, p, n) == 0)
+      if (strlen(r->targets[k].name) == n &&
+          memcmp(r->targets[k].name, p, n) == 0)
         return true;
   }
   return false;
@@ -287,16 +292,18 @@ void air__metrics_request(air__metrics *m, const air_config *cfg,
                          target_configured(cfg, model, mlen));
   cell *rc = named ? cell_of(m, K_ROUTE, model, mlen) : m->other_route;
   size_t o = 0;
-  while (o + 1 < N_OUTCOMES && (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
+  while (o + 1 < N_OUTCOMES &&
+         (outcome == NULL || strcmp(outcome, outcomes[o]) != 0))
     o++;
   bump(&rc->n[o], 1);
-  cell *tc = named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
-  const char *prev = NULL;  /* the target of the attempt before */
+  cell *tc =
+      named && !route ? cell_of(m, K_TARGET, model, mlen) : m->other_target;
+  const char *prev = NULL; /* the target of the attempt before */
   for (size_t i = 0; i < n; i++) {
-    if (log[i].skipped) continue;  /* not an attempt (docs/design.md §2.1) */
+    if (log[i].skipped) continue; /* not an attempt (docs/design.md §2.1) */
     const char *t = log[i].target ? log[i].target : "";
     if (log[i].hedge && named) {
-      size_t ho = log[i].hedge_lost                    ? 1
+      size_t ho = log[i].hedge_lost                  ? 1
                   : log[i].reason == AIR_REASON_NONE ? 0
                                                      : 2;
       cell *hc = cell_of(m, K_HEDGE, model, mlen); /* NULL: over MAX_CELLS */
@@ -334,7 +341,8 @@ void air__metrics_continuation(air__metrics *m, const air_config *cfg,
                                const char *outcome) {
   if (m == NULL || route == NULL || target == NULL) return;
   size_t o = 0;
-  while (o < N_CONT_OUTCOMES && (outcome == NULL || strcmp(outcome, cont_outcomes[o]) != 0))
+  while (o < N_CONT_OUTCOMES &&
+         (outcome == NULL || strcmp(outcome, cont_outcomes[o]) != 0))
     o++;
   if (o == N_CONT_OUTCOMES) return;
   /* Names a config defines, else "other" (as for the other families). */
@@ -374,7 +382,9 @@ static void put_label_n(air__buf *out, const char *v, size_t n) {
   air__buf_putc(out, '"');
 }
 
-static void put_label(air__buf *out, const char *v) { put_label_n(out, v, strlen(v)); }
+static void put_label(air__buf *out, const char *v) {
+  put_label_n(out, v, strlen(v));
+}
 
 /* "# HELP name help\n# TYPE name type\n". */
 static void put_head(air__buf *out, const char *name, const char *help,
@@ -403,13 +413,14 @@ static void put_counter(air__buf *out, const char *name, const char *help,
        c = c->next_all) {
     if (c->kind != k) continue;
     for (size_t i = 0; i < slots; i++) {
-      uint64_t v = atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
+      uint64_t v =
+          atomic_load_explicit(&((cell *)c)->n[i], memory_order_relaxed);
       if (v == 0) continue;
       const char *b = k == K_ROUTE   ? outcomes[i]
-                       : k == K_HEDGE ? hedge_outcomes[i]
-                       : k == K_CONT  ? cont_outcomes[i]
-                       : i == 0       ? "ok"
-                                      : air_reason_name((air_reason)i);
+                      : k == K_HEDGE ? hedge_outcomes[i]
+                      : k == K_CONT  ? cont_outcomes[i]
+                      : i == 0       ? "ok"
+                                     : air_reason_name((air_reason)i);
       air__buf_puts(out, name);
       air__buf_putc(out, '{');
       air__buf_puts(out, la);
@@ -451,7 +462,8 @@ static void put_gauge(air__buf *out, const char *name, const char *help,
   air__buf_putc(out, '\n');
 }
 
-/* The shared state's Redis link (docs/design.md §3.1), when state is in Redis. */
+/* The shared state's Redis link (docs/design.md §3.1), when state is in Redis.
+ */
 static void put_state_link(air__buf *out, air_state *st) {
   air__redis_stats s;
   if (air__state_redis_stats(st, &s) != 0) return;
@@ -490,9 +502,11 @@ static void put_histogram(air__buf *out, const char *name, const char *help,
              bucket_s[i], (unsigned long long)v);
     air__buf_puts(out, line);
   }
-  uint64_t count = atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
+  uint64_t count =
+      atomic_load_explicit(&((histogram *)h)->count, memory_order_relaxed);
   if (count < prev) count = prev;
-  uint64_t sum_ms = atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
+  uint64_t sum_ms =
+      atomic_load_explicit(&((histogram *)h)->sum_ms, memory_order_relaxed);
   snprintf(line, sizeof(line),
            "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %llu.%03u\n%s_count %llu\n",
            name, (unsigned long long)count, name,
@@ -512,15 +526,17 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_counter(out, "airetry_attempts_total",
               "Upstream attempts by target and reason (ok: answered).", m,
               K_TARGET, "target", "reason");
-  put_counter(out, "airetry_hedges_total",
-              "Hedges (docs/design.md §3.6) by route and outcome: won (its answer "
-              "was released), lost (another racer won), failed.",
-              m, K_HEDGE, "route", "outcome");
-  put_counter(out, "airetry_continuations_total",
-              "Continuation attempts (docs/design.md §3.5) by route, target and "
-              "outcome: joined (its text reached the caller), failed, "
-              "prefill_rejected (asked again with instruct, or failed).",
-              m, K_CONT, "route", "outcome");
+  put_counter(
+      out, "airetry_hedges_total",
+      "Hedges (docs/design.md §3.6) by route and outcome: won (its answer "
+      "was released), lost (another racer won), failed.",
+      m, K_HEDGE, "route", "outcome");
+  put_counter(
+      out, "airetry_continuations_total",
+      "Continuation attempts (docs/design.md §3.5) by route, target and "
+      "outcome: joined (its text reached the caller), failed, "
+      "prefill_rejected (asked again with instruct, or failed).",
+      m, K_CONT, "route", "outcome");
   put_scalar(out, "airetry_retries_total",
              "Attempts on the same target as the one before.",
              atomic_load_explicit(&m->retries, memory_order_relaxed));
@@ -576,8 +592,8 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
   put_histogram(out, "airetry_first_content_seconds",
                 "Time from request to first content released.",
                 &m->first_content);
-  put_histogram(out, "airetry_request_seconds",
-                "Time from request to its end.", &m->total);
+  put_histogram(out, "airetry_request_seconds", "Time from request to its end.",
+                &m->total);
   put_histogram(out, "airetry_overhead_seconds",
                 "Gateway self-time: time not spent waiting for upstreams or "
                 "backoffs.",

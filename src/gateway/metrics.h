@@ -1,6 +1,6 @@
 /*
- * Gateway metrics in the Prometheus text format (docs/design.md §5): requests by
- * route and outcome, attempts by target and reason, retries, switches,
+ * Gateway metrics in the Prometheus text format (docs/design.md §5): requests
+ * by route and outcome, attempts by target and reason, retries, switches,
  * breaker state per target, and histograms of time to first content, total
  * time and gateway self-time. One object shared by every worker thread for
  * the life of the process (across reloads, so counters never go back).

@@ -1,7 +1,7 @@
 /*
- * The endpoints without a stream (docs/design.md §2.3 and 5): POST /v1/embeddings
- * (OpenAI dialect) and POST /v1/messages/count_tokens (Anthropic) through
- * the plain exchange (net/plain.h).
+ * The endpoints without a stream (docs/design.md §2.3 and 5): POST
+ * /v1/embeddings (OpenAI dialect) and POST /v1/messages/count_tokens
+ * (Anthropic) through the plain exchange (net/plain.h).
  *
  * - The body must be a JSON object with a non-empty string "model" (and
  *   "input" for embeddings, an array "messages" for count_tokens), else 400

@@ -1,7 +1,7 @@
 /*
- * One caller request through the gateway (docs/design.md §5): endpoint dispatch,
- * client auth, request validation, the exchange, and the answer in the
- * caller's dialect — streamed from commit on (raw upstream events when the
+ * One caller request through the gateway (docs/design.md §5): endpoint
+ * dispatch, client auth, request validation, the exchange, and the answer in
+ * the caller's dialect — streamed from commit on (raw upstream events when the
  * dialects match, re-encoded parts when they differ), or whole.
  *
  * Lifetime: a gw_req lives from the handler call until the exchange's
@@ -20,9 +20,9 @@
 #include "responder.h"
 #include "spans.h"
 
-#define HIGH_WATER (256u << 10)  /* queued response bytes before pausing */
+#define HIGH_WATER (256u << 10) /* queued response bytes before pausing */
 #define MAX_FORWARD 32
-#define LOG_STACK_BYTES 2048     /* the log line is built on the stack first */
+#define LOG_STACK_BYTES 2048 /* the log line is built on the stack first */
 
 typedef struct gw_req {
   air__gw_worker *w;
@@ -31,20 +31,20 @@ typedef struct gw_req {
   air_dialect dialect;
   air__request areq;
   air__exchange *x;
-  air__responder rs;  /* the response's head and bytes (responder.h); its
-                         out is written at flush, its gone is ours */
+  air__responder rs; /* the response's head and bytes (responder.h); its
+                        out is written at flush, its gone is ours */
   bool stream;
-  bool ended;         /* on_end ran */
-  bool finished;      /* the HTTP request was finished */
-  bool pending;       /* on w->pending: out is written at the end of the turn */
-  bool traced;        /* tracing is on: trace holds the request's trace */
+  bool ended;    /* on_end ran */
+  bool finished; /* the HTTP request was finished */
+  bool pending;  /* on w->pending: out is written at the end of the turn */
+  bool traced;   /* tracing is on: trace holds the request's trace */
   struct gw_req *pend_prev, *pend_next;
   uint64_t start_ms;
   uint64_t bytes;
   unsigned attempts;
   char rid[40];
-  int inflight;       /* air__gw_inflight_begin's handle */
-  const char *const *fwd;  /* forwarded header lines (inside fwd_buf) */
+  int inflight;           /* air__gw_inflight_begin's handle */
+  const char *const *fwd; /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
   air__trace trace;
   air__trace_answer *ans; /* what the released answer said (sampled only,
@@ -64,22 +64,24 @@ static air__http_field field(const char *name, const char *value) {
   return f;
 }
 
-static const air__http_field json_ct = {"content-type", 12, "application/json", 16};
+static const air__http_field json_ct = {"content-type", 12, "application/json",
+                                        16};
 
-/* ---- simple answers ------------------------------------------------------------- */
+/* ---- simple answers ------------------------------------------------------ */
 
 /* "YYYY-MM-DDThh:mm:ss.mmmZ" of now into t (at least 25 bytes); the date
  * and time of day are formatted once per second per thread. */
 void air__gw_utc_now(char *t, size_t n) {
   static _Thread_local time_t sec = -1;
-  static _Thread_local char head[64];  /* "YYYY-MM-DDThh:mm:ss" */
+  static _Thread_local char head[64]; /* "YYYY-MM-DDThh:mm:ss" */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   if (ts.tv_sec != sec) {
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
-    snprintf(head, sizeof(head), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    snprintf(head, sizeof(head), "%04d-%02d-%02dT%02d:%02d:%02d",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec);
     sec = ts.tv_sec;
   }
   long ms = ts.tv_nsec / 1000000;
@@ -133,7 +135,7 @@ void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
   air__dialect_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
-                                                 &body);
+                                               &body);
   /* Anthropic callers also get request-id (docs/design.md §5). */
   air__http_field f[4] = {json_ct, field("x-should-retry", "false"),
                           field("x-request-id", rid ? rid : ""),
@@ -153,12 +155,12 @@ static void method_not_allowed(air__http_req *req, air_dialect dialect,
   log_rejected(air__http_req_msg(req), dialect, 405, AIR_REASON_BAD_REQUEST, m,
                rid);
   air__dialect_get(dialect)->encode_error_body(405, AIR_REASON_BAD_REQUEST, m,
-                                                 NULL, 0, &body);
+                                               NULL, 0, &body);
   air__http_field f[5] = {json_ct, field("allow", allow),
                           field("x-should-retry", "false"),
                           field("x-request-id", rid), field("request-id", rid)};
-  air__http_respond(req, 405, f, dialect == AIR_DIALECT_ANTHROPIC ? 5 : 4, body.p,
-                    body.n);
+  air__http_respond(req, 405, f, dialect == AIR_DIALECT_ANTHROPIC ? 5 : 4,
+                    body.p, body.n);
   air__buf_cleanup(&body);
 }
 
@@ -213,7 +215,8 @@ static void models_list(air__http_req *req, const air__http_request *msg,
     } else {
       air__buf_puts(&b, "{\"id\":");
       air__buf_put_json_str(&b, name, strlen(name));
-      air__buf_puts(&b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
+      air__buf_puts(
+          &b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"airetry\"}");
     }
   }
   air__buf_putc(&b, ']');
@@ -222,7 +225,8 @@ static void models_list(air__http_req *req, const air__http_request *msg,
     if (cfg->n_routes == 0) {
       air__buf_puts(&b, "null,\"last_id\":null");
     } else {
-      const char *f = cfg->routes[0].name, *l = cfg->routes[cfg->n_routes - 1].name;
+      const char *f = cfg->routes[0].name,
+                 *l = cfg->routes[cfg->n_routes - 1].name;
       air__buf_put_json_str(&b, f, strlen(f));
       air__buf_puts(&b, ",\"last_id\":");
       air__buf_put_json_str(&b, l, strlen(l));
@@ -233,7 +237,7 @@ static void models_list(air__http_req *req, const air__http_request *msg,
   if (air__buf_error(&b) != 0) {
     air__buf_cleanup(&b);
     air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
-                  "the model list is over the gateway's limits", NULL);
+                          "the model list is over the gateway's limits", NULL);
     return;
   }
   air__http_field f[1] = {json_ct};
@@ -253,7 +257,7 @@ static void metrics(air__gw_worker *w, air__http_req *req) {
   air__buf_cleanup(&b);
 }
 
-/* ---- the log line --------------------------------------------------------------- */
+/* ---- the log line -------------------------------------------------------- */
 
 static void log_line(gw_req *r, const air__exchange_result *res, int status,
                      const char *outcome) {
@@ -281,7 +285,8 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
     air__buf_put_json_str(&b, a->target, strlen(a->target));
     if (a->skipped) {
       air__buf_puts(&b, ",\"outcome\":\"skipped\",\"field\":");
-      air__buf_put_json_str(&b, a->field ? a->field : "", a->field ? strlen(a->field) : 0);
+      air__buf_put_json_str(&b, a->field ? a->field : "",
+                            a->field ? strlen(a->field) : 0);
       air__buf_putc(&b, '}');
       continue;
     }
@@ -366,7 +371,7 @@ static void log_line(gw_req *r, const air__exchange_result *res, int status,
   air__buf_cleanup(&b);
 }
 
-/* ---- the exchange's callbacks ----------------------------------------------------- */
+/* ---- the exchange's callbacks -------------------------------------------- */
 
 static void on_drain(void *data, air__http_req *req) {
   gw_req *r = data;
@@ -375,7 +380,8 @@ static void on_drain(void *data, air__http_req *req) {
   if (r->x != NULL && !r->ended) air__exchange_resume(r->x);
 }
 
-/* Writes the responder's bytes to the client; 1 when the upstream should pause. */
+/* Writes the responder's bytes to the client; 1 when the upstream should pause.
+ */
 static int flush_out(gw_req *r) {
   if (r->rs.out.n == 0 || r->rs.gone) return 0;
   int rc = air__http_write(r->req, r->rs.out.p, r->rs.out.n);
@@ -395,7 +401,8 @@ static int flush_out(gw_req *r) {
 
 /* The responder's head fields as the HTTP layer's. */
 static size_t head_fields(const air__responder *rs, air__http_field *f) {
-  for (size_t i = 0; i < rs->n_head; i++) f[i] = field(rs->head[i].name, rs->head[i].value);
+  for (size_t i = 0; i < rs->n_head; i++)
+    f[i] = field(rs->head[i].name, rs->head[i].value);
   return rs->n_head;
 }
 
@@ -452,17 +459,21 @@ static void on_keepalive(void *data) {
 
 static void unpend(gw_req *r) {
   if (!r->pending) return;
-  if (r->pend_prev) r->pend_prev->pend_next = r->pend_next; else r->w->pending = r->pend_next;
+  if (r->pend_prev)
+    r->pend_prev->pend_next = r->pend_next;
+  else
+    r->w->pending = r->pend_next;
   if (r->pend_next) r->pend_next->pend_prev = r->pend_prev;
   r->pending = false;
   r->pend_prev = r->pend_next = NULL;
 }
 
 /*
- * The events of an upstream read are written when the loop turn ends (air__gw_flush,
- * before the loop waits), so the events of every read of one turn, and the
- * end when it comes in the same turn, reach the client in one write. A
- * backlog near HIGH_WATER is written at once (and may pause the upstream).
+ * The events of an upstream read are written when the loop turn ends
+ * (air__gw_flush, before the loop waits), so the events of every read of one
+ * turn, and the end when it comes in the same turn, reach the client in one
+ * write. A backlog near HIGH_WATER is written at once (and may pause the
+ * upstream).
  */
 static int on_flush(void *data) {
   gw_req *r = data;
@@ -484,7 +495,7 @@ static int on_flush(void *data) {
 void air__gw_flush(air__gw_worker *w) {
   while (w->pending != NULL) {
     gw_req *r = w->pending;
-    unpend(r);  /* before the write: a failed one may end and free r */
+    unpend(r); /* before the write: a failed one may end and free r */
     flush_out(r);
   }
 }
@@ -510,7 +521,9 @@ static void export_span(void *data, const air_span *s) {
 /* The request's spans to the exporter (docs/design.md §5, Traces). */
 static void export_spans(gw_req *r, const air__exchange_result *res,
                          const char *outcome) {
-  if (!r->traced || !r->trace.sampled || r->ans == NULL || r->w->g->traces == NULL) return;
+  if (!r->traced || !r->trace.sampled || r->ans == NULL ||
+      r->w->g->traces == NULL)
+    return;
   air__trace_end e = {
       .cfg = r->cfg->cfg,
       .route = r->areq.model ? r->areq.model : "",
@@ -594,7 +607,7 @@ static void finish_request(gw_req *r) {
   air__pool_put(&r->w->reqs, r, sizeof(*r));
 }
 
-/* ---- the handler ------------------------------------------------------------------ */
+/* ---- the handler --------------------------------------------------------- */
 
 static void make_rid(air__gw_worker *w, const air__http_request *msg, char *out,
                      size_t n) {
@@ -638,7 +651,8 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
   if (n == 0) return;
   size_t at;
   offs[n] = 0;
-  if (air__buf_add_aligned(&r->fwd_buf, offs, (n + 1) * sizeof(offs[0]), &at) != 0)
+  if (air__buf_add_aligned(&r->fwd_buf, offs, (n + 1) * sizeof(offs[0]), &at) !=
+      0)
     return;
   const char **lines = (const char **)(void *)(r->fwd_buf.p + at);
   for (size_t i = 0; i < n; i++) lines[i] = r->fwd_buf.p + offs[i];
@@ -646,12 +660,14 @@ static void collect_forward(gw_req *r, const air__http_request *msg) {
   r->fwd = lines;
 }
 
-static void chat(air__gw_worker *w, air__http_req *req, const air__http_request *msg,
-                 air_dialect dialect, air__gw_cfg *cfg, const char *rid) {
+static void chat(air__gw_worker *w, air__http_req *req,
+                 const air__http_request *msg, air_dialect dialect,
+                 air__gw_cfg *cfg, const char *rid) {
   gw_req *r = air__pool_take(&w->reqs, sizeof(*r));
   if (r == NULL) {
     air__gw_cfg_release(cfg);
-    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, "out of memory", NULL);
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
+                          "out of memory", NULL);
     return;
   }
   r->w = w;
@@ -667,7 +683,8 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
   memset(&err, 0, sizeof(err));
   if (air__request_parse(dialect, msg->body.p ? msg->body.p : "", msg->body.n,
                          &r->areq, &err) != 0) {
-    air__gw_respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST, err.message, r->rid);
+    air__gw_respond_error(req, dialect, 400, AIR_REASON_BAD_REQUEST,
+                          err.message, r->rid);
     finish_request(r);
     return;
   }
@@ -692,7 +709,7 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     if (r->traced && r->trace.sampled) {
       r->ans = malloc(sizeof(*r->ans));
       if (r->ans == NULL)
-        r->traced = false;  /* out of memory: the request goes untraced */
+        r->traced = false; /* out of memory: the request goes untraced */
       else
         air__trace_answer_init(r->ans);
     }
@@ -714,12 +731,14 @@ static void chat(air__gw_worker *w, air__http_req *req, const air__http_request 
     air__gw_respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND, m, r->rid);
     finish_request(r);
   } else if (rc != 0) {
-    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED, air_strerror(rc), r->rid);
+    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
+                          air_strerror(rc), r->rid);
     finish_request(r);
   }
 }
 
-#define AUTH_MESSAGE "invalid or missing API key (Authorization: Bearer, x-api-key)"
+#define AUTH_MESSAGE \
+  "invalid or missing API key (Authorization: Bearer, x-api-key)"
 
 static bool is_healthz(air__str p) {
   return p.n == 8 && memcmp(p.p, "/healthz", 8) == 0;
@@ -727,11 +746,12 @@ static bool is_healthz(air__str p) {
 
 /* The dialect of an endpoint's error answers. */
 static air_dialect path_dialect(air__str p) {
-  bool is_msgs = (p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0) ||
-                 (p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0);
+  bool is_msgs =
+      (p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0) ||
+      (p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0);
   bool is_rsp = p.n >= 13 && memcmp(p.p, "/v1/responses", 13) == 0 &&
                 (p.n == 13 || p.p[13] == '/');
-  return is_msgs ? AIR_DIALECT_ANTHROPIC
+  return is_msgs  ? AIR_DIALECT_ANTHROPIC
          : is_rsp ? AIR_DIALECT_OPENAI_RESPONSES
                   : AIR_DIALECT_OPENAI;
 }
@@ -765,8 +785,8 @@ static void head_refuse(air__gw_worker *w, air__http_head *h,
   log_rejected(msg, dialect, status, reason, message, rid);
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
-  air__dialect_get(dialect)->encode_error_body(status, reason, message, NULL,
-                                                 0, &body);
+  air__dialect_get(dialect)->encode_error_body(status, reason, message, NULL, 0,
+                                               &body);
   air__http_field f[5] = {json_ct, field("x-should-retry", "false"),
                           field("x-request-id", rid), field("request-id", rid),
                           field("allow", allow)};
@@ -798,9 +818,9 @@ static void refuse_body(air__gw_worker *w, air__http_head *h,
 }
 
 /*
- * The head hook (docs/design.md §5 "Auth before body"): the client key is checked
- * when the head arrives; an unauthorised caller gets 401 in the endpoint's
- * dialect with `connection: close`, before any body byte is read and
+ * The head hook (docs/design.md §5 "Auth before body"): the client key is
+ * checked when the head arrives; an unauthorised caller gets 401 in the
+ * endpoint's dialect with `connection: close`, before any body byte is read and
  * instead of `100 Continue`. A body sent to an endpoint that takes none
  * (/healthz needs no key) is refused here too, so no caller holds the body
  * budget with a body nothing reads. air__gw_handle checks the key again (a
@@ -822,19 +842,22 @@ void air__gw_head(void *data, air__http_head *h, const air__http_request *msg) {
   if (allow != NULL) refuse_body(w, h, msg, allow);
 }
 
-void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg) {
+void air__gw_handle(void *data, air__http_req *req,
+                    const air__http_request *msg) {
   air__gw_worker *w = data;
   air__gw_cfg *cfg = air__gw_cfg_get(w->g);
   bool post = air__http_str_eq(msg->method, "POST");
-  bool get = air__http_str_eq(msg->method, "GET") || air__http_str_eq(msg->method, "HEAD");
+  bool get = air__http_str_eq(msg->method, "GET") ||
+             air__http_str_eq(msg->method, "HEAD");
   air__str p = msg->path;
   bool is_chat = p.n == 20 && memcmp(p.p, "/v1/chat/completions", 20) == 0;
   bool is_msgs = p.n == 12 && memcmp(p.p, "/v1/messages", 12) == 0;
   bool is_emb = p.n == 14 && memcmp(p.p, "/v1/embeddings", 14) == 0;
-  bool is_count = p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0;
+  bool is_count =
+      p.n == 25 && memcmp(p.p, "/v1/messages/count_tokens", 25) == 0;
   bool is_rsp = p.n == 13 && memcmp(p.p, "/v1/responses", 13) == 0;
   bool is_rsp_id = p.n > 14 && memcmp(p.p, "/v1/responses/", 14) == 0;
-  air_dialect dialect = is_msgs || is_count        ? AIR_DIALECT_ANTHROPIC
+  air_dialect dialect = is_msgs || is_count   ? AIR_DIALECT_ANTHROPIC
                         : is_rsp || is_rsp_id ? AIR_DIALECT_OPENAI_RESPONSES
                                               : AIR_DIALECT_OPENAI;
   char rid[40];
@@ -846,7 +869,8 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
       method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else if (!authorized(cfg, msg)) {
     /* Every endpoint but /healthz: the key comes before anything else. */
-    air__gw_respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE, rid);
+    air__gw_respond_error(req, dialect, 401, AIR_REASON_AUTH, AUTH_MESSAGE,
+                          rid);
   } else if (is_chat || is_msgs || is_rsp) {
     if (!post) {
       method_not_allowed(req, dialect, "POST", rid);
@@ -862,7 +886,8 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
       return; /* it owns the config reference now */
     }
   } else if (is_rsp_id) {
-    /* docs/design.md §5: to the first openai_responses provider (plain_ep.c). */
+    /* docs/design.md §5: to the first openai_responses provider (plain_ep.c).
+     */
     if (air__http_str_eq(msg->method, "GET")) {
       air__gw_plain_retrieve(w, req, msg, cfg, rid);
       return; /* it owns the config reference now */
@@ -879,8 +904,8 @@ void air__gw_handle(void *data, air__http_req *req, const air__http_request *msg
     else
       method_not_allowed(req, AIR_DIALECT_OPENAI, "GET, HEAD", rid);
   } else {
-    air__gw_respond_error(req, AIR_DIALECT_OPENAI, 404, AIR_REASON_NOT_FOUND, "no such endpoint",
-                  rid);
+    air__gw_respond_error(req, AIR_DIALECT_OPENAI, 404, AIR_REASON_NOT_FOUND,
+                          "no such endpoint", rid);
   }
   air__gw_cfg_release(cfg);
 }

@@ -37,8 +37,8 @@ void air__responder_init(air__responder *rs, air_dialect dialect,
   rs->rid = rid ? rid : "";
   rs->stream = req->stream;
   rs->outcome = "ok";
-  snprintf(rs->sub_id, sizeof(rs->sub_id), "%s%s", air__dialect_get(dialect)->id_prefix,
-           rs->rid);
+  snprintf(rs->sub_id, sizeof(rs->sub_id), "%s%s",
+           air__dialect_get(dialect)->id_prefix, rs->rid);
   air__buf_init(&rs->out, AIR__MAX_ANSWER_BYTES);
   air__buf_init(&rs->held, AIR__MAX_ANSWER_BYTES);
 }
@@ -76,7 +76,8 @@ static air__aggregate *aggregate(air__responder *rs) {
  * continuation can take the stream over where it stands. */
 static int observe_event(void *data, const air__sse_event *ev) {
   air__responder *rs = data;
-  air__dialect_get(rs->dialect)->encoder_observe(rs->enc, ev, rs->obs_parts, rs->obs_n);
+  air__dialect_get(rs->dialect)
+      ->encoder_observe(rs->enc, ev, rs->obs_parts, rs->obs_n);
   return 0;
 }
 
@@ -84,13 +85,17 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
                           uint64_t created_s) {
   rs->passthrough = ci->upstream == rs->dialect;
   /* Tools left out of a translated request (docs/design.md §5). */
-  rs->dropped = !rs->passthrough && rs->req->canon != NULL ? rs->req->canon->dropped : NULL;
+  rs->dropped = !rs->passthrough && rs->req->canon != NULL
+                    ? rs->req->canon->dropped
+                    : NULL;
   rs->upstream_rid[0] = '\0';
   if (rs->sub_model[0] == '\0' && ci->target != NULL) {
     const char *slash = strchr(ci->target, '/');
-    snprintf(rs->sub_model, sizeof(rs->sub_model), "%s", slash ? slash + 1 : ci->target);
+    snprintf(rs->sub_model, sizeof(rs->sub_model), "%s",
+             slash ? slash + 1 : ci->target);
   }
-  for (size_t i = 0; ci->upstream == AIR_DIALECT_ANTHROPIC && i < ci->n_headers; i++) {
+  for (size_t i = 0; ci->upstream == AIR_DIALECT_ANTHROPIC && i < ci->n_headers;
+       i++) {
     const air_header *h = &ci->headers[i];
     if (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0 &&
         h->value_len < sizeof(rs->upstream_rid)) {
@@ -112,7 +117,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
    * waiting for its first token holds 1 KB less (issue 20). */
   if (rs->enc == NULL) rs->enc = calloc(1, sizeof(*rs->enc));
   if (rs->enc == NULL) {
-    rs->lost = true;  /* answered as an error, whole (air__responder_end) */
+    rs->lost = true; /* answered as an error, whole (air__responder_end) */
     return 0;
   }
   rs->began = true;
@@ -167,7 +172,8 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
     if (ev->flags & (AIR__EV_TERMINATOR | AIR__EV_ERROR)) {
       /* A Responses stream's end (response.completed) carries the output
        * and usage: held, and sent only when the answer ends well. */
-      if ((ev->flags & AIR__EV_TERMINATOR) && rs->dialect == AIR_DIALECT_OPENAI_RESPONSES &&
+      if ((ev->flags & AIR__EV_TERMINATOR) &&
+          rs->dialect == AIR_DIALECT_OPENAI_RESPONSES &&
           air__buf_add(&rs->held, ev->raw, ev->raw_len) != 0)
         return lose(rs);
       return 0;
@@ -177,7 +183,8 @@ int air__responder_event(air__responder *rs, const air__gate_event *ev) {
       rs->obs_parts = ev->parts;
       rs->obs_n = ev->n_parts;
       air__sse_reset(&rs->obs);
-      if (air__sse_feed(&rs->obs, ev->raw, ev->raw_len) == 0) air__sse_finish(&rs->obs);
+      if (air__sse_feed(&rs->obs, ev->raw, ev->raw_len) == 0)
+        air__sse_finish(&rs->obs);
     }
     if ((ev->flags & AIR__EV_USAGE_ONLY) && !rs->req->include_usage) return 0;
     if (air__buf_add(&rs->out, ev->raw, ev->raw_len) != 0) return lose(rs);
@@ -196,11 +203,13 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
   const air__dialect_ops *ops = air__dialect_get(rs->dialect);
   rs->status = 200;
   rs->n_head = 0;
-  rs->outcome = res->rc == 0 ? "ok" : res->rc == AIR_ECANCELED ? "aborted" : "error";
+  rs->outcome = res->rc == 0               ? "ok"
+                : res->rc == AIR_ECANCELED ? "aborted"
+                                           : "error";
   snprintf(rs->attempts, sizeof(rs->attempts), "%u", res->n_attempts);
   rs->replaced = (rs->agg != NULL ? rs->agg->idents.replaced : 0) |
                  (rs->enc != NULL ? rs->enc->idents.replaced : 0);
-  bool answer = false;  /* a whole answer for a non-streamed caller is ready */
+  bool answer = false; /* a whole answer for a non-streamed caller is ready */
   if (!rs->gone && !rs->began && res->rc == 0 && !rs->lost) {
     air__buf_reset(&rs->out);
     air__aggregate *a = aggregate(rs);
@@ -250,18 +259,21 @@ void air__responder_end(air__responder *rs, const air__exchange_result *res,
     if (res->rc == 0 || rs->lost) {
       /* The answer came but cannot be passed on whole. */
       reason = AIR_REASON_MALFORMED;
-      snprintf(m, sizeof(m), "%s: the answer is over the gateway's limits (malformed)",
+      snprintf(m, sizeof(m),
+               "%s: the answer is over the gateway's limits (malformed)",
                res->answered ? res->answered : res->target);
       message = m;
       rs->outcome = "error";
     }
-    rs->status = air__final_status(reason, res->rc == 0 || rs->lost ? 0 : res->status);
+    rs->status =
+        air__final_status(reason, res->rc == 0 || rs->lost ? 0 : res->status);
     air__buf_reset(&rs->out);
-    if (ops->encode_error_body(rs->status, reason, message, res->log, res->n_log,
-                               &rs->out) != 0) {
+    if (ops->encode_error_body(rs->status, reason, message, res->log,
+                               res->n_log, &rs->out) != 0) {
       /* Over the limits itself (a huge attempt log): the error alone. */
       air__buf_reset(&rs->out);
-      if (ops->encode_error_body(rs->status, reason, message, NULL, 0, &rs->out) != 0)
+      if (ops->encode_error_body(rs->status, reason, message, NULL, 0,
+                                 &rs->out) != 0)
         air__buf_reset(&rs->out);
     }
     snprintf(rs->retry_after, sizeof(rs->retry_after), "%llu",
@@ -296,13 +308,15 @@ int air__responder_continue(air__responder *rs, const air__continue_info *ci) {
   air__buf_reset(&rs->held);
   air__encoder_take_over(rs->enc);
   air__encoder_add_usage(rs->enc, ci->input_tokens, ci->output_tokens);
-  if (air__encoder_add_continued(rs->enc, ci->target, ci->at_char) != 0) return lose(rs);
+  if (air__encoder_add_continued(rs->enc, ci->target, ci->at_char) != 0)
+    return lose(rs);
   return 0;
 }
 
 void air__responder_keepalive(air__responder *rs) {
   const air__dialect_ops *ops = air__dialect_get(rs->dialect);
-  if (!rs->stream || !rs->began || rs->gone || rs->lost || ops->encode_keepalive == NULL)
+  if (!rs->stream || !rs->began || rs->gone || rs->lost ||
+      ops->encode_keepalive == NULL)
     return;
   if (ops->encode_keepalive(rs->enc, &rs->out) != 0) lose(rs);
 }

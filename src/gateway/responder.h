@@ -32,46 +32,46 @@ typedef struct air__resp_header {
 } air__resp_header;
 
 typedef enum air__resp_end {
-  AIR__RESP_NONE,        /* not ended yet */
-  AIR__RESP_ABORT,       /* cut the connection: no clean end is sent */
-  AIR__RESP_STREAM_END,  /* send out (the stream's last bytes), then end */
-  AIR__RESP_WHOLE        /* send status, head and out as one response */
+  AIR__RESP_NONE,       /* not ended yet */
+  AIR__RESP_ABORT,      /* cut the connection: no clean end is sent */
+  AIR__RESP_STREAM_END, /* send out (the stream's last bytes), then end */
+  AIR__RESP_WHOLE       /* send status, head and out as one response */
 } air__resp_end;
 
 typedef struct air__responder {
-  air_dialect dialect;        /* the caller's */
-  const air__request *req;    /* borrowed */
-  const char *dropped;        /* x-airetry-dropped: tools the answering
-                                 target could not be given (borrowed from
-                                 req's canonical form), or NULL */
-  const char *rid;            /* the request id (borrowed) */
-  bool stream;                /* the caller asked for a stream */
-  bool began;                 /* the streamed head was produced */
-  bool passthrough;           /* raw upstream events are forwarded */
-  bool decided;               /* passthrough was decided (first event) */
-  bool gone;                  /* set by the caller: the client left */
-  bool lost;                  /* bytes of the answer could not be kept: never
-                                 reported as a success */
-  bool observe;               /* a continuation may follow: passthrough events
-                                 are shown to the encoder (encoder_observe) */
-  bool continued;             /* a continuation took the stream over */
-  air__sse obs;               /* observe: re-reads a forwarded event */
-  const air_part *obs_parts;  /* the parts of the event being observed */
+  air_dialect dialect;       /* the caller's */
+  const air__request *req;   /* borrowed */
+  const char *dropped;       /* x-airetry-dropped: tools the answering
+                                target could not be given (borrowed from
+                                req's canonical form), or NULL */
+  const char *rid;           /* the request id (borrowed) */
+  bool stream;               /* the caller asked for a stream */
+  bool began;                /* the streamed head was produced */
+  bool passthrough;          /* raw upstream events are forwarded */
+  bool decided;              /* passthrough was decided (first event) */
+  bool gone;                 /* set by the caller: the client left */
+  bool lost;                 /* bytes of the answer could not be kept: never
+                                reported as a success */
+  bool observe;              /* a continuation may follow: passthrough events
+                                are shown to the encoder (encoder_observe) */
+  bool continued;            /* a continuation took the stream over */
+  air__sse obs;              /* observe: re-reads a forwarded event */
+  const air_part *obs_parts; /* the parts of the event being observed */
   size_t obs_n;
-  air__encoder *enc;          /* from commit (began) on, else NULL */
-  air__aggregate *agg;        /* a whole answer's, when first needed */
-  air__buf out;               /* bytes to send; the sender takes and resets
-                                 them (air__buf_reset) as it writes */
-  air__buf held;              /* a Responses upstream's terminator event
-                                 (response.completed), sent at a good end */
-  int status;                 /* the head's status (log status at the end) */
+  air__encoder *enc;   /* from commit (began) on, else NULL */
+  air__aggregate *agg; /* a whole answer's, when first needed */
+  air__buf out;        /* bytes to send; the sender takes and resets
+                          them (air__buf_reset) as it writes */
+  air__buf held;       /* a Responses upstream's terminator event
+                          (response.completed), sent at a good end */
+  int status;          /* the head's status (log status at the end) */
   air__resp_header head[AIR__RESP_MAX_HEADERS];
   size_t n_head;
   air__resp_end end;
-  const char *outcome;        /* "ok", "error", "error_after_commit", "aborted" */
-  char attempts[16];          /* header values */
+  const char *outcome; /* "ok", "error", "error_after_commit", "aborted" */
+  char attempts[16];   /* header values */
   char retry_after[24];
-  char upstream_rid[128];     /* an Anthropic upstream's request-id ("" none) */
+  char upstream_rid[128]; /* an Anthropic upstream's request-id ("" none) */
   /* What replaces an upstream identifier over AIR__MAX_IDENT_BYTES
    * (dialect.h, "identifiers"): the request id in the caller dialect's
    * id form, the answering target's model; replaced: what was (AIR__IDENT_*

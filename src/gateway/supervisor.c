@@ -72,12 +72,13 @@
 #endif
 
 #define AIR__SUP_CRASH_WINDOW_MS 10000u
-#define AIR__SUP_CRASH_FREE 2u           /* deaths in the window without delay */
+/* deaths in the window without delay */
+#define AIR__SUP_CRASH_FREE 2u
 #define AIR__SUP_BACKOFF_MIN_MS 250u
 #define AIR__SUP_BACKOFF_MAX_MS 4000u
-#define AIR__SUP_LOG_IDS 16u             /* request ids named in a death line */
+#define AIR__SUP_LOG_IDS 16u /* request ids named in a death line */
 
-/* ---- sockets -------------------------------------------------------------------- */
+/* ---- sockets ------------------------------------------------------------- */
 
 static int bind_one(const struct sockaddr_storage *ss, socklen_t len) {
   int fd = socket(ss->ss_family, SOCK_STREAM, 0);
@@ -115,9 +116,10 @@ static int bind_one(const struct sockaddr_storage *ss, socklen_t len) {
  *     reason to refuse. */
 static int lock_address(const struct sockaddr_storage *ss, int port) {
   char host[INET6_ADDRSTRLEN];
-  const void *a = ss->ss_family == AF_INET6
-                      ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
-                      : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+  const void *a =
+      ss->ss_family == AF_INET6
+          ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+          : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
   if (inet_ntop(ss->ss_family, a, host, sizeof(host)) == NULL) return -errno;
   struct sockaddr_un un;
   memset(&un, 0, sizeof(un));
@@ -130,7 +132,8 @@ static int lock_address(const struct sockaddr_storage *ss, int port) {
   if (k < 0 || (size_t)k >= sizeof(un.sun_path) - 1) return -EINVAL;
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   if (fd < 0) return -errno;
-  socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
+  socklen_t len =
+      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
   if (bind(fd, (const struct sockaddr *)&un, len) != 0 ||
       fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
     int e = errno;
@@ -225,7 +228,7 @@ int air__sup_bind(const char *host, int port, unsigned n, int *fds,
   return 0;
 }
 
-/* ---- the in-flight page --------------------------------------------------------- */
+/* ---- the in-flight page -------------------------------------------------- */
 
 air__sup_page *air__sup_page_new(void) {
   void *p = mmap(NULL, sizeof(air__sup_page), PROT_READ | PROT_WRITE,
@@ -268,7 +271,7 @@ void air__sup_inflight_remove(air__sup_page *p, int slot) {
   atomic_store_explicit(&p->slot[slot].state, 0, memory_order_release);
 }
 
-/* ---- the loop -------------------------------------------------------------------- */
+/* ---- the loop ------------------------------------------------------------ */
 
 static int sig_pipe[2] = {-1, -1}; /* the handlers' only way out */
 
@@ -301,39 +304,52 @@ static uint64_t mono_ms(void) {
 
 static const char *sig_name(int s) {
   switch (s) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    default: return "signal";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGSYS:
+      return "SIGSYS";
+    default:
+      return "signal";
   }
 }
 
 typedef struct sup_run {
   const air__sup *s;
   air__sup_page *page;
-  pid_t pid;             /* 0: no worker */
-  int ready_fd;          /* read end of the worker's ready pipe, or -1 */
-  bool ready;            /* the worker reported ready */
-  bool announced;        /* some worker was ready once */
-  bool stopping;          /* a SIGTERM or SIGINT came: no new worker */
-  bool hurry;             /* a SIGINT during the stop: the worker stops at once */
+  pid_t pid;      /* 0: no worker */
+  int ready_fd;   /* read end of the worker's ready pipe, or -1 */
+  bool ready;     /* the worker reported ready */
+  bool announced; /* some worker was ready once */
+  bool stopping;  /* a SIGTERM or SIGINT came: no new worker */
+  bool hurry;     /* a SIGINT during the stop: the worker stops at once */
   bool hup_held, term_held;
   uint64_t started_ms;
   uint64_t restarts;
-  uint64_t next_start_ms; /* backoff: no worker before then */
-  uint64_t backoff_ms;    /* the last delay (0: none) */
+  uint64_t next_start_ms;                   /* backoff: no worker before then */
+  uint64_t backoff_ms;                      /* the last delay (0: none) */
   uint64_t deaths[AIR__SUP_CRASH_FREE + 1]; /* times of the latest deaths */
   unsigned n_deaths;
-  int exit_code;          /* when done */
+  int exit_code; /* when done */
   bool done;
 } sup_run;
 
@@ -347,10 +363,11 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
                  (long)r->pid, sig_name(WTERMSIG(status)), WTERMSIG(status),
                  (unsigned long long)uptime);
   else
-    k = snprintf(line, sizeof(line),
-                 "airetry serve: worker %ld exited with status %d after %llu ms",
-                 (long)r->pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                 (unsigned long long)uptime);
+    k = snprintf(
+        line, sizeof(line),
+        "airetry serve: worker %ld exited with status %d after %llu ms",
+        (long)r->pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+        (unsigned long long)uptime);
   n = k > 0 ? (size_t)k : 0;
   unsigned named = 0, more = 0;
   for (unsigned i = 0; i < AIR__SUP_SLOTS; i++) {
@@ -368,8 +385,8 @@ static void log_death(sup_run *r, int status, uint64_t uptime, uint64_t delay) {
   }
   more += atomic_load(&r->page->untracked);
   if (n < sizeof(line) && more > 0) {
-    k = snprintf(line + n, sizeof(line) - n, "%s%u more", named ? " and " :
-                 "; requests in flight: ", more);
+    k = snprintf(line + n, sizeof(line) - n, "%s%u more",
+                 named ? " and " : "; requests in flight: ", more);
     if (k > 0) n += (size_t)k;
   }
   if (n < sizeof(line) && named == 0 && more == 0) {
@@ -495,8 +512,8 @@ static void on_death(sup_run *r, int status) {
       log_death(r, status, uptime, 0);
     r->pid = 0;
     r->done = true;
-    r->exit_code = WIFEXITED(status) && WEXITSTATUS(status) != 0
-                       ? WEXITSTATUS(status) : 1;
+    r->exit_code =
+        WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
     if (r->hurry) r->exit_code = AIR__SUP_EXIT_NOW;
     return;
   }
@@ -540,7 +557,8 @@ static void on_signals(sup_run *r) {
         reap(r);
       } else if (sig == SIGHUP) {
         if (r->stopping) {
-          air__errline_say(r->s->err, "airetry serve: SIGHUP: stopping; ignored");
+          air__errline_say(r->s->err,
+                           "airetry serve: SIGHUP: stopping; ignored");
           continue;
         }
         if (!r->s->reload(r->s->data)) continue;
@@ -557,13 +575,15 @@ static void on_signals(sup_run *r) {
         else
           r->done = true; /* waiting out a backoff: nothing to drain */
       } else if (sig == SIGINT) {
-        air__errline_say(r->s->err, "airetry serve: SIGINT again: stopping at once");
+        air__errline_say(r->s->err,
+                         "airetry serve: SIGINT again: stopping at once");
         r->hurry = true;
         /* A worker not ready yet has nothing in flight and maybe no handler. */
         if (r->pid > 0) kill(r->pid, r->ready ? SIGINT : SIGKILL);
       } else if (sig == SIGTERM) {
-        air__errline_say(r->s->err, "airetry serve: SIGTERM: already stopping; "
-                                    "ignored (SIGINT stops at once)");
+        air__errline_say(r->s->err,
+                         "airetry serve: SIGTERM: already stopping; "
+                         "ignored (SIGINT stops at once)");
       }
     }
   }

@@ -38,7 +38,8 @@ struct air__http_req {
   uint64_t left;   /* AIR__RESP_FIXED: body bytes still due */
   bool head_only;  /* HEAD request (or 204/304): body bytes are not sent */
   bool want_drain; /* a write left bytes queued: fire on_drain at zero */
-  char *lazy_head; /* air__http_begin_lazy: the head, sent with the next bytes */
+  char
+      *lazy_head; /* air__http_begin_lazy: the head, sent with the next bytes */
   size_t lazy_n;
 };
 

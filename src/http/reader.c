@@ -61,7 +61,7 @@ static int new_header(air__http_reader *r) {
     air__http_hdr_off *o = realloc(r->offs, cap * sizeof(*o));
     if (o == NULL) return fail(r, 500, "out of memory");
     r->offs = o;
-    r->hdrs = (air__http_header *)(void *)o;  /* the same slots (see below) */
+    r->hdrs = (air__http_header *)(void *)o; /* the same slots (see below) */
     r->cap_hdrs = cap;
   }
   air__http_hdr_off *o = &r->offs[r->n_hdrs++];
@@ -403,7 +403,7 @@ air__http_event air__http_reader_feed(air__http_reader *r, const char *p,
 }
 
 const air__str *air__http_find_header(const air__http_request *m,
-                                           const char *name) {
+                                      const char *name) {
   for (size_t i = 0; i < m->n_headers; i++)
     if (air__http_str_eq(m->headers[i].name, name)) return &m->headers[i].value;
   return NULL;

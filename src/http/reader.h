@@ -142,7 +142,7 @@ const air__http_request *air__http_reader_msg(const air__http_reader *r);
 
 /* The value of the first header named `name` (case-insensitive), or NULL. */
 const air__str *air__http_find_header(const air__http_request *m,
-                                           const char *name);
+                                      const char *name);
 
 /* Case-insensitive comparison of s with the NUL-terminated lit. */
 bool air__http_str_eq(air__str s, const char *lit);

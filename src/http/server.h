@@ -1,9 +1,9 @@
 /*
  * A small HTTP/1.1 server on libuv + llhttp, shared by `airetry mock` and
  * `airetry serve`. It accepts connections, reads requests (reader.h) with
- * every limit of docs/design.md §4/8 enforced, hands each complete request (head
- * and whole body) to one handler callback and lets the handler answer with a
- * full body or a streamed one, or fail the connection on purpose (reset,
+ * every limit of docs/design.md §4/8 enforced, hands each complete request
+ * (head and whole body) to one handler callback and lets the handler answer
+ * with a full body or a streamed one, or fail the connection on purpose (reset,
  * cut, hang) for fault injection.
  *
  * Threads: a server lives on the one uv_loop_t it was created with; every
@@ -68,7 +68,8 @@
 #include "limits.h"
 #include "reader.h"
 
-/* Defaults of air__http_config (docs/design.md §4 `limits:`), and named maxima. */
+/* Defaults of air__http_config (docs/design.md §4 `limits:`), and named maxima.
+ */
 #define AIR__HTTP_DEFAULT_MAX_BODY_BYTES ((size_t)AIR__DEFAULT_MAX_BODY_BYTES)
 #define AIR__HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
 #define AIR__HTTP_DEFAULT_MAX_CONNECTIONS 10000u
@@ -80,7 +81,8 @@
   ((uint64_t)AIR__DEFAULT_CLIENT_WRITE_TIMEOUT_MS)
 #define AIR__HTTP_DEFAULT_MAX_OUTPUT_QUEUE_BYTES \
   ((size_t)AIR__DEFAULT_MAX_OUTPUT_QUEUE_BYTES)
-#define AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES ((size_t)AIR__DEFAULT_MAX_QUEUED_BYTES)
+#define AIR__HTTP_DEFAULT_MAX_QUEUED_BYTES \
+  ((size_t)AIR__DEFAULT_MAX_QUEUED_BYTES)
 #define AIR__HTTP_DEFAULT_LINGER_MS 2000u
 #define AIR__HTTP_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000u
 #define AIR__HTTP_DEFAULT_MAX_INFLIGHT_BODY_BYTES \
@@ -130,28 +132,28 @@ typedef struct air__http_config {
   bool reuseport;   /* SO_REUSEPORT, for several servers on one port */
   int backlog;      /* listen(2) backlog */
   size_t max_body_bytes;
-  size_t max_header_bytes;      /* request line + header fields, raw bytes */
-  size_t max_headers;           /* header fields in one request */
-  size_t max_connections;       /* open client connections; more get 503 */
-  size_t max_pending_bytes;     /* bytes read and not yet parsed between
-                                   requests (>= AIR__HTTP_READ_BYTES); while
-                                   a request is handled at most
-                                   AIR__HTTP_BUSY_READ_AHEAD_BYTES */
-  size_t max_queued_bytes;      /* unsent response bytes per connection;
-                                   a write past it fails with AIR_ETOOBIG */
-  size_t max_output_queue_bytes; /* queued response bytes, summed over
-                                    every server sharing `stats`; 0: no
-                                    bound */
-  uint64_t write_timeout_ms;    /* queued output without progress for
-                                   this long: close (0: idle_timeout_ms) */
-  uint64_t idle_timeout_ms;     /* keep-alive connection without a request */
-  uint64_t request_timeout_ms;  /* first byte of a request to its end */
-  uint64_t linger_ms;           /* after the last response of a connection
-                                   has been sent: how long to drain the
-                                   client's unread bytes before closing, so
-                                   an error response is not lost to a RST */
-  uint64_t shutdown_timeout_ms; /* stop: then connections are closed; 0:
-                                   wait for every response */
+  size_t max_header_bytes;        /* request line + header fields, raw bytes */
+  size_t max_headers;             /* header fields in one request */
+  size_t max_connections;         /* open client connections; more get 503 */
+  size_t max_pending_bytes;       /* bytes read and not yet parsed between
+                                     requests (>= AIR__HTTP_READ_BYTES); while
+                                     a request is handled at most
+                                     AIR__HTTP_BUSY_READ_AHEAD_BYTES */
+  size_t max_queued_bytes;        /* unsent response bytes per connection;
+                                     a write past it fails with AIR_ETOOBIG */
+  size_t max_output_queue_bytes;  /* queued response bytes, summed over
+                                     every server sharing `stats`; 0: no
+                                     bound */
+  uint64_t write_timeout_ms;      /* queued output without progress for
+                                     this long: close (0: idle_timeout_ms) */
+  uint64_t idle_timeout_ms;       /* keep-alive connection without a request */
+  uint64_t request_timeout_ms;    /* first byte of a request to its end */
+  uint64_t linger_ms;             /* after the last response of a connection
+                                     has been sent: how long to drain the
+                                     client's unread bytes before closing, so
+                                     an error response is not lost to a RST */
+  uint64_t shutdown_timeout_ms;   /* stop: then connections are closed; 0:
+                                     wait for every response */
   size_t max_inflight_body_bytes; /* bytes of request bodies being read,
                                      summed over every server that shares
                                      `inflight_body`; over it: 503. 0: no
@@ -191,7 +193,7 @@ typedef struct air__http_field {
   size_t value_n;
 } air__http_field;
 
-/* ---- server ---------------------------------------------------------- */
+/* ---- server -------------------------------------------------------------- */
 
 /*
  * Creates a server on `loop` (no I/O yet). cfg is copied. Returns 0,
@@ -270,7 +272,7 @@ int air__http_head_reject(air__http_head *h, int status,
                           const air__http_field *fields, size_t n_fields,
                           const void *body, size_t body_n);
 
-/* ---- the request a handler holds ---------------------------------------- */
+/* ---- the request a handler holds ----------------------------------------- */
 
 /* The request's head and body (the handler's `msg`). */
 const air__http_request *air__http_req_msg(const air__http_req *req);
@@ -302,7 +304,7 @@ bool air__http_req_disconnected(const air__http_req *req);
  * (uv_stream_get_write_queue_size). */
 size_t air__http_req_queued(const air__http_req *req);
 
-/* ---- answering ---------------------------------------------------------- */
+/* ---- answering ----------------------------------------------------------- */
 
 /*
  * Terminal: sends status (200..599), the fields and a body of body_n

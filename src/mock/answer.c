@@ -332,7 +332,7 @@ int air__mock_answer_build(air__mock_answer *a, const char *model, size_t m_n,
   return 0;
 }
 
-/* ---- answer shapes: the content events --------------------------------- */
+/* ---- answer shapes: the content events ----------------------------------- */
 
 /* Pieces a tool call's arguments are streamed in. */
 #define TOOL_PIECES 3u

@@ -102,7 +102,7 @@ static void log_end(xchg *x, bool hung_up) {
   }
 }
 
-/* ---- exchange lifetime ------------------------------------------------- */
+/* ---- exchange lifetime --------------------------------------------------- */
 
 static void xchg_free(uv_handle_t *h) {
   xchg *x = h->data;
@@ -154,7 +154,7 @@ static int flush(xchg *x) {
   return rc;
 }
 
-/* ---- response heads ----------------------------------------------------- */
+/* ---- response heads ------------------------------------------------------ */
 
 static size_t add_field(air__http_field *f, size_t n, const char *name,
                         const char *value) {
@@ -280,7 +280,7 @@ static int put_message_start(xchg *x) {
   return rc;
 }
 
-/* ---- the state machine ------------------------------------------------- */
+/* ---- the state machine --------------------------------------------------- */
 
 static void on_timer(uv_timer_t *t);
 
@@ -923,7 +923,7 @@ static void on_request(void *data, air__http_req *req,
   }
 }
 
-/* ---- lifecycle ---------------------------------------------------------- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 int air__mock_start(uv_loop_t *loop, const air__mock_config *cfg,
                     air__mock **out, int *uv_err) {

@@ -74,10 +74,8 @@ typedef struct air__stream_reader air__stream_reader;
 
 /* A reader of an Anthropic (anthropic true) or OpenAI event stream; NULL
  * when out of memory. */
-air__stream_reader *air__stream_reader_new(bool anthropic,
-                                           int (*on_part)(void *data,
-                                                          const air_part *p),
-                                           void *data);
+air__stream_reader *air__stream_reader_new(
+    bool anthropic, int (*on_part)(void *data, const air_part *p), void *data);
 /* Feeds bytes as they arrive; 0, or a parser error (the stream is broken). */
 int air__stream_reader_feed(air__stream_reader *r, const char *p, size_t n);
 /* Ends the stream (a last event without its blank line) and frees r. */

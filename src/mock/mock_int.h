@@ -31,7 +31,7 @@
 #include "policy.h"
 #include "trace.h"
 
-/* ---- named maxima (docs/mock.md "Limits") ------------------------------ */
+/* ---- named maxima (docs/mock.md "Limits") -------------------------------- */
 
 #define AIR__MOCK_MAX_LOG 100000u       /* log entries kept; oldest dropped */
 #define AIR__MOCK_MAX_MODELS 100000u    /* model names counted since reset */
@@ -72,7 +72,7 @@
 #define AIR__MOCK_REFUSAL_TEXT \
   "I'm sorry, but I cannot assist with that request."
 
-/* ---- the behaviour model (behaviour.c) ---------------------------------- */
+/* ---- the behaviour model (behaviour.c) ----------------------------------- */
 
 /* One bit per behaviour key: which keys a layer sets (see air__mock_merge). */
 enum {

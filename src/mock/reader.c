@@ -22,10 +22,8 @@ static int on_event(void *data, const air__sse_event *ev) {
   return r->ops->decode_event(&r->dec, ev, r->on_part, r->data);
 }
 
-air__stream_reader *air__stream_reader_new(bool anthropic,
-                                           int (*on_part)(void *data,
-                                                          const air_part *p),
-                                           void *data) {
+air__stream_reader *air__stream_reader_new(
+    bool anthropic, int (*on_part)(void *data, const air_part *p), void *data) {
   air__stream_reader *r = calloc(1, sizeof(*r));
   if (r == NULL) return NULL;
   r->ops = anthropic ? &air__dialect_anthropic : &air__dialect_openai_chat;

@@ -36,7 +36,7 @@ typedef struct job {
   air_chat_result *res;
   int rc;
   bool done;
-  bool lost;  /* part of the answer could not be kept: never a success */
+  bool lost;        /* part of the answer could not be kept: never a success */
   bool cancel_sent; /* air__exchange_cancel was called (on_async: once) */
   char sub_model[AIR__MAX_TARGET_BYTES]; /* the committed target's model: what
                                             replaces an upstream model over
@@ -55,10 +55,10 @@ struct worker {
   uv_async_t async;
   air__transport *t;
   pthread_mutex_t mu;
-  job *incoming;     /* under mu */
-  bool stopping;     /* under mu */
-  job *active;       /* loop thread only */
-  bool closed;       /* loop thread only: async closed, the loop ends */
+  job *incoming; /* under mu */
+  bool stopping; /* under mu */
+  job *active;   /* loop thread only */
+  bool closed;   /* loop thread only: async closed, the loop ends */
   bool started;
 };
 
@@ -97,7 +97,7 @@ void air_chat_result_free(air_chat_result *r) {
   free(r);
 }
 
-/* ---- the worker's side ----------------------------------------------------------- */
+/* ---- the worker's side --------------------------------------------------- */
 
 static void unlink_active(worker *w, job *j) {
   for (job **p = &w->active; *p; p = &(*p)->next)
@@ -125,7 +125,9 @@ static void on_commit(void *data, const air__commit_info *ci) {
   job *j = data;
   const char *slash = ci->target != NULL ? strchr(ci->target, '/') : NULL;
   snprintf(j->sub_model, sizeof(j->sub_model), "%s",
-           slash != NULL ? slash + 1 : ci->target != NULL ? ci->target : "");
+           slash != NULL        ? slash + 1
+           : ci->target != NULL ? ci->target
+                                : "");
   j->agg.idents.model = j->sub_model;
   if (j->obs.on_commit) j->obs.on_commit(j->obs.data, ci->target, ci->attempts);
 }
@@ -177,7 +179,8 @@ static air_attempt *copy_log(const air_attempt *log, size_t n) {
     out[i].target = dupn(log[i].target, strlen(log[i].target));
     out[i].message = dupn(log[i].message, strlen(log[i].message));
     out[i].request_id = dupn(log[i].request_id, strlen(log[i].request_id));
-    out[i].field = log[i].field ? dupn(log[i].field, strlen(log[i].field)) : NULL;
+    out[i].field =
+        log[i].field ? dupn(log[i].field, strlen(log[i].field)) : NULL;
   }
   return out;
 }
@@ -253,7 +256,8 @@ static void on_end(void *data, const air__exchange_result *r) {
     if (ops->encode_error_body(res->status, reason, message, r->log, r->n_log,
                                &body) != 0) {
       air__buf_reset(&body);
-      if (ops->encode_error_body(res->status, reason, message, NULL, 0, &body) != 0)
+      if (ops->encode_error_body(res->status, reason, message, NULL, 0,
+                                 &body) != 0)
         air__buf_reset(&body);
     }
   }
@@ -343,7 +347,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* ---- the caller's side ------------------------------------------------------------ */
+/* ---- the caller's side --------------------------------------------------- */
 
 int air_client_new(const air_config *cfg, unsigned workers, air_client **out,
                    air_error *err) {
@@ -358,7 +362,8 @@ int air_client_new(const air_config *cfg, unsigned workers, air_client **out,
   const char *what = c->w ? NULL : "out of memory";
   for (unsigned i = 0; rc == 0 && i < c->n; i++) {
     worker *w = &c->w[i];
-    /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): rc == 0: c->w is allocated */
+    /* rc == 0: c->w is allocated */
+    /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
     w->cl = c;
     pthread_mutex_init(&w->mu, NULL);
     int e = uv_loop_init(&w->loop);
@@ -399,7 +404,7 @@ void air_client_free(air_client *c) {
     pthread_mutex_unlock(&w->mu);
     uv_async_send(&w->async);
     pthread_join(w->thread, NULL);
-    uv_run(&w->loop, UV_RUN_DEFAULT);  /* close callbacks, if any are left */
+    uv_run(&w->loop, UV_RUN_DEFAULT); /* close callbacks, if any are left */
     uv_loop_close(&w->loop);
     pthread_mutex_destroy(&w->mu);
   }
@@ -430,8 +435,8 @@ static air_chat_result *early_result(air_dialect d, int status, air_reason r,
   if (res == NULL) return NULL;
   air__buf body;
   air__buf_init(&body, AIR__MAX_ERROR_BODY_BYTES);
-  air__dialect_get((air_dialect)d)->encode_error_body(status, r, message, NULL, 0,
-                                                     &body);
+  air__dialect_get((air_dialect)d)
+      ->encode_error_body(status, r, message, NULL, 0, &body);
   res->status = status;
   res->reason = r;
   res->body = body.p ? air__buf_take(&body, &res->body_len) : dupn("", 0);
@@ -491,8 +496,8 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
   /* An unknown model is the caller's error, found before any worker runs. */
   if (air__config_policy(c->cfg, j->req.model) == NULL) {
     char msg[300];
-    snprintf(msg, sizeof(msg), "model '%.200s' is not a route or provider/model",
-             j->req.model);
+    snprintf(msg, sizeof(msg),
+             "model '%.200s' is not a route or provider/model", j->req.model);
     *out = early_result(dialect, 404, AIR_REASON_NOT_FOUND, msg);
     air__request_cleanup(&j->req);
     free(j);

@@ -58,7 +58,7 @@
 #include "spans.h"
 #include "sse.h"
 
-#define MAX_EVENT_PARTS 4  /* parts of one SSE event kept inline */
+#define MAX_EVENT_PARTS 4 /* parts of one SSE event kept inline */
 /* An error (non-200) body is diagnostic only: its first MAX_ERROR_BODY
  * bytes are kept for classification and the rest is read and dropped. A
  * whole 200 body is an answer: bounded by limits.max_response_bytes, past it
@@ -87,113 +87,113 @@ enum { T_FIRST_BYTE, T_ATTEMPT, T_PART, T_WAIT, T_COUNT };
 typedef struct leg {
   air__exchange *x;
   enum leg_state state;
-  unsigned id;           /* the engine's attempt id */
-  size_t log;            /* its attempt log entry */
-  const char *target;    /* its target and 1-based number: a judged answer */
-  unsigned no;           /* released after the run stopped still names it */
-  int status;            /* (fields ordered to leave no holes: issue 20) */
+  unsigned id;        /* the engine's attempt id */
+  size_t log;         /* its attempt log entry */
+  const char *target; /* its target and 1-based number: a judged answer */
+  unsigned no;        /* released after the run stopped still names it */
+  int status;         /* (fields ordered to leave no holes: issue 20) */
   const air__dialect_ops *ops;
   void *xfer;            /* the transfer in flight (tr's), or NULL */
   uint64_t due[T_COUNT]; /* first byte, attempt, part, wait: 0 = off */
   uint64_t wait_len;     /* L_WAITING: the wait's length */
   enum mode mode;
-  bool in_cb;            /* inside its on_head / on_body */
+  bool in_cb; /* inside its on_head / on_body */
   bool pause_pending;
-  bool content_told;     /* air_run_content was called for it */
+  bool content_told; /* air_run_content was called for it */
   bool have_fail;
-  air_failure fail;      /* the attempt's failure under construction */
+  air_failure fail; /* the attempt's failure under construction */
   air__gate gate;
   air__sse sse;
   air__decoder dec;
-  air__buf body;         /* upstream request body */
-  air__buf err;          /* a non-stream response body */
-  air__buf kept;         /* copies of response headers, then hv */
-  air__buf strs;         /* error strings of its failure */
-  air_header *hv;        /* the kept headers (inside kept) */
+  air__buf body;  /* upstream request body */
+  air__buf err;   /* a non-stream response body */
+  air__buf kept;  /* copies of response headers, then hv */
+  air__buf strs;  /* error strings of its failure */
+  air_header *hv; /* the kept headers (inside kept) */
   size_t n_hv;
   air_part parts_inline[MAX_EVENT_PARTS];
-  air_part *parts;       /* parts_inline, or a heap array for big events */
+  air_part *parts; /* parts_inline, or a heap array for big events */
   size_t n_parts, cap_parts;
   uint64_t attempt_start;
-  const char *key;       /* the attempt's upstream key (environment), or NULL */
-  const char *skip_field;  /* launch() == 2: offsets into strs (see fix()) */
+  const char *key; /* the attempt's upstream key (environment), or NULL */
+  const char *skip_field; /* launch() == 2: offsets into strs (see fix()) */
   const char *skip_msg;
-  air_action act;        /* the ATTEMPT it runs (sent again with the tool) */
+  air_action act; /* the ATTEMPT it runs (sent again with the tool) */
   /* A continuation (docs/design.md §3.5): its style, whether its seam opened
    * (then it is the committed attempt, x->win), whether the seam failed it
    * (final), and the usage it reported before the seam. */
   bool cont;
   bool open;
   bool seam_failed;
-  bool native_json;      /* the attempt asks a schema natively (4) */
-  bool paused;           /* the consumer paused its transfer: chunk_ms waits */
-  int body_stop;         /* finish_body: what stopped the release */
+  bool native_json; /* the attempt asks a schema natively (4) */
+  bool paused;      /* the consumer paused its transfer: chunk_ms waits */
+  int body_stop;    /* finish_body: what stopped the release */
   air_cont_style style;
   uint64_t u_in, u_out;
-  air_part *cparts;      /* the parts it releases, rebuilt per event */
-  bool *coff;            /* cparts[i].text is an offset into x->c.joined */
+  air_part *cparts; /* the parts it releases, rebuilt per event */
+  bool *coff;       /* cparts[i].text is an offset into x->c.joined */
   size_t cap_cparts;
 } leg;
 
 /* What continuation needs across the request's attempts. */
 typedef struct cont {
-  bool on;               /* the route continues and the caller streams */
-  bool never;            /* AIR_CONTF_NEVER was told: keep nothing more */
-  bool text_began;       /* text was released */
-  air__buf sent;         /* the released text (max_sent_bytes) */
-  uint64_t sent_chars;   /* its UTF-8 code points */
-  uint64_t in_tok;       /* usage of the committed attempt so far */
+  bool on;             /* the route continues and the caller streams */
+  bool never;          /* AIR_CONTF_NEVER was told: keep nothing more */
+  bool text_began;     /* text was released */
+  air__buf sent;       /* the released text (max_sent_bytes) */
+  uint64_t sent_chars; /* its UTF-8 code points */
+  uint64_t in_tok;     /* usage of the committed attempt so far */
   uint64_t out_tok;
-  uint64_t out_done;     /* output tokens of the attempts joined before it */
-  int64_t caller_max;    /* the caller's max tokens, 0 when unset */
-  bool rescuing;         /* a failure after commit is being continued */
-  bool broke;            /* the released answer broke (brk_* say how) */
-  size_t brk_log;        /* the attempt log entry of the latest break */
-  bool brk_hint;         /* its Retry-After hint */
+  uint64_t out_done;  /* output tokens of the attempts joined before it */
+  int64_t caller_max; /* the caller's max tokens, 0 when unset */
+  bool rescuing;      /* a failure after commit is being continued */
+  bool broke;         /* the released answer broke (brk_* say how) */
+  size_t brk_log;     /* the attempt log entry of the latest break */
+  bool brk_hint;      /* its Retry-After hint */
   uint64_t brk_hint_ms;
   uint64_t keepalive_due;
-  bool seam_live;        /* seam is initialised */
-  air__seam *seam;       /* from the first continuation on (allocated then,
-                            not with every exchange: issue 20) */
-  air__buf joined;       /* text the seam lets through, per event */
-  air__continued *list;  /* the continuations that joined */
+  bool seam_live;       /* seam is initialised */
+  air__seam *seam;      /* from the first continuation on (allocated then,
+                           not with every exchange: issue 20) */
+  air__buf joined;      /* text the seam lets through, per event */
+  air__continued *list; /* the continuations that joined */
   size_t n_list, cap_list;
 } cont;
 
 struct air__exchange {
-  air__loop loop;         /* time (loop.h) */
-  air__transport_if tr;   /* upstreams (transport.h) */
+  air__loop loop;       /* time (loop.h) */
+  air__transport_if tr; /* upstreams (transport.h) */
   air__exchange_opts o;
   air__exchange_cb cb;
   const air_clock *clock;
   air_run *run;
   air_action act;
-  air__gate_cfg gcfg;     /* every leg's gate, deadlines set per attempt */
-  air__timer *timer;      /* one loop timer, armed at the earliest due */
-  uint64_t armed;         /* when the loop timer fires (exchange clock), 0: off */
-  uint64_t hedge_due;     /* air_run_hedge then (0: off) */
-  leg *legs[MAX_LEGS];    /* made on first use: one without hedging */
-  leg *win;               /* the leg whose answer is released, or NULL */
-  leg *last;              /* the leg of the failure the engine saw last */
+  air__gate_cfg gcfg;  /* every leg's gate, deadlines set per attempt */
+  air__timer *timer;   /* one loop timer, armed at the earliest due */
+  uint64_t armed;      /* when the loop timer fires (exchange clock), 0: off */
+  uint64_t hedge_due;  /* air_run_hedge then (0: off) */
+  leg *legs[MAX_LEGS]; /* made on first use: one without hedging */
+  leg *win;            /* the leg whose answer is released, or NULL */
+  leg *last;           /* the leg of the failure the engine saw last */
   bool freeing;
   bool ended;
-  int in_xfer_cb;         /* inside some leg's on_head / on_body */
-  unsigned calling;       /* consumer callouts in progress (tell_*) */
-  bool cancel_pending;    /* a cancel from inside a callback, carried out
-                             when the call chain unwinds */
-  bool starting;          /* inside air__exchange_start_on */
-  bool kick;              /* the first launch's failure waits for the next
-                             loop turn (kick_leg, kick_rc) */
-  bool end_due;           /* on_end waits for the next loop turn (res) */
-  bool resume_pending;    /* a resume from inside a callback */
+  int in_xfer_cb;      /* inside some leg's on_head / on_body */
+  unsigned calling;    /* consumer callouts in progress (tell_*) */
+  bool cancel_pending; /* a cancel from inside a callback, carried out
+                          when the call chain unwinds */
+  bool starting;       /* inside air__exchange_start_on */
+  bool kick;           /* the first launch's failure waits for the next
+                          loop turn (kick_leg, kick_rc) */
+  bool end_due;        /* on_end waits for the next loop turn (res) */
+  bool resume_pending; /* a resume from inside a callback */
   bool notified;
-  bool reap;              /* L_LOST legs wait for the next loop turn */
-  unsigned n_legs;        /* (the fields are ordered to leave no holes) */
-  air__buf msg;           /* the every-target-skipped message */
+  bool reap;       /* L_LOST legs wait for the next loop turn */
+  unsigned n_legs; /* (the fields are ordered to leave no holes) */
+  air__buf msg;    /* the every-target-skipped message */
   uint64_t start_ms;
   uint64_t first_content_ms;
-  uint64_t wait_ms;       /* time spent in backoff waits */
-  uint64_t upstream_ms;   /* time spent in attempts */
+  uint64_t wait_ms;     /* time spent in backoff waits */
+  uint64_t upstream_ms; /* time spent in attempts */
   unsigned malformed;
   bool has_hint;
   uint64_t hint_ms;
@@ -201,12 +201,12 @@ struct air__exchange {
   unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
   struct leg *kick_leg;   /* kick: the leg whose launch failed, and how */
   int kick_rc;
-  cont c;                 /* continuation (docs/design.md §3.5) */
+  cont c;                   /* continuation (docs/design.md §3.5) */
   air__exchange_result res; /* the end, kept while its delivery waits */
-  size_t state_provider;  /* the provider of the route's first
-                             openai_responses target (SIZE_MAX: none): the
-                             only one a stateful Responses request goes to
-                             (issue 15) */
+  size_t state_provider;    /* the provider of the route's first
+                               openai_responses target (SIZE_MAX: none): the
+                               only one a stateful Responses request goes to
+                               (issue 15) */
 };
 
 static void step(air__exchange *x);
@@ -221,7 +221,7 @@ static uint64_t now_of(const air__exchange *x) {
   return x->clock->now_ms(x->clock->data);
 }
 
-/* ---- the seams: timers (loop.h) and the transfer (transport.h) ---------------- */
+/* ---- the seams: timers (loop.h) and the transfer (transport.h) ----------- */
 
 /*
  * Every deadline of every leg (first byte, attempt, part gap, wait), the
@@ -289,7 +289,7 @@ static void xfer_cancel(leg *l) {
   l->xfer = NULL;
 }
 
-/* ---- legs ------------------------------------------------------------------------ */
+/* ---- legs ---------------------------------------------------------------- */
 
 static leg *leg_of(air__exchange *x, unsigned id, enum leg_state state) {
   for (unsigned k = 0; k < x->n_legs; k++)
@@ -394,7 +394,7 @@ static void engine_did(air__exchange *x, const air_action *a) {
   if (!x->ended && !x->freeing) rearm(x);
 }
 
-/* ---- the consumer ---------------------------------------------------------------- */
+/* ---- the consumer -------------------------------------------------------- */
 
 /* Whether the consumer may still be called: not after the end, nor once a
  * cancel is pending (from then on it hears on_end only). */
@@ -447,7 +447,7 @@ static void tell_keepalive(air__exchange *x) {
   x->calling--;
 }
 
-/* ---- ending ---------------------------------------------------------------------- */
+/* ---- ending -------------------------------------------------------------- */
 
 /* "no target of this route can express the request: FIELD (TARGET), ..."
  * for a request whose every target was skipped; kept in x->msg. */
@@ -560,7 +560,7 @@ static void end(air__exchange *x, int rc) {
   deliver_end(x);
 }
 
-/* ---- released events --------------------------------------------------------------- */
+/* ---- released events ----------------------------------------------------- */
 
 /*
  * The first release of an attempt is its first content: the engine is told
@@ -609,7 +609,7 @@ static int emit(void *data, const air__gate_event *ev) {
   return live(x) ? 0 : 1;
 }
 
-/* ---- continuation (docs/design.md §3.5) ------------------------------------------------ */
+/* ---- continuation (docs/design.md §3.5) ---------------------------------- */
 
 /* Tells the engine what forbids continuing; NEVER also drops the kept text. */
 static void limit(air__exchange *x, unsigned flags) {
@@ -700,7 +700,8 @@ static int open_seam(leg *l) {
     x->c.list = n;
     x->c.cap_list = cap;
   }
-  x->c.list[x->c.n_list++] = (air__continued){l->target, l->no, x->c.sent_chars};
+  x->c.list[x->c.n_list++] =
+      (air__continued){l->target, l->no, x->c.sent_chars};
   l->open = true;
   x->win = l;
   x->c.rescuing = false;
@@ -727,7 +728,8 @@ static int seam_fail(leg *l) {
   char msg[256];
   snprintf(msg, sizeof(msg), "the continuation from %s cannot be joined: %s",
            l->target, m != NULL ? m : "it does not fit the sent text");
-  set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
+  set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, msg,
+           AIR_TRANSPORT_OK);
   l->seam_failed = true;
   return 1;
 }
@@ -815,7 +817,7 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
   return live(x) ? 0 : 1;
 }
 
-/* ---- decoding ------------------------------------------------------------------- */
+/* ---- decoding ------------------------------------------------------------ */
 
 /* Gathers the parts of one event; an event with many (parallel tool calls)
  * moves to a heap array, bounded by AIR__MAX_EVENT_PARTS. */
@@ -823,14 +825,16 @@ static int collect(void *data, const air_part *p) {
   leg *l = data;
   if (l->n_parts == l->cap_parts) {
     size_t cap = l->cap_parts * 2;
-    if (cap > AIR__MAX_EVENT_PARTS) return 1;  /* stops decoding: malformed */
-    air_part *a = l->parts == l->parts_inline ? malloc(cap * sizeof(*a))
-                                              : realloc(l->parts, cap * sizeof(*a));
+    if (cap > AIR__MAX_EVENT_PARTS) return 1; /* stops decoding: malformed */
+    air_part *a = l->parts == l->parts_inline
+                      ? malloc(cap * sizeof(*a))
+                      : realloc(l->parts, cap * sizeof(*a));
     if (a == NULL) {
       l->dec.oom = true;
       return 1;
     }
-    if (l->parts == l->parts_inline) memcpy(a, l->parts_inline, sizeof(l->parts_inline));
+    if (l->parts == l->parts_inline)
+      memcpy(a, l->parts_inline, sizeof(l->parts_inline));
     l->parts = a;
     l->cap_parts = cap;
   }
@@ -839,9 +843,9 @@ static int collect(void *data, const air_part *p) {
 }
 
 /*
- * The race (docs/design.md §3.6) is won when a leg's first content part arrives,
- * before the refusal hold or complete-mode judging: the engine cancels the
- * other racers. Without racers this only ends hedging for the request.
+ * The race (docs/design.md §3.6) is won when a leg's first content part
+ * arrives, before the refusal hold or complete-mode judging: the engine cancels
+ * the other racers. Without racers this only ends hedging for the request.
  */
 static void tell_content(leg *l) {
   air__exchange *x = l->x;
@@ -890,7 +894,7 @@ static int on_sse(void *data, const air__sse_event *ev) {
   unsigned before = l->dec.malformed;
   l->dec.oom = false;
   if (l->ops->decode_event(&l->dec, ev, collect, l) != 0 && !l->dec.oom)
-    l->dec.malformed++;  /* over AIR__MAX_EVENT_PARTS: skipped as malformed */
+    l->dec.malformed++; /* over AIR__MAX_EVENT_PARTS: skipped as malformed */
   if (l->dec.oom) {
     /* Not the upstream's fault, and never a part to skip: the attempt
      * fails (an answer is never passed on shortened). */
@@ -929,7 +933,7 @@ static int on_sse(void *data, const air__sse_event *ev) {
   return feed_gate(l, ev->raw.p, ev->raw.n, before);
 }
 
-/* ---- the attempt's failure ------------------------------------------------------- */
+/* ---- the attempt's failure ----------------------------------------------- */
 
 /*
  * Copies s into the leg's failure strings, with every occurrence of the
@@ -955,7 +959,7 @@ static const char *keep_str(leg *l, const char *s) {
   }
   if (rc == 0) rc = air__buf_addc(&l->strs, '\0');
   if (rc != 0) return NULL;
-  return (const char *)(uintptr_t)(off + 1);  /* fixed up by fix() */
+  return (const char *)(uintptr_t)(off + 1); /* fixed up by fix() */
 }
 
 static const char *fix(const leg *l, const char *off) {
@@ -979,7 +983,8 @@ static void set_fail(leg *l, air_reason reason, int status, const char *type,
     if ((h->name_len == 12 && strncasecmp(h->name, "x-request-id", 12) == 0) ||
         (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0)) {
       char tmp[128];
-      size_t n = h->value_len < sizeof(tmp) - 1 ? h->value_len : sizeof(tmp) - 1;
+      size_t n =
+          h->value_len < sizeof(tmp) - 1 ? h->value_len : sizeof(tmp) - 1;
       memcpy(tmp, h->value, n);
       tmp[n] = '\0';
       rid = keep_str(l, tmp);
@@ -999,7 +1004,7 @@ static void fail_from_gate(leg *l) {
            AIR_TRANSPORT_OK);
 }
 
-/* ---- transport callbacks -------------------------------------------------------- */
+/* ---- transport callbacks ------------------------------------------------- */
 
 static void keep_headers(leg *l, const air_header *h, size_t n) {
   air__buf_reset(&l->kept);
@@ -1027,7 +1032,8 @@ static void keep_headers(leg *l, const air_header *h, size_t n) {
     k++;
   }
   size_t at;
-  if (k == 0 || air__buf_add_aligned(&l->kept, tmp, k * sizeof(tmp[0]), &at) != 0)
+  if (k == 0 ||
+      air__buf_add_aligned(&l->kept, tmp, k * sizeof(tmp[0]), &at) != 0)
     return;
   l->hv = (air_header *)(void *)(l->kept.p + at);
   for (size_t i = 0; i < k; i++) {
@@ -1039,9 +1045,11 @@ static void keep_headers(leg *l, const air_header *h, size_t n) {
 
 static bool is_event_stream(const air_header *h, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (h[i].name_len == 12 && strncasecmp(h[i].name, "content-type", 12) == 0) {
+    if (h[i].name_len == 12 &&
+        strncasecmp(h[i].name, "content-type", 12) == 0) {
       for (size_t k = 0; k + 17 <= h[i].value_len; k++)
-        if (strncasecmp(h[i].value + k, "text/event-stream", 17) == 0) return true;
+        if (strncasecmp(h[i].value + k, "text/event-stream", 17) == 0)
+          return true;
       return false;
     }
   }
@@ -1092,7 +1100,8 @@ static int on_body(void *data, const char *p, size_t n) {
       /* No memory for the diagnostic body: the status is the failure. */
       char what[64];
       snprintf(what, sizeof(what), "upstream answered HTTP %d", l->status);
-      set_fail(l, AIR_REASON_NONE, l->status, NULL, NULL, what, AIR_TRANSPORT_OK);
+      set_fail(l, AIR_REASON_NONE, l->status, NULL, NULL, what,
+               AIR_TRANSPORT_OK);
       return -1;
     }
     if (air__buf_add(&l->err, p, n) == 0) return 0;
@@ -1170,7 +1179,8 @@ static void finish_body(leg *l) {
     return;
   }
   int rc = 0;
-  if (l->gate.state != AIR__GATE_FAILED) rc = air__gate_end(&l->gate, true, now_of(l->x));
+  if (l->gate.state != AIR__GATE_FAILED)
+    rc = air__gate_end(&l->gate, true, now_of(l->x));
   if (rc != 0 || l->gate.state == AIR__GATE_FAILED) record_stop(l, rc);
 }
 
@@ -1240,16 +1250,19 @@ static void on_done(void *data, int rc, air_transport_err kind,
   }
   if (late != AIR_REASON_NONE && l->have_fail &&
       (l->fail.reason == AIR_REASON_NETWORK ||
-       (l->fail.reason == AIR_REASON_NONE && l->fail.transport != AIR_TRANSPORT_OK)))
+       (l->fail.reason == AIR_REASON_NONE &&
+        l->fail.transport != AIR_TRANSPORT_OK)))
     set_fail(l, late, l->status, NULL, NULL,
              late == AIR_REASON_TIMEOUT_CHUNK
                  ? "no event within chunk_ms, then the connection closed"
-                 : "no content part within first_chunk_ms, then the connection closed",
+                 : "no content part within first_chunk_ms, then the connection "
+                   "closed",
              AIR_TRANSPORT_OK);
   if (x->ended || l->state != L_RUNNING) return; /* decided while releasing */
   if (!l->have_fail && l->cont && !l->open) /* ended cleanly, nothing joined */
     set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
-             "the continuation ended before it could be joined", AIR_TRANSPORT_OK);
+             "the continuation ended before it could be joined",
+             AIR_TRANSPORT_OK);
   if (l->have_fail) {
     attempt_failed(l);
     return;
@@ -1260,7 +1273,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
   step(x);
 }
 
-/* ---- timers ------------------------------------------------------------------------ */
+/* ---- timers -------------------------------------------------------------- */
 
 static void timeout_fail(leg *l, air_reason reason, const char *msg) {
   air__exchange *x = l->x;
@@ -1325,10 +1338,9 @@ static void on_hedge(air__exchange *x) {
  * until the timer's close callback. */
 static void on_timer(void *arg) {
   static void (*const handler[T_COUNT])(leg *) = {
-      on_first_byte_timeout, on_attempt_timeout, on_part_timeout,
-      on_wait_done};
+      on_first_byte_timeout, on_attempt_timeout, on_part_timeout, on_wait_done};
   air__exchange *x = arg;
-  x->armed = 0;  /* a one-shot timer: it is off now */
+  x->armed = 0; /* a one-shot timer: it is off now */
   if (x->end_due) {
     deliver_end(x);
     return;
@@ -1378,7 +1390,7 @@ static void on_timer(void *arg) {
   if (!x->freeing && !x->ended) rearm(x);
 }
 
-/* ---- attempts ------------------------------------------------------------------------ */
+/* ---- attempts ------------------------------------------------------------ */
 
 /* The upstream request's header lines, built per attempt; libcurl copies
  * them, so they live on the stack of launch only. */
@@ -1414,13 +1426,24 @@ static int add_header_s(hdrs *hl, const char *name, const char *value) {
  * that carry credentials or HTTP framing, which only airetry sets.
  */
 static bool forwardable(const char *name, size_t n) {
-  static const char *const never[] = {
-      "authorization", "x-api-key", "host", "content-length",
-      "transfer-encoding", "connection", "content-type", "accept",
-      "anthropic-version", "expect", "upgrade", "te", "trailer",
-      "proxy-authorization", "cookie"};
+  static const char *const never[] = {"authorization",
+                                      "x-api-key",
+                                      "host",
+                                      "content-length",
+                                      "transfer-encoding",
+                                      "connection",
+                                      "content-type",
+                                      "accept",
+                                      "anthropic-version",
+                                      "expect",
+                                      "upgrade",
+                                      "te",
+                                      "trailer",
+                                      "proxy-authorization",
+                                      "cookie"};
   for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
-    if (strlen(never[i]) == n && strncasecmp(never[i], name, n) == 0) return false;
+    if (strlen(never[i]) == n && strncasecmp(never[i], name, n) == 0)
+      return false;
   return true;
 }
 
@@ -1434,7 +1457,8 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
   if (rc == 0) rc = add_header_s(hl, "User-Agent", "airetry/" AIR_VERSION);
   bool has_version = false;
   for (size_t i = 0; i < p->n_headers; i++)
-    if (strcasecmp(p->headers[i].name, "anthropic-version") == 0) has_version = true;
+    if (strcasecmp(p->headers[i].name, "anthropic-version") == 0)
+      has_version = true;
   if (rc == 0 && p->api == AIR_DIALECT_ANTHROPIC) {
     if (key != NULL) rc = add_header_s(hl, "x-api-key", key);
     if (rc == 0 && !has_version)
@@ -1442,7 +1466,8 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
   } else if (rc == 0 && key != NULL) {
     char bmem[LAUNCH_STACK_BYTES];
     air__buf bearer;
-    air__buf_init_on(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES, bmem, sizeof(bmem));
+    air__buf_init_on(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES, bmem,
+                     sizeof(bmem));
     rc = air__buf_adds(&bearer, "Bearer ");
     if (rc == 0) rc = air__buf_adds(&bearer, key);
     if (rc == 0) rc = add_header(hl, "Authorization", 13, bearer.p, bearer.n);
@@ -1471,13 +1496,14 @@ static int add_headers(const leg *l, const air__provider *p, const char *key,
 }
 
 /*
- * The body of continuation leg l (docs/design.md §3.5): the caller's request plus
- * the released text in the leg's style, max_tokens lowered by the output
+ * The body of continuation leg l (docs/design.md §3.5): the caller's request
+ * plus the released text in the leg's style, max_tokens lowered by the output
  * released so far (the upstream's count when it gave one, else an
  * estimate of 4 bytes a token, whichever is larger); and its seam, which
  * compares what comes back with that text.
  */
-static int build_continuation(leg *l, const air__build_opts *bo, air_error *err) {
+static int build_continuation(leg *l, const air__build_opts *bo,
+                              air_error *err) {
   air__exchange *x = l->x;
   if (!x->c.on || x->c.never) {
     snprintf(err->message, sizeof(err->message), "nothing may be continued");
@@ -1488,7 +1514,8 @@ static int build_continuation(leg *l, const air__build_opts *bo, air_error *err)
   if (x->c.seam == NULL && (x->c.seam = malloc(sizeof(*x->c.seam))) == NULL)
     return AIR_ENOMEM;
   const char *sent = x->c.sent.p ? x->c.sent.p : "";
-  int rc = air__seam_init(x->c.seam, sent, x->c.sent.n, l->style == AIR_CONT_INSTRUCT);
+  int rc = air__seam_init(x->c.seam, sent, x->c.sent.n,
+                          l->style == AIR_CONT_INSTRUCT);
   if (rc != 0) return rc;
   x->c.seam_live = true;
   uint64_t est = ((uint64_t)x->c.sent.n + 3) / 4;
@@ -1496,14 +1523,17 @@ static int build_continuation(leg *l, const air__build_opts *bo, air_error *err)
   if (est > released) released = est;
   int64_t max = 0;
   if (x->c.caller_max > 0)
-    max = (uint64_t)x->c.caller_max > released ? x->c.caller_max - (int64_t)released : 1;
+    max = (uint64_t)x->c.caller_max > released
+              ? x->c.caller_max - (int64_t)released
+              : 1;
   air__cont_ask ask = {
       .style = l->style,
       .sent = sent,
       .sent_n = x->c.sent.n,
       .max_tokens = max,
   };
-  return air__request_build_continuation(l->ops, x->o.req, bo, &ask, &l->body, err);
+  return air__request_build_continuation(l->ops, x->o.req, bo, &ask, &l->body,
+                                         err);
 }
 
 /* Prepares and starts on leg l the transfer of ATTEMPT action a. Returns 0
@@ -1573,7 +1603,8 @@ static int launch(leg *l, const air_action *a) {
       .drop_params = cfg->drop_params,
       .default_max_tokens = cfg->default_max_tokens,
       .structured_output = t->structured_output,
-      .other_provider = x->state_provider != SIZE_MAX && t->provider != x->state_provider,
+      .other_provider =
+          x->state_provider != SIZE_MAX && t->provider != x->state_provider,
       .json_tool = &l->dec.json_tool,
   };
   if (x->tool_retry_id == l->id) bo.structured_output = AIR__STRUCT_TOOL;
@@ -1581,8 +1612,9 @@ static int launch(leg *l, const air_action *a) {
                    l->ops->api == AIR_DIALECT_ANTHROPIC &&
                    x->o.req->dialect != AIR_DIALECT_ANTHROPIC &&
                    x->o.req->json_response;
-  int built = l->cont ? build_continuation(l, &bo, &err)
-                      : air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
+  int built = l->cont
+                  ? build_continuation(l, &bo, &err)
+                  : air__request_build(l->ops, x->o.req, &bo, &l->body, &err);
   if (built == AIR_ENOTSUP) {
     /* Outcome skipped (docs/design.md §2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
@@ -1624,7 +1656,7 @@ static int launch(leg *l, const air_action *a) {
   };
   air__xfer_cb cb = {on_head, on_body, on_done, l};
   int started = rc == 0 ? x->tr.ops->start(x->tr.impl, &r, &cb, &l->xfer) : rc;
-  air__buf_cleanup(&hl.buf);  /* libcurl keeps copies */
+  air__buf_cleanup(&hl.buf); /* libcurl keeps copies */
   air__buf_cleanup(&url);
   if (rc != 0) {
     set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL,
@@ -1632,8 +1664,8 @@ static int launch(leg *l, const air_action *a) {
     return 1;
   }
   if (started != 0) {
-    set_fail(l, AIR_REASON_NETWORK, 0, NULL, NULL, "could not start the transfer",
-             AIR_TRANSPORT_CONNECT);
+    set_fail(l, AIR_REASON_NETWORK, 0, NULL, NULL,
+             "could not start the transfer", AIR_TRANSPORT_CONNECT);
     return 1;
   }
   uint64_t now = l->attempt_start;
@@ -1704,8 +1736,8 @@ static void continue_failed(leg *l) {
     /* Never the caller's: asked again with instruct, or a failure. */
     air_run_prefill_rejected(x->run, l->id, now, &x->act);
   } else {
-    air_run_fail(x->run, l->id, &l->fail, now, x->clock->wall_ms(x->clock->data),
-                 &x->act);
+    air_run_fail(x->run, l->id, &l->fail, now,
+                 x->clock->wall_ms(x->clock->data), &x->act);
   }
   engine_did(x, &x->act);
   tell_failed(x, air_run_attempt(x->run, l->log));
@@ -1741,8 +1773,8 @@ static void attempt_failed(leg *l) {
   if (l->native_json && x->tool_retry_id != l->id && l->fail.status == 400 &&
       schema_error(&l->fail)) {
     /* A schema 400 from a native structured-output target: the same
-     * attempt once more with the JSON tool (docs/design.md §4), from the ATTEMPT
-     * action the leg ran. */
+     * attempt once more with the JSON tool (docs/design.md §4), from the
+     * ATTEMPT action the leg ran. */
     x->tool_retry_id = l->id;
     l->state = L_FREE;
     x->act = l->act;
@@ -1849,7 +1881,7 @@ static void step(air__exchange *x) {
   }
 }
 
-/* ---- lifecycle ------------------------------------------------------------------------- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 static void on_timer_closed(void *arg);
 
@@ -1866,10 +1898,13 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
  * model (SIZE_MAX: not a route, or none): where a Responses caller's
  * stored state lives (docs/decisions.md, issue 15). */
 static size_t state_provider(const air_config *cfg, const char *model) {
-  const air__route *r = model != NULL ? air__config_route(cfg, model, strlen(model)) : NULL;
+  const air__route *r =
+      model != NULL ? air__config_route(cfg, model, strlen(model)) : NULL;
   for (size_t i = 0; r != NULL && i < r->n_targets; i++) {
     size_t p = r->targets[i].provider;
-    if (p < cfg->n_providers && cfg->providers[p].api == AIR_DIALECT_OPENAI_RESPONSES) return p;
+    if (p < cfg->n_providers &&
+        cfg->providers[p].api == AIR_DIALECT_OPENAI_RESPONSES)
+      return p;
   }
   return SIZE_MAX;
 }
@@ -1896,20 +1931,22 @@ static const json_t *member(const json_t *o, const char *key) {
 }
 
 /*
- * Continuation for this request (docs/design.md §3.5): only for a streamed caller
- * under commit first_content (a non-streamed caller's commit is the end of
- * its answer: nothing is left to continue). What the request itself
- * forbids is told to the engine at once: n > 1 or logprobs (a continuation
- * could not give them back: NEVER), a JSON response (json_object or
- * json_schema: no instruct target, docs/decisions.md). The caller's
- * max_tokens is kept for the continuation's.
+ * Continuation for this request (docs/design.md §3.5): only for a streamed
+ * caller under commit first_content (a non-streamed caller's commit is the end
+ * of its answer: nothing is left to continue). What the request itself forbids
+ * is told to the engine at once: n > 1 or logprobs (a continuation could not
+ * give them back: NEVER), a JSON response (json_object or json_schema: no
+ * instruct target, docs/decisions.md). The caller's max_tokens is kept for the
+ * continuation's.
  */
 static void continuation_begin(air__exchange *x, const air__policy *pol) {
   const air__continuation *cc = &pol->continuation;
   const air__request *req = x->o.req;
-  x->c.on = cc->enabled && req->stream && x->gcfg.commit == AIR__COMMIT_FIRST_CONTENT;
+  x->c.on =
+      cc->enabled && req->stream && x->gcfg.commit == AIR__COMMIT_FIRST_CONTENT;
   if (!x->c.on) return;
-  uint64_t max = cc->max_sent_bytes ? cc->max_sent_bytes : AIR__DEFAULT_CONT_SENT_BYTES;
+  uint64_t max =
+      cc->max_sent_bytes ? cc->max_sent_bytes : AIR__DEFAULT_CONT_SENT_BYTES;
   air__buf_init(&x->c.sent, max);
   air__buf_init(&x->c.joined, max + AIR__MAX_ANSWER_BYTES);
   if (req->json_response) limit(x, AIR_CONTF_NO_INSTRUCT);
@@ -1921,7 +1958,8 @@ static void continuation_begin(air__exchange *x, const air__policy *pol) {
   const json_t *o = own ? own : (const json_t *)req->tree;
   const json_t *n = member(o, "n"), *lp = member(o, "logprobs"),
                *tlp = member(o, "top_logprobs"), *inc = member(o, "include");
-  bool never = (json_is_integer(n) && json_integer_value(n) > 1) || json_is_true(lp) ||
+  bool never = (json_is_integer(n) && json_integer_value(n) > 1) ||
+               json_is_true(lp) ||
                (json_is_integer(tlp) && json_integer_value(tlp) > 0);
   for (size_t i = 0; json_is_array(inc) && i < json_array_size(inc); i++) {
     const char *v = json_string_value(json_array_get(inc, i));
@@ -1939,8 +1977,8 @@ static void continuation_begin(air__exchange *x, const air__policy *pol) {
 }
 
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
-                           const air__exchange_opts *o, const air__exchange_cb *cb,
-                           air__exchange **out) {
+                           const air__exchange_opts *o,
+                           const air__exchange_cb *cb, air__exchange **out) {
   if (loop == NULL || tr == NULL || o == NULL || o->cfg == NULL ||
       o->req == NULL || o->model == NULL || cb == NULL || cb->on_end == NULL)
     return AIR_EINVAL;
@@ -1964,9 +2002,9 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   if (o->req->raw != NULL) air__run_set_prompt_bytes(x->run, o->req->raw_n);
   x->act.hedge_at_ms = air__run_hedge_at(x->run);
   const air__policy *pol = air__run_policy(x->run);
-  x->gcfg = air__gate_cfg_of(
-      pol, o->req->stream ? pol->commit : AIR__COMMIT_COMPLETE,
-      o->req->json_response);
+  x->gcfg =
+      air__gate_cfg_of(pol, o->req->stream ? pol->commit : AIR__COMMIT_COMPLETE,
+                       o->req->json_response);
   air__buf_init(&x->msg, AIR__MAX_FAILURE_TEXT_BYTES);
   continuation_begin(x, pol);
   x->timer = x->loop.ops->timer_new(x->loop.impl, on_timer, x);

@@ -3,8 +3,9 @@
  * counterpart of air_stream, used by the client API and the gateway. It
  * runs the engine (air_run_*), builds each attempt's upstream request with
  * the target's codec, moves bytes with the transport, arms every deadline of
- * docs/design.md §2.3 as a loop timer (loop.h), decodes the stream (sse + codec) and passes
- * it through the commit gate. Everything runs on the loop's thread.
+ * docs/design.md §2.3 as a loop timer (loop.h), decodes the stream (sse +
+ * codec) and passes it through the commit gate. Everything runs on the loop's
+ * thread.
  */
 #ifndef AIR__EXCHANGE_H
 #define AIR__EXCHANGE_H
@@ -46,15 +47,15 @@ typedef struct air__commit_info {
   unsigned made;             /* attempts made so far, every racer and hedge
                                 included (air__run_attempts): the
                                 x-airetry-attempts header */
-  air_dialect upstream;         /* the answering upstream's dialect */
+  air_dialect upstream;      /* the answering upstream's dialect */
   uint64_t ms;               /* since the exchange started */
   const air_header *headers; /* the answering response's headers (valid
                                 during on_commit only) */
   size_t n_headers;
-  bool continuable;          /* a continuation may follow (docs/design.md §3.5: the
-                                route has it on and the caller streams): a
-                                consumer that forwards raw events lets its
-                                encoder observe them (encoder_observe) */
+  bool continuable; /* a continuation may follow (docs/design.md §3.5: the
+                       route has it on and the caller streams): a
+                       consumer that forwards raw events lets its
+                       encoder observe them (encoder_observe) */
 } air__commit_info;
 
 /* The seam of a continuation (docs/design.md §3.5): from this call on, the
@@ -62,42 +63,42 @@ typedef struct air__commit_info {
  * NULL: nothing of it may be forwarded as bytes). Valid during on_continue
  * only. */
 typedef struct air__continue_info {
-  const char *target;     /* the continuation's "provider/model" */
-  unsigned attempt;       /* its number */
-  uint64_t at_char;       /* text the caller had, in characters (UTF-8 code
-                             points): where the continuation joins */
-  uint64_t input_tokens;  /* usage of the attempt it continues, to be added to
-                             what the end reports (air__encoder_add_usage) */
+  const char *target;    /* the continuation's "provider/model" */
+  unsigned attempt;      /* its number */
+  uint64_t at_char;      /* text the caller had, in characters (UTF-8 code
+                            points): where the continuation joins */
+  uint64_t input_tokens; /* usage of the attempt it continues, to be added to
+                            what the end reports (air__encoder_add_usage) */
   uint64_t output_tokens;
 } air__continue_info;
 
 /* One continuation that joined the answer (its seam opened). */
 typedef struct air__continued {
-  const char *target;  /* valid as long as the exchange */
+  const char *target; /* valid as long as the exchange */
   unsigned attempt;
   uint64_t at_char;
 } air__continued;
 
 /* The end of an exchange. Valid during on_end only. */
 typedef struct air__exchange_result {
-  int rc;                   /* 0, AIR_EUPSTREAM, AIR_ECANCELED */
-  bool committed;           /* something was released (final) */
-  air_reason reason;        /* failures: the last failure's reason */
-  int status;               /* failures: the last upstream status (0 none) */
-  const char *message;      /* failures: the last failure's message */
-  bool has_retry_after;     /* a Retry-After hint of the last failure */
+  int rc;               /* 0, AIR_EUPSTREAM, AIR_ECANCELED */
+  bool committed;       /* something was released (final) */
+  air_reason reason;    /* failures: the last failure's reason */
+  int status;           /* failures: the last upstream status (0 none) */
+  const char *message;  /* failures: the last failure's message */
+  bool has_retry_after; /* a Retry-After hint of the last failure */
   uint64_t retry_after_ms;
-  const char *target;       /* the last attempt's target ("" when none) */
-  const char *answered;     /* the target whose answer was released (it
-                               answered: committed, or a judged answer
-                               returned as it is), NULL when none did */
-  const air_attempt *log;   /* every attempt, and skipped targets */
+  const char *target;     /* the last attempt's target ("" when none) */
+  const char *answered;   /* the target whose answer was released (it
+                             answered: committed, or a judged answer
+                             returned as it is), NULL when none did */
+  const air_attempt *log; /* every attempt, and skipped targets */
   size_t n_log;
-  unsigned n_attempts;      /* attempts made (skipped entries not counted) */
-  uint64_t first_content_ms;  /* since start; 0 when nothing was released */
+  unsigned n_attempts;       /* attempts made (skipped entries not counted) */
+  uint64_t first_content_ms; /* since start; 0 when nothing was released */
   uint64_t total_ms;
-  uint64_t upstream_wait_ms;  /* time spent waiting for upstreams and backoffs */
-  unsigned malformed;         /* malformed events skipped, all attempts */
+  uint64_t upstream_wait_ms; /* time spent waiting for upstreams and backoffs */
+  unsigned malformed;        /* malformed events skipped, all attempts */
   const air__continued *continued; /* the continuations that joined, in
                                       order (docs/design.md §3.5) */
   size_t n_continued;
@@ -137,14 +138,15 @@ typedef struct air__exchange_cb {
 typedef struct air__exchange_opts {
   const air_config *cfg;
   air_state *state;
-  const air__request *req;      /* borrowed until on_end */
-  const char *model;            /* route or "provider/model" */
-  const char *const *forward;   /* "Name: value" lines for same-dialect upstreams */
-  const air_clock *clock;       /* NULL: the system clock */
-  const air__trace *trace;      /* borrowed until on_end; non-NULL: each
-                                   attempt sends its span's traceparent */
-  air__exchange_pools *pools;   /* NULL: none; else the loop thread's, which
-                                   must outlive the exchange (freed) */
+  const air__request *req; /* borrowed until on_end */
+  const char *model;       /* route or "provider/model" */
+  const char *const
+      *forward;            /* "Name: value" lines for same-dialect upstreams */
+  const air_clock *clock;  /* NULL: the system clock */
+  const air__trace *trace; /* borrowed until on_end; non-NULL: each
+                              attempt sends its span's traceparent */
+  air__exchange_pools *pools; /* NULL: none; else the loop thread's, which
+                                 must outlive the exchange (freed) */
 } air__exchange_opts;
 
 /*
@@ -159,8 +161,8 @@ int air__exchange_start(uv_loop_t *loop, air__transport *t,
 /* The same on any loop and transport (loop.h, transport.h): the simulator's
  * virtual clock and scripted upstreams. Both are copied. */
 int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
-                           const air__exchange_opts *o, const air__exchange_cb *cb,
-                           air__exchange **out);
+                           const air__exchange_opts *o,
+                           const air__exchange_cb *cb, air__exchange **out);
 /* A caller cancel: aborts the upstream transfers, ends pending waits; from
  * this call on, the consumer hears on_end only (rc AIR_ECANCELED). Called
  * from outside the callbacks, on_end fires before this returns; from

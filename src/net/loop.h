@@ -12,7 +12,7 @@
 
 #include <uv.h>
 
-typedef struct air__timer air__timer;  /* opaque, owned by the loop impl */
+typedef struct air__timer air__timer; /* opaque, owned by the loop impl */
 typedef void (*air__timer_fn)(void *arg);
 
 typedef struct air__loop_ops {
@@ -26,7 +26,8 @@ typedef struct air__loop_ops {
   void (*timer_stop)(void *impl, air__timer *t);
   /* Stops and releases t; closed(arg) runs later, from the loop (never
    * inside this call), once t's memory is gone. */
-  void (*timer_close)(void *impl, air__timer *t, air__timer_fn closed, void *arg);
+  void (*timer_close)(void *impl, air__timer *t, air__timer_fn closed,
+                      void *arg);
   /* The loop's clock in milliseconds (refreshed on each call). */
   uint64_t (*now_ms)(void *impl);
 } air__loop_ops;

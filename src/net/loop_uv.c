@@ -48,7 +48,7 @@ static void on_closed(uv_handle_t *h) {
 }
 
 static void lt_close(void *impl, air__timer *t, air__timer_fn closed,
-                            void *arg) {
+                     void *arg) {
   (void)impl;
   uv_timer_stop(&t->h);
   t->closed = closed;
@@ -61,8 +61,8 @@ static uint64_t lt_now(void *impl) {
   return uv_now(impl);
 }
 
-static const air__loop_ops uv_ops = {lt_new, lt_start, lt_stop,
-                                     lt_close, lt_now};
+static const air__loop_ops uv_ops = {lt_new, lt_start, lt_stop, lt_close,
+                                     lt_now};
 
 air__loop air__loop_uv(uv_loop_t *l) {
   air__loop lp = {&uv_ops, l};

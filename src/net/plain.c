@@ -46,14 +46,14 @@ struct air__plain {
   air__timer *timer;      /* armed at the earliest due[] */
   uint64_t due[N_TIMERS]; /* deadlines on the clock; 0 = off */
   bool ended, freeing;
-  bool starting;          /* inside air__plain_start_on */
-  bool kick;              /* the first launch's failure waits for the next
-                             loop turn (kick_rc: launch's result) */
+  bool starting; /* inside air__plain_start_on */
+  bool kick;     /* the first launch's failure waits for the next
+                    loop turn (kick_rc: launch's result) */
   int kick_rc;
-  bool end_due;           /* on_end waits for the next loop turn (res) */
-  air__plain_result res;  /* the end, kept while its delivery waits */
-  bool calling;           /* inside the consumer's on_failed */
-  bool cancel_pending;    /* a cancel made inside on_failed */
+  bool end_due;          /* on_end waits for the next loop turn (res) */
+  air__plain_result res; /* the end, kept while its delivery waits */
+  bool calling;          /* inside the consumer's on_failed */
+  bool cancel_pending;   /* a cancel made inside on_failed */
   int status;
   air_failure fail;
   bool have_fail;
@@ -673,7 +673,8 @@ static void launched(air__plain *p, int rc) {
   size_t i = air_run_attempt_count(p->run) - 1;
   if (rc == 2)
     air__run_skip(p->run, p->att_id, p->o.endpoint,
-                  "the provider does not serve this endpoint", now_of(p), &p->act);
+                  "the provider does not serve this endpoint", now_of(p),
+                  &p->act);
   else
     air_run_fail(p->run, p->att_id, &p->fail, now_of(p),
                  p->clock->wall_ms(p->clock->data), &p->act);

@@ -41,8 +41,8 @@ void air__trace_attempt_header(const air__trace *t, unsigned attempt,
 
 /* What the released answer said, gathered part by part. */
 typedef struct air__trace_answer {
-  char model[AIR__MAX_NAME_BYTES];      /* "" when no part named it */
-  int64_t input_tokens, output_tokens;  /* -1 unknown */
+  char model[AIR__MAX_NAME_BYTES];         /* "" when no part named it */
+  int64_t input_tokens, output_tokens;     /* -1 unknown */
   char finish[AIR__MAX_FINISH_NAME_BYTES]; /* "" none */
 } air__trace_answer;
 

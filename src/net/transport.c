@@ -17,8 +17,8 @@
 
 #define MAX_RESPONSE_HEAD AIR__MAX_RESPONSE_HEAD_BYTES
 #define MAX_HEADERS 128
-#define IDLE_HANDLES 64  /* easy handles kept for reuse, per transport */
-#define URL_CACHE 16     /* parsed upstream URLs kept, per transport */
+#define IDLE_HANDLES 64 /* easy handles kept for reuse, per transport */
+#define URL_CACHE 16    /* parsed upstream URLs kept, per transport */
 /* libcurl (7.88) asks for "Expect: 100-continue" only for request bodies
  * over 1 MiB (EXPECT_100_THRESHOLD); only those need "Expect:" to turn
  * it off. */
@@ -36,14 +36,14 @@ struct air__transport {
   uv_loop_t *loop;
   CURLM *multi;
   uv_timer_t timer;
-  unsigned live;       /* uv handles still to be closed (timer + polls) */
+  unsigned live; /* uv handles still to be closed (timer + polls) */
   bool closing;
-  poll_ctx *polls;     /* sockets with a uv_poll handle */
-  poll_ctx **byfd;     /* the poll_ctx of each socket curl uses, by fd */
+  poll_ctx *polls; /* sockets with a uv_poll handle */
+  poll_ctx **byfd; /* the poll_ctx of each socket curl uses, by fd */
   size_t nbyfd;
-  air__xfer *xfers;    /* transfers in flight */
-  air__xfer *trims;    /* transfers whose response head just arrived */
-  idle_handle idle[IDLE_HANDLES];  /* easy handles kept for reuse */
+  air__xfer *xfers; /* transfers in flight */
+  air__xfer *trims; /* transfers whose response head just arrived */
+  idle_handle idle[IDLE_HANDLES]; /* easy handles kept for reuse */
   unsigned n_idle;
   char noproxy[512];
   /* POST URLs parsed once (CURLOPT_CURLU): one per target's endpoint;
@@ -68,28 +68,28 @@ struct poll_ctx {
   curl_socket_t fd;
   air__transport *t;
   poll_ctx *prev, *next;
-  bool owned;          /* opened by open_socket: we close it */
-  bool has_poll;       /* poll is initialised (and counted in t->live) */
-  int events;          /* UV_READABLE/UV_WRITABLE being watched */
-  int want;            /* what curl asked for; 0: idle in curl's pool */
+  bool owned;    /* opened by open_socket: we close it */
+  bool has_poll; /* poll is initialised (and counted in t->live) */
+  int events;    /* UV_READABLE/UV_WRITABLE being watched */
+  int want;      /* what curl asked for; 0: idle in curl's pool */
 };
 
 struct air__xfer {
   air__transport *t;
   air__xfer *prev, *next;
-  const char *body;   /* the request body (borrowed) */
+  const char *body; /* the request body (borrowed) */
   size_t body_len;
   CURL *easy;
   struct curl_slist *headers;
   air__xfer_cb cb;
-  air__buf head;      /* raw response header lines of the final response */
+  air__buf head; /* raw response header lines of the final response */
   bool head_done;
   bool paused;
-  bool aborted;       /* on_body asked to stop */
-  bool clean;         /* completed normally: the handle may be reused */
-  bool requested;     /* its request was handed to a connection */
+  bool aborted;        /* on_body asked to stop */
+  bool clean;          /* completed normally: the handle may be reused */
+  bool requested;      /* its request was handed to a connection */
   bool resend_refused; /* libcurl's own re-send was refused (on_prereq) */
-  bool trim_queued;   /* on t->trims */
+  bool trim_queued;    /* on t->trims */
   air__xfer *trim_next;
   int status;
 };
@@ -108,7 +108,8 @@ static int fd_set_ctx(air__transport *t, curl_socket_t s, poll_ctx *pc) {
     if (pc == NULL) return 0;
     size_t n = ((size_t)s + 64) & ~(size_t)63;
     /* An array of pointers, sized as such. */
-    poll_ctx **b = realloc(t->byfd, n * sizeof(*b)); /* NOLINT(bugprone-sizeof-expression) */
+    poll_ctx **b = realloc(
+        t->byfd, n * sizeof(*b)); /* NOLINT(bugprone-sizeof-expression) */
     if (b == NULL) return -1;
     for (size_t k = t->nbyfd; k < n; k++) b[k] = NULL;
     t->byfd = b;
@@ -125,7 +126,10 @@ static void drop_ctx(air__transport *t, poll_ctx *pc) {
     free(pc);
     return;
   }
-  if (pc->prev) pc->prev->next = pc->next; else t->polls = pc->next;
+  if (pc->prev)
+    pc->prev->next = pc->next;
+  else
+    t->polls = pc->next;
   if (pc->next) pc->next->prev = pc->prev;
   uv_poll_stop(&pc->poll);
   pc->poll.data = t;
@@ -284,7 +288,8 @@ int air__transport_new(uv_loop_t *loop, const air__transport_opts *o,
   t->live = 1;
   /* Transfers per host in flight (HTTP/1.1: connections) and idle
    * connections kept for reuse are bounded separately. */
-  long per_host = o && o->max_host_connections > 0 ? o->max_host_connections : 4096;
+  long per_host =
+      o && o->max_host_connections > 0 ? o->max_host_connections : 4096;
   curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
   curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
   curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
@@ -312,7 +317,10 @@ static void xfer_free(air__xfer *x) {
     while (*pp != x) pp = &(*pp)->trim_next;
     *pp = x->trim_next;
   }
-  if (x->prev) x->prev->next = x->next; else t->xfers = x->next;
+  if (x->prev)
+    x->prev->next = x->next;
+  else
+    t->xfers = x->next;
   if (x->next) x->next->prev = x->prev;
   curl_multi_remove_handle(t->multi, x->easy);
   /* A handle keeps the options every transfer shares (setup_handle); the
@@ -335,7 +343,7 @@ static void xfer_free(air__xfer *x) {
 
 void air__transport_free(air__transport *t) {
   if (t == NULL) return;
-  t->closing = true;  /* xfer_free keeps no handle from now on */
+  t->closing = true; /* xfer_free keeps no handle from now on */
   /* Abort transfers still running: their on_done does not fire. Each
    * transfer's x->t is t, so xfer_free unlinks it from t->xfers (the
    * analyzer does not know x->t == t).
@@ -416,7 +424,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userp) {
     if (code >= 200) deliver_head(x);
     return n;
   }
-  if (air__buf_add(&x->head, buf, n) != 0) return 0;  /* head too big: abort */
+  if (air__buf_add(&x->head, buf, n) != 0) return 0; /* head too big: abort */
   return n;
 }
 
@@ -548,8 +556,9 @@ static void check_done(air__transport *t) {
           break;
         default:
           kind = AIR_TRANSPORT_CLOSED;
-          msg = x->head_done ? "connection closed before the response was complete"
-                             : "connection closed before the response";
+          msg = x->head_done
+                    ? "connection closed before the response was complete"
+                    : "connection closed before the response";
       }
     } else {
       if (!x->head_done) deliver_head(x);
@@ -600,7 +609,8 @@ static CURLU *url_of(air__transport *t, const char *url) {
   if (t->n_urls == URL_CACHE) return NULL;
   CURLU *u = curl_url();
   char *copy = strdup(url);
-  if (u == NULL || copy == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+  if (u == NULL || copy == NULL ||
+      curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
     curl_url_cleanup(u);
     free(copy);
     return NULL;
@@ -685,7 +695,7 @@ int air__xfer_start(air__transport *t, const air__xfer_req *r,
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
     curl_slist_free_all(old);
   } else {
-    x->headers = old;  /* the handle points at it already */
+    x->headers = old; /* the handle points at it already */
   }
   if (fresh) setup_handle(t, e);
   /* GET URLs (a stored response by id) are one-offs: never kept. */
@@ -740,7 +750,7 @@ void air__xfer_resume(air__xfer *x) {
   curl_easy_pause(x->easy, CURLPAUSE_CONT);
 }
 
-/* ---- the transport interface ------------------------------------------------------ */
+/* ---- the transport interface --------------------------------------------- */
 
 static int if_start(void *impl, const air__xfer_req *r, const air__xfer_cb *cb,
                     void **xfer) {
@@ -765,7 +775,8 @@ static void if_resume(void *impl, void *xfer) {
   air__xfer_resume(xfer);
 }
 
-static const air__transport_ops curl_ops = {if_start, if_cancel, if_pause, if_resume};
+static const air__transport_ops curl_ops = {if_start, if_cancel, if_pause,
+                                            if_resume};
 
 air__transport_if air__transport_curl(air__transport *t) {
   air__transport_if tr = {&curl_ops, t};

@@ -51,26 +51,26 @@ typedef struct air__xfer_cb {
    * connect, reset, closed early). Fires exactly once unless the transfer
    * was cancelled with air__xfer_cancel. The xfer is freed after it returns.
    */
-  void (*on_done)(void *data, int rc, air_transport_err kind, bool connect_timeout,
-                  const char *msg);
+  void (*on_done)(void *data, int rc, air_transport_err kind,
+                  bool connect_timeout, const char *msg);
   void *data;
 } air__xfer_cb;
 
 typedef struct air__xfer_req {
   const char *url;
-  const char *const *headers;  /* "Name: value" lines, NULL-terminated */
-  const char *body;            /* POST body: must outlive the transfer */
+  const char *const *headers; /* "Name: value" lines, NULL-terminated */
+  const char *body;           /* POST body: must outlive the transfer */
   size_t body_len;
-  bool get;                    /* a GET (no body) instead of the POST */
-  uint64_t connect_ms;         /* TCP + TLS connect deadline */
+  bool get;            /* a GET (no body) instead of the POST */
+  uint64_t connect_ms; /* TCP + TLS connect deadline */
   /* The target ("provider/model") the transfer is for, valid during start
    * only; never sent. It names the attempt: a URL's host need not name its
    * provider (two providers may share a base_url). */
   const char *target;
 } air__xfer_req;
 
-/* Starts a POST (a GET when r->get). Returns 0 and sets *out, or AIR_ENOMEM / AIR_EINVAL; on
- * failure no callback fires. */
+/* Starts a POST (a GET when r->get). Returns 0 and sets *out, or AIR_ENOMEM /
+ * AIR_EINVAL; on failure no callback fires. */
 int air__xfer_start(air__transport *t, const air__xfer_req *r,
                     const air__xfer_cb *cb, air__xfer **out);
 /* Aborts at once and closes the connection; no callback fires after it. */

@@ -1,6 +1,6 @@
 /*
- * The Lua scripts of the Redis backend (docs/design.md §3.1): every transition of
- * a shared key is one script, so it is atomic on the server. Time inside a
+ * The Lua scripts of the Redis backend (docs/design.md §3.1): every transition
+ * of a shared key is one script, so it is atomic on the server. Time inside a
  * script is only Redis' own TIME; what a script returns and publishes holds
  * durations (the milliseconds left open, a sticky choice's age), never a
  * clock value. Loaded with SCRIPT LOAD on every connect and run with
@@ -11,8 +11,8 @@
  *   breaker: b INSTANCE VERSION FAILURES OPEN(0|1) LEFT_MS KEY
  *   sticky:  s INSTANCE VERSION USED STICKY(0|1) AGE_MS TARGET KEY
  *   style:   c INSTANCE VERSION STYLE 1 LEFT_MS KEY   (a learned
- *            continuation style, docs/design.md §3.5: air_cont_style's value and
- *            the milliseconds it is still valid)
+ *            continuation style, docs/design.md §3.5: air_cont_style's value
+ * and the milliseconds it is still valid)
  */
 #ifndef AIR__STATE_REDIS_LUA_H
 #define AIR__STATE_REDIS_LUA_H

@@ -14,9 +14,10 @@
 
 /* Part string fields are stored as offsets into g->bytes, tagged here. */
 #define NO_STR ((size_t)-1)
-#define RELEASE_STACK_PARTS 8  /* parts of a released event rebuilt on the stack */
-#define HOLD_FIRST 2            /* events and parts held: first arrays */
-#define HOLD_FIRST_COMPLETE 16  /* the same under commit: complete */
+/* parts of a released event rebuilt on the stack */
+#define RELEASE_STACK_PARTS 8
+#define HOLD_FIRST 2           /* events and parts held: first arrays */
+#define HOLD_FIRST_COMPLETE 16 /* the same under commit: complete */
 
 air__gate_cfg air__gate_cfg_of(const air__policy *pol, air__commit commit,
                                bool json_response) {
@@ -41,7 +42,7 @@ int air__gate_init(air__gate *g, const air__gate_cfg *cfg, air__gate_emit emit,
   g->emit = emit;
   g->emit_data = data;
   size_t max = cfg->commit == AIR__COMMIT_COMPLETE ? AIR__MAX_COMPLETE_BYTES
-                                                  : AIR__MAX_HOLD_BYTES;
+                                                   : AIR__MAX_HOLD_BYTES;
   air__buf_init(&g->bytes, max);
   air__buf_init(&g->text, AIR__MAX_COMPLETE_BYTES);
   return air__refusal_init(&g->refusal, cfg->phrases, cfg->n_phrases);
@@ -104,7 +105,8 @@ static int hold(air__gate *g, const air__gate_event *ev) {
   /* First arrays: under first_content a stream's first content usually
    * comes with its second event (a held stream keeps one: its role);
    * under complete the whole answer is held (issue 20). */
-  size_t first = g->cfg.commit == AIR__COMMIT_COMPLETE ? HOLD_FIRST_COMPLETE : HOLD_FIRST;
+  size_t first =
+      g->cfg.commit == AIR__COMMIT_COMPLETE ? HOLD_FIRST_COMPLETE : HOLD_FIRST;
   if (g->n_held == g->cap_held) {
     size_t cap = g->cap_held ? g->cap_held * 2 : first;
     air__held *h = realloc(g->held, cap * sizeof(*h));
@@ -376,7 +378,8 @@ static int judge_complete(air__gate *g) {
   }
   if (air__refusal_anywhere(&g->refusal, g->text.p, g->text.n))
     return fail(g, AIR_REASON_REFUSAL, "refusal phrase in the answer", false);
-  if (g->cfg.json_response && !valid_json(g->text.p ? g->text.p : "", g->text.n))
+  if (g->cfg.json_response &&
+      !valid_json(g->text.p ? g->text.p : "", g->text.n))
     return fail(g, AIR_REASON_MALFORMED, "the answer is not valid JSON", true);
   return 0;
 }

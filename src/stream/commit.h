@@ -1,7 +1,7 @@
 /*
- * The commit gate of one response (docs/design.md §2, 3.2, 3.3): fed the decoded
- * events of an attempt, it holds them until the first content part may be
- * released, judges soft failures (refusal phrases, native refusals, finishes
+ * The commit gate of one response (docs/design.md §2, 3.2, 3.3): fed the
+ * decoded events of an attempt, it holds them until the first content part may
+ * be released, judges soft failures (refusal phrases, native refusals, finishes
  * before content, error events, malformed events), and then releases what it
  * held, in order, followed by everything after. Pure: no I/O, no clock reads;
  * times are passed in only for the deadline bookkeeping.
@@ -33,7 +33,7 @@ enum {
 
 /* One upstream event: its raw bytes and the parts decoded from it. */
 typedef struct air__gate_event {
-  const char *raw;  /* may be NULL when there are no raw bytes */
+  const char *raw; /* may be NULL when there are no raw bytes */
   size_t raw_len;
   const air_part *parts;
   size_t n_parts;
@@ -45,17 +45,17 @@ typedef struct air__gate_event {
 typedef int (*air__gate_emit)(void *data, const air__gate_event *ev);
 
 typedef enum air__gate_state {
-  AIR__GATE_HOLDING,    /* nothing released yet */
-  AIR__GATE_COMMITTED,  /* released; events now flow straight through */
-  AIR__GATE_FAILED,     /* this attempt failed before commit: see reason */
-  AIR__GATE_DONE,       /* the attempt ended cleanly and all was released */
+  AIR__GATE_HOLDING,   /* nothing released yet */
+  AIR__GATE_COMMITTED, /* released; events now flow straight through */
+  AIR__GATE_FAILED,    /* this attempt failed before commit: see reason */
+  AIR__GATE_DONE,      /* the attempt ended cleanly and all was released */
 } air__gate_state;
 
 typedef struct air__gate_cfg {
-  air__commit commit;      /* first_content or complete */
-  char *const *phrases;    /* refusal phrases (copied at init) */
+  air__commit commit;   /* first_content or complete */
+  char *const *phrases; /* refusal phrases (copied at init) */
   size_t n_phrases;
-  uint32_t max_malformed;  /* more in one attempt fail it */
+  uint32_t max_malformed; /* more in one attempt fail it */
   air__malformed malformed;
   bool json_response;      /* complete mode: the text must parse as JSON */
   uint64_t first_chunk_ms; /* attempt start -> first content part received */
@@ -74,29 +74,29 @@ typedef struct air__gate {
   void *emit_data;
   air__refusal refusal;
   air__gate_state state;
-  air_reason reason;      /* FAILED: why */
-  const char *message;    /* FAILED: a static description */
-  bool judged;            /* FAILED by judging a complete answer still held */
-  bool committed;         /* something was released this attempt (final) */
-  bool content;           /* a content part was received this attempt */
-  bool finished;          /* a FINISH part was received */
+  air_reason reason;   /* FAILED: why */
+  const char *message; /* FAILED: a static description */
+  bool judged;         /* FAILED by judging a complete answer still held */
+  bool committed;      /* something was released this attempt (final) */
+  bool content;        /* a content part was received this attempt */
+  bool finished;       /* a FINISH part was received */
   air_finish finish;
-  air_finish early;       /* first_content: a finish before any content that
-                             is judged at the stream's end (length,
-                             content_filter), so that what follows it (the
-                             usage, the terminator) is held with it; NONE
-                             otherwise */
-  unsigned malformed;     /* malformed events this attempt */
-  uint64_t started_ms;    /* attempt start */
-  uint64_t last_ms;       /* last progress event received (chunk_ms) */
+  air_finish early;    /* first_content: a finish before any content that
+                          is judged at the stream's end (length,
+                          content_filter), so that what follows it (the
+                          usage, the terminator) is held with it; NONE
+                          otherwise */
+  unsigned malformed;  /* malformed events this attempt */
+  uint64_t started_ms; /* attempt start */
+  uint64_t last_ms;    /* last progress event received (chunk_ms) */
   /* held events: raw bytes and part strings in bytes, parts in parts */
   air__held *held;
   size_t n_held, cap_held;
   air_part *parts;
   size_t n_parts, cap_parts;
   air__buf bytes;
-  air__buf text;          /* complete mode: all text, for judging */
-  air_part *scratch;      /* parts rebuilt for release */
+  air__buf text;     /* complete mode: all text, for judging */
+  air_part *scratch; /* parts rebuilt for release */
   size_t cap_scratch;
 } air__gate;
 

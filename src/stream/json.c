@@ -148,7 +148,8 @@ static const char *scan_number(const char *p, const char *e) {
  * moving it to the heap the first time. */
 static int grow(air__json *j, int n) {
   if (j->cap >= AIR__MAX_JSON_TOKENS) return AIR_ETOOBIG;
-  int cap = j->cap > AIR__MAX_JSON_TOKENS / 2 ? AIR__MAX_JSON_TOKENS : j->cap * 2;
+  int cap =
+      j->cap > AIR__MAX_JSON_TOKENS / 2 ? AIR__MAX_JSON_TOKENS : j->cap * 2;
   air__jtok *t;
   if (j->tok == j->inline_tok) {
     t = malloc((size_t)cap * sizeof(*t));
@@ -171,7 +172,7 @@ static int tokenize(air__json *j) {
   air__jtok *k;
   int n = 0;
   int cap = j->cap;
-  int top = -1;   /* the innermost open container, -1 outside any */
+  int top = -1;    /* the innermost open container, -1 outside any */
   char closer = 0; /* its closing bracket */
   int depth = 0;
   bool is_key;
@@ -422,11 +423,21 @@ int air__json_unescape(const char *p, size_t n, air__buf *out) {
     char c = bs[1];
     p = bs + 2;
     switch (c) {
-      case 'n': rc = air__buf_addc(out, '\n'); break;
-      case 't': rc = air__buf_addc(out, '\t'); break;
-      case 'r': rc = air__buf_addc(out, '\r'); break;
-      case 'b': rc = air__buf_addc(out, '\b'); break;
-      case 'f': rc = air__buf_addc(out, '\f'); break;
+      case 'n':
+        rc = air__buf_addc(out, '\n');
+        break;
+      case 't':
+        rc = air__buf_addc(out, '\t');
+        break;
+      case 'r':
+        rc = air__buf_addc(out, '\r');
+        break;
+      case 'b':
+        rc = air__buf_addc(out, '\b');
+        break;
+      case 'f':
+        rc = air__buf_addc(out, '\f');
+        break;
       case 'u': {
         long cp = e - p >= 4 ? air__json_hex4(p) : -1;
         if (cp < 0) return AIR_EPARSE;
@@ -443,7 +454,7 @@ int air__json_unescape(const char *p, size_t n, air__buf *out) {
         rc = add_utf8(out, (unsigned long)cp);
         break;
       }
-      default:  /* " \ / */
+      default: /* " \ / */
         rc = air__buf_addc(out, c);
     }
   }

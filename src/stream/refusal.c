@@ -21,7 +21,8 @@ static bool normalize(const char *s, size_t n, bool skip_ws, air__buf *out) {
     while (i < n && is_space((unsigned char)s[i])) i++;
   for (; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c == 0xE2 && (i + 1 == n || (i + 2 == n && (unsigned char)s[i + 1] == 0x80)))
+    if (c == 0xE2 &&
+        (i + 1 == n || (i + 2 == n && (unsigned char)s[i + 1] == 0x80)))
       return true;
     /* E2 80 98/99/9C/9D; an E2 followed by one byte that is not 80 at the
      * end is no quote (and nothing past s[n - 1] is read). */
@@ -169,7 +170,7 @@ static unsigned char next_norm(const char *s, size_t n, size_t *i) {
 
 bool air__refusal_anywhere(const air__refusal *r, const char *text, size_t n) {
   if (r->n == 0 || n == 0) return false;
-  size_t state[AIR__MAX_PHRASES];  /* bytes of each phrase matched so far */
+  size_t state[AIR__MAX_PHRASES]; /* bytes of each phrase matched so far */
   size_t np = r->n < AIR__MAX_PHRASES ? r->n : AIR__MAX_PHRASES;
   memset(state, 0, np * sizeof(state[0]));
   for (size_t i = 0; i < n;) {

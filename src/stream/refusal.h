@@ -1,5 +1,6 @@
 /*
- * Refusal detection over the leading text of a stream (docs/design.md §3.2). Pure.
+ * Refusal detection over the leading text of a stream (docs/design.md §3.2).
+ * Pure.
  *
  * Phrases are case-insensitive prefixes. The text is matched after skipping
  * leading white space, with ASCII letters folded to lower case and the
@@ -22,16 +23,16 @@ typedef enum air__refusal_verdict {
 } air__refusal_verdict;
 
 typedef struct air__refusal {
-  char **phrases;   /* normalized copies (owned) */
+  char **phrases; /* normalized copies (owned) */
   size_t *lens;
-  size_t *fail;     /* KMP failure links, phrase i's at fail + at[i] (owned) */
+  size_t *fail; /* KMP failure links, phrase i's at fail + at[i] (owned) */
   size_t *at;
   size_t n;
-  size_t longest;   /* in normalized bytes */
-  air__buf lead;    /* leading raw text seen so far (bounded) */
-  air__buf norm;    /* its normalized form */
+  size_t longest; /* in normalized bytes */
+  air__buf lead;  /* leading raw text seen so far (bounded) */
+  air__buf norm;  /* its normalized form */
   air__refusal_verdict verdict;
-  size_t matched;   /* index of the matching phrase */
+  size_t matched; /* index of the matching phrase */
 } air__refusal;
 
 /* Copies and normalizes phrases. Returns 0 or AIR_ENOMEM. */

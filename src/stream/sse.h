@@ -79,7 +79,7 @@ typedef struct air__sse_event {
   air__str type; /* the event field, or "message" when absent/empty */
   air__str data; /* data lines joined with LF, no trailing LF */
   air__str id;   /* the last event id of the stream ("" if none) */
-  int64_t retry;     /* a valid retry field of this event (ms), else -1 */
+  int64_t retry; /* a valid retry field of this event (ms), else -1 */
   air__str raw;  /* the event's bytes exactly as received */
 } air__sse_event;
 

@@ -6,7 +6,7 @@
 #      section ("## airetry/core.h");
 #   3. every symbol libairetry.so exports (nm -D --defined-only): nothing but
 #      those functions, so no internal air__* (nor anything else) leaks.
-# Also: each public header stays under 400 lines.
+# Also: each public header stays under 450 lines (formatted at 80 columns).
 #
 # usage: check_symbols.sh INCLUDE_DIR DOC LIBAIRETRY_SO
 #        check_symbols.sh --self-test INCLUDE_DIR DOC LIBAIRETRY_SO
@@ -15,7 +15,7 @@
 # the real tree.
 set -u
 
-MAX_HEADER_LINES=400
+MAX_HEADER_LINES=450
 
 # "header name" per AIR_EXTERN function declared in DIR/airetry/*.h. The
 # name is the identifier just before the first '(' after AIR_EXTERN (the

@@ -122,11 +122,11 @@ static void test_sizes_are_checked(void **st) {
   o.observers = &obs;
   air_error err;
 
-  o.size = 0;  /* memset-style init without the size */
+  o.size = 0; /* memset-style init without the size */
   assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
   assert_int_equal(err.code, AIR_EINVAL);
   assert_non_null(strstr(err.message, "air_call_opts"));
-  o.size = offsetof(air_call_opts, rng);  /* one field short */
+  o.size = offsetof(air_call_opts, rng); /* one field short */
   assert_int_equal(air_call(cfg, NULL, "r", &o, NULL, NULL, &err), AIR_EINVAL);
   o.size = sizeof(o);
   obs.size =
@@ -139,7 +139,8 @@ static void test_sizes_are_checked(void **st) {
   assert_int_equal(s.settled, 1);
   s.settled = 0;
   s.calls = 0;
-  assert_int_equal(air_call(cfg, NULL, "r", NULL, NULL, NULL, &err), AIR_EINVAL);
+  assert_int_equal(air_call(cfg, NULL, "r", NULL, NULL, NULL, &err),
+                   AIR_EINVAL);
   assert_int_equal(s.calls, 0);
   assert_int_equal(s.settled, 0);
 
@@ -208,7 +209,8 @@ static void test_client_opts_and_errors(void **st) {
   o.observers = &obs;
   air_chat_result *res = NULL;
   const char body[] =
-      "{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+      "{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}"
+      "]}";
   /* Unknown model: the dialect's 404 body, err says which model. */
   assert_int_equal(air_client_chat(c, AIR_DIALECT_OPENAI, body, strlen(body),
                                    &o, &res, &err),

@@ -644,7 +644,7 @@ void it_call_print(const it_call *c) {
   fprintf(stderr, "  body: %.300s\n", r->body ? r->body : "");
 }
 
-/* ---- the suite's mock and fixtures ---------------------------------------------- */
+/* ---- the suite's mock and fixtures --------------------------------------- */
 
 static it_mock suite_mock;
 static const char *suite_script;

@@ -1,6 +1,6 @@
 /*
- * The breaker and sticky routes (docs/design.md §3.1) through the real async path:
- * air_client_chat against `airetry mock` (scripts/breaker.yaml), the
+ * The breaker and sticky routes (docs/design.md §3.1) through the real async
+ * path: air_client_chat against `airetry mock` (scripts/breaker.yaml), the
  * breaker on with `failures: 2` and a short `open_ms`. What the client did
  * is read from the mock's log (which attempts reached it) and from each
  * call's attempt log.
@@ -33,15 +33,15 @@
 
 /* Every overloaded failure switches at once (one attempt per target), the
  * deadlines are far from every wait here (the probe's lease with them). */
-#define POLICY                                                          \
-  "    rules:\n"                                                        \
-  "      - {on: [overloaded], action: switch}\n"                        \
+#define POLICY                                                           \
+  "    rules:\n"                                                         \
+  "      - {on: [overloaded], action: switch}\n"                         \
   "    timeouts: {first_byte_ms: 5000, first_chunk_ms: 5000, chunk_ms: " \
-  "5000,\n"                                                             \
+  "5000,\n"                                                              \
   "               total_ms: 20000}\n"
 
-#define BREAKER                                                   \
-  "defaults:\n"                                                   \
+#define BREAKER \
+  "defaults:\n" \
   "  breaker: {failures: 2, open_ms: 1000}\n" /* open_ms: OPEN_MS */
 
 static void free_token(void *p) {
@@ -74,9 +74,10 @@ static void wait_half_open(uint64_t t_end) {
  * still open. */
 static void expect_still_open(const it_call *c, const it_call *opener) {
   if (c->t_end >= opener->t_start + OPEN_MS)
-    fail_msg("the call ended %llu ms after the breaker opened: too late to "
-             "see it open (open_ms %u)",
-             (unsigned long long)(c->t_end - opener->t_start), OPEN_MS);
+    fail_msg(
+        "the call ended %llu ms after the breaker opened: too late to "
+        "see it open (open_ms %u)",
+        (unsigned long long)(c->t_end - opener->t_start), OPEN_MS);
 }
 
 /* Opens the breaker of mo/<model> (its attempts 1 and 2 fail with 503):
@@ -119,10 +120,10 @@ static void test_open_probe_close(void **state) {
   (void)state;
   it_client cl;
   assert_int_equal(
-      it_client_new(it_suite(),
-                    BREAKER "routes:\n  - name: r\n    targets: [mo/bo, mo/fb]\n"
-                            POLICY,
-                    2, &cl),
+      it_client_new(
+          it_suite(),
+          BREAKER "routes:\n  - name: r\n    targets: [mo/bo, mo/fb]\n" POLICY,
+          2, &cl),
       0);
   it_call opener;
   open_breaker(&cl, "bo", &opener);
@@ -213,10 +214,10 @@ static void test_cancelled_probe_frees_the_slot(void **state) {
   (void)state;
   it_client cl;
   assert_int_equal(
-      it_client_new(it_suite(),
-                    BREAKER "routes:\n  - name: r\n    targets: [mo/bc, mo/fb]\n"
-                            POLICY,
-                    2, &cl),
+      it_client_new(
+          it_suite(),
+          BREAKER "routes:\n  - name: r\n    targets: [mo/bc, mo/fb]\n" POLICY,
+          2, &cl),
       0);
   it_call opener;
   open_breaker(&cl, "bc", &opener);
@@ -227,10 +228,9 @@ static void test_cancelled_probe_frees_the_slot(void **state) {
   air_cancel *token = NULL;
   assert_int_equal(air_cancel_new(&token), 0);
   it_track(token, free_token);
-  probe_call pc = {.client = cl.client,
-                   .c = {.dialect = AIR_DIALECT_OPENAI,
-                         .model = "r",
-                         .cancel = token}};
+  probe_call pc = {
+      .client = cl.client,
+      .c = {.dialect = AIR_DIALECT_OPENAI, .model = "r", .cancel = token}};
   assert_int_equal(pthread_create(&pc.th, NULL, probe_main, &pc), 0);
   int seen = it_wait_for(probe_in_flight, NULL, EVENT_MS);
   air_cancel_trigger(token);

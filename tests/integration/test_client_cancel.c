@@ -100,8 +100,7 @@ static void cancel_on(canceller *k, air_cancel *token) {
 
 static void expect_event(const canceller *k) {
   if (k->missed)
-    fail_msg("the event the cancel waited for did not come in %u ms",
-             EVENT_MS);
+    fail_msg("the event the cancel waited for did not come in %u ms", EVENT_MS);
 }
 
 /* The call ended as a cancel, promptly. */
@@ -173,8 +172,7 @@ static void test_cancel_while_streaming(void **state) {
    * have been on its way to on_part while the token was triggered). */
   unsigned parts = c.n_parts;
   if (c.n_text < 4 || c.n_text > k.texts_at + 1) {
-    fprintf(stderr, "%u text parts, %u when cancelled\n", c.n_text,
-            k.texts_at);
+    fprintf(stderr, "%u text parts, %u when cancelled\n", c.n_text, k.texts_at);
     fail();
   }
   char full[512];
@@ -340,7 +338,9 @@ static void test_stop_from_on_part(void **state) {
 static void stop_in_release(const char *route_yaml, bool stream) {
   it_client cl;
   assert_int_equal(it_client_new(it_suite(), route_yaml, 1, &cl), 0);
-  it_call c = {.dialect = AIR_DIALECT_OPENAI, .model = "r", .stream = stream,
+  it_call c = {.dialect = AIR_DIALECT_OPENAI,
+               .model = "r",
+               .stream = stream,
                .stop_after = 2};
   it_chat(cl.client, &c);
   if (c.rc != AIR_ECANCELED || c.n_parts != 2) it_call_print(&c);
@@ -354,19 +354,21 @@ static void stop_in_release(const char *route_yaml, bool stream) {
 
 static void test_stop_from_on_part_under_complete(void **state) {
   (void)state;
-  stop_in_release(TIMEOUTS "routes:\n"
-                           "  - {name: r, commit: complete, "
-                           "targets: [mo/p@tokens=12]}\n",
+  stop_in_release(TIMEOUTS
+                  "routes:\n"
+                  "  - {name: r, commit: complete, "
+                  "targets: [mo/p@tokens=12]}\n",
                   true);
 }
 
 static void test_stop_from_on_part_in_refusal_hold(void **state) {
   (void)state;
-  stop_in_release(TIMEOUTS "routes:\n"
-                           "  - name: r\n"
-                           "    targets: [mo/p@tokens=3]\n"
-                           "    refusal: {phrases: [\"a phrase no answer of the mock "
-                           "starts with, long enough to hold it all\"]}\n",
+  stop_in_release(TIMEOUTS
+                  "routes:\n"
+                  "  - name: r\n"
+                  "    targets: [mo/p@tokens=3]\n"
+                  "    refusal: {phrases: [\"a phrase no answer of the mock "
+                  "starts with, long enough to hold it all\"]}\n",
                   true);
 }
 
@@ -430,14 +432,14 @@ static void test_one_token_many_calls(void **state) {
 int main(void) {
   if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_cancel_while_streaming, it_reset_mock,
-                                      it_release),
+      cmocka_unit_test_setup_teardown(test_cancel_while_streaming,
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_cancel_while_hanging, it_reset_mock,
                                       it_release),
       cmocka_unit_test_setup_teardown(test_cancel_during_backoff, it_reset_mock,
                                       it_release),
-      cmocka_unit_test_setup_teardown(test_cancel_before_the_call, it_reset_mock,
-                                      it_release),
+      cmocka_unit_test_setup_teardown(test_cancel_before_the_call,
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_stop_from_on_part, it_reset_mock,
                                       it_release),
       cmocka_unit_test_setup_teardown(test_stop_from_on_part_under_complete,

@@ -27,18 +27,21 @@
  * rules that retry every reason a continuation is asked on. */
 static void client_for(it_client *cl, const char *target, const char *cont) {
   char tail[2048];
-  snprintf(tail, sizeof(tail),
-           "routes:\n"
-           "  - name: r\n"
-           "    targets: [%s]\n"
-           "    timeouts: {chunk_ms: 400}\n"
-           "    rules:\n"
-           "      - on: [network, overloaded, server_error, timeout.chunk, malformed]\n"
-           "        action: retry\n"
-           "        max: 3\n"
-           "        backoff: {base_ms: 10, factor: 1, max_ms: 10, jitter: none}\n"
-           "%s%s%s",
-           target, cont ? "    continuation: " : "", cont ? cont : "", cont ? "\n" : "");
+  snprintf(
+      tail, sizeof(tail),
+      "routes:\n"
+      "  - name: r\n"
+      "    targets: [%s]\n"
+      "    timeouts: {chunk_ms: 400}\n"
+      "    rules:\n"
+      "      - on: [network, overloaded, server_error, timeout.chunk, "
+      "malformed]\n"
+      "        action: retry\n"
+      "        max: 3\n"
+      "        backoff: {base_ms: 10, factor: 1, max_ms: 10, jitter: none}\n"
+      "%s%s%s",
+      target, cont ? "    continuation: " : "", cont ? cont : "",
+      cont ? "\n" : "");
   assert_int_equal(it_client_new(it_suite(), tail, 1, cl), 0);
 }
 
@@ -104,7 +107,8 @@ static void test_cut_stream_is_continued(void **state) {
 static void test_stall_and_overload_are_continued(void **state) {
   (void)state;
   static const char *const models[] = {"m@stall=3@k=1", "m@overload=3@k=1"};
-  static const air_reason reasons[] = {AIR_REASON_TIMEOUT_CHUNK, AIR_REASON_OVERLOADED};
+  static const air_reason reasons[] = {AIR_REASON_TIMEOUT_CHUNK,
+                                       AIR_REASON_OVERLOADED};
   for (int i = 0; i < 2; i++) {
     assert_int_equal(it_mock_reset(it_suite()), 0);
     char target[64];
@@ -142,7 +146,8 @@ static void test_restart_is_trimmed(void **state) {
 static void test_rejected_prefill_asks_instruct(void **state) {
   (void)state;
   it_client cl;
-  client_for(&cl, "ma/m@cut=3@k=1@noprefill", "{enabled: true, instruct: true}");
+  client_for(&cl, "ma/m@cut=3@k=1@noprefill",
+             "{enabled: true, instruct: true}");
   it_call c;
   call(&cl, &c, AIR_DIALECT_OPENAI, true);
   expect_whole(&c, "m@cut=3@k=1@noprefill");
@@ -191,7 +196,8 @@ static void test_preamble_fails(void **state) {
 static void test_failed_continuation_reports_the_break(void **state) {
   (void)state;
   it_client cl;
-  client_for(&cl, "ma/m@cut=3@k=1@noprefill", "{enabled: true, instruct: false}");
+  client_for(&cl, "ma/m@cut=3@k=1@noprefill",
+             "{enabled: true, instruct: false}");
   it_call c;
   call(&cl, &c, AIR_DIALECT_OPENAI, true);
   if (c.rc == 0 || strcmp(c.error_name, "network") != 0) it_call_print(&c);
@@ -218,7 +224,8 @@ static void test_failed_continuation_reports_the_break(void **state) {
                     "    continuation: {enabled: true, targets: any}\n"
                     "    rules:\n"
                     "      - {on: [network], action: retry, max: 3,\n"
-                    "         backoff: {base_ms: 10, factor: 1, max_ms: 10, jitter: none}}\n"
+                    "         backoff: {base_ms: 10, factor: 1, max_ms: 10, "
+                    "jitter: none}}\n"
                     "      - {on: [rate_limit], action: fail}\n",
                     1, &cl),
       0);
@@ -263,18 +270,21 @@ static void test_nothing_continued_otherwise(void **state) {
 int main(void) {
   if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_cut_stream_is_continued, it_reset_mock,
-                                      it_release),
+      cmocka_unit_test_setup_teardown(test_cut_stream_is_continued,
+                                      it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_stall_and_overload_are_continued,
                                       it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_restart_is_trimmed, it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_rejected_prefill_asks_instruct, it_reset_mock,
+      cmocka_unit_test_setup_teardown(test_restart_is_trimmed, it_reset_mock,
                                       it_release),
-      cmocka_unit_test_setup_teardown(test_preamble_fails, it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_failed_continuation_reports_the_break,
+      cmocka_unit_test_setup_teardown(test_rejected_prefill_asks_instruct,
                                       it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_nothing_continued_otherwise, it_reset_mock,
+      cmocka_unit_test_setup_teardown(test_preamble_fails, it_reset_mock,
                                       it_release),
+      cmocka_unit_test_setup_teardown(
+          test_failed_continuation_reports_the_break, it_reset_mock,
+          it_release),
+      cmocka_unit_test_setup_teardown(test_nothing_continued_otherwise,
+                                      it_reset_mock, it_release),
   };
   return cmocka_run_group_tests(tests, it_group_setup, it_group_teardown);
 }

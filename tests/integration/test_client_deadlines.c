@@ -32,11 +32,6 @@
  * the request were written (slow under ASan). */
 #define EARLY_MOCK_MS 60
 
-
-
-
-
-
 /* A client with one route "r" of `targets` and these timeouts. */
 static void client_for(it_client *cl, const char *targets, const char *timeouts,
                        const char *extra) {
@@ -535,12 +530,14 @@ int main(void) {
                                       it_reset_mock, it_release),
       cmocka_unit_test_setup_teardown(test_chunk_timeout_after_commit,
                                       it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_chunk_is_a_gap, it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_chunk_is_a_gap, it_reset_mock,
+                                      it_release),
       cmocka_unit_test_setup_teardown(test_attempt_timeout, it_reset_mock,
                                       it_release),
       cmocka_unit_test_setup_teardown(test_request_deadlines_end_at_commit,
                                       it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_total_timeout, it_reset_mock, it_release),
+      cmocka_unit_test_setup_teardown(test_total_timeout, it_reset_mock,
+                                      it_release),
       cmocka_unit_test_setup_teardown(test_total_bounds_waits, it_reset_mock,
                                       it_release),
       cmocka_unit_test_setup_teardown(test_total_covers_whole_answer,

@@ -234,9 +234,6 @@ static const fault_case cases[] = {
 /* ---- the runner
  * ------------------------------------------------------------------- */
 
-
-
-
 /* Replaces every '$' of tmpl by prov. */
 static void expand(const char *tmpl, const char *prov, char *out, size_t cap) {
   size_t n = 0;
@@ -844,18 +841,18 @@ static void test_reset_on_reused_connection(void **state) {
   it_client_free(&cl);
 }
 
-
-
 static const struct CMUnitTest others[] = {
     cmocka_unit_test_setup_teardown(test_retry_after_hint_in_log, it_reset_mock,
                                     it_release),
-    cmocka_unit_test_setup_teardown(test_cross_dialect, it_reset_mock, it_release),
+    cmocka_unit_test_setup_teardown(test_cross_dialect, it_reset_mock,
+                                    it_release),
     cmocka_unit_test_setup_teardown(test_error_body, it_reset_mock, it_release),
     cmocka_unit_test_setup_teardown(test_budget, it_reset_mock, it_release),
     cmocka_unit_test_setup_teardown(test_flap, it_reset_mock, it_release),
-    cmocka_unit_test_setup_teardown(test_reset_on_reused_connection, it_reset_mock,
+    cmocka_unit_test_setup_teardown(test_reset_on_reused_connection,
+                                    it_reset_mock, it_release),
+    cmocka_unit_test_setup_teardown(test_concurrent_calls, it_reset_mock,
                                     it_release),
-    cmocka_unit_test_setup_teardown(test_concurrent_calls, it_reset_mock, it_release),
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -876,8 +873,8 @@ int main(void) {
                (combo & C_S) ? "streaming" : "whole",
                (combo & (C_SO | C_WO)) ? "openai" : "anthropic");
       tt[n] = (table_test){&cases[i], combo};
-      tests[n] =
-          (struct CMUnitTest){names[n], test_table_case, NULL, it_release, &tt[n]};
+      tests[n] = (struct CMUnitTest){names[n], test_table_case, NULL,
+                                     it_release, &tt[n]};
       n++;
     }
   }

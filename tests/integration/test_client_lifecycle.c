@@ -90,8 +90,9 @@ static void test_free_waits_for_call_in_flight(void **state) {
   it_client cl;
   assert_int_equal(
       it_client_new(it_suite(),
-                    TIMEOUTS "routes:\n"
-                             "  - {name: r, targets: [mo/s@delay=100@tokens=10]}\n",
+                    TIMEOUTS
+                    "routes:\n"
+                    "  - {name: r, targets: [mo/s@delay=100@tokens=10]}\n",
                     1, &cl),
       0);
   bg_call *b = calloc(1, sizeof(*b));
@@ -156,12 +157,12 @@ static void test_token_shared_by_12_calls(void **state) {
   (void)state;
   it_client cl;
   assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n"
-                    "  - {name: r, targets: [mo/m@delay=100@tokens=100, mo/f]}\n"
-                    "  - {name: h, targets: [ma/m@hang, mo/f]}\n",
-                    2, &cl),
+      it_client_new(
+          it_suite(),
+          TIMEOUTS "routes:\n"
+                   "  - {name: r, targets: [mo/m@delay=100@tokens=100, mo/f]}\n"
+                   "  - {name: h, targets: [ma/m@hang, mo/f]}\n",
+          2, &cl),
       0);
   air_cancel *token = NULL;
   assert_int_equal(air_cancel_new(&token), 0);

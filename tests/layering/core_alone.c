@@ -15,15 +15,15 @@
 #include "policy.h"
 #include "state.h"
 
-#define CHECK(c)                                                  \
-  do {                                                            \
-    if (!(c)) {                                                   \
-      fprintf(stderr, "core_alone.c:%d: %s\n", __LINE__, #c);     \
-      return 1;                                                   \
-    }                                                             \
+#define CHECK(c)                                              \
+  do {                                                        \
+    if (!(c)) {                                               \
+      fprintf(stderr, "core_alone.c:%d: %s\n", __LINE__, #c); \
+      return 1;                                               \
+    }                                                         \
   } while (0)
 
-/* ---- an in-test backend: a few breaker records, never sticky ------------ */
+/* ---- an in-test backend: a few breaker records, never sticky ------------- */
 
 typedef struct mini {
   const char *name[4];
@@ -45,7 +45,8 @@ static air__admit mini_try_probe(void *impl, const char *target,
   mini *m = impl;
   air__breaker_rec *r = find(m, target);
   if (r == NULL) return AIR__ADMIT_YES;
-  air__admit a = air__breaker_admit(r, now_ms, lease_ms, m->tokens + 1, reopen_ms);
+  air__admit a =
+      air__breaker_admit(r, now_ms, lease_ms, m->tokens + 1, reopen_ms);
   if (a == AIR__ADMIT_PROBE) *lease = ++m->tokens;
   return a;
 }
@@ -91,15 +92,18 @@ static const air__state_ops mini_ops = {
     .mode = mini_mode,
     .sticky_get = mini_sticky_get,
     .sticky_set = mini_sticky_set,
-    .destroy = NULL,  /* mini lives on the stack */
+    .destroy = NULL, /* mini lives on the stack */
 };
 
-/* ---- a config by hand: route r = [p/a, p/b], server_error switches ------ */
+/* ---- a config by hand: route r = [p/a, p/b], server_error switches ------- */
 
 static air__timeouts timeouts(void) {
-  air__timeouts t = {.connect_ms = 5000, .first_byte_ms = 15000,
-                     .first_chunk_ms = 30000, .chunk_ms = 30000,
-                     .attempt_ms = 600000, .total_ms = 900000};
+  air__timeouts t = {.connect_ms = 5000,
+                     .first_byte_ms = 15000,
+                     .first_chunk_ms = 30000,
+                     .chunk_ms = 30000,
+                     .attempt_ms = 600000,
+                     .total_ms = 900000};
   return t;
 }
 
@@ -134,8 +138,8 @@ int main(void) {
   air__provider prov;
   memset(&prov, 0, sizeof(prov));
   prov.name = pname;
-  prov.breaker = (air__breaker_cfg){.enabled = true, .failures = 1,
-                                    .open_ms = 1000, .quota_open_ms = 5000};
+  prov.breaker = (air__breaker_cfg){
+      .enabled = true, .failures = 1, .open_ms = 1000, .quota_open_ms = 5000};
   air__target targets[2];
   memset(targets, 0, sizeof(targets));
   targets[0].name = a;

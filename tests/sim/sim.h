@@ -1,7 +1,7 @@
 /*
- * The request-path simulator (docs/design.md §9, docs/testing.md): the exchange,
- * the codecs, the commit gate, the engine and the gateway's responder run
- * against scripted upstreams on a virtual clock; every request of a
+ * The request-path simulator (docs/design.md §9, docs/testing.md): the
+ * exchange, the codecs, the commit gate, the engine and the gateway's responder
+ * run against scripted upstreams on a virtual clock; every request of a
  * scenario is checked against the invariants.
  */
 #ifndef AIR_SIM_H

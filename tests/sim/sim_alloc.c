@@ -25,16 +25,22 @@ void *__wrap_realloc(void *p, size_t n);
 char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 
-void *__wrap_malloc(size_t n) { return sim_alloc_fails() ? NULL : __real_malloc(n); }
+void *__wrap_malloc(size_t n) {
+  return sim_alloc_fails() ? NULL : __real_malloc(n);
+}
 
-void *__wrap_calloc(size_t k, size_t n) { return sim_alloc_fails() ? NULL : __real_calloc(k, n); }
+void *__wrap_calloc(size_t k, size_t n) {
+  return sim_alloc_fails() ? NULL : __real_calloc(k, n);
+}
 
 /* A realloc to 0 frees: never failed. */
 void *__wrap_realloc(void *p, size_t n) {
   return n != 0 && sim_alloc_fails() ? NULL : __real_realloc(p, n);
 }
 
-char *__wrap_strdup(const char *s) { return sim_alloc_fails() ? NULL : __real_strdup(s); }
+char *__wrap_strdup(const char *s) {
+  return sim_alloc_fails() ? NULL : __real_strdup(s);
+}
 
 char *__wrap_strndup(const char *s, size_t n) {
   return sim_alloc_fails() ? NULL : __real_strndup(s, n);

@@ -1,8 +1,8 @@
 /*
  * sim: runs simulated scenarios (docs/testing.md).
  *   sim [--seed S] [--n N] [--out DIR] [--draw LIST]
- *                                        N scenarios drawn from seeds S, S+1, ...
- *   sim FILE.sim...                      replays scenario files
+ *                                        N scenarios drawn from seeds S, S+1,
+ * ... sim FILE.sim...                      replays scenario files
  * --draw: what is drawn besides upstream behaviour, a comma list of
  * consumer, fields, alloc, plain, or all (the default) or none.
  * --keep-going: a failure is written and reported in one line, and the run
@@ -42,8 +42,10 @@ static int replay(const char *path) {
   }
   int rc = sim_run(s, why, sizeof(why));
   sim_free(s);
-  if (rc != 0) fprintf(stderr, "sim: %s: FAILED: %s\n", path, why);
-  else printf("sim: %s: ok\n", path);
+  if (rc != 0)
+    fprintf(stderr, "sim: %s: FAILED: %s\n", path, why);
+  else
+    printf("sim: %s: ok\n", path);
   return rc;
 }
 
@@ -72,8 +74,9 @@ int main(int argc, char **argv) {
       const char *p = argv[++i];
       while (*p) {
         size_t len = strcspn(p, ","), k = 0;
-        while (k < sizeof(fam) / sizeof(fam[0]) &&
-               (strlen(fam[k].name) != len || strncmp(fam[k].name, p, len) != 0))
+        while (
+            k < sizeof(fam) / sizeof(fam[0]) &&
+            (strlen(fam[k].name) != len || strncmp(fam[k].name, p, len) != 0))
           k++;
         if (k == sizeof(fam) / sizeof(fam[0])) {
           fprintf(stderr, "sim: --draw: unknown family '%.*s'\n", (int)len, p);
@@ -116,7 +119,9 @@ int main(int argc, char **argv) {
         sim_write(s, f);
         fclose(f);
       }
-      fprintf(stderr, "sim: scenario %" PRIu64 " of %" PRIu64 " FAILED (seed %" PRIu64 "): %s\n",
+      fprintf(stderr,
+              "sim: scenario %" PRIu64 " of %" PRIu64 " FAILED (seed %" PRIu64
+              "): %s\n",
               i + 1, n, seed + i, why);
       if (keep_going) {
         failed++;
@@ -124,8 +129,10 @@ int main(int argc, char **argv) {
         continue;
       }
       sim_write(s, stderr);
-      fprintf(stderr, "sim: replay with: sim %s   (or: make sim SEED=%" PRIu64 " N=1)\n", path,
-              seed + i);
+      fprintf(stderr,
+              "sim: replay with: sim %s   (or: make sim SEED=%" PRIu64
+              " N=1)\n",
+              path, seed + i);
       sim_free(s);
       return 1;
     }
@@ -133,10 +140,12 @@ int main(int argc, char **argv) {
   }
   sim_stats(stdout);
   if (failed) {
-    printf("sim: %" PRIu64 " scenarios from seed %" PRIu64 ": %d FAILED (%.1f s)\n", n, seed,
-           failed, secs() - t0);
+    printf("sim: %" PRIu64 " scenarios from seed %" PRIu64
+           ": %d FAILED (%.1f s)\n",
+           n, seed, failed, secs() - t0);
     return 1;
   }
-  printf("sim: %" PRIu64 " scenarios from seed %" PRIu64 ": ok (%.1f s)\n", n, seed, secs() - t0);
+  printf("sim: %" PRIu64 " scenarios from seed %" PRIu64 ": ok (%.1f s)\n", n,
+         seed, secs() - t0);
   return 0;
 }

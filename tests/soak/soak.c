@@ -1416,7 +1416,7 @@ static void final_checks(run *R, air__buf *b) {
     }
   }
 
-  /* ---- /metrics, per instance ------------------------------------------- */
+  /* ---- /metrics, per instance -------------------------------------------- */
   air__buf mb;
   air__buf_init(&mb, MAX_FETCH);
   for (int g = 0; g < R->n_gw; g++) {
@@ -1669,7 +1669,7 @@ static void final_checks(run *R, air__buf *b) {
   json_decref(lines);
 }
 
-/* ---- the Redis restarter (run.sh) --------------------------------------- */
+/* ---- the Redis restarter (run.sh) ---------------------------------------- */
 
 /* Creates the empty file DIR/name: a step of the handshake with run.sh. */
 static void ctl_say(const run *R, const char *name) {

@@ -36,8 +36,8 @@ static inline air_config *test_config(const char *yaml) {
 typedef struct test_clock {
   uint64_t now;
   uint64_t wall;
-  uint64_t slept;      /* total ms slept */
-  unsigned sleeps;     /* number of sleeps */
+  uint64_t slept;  /* total ms slept */
+  unsigned sleeps; /* number of sleeps */
 } test_clock;
 
 static inline uint64_t test_clock_now(void *d) {

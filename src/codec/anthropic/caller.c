@@ -258,12 +258,12 @@ void air__ant_encoder_observe(air__encoder *e, const air__sse_event *ev,
         json_integer_value(ix) < MAX_BLOCK_INDEX) {
       int b = (int)json_integer_value(ix);
       e->open_block = b;
-      e->open_kind = t == NULL                           ? EK_NONE
-                     : strcmp(t, "text") == 0            ? EK_TEXT
-                     : strcmp(t, "thinking") == 0 ||
-                             strcmp(t, "redacted_thinking") == 0
-                         ? EK_THINKING
-                         : EK_TOOL;
+      e->open_kind =
+          t == NULL                ? EK_NONE
+          : strcmp(t, "text") == 0 ? EK_TEXT
+          : strcmp(t, "thinking") == 0 || strcmp(t, "redacted_thinking") == 0
+              ? EK_THINKING
+              : EK_TOOL;
       if (b + 1 > e->next_block) e->next_block = b + 1;
       for (size_t i = 0; i < n; i++)
         if (parts[i].kind == AIR_PART_TOOL_START && parts[i].index >= 0 &&

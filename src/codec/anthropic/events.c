@@ -229,7 +229,8 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
     return rc;
   }
   bool redacted = air__json_eq(j, t, "redacted_thinking");
-  if (idx < AIR__DECODER_MAX_TOOLS) d->block_kind[idx] = redacted ? BK_REDACTED : BK_OTHER;
+  if (idx < AIR__DECODER_MAX_TOOLS)
+    d->block_kind[idx] = redacted ? BK_REDACTED : BK_OTHER;
   /* A server tool's block (server_tool_use, *_tool_result): progress. */
   d->server_tool = !redacted;
   return 0;
@@ -629,7 +630,8 @@ int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
   json_array_foreach(content, i, b) {
     jstr(json_object_get(b, "name"), &id_n);
     const char *bt = json_string_value(json_object_get(b, "type"));
-    if (bt != NULL && strcmp(bt, "tool_use") == 0 && id_n > AIR__MAX_TOOL_NAME_BYTES)
+    if (bt != NULL && strcmp(bt, "tool_use") == 0 &&
+        id_n > AIR__MAX_TOOL_NAME_BYTES)
       d->fatal = AIR__OVER_TOOL_NAME;
   }
   if (d->fatal != NULL) {

@@ -338,8 +338,8 @@ static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
     if (!fast_key(f, pp, e, &k, &kn)) return false;
     bool ok;
     if (KEY(k, kn, "index")) {
-      ok = air__json_scan_once(pp, e, &f->index) && !f->index.str && f->index.n == 1 &&
-           f->index.p[0] == '0';
+      ok = air__json_scan_once(pp, e, &f->index) && !f->index.str &&
+           f->index.n == 1 && f->index.p[0] == '0';
     } else if (KEY(k, kn, "delta")) {
       ok = !f->delta.seen && fast_delta(f, pp, e);
       f->delta.seen = true;
@@ -584,7 +584,8 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
   }
   json_t *msg = json_object_get(choice, "message");
   /* What carries meaning is checked before any part is handed over. */
-  if (over(json_object_get(choice, "finish_reason"), AIR__MAX_FINISH_REASON_BYTES))
+  if (over(json_object_get(choice, "finish_reason"),
+           AIR__MAX_FINISH_REASON_BYTES))
     d->fatal = AIR__OVER_FINISH;
   json_array_foreach(json_object_get(msg, "tool_calls"), i, c) {
     if (over(json_object_get(json_object_get(c, "function"), "name"),

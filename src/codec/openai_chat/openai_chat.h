@@ -55,8 +55,8 @@ static inline air_finish map_finish(const char *s, size_t n) {
   return AIR_FINISH_STOP;
 }
 
-/* The OpenAI finish_reason for a normalized finish (docs/design.md §2.1: a refusal
- * is a content_filter to an OpenAI caller). */
+/* The OpenAI finish_reason for a normalized finish (docs/design.md §2.1: a
+ * refusal is a content_filter to an OpenAI caller). */
 static inline const char *finish_str(air_finish f) {
   switch (f) {
     case AIR_FINISH_LENGTH:

@@ -696,8 +696,8 @@ static void mirror_item(air__encoder *e, const json_t *v) {
     air__buf_reset(&it->call_id);
     air__buf_reset(&it->name);
     if (cid != NULL &&
-        air__buf_add(&it->call_id, cid, fit(cid, strlen(cid),
-                                            AIR__MAX_IDENT_BYTES)) != 0)
+        air__buf_add(&it->call_id, cid,
+                     fit(cid, strlen(cid), AIR__MAX_IDENT_BYTES)) != 0)
       return;
     if (name != NULL &&
         air__buf_add(&it->name, name,
@@ -761,15 +761,16 @@ void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
   } else if (type_is(ty, "response.output_item.done")) {
     json_t *v = parse(ev);
     json_t *ix = json_object_get(v, "output_index");
-    rsp_item *it = json_is_integer(ix) ? item_at(s, json_integer_value(ix))
-                                       : NULL;
+    rsp_item *it =
+        json_is_integer(ix) ? item_at(s, json_integer_value(ix)) : NULL;
     if (it != NULL) it->open = false;
     json_decref(v);
   } else if (type_is(ty, "response.content_part.added")) {
     json_t *v = parse(ev);
-    rsp_item *it = item_at(s, json_integer_value(json_object_get(v, "output_index")));
-    const char *t = json_string_value(
-        json_object_get(json_object_get(v, "part"), "type"));
+    rsp_item *it =
+        item_at(s, json_integer_value(json_object_get(v, "output_index")));
+    const char *t =
+        json_string_value(json_object_get(json_object_get(v, "part"), "type"));
     json_t *ci = json_object_get(v, "content_index");
     if (it != NULL && it->kind == K_MSG && t != NULL) {
       it->part = strcmp(t, "refusal") == 0 ? P_REFUSAL : P_TEXT;

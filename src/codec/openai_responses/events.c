@@ -208,7 +208,9 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     return air__json_is_obj(j, resp) ? start(d, j, resp, cb, data) : 0;
   if (is(t, n, "response.completed") || is(t, n, "response.incomplete")) {
     if (!air__json_is_obj(j, resp)) goto malformed;
-    if (raw_over(j, air__json_get(j, air__json_get(j, resp, "incomplete_details"), "reason"),
+    if (raw_over(j,
+                 air__json_get(j, air__json_get(j, resp, "incomplete_details"),
+                               "reason"),
                  AIR__MAX_FINISH_REASON_BYTES)) {
       d->fatal = AIR__OVER_FINISH;
       return 0;
@@ -265,8 +267,9 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
        * ...): progress, no part. */
       const char *it;
       size_t itn;
-      d->server_tool = air__json_is_str(j, ity) && air__json_plain(j, ity, &it, &itn) &&
-                       itn > 5 && memcmp(it + itn - 5, "_call", 5) == 0;
+      d->server_tool = air__json_is_str(j, ity) &&
+                       air__json_plain(j, ity, &it, &itn) && itn > 5 &&
+                       memcmp(it + itn - 5, "_call", 5) == 0;
       return 0;
     }
     int slot = slot_of(j, air__json_get(j, 0, "output_index"));
@@ -468,7 +471,8 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
   /* What carries meaning is checked before any part is handed over. */
   size_t i, k;
   json_t *it, *c;
-  if (over(json_object_get(json_object_get(root, "incomplete_details"), "reason"),
+  if (over(json_object_get(json_object_get(root, "incomplete_details"),
+                           "reason"),
            AIR__MAX_FINISH_REASON_BYTES))
     d->fatal = AIR__OVER_FINISH;
   json_array_foreach(json_object_get(root, "output"), i, it) {

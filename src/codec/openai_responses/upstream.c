@@ -49,7 +49,8 @@ int air__rsp_finish_body(json_t *root, const char *req_model,
       json_decref(ov);
       return fail(err, AIR_EINVAL, "override: expected a JSON object");
     }
-    /* max_tokens is what rules say (docs/design.md §3): max_output_tokens here. */
+    /* max_tokens is what rules say (docs/design.md §3): max_output_tokens here.
+     */
     json_t *mt = json_object_get(ov, "max_tokens");
     if (mt != NULL && json_object_get(ov, "max_output_tokens") == NULL) {
       json_object_set(ov, "max_output_tokens", mt);

@@ -222,16 +222,16 @@ static void test_same_dialect_keeps_extras(void **st) {
   /* A field only the dialect knows passes unchanged to its own dialect
    * (through the canonical form), never across. */
   air__request r;
-  json_t *root = build(AIR_DIALECT_OPENAI, &air__dialect_openai_chat, AIR_CONT_VLLM,
-                       SENT, 0, &r);
+  json_t *root = build(AIR_DIALECT_OPENAI, &air__dialect_openai_chat,
+                       AIR_CONT_VLLM, SENT, 0, &r);
   json_t *k =
       json_object_get(json_object_get(root, "chat_template_kwargs"), "k");
   assert_int_equal(json_integer_value(k), 1);
   assert_non_null(r.canon);
   json_decref(root);
   air__request_cleanup(&r);
-  root = build(AIR_DIALECT_ANTHROPIC, &air__dialect_anthropic,
-               AIR_CONT_PREFILL, SENT, 0, &r);
+  root = build(AIR_DIALECT_ANTHROPIC, &air__dialect_anthropic, AIR_CONT_PREFILL,
+               SENT, 0, &r);
   assert_int_equal(json_integer_value(json_object_get(root, "frobnicate")), 1);
   /* Prefill: the conversation ends with the assistant message. */
   json_t *ms = json_object_get(root, "messages");
@@ -249,8 +249,8 @@ static void test_canonical_form_unchanged(void **st) {
   air__cont_ask ask = {AIR_CONT_INSTRUCT, SENT, strlen(SENT), 0};
   air__buf out;
   air__buf_init(&out, 1u << 20);
-  assert_int_equal(air__request_build_continuation(&air__dialect_openai_chat, &r,
-                                                   &o, &ask, &out, NULL),
+  assert_int_equal(air__request_build_continuation(&air__dialect_openai_chat,
+                                                   &r, &o, &ask, &out, NULL),
                    0);
   const air__canon *c = r.canon;
   assert_non_null(c);
@@ -299,8 +299,8 @@ static void test_errors(void **st) {
   air__buf out;
   air__buf_init(&out, 1u << 20);
   air_error err = {0};
-  assert_int_equal(air__request_build_continuation(&air__dialect_openai_chat, &r,
-                                                   &o, &ask, &out, &err),
+  assert_int_equal(air__request_build_continuation(&air__dialect_openai_chat,
+                                                   &r, &o, &ask, &out, &err),
                    AIR_EINVAL);
   assert_non_null(strstr(err.message, "style"));
   assert_int_equal(out.n, 0);

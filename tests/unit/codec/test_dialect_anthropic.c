@@ -946,9 +946,9 @@ static void test_build_same_dialect(void **state) {
   air__request req;
   static const char tiny[] =
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
-  assert_int_equal(
-      air__request_parse(AIR_DIALECT_ANTHROPIC, tiny, sizeof(tiny) - 1, &req, &err),
-      0);
+  assert_int_equal(air__request_parse(AIR_DIALECT_ANTHROPIC, tiny,
+                                      sizeof(tiny) - 1, &req, &err),
+                   0);
   air__buf small;
   air__buf_init(&small, 20);
   assert_int_equal(air__request_build(ops, &req, &base_opts, &small, &err),
@@ -1121,12 +1121,15 @@ static void test_build_from_openai(void **state) {
  * an Anthropic target, never a reason to skip it (no drop_params needed). */
 static void test_build_hints_dropped(void **state) {
   (void)state;
-  static const char *const hints[] = {
-      "\"logprobs\":true",           "\"top_logprobs\":3",
-      "\"presence_penalty\":0.5",    "\"frequency_penalty\":-1",
-      "\"logit_bias\":{\"50256\":-100}", "\"seed\":7",
-      "\"service_tier\":\"flex\"",   "\"prompt_cache_key\":\"k\"",
-      "\"safety_identifier\":\"s\""};
+  static const char *const hints[] = {"\"logprobs\":true",
+                                      "\"top_logprobs\":3",
+                                      "\"presence_penalty\":0.5",
+                                      "\"frequency_penalty\":-1",
+                                      "\"logit_bias\":{\"50256\":-100}",
+                                      "\"seed\":7",
+                                      "\"service_tier\":\"flex\"",
+                                      "\"prompt_cache_key\":\"k\"",
+                                      "\"safety_identifier\":\"s\""};
   for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
     char body[512];
     snprintf(body, sizeof(body),

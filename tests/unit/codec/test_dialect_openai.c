@@ -1203,8 +1203,8 @@ static void test_build_from_anthropic(void **state) {
         "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
         "\"content\":\"x\"}],\"tool_choice\":%s,\"temperature\":-1}",
         tc[i].in);
-    v = build(AIR_DIALECT_ANTHROPIC, body, "o", "{\"max_tokens\":9}", false, &rc,
-              &err);
+    v = build(AIR_DIALECT_ANTHROPIC, body, "o", "{\"max_tokens\":9}", false,
+              &rc, &err);
     char want[512];
     snprintf(
         want, sizeof(want),
@@ -1329,7 +1329,8 @@ static void test_request_fast_path(void **state) {
   static const char *const fast[] = {
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
       "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"x\":1},"
-      "\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 \\ud83d\\ude00\"}]}",
+      "\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 "
+      "\\ud83d\\ude00\"}]}",
   };
   static const char *const slow[] = {
       "{\"model\":\"m\\u0041\",\"messages\":[{\"role\":\"user\"}]}",
@@ -1341,24 +1342,28 @@ static void test_request_fast_path(void **state) {
   for (size_t i = 0; i < sizeof(fast) / sizeof(fast[0]); i++) {
     air__request r;
     air_error err = {0};
-    assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI, fast[i], strlen(fast[i]), &r, &err), 0);
+    assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI, fast[i],
+                                        strlen(fast[i]), &r, &err),
+                     0);
     assert_non_null(r.raw);
-    assert_null(r.tree);  /* no tree unless a build needs one */
+    assert_null(r.tree); /* no tree unless a build needs one */
     assert_string_equal(r.model, "m");
     air__buf out;
     air__buf_init(&out, 1u << 20);
     air__build_opts o = {.model = "up\"stream"};
-    assert_int_equal(air__request_build(&air__dialect_openai_chat, &r, &o, &out, &err), 0);
-    assert_null(r.tree);  /* same dialect: built from the text */
+    assert_int_equal(
+        air__request_build(&air__dialect_openai_chat, &r, &o, &out, &err), 0);
+    assert_null(r.tree); /* same dialect: built from the text */
     json_t *v = json_loads(out.p, JSON_REJECT_DUPLICATES, NULL);
     assert_non_null(v);
-    assert_string_equal(json_string_value(json_object_get(v, "model")), "up\"stream");
+    assert_string_equal(json_string_value(json_object_get(v, "model")),
+                        "up\"stream");
     assert_true(json_is_true(json_object_get(v, "stream")));
-    assert_true(json_is_true(
-        json_object_get(json_object_get(v, "stream_options"), "include_usage")));
+    assert_true(json_is_true(json_object_get(
+        json_object_get(v, "stream_options"), "include_usage")));
     if (i == 1) {
-      assert_int_equal(json_integer_value(
-                           json_object_get(json_object_get(v, "stream_options"), "x")),
+      assert_int_equal(json_integer_value(json_object_get(
+                           json_object_get(v, "stream_options"), "x")),
                        1);
       const char *c = json_string_value(json_object_get(
           json_array_get(json_object_get(v, "messages"), 0), "content"));
@@ -1371,13 +1376,14 @@ static void test_request_fast_path(void **state) {
   for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++) {
     air__request r;
     air_error err = {0};
-    int rc = air__request_parse(AIR_DIALECT_OPENAI, slow[i], strlen(slow[i]), &r, &err);
+    int rc = air__request_parse(AIR_DIALECT_OPENAI, slow[i], strlen(slow[i]),
+                                &r, &err);
     if (rc == 0) {
       assert_null(r.raw);
       assert_non_null(r.tree);
       air__request_cleanup(&r);
     } else {
-      assert_true(err.message[0] != '\0');  /* jansson's words */
+      assert_true(err.message[0] != '\0'); /* jansson's words */
     }
   }
 }

@@ -723,8 +723,9 @@ static void test_format_and_reasoning(void **s) {
       "},\"verbosity\":\"low\"},\"reasoning\":{\"effort\":\"medium\","
       "\"summary\":\"auto\"}}";
   /* To chat: response_format json_schema, reasoning_effort. */
-  json_t *j = build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema,
-                       &air__dialect_openai_chat, AIR__STRUCT_TOOL, NULL, 0, NULL);
+  json_t *j =
+      build_so(AIR_DIALECT_OPENAI_RESPONSES, rsp_schema,
+               &air__dialect_openai_chat, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "response_format",
                 "{\"json_schema\":{\"name\":\"s\",\"schema\":{\"properties\":"
                 "{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],\"type\":"
@@ -788,8 +789,7 @@ static void test_format_and_reasoning(void **s) {
                "\"content\":\"x\"}],\"reasoning_effort\":\"high\","
                "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
                "{\"name\":\"s\",\"strict\":false,\"schema\":" RSP_SCHEMA "}}}",
-               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
-               NULL);
+               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "text",
                 "{\"format\":{\"name\":\"s\",\"schema\":{\"properties\":{"
                 "\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],\"type\":"
@@ -801,20 +801,19 @@ static void test_format_and_reasoning(void **s) {
                "{\"model\":\"c\",\"messages\":[{\"role\":\"user\","
                "\"content\":\"x\"}],\"response_format\":{\"type\":"
                "\"json_object\"}}",
-               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0,
-               NULL);
+               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "text", "{\"format\":{\"type\":\"json_object\"}}");
   expect_member(j, "reasoning", NULL);
   json_decref(j);
   /* Anthropic thinking: the budget's effort, with the summary streamed
    * back as thinking; output_config.format as text.format. */
-  j = build_so(
-      AIR_DIALECT_ANTHROPIC,
-      "{\"model\":\"a\",\"max_tokens\":20000,\"messages\":[{\"role\":"
-      "\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":"
-      "\"enabled\",\"budget_tokens\":2000},\"output_config\":{"
-      "\"format\":{\"type\":\"json_schema\",\"schema\":" RSP_SCHEMA "}}}",
-      &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
+  j = build_so(AIR_DIALECT_ANTHROPIC,
+               "{\"model\":\"a\",\"max_tokens\":20000,\"messages\":[{\"role\":"
+               "\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":"
+               "\"enabled\",\"budget_tokens\":2000},\"output_config\":{"
+               "\"format\":{\"type\":\"json_schema\",\"schema\":" RSP_SCHEMA
+               "}}}",
+               &air__dialect_openai_responses, AIR__STRUCT_TOOL, NULL, 0, NULL);
   expect_member(j, "reasoning", "{\"effort\":\"low\",\"summary\":\"auto\"}");
   expect_member(j, "text.format.type", "\"json_schema\"");
   expect_member(j, "text.format.name", "\"output\"");

@@ -65,7 +65,8 @@ static void test_can_express_and_cache(void **s) {
   const struct air__canon *c = r.canon;
   assert_non_null(c); /* built once ... */
   assert_int_equal(
-      air__request_can_express(&air__dialect_openai_chat, &r, &dropping, &err), 0);
+      air__request_can_express(&air__dialect_openai_chat, &r, &dropping, &err),
+      0);
   air__buf out;
   air__buf_init(&out, 1u << 20);
   air__build_opts o = {.model = "up", .drop_params = true};

@@ -119,7 +119,8 @@ static char *dump_text(const air_config *cfg) {
 
 #define BIT(r) (1u << (r))
 
-/* ---- built-in defaults (docs/design.md §3) --------------------------------------
+/* ---- built-in defaults (docs/design.md §3)
+ * --------------------------------------
  */
 
 static void builtin_defaults_are_design_3(void **state) {
@@ -335,7 +336,8 @@ static void defaults_section_merges(void **state) {
   assert_int_equal(a->policy.budget.max_total_attempts, AIR__UNLIMITED);
   assert_int_equal(a->policy.budget.per_reason[AIR_REASON_LENGTH], 3);
   assert_int_equal(a->policy.budget.per_reason[AIR_REASON_QUOTA], 1);
-  assert_int_equal(a->policy.budget.per_reason[AIR_REASON_AUTH], AIR__UNLIMITED);
+  assert_int_equal(a->policy.budget.per_reason[AIR_REASON_AUTH],
+                   AIR__UNLIMITED);
   assert_true(a->policy.sticky.enabled);
   assert_int_equal(a->policy.sticky.requests, 10);
   assert_int_equal(a->policy.sticky.after_ms, 5000);
@@ -702,7 +704,8 @@ static void header_names_and_values_are_checked(void **state) {
   expect_diag(&ds, AIR_DIAG_ERROR, 10, 14, "expected a header value");
   expect_diag(&ds, AIR_DIAG_ERROR, 12, 19, "is not a header name");
   assert_int_equal(ds.errors, 7);
-  for (size_t i = 0; i < ds.n; i++) assert_null(memchr(ds.d[i].msg, '\r', strlen(ds.d[i].msg)));
+  for (size_t i = 0; i < ds.n; i++)
+    assert_null(memchr(ds.d[i].msg, '\r', strlen(ds.d[i].msg)));
 }
 
 static void yaml_syntax_error_has_position(void **state) {
@@ -842,7 +845,8 @@ static void inflight_body_bounds(void **state) {
   air_config_free(cfg);
 }
 
-/* limits.max_response_bytes: 1024 to 1 GiB (default 64 MiB, docs/design.md §4). */
+/* limits.max_response_bytes: 1024 to 1 GiB (default 64 MiB, docs/design.md §4).
+ */
 static void response_bytes_bounds(void **state) {
   (void)state;
   diags ds;
@@ -961,8 +965,8 @@ static void hedge_settings(void **state) {
 }
 
 /* A `to:` inherited from defaults is checked against each route. */
-/* continuation: (docs/design.md §3.5): off by default, on when the map is given,
- * merged key by key; max_gap_ms defaults to the route's chunk_ms; styles
+/* continuation: (docs/design.md §3.5): off by default, on when the map is
+ * given, merged key by key; max_gap_ms defaults to the route's chunk_ms; styles
  * resolved target <- provider <- api; bad values named with their place. */
 static void continuation_settings(void **state) {
   (void)state;
@@ -1034,12 +1038,12 @@ static void continuation_settings(void **state) {
   air_config_free(cfg);
 
   /* Off by default. */
-  cfg = good("providers: [{name: a, api: anthropic}]\n"
-             "routes: [{name: r, targets: [a/m]}]\n");
+  cfg = good(
+      "providers: [{name: a, api: anthropic}]\n"
+      "routes: [{name: r, targets: [a/m]}]\n");
   assert_false(cfg->routes[0].policy.continuation.enabled);
   assert_int_equal(cfg->routes[0].policy.continuation.max, 2);
-  assert_int_equal(cfg->routes[0].policy.continuation.max_sent_bytes,
-                   1048576);
+  assert_int_equal(cfg->routes[0].policy.continuation.max_sent_bytes, 1048576);
   air_config_free(cfg);
 
   /* Errors name the place; a route that cannot continue is a warning. */

@@ -109,7 +109,7 @@ static void test_reserve(void **state) {
   assert_int_equal(b.n, 300);
   assert_int_equal(air__buf_reserve(&b, 10), 0); /* grows to exactly 311 */
   assert_int_equal(b.cap, 311);
-  assert_int_equal(air__buf_reserve(&b, 5), 0);  /* already there */
+  assert_int_equal(air__buf_reserve(&b, 5), 0); /* already there */
   assert_int_equal(b.cap, 311);
   assert_int_equal(air__buf_reserve(&b, 1u << 20), 0); /* up to max */
   assert_int_equal(b.cap, 1001);

@@ -537,7 +537,8 @@ static void learn_instruct(fx *f) {
 static void learned_style_and_configured_wins(void **s) {
   (void)s;
   fx f;
-  fx_start(&f, ROUTE("[a/m]", "    continuation: {max: 3, instruct: true}\n" RULES));
+  fx_start(
+      &f, ROUTE("[a/m]", "    continuation: {max: 3, instruct: true}\n" RULES));
   learn_instruct(&f);
   /* The next request continues a/m with instruct at once. */
   f.now += 1000;
@@ -617,7 +618,8 @@ static void breaker_interplay(void **s) {
   fx_end(&f);
 }
 
-/* A continuation is never hedged (docs/design.md §3.6 is about first content). */
+/* A continuation is never hedged (docs/design.md §3.6 is about first content).
+ */
 static void no_hedge_after_commit(void **s) {
   (void)s;
   fx f;
@@ -676,7 +678,8 @@ static void broken_target_is_last_choice(void **s) {
   expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);
   fx_end(&f);
 
-  fx_start(&f, ROUTE("[a/m, b/other]", "    continuation: {targets: same_model}\n" RULES));
+  fx_start(&f, ROUTE("[a/m, b/other]",
+                     "    continuation: {targets: same_model}\n" RULES));
   id = commit_now(&f);
   fail_id(&f, id, AIR_REASON_TIMEOUT_CHUNK);
   expect_continue(&f, 2, "a/m", AIR_CONT_PREFILL);

@@ -11,8 +11,8 @@
 #include "engine.h"
 #include "limits.h"
 
-#define PROVIDERS                                        \
-  "providers:\n"                                         \
+#define PROVIDERS                                                 \
+  "providers:\n"                                                  \
   "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n" \
   "  - {name: q, api: anthropic, base_url: http://127.0.0.1:1}\n"
 
@@ -77,7 +77,8 @@ static void expect_wait(run_fx *fx, uint64_t ms) {
   assert_int_equal(fx->act.kind, AIR_ACT_WAIT);
   assert_int_equal(fx->act.wait_ms, ms);
   fx->now += ms;
-  assert_int_equal(air_run_wait_done(fx->run, fx->act.attempt_id, fx->now, &fx->act), 0);
+  assert_int_equal(
+      air_run_wait_done(fx->run, fx->act.attempt_id, fx->now, &fx->act), 0);
 }
 
 static void expect_fail(run_fx *fx, air_reason reason) {
@@ -85,19 +86,20 @@ static void expect_fail(run_fx *fx, air_reason reason) {
   assert_string_equal(air_reason_name(fx->act.reason), air_reason_name(reason));
 }
 
-/* ---- budgets ------------------------------------------------------------ */
+/* ---- budgets ------------------------------------------------------------- */
 
-#define BUDGET_ROUTE(budget)                                                  \
-  PROVIDERS                                                                   \
-  "routes:\n"                                                                 \
-  "  - name: r\n"                                                             \
-  "    targets: [p/a, p/b]\n"                                                 \
-  "    budget: " budget "\n"                                                  \
-  "    rules:\n"                                                              \
-  "      - {on: [rate_limit], action: retry, max: 2,\n"                       \
+#define BUDGET_ROUTE(budget)                                                   \
+  PROVIDERS                                                                    \
+  "routes:\n"                                                                  \
+  "  - name: r\n"                                                              \
+  "    targets: [p/a, p/b]\n"                                                  \
+  "    budget: " budget                                                        \
+  "\n"                                                                         \
+  "    rules:\n"                                                               \
+  "      - {on: [rate_limit], action: retry, max: 2,\n"                        \
   "         backoff: {base_ms: 100, factor: 2, max_ms: 1000, jitter: none}}\n" \
-  "      - {on: [length], action: retry, max: 3,\n"                           \
-  "         backoff: {base_ms: 10, factor: 1, max_ms: 10, jitter: none},\n"   \
+  "      - {on: [length], action: retry, max: 3,\n"                            \
+  "         backoff: {base_ms: 10, factor: 1, max_ms: 10, jitter: none},\n"    \
   "         override: {max_tokens: 8192}}\n"
 
 static void test_shared_budget_429_429_length(void **s) {
@@ -123,9 +125,10 @@ static void test_shared_budget_429_429_length(void **s) {
 static void test_per_reason_budget_allows_resample(void **s) {
   (void)s;
   run_fx fx;
-  fx_start(&fx,
-           BUDGET_ROUTE("{max_total_attempts: unlimited, per_reason: {length: 3}}"),
-           "r");
+  fx_start(
+      &fx,
+      BUDGET_ROUTE("{max_total_attempts: unlimited, per_reason: {length: 3}}"),
+      "r");
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
   expect_wait(&fx, 100);
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
@@ -146,17 +149,18 @@ static void test_per_reason_budget_allows_resample(void **s) {
   fx_end(&fx);
 }
 
-/* ---- Retry-After -------------------------------------------------------- */
+/* ---- Retry-After --------------------------------------------------------- */
 
-#define HINT_ROUTE(max_ms)                                           \
-  PROVIDERS                                                          \
-  "routes:\n"                                                        \
-  "  - name: r\n"                                                    \
-  "    targets: [p/a, p/b]\n"                                        \
-  "    rules:\n"                                                     \
-  "      - {on: [rate_limit], action: retry, max: 5,\n"              \
+#define HINT_ROUTE(max_ms)                                                    \
+  PROVIDERS                                                                   \
+  "routes:\n"                                                                 \
+  "  - name: r\n"                                                             \
+  "    targets: [p/a, p/b]\n"                                                 \
+  "    rules:\n"                                                              \
+  "      - {on: [rate_limit], action: retry, max: 5,\n"                       \
   "         backoff: {base_ms: 777, factor: 1, max_ms: 777, jitter: none},\n" \
-  "         retry_after: {max_ms: " max_ms "}}\n"                    \
+  "         retry_after: {max_ms: " max_ms                                    \
+  "}}\n"                                                                      \
   "      - {on: [rate_limit], action: switch}\n"
 
 static air_header hdr(const char *name, const char *value) {
@@ -164,14 +168,16 @@ static air_header hdr(const char *name, const char *value) {
   return h;
 }
 
-/* One 429 with the given header; returns the action's wait (or ~0 on switch). */
+/* One 429 with the given header; returns the action's wait (or ~0 on switch).
+ */
 static uint64_t wait_for_header(const char *name, const char *value) {
   run_fx fx;
   fx_start(&fx, HINT_ROUTE("10000"), "r");
   air_header h = hdr(name, value);
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, &h, 1);
   uint64_t w = fx.act.kind == AIR_ACT_WAIT ? fx.act.wait_ms : UINT64_MAX;
-  if (fx.act.kind == AIR_ACT_WAIT) assert_true(air_run_attempt(fx.run, 0)->hint || w == 777);
+  if (fx.act.kind == AIR_ACT_WAIT)
+    assert_true(air_run_attempt(fx.run, 0)->hint || w == 777);
   fx_end(&fx);
   return w;
 }
@@ -183,8 +189,10 @@ static void test_retry_after_variants(void **s) {
   assert_int_equal(wait_for_header("retry-after-ms", "1500.2"), 1501);
   assert_int_equal(wait_for_header("Retry-After", "3"), 3000);
   assert_int_equal(wait_for_header("retry-after", "0.25"), 250);
-  assert_int_equal(wait_for_header("retry-after", "Tue, 14 Nov 2023 22:13:25 GMT"), 5000);
-  assert_int_equal(wait_for_header("retry-after", "Tue, 14 Nov 2023 22:13:00 GMT"), 777);
+  assert_int_equal(
+      wait_for_header("retry-after", "Tue, 14 Nov 2023 22:13:25 GMT"), 5000);
+  assert_int_equal(
+      wait_for_header("retry-after", "Tue, 14 Nov 2023 22:13:00 GMT"), 777);
   assert_int_equal(wait_for_header("retry-after", "-5"), 777);
   assert_int_equal(wait_for_header("retry-after", "soon"), 777);
 }
@@ -216,8 +224,10 @@ static void test_long_retry_after_switches_and_cools(void **s) {
   /* No sleep: straight to the next target. */
   expect_attempt(&fx, 2, "p/b");
   assert_int_equal(air_run_attempt(fx.run, 0)->wait_ms, 0);
-  assert_int_equal(air_state_breaker(fx.st, "p/a", t0 + 49999), AIR_BREAKER_OPEN);
-  assert_int_equal(air_state_breaker(fx.st, "p/a", t0 + 50000), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", t0 + 49999),
+                   AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", t0 + 50000),
+                   AIR_BREAKER_HALF_OPEN);
   assert_int_equal(air_state_breaker(fx.st, "p/b", t0), AIR_BREAKER_CLOSED);
   /* A new request while p/a cools starts on p/b. */
   fx.now = t0 + 1000;
@@ -228,7 +238,8 @@ static void test_long_retry_after_switches_and_cools(void **s) {
 
 /* ---- backoff through the engine ------------------------------------------ */
 
-static void backoff_table(const char *jitter, const uint64_t *expect, size_t n) {
+static void backoff_table(const char *jitter, const uint64_t *expect,
+                          size_t n) {
   char yaml[1024];
   snprintf(yaml, sizeof(yaml),
            PROVIDERS
@@ -238,7 +249,8 @@ static void backoff_table(const char *jitter, const uint64_t *expect, size_t n) 
            "    budget: {max_total_attempts: unlimited}\n"
            "    rules:\n"
            "      - {on: [overloaded], action: retry, max: unlimited,\n"
-           "         backoff: {base_ms: 250, factor: 2, max_ms: 4000, jitter: %s}}\n",
+           "         backoff: {base_ms: 250, factor: 2, max_ms: 4000, jitter: "
+           "%s}}\n",
            jitter);
   run_fx fx;
   fx_start(&fx, yaml, "r");
@@ -252,9 +264,11 @@ static void backoff_table(const char *jitter, const uint64_t *expect, size_t n) 
       assert_int_equal(fx.act.wait_ms, cap);
     } else {
       /* Same seeded source, same draws: the engine used n = i + 1. */
-      air__backoff b = {250, 2.0, 4000,
-                        strcmp(jitter, "full") == 0 ? AIR__JITTER_FULL : AIR__JITTER_EQUAL};
-      assert_int_equal(fx.act.wait_ms, air__backoff_wait(&b, (unsigned)i + 1, &ref));
+      air__backoff b = {
+          250, 2.0, 4000,
+          strcmp(jitter, "full") == 0 ? AIR__JITTER_FULL : AIR__JITTER_EQUAL};
+      assert_int_equal(fx.act.wait_ms,
+                       air__backoff_wait(&b, (unsigned)i + 1, &ref));
       assert_true(fx.act.wait_ms <= cap);
       if (b.jitter == AIR__JITTER_EQUAL) assert_true(fx.act.wait_ms >= cap / 2);
     }
@@ -272,22 +286,23 @@ static void test_backoff_tables(void **s) {
   backoff_table("equal", table, 7);
 }
 
-/* ---- rules walk ----------------------------------------------------------- */
+/* ---- rules walk ---------------------------------------------------------- */
 
 static void test_exhausted_rule_next_decides(void **s) {
   (void)s;
   run_fx fx;
-  fx_start(&fx,
-           PROVIDERS
-           "routes:\n"
-           "  - name: r\n"
-           "    targets: [p/a, p/b, q/c]\n"
-           "    rules:\n"
-           "      - {on: [rate_limit], action: retry, max: 1,\n"
-           "         backoff: {base_ms: 5, factor: 1, max_ms: 5, jitter: none}}\n"
-           "      - {on: [server_error], action: fail}\n"
-           "      - {on: [rate_limit], action: switch, to: q/c}\n",
-           "r");
+  fx_start(
+      &fx,
+      PROVIDERS
+      "routes:\n"
+      "  - name: r\n"
+      "    targets: [p/a, p/b, q/c]\n"
+      "    rules:\n"
+      "      - {on: [rate_limit], action: retry, max: 1,\n"
+      "         backoff: {base_ms: 5, factor: 1, max_ms: 5, jitter: none}}\n"
+      "      - {on: [server_error], action: fail}\n"
+      "      - {on: [rate_limit], action: switch, to: q/c}\n",
+      "r");
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
   expect_wait(&fx, 5);
   expect_attempt(&fx, 2, "p/a");
@@ -318,7 +333,8 @@ static void test_no_rule_matches_fails_with_original(void **s) {
   f.status = 502; /* classified: server_error */
   f.message = "bad gateway";
   f.request_id = "req_123";
-  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(
+      air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_fail(&fx, AIR_REASON_SERVER_ERROR);
   assert_int_equal(fx.act.status, 502);
   const air_attempt *a = air_run_attempt(fx.run, 0);
@@ -332,28 +348,33 @@ static void test_no_rule_matches_fails_with_original(void **s) {
 static void test_status_and_message_matchers(void **s) {
   (void)s;
   run_fx fx;
-  fx_start(&fx,
-           PROVIDERS
-           "routes:\n"
-           "  - name: r\n"
-           "    targets: [p/a, p/b]\n"
-           "    budget: {max_total_attempts: 10}\n"
-           "    rules:\n"
-           "      - {status: [418], action: fail}\n"
-           "      - {status: [\"5xx\"], message: \"try again\", action: retry, max: 3,\n"
-           "         backoff: {base_ms: 1, factor: 1, max_ms: 1, jitter: none}}\n"
-           "      - {status: [\"5xx\"], action: switch}\n",
-           "r");
+  fx_start(
+      &fx,
+      PROVIDERS
+      "routes:\n"
+      "  - name: r\n"
+      "    targets: [p/a, p/b]\n"
+      "    budget: {max_total_attempts: 10}\n"
+      "    rules:\n"
+      "      - {status: [418], action: fail}\n"
+      "      - {status: [\"5xx\"], message: \"try again\", action: retry, max: "
+      "3,\n"
+      "         backoff: {base_ms: 1, factor: 1, max_ms: 1, jitter: none}}\n"
+      "      - {status: [\"5xx\"], action: switch}\n",
+      "r");
   air_failure f = {0};
   f.status = 500;
   f.message = "Please TRY AGAIN later";
-  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(
+      air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_wait(&fx, 1);
   f.message = "nope";
-  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(
+      air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_attempt(&fx, 3, "p/b");
   f.status = 418;
-  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(
+      air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_fail(&fx, AIR_REASON_BAD_REQUEST);
   fx_end(&fx);
 }
@@ -383,7 +404,7 @@ static void test_default_rules(void **s) {
   fx_end(&fx);
 }
 
-/* ---- hard stops and deadlines --------------------------------------------- */
+/* ---- hard stops and deadlines -------------------------------------------- */
 
 static void test_aborted_and_total_are_hard_stops(void **s) {
   (void)s;
@@ -403,7 +424,9 @@ static void test_aborted_and_total_are_hard_stops(void **s) {
   expect_fail(&fx, AIR_REASON_ABORTED);
   assert_int_equal(air_run_attempt_count(fx.run), 1);
   /* Events after the end are refused. */
-  assert_int_equal(air_run_wait_done(fx.run, fx.act.attempt_id, fx.now, &fx.act), AIR_ESTATE);
+  assert_int_equal(
+      air_run_wait_done(fx.run, fx.act.attempt_id, fx.now, &fx.act),
+      AIR_ESTATE);
   fx_end(&fx);
 }
 
@@ -418,7 +441,8 @@ static void test_deadlines_and_total_clipping(void **s) {
            "    timeouts: {attempt_ms: 3000, total_ms: 5000}\n"
            "    rules:\n"
            "      - {on: [overloaded], action: retry, max: 5,\n"
-           "         backoff: {base_ms: 1500, factor: 2, max_ms: 60000, jitter: none}}\n"
+           "         backoff: {base_ms: 1500, factor: 2, max_ms: 60000, "
+           "jitter: none}}\n"
            "      - {on: [timeout.attempt], action: switch}\n",
            "r");
   uint64_t t0 = fx.now;
@@ -445,15 +469,15 @@ static void test_deadlines_and_total_clipping(void **s) {
   fx_end(&fx);
 }
 
-/* ---- breaker and sticky --------------------------------------------------- */
+/* ---- breaker and sticky -------------------------------------------------- */
 
-#define BREAKER_CFG                                                   \
-  "providers:\n"                                                      \
-  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n"     \
-  "     breaker: {failures: 3, open_ms: 10000}}\n"                    \
-  "routes:\n"                                                         \
-  "  - name: r\n"                                                     \
-  "    targets: [p/a, p/b]\n"                                         \
+#define BREAKER_CFG                                               \
+  "providers:\n"                                                  \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n" \
+  "     breaker: {failures: 3, open_ms: 10000}}\n"                \
+  "routes:\n"                                                     \
+  "  - name: r\n"                                                 \
+  "    targets: [p/a, p/b]\n"                                     \
   "    rules: [{on: [server_error, refusal], action: switch}]\n"
 
 static void test_breaker_cycle(void **s) {
@@ -465,7 +489,8 @@ static void test_breaker_cycle(void **s) {
     expect_attempt(&fx, 1, "p/a");
     fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
     expect_attempt(&fx, 2, "p/b");
-    assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+    assert_int_equal(
+        air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
     fx.now += 10;
   }
   uint64_t opened = fx.now - 10;
@@ -479,11 +504,13 @@ static void test_breaker_cycle(void **s) {
   expect_attempt(&fx, 1, "p/a");
   air_run *other = NULL;
   air_action oact;
-  assert_int_equal(air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact), 0);
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact),
+                   0);
   assert_string_equal(oact.target, "p/b");
   air_run_free(other);
   /* The probe succeeds: closed. */
-  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act),
+                   0);
   assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_CLOSED);
   fx_end(&fx);
 }
@@ -501,12 +528,14 @@ static void test_breaker_probe_failure_and_release(void **s) {
   expect_attempt(&fx, 1, "p/a"); /* probe */
   /* A refusal is no verdict: the slot is freed, the breaker stays half-open. */
   fx_fail(&fx, AIR_REASON_REFUSAL, 200, NULL, 0);
-  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now),
+                   AIR_BREAKER_HALF_OPEN);
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a"); /* probe again */
   fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
   /* A failed probe re-opens it for open_ms. */
-  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 9999), AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 9999),
+                   AIR_BREAKER_OPEN);
   /* Cancelling a probe frees the slot. */
   fx.now += 10000;
   fx_new_run(&fx, "r");
@@ -522,19 +551,20 @@ static void test_breaker_probe_failure_and_release(void **s) {
  * target has taken its probe slot and ends without an attempt: the slot is
  * given back, so a later run is admitted as the probe.
  */
-#define LOG_CAP_CFG                                                      \
-  "providers:\n"                                                         \
-  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n"        \
-  "     breaker: {failures: 1, open_ms: 10000}}\n"                       \
-  "routes:\n"                                                            \
-  "  - name: r\n"                                                        \
-  "    targets: [p/a, p/b]\n"                                            \
-  "    budget: {max_total_attempts: unlimited}\n"                        \
-  "    rules:\n"                                                         \
-  "      - {on: [refusal], action: retry, max: unlimited,\n"             \
+#define LOG_CAP_CFG                                                       \
+  "providers:\n"                                                          \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n"         \
+  "     breaker: {failures: 1, open_ms: 10000}}\n"                        \
+  "routes:\n"                                                             \
+  "  - name: r\n"                                                         \
+  "    targets: [p/a, p/b]\n"                                             \
+  "    budget: {max_total_attempts: unlimited}\n"                         \
+  "    rules:\n"                                                          \
+  "      - {on: [refusal], action: retry, max: unlimited,\n"              \
   "         backoff: {base_ms: 1, factor: 1, max_ms: 1, jitter: none}}\n" \
-  "      - {on: [rate_limit], action: switch}\n"                         \
-  "  - {name: rb, targets: [p/b], rules: [{on: [server_error], action: fail}]}\n" \
+  "      - {on: [rate_limit], action: switch}\n"                          \
+  "  - {name: rb, targets: [p/b], rules: [{on: [server_error], action: "  \
+  "fail}]}\n"                                                             \
   "  - {name: rbc, targets: [p/b, p/c]}\n"
 
 static void test_probe_released_at_attempt_log_cap(void **s) {
@@ -546,7 +576,8 @@ static void test_probe_released_at_attempt_log_cap(void **s) {
   fx_fail(&fx, AIR_REASON_SERVER_ERROR, 500, NULL, 0);
   expect_fail(&fx, AIR_REASON_SERVER_ERROR);
   fx.now += 10000;
-  assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now),
+                   AIR_BREAKER_HALF_OPEN);
   /* Retries on p/a (refusals are no verdict) until the log is full. */
   fx_new_run(&fx, "r");
   for (unsigned n = 1; n < AIR__MAX_ATTEMPT_LOG; n++) {
@@ -554,7 +585,8 @@ static void test_probe_released_at_attempt_log_cap(void **s) {
     fx_fail(&fx, AIR_REASON_REFUSAL, 200, NULL, 0);
     assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
     fx.now += fx.act.wait_ms;
-    assert_int_equal(air_run_wait_done(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+    assert_int_equal(
+        air_run_wait_done(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
   }
   expect_attempt(&fx, AIR__MAX_ATTEMPT_LOG, "p/a");
   /* The last one fails with a reason that switches: p/b is picked (its
@@ -565,7 +597,8 @@ static void test_probe_released_at_attempt_log_cap(void **s) {
   /* A later run is admitted on p/b as the probe (not skipped for p/c). */
   fx_new_run(&fx, "rbc");
   expect_attempt(&fx, 1, "p/b");
-  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act),
+                   0);
   assert_int_equal(air_state_breaker(fx.st, "p/b", fx.now), AIR_BREAKER_CLOSED);
   fx_end(&fx);
 }
@@ -581,7 +614,7 @@ static void test_all_open_tries_soonest(void **s) {
            "    rules: [{on: [rate_limit], action: switch}]\n",
            "r");
   air_header h = hdr("retry-after", "60");
-  fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, &h, 1);  /* a cools 60 s */
+  fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, &h, 1); /* a cools 60 s */
   expect_attempt(&fx, 2, "p/b");
   air_header h2 = hdr("retry-after", "30");
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, &h2, 1); /* b cools 30 s */
@@ -599,20 +632,24 @@ static void test_quota_opens_for_quota_open_ms(void **s) {
   air_failure f = {0};
   f.status = 429;
   f.code = "insufficient_quota";
-  assert_int_equal(air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
+  assert_int_equal(
+      air_run_fail(fx.run, fx.act.attempt_id, &f, fx.now, 0, &fx.act), 0);
   expect_attempt(&fx, 2, "q/b");
   assert_int_equal(air_run_attempt(fx.run, 0)->reason, AIR_REASON_QUOTA);
-  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 299999), AIR_BREAKER_OPEN);
-  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 300000), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 299999),
+                   AIR_BREAKER_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now + 300000),
+                   AIR_BREAKER_HALF_OPEN);
   fx_end(&fx);
 }
 
-#define STICKY_CFG(sticky)                                  \
-  PROVIDERS                                                 \
-  "routes:\n"                                               \
-  "  - name: r\n"                                           \
-  "    targets: [p/a, p/b, q/c]\n"                          \
-  "    sticky: " sticky "\n"                                \
+#define STICKY_CFG(sticky)         \
+  PROVIDERS                        \
+  "routes:\n"                      \
+  "  - name: r\n"                  \
+  "    targets: [p/a, p/b, q/c]\n" \
+  "    sticky: " sticky            \
+  "\n"                             \
   "    rules: [{on: [overloaded], action: switch}]\n"
 
 static void succeed_on_b(run_fx *fx) {
@@ -620,7 +657,8 @@ static void succeed_on_b(run_fx *fx) {
   expect_attempt(fx, 1, "p/a");
   fx_fail(fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(fx, 2, "p/b");
-  assert_int_equal(air_run_succeed(fx->run, fx->act.attempt_id, fx->now, &fx->act), 0);
+  assert_int_equal(
+      air_run_succeed(fx->run, fx->act.attempt_id, fx->now, &fx->act), 0);
 }
 
 static void test_sticky_after_ms(void **s) {
@@ -660,7 +698,8 @@ static void test_sticky_requests(void **s) {
   expect_attempt(&fx, 1, "p/b");
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(&fx, 2, "p/a");
-  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act),
+                   0);
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a");
   fx_end(&fx);
@@ -672,18 +711,20 @@ static void test_sticky_off_by_default(void **s) {
   fx_start(&fx, PROVIDERS "routes:\n  - {name: r, targets: [p/a, p/b]}\n", "r");
   fx_fail(&fx, AIR_REASON_TIMEOUT_FIRST_CHUNK, 0, NULL, 0);
   expect_attempt(&fx, 2, "p/b");
-  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act),
+                   0);
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a");
   fx_end(&fx);
 }
 
-/* ---- direct targets and lookups ------------------------------------------- */
+/* ---- direct targets and lookups ------------------------------------------ */
 
 static void test_direct_target_and_unknown_model(void **s) {
   (void)s;
   run_fx fx;
-  fx_start(&fx, PROVIDERS "routes:\n  - {name: r, targets: [p/a]}\n", "q/some-model");
+  fx_start(&fx, PROVIDERS "routes:\n  - {name: r, targets: [p/a]}\n",
+           "q/some-model");
   expect_attempt(&fx, 1, "q/some-model");
   /* Default policy: one retry on overload, then no target left. */
   fx_fail(&fx, AIR_REASON_OVERLOADED, 529, NULL, 0);
@@ -693,9 +734,12 @@ static void test_direct_target_and_unknown_model(void **s) {
   expect_fail(&fx, AIR_REASON_OVERLOADED);
   air_run *run = NULL;
   air_action act;
-  assert_int_equal(air_run_new(fx.cfg, fx.st, "nope", NULL, 0, &run, &act), AIR_ENOTFOUND);
-  assert_int_equal(air_run_new(fx.cfg, fx.st, "zz/m", NULL, 0, &run, &act), AIR_ENOTFOUND);
-  assert_int_equal(air_run_new(fx.cfg, fx.st, "p/", NULL, 0, &run, &act), AIR_ENOTFOUND);
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "nope", NULL, 0, &run, &act),
+                   AIR_ENOTFOUND);
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "zz/m", NULL, 0, &run, &act),
+                   AIR_ENOTFOUND);
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "p/", NULL, 0, &run, &act),
+                   AIR_ENOTFOUND);
   assert_null(run);
   fx_end(&fx);
 }
@@ -703,16 +747,17 @@ static void test_direct_target_and_unknown_model(void **s) {
 static void test_target_override_merges_with_rule(void **s) {
   (void)s;
   run_fx fx;
-  fx_start(&fx,
-           PROVIDERS
-           "routes:\n"
-           "  - name: r\n"
-           "    targets:\n"
-           "      - {target: p/a, override: {temperature: 0.5, max_tokens: 100}}\n"
-           "    rules:\n"
-           "      - {on: [length], action: retry, override: {max_tokens: 8192},\n"
-           "         backoff: {base_ms: 1, factor: 1, max_ms: 1, jitter: none}}\n",
-           "r");
+  fx_start(
+      &fx,
+      PROVIDERS
+      "routes:\n"
+      "  - name: r\n"
+      "    targets:\n"
+      "      - {target: p/a, override: {temperature: 0.5, max_tokens: 100}}\n"
+      "    rules:\n"
+      "      - {on: [length], action: retry, override: {max_tokens: 8192},\n"
+      "         backoff: {base_ms: 1, factor: 1, max_ms: 1, jitter: none}}\n",
+      "r");
   assert_non_null(fx.act.override_json);
   assert_non_null(strstr(fx.act.override_json, "100"));
   fx_fail(&fx, AIR_REASON_LENGTH, 200, NULL, 0);
@@ -723,16 +768,16 @@ static void test_target_override_merges_with_rule(void **s) {
   fx_end(&fx);
 }
 
-/* ---- skipped targets (docs/design.md §2.1) ---------------------------------------- */
+/* ---- skipped targets (docs/design.md §2.1) ------------------------------- */
 
-#define SKIP_ROUTE                                                        \
-  PROVIDERS                                                               \
-  "routes:\n"                                                             \
-  "  - name: r\n"                                                         \
-  "    targets: [p/a, q/b, p/c, p/d]\n"                                   \
-  "    budget: {max_total_attempts: 3}\n"                                 \
-  "    rules: [{on: [overloaded], action: switch, max: 1}]\n"             \
-  "  - name: only\n"                                                      \
+#define SKIP_ROUTE                                            \
+  PROVIDERS                                                   \
+  "routes:\n"                                                 \
+  "  - name: r\n"                                             \
+  "    targets: [p/a, q/b, p/c, p/d]\n"                       \
+  "    budget: {max_total_attempts: 3}\n"                     \
+  "    rules: [{on: [overloaded], action: switch, max: 1}]\n" \
+  "  - name: only\n"                                          \
   "    targets: [q/b]\n"
 
 /* A skip is not numbered and counts towards neither the budget nor the
@@ -820,15 +865,15 @@ static void test_inexpressible_takes_no_probe(void **s) {
   fx.now += 10000;
   air_run_free(fx.run);
   fx.run = NULL;
-  assert_int_equal(air__run_new_checked(fx.cfg, fx.st, "r", &fx.rng, fx.now,
-                                        all_but, (void *)"p/a", &fx.run,
-                                        &fx.act),
-                   0);
+  assert_int_equal(
+      air__run_new_checked(fx.cfg, fx.st, "r", &fx.rng, fx.now, all_but,
+                           (void *)"p/a", &fx.run, &fx.act),
+      0);
   expect_attempt(&fx, 1, "p/a"); /* to be skipped, not a probe */
   air_run *other = NULL;
   air_action oact;
-  assert_int_equal(
-      air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact), 0);
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact),
+                   0);
   assert_string_equal(oact.target, "p/a"); /* the probe is still free */
   air_run_free(other);
   assert_int_equal(air__run_skip(fx.run, fx.act.attempt_id, "thinking",
@@ -841,15 +886,15 @@ static void test_inexpressible_takes_no_probe(void **s) {
   fx_end(&fx);
 }
 
-/* ---- attempt ids, first content and commit -------------------------------- */
+/* ---- attempt ids, first content and commit ------------------------------- */
 
-#define IDS_ROUTE                                                          \
-  PROVIDERS                                                                \
-  "routes:\n"                                                              \
-  "  - name: r\n"                                                          \
-  "    targets: [p/a, q/b, p/c]\n"                                         \
-  "    rules:\n"                                                           \
-  "      - {on: [rate_limit], action: retry, max: 1,\n"                    \
+#define IDS_ROUTE                                                             \
+  PROVIDERS                                                                   \
+  "routes:\n"                                                                 \
+  "  - name: r\n"                                                             \
+  "    targets: [p/a, q/b, p/c]\n"                                            \
+  "    rules:\n"                                                              \
+  "      - {on: [rate_limit], action: retry, max: 1,\n"                       \
   "         backoff: {base_ms: 100, factor: 1, max_ms: 100, jitter: none}}\n" \
   "      - {on: [overloaded, rate_limit], action: switch}\n"
 
@@ -882,9 +927,8 @@ static void test_attempt_ids_on_every_action(void **s) {
   fx_fail(&fx, AIR_REASON_RATE_LIMIT, 429, NULL, 0);
   expect_attempt(&fx, 3, "q/b");
   assert_int_equal(fx.act.attempt_id, 3);
-  assert_int_equal(air__run_skip(fx.run, 3, "n", "n: not supported", fx.now,
-                                 &fx.act),
-                   0);
+  assert_int_equal(
+      air__run_skip(fx.run, 3, "n", "n: not supported", fx.now, &fx.act), 0);
   /* The skipped attempt's number is reused, its id is not. */
   expect_attempt(&fx, 3, "p/c");
   assert_int_equal(fx.act.attempt_id, 4);
@@ -911,7 +955,8 @@ static void test_commit_answers_first_content(void **s) {
   expect_attempt(&fx, 1, "p/a");
   fx_commit(&fx);
   air_action before = fx.act;
-  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
+  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act),
+                   AIR_ESTATE);
   assert_memory_equal(&before, &fx.act, sizeof(before));
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_fail(&fx, AIR_REASON_OVERLOADED);
@@ -922,7 +967,8 @@ static void test_commit_answers_first_content(void **s) {
   fx_new_run(&fx, "r");
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
   expect_attempt(&fx, 2, "q/b");
-  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act), 0);
+  assert_int_equal(air_run_succeed(fx.run, fx.act.attempt_id, fx.now, &fx.act),
+                   0);
   assert_int_equal(fx.act.kind, AIR_ACT_DONE);
   fx_end(&fx);
 }
@@ -939,11 +985,14 @@ static void test_stale_attempt_ids_refused(void **s) {
   const unsigned bad[] = {0, 2, 99};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     air_action before = fx.act;
-    assert_int_equal(air_run_fail(fx.run, bad[i], &f, fx.now, 0, &fx.act), AIR_ESTATE);
-    assert_int_equal(air_run_succeed(fx.run, bad[i], fx.now, &fx.act), AIR_ESTATE);
+    assert_int_equal(air_run_fail(fx.run, bad[i], &f, fx.now, 0, &fx.act),
+                     AIR_ESTATE);
+    assert_int_equal(air_run_succeed(fx.run, bad[i], fx.now, &fx.act),
+                     AIR_ESTATE);
     assert_int_equal(air_run_first_content(fx.run, bad[i], fx.now, &fx.act),
                      AIR_ESTATE);
-    assert_int_equal(air_run_wait_done(fx.run, bad[i], fx.now, &fx.act), AIR_ESTATE);
+    assert_int_equal(air_run_wait_done(fx.run, bad[i], fx.now, &fx.act),
+                     AIR_ESTATE);
     assert_int_equal(air__run_skip(fx.run, bad[i], "n", "m", fx.now, &fx.act),
                      AIR_ESTATE);
     assert_int_equal(air__run_fail_final(fx.run, bad[i], &f, fx.now, &fx.act),
@@ -959,7 +1008,8 @@ static void test_stale_attempt_ids_refused(void **s) {
   air_action before = fx.act;
   assert_int_equal(air_run_fail(fx.run, 1, &f, fx.now, 0, &fx.act), AIR_ESTATE);
   assert_int_equal(air_run_succeed(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
-  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
+  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act),
+                   AIR_ESTATE);
   assert_memory_equal(&before, &fx.act, sizeof(before));
   assert_int_equal(air_run_attempt_count(fx.run), 2);
   assert_int_equal(air_run_attempt(fx.run, 0)->reason, AIR_REASON_OVERLOADED);
@@ -968,7 +1018,8 @@ static void test_stale_attempt_ids_refused(void **s) {
   f.type = NULL;
   assert_int_equal(air_run_fail(fx.run, 2, &f, fx.now, 0, &fx.act), 0);
   assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
-  assert_int_equal(air_run_wait_done(fx.run, 1, fx.now + 100, &fx.act), AIR_ESTATE);
+  assert_int_equal(air_run_wait_done(fx.run, 1, fx.now + 100, &fx.act),
+                   AIR_ESTATE);
   assert_int_equal(fx.act.kind, AIR_ACT_WAIT);
   expect_wait(&fx, 100);
   expect_attempt(&fx, 3, "q/b");
@@ -989,13 +1040,15 @@ static void test_probe_verdict_at_first_content(void **s) {
   fx.now += 10000;
   fx_new_run(&fx, "r");
   expect_attempt(&fx, 1, "p/a"); /* the probe */
-  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now),
+                   AIR_BREAKER_HALF_OPEN);
   fx_commit(&fx);
   assert_int_equal(air_state_breaker(fx.st, "p/a", fx.now), AIR_BREAKER_CLOSED);
   /* While the answer still streams, other requests go to p/a again. */
   air_run *other = NULL;
   air_action oact;
-  assert_int_equal(air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact), 0);
+  assert_int_equal(air_run_new(fx.cfg, fx.st, "r", NULL, fx.now, &other, &oact),
+                   0);
   assert_string_equal(oact.target, "p/a");
   air_run_free(other);
   assert_int_equal(air_run_succeed(fx.run, 1, fx.now + 60000, &fx.act), 0);
@@ -1009,7 +1062,7 @@ typedef struct probe_stream {
   air_state *st;
   test_clock *tc;
   unsigned calls;
-  air_breaker_mode during;  /* p/a's breaker right after the first part */
+  air_breaker_mode during; /* p/a's breaker right after the first part */
   unsigned parts;
 } probe_stream;
 

@@ -332,14 +332,14 @@ static void skipped_hedge_never_falls_back_to_an_open_breaker(void **s) {
   assert_int_equal(air_state_breaker(f.st, "p/c", f.now), AIR_BREAKER_OPEN);
   air_run_free(f.run);
   f.run = NULL;
-  assert_int_equal(air__run_new_checked(f.cfg, f.st, "r", &f.rng, f.now, all_but_b, NULL,
-                                        &f.run, &f.act),
+  assert_int_equal(air__run_new_checked(f.cfg, f.st, "r", &f.rng, f.now,
+                                        all_but_b, NULL, &f.run, &f.act),
                    0);
   expect_attempt(&f, 1, "p/a", false);
   hedge_now(&f);
   expect_attempt(&f, 2, "p/b", true); /* to be skipped */
-  assert_int_equal(air__run_skip(f.run, f.act.attempt_id, "n", "n: not supported", f.now,
-                                 &f.act),
+  assert_int_equal(air__run_skip(f.run, f.act.attempt_id, "n",
+                                 "n: not supported", f.now, &f.act),
                    0);
   assert_int_equal(f.act.kind, AIR_ACT_IDLE); /* not p/c: its breaker is open */
   assert_int_equal(air_run_attempt_count(f.run), 2);

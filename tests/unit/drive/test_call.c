@@ -8,19 +8,22 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CFG                                                             \
-  "providers:\n"                                                        \
-  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n"       \
-  "routes:\n"                                                           \
-  "  - name: r\n"                                                       \
-  "    targets: [p/a, p/b, p/c]\n"                                      \
-  "    timeouts: {attempt_ms: 2000, total_ms: 60000}\n"                 \
-  "    rules:\n"                                                        \
-  "      - {on: [overloaded], action: retry, max: 2,\n"                 \
-  "         backoff: {base_ms: 10000, factor: 1, max_ms: 10000, jitter: none}}\n" \
-  "      - {on: [overloaded, server_error, timeout.first_chunk], action: switch}\n"
+#define CFG                                                                \
+  "providers:\n"                                                           \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n"          \
+  "routes:\n"                                                              \
+  "  - name: r\n"                                                          \
+  "    targets: [p/a, p/b, p/c]\n"                                         \
+  "    timeouts: {attempt_ms: 2000, total_ms: 60000}\n"                    \
+  "    rules:\n"                                                           \
+  "      - {on: [overloaded], action: retry, max: 2,\n"                    \
+  "         backoff: {base_ms: 10000, factor: 1, max_ms: 10000, jitter: "  \
+  "none}}\n"                                                               \
+  "      - {on: [overloaded, server_error, timeout.first_chunk], action: " \
+  "switch}\n"
 
-/* A scripted attempt function: per attempt, a reason to fail with (NONE = ok). */
+/* A scripted attempt function: per attempt, a reason to fail with (NONE = ok).
+ */
 typedef struct script {
   const air_reason *plan;
   size_t n_plan;
@@ -42,7 +45,7 @@ typedef struct script {
   unsigned commits;
   char commit_target[32];
   unsigned commit_attempt;
-  air_observers obs;  /* make_opts points the options here */
+  air_observers obs; /* make_opts points the options here */
 } script;
 
 static int scripted(void *data, const air_attempt_info *info, air_failure *f) {
@@ -199,7 +202,10 @@ static void test_deadline_is_a_timeout_not_a_cancel(void **st) {
   air_cancel *c = NULL;
   assert_int_equal(air_cancel_new(&c), 0);
   const air_reason plan[] = {AIR_REASON_TIMEOUT_FIRST_CHUNK};
-  script s = {.plan = plan, .n_plan = 1, .clock = &tc, .run_to_deadline = true,
+  script s = {.plan = plan,
+              .n_plan = 1,
+              .clock = &tc,
+              .run_to_deadline = true,
               .expect_cancel = c};
   air_call_opts o = make_opts(&s, &clk);
   o.cancel = c;
@@ -263,7 +269,7 @@ static void test_cancel_during_wait_ends_it_at_once(void **st) {
   pthread_join(th, NULL);
   assert_false(k.missed);
   assert_int_equal(rc, AIR_ECANCELED);
-  assert_true(took < 2000);  /* not the 10 s backoff */
+  assert_true(took < 2000);     /* not the 10 s backoff */
   assert_int_equal(s.calls, 1); /* no further attempt */
   assert_int_equal(n, 1);
   assert_int_equal(s.settled, 1);
@@ -303,7 +309,7 @@ static void test_unknown_model_fires_nothing(void **st) {
   air_config_free(cfg);
 }
 
-/* ---- concurrency ---------------------------------------------------------- */
+/* ---- concurrency --------------------------------------------------------- */
 
 #define CALLS_PER_THREAD 10000
 
@@ -314,7 +320,7 @@ typedef struct worker {
   unsigned fn_calls;
   unsigned logged;
   unsigned ok;
-  unsigned bad;  /* a call whose targets repeated or disagreed with its log */
+  unsigned bad; /* a call whose targets repeated or disagreed with its log */
   unsigned per_target[3];
 } worker;
 
@@ -374,7 +380,8 @@ static void test_concurrent_calls_share_state_consistently(void **st) {
       "    rules: [{on: [server_error], action: switch}]\n");
   air_state *state = NULL;
   assert_int_equal(air_state_new(cfg, &state, NULL), 0);
-  worker w[2] = {{cfg, state, 1, 0, 0, 0, 0, {0}}, {cfg, state, 2, 0, 0, 0, 0, {0}}};
+  worker w[2] = {{cfg, state, 1, 0, 0, 0, 0, {0}},
+                 {cfg, state, 2, 0, 0, 0, 0, {0}}};
   pthread_t th[2];
   for (int i = 0; i < 2; i++)
     assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
@@ -385,8 +392,9 @@ static void test_concurrent_calls_share_state_consistently(void **st) {
     assert_int_equal(w[i].bad, 0);
     /* Every attempt the function saw is in some log, and no more. */
     assert_int_equal(w[i].fn_calls, w[i].logged);
-    assert_int_equal(w[i].per_target[0] + w[i].per_target[1] + w[i].per_target[2],
-                     w[i].fn_calls);
+    assert_int_equal(
+        w[i].per_target[0] + w[i].per_target[1] + w[i].per_target[2],
+        w[i].fn_calls);
     assert_true(w[i].fn_calls >= CALLS_PER_THREAD);
     assert_true(w[i].fn_calls <= 3 * CALLS_PER_THREAD);
   }

@@ -6,18 +6,25 @@
 
 #include <stdlib.h>
 
-#define CFG(extra)                                                    \
-  "providers:\n"                                                      \
-  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n"     \
-  "routes:\n"                                                         \
-  "  - name: r\n"                                                     \
-  "    targets: [p/a, p/b]\n"                                         \
-  "    refusal: {phrases: [\"I'm sorry, but I cannot assist\"]}\n"    \
-  extra
+#define CFG(extra)                                                \
+  "providers:\n"                                                  \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n" \
+  "routes:\n"                                                     \
+  "  - name: r\n"                                                 \
+  "    targets: [p/a, p/b]\n"                                     \
+  "    refusal: {phrases: [\"I'm sorry, but I cannot assist\"]}\n" extra
 
 /* What each attempt streams: a list of steps per attempt. */
-typedef enum step_kind { S_START, S_TEXT, S_TOOL, S_FINISH, S_ERROR, S_MALFORMED,
-                         S_END_OK, S_END_CUT } step_kind;
+typedef enum step_kind {
+  S_START,
+  S_TEXT,
+  S_TOOL,
+  S_FINISH,
+  S_ERROR,
+  S_MALFORMED,
+  S_END_OK,
+  S_END_CUT
+} step_kind;
 
 typedef struct step {
   step_kind kind;
@@ -25,29 +32,33 @@ typedef struct step {
   air_finish f;
 } step;
 
-#define K(k) {k, NULL, AIR_FINISH_NONE}
-#define TX(t) {S_TEXT, t, AIR_FINISH_NONE}
-#define TOOL(t) {S_TOOL, t, AIR_FINISH_NONE}
-#define FIN(f) {S_FINISH, NULL, f}
+#define K(k) \
+  { k, NULL, AIR_FINISH_NONE }
+#define TX(t) \
+  { S_TEXT, t, AIR_FINISH_NONE }
+#define TOOL(t) \
+  { S_TOOL, t, AIR_FINISH_NONE }
+#define FIN(f) \
+  { S_FINISH, NULL, f }
 
 typedef struct script {
   const step *att[4];
   unsigned calls;
   unsigned pushes_refused;
-  char seen[1024];   /* what on_part delivered */
+  char seen[1024]; /* what on_part delivered */
   unsigned commits;
   char commit_target[32];
   unsigned errors_delivered;
-  int stop_after;    /* on_part returns 1 after this many parts (0: never) */
+  int stop_after; /* on_part returns 1 after this many parts (0: never) */
   unsigned parts;
 } script;
 
-static int produce(void *data, const air_attempt_info *info, air_stream_sink *sink,
-                   air_failure *f) {
+static int produce(void *data, const air_attempt_info *info,
+                   air_stream_sink *sink, air_failure *f) {
   script *sc = data;
   (void)info;
   const step *st = sc->att[sc->calls++];
-  for (; ; st++) {
+  for (;; st++) {
     air_part p;
     memset(&p, 0, sizeof(p));
     int rc = 0;
@@ -114,16 +125,25 @@ static int on_part(void *data, const air_part *p) {
   script *sc = data;
   sc->parts++;
   switch (p->kind) {
-    case AIR_PART_TEXT: append(sc, p->text, p->text_len); break;
-    case AIR_PART_START: append(sc, "<", 1); break;
-    case AIR_PART_FINISH: append(sc, ">", 1); break;
-    case AIR_PART_TOOL_START: append(sc, "T", 1); break;
+    case AIR_PART_TEXT:
+      append(sc, p->text, p->text_len);
+      break;
+    case AIR_PART_START:
+      append(sc, "<", 1);
+      break;
+    case AIR_PART_FINISH:
+      append(sc, ">", 1);
+      break;
+    case AIR_PART_TOOL_START:
+      append(sc, "T", 1);
+      break;
     case AIR_PART_ERROR:
       sc->errors_delivered++;
       append(sc, "!", 1);
       append(sc, p->name, p->name_len);
       break;
-    default: break;
+    default:
+      break;
   }
   return sc->stop_after && (int)sc->parts >= sc->stop_after ? 1 : 0;
 }
@@ -231,8 +251,9 @@ static void test_complete_mode_returns_judged_answer(void **s) {
 
 static void test_malformed_limit_and_caller_stop(void **s) {
   (void)s;
-  const step a[] = {K(S_START), K(S_MALFORMED), K(S_MALFORMED), K(S_MALFORMED),
-                    K(S_MALFORMED), TX("late"), K(S_END_OK)};
+  const step a[] = {K(S_START),     K(S_MALFORMED), K(S_MALFORMED),
+                    K(S_MALFORMED), K(S_MALFORMED), TX("late"),
+                    K(S_END_OK)};
   const step b[] = {TOOL("lookup"), TX("a"), TX("b"), K(S_END_OK)};
   script sc = {.att = {a, b}, .stop_after = 2};
   air_attempt *log = NULL;

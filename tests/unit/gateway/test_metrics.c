@@ -12,18 +12,18 @@
 
 #include "metrics.h"
 
-#define CFG_A                                                         \
-  "providers:\n"                                                      \
-  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n"     \
-  "routes:\n"                                                         \
-  "  - {name: smart, targets: [p/a, p/b]}\n"                          \
+#define CFG_A                                                     \
+  "providers:\n"                                                  \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n" \
+  "routes:\n"                                                     \
+  "  - {name: smart, targets: [p/a, p/b]}\n"                      \
   "  - {name: gone, targets: [p/g]}\n"
 
-#define CFG_B                                                         \
-  "providers:\n"                                                      \
-  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n"     \
-  "routes:\n"                                                         \
-  "  - {name: smart, targets: [p/a, p/b]}\n"                          \
+#define CFG_B                                                     \
+  "providers:\n"                                                  \
+  "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n" \
+  "routes:\n"                                                     \
+  "  - {name: smart, targets: [p/a, p/b]}\n"                      \
   "  - {name: fresh, targets: [p/f]}\n"
 
 /* The exposition, NUL-terminated (the caller frees it). */
@@ -39,7 +39,7 @@ static char *render(air__metrics *m) {
 /* The value of the line starting with `series ` (-1 when missing). */
 static long long value(const char *text, const char *series) {
   size_t n = strlen(series);
-  for (const char *p = text; p != NULL && *p; ) {
+  for (const char *p = text; p != NULL && *p;) {
     if (strncmp(p, series, n) == 0 && p[n] == ' ') return atoll(p + n + 1);
     p = strchr(p, '\n');
     if (p) p++;
@@ -79,14 +79,26 @@ static void test_configured_names_and_other(void **s) {
   air_attempt j = attempt("p/junk", AIR_REASON_NOT_FOUND);
   air__metrics_request(m, cfg, "p/junk", "error", &j, 1, 0, 10, 1, 0);
   char *t = render(m);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"smart\",outcome=\"ok\"}"), 1);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"p/a\",outcome=\"error\"}"), 1);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"other\",outcome=\"rejected\"}"), 1);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"other\",outcome=\"error\"}"), 1);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/a\",reason=\"overloaded\"}"), 1);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/b\",reason=\"ok\"}"), 1);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/a\",reason=\"bad_request\"}"), 1);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"other\",reason=\"not_found\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"smart\",outcome=\"ok\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"p/a\",outcome=\"error\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"other\",outcome=\"rejected\"}"),
+      1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"other\",outcome=\"error\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/a\",reason=\"overloaded\"}"),
+      1);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/b\",reason=\"ok\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/a\",reason=\"bad_request\"}"),
+      1);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"other\",reason=\"not_found\"}"),
+      1);
   assert_null(strstr(t, "junk"));
   assert_int_equal(value(t, "airetry_switches_total"), 1);
   assert_int_equal(value(t, "airetry_request_seconds_count"), 4);
@@ -122,12 +134,19 @@ static void test_hedges(void **s) {
   failed[1].hedge = true;
   air__metrics_request(m, cfg, "smart", "ok", failed, 2, 5, 10, 1, 0);
   char *t = render(m);
-  assert_int_equal(value(t, "airetry_hedges_total{route=\"smart\",outcome=\"won\"}"), 1);
-  assert_int_equal(value(t, "airetry_hedges_total{route=\"smart\",outcome=\"lost\"}"), 1);
-  assert_int_equal(value(t, "airetry_hedges_total{route=\"smart\",outcome=\"failed\"}"), 1);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/a\",reason=\"ok\"}"), 2);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/b\",reason=\"ok\"}"), 1);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/b\",reason=\"overloaded\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_hedges_total{route=\"smart\",outcome=\"won\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_hedges_total{route=\"smart\",outcome=\"lost\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_hedges_total{route=\"smart\",outcome=\"failed\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/a\",reason=\"ok\"}"), 2);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/b\",reason=\"ok\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/b\",reason=\"overloaded\"}"),
+      1);
   assert_int_equal(value(t, "airetry_switches_total"), 0);
   assert_int_equal(value(t, "airetry_retries_total"), 0);
   free(t);
@@ -135,9 +154,9 @@ static void test_hedges(void **s) {
   air_config_free(cfg);
 }
 
-/* Continuations (docs/design.md §3.5): airetry_continuations_total{route,target,
- * outcome}; names the config does not define count as "other", unknown
- * outcomes not at all. */
+/* Continuations (docs/design.md §3.5):
+ * airetry_continuations_total{route,target, outcome}; names the config does not
+ * define count as "other", unknown outcomes not at all. */
 static void test_continuations(void **s) {
   (void)s;
   air_config *cfg = test_config(CFG_A);
@@ -152,19 +171,27 @@ static void test_continuations(void **s) {
   air__metrics_continuation(m, cfg, "smart", "p/a", "bogus");
   char *t = render(m);
   assert_non_null(strstr(t, "# TYPE airetry_continuations_total counter"));
-  assert_int_equal(
-      value(t, "airetry_continuations_total{route=\"smart\",target=\"p/b\",outcome=\"joined\"}"), 2);
-  assert_int_equal(
-      value(t, "airetry_continuations_total{route=\"smart\",target=\"p/a\",outcome=\"failed\"}"), 1);
-  assert_int_equal(value(t, "airetry_continuations_total{route=\"smart\",target=\"p/a\","
-                            "outcome=\"prefill_rejected\"}"),
+  assert_int_equal(value(t,
+                         "airetry_continuations_total{route=\"smart\",target="
+                         "\"p/b\",outcome=\"joined\"}"),
+                   2);
+  assert_int_equal(value(t,
+                         "airetry_continuations_total{route=\"smart\",target="
+                         "\"p/a\",outcome=\"failed\"}"),
                    1);
   assert_int_equal(
-      value(t, "airetry_continuations_total{route=\"other\",target=\"other\",outcome=\"joined\"}"),
+      value(t,
+            "airetry_continuations_total{route=\"smart\",target=\"p/a\","
+            "outcome=\"prefill_rejected\"}"),
       1);
-  assert_int_equal(
-      value(t, "airetry_continuations_total{route=\"smart\",target=\"other\",outcome=\"failed\"}"),
-      1);
+  assert_int_equal(value(t,
+                         "airetry_continuations_total{route=\"other\",target="
+                         "\"other\",outcome=\"joined\"}"),
+                   1);
+  assert_int_equal(value(t,
+                         "airetry_continuations_total{route=\"smart\",target="
+                         "\"other\",outcome=\"failed\"}"),
+                   1);
   assert_null(strstr(t, "bogus"));
   free(t);
   air__metrics_free(m);
@@ -221,8 +248,14 @@ static void test_junk_models_do_not_grow_the_output(void **s) {
   }
   char *after = render(m);
   assert_int_equal(lines(after), lines(before));
-  assert_int_equal(value(after, "airetry_requests_total{route=\"other\",outcome=\"rejected\"}"), 10001);
-  assert_int_equal(value(after, "airetry_attempts_total{target=\"other\",reason=\"not_found\"}"), 10001);
+  assert_int_equal(
+      value(after,
+            "airetry_requests_total{route=\"other\",outcome=\"rejected\"}"),
+      10001);
+  assert_int_equal(
+      value(after,
+            "airetry_attempts_total{target=\"other\",reason=\"not_found\"}"),
+      10001);
   free(before);
   free(after);
   air__metrics_free(m);
@@ -259,14 +292,20 @@ static void test_two_threads_add_up(void **s) {
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   char *t = render(m);
   long long total = 2LL * PER_THREAD;
-  assert_int_equal(value(t, "airetry_requests_total{route=\"smart\",outcome=\"ok\"}"), total);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/a\",reason=\"rate_limit\"}"), total);
-  assert_int_equal(value(t, "airetry_attempts_total{target=\"p/a\",reason=\"ok\"}"), total);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"smart\",outcome=\"ok\"}"),
+      total);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/a\",reason=\"rate_limit\"}"),
+      total);
+  assert_int_equal(
+      value(t, "airetry_attempts_total{target=\"p/a\",reason=\"ok\"}"), total);
   assert_int_equal(value(t, "airetry_retries_total"), total);
   assert_int_equal(value(t, "airetry_malformed_events_total"), total);
   assert_int_equal(value(t, "airetry_request_seconds_count"), total);
   assert_int_equal(value(t, "airetry_first_content_seconds_count"), total);
-  assert_int_equal(value(t, "airetry_request_seconds_bucket{le=\"0.01\"}"), total);
+  assert_int_equal(value(t, "airetry_request_seconds_bucket{le=\"0.01\"}"),
+                   total);
   free(t);
   air__metrics_free(m);
   air_config_free(cfg);
@@ -287,13 +326,17 @@ static void test_reload_keeps_counters(void **s) {
   air__metrics_request(m, b, "smart", "ok", NULL, 0, 0, 1, 1, 0);
   air__metrics_request(m, a, "smart", "ok", NULL, 0, 0, 1, 1, 0); /* old */
   air__metrics_request(m, b, "fresh", "ok", NULL, 0, 0, 1, 1, 0);
-  air__metrics_request(m, b, "gone", "ok", NULL, 0, 0, 1, 1, 0);  /* not now */
+  air__metrics_request(m, b, "gone", "ok", NULL, 0, 0, 1, 1, 0); /* not now */
   air_config_free(a);
   char *t = render(m);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"smart\",outcome=\"ok\"}"), 3);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"gone\",outcome=\"ok\"}"), 1);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"fresh\",outcome=\"ok\"}"), 1);
-  assert_int_equal(value(t, "airetry_requests_total{route=\"other\",outcome=\"ok\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"smart\",outcome=\"ok\"}"), 3);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"gone\",outcome=\"ok\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"fresh\",outcome=\"ok\"}"), 1);
+  assert_int_equal(
+      value(t, "airetry_requests_total{route=\"other\",outcome=\"ok\"}"), 1);
   free(t);
   air__metrics_free(m);
   air_config_free(b);
@@ -314,8 +357,10 @@ static void test_many_routes_from_two_threads(void **s) {
   (void)s;
   air__buf y;
   air__buf_init(&y, 1u << 20);
-  assert_int_equal(air__buf_adds(&y, "providers:\n  - {name: p, api: openai, "
-                                     "base_url: http://127.0.0.1:1/v1}\nroutes:\n"), 0);
+  assert_int_equal(air__buf_adds(&y,
+                                 "providers:\n  - {name: p, api: openai, "
+                                 "base_url: http://127.0.0.1:1/v1}\nroutes:\n"),
+                   0);
   char line[64];
   for (int i = 0; i < 300; i++) {
     snprintf(line, sizeof(line), "  - {name: r%d, targets: [p/m]}\n", i);
@@ -333,7 +378,8 @@ static void test_many_routes_from_two_threads(void **s) {
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   char *t = render(m);
   for (int i = 0; i < 300; i++) {
-    snprintf(line, sizeof(line), "airetry_requests_total{route=\"r%d\",outcome=\"ok\"}", i);
+    snprintf(line, sizeof(line),
+             "airetry_requests_total{route=\"r%d\",outcome=\"ok\"}", i);
     assert_int_equal(value(t, line), 2);
   }
   free(t);

@@ -20,15 +20,18 @@
 #include "sse.h"
 
 static const char MSG_START[] =
-    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"
+    "event: message_start\ndata: "
+    "{\"type\":\"message_start\",\"message\":{\"id\":"
     "\"msg_up\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\","
     "\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":10,"
     "\"output_tokens\":1}}}\n\n";
 static const char BLOCK_START[] =
-    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+    "event: content_block_start\ndata: "
+    "{\"type\":\"content_block_start\",\"index\":0,"
     "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
 static const char DELTA[] =
-    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+    "event: content_block_delta\ndata: "
+    "{\"type\":\"content_block_delta\",\"index\":0,"
     "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n";
 
 /* What the caller decoded. */
@@ -76,21 +79,29 @@ static void forward(air__responder *rs, air__buf *all, const char *raw,
 
 static void test_anthropic_passthrough_taken_over(void **s) {
   (void)s;
-  const char body[] = "{\"model\":\"r\",\"max_tokens\":50,\"stream\":true,"
-                      "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+  const char body[] =
+      "{\"model\":\"r\",\"max_tokens\":50,\"stream\":true,"
+      "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
   air__request req;
   air_error err;
-  assert_int_equal(air__request_parse(AIR_DIALECT_ANTHROPIC, body, strlen(body), &req, &err),
-                   0);
+  assert_int_equal(
+      air__request_parse(AIR_DIALECT_ANTHROPIC, body, strlen(body), &req, &err),
+      0);
   air__responder rs;
   air__responder_init(&rs, AIR_DIALECT_ANTHROPIC, &req, "req_1");
-  air__commit_info ci = {.target = "ma/m", .attempts = 1, .made = 1,
-                         .upstream = AIR_DIALECT_ANTHROPIC, .continuable = true};
+  air__commit_info ci = {.target = "ma/m",
+                         .attempts = 1,
+                         .made = 1,
+                         .upstream = AIR_DIALECT_ANTHROPIC,
+                         .continuable = true};
   assert_int_equal(air__responder_commit(&rs, &ci, 1), 1);
   assert_true(rs.observe);
   air__buf all;
   air__buf_init(&all, 1u << 20);
-  air_part start = {.kind = AIR_PART_START, .id = "msg_up", .id_len = 6, .name = "m",
+  air_part start = {.kind = AIR_PART_START,
+                    .id = "msg_up",
+                    .id_len = 6,
+                    .name = "m",
                     .name_len = 1};
   forward(&rs, &all, MSG_START, &start, 1);
   forward(&rs, &all, BLOCK_START, NULL, 0);
@@ -102,12 +113,17 @@ static void test_anthropic_passthrough_taken_over(void **s) {
   assert_int_equal(air__buf_add(&all, rs.out.p, rs.out.n), 0);
   air__buf_reset(&rs.out);
   /* The seam: the continuation's parts, encoded. */
-  air__continue_info co = {.target = "ma/m", .attempt = 2, .at_char = 5,
-                           .input_tokens = 10, .output_tokens = 1};
+  air__continue_info co = {.target = "ma/m",
+                           .attempt = 2,
+                           .at_char = 5,
+                           .input_tokens = 10,
+                           .output_tokens = 1};
   assert_int_equal(air__responder_continue(&rs, &co), 0);
   air_part rest[3] = {
       {.kind = AIR_PART_TEXT, .text = " world", .text_len = 6},
-      {.kind = AIR_PART_FINISH, .finish = AIR_FINISH_STOP, .finish_raw = "end_turn",
+      {.kind = AIR_PART_FINISH,
+       .finish = AIR_FINISH_STOP,
+       .finish_raw = "end_turn",
        .finish_raw_len = 8},
       {.kind = AIR_PART_USAGE, .input_tokens = 12, .output_tokens = 3},
   };
@@ -128,7 +144,9 @@ static void test_anthropic_passthrough_taken_over(void **s) {
   assert_int_equal(count(all.p, all.n, "event: message_start"), 1);
   assert_int_equal(count(all.p, all.n, "event: content_block_start"), 1);
   assert_int_equal(count(all.p, all.n, "\"index\":1"), 0);
-  assert_int_equal(count(all.p, all.n, "\"continued\":[{\"target\":\"ma/m\",\"at_char\":5}]"), 1);
+  assert_int_equal(count(all.p, all.n,
+                         "\"continued\":[{\"target\":\"ma/m\",\"at_char\":5}]"),
+                   1);
   assert_int_equal(count(all.p, all.n, "\"input_tokens\":22"), 1);
   assert_int_equal(count(all.p, all.n, "\"output_tokens\":4"), 1);
   got g;
@@ -154,16 +172,22 @@ static void test_anthropic_passthrough_taken_over(void **s) {
  * head (or for a whole answer) writes nothing. */
 static void test_no_observe_without_continuation(void **s) {
   (void)s;
-  const char body[] = "{\"model\":\"r\",\"stream\":false,"
-                      "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+  const char body[] =
+      "{\"model\":\"r\",\"stream\":false,"
+      "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
   air__request req;
   air_error err;
-  assert_int_equal(air__request_parse(AIR_DIALECT_OPENAI, body, strlen(body), &req, &err), 0);
+  assert_int_equal(
+      air__request_parse(AIR_DIALECT_OPENAI, body, strlen(body), &req, &err),
+      0);
   air__responder rs;
   air__responder_init(&rs, AIR_DIALECT_OPENAI, &req, "req_2");
   air__responder_keepalive(&rs);
   assert_int_equal(rs.out.n, 0);
-  air__commit_info ci = {.target = "mo/m", .attempts = 1, .made = 1, .upstream = AIR_DIALECT_OPENAI};
+  air__commit_info ci = {.target = "mo/m",
+                         .attempts = 1,
+                         .made = 1,
+                         .upstream = AIR_DIALECT_OPENAI};
   assert_int_equal(air__responder_commit(&rs, &ci, 1), 0);
   assert_false(rs.observe);
   air__responder_keepalive(&rs);

@@ -27,7 +27,7 @@
 #define RCV_TIMEOUT_MS 3000
 #define MAX_RESP_BYTES (16u << 20)
 
-/* ---- time ------------------------------------------------------------- */
+/* ---- time ---------------------------------------------------------------- */
 
 static uint64_t now_ms(void) {
   struct timespec ts;
@@ -40,7 +40,7 @@ static void sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 
-/* ---- the server side -------------------------------------------------- */
+/* ---- the server side ----------------------------------------------------- */
 
 typedef struct fixture {
   /* owned by the server thread */
@@ -254,7 +254,8 @@ static void on_request(void *data, air__http_req *req,
     char *big = calloc(1, 4u << 20);
     CHECK_SRV(f, air__http_respond(req, 200, NULL, 0, big, 4u << 20) == 0);
     free(big);
-  } else if (air__http_str_eq(p, "/lazy") || air__http_str_eq(p, "/lazy-empty") ||
+  } else if (air__http_str_eq(p, "/lazy") ||
+             air__http_str_eq(p, "/lazy-empty") ||
              air__http_str_eq(p, "/lazy-abort")) {
     air__http_field fl[] = {field("content-type", "text/event-stream")};
     CHECK_SRV(f, (air__http_begin_lazy(req, 200, fl, 1)) == 0);
@@ -402,7 +403,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* ---- the client side -------------------------------------------------- */
+/* ---- the client side ----------------------------------------------------- */
 
 typedef struct client {
   int fd;
@@ -1699,7 +1700,8 @@ static void test_config_errors(void **state) {
 /* Feeds s in pieces (split: a cut after that many bytes, 0 none; bytewise:
  * one byte a call) and returns the first event other than MORE and HEAD
  * (after HEAD it goes on from the first unused byte, if only with none). */
-static air__http_event feed_reader(const char *s, size_t split, bool bytewise, int *status) {
+static air__http_event feed_reader(const char *s, size_t split, bool bytewise,
+                                   int *status) {
   air__http_reader r;
   air__http_reader_init(&r, 8192, 64, 1024);
   size_t n = strlen(s), at = 0;
@@ -1715,7 +1717,8 @@ static air__http_event feed_reader(const char *s, size_t split, bool bytewise, i
   return ev;
 }
 
-static void check_all_splits(const char *s, air__http_event want, int want_status) {
+static void check_all_splits(const char *s, air__http_event want,
+                             int want_status) {
   size_t n = strlen(s);
   int status = 0;
   for (size_t split = 0; split < n; split++) {
@@ -1731,13 +1734,17 @@ static void check_all_splits(const char *s, air__http_event want, int want_statu
  * the feeds are cut; the same head unfolded is read. */
 static void test_obs_fold(void **state) {
   (void)state;
-  check_all_splits("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n", AIR__HTTP_FAIL, 400);
-  check_all_splits("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n\t2\r\n\r\n", AIR__HTTP_FAIL, 400);
-  check_all_splits("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1 2\r\n\r\n", AIR__HTTP_DONE, 0);
+  check_all_splits("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n",
+                   AIR__HTTP_FAIL, 400);
+  check_all_splits("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n\t2\r\n\r\n",
+                   AIR__HTTP_FAIL, 400);
+  check_all_splits("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1 2\r\n\r\n",
+                   AIR__HTTP_DONE, 0);
   /* A body after the head may hold anything: the scan stopped at the
    * empty line. */
-  check_all_splits("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n\n \n\t\n",
-                   AIR__HTTP_DONE, 0);
+  check_all_splits(
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n\n \n\t\n",
+      AIR__HTTP_DONE, 0);
 }
 
 /* llhttp skips empty lines before a request line (RFC 9112 2.2): the scan
@@ -1747,12 +1754,12 @@ static void test_obs_fold_after_blank_lines(void **state) {
   (void)state;
   check_all_splits("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n",
                    AIR__HTTP_FAIL, 400);
-  check_all_splits("\r\n\r\n\r\nGET / HTTP/1.1\r\nX-A: 1\r\n\t2\r\n\r\n", AIR__HTTP_FAIL,
-                   400);
-  check_all_splits("\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n", AIR__HTTP_FAIL,
-                   400);
-  check_all_splits("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1 2\r\n\r\n", AIR__HTTP_DONE,
-                   0);
+  check_all_splits("\r\n\r\n\r\nGET / HTTP/1.1\r\nX-A: 1\r\n\t2\r\n\r\n",
+                   AIR__HTTP_FAIL, 400);
+  check_all_splits("\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n",
+                   AIR__HTTP_FAIL, 400);
+  check_all_splits("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-A: 1 2\r\n\r\n",
+                   AIR__HTTP_DONE, 0);
   /* The second request of a connection: blank lines after the first. */
   air__http_reader r;
   air__http_reader_init(&r, 8192, 64, 1024);
@@ -1792,8 +1799,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_read_ahead_while_busy, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_write_timeout, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_output_queue_bound, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_output_queue_bound, setup, teardown),
       cmocka_unit_test_setup_teardown(test_half_close_gets_response, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_body_too_large, setup, teardown),

@@ -1333,7 +1333,7 @@ static void test_tool_text(void **state) {
   fault_is(&m, 2, 0, "ok");
 }
 
-/* ---- continuation (docs/mock.md "Continuation") ------------------------- */
+/* ---- continuation (docs/mock.md "Continuation") -------------------------- */
 
 static const char *const style_cases[][3] = {
     /* body, dialect ("c" chat, "a" anthropic, "r" responses), style/P */

@@ -38,8 +38,8 @@ typedef struct fixture {
   srv_conn conns[MAX_CONNS];
   unsigned accepted;
   unsigned answered;
-  char last_head[2048];   /* the head of the last request answered */
-  uv_prepare_t turns;     /* counts loop iterations */
+  char last_head[2048]; /* the head of the last request answered */
+  uv_prepare_t turns;   /* counts loop iterations */
   unsigned long n_turns;
   air__transport *t;
 } fixture;
@@ -121,7 +121,8 @@ static int setup(void **state) {
   uv_tcp_init(&f->loop, &f->listener);
   struct sockaddr_in a;
   uv_ip4_addr("127.0.0.1", 0, &a);
-  assert_int_equal(uv_tcp_bind(&f->listener, (const struct sockaddr *)&a, 0), 0);
+  assert_int_equal(uv_tcp_bind(&f->listener, (const struct sockaddr *)&a, 0),
+                   0);
   assert_int_equal(uv_listen((uv_stream_t *)&f->listener, 16, on_conn), 0);
   struct sockaddr_in got;
   int len = sizeof(got);
@@ -185,10 +186,12 @@ static void post_to(fixture *f, result *r, const char *path,
   char url[96];
   snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", f->port, path);
   static const char body[] = "{\"a\":1}";
-  air__xfer_req req = {.url = url, .body = body, .body_len = sizeof(body) - 1,
+  air__xfer_req req = {.url = url,
+                       .body = body,
+                       .body_len = sizeof(body) - 1,
                        .headers = headers};
-  air__xfer_cb cb = {.on_head = on_head, .on_body = on_body, .on_done = on_done,
-                     .data = r};
+  air__xfer_cb cb = {
+      .on_head = on_head, .on_body = on_body, .on_done = on_done, .data = r};
   air__xfer *x = NULL;
   memset(r, 0, sizeof(*r));
   assert_int_equal(air__xfer_start(f->t, &req, &cb, &x), 0);
@@ -204,9 +207,13 @@ static void post_with(fixture *f, result *r, const char *const *headers) {
   post_to(f, r, "/x", headers);
 }
 
-static void post(fixture *f, result *r) { post_with(f, r, NULL); }
+static void post(fixture *f, result *r) {
+  post_with(f, r, NULL);
+}
 
-static void on_idle_timer(uv_timer_t *h) { *(bool *)h->data = true; }
+static void on_idle_timer(uv_timer_t *h) {
+  *(bool *)h->data = true;
+}
 
 /* Runs the loop for ms with nothing to do but what the transport watches. */
 static void idle_for(fixture *f, uint64_t ms) {
@@ -259,7 +266,7 @@ static void test_reused_handle_headers(void **state) {
   static const char *const a2[] = {"Content-Type: application/json",
                                    "Authorization: Bearer key-a2", NULL};
   const char *const *seq[] = {a, a, b, NULL, a2, a2, a};
-  const char *want[] = {"key-a\r\n", "key-a\r\n", "X-Other: b\r\n", NULL,
+  const char *want[] = {"key-a\r\n",  "key-a\r\n",  "X-Other: b\r\n", NULL,
                         "key-a2\r\n", "key-a2\r\n", "key-a\r\n"};
   for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
     post_with(f, &r, seq[i]);
@@ -271,9 +278,10 @@ static void test_reused_handle_headers(void **state) {
     bool has_other = strstr(f->last_head, "X-Other:") != NULL;
     assert_int_equal(has_auth, seq[i] == a || seq[i] == a2);
     assert_int_equal(has_other, seq[i] == b);
-    assert_int_equal(strstr(f->last_head, "application/json") != NULL, seq[i] != NULL);
+    assert_int_equal(strstr(f->last_head, "application/json") != NULL,
+                     seq[i] != NULL);
   }
-  assert_int_equal(f->accepted, 1);  /* one connection, handles reused */
+  assert_int_equal(f->accepted, 1); /* one connection, handles reused */
 }
 
 /* Parsed URLs are kept per transport (up to a bound, then given as text):
@@ -282,7 +290,7 @@ static void test_reused_handle_urls(void **state) {
   fixture *f = *state;
   result r;
   for (int round = 0; round < 2; round++) {
-    for (int i = 0; i < 24; i++) {  /* more than the transport keeps */
+    for (int i = 0; i < 24; i++) { /* more than the transport keeps */
       char path[32], want[64];
       snprintf(path, sizeof(path), "/v1/p%d?q=%d", i, i % 3);
       post_to(f, &r, path, NULL);
@@ -300,9 +308,10 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_keepalive_reused, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_pooled_connection_closed_by_peer, setup,
+      cmocka_unit_test_setup_teardown(test_pooled_connection_closed_by_peer,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reused_handle_headers, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_reused_handle_headers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reused_handle_urls, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

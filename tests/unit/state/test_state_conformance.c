@@ -33,8 +33,8 @@
 
 typedef struct backend {
   const char *name;
-  int (*make)(air_state **out);  /* a fresh, empty state */
-  bool shared;                   /* asks Redis for the probe lease */
+  int (*make)(air_state **out); /* a fresh, empty state */
+  bool shared;                  /* asks Redis for the probe lease */
 } backend;
 
 static int make_local(air_state **out) {
@@ -78,13 +78,15 @@ static const backend *current;
 
 /* ---- helpers ------------------------------------------------------------- */
 
-#define T0 1000000u     /* a clock far from 0 */
+#define T0 1000000u /* a clock far from 0 */
 #define OPEN_MS 1000u
 #define QUOTA_MS 50000u
 #define LEASE_MS 500u
 
 static air__breaker_cfg breaker(void) {
-  air__breaker_cfg c = {.enabled = true, .failures = 3, .open_ms = OPEN_MS,
+  air__breaker_cfg c = {.enabled = true,
+                        .failures = 3,
+                        .open_ms = OPEN_MS,
                         .quota_open_ms = QUOTA_MS};
   return c;
 }
@@ -103,8 +105,10 @@ static air__admit admit(air_state *st, const char *t, uint64_t now,
   }
   if (reopen) *reopen = r;
   if (lease) *lease = l;
-  if (a == AIR__ADMIT_PROBE) assert_true(l != 0);
-  else assert_true(l == 0);
+  if (a == AIR__ADMIT_PROBE)
+    assert_true(l != 0);
+  else
+    assert_true(l == 0);
   return a;
 }
 
@@ -121,8 +125,8 @@ static void open_it(air_state *st, const char *t, uint64_t now) {
 }
 
 static air__sticky_cfg sticky(uint64_t after_ms, uint32_t requests) {
-  air__sticky_cfg c = {.enabled = true, .after_ms = after_ms,
-                       .requests = requests};
+  air__sticky_cfg c = {
+      .enabled = true, .after_ms = after_ms, .requests = requests};
   return c;
 }
 
@@ -198,7 +202,8 @@ static void exactly_one_probe_lease(air_state *st) {
     assert_int_equal(reopen, now + 1);
   }
   /* Still half-open: the lease does not change the mode. */
-  assert_int_equal(air_state_breaker(st, "p/a", now + 1), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 1),
+                   AIR_BREAKER_HALF_OPEN);
   /* Released with no verdict: the next request probes. */
   air__state_release(st, "p/a", lease);
   uint64_t lease2 = 0;
@@ -260,7 +265,8 @@ static void probe_without_verdict_frees_the_lease(air_state *st) {
   uint64_t now = T0 + OPEN_MS, lease = 0;
   assert_int_equal(admit(st, "p/a", now, NULL, &lease), AIR__ADMIT_PROBE);
   record(st, "p/a", AIR_REASON_REFUSAL, lease, now + 1);
-  assert_int_equal(air_state_breaker(st, "p/a", now + 1), AIR_BREAKER_HALF_OPEN);
+  assert_int_equal(air_state_breaker(st, "p/a", now + 1),
+                   AIR_BREAKER_HALF_OPEN);
   assert_int_equal(admit(st, "p/a", now + 1, NULL, NULL), AIR__ADMIT_PROBE);
 }
 
@@ -298,8 +304,9 @@ static void disabled_breaker_admits_and_records_nothing(air_state *st) {
   assert_int_equal(air_state_breaker(st, "p/a", T0), AIR_BREAKER_CLOSED);
   open_it(st, "p/b", T0);
   uint64_t lease = 7;
-  assert_int_equal(air__state_admit(st, "p/b", &off, LEASE_MS, T0, NULL, &lease),
-                   AIR__ADMIT_YES);
+  assert_int_equal(
+      air__state_admit(st, "p/b", &off, LEASE_MS, T0, NULL, &lease),
+      AIR__ADMIT_YES);
   assert_int_equal(lease, 0);
 }
 
@@ -374,7 +381,7 @@ static void sticky_by_target_name(air_state *st) {
   assert_int_equal(air__sticky_take(st, "r", &c, t, 3, T0 + 3), 0);
 }
 
-/* ---- learned continuation styles (docs/design.md §3.5) ------------------------- */
+/* ---- learned continuation styles (docs/design.md §3.5) ------------------- */
 
 #define DAY_MS 86400000u
 
@@ -387,8 +394,7 @@ static void learned_style_expires(air_state *st) {
   assert_int_equal(air_state_breaker(st, "p/a", T0 + 1), AIR_BREAKER_CLOSED);
   assert_int_equal(air__state_style_get(st, "p/a", T0 + DAY_MS - 1),
                    AIR_CONT_INSTRUCT);
-  assert_int_equal(air__state_style_get(st, "p/a", T0 + DAY_MS),
-                   AIR_CONT_NONE);
+  assert_int_equal(air__state_style_get(st, "p/a", T0 + DAY_MS), AIR_CONT_NONE);
   /* Learned again, it lives 24 h from then. */
   air__state_style_learn(st, "p/a", AIR_CONT_INSTRUCT, T0 + DAY_MS);
   assert_int_equal(air__state_style_get(st, "p/a", T0 + 2 * DAY_MS - 1),
@@ -411,7 +417,8 @@ typedef struct scenario {
   void (*fn)(air_state *st);
 } scenario;
 
-#define S(f) {#f, f}
+#define S(f) \
+  { #f, f }
 static const scenario scenarios[] = {
     S(open_after_n_counting_failures),
     S(non_counting_reasons_ignored),

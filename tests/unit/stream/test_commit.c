@@ -4,7 +4,7 @@
 #include "commit.h"
 
 typedef struct out {
-  char log[4096];  /* released parts, one letter each, and raw bytes */
+  char log[4096]; /* released parts, one letter each, and raw bytes */
   size_t n;
   unsigned events;
 } out;
@@ -27,13 +27,28 @@ static int emit(void *data, const air__gate_event *ev) {
   for (size_t i = 0; i < ev->n_parts; i++) {
     const air_part *p = &ev->parts[i];
     switch (p->kind) {
-      case AIR_PART_START: add(o, "S", 1); break;
-      case AIR_PART_TEXT: add(o, p->text, p->text_len); break;
-      case AIR_PART_TOOL_START: add(o, "T(", 2); add(o, p->name, p->name_len); add(o, ")", 1); break;
-      case AIR_PART_REASONING: add(o, "R", 1); break;
-      case AIR_PART_FINISH: add(o, "F", 1); break;
-      case AIR_PART_USAGE: add(o, "U", 1); break;
-      default: add(o, "?", 1);
+      case AIR_PART_START:
+        add(o, "S", 1);
+        break;
+      case AIR_PART_TEXT:
+        add(o, p->text, p->text_len);
+        break;
+      case AIR_PART_TOOL_START:
+        add(o, "T(", 2);
+        add(o, p->name, p->name_len);
+        add(o, ")", 1);
+        break;
+      case AIR_PART_REASONING:
+        add(o, "R", 1);
+        break;
+      case AIR_PART_FINISH:
+        add(o, "F", 1);
+        break;
+      case AIR_PART_USAGE:
+        add(o, "U", 1);
+        break;
+      default:
+        add(o, "?", 1);
     }
   }
   return 0;
@@ -43,10 +58,14 @@ static char *phrases[] = {"I'm sorry, but I cannot assist"};
 
 static void gate_new(air__gate *g, out *o, air__commit mode, bool json) {
   memset(o, 0, sizeof(*o));
-  air__gate_cfg cfg = {
-      .commit = mode, .phrases = phrases, .n_phrases = 1, .max_malformed = 2,
-      .malformed = AIR__MALFORMED_SKIP, .json_response = json,
-      .first_chunk_ms = 3000, .chunk_ms = 1000};
+  air__gate_cfg cfg = {.commit = mode,
+                       .phrases = phrases,
+                       .n_phrases = 1,
+                       .max_malformed = 2,
+                       .malformed = AIR__MALFORMED_SKIP,
+                       .json_response = json,
+                       .first_chunk_ms = 3000,
+                       .chunk_ms = 1000};
   assert_int_equal(air__gate_init(g, &cfg, emit, o), 0);
   air__gate_begin(g, 100);
 }
@@ -77,7 +96,7 @@ static void test_holds_until_first_content(void **s) {
   out o;
   gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   assert_int_equal(feed1(&g, kind(AIR_PART_START), "a"), 0);
-  assert_int_equal(feed1(&g, text(""), "b"), 0);  /* empty: not content */
+  assert_int_equal(feed1(&g, text(""), "b"), 0); /* empty: not content */
   assert_int_equal(o.events, 0);
   assert_int_equal(g.state, AIR__GATE_HOLDING);
   assert_int_equal(feed1(&g, text("Hello"), "c"), 0);
@@ -114,7 +133,8 @@ static void test_refusal_phrase_fails_with_nothing_released(void **s) {
   air__gate_cleanup(&g);
 }
 
-static void test_short_answer_that_is_a_phrase_prefix_is_released_at_end(void **s) {
+static void test_short_answer_that_is_a_phrase_prefix_is_released_at_end(
+    void **s) {
   (void)s;
   air__gate g;
   out o;
@@ -132,7 +152,8 @@ static void test_non_text_first_content_commits_at_once(void **s) {
   air__gate g;
   out o;
   gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
-  air_part t = {.kind = AIR_PART_TOOL_START, .name = "get_weather", .name_len = 11};
+  air_part t = {
+      .kind = AIR_PART_TOOL_START, .name = "get_weather", .name_len = 11};
   assert_int_equal(feed1(&g, t, NULL), 0);
   assert_int_equal(g.state, AIR__GATE_COMMITTED);
   assert_string_equal(o.log, "T(get_weather)");
@@ -167,8 +188,11 @@ static void test_soft_failures_before_content(void **s) {
   assert_int_equal(feed1(&g, nat, NULL), 1);
   assert_int_equal(g.reason, AIR_REASON_REFUSAL);
   air__gate_begin(&g, 0);
-  air_part err = {.kind = AIR_PART_ERROR, .name = "overloaded_error", .name_len = 16,
-                  .text = "Overloaded", .text_len = 10};
+  air_part err = {.kind = AIR_PART_ERROR,
+                  .name = "overloaded_error",
+                  .name_len = 16,
+                  .text = "Overloaded",
+                  .text_len = 10};
   assert_int_equal(feed1(&g, err, NULL), 1);
   assert_int_equal(g.reason, AIR_REASON_OVERLOADED);
   assert_false(g.judged);
@@ -213,13 +237,16 @@ static void test_malformed_budget(void **s) {
   gate_new(&g, &o, AIR__COMMIT_FIRST_CONTENT, false);
   assert_int_equal(air__gate_malformed(&g), 0);
   assert_int_equal(air__gate_malformed(&g), 0);
-  assert_int_equal(air__gate_malformed(&g), 1);  /* more than max_malformed 2 */
+  assert_int_equal(air__gate_malformed(&g), 1); /* more than max_malformed 2 */
   assert_int_equal(g.reason, AIR_REASON_MALFORMED);
   air__gate_cleanup(&g);
   /* malformed: fail */
   memset(&o, 0, sizeof(o));
-  air__gate_cfg cfg = {.commit = AIR__COMMIT_FIRST_CONTENT, .max_malformed = 3,
-                       .malformed = AIR__MALFORMED_FAIL, .chunk_ms = 1, .first_chunk_ms = 1};
+  air__gate_cfg cfg = {.commit = AIR__COMMIT_FIRST_CONTENT,
+                       .max_malformed = 3,
+                       .malformed = AIR__MALFORMED_FAIL,
+                       .chunk_ms = 1,
+                       .first_chunk_ms = 1};
   assert_int_equal(air__gate_init(&g, &cfg, emit, &o), 0);
   air__gate_begin(&g, 0);
   assert_int_equal(air__gate_malformed(&g), 1);
@@ -298,7 +325,8 @@ static void test_deadline_bookkeeping(void **s) {
 }
 
 /* Feeds one event of parts at now; its flags as given. */
-static void feed_at(air__gate *g, air_part *parts, size_t n, unsigned flags, uint64_t now) {
+static void feed_at(air__gate *g, air_part *parts, size_t n, unsigned flags,
+                    uint64_t now) {
   air__gate_event ev = {NULL, 0, parts, n, flags};
   air__gate_feed(g, &ev, now);
 }
@@ -320,11 +348,11 @@ static void test_chunk_deadline_counts_progress_only(void **s) {
   feed_at(&g, &t, 1, 0, 1000); /* commits (no phrase prefix) */
   assert_int_equal(air__gate_deadline(&g, &which), 2000);
   assert_int_equal(which, AIR_REASON_TIMEOUT_CHUNK);
-  feed_at(&g, NULL, 0, 0, 1500);                 /* ping */
+  feed_at(&g, NULL, 0, 0, 1500); /* ping */
   air_part empty = text("");
-  feed_at(&g, &empty, 1, 0, 1600);               /* empty delta */
+  feed_at(&g, &empty, 1, 0, 1600); /* empty delta */
   air_part u = kind(AIR_PART_USAGE);
-  feed_at(&g, &u, 1, AIR__EV_USAGE_ONLY, 1700);  /* usage only */
+  feed_at(&g, &u, 1, AIR__EV_USAGE_ONLY, 1700); /* usage only */
   assert_int_equal(air__gate_deadline(&g, &which), 2000);
   feed_at(&g, NULL, 0, AIR__EV_SERVER_TOOL, 1800); /* a server tool runs */
   assert_int_equal(air__gate_deadline(&g, &which), 2800);
@@ -343,7 +371,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_holds_until_first_content),
       cmocka_unit_test(test_refusal_phrase_fails_with_nothing_released),
-      cmocka_unit_test(test_short_answer_that_is_a_phrase_prefix_is_released_at_end),
+      cmocka_unit_test(
+          test_short_answer_that_is_a_phrase_prefix_is_released_at_end),
       cmocka_unit_test(test_non_text_first_content_commits_at_once),
       cmocka_unit_test(test_soft_failures_before_content),
       cmocka_unit_test(test_judged_finish_keeps_what_follows),

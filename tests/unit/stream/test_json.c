@@ -165,10 +165,11 @@ static void test_structure_white_space(void **state) {
   parse(&d, spaced);
   assert_int_equal(d.rc, 0);
   assert_int_equal(d.j.n, 14);
-  static const int types[] = {
-      AIR__JSON_OBJ, AIR__JSON_STR,  AIR__JSON_ARR, AIR__JSON_NUM, AIR__JSON_OBJ,
-      AIR__JSON_STR, AIR__JSON_NULL, AIR__JSON_STR, AIR__JSON_STR, AIR__JSON_OBJ,
-      AIR__JSON_STR, AIR__JSON_TRUE, AIR__JSON_STR, AIR__JSON_ARR};
+  static const int types[] = {AIR__JSON_OBJ,  AIR__JSON_STR, AIR__JSON_ARR,
+                              AIR__JSON_NUM,  AIR__JSON_OBJ, AIR__JSON_STR,
+                              AIR__JSON_NULL, AIR__JSON_STR, AIR__JSON_STR,
+                              AIR__JSON_OBJ,  AIR__JSON_STR, AIR__JSON_TRUE,
+                              AIR__JSON_STR,  AIR__JSON_ARR};
   static const int sizes[] = {4, 0, 3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   static const int nexts[] = {14, 2, 8, 4, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14};
   for (int i = 0; i < 14; i++) {

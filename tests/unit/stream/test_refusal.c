@@ -5,13 +5,15 @@
 
 #include "refusal.h"
 
-static char *phrases[] = {"I'm sorry, but I cannot assist", "I can't help with"};
+static char *phrases[] = {"I'm sorry, but I cannot assist",
+                          "I can't help with"};
 
 static air__refusal_verdict feed_all(const char *const *pieces, size_t n) {
   air__refusal r;
   assert_int_equal(air__refusal_init(&r, phrases, 2), 0);
   air__refusal_verdict v = AIR__REFUSAL_UNDECIDED;
-  for (size_t i = 0; i < n; i++) v = air__refusal_feed(&r, pieces[i], strlen(pieces[i]));
+  for (size_t i = 0; i < n; i++)
+    v = air__refusal_feed(&r, pieces[i], strlen(pieces[i]));
   air__refusal_cleanup(&r);
   return v;
 }
@@ -71,7 +73,8 @@ static void test_anywhere(void **s) {
   (void)s;
   air__refusal r;
   assert_int_equal(air__refusal_init(&r, phrases, 2), 0);
-  const char *t = "Here is some text. I CAN\xE2\x80\x99T HELP WITH that, though.";
+  const char *t =
+      "Here is some text. I CAN\xE2\x80\x99T HELP WITH that, though.";
   assert_true(air__refusal_anywhere(&r, t, strlen(t)));
   const char *u = "Here is some text. I can help with that.";
   assert_false(air__refusal_anywhere(&r, u, strlen(u)));
@@ -86,9 +89,17 @@ static void test_anywhere(void **s) {
 static void test_text_ending_at_buffer_end(void **s) {
   (void)s;
   static const char *const tails[] = {
-      "I can\xE2",         "I can\xE2\x80",       "I can\xE2" "A",
-      "I can\xE2\x80\x99", "I can\xE2\x81",       "\xE2",
-      "\xE2" "A",          "\xE2\x80\x9C",       "I can\xE2\x80\x99t help with",
+      "I can\xE2",
+      "I can\xE2\x80",
+      "I can\xE2"
+      "A",
+      "I can\xE2\x80\x99",
+      "I can\xE2\x81",
+      "\xE2",
+      "\xE2"
+      "A",
+      "\xE2\x80\x9C",
+      "I can\xE2\x80\x99t help with",
   };
   for (size_t k = 0; k < sizeof(tails) / sizeof(tails[0]); k++) {
     size_t n = strlen(tails[k]);
@@ -136,11 +147,19 @@ static void test_anywhere_matches_naive(void **s) {
     const char *text;
     bool hit;
   } cases[] = {
-      {"aaab", true},        {"aab", true},   {"abaab", true},
-      {"ababab", true},      {"abaabb", true}, {"aba", false},
-      {"xx I'M SORRY", true}, {"x i\xe2\x80\x98m sorry!", true},
-      {"im sorry", false},   {"z", false},    {"yzz", true},
-      {"a a b", false},      {"", false},
+      {"aaab", true},
+      {"aab", true},
+      {"abaab", true},
+      {"ababab", true},
+      {"abaabb", true},
+      {"aba", false},
+      {"xx I'M SORRY", true},
+      {"x i\xe2\x80\x98m sorry!", true},
+      {"im sorry", false},
+      {"z", false},
+      {"yzz", true},
+      {"a a b", false},
+      {"", false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     size_t n = strlen(cases[i].text);
