@@ -8,7 +8,7 @@ PREFIX     ?= /usr/local
 FUZZ_SECONDS ?= 60
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build build-asan demo check test checksrc lint bench fuzz install clean format soak sim
+.PHONY: all deps build build-asan demo check test unit checksrc format-check lint bench fuzz install clean format soak sim
 
 all: build
 
@@ -37,6 +37,11 @@ demo: build
 checksrc:
 	@scripts/checksrc.sh
 
+# clang-format --dry-run --Werror over every C file of the tree (.clang-format);
+# `make format` rewrites what it reports.
+format-check:
+	@scripts/format.sh --check
+
 # cppcheck + clang-tidy (.clang-tidy); clang-tidy reads the release build's
 # compile_commands.json, so the build comes first when it is missing.
 lint: deps
@@ -47,7 +52,7 @@ lint: deps
 # lint (clang-tidy's analyzer over every source: minutes of CPU) runs beside
 # the release tests, niced, on the CPU they leave idle while they wait on
 # sockets and timers; its report follows theirs, and either failing fails.
-check: deps checksrc build build-asan
+check: deps checksrc format-check build build-asan
 	@echo "== tests (release build), lint beside them =="
 	@rm -f $(BUILD)/lint.log; \
 	( nice -n 19 scripts/lint.sh $(BUILD) > $(BUILD)/lint.log 2>&1 ) & lint=$$!; \
@@ -61,6 +66,11 @@ check: deps checksrc build build-asan
 	  ctest --output-on-failure -j2
 
 test: check
+
+# The fast loop (docs/testing.md): the release build and its unit, layering
+# and API tests only, in seconds. One test: `cd build && ctest -R NAME -V`.
+unit: build
+	@cd $(BUILD) && ctest --output-on-failure -j2 -R '^(layering|unit|api)/'
 
 bench: build
 	@scripts/deps.sh bench
@@ -92,7 +102,7 @@ install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 format:
-	@clang-format -i include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*/*.c examples/*.c bench/*.c fuzz/*.c
+	@scripts/format.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

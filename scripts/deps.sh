@@ -11,7 +11,7 @@ set -eu
 pkgs=(
   build-essential cmake ninja-build pkg-config clang
   libcurl4-openssl-dev libuv1-dev libjansson-dev libfyaml-dev
-  libcmocka-dev libhiredis-dev redis-server node-llhttp wrk valgrind cppcheck clang-tidy
+  libcmocka-dev libhiredis-dev redis-server node-llhttp wrk valgrind cppcheck clang-tidy clang-format
   python3 curl libclang-rt-14-dev
 )
 # tests/e2e needs node (20+) and npm: Debian's only where none is installed
