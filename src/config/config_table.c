@@ -1,7 +1,7 @@
 /*
  * The config option table: every key of the config file, once. Parsing,
  * validation, the resolved dump of `airetry check` and the reference in
- * docs/config.md all walk this array (STYLE.md 8).
+ * docs/config.md all walk this array (docs/style.md §8).
  */
 #include "config_table.h"
 

@@ -1,7 +1,7 @@
 /*
- * The config option table (STYLE.md 8, redis' static_configs[]): one array of
- * descriptors -- name, where it is accepted, type, bounds, default, doc --
- * that drives parsing, validation, the `airetry check` dump and the
+ * The config option table (docs/style.md §8, redis' static_configs[]): one
+ * array of descriptors -- name, where it is accepted, type, bounds, default,
+ * doc -- that drives parsing, validation, the `airetry check` dump and the
  * reference in docs/config.md. Adding a key is adding one row here (plus a
  * field in config.h); nothing else repeats the key's name or its default.
  */

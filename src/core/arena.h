@@ -1,6 +1,6 @@
 /*
- * A per-request bump arena (STYLE.md 4): many small allocations, one free at
- * request end. Not thread-safe; owned by one request.
+ * A per-request bump arena (docs/style.md §4): many small allocations, one free
+ * at request end. Not thread-safe; owned by one request.
  */
 #ifndef AIR__ARENA_H
 #define AIR__ARENA_H

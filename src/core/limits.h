@@ -1,6 +1,6 @@
 /*
- * Every named maximum of airetry in one place (STYLE.md 5). Crossing one is a
- * typed error (AIR_ETOOBIG or a config diagnostic), never a crash.
+ * Every named maximum of airetry in one place (docs/style.md §5). Crossing one
+ * is a typed error (AIR_ETOOBIG or a config diagnostic), never a crash.
  */
 #ifndef AIR__LIMITS_H
 #define AIR__LIMITS_H

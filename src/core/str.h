@@ -1,5 +1,5 @@
 /*
- * The one string span of the tree (STYLE.md 6, h2o's h2o_iovec_t): a
+ * The one string span of the tree (docs/style.md §6, h2o's h2o_iovec_t): a
  * borrowed byte range with its length. Not NUL-terminated unless said so,
  * may contain NUL bytes; whoever hands one out says until when p is valid.
  * Wire paths carry these instead of C strings (no strlen on network data).

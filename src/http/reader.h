@@ -1,7 +1,7 @@
 /*
  * The HTTP/1.1 request reader: llhttp (strict mode, every lenient flag off)
- * behind a sans-I/O, push-driven interface (STYLE.md 7). The socket code in
- * conn.c feeds it the bytes it reads; the fuzz target feeds it byte strings.
+ * behind a sans-I/O, push-driven interface (docs/style.md §7). The socket code
+ * in conn.c feeds it the bytes it reads; the fuzz target feeds it byte strings.
  *
  * One reader reads the requests of one connection, one request at a time:
  * it stops right after the end of a request and leaves the bytes that
