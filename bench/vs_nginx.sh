@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gateway side by side with nginx on loopback (issue 20; docs/performance.md,
+# The gateway side by side with nginx on loopback (docs/performance.md,
 # "Side by side with nginx"). Two upstreams that answer at once:
 #   mock   `airetry mock`, model `fast` (role event, 9 content events, finish,
 #          usage, [DONE]; a JSON body when not asked to stream),
@@ -299,7 +299,7 @@ printf 'memory: %s client streams open, %s upstream at the mock: gateway RSS %s 
   "$(kv "$h" open)" "$(kv "$h" upstream_seen)" "$(kv "$h" rss_before_kib)" \
   "$(kv "$h" rss_after_kib)" "$(kv "$h" kib_per_stream)"
 
-# ---- targets (issue 20) --------------------------------------------------------
+# ---- targets (docs/performance.md) -------------------------------------------
 echo
 if [ "$rounds" -eq 0 ]; then
   kib=$(kv "$h" kib_per_stream)

@@ -39,16 +39,17 @@ void air__buf_cleanup(air__buf *b);
 void air__buf_reset(air__buf *b);
 /* Makes room for n more bytes (and the NUL) when b has less: one
  * allocation of exactly that, not a doubling chain, for a text whose size
- * is known or estimated up front (issue 20). An n past the maximum
- * reserves up to it. Returns 0 or AIR_ENOMEM (also kept in b->err). */
+ * is known or estimated up front (a buffer that lives as long as a held
+ * stream then holds no slack). An n past the maximum reserves up to it.
+ * Returns 0 or AIR_ENOMEM (also kept in b->err). */
 AIR__WUR int air__buf_reserve(air__buf *b, size_t n);
 /* air__buf_add when the bytes might not fit: grows b (buf.c). */
 AIR__WUR int air__buf_add_grow(air__buf *b, const void *p, size_t n);
 
 /* Each returns 0, AIR_ENOMEM or AIR_ETOOBIG (also kept in b->err). The
- * common case, bytes that fit the memory b has, is inline: a few hundred
- * appends per request (issue 20). cap never exceeds max + 1, so fitting
- * the memory is within the maximum. */
+ * common case, bytes that fit the memory b has, is inline: a request makes
+ * a few hundred appends, so a call per append shows. cap never exceeds
+ * max + 1, so fitting the memory is within the maximum. */
 AIR__WUR static inline int air__buf_add(air__buf *b, const void *p, size_t n) {
   if (n < b->cap - b->n) { /* room for n bytes and the NUL; cap 0: never */
     if (n > 0) memcpy(b->p + b->n, p, n);

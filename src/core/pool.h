@@ -1,8 +1,8 @@
 /*
- * A bounded free list of same-sized blocks for one loop thread (issue 20):
+ * A bounded free list of same-sized blocks for one loop thread:
  * the large per-request structures (the exchange's legs, the exchange, the
  * gateway's request) are taken from it and given back instead of a calloc
- * and a free each; a calloc of a block over glibc's small-bin size also ran
+ * and a free each; a calloc of a block over glibc's small-bin size also runs
  * malloc_consolidate on every request.
  *
  * A block taken is zeroed, as calloc's is, whether it is new or was given

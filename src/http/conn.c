@@ -408,7 +408,8 @@ static bool head_admit(air__http_conn *c) {
 
 /* Drops the bytes of `in` already parsed, frees a large empty buffer, or
  * any empty one while a request is handled: a long stream does not hold
- * its connection's read buffer (issue 20). */
+ * its connection's read buffer (a held stream's memory is what a gateway
+ * holds most of). */
 static void compact(air__http_conn *c) {
   air__buf *b = &c->in;
   if (c->in_off == 0) return;

@@ -160,8 +160,8 @@ static int on_headers_complete(llhttp_t *p) {
 
   const char *base = r->head.p ? r->head.p : "";
   /* Each slot's offsets become its pointers in place (one array per
-   * connection, not two: issue 20); the offsets are read before the slot
-   * is written. */
+   * connection, not two: less memory per held stream); the offsets are read
+   * before the slot is written. */
   for (size_t i = 0; i < r->n_hdrs; i++) {
     air__http_hdr_off o = r->offs[i];
     air__http_header h;
@@ -329,7 +329,7 @@ static bool has_obs_fold(air__http_reader *r, const char *p, size_t n) {
     }
     if (r->fold == 0) {
       /* Inside a line only its end matters: memchr, not a byte at a time
-       * (~2k instructions per request's head: issue 20). */
+       * (a byte at a time cost ~2k instructions per request's head). */
       const char *nl = memchr(p + i, '\n', n - i);
       if (nl == NULL) return false;
       i = (size_t)(nl - p) + 1;

@@ -103,8 +103,8 @@ static size_t keep(air__gate *g, const char *s, size_t n, int *rc) {
 static int hold(air__gate *g, const air__gate_event *ev) {
   if (g->n_held >= AIR__MAX_HOLD_EVENTS) return AIR_ETOOBIG;
   /* First arrays: under first_content a stream's first content usually
-   * comes with its second event (a held stream keeps one: its role);
-   * under complete the whole answer is held (issue 20). */
+   * comes with its second event (a held stream keeps one: its role), so a
+   * held stream costs little; under complete the whole answer is held. */
   size_t first =
       g->cfg.commit == AIR__COMMIT_COMPLETE ? HOLD_FIRST_COMPLETE : HOLD_FIRST;
   if (g->n_held == g->cap_held) {
@@ -153,7 +153,7 @@ static const char *at(const air__gate *g, const char *off) {
 static int release(air__gate *g) {
   int rc = 0;
   /* An event's parts are rebuilt here; most events have a few, so the
-   * heap scratch is for the rare larger one (issue 20). */
+   * heap scratch is for the rare larger one (no allocation per event). */
   air_part local[RELEASE_STACK_PARTS];
   for (size_t i = 0; i < g->n_held && rc == 0; i++) {
     const air__held *h = &g->held[i];
