@@ -12,7 +12,7 @@
  * A target is eligible when it can continue the answer (its style, the same
  * model unless targets: any, it can express the request) and its breaker
  * admits it now; a target whose prefill is rejected is asked once more with
- * instruct, at no budget's cost.
+ * instruct, an attempt no budget counts.
  */
 #include <string.h>
 
