@@ -550,6 +550,16 @@ static void plain_error(air__http_req *req, air_dialect api, int status,
   air__buf_cleanup(&b);
 }
 
+/* A request the mock cannot count or keep (rc: AIR_ETOOBIG, too many model
+ * names since the last reset; else out of memory): 503. */
+static void uncounted(air__http_req *req, air_dialect api, int rc) {
+  plain_error(req, api, 503,
+              rc == AIR_ETOOBIG ? "mock: too many model names since the last "
+                                  "reset (POST /__mock/reset)"
+                                : "mock: out of memory",
+              NULL);
+}
+
 /* The behaviour model of a model name: the script's entry, else the
  * convention over the script's defaults, else the defaults. */
 static int choose_model(xchg *x, const air__mock_model **mm,
@@ -623,12 +633,7 @@ static void api_request(air__mock *m, air__http_req *req,
   int rc = air__mock_log_count(&m->log, r.model, model_n, &attempt);
   if (rc != 0) {
     air__request_cleanup(&r);
-    plain_error(req, api, 503,
-                rc == AIR_ETOOBIG
-                    ? "mock: too many model names since the last reset "
-                      "(POST /__mock/reset)"
-                    : "mock: out of memory",
-                NULL);
+    uncounted(req, api, rc);
     return;
   }
   uint64_t t_ms = now_ms(m);
@@ -772,12 +777,7 @@ static void whole_request(air__mock *m, air__http_req *req,
   json_decref(doc);
   if (x == NULL) {
     air__buf_cleanup(&whole);
-    plain_error(req, api, 503,
-                rc == AIR_ETOOBIG
-                    ? "mock: too many model names since the last reset "
-                      "(POST /__mock/reset)"
-                    : "mock: out of memory",
-                NULL);
+    uncounted(req, api, rc);
     return;
   }
   air__buf_cleanup(&x->whole);

@@ -3,8 +3,10 @@
  * provider that misbehaves on purpose.
  *
  *   behaviour.c  the behaviour model: script loading (YAML, diagnostics with
- *                line:column), the model-name convention, the choice of a
- *                behaviour per attempt, the log's fault description. Pure.
+ *                line:column), the choice of a behaviour per attempt, the
+ *                log's fault description. Pure.
+ *   convention.c the model-name convention: a behaviour chosen by the
+ *                model name ("NAME@tok@tok..."). Pure.
  *   answer.c     the answer's tokens, prefill, and the bytes of streamed and
  *                whole answers and error bodies in either dialect. Pure.
  *   log.c        the attempt log and the per-model attempt counters. Pure.
@@ -195,8 +197,13 @@ struct air__mock_script {
 const air__mock_model *air__mock_script_find(const air__mock_script *s,
                                              const char *name, size_t n);
 
+/* A non-negative decimal number with an optional fraction (1, 0.5, 30), as
+ * retry_after takes it in a script and in a model name. */
+bool air__mock_is_number(const char *s, size_t n);
+
 /*
- * The model-name convention (docs/mock.md): "NAME@tok@tok...". storage
+ * The model-name convention (docs/mock.md, convention.c): "NAME@tok@tok...".
+ * storage
  * receives a copy of the name (at least n + 1 bytes) that *out's strings
  * point into; it must outlive *out. A name without '@' gives a model with
  * nothing set. Returns 0, or AIR_EINVAL with a message naming the bad token
