@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `airetry chat` end to end against `airetry mock` on 127.0.0.1: the answer on
 # stdout (streamed and whole), a line per failed attempt and a summary on
-# stderr, and the exit codes of issue 4 (0 answered, 1 upstream failure after
+# stderr, and the exit codes of docs/design.md §6 (0 answered, 1 upstream failure after
 # all attempts with the attempt log, 2 usage or config error). Every wait is
 # bounded. Usage: bash chat.sh /path/to/airetry
 set -u

@@ -1,4 +1,4 @@
-// Structured output across dialects (issue 14, docs/design.md §5): a JSON schema
+// Structured output across dialects (docs/design.md §5): a JSON schema
 // (or json_object) asked by an OpenAI caller is kept when the route falls
 // over to an Anthropic target (structured_output: tool, the default, or
 // native), and an Anthropic caller's output_config.format when it falls over

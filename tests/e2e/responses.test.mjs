@@ -1,4 +1,4 @@
-// The OpenAI Responses API (issue 15) through the gateway to the mock: the
+// The OpenAI Responses API (the openai_responses dialect) through the gateway to the mock: the
 // official `openai` SDK's client.responses.create (whole and streamed, a
 // function tool, text.format with a JSON schema) and the AI SDK's default
 // OpenAI model createOpenAI({baseURL})(route) (generateText, streamText,

@@ -1,5 +1,6 @@
 /*
- * The differential proof of issue #13: every request body under
+ * The differential proof of the canonical hub (src/codec/hub.c): every
+ * request body under
  * tests/data/codec_diff/requests/ (NAME.DIALECT.json: the fuzz corpus of
  * fuzz_request, the unit tests' request shapes, the shapes agents send) is
  * parsed as its caller dialect and built into an upstream body for every
@@ -10,7 +11,8 @@
  * (AIR__TRANSCRIPT_WRITE=1 writes them again). Bodies are compared as JSON
  * values (key order is not part of the contract; numbers keep their type:
  * 1 and 1.0 differ); codes and messages byte for byte. Every difference the
- * hub was allowed to make is listed in docs/decisions.md, "#13".
+ * hub was allowed to make is listed in docs/decisions.md ("The canonical
+ * request").
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -821,7 +821,7 @@ static bool all_but(void *data, const air__target *t) {
 }
 
 /* A target that cannot express the request is chosen without taking its
- * half-open probe slot (issue #13: can_express before the probe): while
+ * half-open probe slot (can_express is asked before the probe): while
  * this run is on it, a concurrent run still probes it. Without the check
  * the first run holds the slot and the second goes to p/b. */
 static void test_inexpressible_takes_no_probe(void **s) {
