@@ -16,6 +16,7 @@ import { z } from 'zod';
 
 import {
   OpenAI, Anthropic, startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll, thrown,
+  SWITCH_DEFAULTS,
   errAttempts, postJSON, request,
 } from './lib.mjs';
 
@@ -57,10 +58,7 @@ before(async () => {
   mock = await startMock();
   const cfg = gatewayConfig(mock.port, {
     routes: ROUTES,
-    defaults: {
-      breaker: { enabled: false },
-      rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
-    },
+    defaults: SWITCH_DEFAULTS,
   });
   cfg.providers.push({ name: 'mr', api: 'openai_responses', base_url: `http://127.0.0.1:${mock.port}/v1` });
   cfg.providers.push({ name: 'mr2', api: 'openai_responses', base_url: `http://127.0.0.1:${mock.port}/v1` });
