@@ -1,13 +1,14 @@
 /*
  * The differential harness of the decoders' fast paths (docs/decisions.md,
- * "h20c"): one event through a dialect's decode_event with its fast path
- * (decoder A) and through its full decoder alone (decoder B), both started
- * from the same state; the parts handed over, the return value and the
- * decoder state must be the same. A part's strings are compared by content
- * and by where they point: into the event's data (at which offset), into
- * the decoder's scratch buffers (at which offset), NULL, or elsewhere (a
- * literal such as ""). Shared by tests/unit/codec/test_fastpath_*.c and
- * fuzz/fuzz_fastpath_*.c; header-only, no test framework.
+ * "A fast path for the common text-delta event"): one event through a dialect's
+ * decode_event with its fast path (decoder A) and through its full decoder
+ * alone (decoder B), both started from the same state; the parts handed over,
+ * the return value and the decoder state must be the same. A part's strings are
+ * compared by content and by where they point: into the event's data (at which
+ * offset), into the decoder's scratch buffers (at which offset), NULL, or
+ * elsewhere (a literal such as ""). Shared by
+ * tests/unit/codec/test_fastpath_*.c and fuzz/fuzz_fastpath_*.c; header-only,
+ * no test framework.
  */
 #ifndef AIR__FASTPATH_DIFF_H
 #define AIR__FASTPATH_DIFF_H

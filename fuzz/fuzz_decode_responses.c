@@ -1,47 +1,17 @@
 /*
  * libFuzzer target for the OpenAI Responses dialect
- * (src/codec/openai_responses/), the twin of fuzz_decode_openai.c.
- *
- * The input is used four ways:
- *   1. as an upstream event stream: parsed by air__sse (fed at once, then
- *      again in pieces of 1..16 bytes), every event decoded by decode_event;
- *      both runs must give the same parts and decoder state;
- *   2. as a non-streaming body: decode_body;
- *   3. as a caller request body of each dialect: air__request_parse, then
- *      air__request_build (with and without drop_params) must give valid JSON;
- *   4. every part produced in 1 and 2 is checked (strings present, indexes
- *      in range), encoded for a Responses caller (every event must be
- *      "event: T\ndata: " and one JSON object) and aggregated; the aggregate's
- *      encode_response and an encode_error_body must be valid JSON too.
+ * (src/codec/openai_responses/), through the harness of
+ * fuzz/decode_harness.h: a Responses caller's every event must be
+ * "event: T\ndata: " and one JSON object (the encoder may refuse arguments
+ * for a call closed by text in between); a built upstream body holds its
+ * input as an array or a string. Its caller requests are of all three
+ * dialects.
  */
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
-#include "airetry.h"
-#include "json.h"
-#include "dialect.h"
-#include "sse.h"
-
-#define CHECK(cond)       \
-  do {                    \
-    if (!(cond)) abort(); \
-  } while (0)
-
-static const air__dialect_ops *const OPS = &air__dialect_openai_responses;
-
-typedef struct run {
-  air__decoder d;
-  air__encoder e;
-  air__aggregate a;
-  air__buf out;   /* encoder output not yet checked */
-  air__buf trace; /* a digest of every part, to compare runs */
-  bool error_seen;
-} run;
+#include "decode_harness.h"
 
 /* Each "event: T\ndata: ...\n\n" of out is one JSON object. */
 static void check_chunks(const air__buf *out) {
@@ -52,224 +22,35 @@ static void check_chunks(const air__buf *out) {
     CHECK(nl != NULL && out->p + out->n - nl > 7 &&
           memcmp(nl + 1, "data: ", 6) == 0);
     const char *js = nl + 7;
-    const char *end = NULL;
-    for (const char *q = js; q + 1 < out->p + out->n; q++) {
-      if (q[0] == '\n' && q[1] == '\n') {
-        end = q;
-        break;
-      }
-    }
+    const char *end = fz_event_end(out, js);
     CHECK(end != NULL);
-    air__json j;
-    CHECK(air__json_parse(&j, js, (size_t)(end - js)) == 0);
-    CHECK(air__json_is_obj(&j, 0));
-    air__json_cleanup(&j);
+    fz_check_object(js, (size_t)(end - js));
     at = (size_t)(end + 2 - out->p);
   }
 }
 
-static void check_json(const air__buf *b) {
-  air__json j;
-  CHECK(air__json_parse(&j, b->p, b->n) == 0);
-  CHECK(air__json_is_obj(&j, 0));
-  air__json_cleanup(&j);
+static void check_body(const json_t *v) {
+  const json_t *input = json_object_get(v, "input");
+  CHECK(json_is_array(input) || json_is_string(input));
 }
 
-static void trace_str(air__buf *t, const char *p, size_t n) {
-  CHECK(n == 0 || p != NULL);
-  air__buf_putu(t, n);
-  air__buf_putc(t, ':');
-  if (n) air__buf_put(t, p, n);
-}
+static const air_dialect CALLERS[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC,
+                                      AIR_DIALECT_OPENAI_RESPONSES};
 
-static int on_part(void *data, const air_part *p) {
-  run *r = data;
-  CHECK(p->kind >= AIR_PART_START && p->kind <= AIR_PART_ERROR);
-  if (p->kind == AIR_PART_TOOL_START || p->kind == AIR_PART_TOOL_DELTA)
-    CHECK(p->index >= 0 && p->index < AIR__DECODER_MAX_TOOLS);
-  if (p->kind == AIR_PART_FINISH)
-    CHECK(p->finish != AIR_FINISH_NONE && p->finish_raw_len > 0);
-  if (p->kind == AIR_PART_TEXT || p->kind == AIR_PART_REASONING ||
-      p->kind == AIR_PART_REFUSAL || p->kind == AIR_PART_TOOL_DELTA)
-    CHECK(p->text_len > 0);
-  air__buf_putu(&r->trace, (unsigned)p->kind);
-  air__buf_putu(&r->trace, (unsigned)p->index);
-  trace_str(&r->trace, p->text, p->text_len);
-  trace_str(&r->trace, p->id, p->id_len);
-  trace_str(&r->trace, p->name, p->name_len);
-  trace_str(&r->trace, p->finish_raw, p->finish_raw_len);
-  air__buf_putu(&r->trace, p->input_tokens);
-  air__buf_putu(&r->trace, p->output_tokens);
-  air__buf_putc(&r->trace, '\n');
-  if (r->trace.n > (1u << 20)) air__buf_reset(&r->trace);
-
-  int rc = air__aggregate_add(&r->a, p);
-  CHECK(rc == 0 || rc == AIR_ETOOBIG);
-  if (p->kind == AIR_PART_ERROR) r->error_seen = true;
-  if (!r->error_seen) {
-    rc = OPS->encode_part(&r->e, p, &r->out);
-    /* EINVAL: arguments for a call closed by text in between. */
-    CHECK(rc == 0 || rc == AIR_ETOOBIG || rc == AIR_EINVAL);
-    if (r->out.n > (1u << 16)) {
-      check_chunks(&r->out);
-      air__buf_reset(&r->out);
-    }
-  }
-  return 0;
-}
-
-static int on_event(void *data, const air__sse_event *ev) {
-  run *r = data;
-  CHECK(OPS->decode_event(&r->d, ev, on_part, r) == 0);
-  if (r->d.terminator) CHECK(r->d.done);
-  return 0;
-}
-
-static void run_init(run *r, bool include_usage) {
-  air__request req = {.dialect = AIR_DIALECT_OPENAI_RESPONSES,
-                      .include_usage = include_usage};
-  OPS->decoder_init(&r->d);
-  OPS->encoder_init(&r->e, &req, 1718000000);
-  air__aggregate_init(&r->a);
-  air__buf_init(&r->out, 1u << 22);
-  air__buf_init(&r->trace, 1u << 22);
-  r->error_seen = false;
-}
-
-/* Ends the encoding (clean end or error event), checks every output. */
-static void run_finish(run *r) {
-  int rc = r->error_seen
-               ? OPS->encode_error_event(&r->e, AIR_REASON_SERVER_ERROR,
-                                         "upstream \"error\"\n", &r->out)
-               : OPS->encode_end(&r->e, &r->out);
-  CHECK(rc == 0 || rc == AIR_ETOOBIG);
-  check_chunks(&r->out);
-  if (rc == 0) CHECK(OPS->encode_end(&r->e, &r->out) == AIR_ESTATE);
-
-  air__buf body;
-  air__buf_init(&body, 1u << 24);
-  r->a.created = 1;
-  rc = OPS->encode_response(&r->a, &body);
-  CHECK(rc == 0 || rc == AIR_ETOOBIG);
-  if (rc == 0) check_json(&body);
-  air__buf_cleanup(&body);
-}
-
-static void run_cleanup(run *r) {
-  air__encoder_cleanup(&r->e);
-  air__decoder_cleanup(&r->d);
-  air__aggregate_cleanup(&r->a);
-  air__buf_cleanup(&r->out);
-  air__buf_cleanup(&r->trace);
-}
-
-static void stream(const uint8_t *in, size_t n, size_t piece, run *r) {
-  air__sse p;
-  air__sse_init(&p, on_event, r);
-  size_t at = 0;
-  uint32_t seed = (uint32_t)n * 2654435761u | 1u;
-  while (at < n) {
-    size_t k = n - at;
-    if (piece) {
-      seed ^= seed << 13;
-      seed ^= seed >> 17;
-      seed ^= seed << 5;
-      size_t want = 1 + seed % piece;
-      if (want < k) k = want;
-    }
-    int rc = air__sse_feed(&p, (const char *)in + at, k);
-    CHECK(rc == 0 || rc == AIR_ETOOBIG);
-    if (rc != 0) break;
-    at += k;
-  }
-  air__sse_finish(&p);
-  air__sse_cleanup(&p);
-}
-
-static void requests(const uint8_t *in, size_t n) {
-  static const air_dialect apis[] = {AIR_DIALECT_OPENAI, AIR_DIALECT_ANTHROPIC,
-                                     AIR_DIALECT_OPENAI_RESPONSES};
-  for (size_t dia = 0; dia < 3; dia++) {
-    air__request req;
-    air_error err;
-    air_dialect api = apis[dia];
-    if (air__request_parse(api, (const char *)in, n, &req, &err) != 0) continue;
-    for (int drop = 0; drop < 2; drop++) {
-      air__build_opts o = {.model = "gpt-5",
-                           .drop_params = drop != 0,
-                           .override_json = drop ? "{\"seed\":1}" : NULL,
-                           .default_max_tokens = 4096};
-      air__buf out;
-      air__buf_init(&out, 1u << 26);
-      memset(&err, 0, sizeof(err));
-      int rc = air__request_build(OPS, &req, &o, &out, &err);
-      if (rc == 0) {
-        json_t *v = json_loadb(out.p, out.n, 0, NULL);
-        CHECK(json_is_object(v));
-        CHECK(json_is_true(json_object_get(v, "stream")));
-        const json_t *input = json_object_get(v, "input");
-        CHECK(json_is_array(input) || json_is_string(input));
-        json_decref(v);
-      } else {
-        /* EINVAL: invalid in itself; ENOTSUP: a field the target cannot
-         * express (the target is skipped). */
-        CHECK((rc == AIR_EINVAL || rc == AIR_ENOTSUP) && err.code == rc &&
-              err.message[0] != '\0');
-        CHECK(out.n == 0);
-      }
-      air__buf_cleanup(&out);
-    }
-    air__request_cleanup(&req);
-  }
-}
+static const fz_dialect DIALECT = {
+    .ops = &air__dialect_openai_responses,
+    .caller = AIR_DIALECT_OPENAI_RESPONSES,
+    .check_out = check_chunks,
+    .encode_may_refuse = true,
+    .callers = CALLERS,
+    .n_callers = sizeof(CALLERS) / sizeof(CALLERS[0]),
+    .model = "gpt-5",
+    .check_body = check_body,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  bool usage = size > 0 && (data[0] & 1);
-
-  /* 1. The stream, at once and in pieces: the same parts either way. */
-  run a, b;
-  run_init(&a, usage);
-  run_init(&b, usage);
-  stream(data, size, 0, &a);
-  stream(data, size, 16, &b);
-  CHECK(a.trace.n == b.trace.n &&
-        (a.trace.n == 0 || memcmp(a.trace.p, b.trace.p, a.trace.n) == 0));
-  CHECK(a.d.malformed == b.d.malformed && a.d.done == b.d.done &&
-        a.d.finished == b.d.finished && a.d.started == b.d.started);
-  run_finish(&a);
-  run_cleanup(&a);
-  run_cleanup(&b);
-
-  /* 2. A whole body. */
-  run c;
-  run_init(&c, usage);
-  int rc = OPS->decode_body(&c.d, (const char *)data, size, on_part, &c);
-  CHECK(rc == 0 || rc == AIR_EPARSE || rc == AIR_ETOOBIG);
-  if (rc == 0) CHECK(c.d.started);
-  run_finish(&c);
-  run_cleanup(&c);
-
-  /* 3. A caller request. */
-  requests(data, size);
-
-  /* 4. An error body with a message from the input. */
-  char msg[128];
-  size_t mn = size < sizeof(msg) - 1 ? size : sizeof(msg) - 1;
-  memcpy(msg, data, mn);
-  msg[mn] = '\0';
-  air_attempt log[1] = {{.n = 1,
-                         .target = msg,
-                         .reason = AIR_REASON_NETWORK,
-                         .status = 502,
-                         .message = msg,
-                         .request_id = msg}};
-  air__buf eb;
-  air__buf_init(&eb, 1u << 16);
-  CHECK(OPS->encode_error_body(502, (air_reason)(size % AIR_REASON__COUNT), msg,
-                               log, 1, &eb) == 0);
-  check_json(&eb);
-  air__buf_cleanup(&eb);
+  fz_decode_input(&DIALECT, data, size);
   return 0;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Backpressure through the gateway (issue 4: "when the consumer is slow, the
-transfer is paused and resumed; memory per stream stays bounded").
+"""Backpressure through the gateway: when the consumer is slow, the transfer
+is paused and resumed, and memory per stream stays bounded.
 
     python3 tests/backpressure/test_backpressure.py PATH/TO/airetry
 

@@ -1,39 +1,14 @@
 #!/usr/bin/env bash
 # `airetry chat` end to end against `airetry mock` on 127.0.0.1: the answer on
 # stdout (streamed and whole), a line per failed attempt and a summary on
-# stderr, and the exit codes of issue 4 (0 answered, 1 upstream failure after
+# stderr, and the exit codes of docs/design.md §6 (0 answered, 1 upstream failure after
 # all attempts with the attempt log, 2 usage or config error). Every wait is
 # bounded. Usage: bash chat.sh /path/to/airetry
 set -u
 bin=${1:?usage: chat.sh /path/to/airetry}
-tmp=$(mktemp -d)
-mock_pid=
-cleanup() {
-  if [ -n "$mock_pid" ]; then
-    kill -TERM "$mock_pid" 2>/dev/null
-    wait "$mock_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-"$bin" mock --listen 127.0.0.1:0 >"$tmp/mock.out" 2>"$tmp/mock.err" &
-mock_pid=$!
-port=
-for _ in $(seq 1 100); do
-  line=$(head -n 1 "$tmp/mock.out" 2>/dev/null)
-  if [[ $line =~ ^listening\ on\ http://127\.0\.0\.1:([0-9]+)$ ]]; then
-    port=${BASH_REMATCH[1]}
-    break
-  fi
-  sleep 0.05
-done
-[ -n "$port" ] || { echo "FAIL: the mock did not start" >&2; exit 1; }
+. "$(dirname "$0")/../lib/cli.bash"
+start_mock
+port=${mock##*:}
 
 cat >"$tmp/c.yaml" <<EOF
 providers:

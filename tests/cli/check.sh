@@ -116,7 +116,7 @@ head -c $((4 * 1024 * 1024 + 1)) /dev/zero | tr '\0' '#' >"$tmp/big.yaml"
 run big 2 check --config "$tmp/big.yaml"
 grep -q 'over the limit' "$tmp/big.err" || fail "big: no size error"
 
-# Tracing (issue 19): the resolved settings, header names but never values;
+# Tracing (docs/design.md §5, Traces): the resolved settings, header names but never values;
 # the environment overrides telemetry.otlp; grpc is an error.
 cat >"$tmp/otel.yaml" <<'YAML'
 telemetry: {otlp: {endpoint: "http://127.0.0.1:4318", headers_env: MY_OTEL_HEADERS, sample_ratio: 0.25}}

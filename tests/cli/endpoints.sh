@@ -10,9 +10,7 @@ set -u
 bin=${1:?usage: endpoints.sh /path/to/airetry}
 . "$(dirname "$0")/../lib/cli.bash"
 
-"$bin" mock --listen 127.0.0.1:0 >"$tmp/mock.out" 2>"$tmp/mock.err" &
-pids+=($!)
-mock=$(wait_url "$tmp/mock.out") || { echo "FAIL: the mock did not start" >&2; exit 1; }
+start_mock
 
 cat >"$tmp/gw.yaml" <<EOF
 providers:

@@ -6,18 +6,7 @@
 # Usage: bash mock.sh /path/to/airetry
 set -u
 bin=${1:?usage: mock.sh /path/to/airetry}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/cli.bash"
 
 # start NAME ARGS...: starts a mock on an ephemeral port; sets $url, $mock_pid.
 start() {

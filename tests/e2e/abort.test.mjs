@@ -1,6 +1,6 @@
 // A client abort closes the upstream transfer within 100 ms, in every phase
 // (streaming after commit, held before commit, waiting between attempts),
-// and no further attempt starts. docs/design.md §3.4, issue 5 "Server".
+// and no further attempt starts. docs/design.md §3.4.
 //
 // Timing: the mock stamps hung_up_ms on its own clock (ms since its last
 // reset). The reset is sent at local time `sent` and answered at `received`,

@@ -6,7 +6,7 @@
 // The SDK's own retries are off (maxRetries: 0, README), and each test
 // checks that the gateway saw exactly one request per SDK call and the mock
 // exactly the attempts the route's rules make (its /__mock/log).
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
@@ -17,7 +17,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
 
-import { startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll } from './lib.mjs';
+import { canonical, assertCleanExit, okAndDownRoutes, mockAndGateway, exactly as exactlyOn } from './lib.mjs';
 
 let mock;
 let gw;
@@ -25,39 +25,16 @@ let gw;
 // Per provider (mo: OpenAI, ma: Anthropic) and answer model: a healthy
 // route, and one whose primary always answers 503.
 const MODELS = ['text', 'tooly', 'js@json', 'emb'];
-const ROUTES = [];
-for (const p of ['mo', 'ma']) {
-  for (const m of MODELS) {
-    const base = m.split('@')[0];
-    ROUTES.push({ name: `${p}-${base}-ok`, targets: [`${p}/${m}`] });
-    ROUTES.push({ name: `${p}-${base}-down`, targets: [`${p}/down@503`, `${p}/${m}`] });
-  }
-}
+const ROUTES = okAndDownRoutes(MODELS);
 
 const SCHEMA = z.object({ city: z.string(), temp: z.number(), tags: z.array(z.string()) });
 const INSTANCE = { city: 'x', temp: 1, tags: ['x'] }; // the mock's minimal instance
 
-before(async () => {
-  mock = await startMock('clients.yaml');
-  gw = await startGateway(
-    gatewayConfig(mock.port, {
-      routes: ROUTES,
-      // No retry of the same target, no breaker: every SDK call makes
-      // exactly (primary down ? 2 : 1) attempts.
-      defaults: {
-        breaker: { enabled: false },
-        rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
-      },
-    }),
-  );
-});
-
-after(async () => {
-  await stopAll(gw, mock);
-});
-
-beforeEach(async () => {
-  await mock.reset();
+// No retry of the same target, no breaker: every SDK call makes exactly
+// (primary down ? 2 : 1) attempts.
+mockAndGateway(ROUTES, 'clients.yaml', (m, g) => {
+  mock = m;
+  gw = g;
 });
 
 const key = 'test';
@@ -91,22 +68,7 @@ const objectOptions = (kind) =>
 // Runs fn (which makes `calls` SDK calls on route) and checks the gateway's
 // log lines for the route grew by exactly `calls` and the mock saw exactly
 // `want` attempts per model (every other model: none).
-async function exactly(route, calls, want, fn) {
-  const before = gw.logLines().filter((l) => l.route === route).length;
-  const out = await fn();
-  const end = Date.now() + 3000;
-  let lines;
-  for (;;) {
-    lines = gw.logLines().filter((l) => l.route === route).length - before;
-    if (lines >= calls || Date.now() > end) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.equal(lines, calls, `gateway requests for ${route}`);
-  const seen = {};
-  for (const a of await mock.log()) seen[a.model] = (seen[a.model] || 0) + 1;
-  assert.deepEqual(seen, want, `mock attempts for ${route}`);
-  return out;
-}
+const exactly = (route, calls, want, fn) => exactlyOn(gw, mock, route, calls, want, fn);
 
 // The attempts of `calls` SDK calls answered by `model` on a route that is
 // healthy or has its primary down.

@@ -1,4 +1,4 @@
-// Continuing a stream after its first token (docs/design.md §3.5, issue 16)
+// Continuing a stream after its first token (docs/design.md §3.5)
 // through the official SDKs (`openai` chat.completions and responses,
 // `@anthropic-ai/sdk` messages) and the AI SDK (`ai` with @ai-sdk/openai
 // chat and responses models and @ai-sdk/anthropic): a stream cut, stalled or

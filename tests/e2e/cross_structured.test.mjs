@@ -1,10 +1,10 @@
-// Structured output across dialects (issue 14, docs/design.md §5): a JSON schema
+// Structured output across dialects (docs/design.md §5): a JSON schema
 // (or json_object) asked by an OpenAI caller is kept when the route falls
 // over to an Anthropic target (structured_output: tool, the default, or
 // native), and an Anthropic caller's output_config.format when it falls over
 // to an OpenAI target — with the official openai SDK, the AI SDK and
 // LangChain, the primary down (a 503 on every attempt).
-import { describe, test, before, after, beforeEach } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { generateObject } from 'ai';
@@ -12,7 +12,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
 
-import { startMock, startGateway, gatewayConfig, assertCleanExit, stopAll } from './lib.mjs';
+import { assertCleanExit, mockAndGateway, attemptsBy } from './lib.mjs';
 
 const SCHEMA = {
   type: 'object',
@@ -38,32 +38,12 @@ describe('structured output across dialects', () => {
   let mock;
   let gw;
 
-  before(async () => {
-    mock = await startMock();
-    gw = await startGateway(
-      gatewayConfig(mock.port, {
-        routes: ROUTES,
-        defaults: {
-          breaker: { enabled: false },
-          rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
-        },
-      }),
-    );
+  mockAndGateway(ROUTES, undefined, (m, g) => {
+    mock = m;
+    gw = g;
   });
 
-  after(async () => {
-    await stopAll(gw, mock);
-  });
-
-  beforeEach(async () => {
-    await mock.reset();
-  });
-
-  async function attempts() {
-    const out = {};
-    for (const a of await mock.log()) out[`${a.api}:${a.model}`] = (out[`${a.api}:${a.model}`] || 0) + 1;
-    return out;
-  }
+  const attempts = () => attemptsBy(mock, (a) => `${a.api}:${a.model}`);
 
   for (const route of ['oa-to-an-tool', 'oa-to-an-native']) {
     test(`openai SDK json_schema, streamed and not (${route})`, async () => {

@@ -4,11 +4,11 @@
 // the primary down, and failing — with the exact attempts the gateway and
 // the mock saw. The SDKs' retries are left at their defaults in the failing
 // cases: x-should-retry: false must stop them.
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  startMock, startGateway, gatewayConfig, thrown, assertCleanExit, stopAll, OpenAI, Anthropic,
+  mockAndGateway, attemptsBy, thrown, assertCleanExit, OpenAI, Anthropic,
 } from './lib.mjs';
 
 let mock;
@@ -24,32 +24,12 @@ const ROUTES = [
 ];
 const MESSAGES = [{ role: 'user', content: 'hello world' }];
 
-before(async () => {
-  mock = await startMock();
-  gw = await startGateway(
-    gatewayConfig(mock.port, {
-      routes: ROUTES,
-      defaults: {
-        breaker: { enabled: false },
-        rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
-      },
-    }),
-  );
+mockAndGateway(ROUTES, undefined, (m, g) => {
+  mock = m;
+  gw = g;
 });
 
-after(async () => {
-  await stopAll(gw, mock);
-});
-
-beforeEach(async () => {
-  await mock.reset();
-});
-
-async function seen() {
-  const out = {};
-  for (const a of await mock.log()) out[`${a.endpoint}:${a.model}`] = (out[`${a.endpoint}:${a.model}`] || 0) + 1;
-  return out;
-}
+const seen = () => attemptsBy(mock, (a) => `${a.endpoint}:${a.model}`);
 
 function linesFor(route) {
   return gw.logLines().filter((l) => l.route === route);

@@ -2,7 +2,7 @@
 // a JSON error in the caller's dialect, and the gateway keeps serving; client
 // auth (client_keys_env); /healthz, /v1/models, /metrics; HTTP/1.1 details
 // (chunked bodies, Expect: 100-continue, pipelining, idle and slow-request
-// timeouts). docs/design.md §4, 5, 8; issue 5 "Server".
+// timeouts). docs/design.md §4, 5, 8.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 

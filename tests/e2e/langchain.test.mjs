@@ -6,7 +6,7 @@
 // retries are off (maxRetries: 0, README); each test checks that the gateway
 // saw exactly one request per call and the mock exactly the attempts the
 // route's rules make (its /__mock/log).
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { ChatOpenAI } from '@langchain/openai';
@@ -15,43 +15,20 @@ import { HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 
-import { startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll } from './lib.mjs';
+import { canonical, assertCleanExit, okAndDownRoutes, mockAndGateway, exactly as exactlyOn } from './lib.mjs';
 
 let mock;
 let gw;
 
 const MODELS = ['text', 'tooly', 'js@json'];
-const ROUTES = [];
-for (const p of ['mo', 'ma']) {
-  for (const m of MODELS) {
-    const base = m.split('@')[0];
-    ROUTES.push({ name: `${p}-${base}-ok`, targets: [`${p}/${m}`] });
-    ROUTES.push({ name: `${p}-${base}-down`, targets: [`${p}/down@503`, `${p}/${m}`] });
-  }
-}
+const ROUTES = okAndDownRoutes(MODELS);
 
 const SCHEMA = z.object({ city: z.string(), temp: z.number(), tags: z.array(z.string()) });
 const INSTANCE = { city: 'x', temp: 1, tags: ['x'] }; // the mock's minimal instance
 
-before(async () => {
-  mock = await startMock('clients.yaml');
-  gw = await startGateway(
-    gatewayConfig(mock.port, {
-      routes: ROUTES,
-      defaults: {
-        breaker: { enabled: false },
-        rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
-      },
-    }),
-  );
-});
-
-after(async () => {
-  await stopAll(gw, mock);
-});
-
-beforeEach(async () => {
-  await mock.reset();
+mockAndGateway(ROUTES, 'clients.yaml', (m, g) => {
+  mock = m;
+  gw = g;
 });
 
 function chat(kind, route) {
@@ -72,24 +49,9 @@ function chat(kind, route) {
   });
 }
 
-// As in aisdk.test.mjs: the gateway's log lines for route grow by exactly
-// `calls`; the mock's attempts per model equal `want`.
-async function exactly(route, calls, want, fn) {
-  const before = gw.logLines().filter((l) => l.route === route).length;
-  const out = await fn();
-  const end = Date.now() + 3000;
-  let lines;
-  for (;;) {
-    lines = gw.logLines().filter((l) => l.route === route).length - before;
-    if (lines >= calls || Date.now() > end) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.equal(lines, calls, `gateway requests for ${route}`);
-  const seen = {};
-  for (const a of await mock.log()) seen[a.model] = (seen[a.model] || 0) + 1;
-  assert.deepEqual(seen, want, `mock attempts for ${route}`);
-  return out;
-}
+// The gateway's log lines for route grow by exactly `calls`; the mock's
+// attempts per model equal `want` (lib.mjs).
+const exactly = (route, calls, want, fn) => exactlyOn(gw, mock, route, calls, want, fn);
 
 function attempts(down, model, calls) {
   return down ? { 'down@503': calls, [model]: calls } : { [model]: calls };

@@ -1,6 +1,7 @@
 // Helpers of the end-to-end suite: start `airetry mock` and `airetry serve`
 // on 127.0.0.1 ephemeral ports, write gateway configs, read the mock's log,
 // build the official SDK clients, and stop everything. Every wait is bounded.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -9,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { before, after, beforeEach } from 'node:test';
 
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
@@ -266,6 +268,75 @@ export async function startGateway(config, { env = {}, workers = 2 } = {}) {
       new Anthropic({ baseURL: p.url, apiKey: 'test', maxRetries: 0, timeout: 30000 * SLOW, ...opts }),
   };
   return g;
+}
+
+// The defaults of the suites that count attempts: no breaker, and a switch
+// to the next target (never a retry of the same one) on the failures the
+// mock injects, so a call makes one attempt per target it reaches.
+export const SWITCH_DEFAULTS = {
+  breaker: { enabled: false },
+  rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
+};
+
+// For each provider (mo, ma) and answer model m of models ("js@json": the
+// model js answering JSON): a route P-BASE-ok to P/m, and a route
+// P-BASE-down whose primary P/down answers 503 on every attempt.
+export function okAndDownRoutes(models) {
+  const routes = [];
+  for (const p of ['mo', 'ma']) {
+    for (const m of models) {
+      const base = m.split('@')[0];
+      routes.push({ name: `${p}-${base}-ok`, targets: [`${p}/${m}`] });
+      routes.push({ name: `${p}-${base}-down`, targets: [`${p}/down@503`, `${p}/${m}`] });
+    }
+  }
+  return routes;
+}
+
+// The hooks of a suite on a mock (scriptName, or its default script) and a
+// gateway in front of it (routes, SWITCH_DEFAULTS): both start before the
+// first test, set(mock, gw) hands them to the suite, both stop after the
+// last test; the mock is reset before each test. Call it at the top of a
+// file or inside a describe().
+export function mockAndGateway(routes, scriptName, set) {
+  let mock;
+  let gw;
+  before(async () => {
+    mock = await startMock(scriptName);
+    gw = await startGateway(gatewayConfig(mock.port, { routes, defaults: SWITCH_DEFAULTS }));
+    set(mock, gw);
+  });
+  after(async () => {
+    await stopAll(gw, mock);
+  });
+  beforeEach(async () => {
+    await mock.reset();
+  });
+}
+
+// The mock's attempts since its last reset, counted by key(attempt).
+export async function attemptsBy(mock, key) {
+  const out = {};
+  for (const a of await mock.log()) out[key(a)] = (out[key(a)] || 0) + 1;
+  return out;
+}
+
+// Runs fn (which makes `calls` SDK calls on route) and checks the gateway's
+// log lines for the route grew by exactly `calls` and the mock saw exactly
+// `want` attempts per model (every other model: none). Returns fn's value.
+export async function exactly(gw, mock, route, calls, want, fn) {
+  const before = gw.logLines().filter((l) => l.route === route).length;
+  const out = await fn();
+  const end = Date.now() + 3000;
+  let lines;
+  for (;;) {
+    lines = gw.logLines().filter((l) => l.route === route).length - before;
+    if (lines >= calls || Date.now() > end) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(lines, calls, `gateway requests for ${route}`);
+  assert.deepEqual(await attemptsBy(mock, (a) => a.model), want, `mock attempts for ${route}`);
+  return out;
 }
 
 // Stops the gateway and the mock; returns their exits. For after() hooks.

@@ -1,6 +1,6 @@
 // Signals: SIGHUP reloads the config (a broken one is reported and the old
 // one kept), SIGTERM stops accepting, lets the stream in flight finish, and
-// exits 0. Issue 5 "Server".
+// exits 0 (docs/design.md §5).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';

@@ -1,6 +1,6 @@
 // The gateway's OTLP/HTTP JSON next to what npm's
 // @opentelemetry/exporter-trace-otlp-http sends for an equivalent span
-// (issue 19, docs/design.md §5 Traces): both exporters post to one collector on
+// (docs/design.md §5 Traces): both exporters post to one collector on
 // 127.0.0.1; the JS SDK is given the gateway's ids, times, kinds, status and
 // attributes, and the two encodings are compared field by field: ids as the
 // same lowercase hex, times as the same decimal strings, kind and status

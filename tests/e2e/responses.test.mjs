@@ -1,4 +1,4 @@
-// The OpenAI Responses API (issue 15) through the gateway to the mock: the
+// The OpenAI Responses API (the openai_responses dialect) through the gateway to the mock: the
 // official `openai` SDK's client.responses.create (whole and streamed, a
 // function tool, text.format with a JSON schema) and the AI SDK's default
 // OpenAI model createOpenAI({baseURL})(route) (generateText, streamText,
@@ -16,6 +16,7 @@ import { z } from 'zod';
 
 import {
   OpenAI, Anthropic, startMock, startGateway, gatewayConfig, canonical, assertCleanExit, stopAll, thrown,
+  SWITCH_DEFAULTS,
   errAttempts, postJSON, request,
 } from './lib.mjs';
 
@@ -57,10 +58,7 @@ before(async () => {
   mock = await startMock();
   const cfg = gatewayConfig(mock.port, {
     routes: ROUTES,
-    defaults: {
-      breaker: { enabled: false },
-      rules: [{ on: ['overloaded', 'server_error', 'network'], action: 'switch' }],
-    },
+    defaults: SWITCH_DEFAULTS,
   });
   cfg.providers.push({ name: 'mr', api: 'openai_responses', base_url: `http://127.0.0.1:${mock.port}/v1` });
   cfg.providers.push({ name: 'mr2', api: 'openai_responses', base_url: `http://127.0.0.1:${mock.port}/v1` });

@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include <cmocka.h>
 #include <curl/curl.h>
 #include <jansson.h>
 
@@ -655,6 +658,10 @@ it_mock *it_suite(void) {
 
 void it_suite_use_script(const char *script) {
   suite_script = script;
+}
+
+void it_case_filter(void) {
+  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
 }
 
 int it_group_setup(void **state) {

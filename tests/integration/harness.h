@@ -66,6 +66,12 @@ int it_group_setup(void **state);
 int it_group_teardown(void **state);
 int it_reset_mock(void **state);
 int it_release(void **state);
+/* A test of the suite: the mock reset before it, what it tracked released
+ * after it. */
+#define IT_TEST(f) cmocka_unit_test_setup_teardown(f, it_reset_mock, it_release)
+/* IT_CASE=glob in the environment: only the matching tests run (call it
+ * first in main). */
+void it_case_filter(void);
 /* SIGTERM, waitpid bounded by IT_STOP_MS, then SIGKILL. Returns the exit
  * status (0 for a clean exit) or -1. Safe on a mock that never started. */
 int it_mock_stop(it_mock *m);

@@ -285,17 +285,13 @@ static void test_sticky_starts_on_the_fallback(void **state) {
   it_client_free(&cl);
 }
 
-/* IT_CASE=glob runs only the matching tests. */
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   it_suite_use_script(IT_SCRIPTS "breaker.yaml");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_open_probe_close, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_cancelled_probe_frees_the_slot,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_sticky_starts_on_the_fallback,
-                                      it_reset_mock, it_release),
+      IT_TEST(test_open_probe_close),
+      IT_TEST(test_cancelled_probe_frees_the_slot),
+      IT_TEST(test_sticky_starts_on_the_fallback),
   };
   return cmocka_run_group_tests_name("client_breaker", tests, it_group_setup,
                                      it_group_teardown);

@@ -428,26 +428,17 @@ static void test_one_token_many_calls(void **state) {
   it_client_free(&cl);
 }
 
-/* IT_CASE=glob runs only the matching tests. */
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_cancel_while_streaming,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_cancel_while_hanging, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_cancel_during_backoff, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_cancel_before_the_call,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_stop_from_on_part, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_stop_from_on_part_under_complete,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_stop_from_on_part_in_refusal_hold,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_one_token_many_calls, it_reset_mock,
-                                      it_release),
+      IT_TEST(test_cancel_while_streaming),
+      IT_TEST(test_cancel_while_hanging),
+      IT_TEST(test_cancel_during_backoff),
+      IT_TEST(test_cancel_before_the_call),
+      IT_TEST(test_stop_from_on_part),
+      IT_TEST(test_stop_from_on_part_under_complete),
+      IT_TEST(test_stop_from_on_part_in_refusal_hold),
+      IT_TEST(test_one_token_many_calls),
   };
   return cmocka_run_group_tests_name("client_cancel", tests, it_group_setup,
                                      it_group_teardown);

@@ -268,23 +268,15 @@ static void test_nothing_continued_otherwise(void **state) {
 }
 
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_cut_stream_is_continued,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_stall_and_overload_are_continued,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_restart_is_trimmed, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_rejected_prefill_asks_instruct,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_preamble_fails, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(
-          test_failed_continuation_reports_the_break, it_reset_mock,
-          it_release),
-      cmocka_unit_test_setup_teardown(test_nothing_continued_otherwise,
-                                      it_reset_mock, it_release),
+      IT_TEST(test_cut_stream_is_continued),
+      IT_TEST(test_stall_and_overload_are_continued),
+      IT_TEST(test_restart_is_trimmed),
+      IT_TEST(test_rejected_prefill_asks_instruct),
+      IT_TEST(test_preamble_fails),
+      IT_TEST(test_failed_continuation_reports_the_break),
+      IT_TEST(test_nothing_continued_otherwise),
   };
   return cmocka_run_group_tests(tests, it_group_setup, it_group_teardown);
 }

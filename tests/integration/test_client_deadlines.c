@@ -480,7 +480,6 @@ static void test_total_covers_whole_answer(void **state) {
   it_client_free(&cl);
 }
 
-/* IT_CASE=glob runs only the matching tests. */
 /*
  * Deadlines are measured from the attempt's start, whatever ran before it on
  * the client's thread: an on_failed observer that takes 150 ms must not make
@@ -518,32 +517,20 @@ static void test_deadline_after_slow_observer(void **state) {
 }
 
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_connect_timeout, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_first_byte_timeout, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_first_chunk_timeout, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_chunk_timeout_before_commit,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_chunk_timeout_after_commit,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_chunk_is_a_gap, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_attempt_timeout, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_request_deadlines_end_at_commit,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_total_timeout, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_total_bounds_waits, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_total_covers_whole_answer,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_deadline_after_slow_observer,
-                                      it_reset_mock, it_release),
+      IT_TEST(test_connect_timeout),
+      IT_TEST(test_first_byte_timeout),
+      IT_TEST(test_first_chunk_timeout),
+      IT_TEST(test_chunk_timeout_before_commit),
+      IT_TEST(test_chunk_timeout_after_commit),
+      IT_TEST(test_chunk_is_a_gap),
+      IT_TEST(test_attempt_timeout),
+      IT_TEST(test_request_deadlines_end_at_commit),
+      IT_TEST(test_total_timeout),
+      IT_TEST(test_total_bounds_waits),
+      IT_TEST(test_total_covers_whole_answer),
+      IT_TEST(test_deadline_after_slow_observer),
   };
   return cmocka_run_group_tests_name("client_deadlines", tests, it_group_setup,
                                      it_group_teardown);

@@ -842,25 +842,20 @@ static void test_reset_on_reused_connection(void **state) {
 }
 
 static const struct CMUnitTest others[] = {
-    cmocka_unit_test_setup_teardown(test_retry_after_hint_in_log, it_reset_mock,
-                                    it_release),
-    cmocka_unit_test_setup_teardown(test_cross_dialect, it_reset_mock,
-                                    it_release),
-    cmocka_unit_test_setup_teardown(test_error_body, it_reset_mock, it_release),
-    cmocka_unit_test_setup_teardown(test_budget, it_reset_mock, it_release),
-    cmocka_unit_test_setup_teardown(test_flap, it_reset_mock, it_release),
-    cmocka_unit_test_setup_teardown(test_reset_on_reused_connection,
-                                    it_reset_mock, it_release),
-    cmocka_unit_test_setup_teardown(test_concurrent_calls, it_reset_mock,
-                                    it_release),
+    IT_TEST(test_retry_after_hint_in_log),
+    IT_TEST(test_cross_dialect),
+    IT_TEST(test_error_body),
+    IT_TEST(test_budget),
+    IT_TEST(test_flap),
+    IT_TEST(test_reset_on_reused_connection),
+    IT_TEST(test_concurrent_calls),
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
 #define N_OTHERS (sizeof(others) / sizeof(others[0]))
 
-/* IT_CASE=glob runs only the matching tests. */
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   it_suite_use_script(IT_SCRIPTS "faults.yaml");
   static struct CMUnitTest tests[N_CASES * 4 + N_OTHERS];
   static table_test tt[N_CASES * 4];

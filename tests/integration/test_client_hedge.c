@@ -141,14 +141,11 @@ static void test_failed_hedge_leaves_primary(void **state) {
 }
 
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_slow_primary_is_hedged,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_fast_primary_is_not_hedged,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_failed_hedge_leaves_primary,
-                                      it_reset_mock, it_release),
+      IT_TEST(test_slow_primary_is_hedged),
+      IT_TEST(test_fast_primary_is_not_hedged),
+      IT_TEST(test_failed_hedge_leaves_primary),
   };
   return cmocka_run_group_tests(tests, it_group_setup, it_group_teardown);
 }

@@ -205,16 +205,12 @@ static void test_token_shared_by_12_calls(void **state) {
   it_client_free(&cl);
 }
 
-/* IT_CASE=glob runs only the matching tests. */
 int main(void) {
-  if (getenv("IT_CASE") != NULL) cmocka_set_test_filter(getenv("IT_CASE"));
+  it_case_filter();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_free_waits_for_call_in_flight,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(test_free_idle_client, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(test_token_shared_by_12_calls,
-                                      it_reset_mock, it_release),
+      IT_TEST(test_free_waits_for_call_in_flight),
+      IT_TEST(test_free_idle_client),
+      IT_TEST(test_token_shared_by_12_calls),
   };
   return cmocka_run_group_tests_name("client_lifecycle", tests, it_group_setup,
                                      it_group_teardown);

@@ -266,15 +266,12 @@ static void untraced_sends_no_traceparent(void **state) {
 }
 
 int main(void) {
+  it_case_filter();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(failover_spans_whole, it_reset_mock,
-                                      it_release),
-      cmocka_unit_test_setup_teardown(failover_spans_stream_continued,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(bad_traceparent_starts_a_trace,
-                                      it_reset_mock, it_release),
-      cmocka_unit_test_setup_teardown(untraced_sends_no_traceparent,
-                                      it_reset_mock, it_release),
+      IT_TEST(failover_spans_whole),
+      IT_TEST(failover_spans_stream_continued),
+      IT_TEST(bad_traceparent_starts_a_trace),
+      IT_TEST(untraced_sends_no_traceparent),
   };
   return cmocka_run_group_tests(tests, it_group_setup, it_group_teardown);
 }

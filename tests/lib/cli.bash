@@ -1,11 +1,23 @@
 # The start of a tests/cli script (sourced after it sets $bin): a temp folder
-# removed at exit with every process in $pids stopped, fail() counting into
-# $failures, and bounded waits on files the processes write.
+# removed at exit with every process in $pids stopped (SIGTERM, then SIGKILL
+# for what still runs 5 s later), fail() counting into $failures, a mock
+# started on an ephemeral port, and bounded waits on files the processes
+# write.
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
+  local p alive
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  for _ in $(seq 1 100); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.05
+  done
+  for p in "${pids[@]}"; do
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -35,3 +47,15 @@ wait_lines() {
   return 1
 }
 
+# start_mock: `airetry mock` on an ephemeral 127.0.0.1 port (its output in
+# $tmp/mock.out and .err); sets $mock (its URL) and $mock_pid. Exits the
+# script when the mock does not start within 5 s.
+start_mock() {
+  "$bin" mock --listen 127.0.0.1:0 >"$tmp/mock.out" 2>"$tmp/mock.err" &
+  mock_pid=$!
+  pids+=("$mock_pid")
+  mock=$(wait_url "$tmp/mock.out") || {
+    echo "FAIL: the mock did not start: $(cat "$tmp/mock.err")" >&2
+    exit 1
+  }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Security tests of `airetry serve` (issue 6; the claims are in docs/security.md).
+"""Security tests of `airetry serve` (the claims are in docs/security.md).
 
     python3 tests/security/test_gateway.py PATH/TO/airetry [NAME-SUBSTRING...]
 

@@ -1726,7 +1726,7 @@ struct world {
   bool invalid; /* the scenario itself is not valid (sim_run returns 2) */
   air__exchange_pools pools; /* as a gateway worker's: a later request
                                 reuses the legs and exchange of an earlier
-                                one (issue 20) */
+                                one */
 };
 
 /* The first violation goes into why; later ones (up to 3 in all) are

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak under faults (issue 6): `airetry mock` with a random fault mix across
+# Soak under faults (docs/testing.md): `airetry mock` with a random fault mix across
 # the targets of six routes, `airetry serve` in front of it, and the driver
 # tests/soak/soak.c sending a bounded load through the gateway and checking
 # every answer, the gateway's log lines, /metrics, the mock's log, RSS and
@@ -8,8 +8,8 @@
 #   tests/soak/run.sh PATH/TO/airetry short|long|redis-short|redis [PATH/TO/soak]
 #
 # short: ~1,000 requests (ctest soak/short); long: 11,000 (make soak).
-# redis-short (ctest soak/redis-short) and redis (make soak, after long),
-# issue 18: three gateways sharing their state through a private
+# redis-short (ctest soak/redis-short) and redis (make soak, after long):
+# three gateways sharing their state through a private
 # redis-server (a free 127.0.0.1 port, --save "" --appendonly no, a temp
 # folder; never the packaged daemon on 6379), the requests spread over the
 # three, and Redis killed (-9) and started again on the same port every
@@ -48,8 +48,8 @@ if ldd "$bin" 2>/dev/null | grep -q libasan || [[ "$bin" == *build-asan* ]]; the
 fi
 # The short profile (ctest soak/short, `make check`) replays a fixed seed:
 # under 592213 request soak-592213-209 is aborted 0 ms after it is started,
-# often before its connection to the gateway exists (issue 10: the driver
-# then expected a log line for a request the gateway never received). The
+# often before its connection to the gateway exists (the driver must not
+# expect a log line for a request the gateway never received). The
 # long profile draws a new seed per run. AIRETRY_SOAK_SEED overrides both.
 # redis-short replays the same seed (its requests are drawn the same way;
 # where they go and when Redis restarts vary from run to run).

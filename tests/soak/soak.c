@@ -1,5 +1,5 @@
 /*
- * The soak driver (issue 6, `make soak`, ctest soak/short): `airetry serve`
+ * The soak driver (`make soak`, ctest soak/short): `airetry serve`
  * in front of `airetry mock` with a random fault mix, a bounded load of
  * requests in both dialects, streaming and not, some aborted by the client,
  * and every one of them verified. tests/soak/run.sh starts the processes:
@@ -10,7 +10,7 @@
  *   soak run    --profile P --seed S --gateway URL --mock URL --pid PID
  *               --log FILE [--rate R] [--concurrency C] [--ctl DIR]
  *
- * The profiles redis-short and redis (issue 18) run three gateways that
+ * The profiles redis-short and redis run three gateways that
  * share their state through one Redis, which run.sh restarts (kill -9)
  * every few seconds during the load: --gateway, --pid and --log are then
  * given once per instance (in the same order), request i goes to instance

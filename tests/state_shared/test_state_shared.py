@@ -47,12 +47,13 @@ MOCK = None
 REDIS = None
 PASSWORD = "rd-pass-7f3a9c"
 N_PREFIX = [0]
-# What an outage may add to the p99 (issue 18: 5 ms). Under ASan everything
+# What an outage may add to the p99: 5 ms, as no request waits on Redis
+# while it is down. Under ASan everything
 # is several times slower: there the bound is half the command timeout
 # (100 ms) a request would have waited if it ever waited on Redis.
 P99_SLACK = 0.005
-# Issue 18: B and C have an opening made through A within 100 ms of the
-# request that opened it ending (measured, not waited for).
+# B and C have an opening made through A within 100 ms of the request that
+# opened it ending (measured, not waited for).
 PROPAGATION = 0.100
 # Requests per latency window of the outage tests. A p99 over 300 requests is
 # their 3rd slowest, which one scheduler hiccup on two shared cores moves by

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""OpenTelemetry traces from `airetry serve` (docs/design.md §5, Traces; issue 19).
+"""OpenTelemetry traces from `airetry serve` (docs/design.md §5, Traces).
 
     python3 tests/traces/test_traces.py PATH/TO/airetry [NAME-SUBSTRING...]
 

@@ -3,7 +3,7 @@
 
     python3 tests/translations/test_translations.py PATH/TO/airetry [NAME-SUBSTRING...]
 
-Issue 14 on the hub of issue 13: structured output both ways (an OpenAI
+Through the canonical hub (src/codec/hub.c): structured output both ways (an OpenAI
 caller's response_format to an Anthropic target through the forced tool and
 natively; an Anthropic caller's output_config.format to an OpenAI target),
 reasoning effort <-> thinking, thinking with a schema in tool mode skipped,

@@ -1,6 +1,7 @@
 /*
- * Shared helpers for the unit tests: config from YAML text, a fake clock and
- * a seeded random source. Header-only so each test stays one file.
+ * Shared helpers for the unit tests: config from YAML text, a fake clock, a
+ * seeded random source and a run of the engine in hand. Header-only; the
+ * test library (tests/lib) holds the compiled ones.
  */
 #ifndef AIR__TEST_HELPERS_H
 #define AIR__TEST_HELPERS_H
@@ -67,6 +68,60 @@ static inline uint64_t test_rng_next(void *d) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+/* A run of the engine on a config from YAML, driven by hand: the test
+ * holds the time (now, ms) and the action the engine asked for (act). */
+typedef struct test_run {
+  air_config *cfg;
+  air_state *st;
+  air_run *run;
+  air_action act;
+  uint64_t now;
+  uint64_t seed;
+  air_rng rng;
+} test_run;
+
+/* A new run on model (the previous one freed), at now. */
+static inline void test_run_again(test_run *f, const char *model) {
+  air_run_free(f->run);
+  f->run = NULL;
+  assert_int_equal(
+      air_run_new(f->cfg, f->st, model, &f->rng, f->now, &f->run, &f->act), 0);
+}
+
+/* The config, a fresh state, now 1000 and the random source seeded with
+ * seed, then a run on model. */
+static inline void test_run_start(test_run *f, const char *yaml,
+                                  const char *model, uint64_t seed) {
+  memset(f, 0, sizeof(*f));
+  f->cfg = test_config(yaml);
+  assert_int_equal(air_state_new(f->cfg, &f->st, NULL), 0);
+  f->now = 1000;
+  f->seed = seed;
+  f->rng.next = test_rng_next;
+  f->rng.data = &f->seed;
+  test_run_again(f, model);
+}
+
+static inline void test_run_end(test_run *f) {
+  air_run_free(f->run);
+  air_state_free(f->st);
+  air_config_free(f->cfg);
+}
+
+/* Attempt id failed with reason and status (message "boom", headers h),
+ * at now and wall_ms. */
+static inline void test_run_fail(test_run *f, unsigned id, air_reason reason,
+                                 int status, const air_header *h, size_t nh,
+                                 uint64_t wall_ms) {
+  air_failure fl = {0};
+  fl.reason = reason;
+  fl.status = status;
+  fl.message = "boom";
+  fl.headers = h;
+  fl.n_headers = nh;
+  assert_int_equal(air_run_fail(f->run, id, &fl, f->now, wall_ms, &f->act), 0);
 }
 
 #endif

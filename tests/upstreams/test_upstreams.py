@@ -9,9 +9,9 @@ answers every request with the exact bytes of a script chosen by the request's
 Anthropic caller, streamed and not, and checked: the caller gets one
 well-formed answer in its dialect (a judged answer returned as it is, or a
 clean error), `x-airetry-target` names only a target that answered, and the
-gateway is still alive and never printed a sanitizer report (issue 10: an
-answer whose only events end with `finish_reason: content_filter` killed the
-process).
+gateway is still alive and never printed a sanitizer report (an answer
+whose only events end with `finish_reason: content_filter`, judged and
+released after the run stopped, is the kind that can kill it).
 
 Prints one "ok"/"FAIL" line per test and exits 1 when any failed.
 """

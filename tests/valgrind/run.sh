@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The gateway under valgrind's memcheck through a short set of end-to-end
-# scenarios (issue 6 "Sanitizers and memory").
+# scenarios: the release binary, which ASan does not see, checked for
+# memory errors and leaks (docs/design.md §9).
 #
 #   tests/valgrind/run.sh PATH/TO/airetry
 #

@@ -1,16 +1,9 @@
 /*
- * Unit tests for src/codec/anthropic/: the Anthropic Messages
- * dialect.
- *
- * test_transcripts replays tests/data (README.md there): every
- * anthropic/NAME.sse is decoded whole, byte by byte and in 7-byte pieces and
- * must give NAME.parts exactly; every NAME.parts (both folders) with a
- * NAME.anthropic.out is encoded and must give those bytes, which must also
- * be a well-formed Anthropic stream and decode back to the same content.
- * The other tests cover request building, decoder edge cases, bodies and
- * the encoder's corners.
+ * Unit tests for src/codec/anthropic/: the Anthropic Messages dialect. Its
+ * stream codec is replayed from transcripts by test_transcripts.c
+ * (tests/data/README.md); here: request building, the decoder's edge
+ * cases, bodies and the encoder's corners.
  */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,6 +20,8 @@
 #include "classify.h"
 #include "dialect.h"
 #include "sse.h"
+#include "tl_json.h"
+#include "tl_parts.h"
 
 #ifndef AIR_SOURCE_DIR
 #error "AIR_SOURCE_DIR must name the source tree"
@@ -34,755 +29,138 @@
 
 static const air__dialect_ops *const ops = &air__dialect_anthropic;
 
-/* ---- small helpers --------------------------------------------------------
- */
-
-static char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  air__buf b;
-  air__buf_init(&b, 64u << 20);
-  char tmp[4096];
-  size_t k;
-  while ((k = fread(tmp, 1, sizeof(tmp), f)) > 0)
-    assert_int_equal(air__buf_add(&b, tmp, k), 0);
-  fclose(f);
-  if (b.p == NULL) assert_int_equal(air__buf_add(&b, "", 0), 0);
-  return air__buf_take(&b, n);
-}
-
-static void write_file(const char *path, const char *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(p, 1, n, f), n);
-  fclose(f);
-}
-
-static bool file_exists(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f) fclose(f);
-  return f != NULL;
-}
-
-static bool regen(void) {
-  const char *w = getenv("AIR__TRANSCRIPT_WRITE");
-  return w != NULL && w[0] == '1';
-}
-
-static void assert_bytes(const char *what, const char *got, size_t got_n,
-                         const char *want, size_t want_n) {
-  if (got_n == want_n && memcmp(got, want, got_n) == 0) return;
-  fprintf(stderr, "%s differs.\n--- got ---\n%.*s\n--- want ---\n%.*s\n", what,
-          (int)got_n, got, (int)want_n, want);
-  fail();
-}
-
-/* ---- parts in the canonical text form ---------------------------------------
- */
-
-static void add_jstr(air__buf *b, const char *s, size_t n) {
-  assert_int_equal(air__buf_add_json_str(b, s, n), 0);
-}
-
-__attribute__((format(printf, 2, 3))) static void add_fmt(air__buf *b,
-                                                          const char *fmt,
-                                                          ...) {
-  char tmp[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-  va_end(ap);
-  assert_true(k >= 0 && (size_t)k < sizeof(tmp));
-  assert_int_equal(air__buf_add(b, tmp, (size_t)k), 0);
-}
-
-static void print_part(air__buf *b, const air_part *p) {
-  switch (p->kind) {
-    case AIR_PART_START:
-      add_fmt(b, "START ");
-      add_jstr(b, p->id, p->id_len);
-      add_fmt(b, " ");
-      add_jstr(b, p->name, p->name_len);
-      break;
-    case AIR_PART_TEXT:
-    case AIR_PART_REASONING:
-    case AIR_PART_REFUSAL:
-    case AIR_PART_TOOL_DELTA:
-      add_fmt(b, "%s %d ",
-              p->kind == AIR_PART_TEXT        ? "TEXT"
-              : p->kind == AIR_PART_REASONING ? "REASONING"
-              : p->kind == AIR_PART_REFUSAL   ? "REFUSAL"
-                                              : "TOOL_DELTA",
-              p->index);
-      add_jstr(b, p->text, p->text_len);
-      break;
-    case AIR_PART_TOOL_START:
-      add_fmt(b, "TOOL_START %d ", p->index);
-      add_jstr(b, p->id, p->id_len);
-      add_fmt(b, " ");
-      add_jstr(b, p->name, p->name_len);
-      break;
-    case AIR_PART_FINISH: {
-      const char *f = air_finish_name(p->finish);
-      add_fmt(b, "FINISH %s ", f[0] ? f : "none");
-      add_jstr(b, p->finish_raw, p->finish_raw_len);
-      break;
-    }
-    case AIR_PART_USAGE:
-      add_fmt(b, "USAGE %llu %llu", (unsigned long long)p->input_tokens,
-              (unsigned long long)p->output_tokens);
-      break;
-    case AIR_PART_ERROR:
-      add_fmt(b, "ERROR ");
-      add_jstr(b, p->name, p->name_len);
-      add_fmt(b, " ");
-      add_jstr(b, p->text, p->text_len);
-      break;
-  }
-  add_fmt(b, "\n");
-}
-
-/* A part parsed back from its text form; strings owned. */
-typedef struct tpart {
-  air_part p;
-  char *s[2];
-  char *raw;
-} tpart;
-
-/* Reads one field at *s: a JSON string literal (decoded, owned, *n bytes)
- * or a bare word (owned). */
-static char *read_field(const char **s, size_t *n) {
-  const char *p = *s;
-  while (*p == ' ') p++;
-  const char *e = p;
-  char *out;
-  if (*p == '"') {
-    e++;
-    while (*e && *e != '"') e += (*e == '\\' && e[1]) ? 2 : 1;
-    assert_int_equal(*e, '"');
-    e++;
-    json_error_t jerr;
-    json_t *v =
-        json_loadb(p, (size_t)(e - p), JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-    assert_true(json_is_string(v));
-    *n = json_string_length(v);
-    out = malloc(*n + 1);
-    assert_non_null(out);
-    memcpy(out, json_string_value(v), *n + 1);
-    json_decref(v);
-  } else {
-    while (*e && *e != ' ' && *e != '\n') e++;
-    *n = (size_t)(e - p);
-    out = malloc(*n + 1);
-    assert_non_null(out);
-    memcpy(out, p, *n);
-    out[*n] = '\0';
-  }
-  *s = e;
-  return out;
-}
-
-static air_finish finish_from_name(const char *s) {
-  if (strcmp(s, "none") == 0) return AIR_FINISH_NONE;
-  for (int f = AIR_FINISH_STOP; f <= AIR_FINISH_PAUSE; f++)
-    if (strcmp(air_finish_name((air_finish)f), s) == 0) return (air_finish)f;
-  fail_msg("unknown finish %s", s);
-  return AIR_FINISH_NONE;
-}
-
-/* Parses a .parts text (comments, blank lines and STATE skipped). */
-static size_t parse_parts(const char *text, tpart **out) {
-  size_t n = 0, cap = 0;
-  tpart *v = NULL;
-  const char *line = text;
-  while (*line) {
-    const char *end = strchr(line, '\n');
-    if (end == NULL) end = line + strlen(line);
-    if (line[0] != '#' && line != end && strncmp(line, "STATE", 5) != 0) {
-      if (n == cap) {
-        cap = cap ? cap * 2 : 16;
-        v = realloc(v, cap * sizeof(*v));
-        assert_non_null(v);
-      }
-      tpart *t = &v[n++];
-      memset(t, 0, sizeof(*t));
-      const char *s = line;
-      size_t kn, a, b;
-      char *kind = read_field(&s, &kn);
-      air_part *p = &t->p;
-      p->id = p->name = p->text = p->finish_raw = "";
-      if (strcmp(kind, "START") == 0 || strcmp(kind, "ERROR") == 0) {
-        p->kind = kind[0] == 'S' ? AIR_PART_START : AIR_PART_ERROR;
-        t->s[0] = read_field(&s, &a);
-        t->s[1] = read_field(&s, &b);
-        if (p->kind == AIR_PART_START) {
-          p->id = t->s[0], p->id_len = a;
-          p->name = t->s[1], p->name_len = b;
-        } else {
-          p->name = t->s[0], p->name_len = a;
-          p->text = t->s[1], p->text_len = b;
-        }
-      } else if (strcmp(kind, "TOOL_START") == 0) {
-        p->kind = AIR_PART_TOOL_START;
-        char *idx = read_field(&s, &a);
-        p->index = atoi(idx);
-        free(idx);
-        t->s[0] = read_field(&s, &a);
-        t->s[1] = read_field(&s, &b);
-        p->id = t->s[0], p->id_len = a;
-        p->name = t->s[1], p->name_len = b;
-      } else if (strcmp(kind, "FINISH") == 0) {
-        p->kind = AIR_PART_FINISH;
-        char *f = read_field(&s, &a);
-        p->finish = finish_from_name(f);
-        free(f);
-        t->raw = read_field(&s, &a);
-        p->finish_raw = t->raw, p->finish_raw_len = a;
-      } else if (strcmp(kind, "USAGE") == 0) {
-        p->kind = AIR_PART_USAGE;
-        char *x = read_field(&s, &a), *y = read_field(&s, &b);
-        p->input_tokens = strtoull(x, NULL, 10);
-        p->output_tokens = strtoull(y, NULL, 10);
-        free(x);
-        free(y);
-      } else {
-        if (strcmp(kind, "TEXT") == 0)
-          p->kind = AIR_PART_TEXT;
-        else if (strcmp(kind, "REASONING") == 0)
-          p->kind = AIR_PART_REASONING;
-        else if (strcmp(kind, "REFUSAL") == 0)
-          p->kind = AIR_PART_REFUSAL;
-        else if (strcmp(kind, "TOOL_DELTA") == 0)
-          p->kind = AIR_PART_TOOL_DELTA;
-        else
-          fail_msg("unknown part %s", kind);
-        char *idx = read_field(&s, &a);
-        p->index = atoi(idx);
-        free(idx);
-        t->s[0] = read_field(&s, &a);
-        p->text = t->s[0], p->text_len = a;
-      }
-      free(kind);
-    }
-    line = *end ? end + 1 : end;
-  }
-  *out = v;
-  return n;
-}
-
-static void free_parts(tpart *v, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(v[i].s[0]);
-    free(v[i].s[1]);
-    free(v[i].raw);
-  }
-  free(v);
-}
-
-/* Keeps the lines of a .parts file that are compared (no comments). */
-static void strip_comments(const char *text, air__buf *out) {
-  const char *line = text;
-  while (*line) {
-    const char *end = strchr(line, '\n');
-    size_t n = end ? (size_t)(end - line) : strlen(line);
-    if (n > 0 && line[0] != '#') {
-      assert_int_equal(air__buf_add(out, line, n), 0);
-      assert_int_equal(air__buf_addc(out, '\n'), 0);
-    }
-    line += n + (end != NULL);
-  }
-}
-
-/* ---- decoding
- * ------------------------------------------------------------------ */
-
-typedef struct dec_run {
-  air__decoder d;
-  air__buf text;      /* printed parts */
-  air__aggregate agg; /* the same parts aggregated */
-  unsigned n;
-  unsigned stop_at; /* cb returns 42 at this part (1-based); 0 never */
-} dec_run;
-
-static int on_part(void *data, const air_part *p) {
-  dec_run *r = data;
-  /* Strings must be readable in full during the callback. */
-  if (p->text_len)
-    assert_non_null(memchr(p->text, p->text[p->text_len - 1], p->text_len));
-  print_part(&r->text, p);
-  assert_int_equal(air__aggregate_add(&r->agg, p), 0);
-  r->n++;
-  return r->stop_at && r->n == r->stop_at ? 42 : 0;
-}
-
-static int on_event(void *data, const air__sse_event *ev) {
-  dec_run *r = data;
-  return ops->decode_event(&r->d, ev, on_part, r);
-}
-
-static void run_init(dec_run *r) {
-  memset(r, 0, sizeof(*r));
-  ops->decoder_init(&r->d);
-  air__buf_init(&r->text, 64u << 20);
-  air__aggregate_init(&r->agg);
-}
-
-static void run_cleanup(dec_run *r) {
-  air__decoder_cleanup(&r->d);
-  air__buf_cleanup(&r->text);
-  air__aggregate_cleanup(&r->agg);
-}
-
-/* Decodes a stream fed in pieces of `piece` bytes (0: whole) into r. */
-static void decode_stream(dec_run *r, const char *in, size_t n, size_t piece) {
-  air__sse p;
-  air__sse_init(&p, on_event, r);
-  if (piece == 0) piece = n ? n : 1;
-  for (size_t at = 0; at < n; at += piece) {
-    size_t k = n - at < piece ? n - at : piece;
-    assert_int_equal(air__sse_feed(&p, in + at, k), 0);
-  }
-  assert_int_equal(air__sse_finish(&p), 0);
-  air__sse_cleanup(&p);
-  add_fmt(&r->text, "STATE malformed=%u done=%d finished=%d\n", r->d.malformed,
-          r->d.done, r->d.finished);
-}
-
-/* Feeds one event (type, data) to a decoder. */
-static int feed_one(dec_run *r, const char *type, const char *data) {
-  air__sse_event ev = {
-      {type, strlen(type)}, {data, strlen(data)}, {"", 0}, -1, {"", 0}};
-  return ops->decode_event(&r->d, &ev, on_part, r);
-}
-
-/* ---- encoding
- * ------------------------------------------------------------------ */
-
-/* Encodes parts the way the README says: stop at the first ERROR with
- * encode_error_event, else encode_end. */
-static void encode_parts(const tpart *v, size_t n, air__buf *out) {
-  air__encoder e;
-  ops->encoder_init(&e, NULL, 1718000000);
-  bool errored = false;
-  for (size_t i = 0; i < n && !errored; i++) {
-    const air_part *p = &v[i].p;
-    if (p->kind == AIR_PART_ERROR) {
-      air_reason r =
-          air__classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
-      assert_int_equal(ops->encode_error_event(&e, r, p->text, out), 0);
-      errored = true;
-    } else {
-      assert_int_equal(ops->encode_part(&e, p, out), 0);
-    }
-  }
-  if (!errored) assert_int_equal(ops->encode_end(&e, out), 0);
-}
-
-/* Checks bytes are a well-formed Anthropic stream, event by event. */
-typedef struct vstate {
-  int events;
-  int open;       /* open block, -1 none */
-  int next;       /* next block index */
-  char kind[256]; /* 't'ext, 'k' thinking, 'u' tool_use, by block */
-  bool delta_seen, stopped, errored;
-} vstate;
-
-static int on_validate(void *data, const air__sse_event *ev) {
-  vstate *v = data;
-  json_error_t jerr;
-  json_t *d = json_loadb(ev->data.p, ev->data.n, JSON_REJECT_DUPLICATES, &jerr);
-  assert_true(json_is_object(d));
-  const char *type = json_string_value(json_object_get(d, "type"));
-  assert_non_null(type);
-  assert_true(strlen(type) == ev->type.n &&
-              memcmp(type, ev->type.p, ev->type.n) == 0);
-  assert_false(v->stopped || v->errored);
-  int idx = (int)json_integer_value(json_object_get(d, "index"));
-  if (strcmp(type, "error") == 0) {
-    json_t *e = json_object_get(d, "error");
-    assert_true(json_is_string(json_object_get(e, "type")));
-    assert_true(json_is_string(json_object_get(e, "message")));
-    v->errored = true;
-  } else if (v->events == 0) {
-    assert_string_equal(type, "message_start");
-    json_t *m = json_object_get(d, "message");
-    assert_true(json_is_string(json_object_get(m, "id")));
-    assert_true(json_is_string(json_object_get(m, "model")));
-    assert_string_equal(json_string_value(json_object_get(m, "role")),
-                        "assistant");
-    assert_int_equal(json_array_size(json_object_get(m, "content")), 0);
-    assert_true(json_is_integer(
-        json_object_get(json_object_get(m, "usage"), "input_tokens")));
-  } else if (strcmp(type, "content_block_start") == 0) {
-    assert_int_equal(v->open, -1);
-    assert_int_equal(idx, v->next);
-    assert_true(idx < 256);
-    const char *bt = json_string_value(
-        json_object_get(json_object_get(d, "content_block"), "type"));
-    assert_non_null(bt);
-    v->kind[idx] = strcmp(bt, "text") == 0       ? 't'
-                   : strcmp(bt, "thinking") == 0 ? 'k'
-                                                 : 'u';
-    assert_true(strcmp(bt, "text") == 0 || strcmp(bt, "thinking") == 0 ||
-                strcmp(bt, "tool_use") == 0);
-    v->open = idx;
-    v->next++;
-  } else if (strcmp(type, "content_block_delta") == 0) {
-    assert_true(idx >= 0 && idx < v->next);
-    /* Only a tool block may get deltas after its stop (interleaved calls). */
-    if (idx != v->open) assert_int_equal(v->kind[idx], 'u');
-    const char *dt =
-        json_string_value(json_object_get(json_object_get(d, "delta"), "type"));
-    assert_non_null(dt);
-    assert_string_equal(dt, v->kind[idx] == 't'   ? "text_delta"
-                            : v->kind[idx] == 'k' ? "thinking_delta"
-                                                  : "input_json_delta");
-  } else if (strcmp(type, "content_block_stop") == 0) {
-    assert_int_equal(idx, v->open);
-    v->open = -1;
-  } else if (strcmp(type, "message_delta") == 0) {
-    assert_int_equal(v->open, -1);
-    const char *sr = json_string_value(
-        json_object_get(json_object_get(d, "delta"), "stop_reason"));
-    assert_non_null(sr);
-    assert_true(strcmp(sr, "end_turn") == 0 || strcmp(sr, "max_tokens") == 0 ||
-                strcmp(sr, "tool_use") == 0 || strcmp(sr, "refusal") == 0 ||
-                strcmp(sr, "stop_sequence") == 0 ||
-                strcmp(sr, "pause_turn") == 0 ||
-                strcmp(sr, "model_context_window_exceeded") == 0);
-    assert_true(json_is_integer(
-        json_object_get(json_object_get(d, "usage"), "output_tokens")));
-    v->delta_seen = true;
-  } else if (strcmp(type, "message_stop") == 0) {
-    assert_true(v->delta_seen);
-    v->stopped = true;
-  } else {
-    fail_msg("unexpected event %s", type);
-  }
-  v->events++;
-  json_decref(d);
-  return 0;
-}
-
-static void validate_stream(const char *p, size_t n) {
-  vstate v = {.open = -1};
-  air__sse s;
-  air__sse_init(&s, on_validate, &v);
-  assert_int_equal(air__sse_feed(&s, p, n), 0);
-  assert_int_equal(air__sse_finish(&s), 0);
-  assert_int_equal(air__sse_pending(&s), 0);
-  air__sse_cleanup(&s);
-  assert_true(v.stopped || v.errored);
-}
-
-/* The encoder's bytes decode back into the same content. */
-static void check_round_trip(const tpart *v, size_t n, const char *out,
-                             size_t out_n) {
-  air__buf text, reasoning;
-  air__buf_init(&text, 1u << 20);
-  air__buf_init(&reasoning, 1u << 20);
-  air__aggregate want;
-  air__aggregate_init(&want);
-  for (size_t i = 0; i < n; i++) {
-    const air_part *p = &v[i].p;
-    if (p->kind == AIR_PART_ERROR) goto done; /* not a clean end */
-    if (p->kind == AIR_PART_TEXT || p->kind == AIR_PART_REFUSAL)
-      assert_int_equal(air__buf_add(&text, p->text, p->text_len), 0);
-    if (p->kind == AIR_PART_REASONING)
-      assert_int_equal(air__buf_add(&reasoning, p->text, p->text_len), 0);
-    if (p->kind == AIR_PART_TOOL_START || p->kind == AIR_PART_TOOL_DELTA ||
-        p->kind == AIR_PART_FINISH || p->kind == AIR_PART_USAGE)
-      assert_int_equal(air__aggregate_add(&want, p), 0);
-  }
-  dec_run r;
-  run_init(&r);
-  decode_stream(&r, out, out_n, 0);
-  assert_int_equal(r.d.malformed, 0);
-  assert_true(r.d.done && r.d.finished);
-  assert_bytes("round-trip text", r.agg.text.p ? r.agg.text.p : "",
-               r.agg.text.n, text.p ? text.p : "", text.n);
-  assert_bytes("round-trip reasoning",
-               r.agg.reasoning.p ? r.agg.reasoning.p : "", r.agg.reasoning.n,
-               reasoning.p ? reasoning.p : "", reasoning.n);
-  assert_int_equal(r.agg.n_tools, want.n_tools);
-  for (size_t i = 0; i < want.n_tools; i++) {
-    assert_string_equal(r.agg.tools[i].id ? r.agg.tools[i].id : "",
-                        want.tools[i].id ? want.tools[i].id : "");
-    assert_string_equal(r.agg.tools[i].name ? r.agg.tools[i].name : "",
-                        want.tools[i].name ? want.tools[i].name : "");
-    assert_bytes(
-        "round-trip args", r.agg.tools[i].args.p ? r.agg.tools[i].args.p : "",
-        r.agg.tools[i].args.n, want.tools[i].args.p ? want.tools[i].args.p : "",
-        want.tools[i].args.n);
-  }
-  air_finish f = want.finish == AIR_FINISH_NONE             ? AIR_FINISH_STOP
-                 : want.finish == AIR_FINISH_CONTENT_FILTER ? AIR_FINISH_REFUSAL
-                                                            : want.finish;
-  assert_int_equal(r.agg.finish, f);
-  assert_int_equal(r.agg.output_tokens, want.output_tokens);
-  if (want.has_usage) assert_int_equal(r.agg.input_tokens, want.input_tokens);
-  run_cleanup(&r);
-done:
-  air__aggregate_cleanup(&want);
-  air__buf_cleanup(&text);
-  air__buf_cleanup(&reasoning);
-}
-
-/* ---- the transcript runner
- * ----------------------------------------------------- */
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The base names of dir's NAME.parts files, sorted; NULL-terminated. */
-static char **list_parts(const char *dir, size_t *count) {
-  DIR *d = opendir(dir);
-  size_t n = 0;
-  char **v = calloc(1, sizeof(char *));
-  assert_non_null(v);
-  if (d != NULL) {
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-      size_t k = strlen(de->d_name);
-      if (k > 6 && strcmp(de->d_name + k - 6, ".parts") == 0) {
-        v = realloc(v, (n + 2) * sizeof(char *));
-        assert_non_null(v);
-        v[n] = malloc(k - 5);
-        assert_non_null(v[n]);
-        memcpy(v[n], de->d_name, k - 6);
-        v[n][k - 6] = '\0';
-        v[++n] = NULL;
-      }
-    }
-    closedir(d);
-  }
-  qsort(v, n, sizeof(char *), cmp_str);
-  *count = n;
-  return v;
-}
-
-static void replay_decode(const char *base, const char *name) {
-  char path[2048];
-  size_t sse_n, parts_n;
-  snprintf(path, sizeof(path), "%s.sse", base);
-  char *sse = read_file(path, &sse_n);
-  if (sse == NULL) return;
-  snprintf(path, sizeof(path), "%s.parts", base);
-  char *parts = read_file(path, &parts_n);
-  assert_non_null(parts);
-  air__buf want;
-  air__buf_init(&want, 64u << 20);
-  strip_comments(parts, &want);
-  static const size_t pieces[] = {0, 1, 7};
-  for (size_t k = 0; k < 3; k++) {
-    dec_run r;
-    run_init(&r);
-    decode_stream(&r, sse, sse_n, pieces[k]);
-    if (regen() && k == 0 &&
-        (r.text.n != want.n || memcmp(r.text.p, want.p, want.n))) {
-      fprintf(stderr, "writing %s (comments dropped)\n", path);
-      write_file(path, r.text.p, r.text.n);
-    } else if (!regen()) {
-      char what[256];
-      snprintf(what, sizeof(what), "%s parts (piece %zu)", name, pieces[k]);
-      assert_bytes(what, r.text.p, r.text.n, want.p, want.n);
-    }
-    run_cleanup(&r);
-  }
-  air__buf_cleanup(&want);
-  free(sse);
-  free(parts);
-}
-
-/* may_write: AIR__TRANSCRIPT_WRITE may create or replace the .out file (only
- * in the folder this test owns). */
-static void replay_encode(const char *base, const char *name, bool may_write) {
-  char path[2048];
-  size_t parts_n, want_n = 0;
-  snprintf(path, sizeof(path), "%s.anthropic.out", base);
-  bool have = file_exists(path);
-  bool write = regen() && may_write;
-  if (!have && !write) return;
-  char out_path[2048];
-  memcpy(out_path, path, sizeof(path));
-  snprintf(path, sizeof(path), "%s.parts", base);
-  char *text = read_file(path, &parts_n);
-  assert_non_null(text);
-  tpart *v;
-  size_t n = parse_parts(text, &v);
-  air__buf out;
-  air__buf_init(&out, 64u << 20);
-  encode_parts(v, n, &out);
-  char *want = have ? read_file(out_path, &want_n) : NULL;
-  if (write && (!have || want_n != out.n || memcmp(want, out.p, out.n) != 0)) {
-    fprintf(stderr, "writing %s\n", out_path);
-    write_file(out_path, out.p ? out.p : "", out.n);
-  } else {
-    char what[256];
-    snprintf(what, sizeof(what), "%s.anthropic.out", name);
-    assert_bytes(what, out.p, out.n, want, want_n);
-  }
-  validate_stream(out.p, out.n);
-  check_round_trip(v, n, out.p, out.n);
-  air__buf_cleanup(&out);
-  free(want);
-  free_parts(v, n);
-  free(text);
-}
-
-static void test_transcripts(void **state) {
-  (void)state;
-  static const char *const dirs[] = {"anthropic", "openai"};
-  size_t decoded = 0;
-  for (size_t d = 0; d < 2; d++) {
-    char dir[512];
-    snprintf(dir, sizeof(dir), "%s/tests/data/%s", AIR_SOURCE_DIR, dirs[d]);
-    size_t n;
-    char **names = list_parts(dir, &n);
-    for (size_t i = 0; i < n; i++) {
-      char base[1024];
-      snprintf(base, sizeof(base), "%s/%s", dir, names[i]);
-      if (d == 0) {
-        replay_decode(base, names[i]);
-        decoded++;
-      }
-      replay_encode(base, names[i], d == 0);
-      free(names[i]);
-    }
-    free(names);
-  }
-  assert_true(decoded >= 13);
-}
-
 /* ---- decoder edge cases
  * -------------------------------------------------------- */
 
 static void test_decode_block_bounds(void **state) {
   (void)state;
-  dec_run r;
-  run_init(&r);
+  tl_run r;
+  tl_run_init(&r, ops);
   /* A tool_use block past the tracked range is malformed, not a crash. */
-  feed_one(&r, "content_block_start",
-           "{\"type\":\"content_block_start\",\"index\":128,\"content_block\":"
-           "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{}}}");
+  tl_run_event(
+      &r, "content_block_start",
+      "{\"type\":\"content_block_start\",\"index\":128,\"content_block\":"
+      "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{}}}");
   assert_int_equal(r.d.malformed, 1);
   assert_int_equal(r.n, 0);
   /* Negative and huge indices are malformed. */
-  feed_one(&r, "content_block_delta",
-           "{\"type\":\"content_block_delta\",\"index\":-1,\"delta\":"
-           "{\"type\":\"text_delta\",\"text\":\"x\"}}");
-  feed_one(&r, "content_block_delta",
-           "{\"type\":\"content_block_delta\",\"index\":99999999999,\"delta\":"
-           "{\"type\":\"text_delta\",\"text\":\"x\"}}");
+  tl_run_event(&r, "content_block_delta",
+               "{\"type\":\"content_block_delta\",\"index\":-1,\"delta\":"
+               "{\"type\":\"text_delta\",\"text\":\"x\"}}");
+  tl_run_event(
+      &r, "content_block_delta",
+      "{\"type\":\"content_block_delta\",\"index\":99999999999,\"delta\":"
+      "{\"type\":\"text_delta\",\"text\":\"x\"}}");
   assert_int_equal(r.d.malformed, 3);
   /* Text on a block past the table still decodes (by the delta's type). */
-  feed_one(&r, "content_block_delta",
-           "{\"type\":\"content_block_delta\",\"index\":5000,\"delta\":"
-           "{\"type\":\"text_delta\",\"text\":\"far\"}}");
+  tl_run_event(&r, "content_block_delta",
+               "{\"type\":\"content_block_delta\",\"index\":5000,\"delta\":"
+               "{\"type\":\"text_delta\",\"text\":\"far\"}}");
   /* input_json_delta on a block never started: malformed; on a block past
    * the table: malformed. */
-  feed_one(&r, "content_block_delta",
-           "{\"type\":\"content_block_delta\",\"index\":7,\"delta\":"
-           "{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}");
-  feed_one(&r, "content_block_delta",
-           "{\"type\":\"content_block_delta\",\"index\":500,\"delta\":"
-           "{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}");
+  tl_run_event(&r, "content_block_delta",
+               "{\"type\":\"content_block_delta\",\"index\":7,\"delta\":"
+               "{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}");
+  tl_run_event(&r, "content_block_delta",
+               "{\"type\":\"content_block_delta\",\"index\":500,\"delta\":"
+               "{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}");
   assert_int_equal(r.d.malformed, 5);
-  assert_string_equal(r.text.p, "TEXT 5000 \"far\"\n");
+  assert_string_equal(r.lines.p, "TEXT 5000 \"far\"\n");
   /* More tool blocks than AIR__DECODER_MAX_TOOLS: the extra ones are
    * malformed, every ordinal handed out is in range. */
-  air__buf_reset(&r.text);
+  air__buf_reset(&r.lines);
   for (int i = 0; i < AIR__DECODER_MAX_TOOLS + 3; i++)
-    feed_one(
+    tl_run_event(
         &r, "content_block_start",
         "{\"type\":\"content_block_start\",\"index\":3,\"content_block\":"
         "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{}}}");
   assert_int_equal(r.d.n_tools, AIR__DECODER_MAX_TOOLS);
   assert_int_equal(r.d.malformed, 5 + 3);
   assert_int_equal(r.agg.n_tools, AIR__DECODER_MAX_TOOLS);
-  feed_one(
+  tl_run_event(
       &r, "content_block_delta",
       "{\"type\":\"content_block_delta\",\"index\":3,\"delta\":"
       "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":1}\"}}");
   assert_string_equal(r.agg.tools[AIR__DECODER_MAX_TOOLS - 1].args.p,
                       "{\"a\":1}");
-  run_cleanup(&r);
+  tl_run_cleanup(&r);
 }
 
 static void test_decode_flags_and_stop(void **state) {
   (void)state;
-  dec_run r;
-  run_init(&r);
-  feed_one(&r, "message_delta",
-           "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null},"
-           "\"usage\":{\"output_tokens\":4}}");
+  tl_run r;
+  tl_run_init(&r, ops);
+  tl_run_event(&r, "message_delta",
+               "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null},"
+               "\"usage\":{\"output_tokens\":4}}");
   assert_true(r.d.usage_only);
   assert_false(r.d.finished);
-  assert_string_equal(r.text.p, "USAGE 0 4\n");
-  feed_one(&r, "message_stop", "{\"type\":\"message_stop\"}");
+  assert_string_equal(r.lines.p, "USAGE 0 4\n");
+  tl_run_event(&r, "message_stop", "{\"type\":\"message_stop\"}");
   assert_false(r.d.usage_only);
   assert_true(r.d.terminator && r.d.done);
-  feed_one(&r, "error",
-           "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
-           "\"message\":\"Internal \\\"server\\\" error\"}}");
+  tl_run_event(&r, "error",
+               "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+               "\"message\":\"Internal \\\"server\\\" error\"}}");
   assert_false(r.d.terminator);
   assert_true(r.d.error_event);
   assert_true(r.d.done); /* sticky */
   /* Data that is not a JSON object: malformed, flags cleared. */
-  feed_one(&r, "message_delta", "");
+  tl_run_event(&r, "message_delta", "");
   assert_false(r.d.error_event);
   assert_int_equal(r.d.malformed, 1);
   /* ping: nothing, whatever its data; an unknown type: nothing. */
-  feed_one(&r, "ping", "");
-  feed_one(&r, "message", "{\"type\":\"brand_new\"}");
-  feed_one(&r, "content_block_stop",
-           "{\"type\":\"content_block_stop\",\"index\":0}");
+  tl_run_event(&r, "ping", "");
+  tl_run_event(&r, "message", "{\"type\":\"brand_new\"}");
+  tl_run_event(&r, "content_block_stop",
+               "{\"type\":\"content_block_stop\",\"index\":0}");
   assert_int_equal(r.d.malformed, 1);
   /* The data's type wins over the event field. */
-  feed_one(&r, "message", "{\"type\":\"message_stop\"}");
+  tl_run_event(&r, "message", "{\"type\":\"message_stop\"}");
   assert_true(r.d.terminator);
   assert_string_equal(
-      r.text.p,
+      r.lines.p,
       "USAGE 0 4\nERROR \"api_error\" \"Internal \\\"server\\\" error\"\n");
-  run_cleanup(&r);
+  tl_run_cleanup(&r);
 
   /* The callback's non-zero value stops at once and is returned. */
-  run_init(&r);
+  tl_run_init(&r, ops);
   r.stop_at = 1;
-  int rc = feed_one(
+  int rc = tl_run_event(
       &r, "message_start",
       "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\","
       "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}");
-  assert_int_equal(rc, 42);
+  assert_int_equal(rc, TL_STOP);
   assert_int_equal(r.n, 1);
   assert_true(r.d.started);
-  run_cleanup(&r);
+  tl_run_cleanup(&r);
 
   /* A bad usage count makes message_start malformed: no START. */
-  run_init(&r);
-  feed_one(
+  tl_run_init(&r, ops);
+  tl_run_event(
       &r, "message_start",
       "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\","
       "\"usage\":{\"input_tokens\":-3,\"output_tokens\":1}}}");
-  feed_one(&r, "message_start", "{\"type\":\"message_start\"}");
+  tl_run_event(&r, "message_start", "{\"type\":\"message_start\"}");
   assert_int_equal(r.d.malformed, 2);
   assert_int_equal(r.n, 0);
   assert_false(r.d.started);
   /* A tool_use start with its input given at once passes it as a delta. */
-  feed_one(&r, "content_block_start",
-           "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
-           "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{"
-           "\"k\": [1, 2]}}}");
+  tl_run_event(
+      &r, "content_block_start",
+      "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+      "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{"
+      "\"k\": [1, 2]}}}");
   /* A text block opening with text yields it. */
-  feed_one(&r, "content_block_start",
-           "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":"
-           "{\"type\":\"text\",\"text\":\"Hi\"}}");
+  tl_run_event(
+      &r, "content_block_start",
+      "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":"
+      "{\"type\":\"text\",\"text\":\"Hi\"}}");
   assert_string_equal(
-      r.text.p,
+      r.lines.p,
       "TOOL_START 0 \"t\" \"n\"\nTOOL_DELTA 0 \"{\\\"k\\\": [1, 2]}\"\n"
       "TEXT 1 \"Hi\"\n");
-  run_cleanup(&r);
+  tl_run_cleanup(&r);
 }
 
 /* ---- decode_body
@@ -801,11 +179,11 @@ static void test_decode_body(void **state) {
       "\"stop_reason\":\"tool_use\",\"stop_sequence\":null,"
       "\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":5,"
       "\"output_tokens\":7}}";
-  dec_run r;
-  run_init(&r);
-  assert_int_equal(ops->decode_body(&r.d, body, sizeof(body) - 1, on_part, &r),
-                   0);
-  assert_string_equal(r.text.p,
+  tl_run r;
+  tl_run_init(&r, ops);
+  assert_int_equal(
+      ops->decode_body(&r.d, body, sizeof(body) - 1, tl_run_part, &r), 0);
+  assert_string_equal(r.lines.p,
                       "START \"msg_1\" \"claude-x\"\n"
                       "REASONING 0 \"Hmm\"\n"
                       "TEXT 1 \"Café\"\n"
@@ -816,7 +194,7 @@ static void test_decode_body(void **state) {
                       "FINISH tool_calls \"tool_use\"\n"
                       "USAGE 15 7\n");
   assert_true(r.d.started && r.d.finished);
-  run_cleanup(&r);
+  tl_run_cleanup(&r);
 
   static const char *const bad[] = {
       "",
@@ -826,12 +204,12 @@ static void test_decode_body(void **state) {
       "{\"id\":\"x\"}",
       "{\"type\":\"message\",\"content\":\"text\"}"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    run_init(&r);
+    tl_run_init(&r, ops);
     assert_int_equal(
-        ops->decode_body(&r.d, bad[i], strlen(bad[i]), on_part, &r),
+        ops->decode_body(&r.d, bad[i], strlen(bad[i]), tl_run_part, &r),
         AIR_EPARSE);
     assert_int_equal(r.n, 0);
-    run_cleanup(&r);
+    tl_run_cleanup(&r);
   }
 }
 
@@ -869,21 +247,6 @@ static json_t *build(air_dialect dialect, const char *body,
   return v;
 }
 
-static void assert_json(json_t *got, const char *want_text) {
-  json_error_t jerr;
-  json_t *want = json_loads(want_text, 0, &jerr);
-  if (want == NULL) fail_msg("bad expected JSON: %s", jerr.text);
-  if (!json_equal(got, want)) {
-    char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
-    char *w = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
-    fprintf(stderr, "JSON differs\n--- got ---\n%s\n--- want ---\n%s\n", g, w);
-    free(g);
-    free(w);
-    fail();
-  }
-  json_decref(want);
-}
-
 static void test_build_same_dialect(void **state) {
   (void)state;
   int rc;
@@ -918,10 +281,11 @@ static void test_build_same_dialect(void **state) {
             "\"Hi\"}],\"max_tokens\":100,\"top_k\":5}",
             &o, &rc, &err, NULL);
   assert_int_equal(rc, 0);
-  assert_json(v,
-              "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
-              "\"content\":\"Hi\"}],\"max_tokens\":8192,\"stream\":true,"
-              "\"metadata\":{\"user_id\":\"u\"}}");
+  tl_expect_json(
+      v,
+      "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
+      "\"content\":\"Hi\"}],\"max_tokens\":8192,\"stream\":true,"
+      "\"metadata\":{\"user_id\":\"u\"}}");
   json_decref(v);
 
   /* A default of 0 means 4096; a bad override is an error. */
@@ -1005,7 +369,7 @@ static void test_build_from_openai(void **state) {
       "\"response_format\":{\"type\":\"text\"},\"seed\":null}";
   json_t *v = build(AIR_DIALECT_OPENAI, body, &base_opts, &rc, &err, &raw);
   if (rc != 0) fail_msg("build: %s", err.message);
-  assert_json(
+  tl_expect_json(
       v,
       "{\"model\":\"claude-target\",\"max_tokens\":300,"
       "\"system\":\"You are terse.\\n\\nUse metric.\\n\\nLate rule.\","
@@ -1112,7 +476,7 @@ static void test_build_from_openai(void **state) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     v = build(AIR_DIALECT_OPENAI, cases[i].in, &base_opts, &rc, &err, NULL);
     if (rc != 0) fail_msg("case %zu: %s", i, err.message);
-    assert_json(v, cases[i].want);
+    tl_expect_json(v, cases[i].want);
     json_decref(v);
   }
 }
@@ -1140,9 +504,10 @@ static void test_build_hints_dropped(void **state) {
     air_error err;
     json_t *v = build(AIR_DIALECT_OPENAI, body, &base_opts, &rc, &err, NULL);
     if (rc != 0) fail_msg("hint %s: %s", hints[i], err.message);
-    assert_json(v,
-                "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
-                "\"content\":\"Hi\"}],\"stream\":true,\"max_tokens\":4096}");
+    tl_expect_json(
+        v,
+        "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
+        "\"content\":\"Hi\"}],\"stream\":true,\"max_tokens\":4096}");
     json_decref(v);
   }
 }
@@ -1181,9 +546,10 @@ static void test_build_unsupported(void **state) {
     o.drop_params = true;
     v = build(AIR_DIALECT_OPENAI, body, &o, &rc, &err, NULL);
     if (rc != 0) fail_msg("drop %s: %s", cases[i].field, err.message);
-    assert_json(v,
-                "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
-                "\"content\":\"Hi\"}],\"stream\":true,\"max_tokens\":4096}");
+    tl_expect_json(
+        v,
+        "{\"model\":\"claude-target\",\"messages\":[{\"role\":\"user\","
+        "\"content\":\"Hi\"}],\"stream\":true,\"max_tokens\":4096}");
     json_decref(v);
   }
 
@@ -1432,7 +798,7 @@ static void test_encode_response(void **state) {
   assert_int_equal(ops->encode_response(&a, &out), 0);
   json_t *v = json_loadb(out.p, out.n, JSON_REJECT_DUPLICATES, NULL);
   assert_non_null(v);
-  assert_json(
+  tl_expect_json(
       v,
       "{\"id\":\"chatcmpl-9\",\"type\":\"message\",\"role\":\"assistant\","
       "\"model\":\"gpt-4o\","
@@ -1517,7 +883,7 @@ static void test_encode_error_body(void **state) {
       0);
   json_t *v = json_loadb(out.p, out.n, JSON_REJECT_DUPLICATES, NULL);
   assert_non_null(v);
-  assert_json(
+  tl_expect_json(
       v,
       "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\","
       "\"message\":\"every target \\\"failed\\\"\"},\"attempts\":["
@@ -1549,7 +915,6 @@ static void test_ops_table(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_table),
-      cmocka_unit_test(test_transcripts),
       cmocka_unit_test(test_decode_block_bounds),
       cmocka_unit_test(test_decode_flags_and_stop),
       cmocka_unit_test(test_decode_body),

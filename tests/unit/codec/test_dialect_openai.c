@@ -1,18 +1,10 @@
 /*
  * Unit tests for src/codec/openai_chat/: the OpenAI chat-completions
- * dialect.
- *
- * The stream codec is tested from transcripts (tests/data/README.md): every
- * openai/NAME.sse is decoded (fed whole, byte by byte and in 7-byte pieces)
- * and must give exactly NAME.parts; every NAME.parts with a NAME.openai.out
- * (in openai/ and anthropic/) is encoded and must give exactly those bytes,
- * each chunk valid JSON. Requests, bodies and error bodies are built and
- * parsed back with jansson.
- *
- * AIR__TRANSCRIPT_WRITE=1 in the environment writes the expected files from
- * what the code produces instead of comparing (review the diff!).
+ * dialect. Its stream codec is replayed from transcripts by
+ * test_transcripts.c (tests/data/README.md); here: decode_event's flags and
+ * corners, bodies, the encoder's edges, responses and error bodies, and
+ * requests built and parsed back with jansson.
  */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -29,6 +21,10 @@
 #include "classify.h"
 #include "dialect.h"
 #include "sse.h"
+#include "tl_files.h"
+#include "tl_json.h"
+#include "tl_parts.h"
+#include "tl_wire.h"
 
 #ifndef AIR_SOURCE_DIR
 #error "AIR_SOURCE_DIR must name the source root"
@@ -36,430 +32,11 @@
 
 static const air__dialect_ops *const OPS = &air__dialect_openai_chat;
 
-/* ---- files ------------------------------------------------------------------
- */
-
-/* The whole file, NUL-terminated; NULL when it does not exist. */
-static char *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  air__buf b;
-  air__buf_init(&b, 64u << 20);
-  char tmp[4096];
-  size_t k;
-  while ((k = fread(tmp, 1, sizeof(tmp), f)) > 0)
-    assert_int_equal(air__buf_add(&b, tmp, k), 0);
-  fclose(f);
-  if (b.p == NULL) assert_int_equal(air__buf_add(&b, "", 0), 0);
-  return air__buf_take(&b, n);
-}
-
-static void write_all(const char *path, const char *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(p, 1, n, f), n);
-  fclose(f);
-}
-
-static bool write_mode(void) {
-  const char *w = getenv("AIR__TRANSCRIPT_WRITE");
-  return w != NULL && strcmp(w, "1") == 0;
-}
-
-/* Compares got with the file at path (or writes it in write mode). */
-static void expect_file(const char *path, const air__buf *got) {
-  if (write_mode()) {
-    write_all(path, got->p != NULL ? got->p : "", got->n);
-    return;
-  }
-  size_t n;
-  char *want = read_all(path, &n);
-  if (want == NULL) fail_msg("missing %s", path);
-  if (n != got->n || memcmp(want, got->p, n) != 0) {
-    fprintf(stderr, "--- %s (expected)\n%s\n--- got\n%.*s\n", path, want,
-            (int)got->n, got->p != NULL ? got->p : "");
-    free(want);
-    fail_msg("%s differs", path);
-  }
-  free(want);
-}
-
-/* ---- parts as text (tests/data/README.md)
- * ---------------------------------------- */
-
-static void add_str(air__buf *b, const char *s, size_t n) {
-  assert_true(n == 0 || s != NULL);
-  assert_int_equal(air__buf_addc(b, ' '), 0);
-  assert_int_equal(air__buf_add_json_str(b, n ? s : "", n), 0);
-}
-
-static void add_num(air__buf *b, long long v) {
-  char t[32];
-  snprintf(t, sizeof(t), " %lld", v);
-  assert_int_equal(air__buf_adds(b, t), 0);
-}
-
-static const char *finish_word(air_finish f) {
-  return f == AIR_FINISH_NONE ? "none" : air_finish_name(f);
-}
-
-static void part_line(air__buf *b, const air_part *p) {
-  switch (p->kind) {
-    case AIR_PART_START:
-      air__buf_puts(b, "START");
-      add_str(b, p->id, p->id_len);
-      add_str(b, p->name, p->name_len);
-      break;
-    case AIR_PART_TEXT:
-    case AIR_PART_REASONING:
-    case AIR_PART_REFUSAL:
-    case AIR_PART_TOOL_DELTA:
-      air__buf_puts(b, p->kind == AIR_PART_TEXT        ? "TEXT"
-                       : p->kind == AIR_PART_REASONING ? "REASONING"
-                       : p->kind == AIR_PART_REFUSAL   ? "REFUSAL"
-                                                       : "TOOL_DELTA");
-      add_num(b, p->index);
-      add_str(b, p->text, p->text_len);
-      break;
-    case AIR_PART_TOOL_START:
-      air__buf_puts(b, "TOOL_START");
-      add_num(b, p->index);
-      add_str(b, p->id, p->id_len);
-      add_str(b, p->name, p->name_len);
-      break;
-    case AIR_PART_FINISH:
-      air__buf_puts(b, "FINISH ");
-      air__buf_puts(b, finish_word(p->finish));
-      add_str(b, p->finish_raw, p->finish_raw_len);
-      break;
-    case AIR_PART_USAGE:
-      air__buf_puts(b, "USAGE");
-      add_num(b, (long long)p->input_tokens);
-      add_num(b, (long long)p->output_tokens);
-      break;
-    case AIR_PART_ERROR:
-      air__buf_puts(b, "ERROR");
-      add_str(b, p->name, p->name_len);
-      add_str(b, p->text, p->text_len);
-      break;
-  }
-  assert_int_equal(air__buf_addc(b, '\n'), 0);
-}
-
-/* A parsed .parts file: parts with owned strings. */
-typedef struct parts {
-  air_part *p;
-  size_t n;
-} parts;
-
-static void parts_free(parts *ps) {
-  for (size_t i = 0; i < ps->n; i++) {
-    free((char *)ps->p[i].text);
-    free((char *)ps->p[i].id);
-    free((char *)ps->p[i].name);
-    free((char *)ps->p[i].finish_raw);
-  }
-  free(ps->p);
-  ps->p = NULL;
-  ps->n = 0;
-}
-
-/* Reads one field at *s: a JSON string literal (into *str, *len) or an
- * integer (into *num). */
-static void field(const char **s, char **str, size_t *len, long long *num) {
-  while (**s == ' ') (*s)++;
-  if (**s == '"') {
-    const char *e = *s + 1;
-    while (*e != '"') {
-      assert_true(*e != '\0' && *e != '\n');
-      e += *e == '\\' ? 2 : 1;
-    }
-    json_error_t jerr;
-    json_t *v = json_loadb(*s, (size_t)(e + 1 - *s),
-                           JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-    if (!json_is_string(v)) fail_msg("bad string field: %s", jerr.text);
-    *len = json_string_length(v);
-    *str = malloc(*len + 1);
-    assert_non_null(*str);
-    memcpy(*str, json_string_value(v), *len + 1);
-    json_decref(v);
-    *s = e + 1;
-  } else {
-    char *end;
-    *num = strtoll(*s, &end, 10);
-    assert_true(end != *s);
-    *s = end;
-  }
-}
-
-static air_finish finish_of(const char *w, size_t n) {
-  for (int f = AIR_FINISH_NONE; f <= AIR_FINISH_PAUSE; f++)
-    if (strlen(finish_word((air_finish)f)) == n &&
-        memcmp(finish_word((air_finish)f), w, n) == 0)
-      return (air_finish)f;
-  fail_msg("unknown finish %.*s", (int)n, w);
-  return AIR_FINISH_NONE;
-}
-
-static parts parse_parts(const char *text) {
-  parts ps = {0};
-  const char *s = text;
-  while (*s != '\0') {
-    const char *eol = strchr(s, '\n');
-    if (eol == NULL) eol = s + strlen(s);
-    if (s == eol || *s == '#' || strncmp(s, "STATE", 5) == 0) {
-      s = *eol ? eol + 1 : eol;
-      continue;
-    }
-    ps.p = realloc(ps.p, (ps.n + 1) * sizeof(*ps.p));
-    assert_non_null(ps.p);
-    air_part *p = &ps.p[ps.n++];
-    memset(p, 0, sizeof(*p));
-    const char *sp = strchr(s, ' ');
-    size_t kn = sp != NULL && sp < eol ? (size_t)(sp - s) : (size_t)(eol - s);
-    const char *f = s + kn;
-    char *str = NULL;
-    long long num = 0;
-#define KIND(w) (kn == strlen(w) && memcmp(s, w, kn) == 0)
-    if (KIND("START")) {
-      p->kind = AIR_PART_START;
-      field(&f, &str, &p->id_len, &num);
-      p->id = str;
-      field(&f, &str, &p->name_len, &num);
-      p->name = str;
-    } else if (KIND("TEXT") || KIND("REASONING") || KIND("REFUSAL") ||
-               KIND("TOOL_DELTA")) {
-      p->kind = KIND("TEXT")        ? AIR_PART_TEXT
-                : KIND("REASONING") ? AIR_PART_REASONING
-                : KIND("REFUSAL")   ? AIR_PART_REFUSAL
-                                    : AIR_PART_TOOL_DELTA;
-      field(&f, &str, &p->text_len, &num);
-      p->index = (int)num;
-      field(&f, &str, &p->text_len, &num);
-      p->text = str;
-    } else if (KIND("TOOL_START")) {
-      p->kind = AIR_PART_TOOL_START;
-      field(&f, &str, &p->id_len, &num);
-      p->index = (int)num;
-      field(&f, &str, &p->id_len, &num);
-      p->id = str;
-      field(&f, &str, &p->name_len, &num);
-      p->name = str;
-    } else if (KIND("FINISH")) {
-      p->kind = AIR_PART_FINISH;
-      while (*f == ' ') f++;
-      const char *w = f;
-      while (*f != ' ') f++;
-      p->finish = finish_of(w, (size_t)(f - w));
-      field(&f, &str, &p->finish_raw_len, &num);
-      p->finish_raw = str;
-    } else if (KIND("USAGE")) {
-      p->kind = AIR_PART_USAGE;
-      field(&f, &str, &p->text_len, &num);
-      p->input_tokens = (uint64_t)num;
-      field(&f, &str, &p->text_len, &num);
-      p->output_tokens = (uint64_t)num;
-      p->text_len = 0;
-    } else if (KIND("ERROR")) {
-      p->kind = AIR_PART_ERROR;
-      field(&f, &str, &p->name_len, &num);
-      p->name = str;
-      field(&f, &str, &p->text_len, &num);
-      p->text = str;
-    } else {
-      fail_msg("unknown part line: %.*s", (int)(eol - s), s);
-    }
-#undef KIND
-    s = *eol ? eol + 1 : eol;
-  }
-  return ps;
-}
-
-/* ---- decoding through air__sse
- * ------------------------------------------------------ */
-
-typedef struct dec_run {
-  air__decoder d;
-  air__buf lines;
-} dec_run;
-
-static int on_part(void *data, const air_part *p) {
-  part_line(data, p);
-  return 0;
-}
-
-static int on_event(void *data, const air__sse_event *ev) {
-  dec_run *r = data;
-  return OPS->decode_event(&r->d, ev, on_part, &r->lines);
-}
-
-/* Decodes an upstream stream fed in pieces of `piece` bytes (0: at once)
- * into part lines plus the STATE line. */
-static void decode_stream(const char *in, size_t n, size_t piece,
-                          air__buf *out) {
-  dec_run r;
-  OPS->decoder_init(&r.d);
-  air__buf_init(&r.lines, 1u << 20);
-  air__sse p;
-  air__sse_init(&p, on_event, &r);
-  size_t step = piece ? piece : (n ? n : 1);
-  for (size_t at = 0; at < n; at += step)
-    assert_int_equal(air__sse_feed(&p, in + at, n - at < step ? n - at : step),
-                     0);
-  assert_int_equal(air__sse_finish(&p), 0);
-  air__sse_cleanup(&p);
-  char st[96];
-  snprintf(st, sizeof(st), "STATE malformed=%u done=%d finished=%d\n",
-           r.d.malformed, r.d.done, r.d.finished);
-  assert_int_equal(air__buf_adds(&r.lines, st), 0);
-  air__buf_reset(out);
-  assert_int_equal(air__buf_add(out, r.lines.p, r.lines.n), 0);
-  air__buf_cleanup(&r.lines);
-  air__decoder_cleanup(&r.d);
-}
-
-/* Every "data: " chunk of an encoder's output is valid JSON (or [DONE]). */
-static void check_chunks(const char *p, size_t n) {
-  size_t at = 0;
-  while (at < n) {
-    assert_true(n - at > 8 && memcmp(p + at, "data: ", 6) == 0);
-    const char *end = strstr(p + at, "\n\n");
-    assert_non_null(end);
-    const char *js = p + at + 6;
-    size_t jn = (size_t)(end - js);
-    if (!(jn == 6 && memcmp(js, "[DONE]", 6) == 0)) {
-      json_error_t jerr;
-      json_t *v = json_loadb(js, jn, 0, &jerr);
-      if (!json_is_object(v))
-        fail_msg("chunk is not a JSON object: %s: %.*s", jerr.text, (int)jn,
-                 js);
-      json_decref(v);
-    }
-    at = (size_t)(end + 2 - p);
-  }
-}
-
-/* Encodes parts for an OpenAI caller as the README says. */
-static void encode_parts(const parts *ps, air__buf *out) {
-  air__request req = {
-      .dialect = AIR_DIALECT_OPENAI, .stream = true, .include_usage = true};
-  air__encoder e;
-  OPS->encoder_init(&e, &req, 1718000000);
-  air__buf_reset(out);
-  for (size_t i = 0; i < ps->n; i++) {
-    const air_part *p = &ps->p[i];
-    if (p->kind == AIR_PART_ERROR) {
-      air_reason r =
-          air__classify(200, p->name, NULL, p->text, AIR_TRANSPORT_OK);
-      assert_int_equal(OPS->encode_error_event(&e, r, p->text, out), 0);
-      return;
-    }
-    assert_int_equal(OPS->encode_part(&e, p, out), 0);
-  }
-  assert_int_equal(OPS->encode_end(&e, out), 0);
-}
-
-static int cmp_names(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The base names of files in dir ending in ext, sorted. */
-static size_t list(const char *dir, const char *ext, char ***names) {
-  DIR *d = opendir(dir);
-  *names = NULL;
-  if (d == NULL) return 0;
-  size_t n = 0;
-  struct dirent *de;
-  size_t el = strlen(ext);
-  while ((de = readdir(d)) != NULL) {
-    size_t l = strlen(de->d_name);
-    if (l <= el || strcmp(de->d_name + l - el, ext) != 0) continue;
-    *names = realloc(*names, (n + 1) * sizeof(char *));
-    assert_non_null(*names);
-    (*names)[n] = strndup(de->d_name, l - el);
-    assert_non_null((*names)[n]);
-    n++;
-  }
-  closedir(d);
-  if (n > 0) qsort(*names, n, sizeof(char *), cmp_names);
-  return n;
-}
-
-static void free_names(char **names, size_t n) {
-  for (size_t i = 0; i < n; i++) free(names[i]);
-  free(names);
-}
-
 #define DATA AIR_SOURCE_DIR "/tests/data/"
 
-static void test_transcripts_decode(void **state) {
-  (void)state;
-  char **names;
-  size_t n = list(DATA "openai", ".sse", &names);
-  assert_true(n >= 13);
-  air__buf whole, got;
-  air__buf_init(&whole, 1u << 20);
-  air__buf_init(&got, 1u << 20);
-  for (size_t i = 0; i < n; i++) {
-    char path[512];
-    snprintf(path, sizeof(path), DATA "openai/%s.sse", names[i]);
-    size_t len;
-    char *in = read_all(path, &len);
-    assert_non_null(in);
-    decode_stream(in, len, 0, &whole);
-    snprintf(path, sizeof(path), DATA "openai/%s.parts", names[i]);
-    expect_file(path, &whole);
-    static const size_t pieces[] = {1, 7};
-    for (size_t k = 0; k < 2; k++) {
-      decode_stream(in, len, pieces[k], &got);
-      if (got.n != whole.n || memcmp(got.p, whole.p, got.n) != 0)
-        fail_msg("%s: fed in %zu-byte pieces:\n%s", names[i], pieces[k], got.p);
-    }
-    free(in);
-  }
-  air__buf_cleanup(&whole);
-  air__buf_cleanup(&got);
-  free_names(names, n);
-}
-
-/* Encodes every NAME.parts of dir for an OpenAI caller: each chunk must be
- * valid JSON, and the bytes must equal NAME.openai.out where there is one
- * (at least min of them). */
-static void encode_folder(const char *dir, size_t min) {
-  char **names;
-  size_t n = list(dir, ".parts", &names);
-  size_t done = 0;
-  air__buf out;
-  air__buf_init(&out, 1u << 20);
-  for (size_t i = 0; i < n; i++) {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s.openai.out", dir, names[i]);
-    FILE *f = fopen(path, "rb");
-    bool compare = f != NULL || (write_mode() && min > 0);
-    if (f != NULL) fclose(f);
-    char pp[512];
-    snprintf(pp, sizeof(pp), "%s/%s.parts", dir, names[i]);
-    char *text = read_all(pp, NULL);
-    assert_non_null(text);
-    parts ps = parse_parts(text);
-    free(text);
-    encode_parts(&ps, &out);
-    check_chunks(out.p, out.n);
-    if (compare) {
-      expect_file(path, &out);
-      done++;
-    }
-    parts_free(&ps);
-  }
-  assert_true(done >= min);
-  air__buf_cleanup(&out);
-  free_names(names, n);
-}
-
-static void test_transcripts_encode(void **state) {
-  (void)state;
-  encode_folder(DATA "openai", 13);
-  encode_folder(DATA "anthropic", 17);
+static int on_part(void *data, const air_part *p) {
+  tl_part_line(data, p);
+  return 0;
 }
 
 /* ---- decode_event details
@@ -479,7 +56,7 @@ typedef struct stopper {
 
 static int on_part_stop(void *data, const air_part *p) {
   stopper *s = data;
-  part_line(&s->lines, p);
+  tl_part_line(&s->lines, p);
   return ++s->calls == s->stop_at ? 42 : 0;
 }
 
@@ -766,7 +343,7 @@ static void test_encode_edges(void **state) {
   OPS->encoder_init(&e, &req, 0);
   air__buf_reset(&out);
   assert_int_equal(OPS->encode_end(&e, &out), 0);
-  check_chunks(out.p, out.n);
+  tl_check_openai_chat(out.p, out.n);
   assert_non_null(
       strstr(out.p, "\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
 
@@ -810,7 +387,7 @@ static void test_encode_edges(void **state) {
   assert_int_equal(strlen(e.id), sizeof(id));
   assert_memory_equal(e.id + 124, "\xc3\xa9\xc3\xa9", 4);
   assert_non_null(strstr(out.p, "\"model\":\"m\\u0001\""));
-  check_chunks(out.p, out.n);
+  tl_check_openai_chat(out.p, out.n);
 
   /* A full buffer: typed error, nothing half-written. */
   air__buf small;
@@ -826,42 +403,25 @@ static void test_encode_edges(void **state) {
 /* ---- encode_response / aggregate
  * ------------------------------------------------------ */
 
-static int on_part_agg(void *data, const air_part *p) {
-  return air__aggregate_add(data, p);
-}
-
-static int agg_event(void *data, const air__sse_event *ev) {
-  void **ctx = data;
-  return OPS->decode_event(ctx[0], ev, on_part_agg, ctx[1]);
-}
-
 /* Decodes a transcript into an aggregate and encodes the response. */
 static json_t *response_of(const char *name, uint64_t created) {
   char path[512];
   snprintf(path, sizeof(path), DATA "openai/%s.sse", name);
   size_t n;
-  char *in = read_all(path, &n);
+  char *in = tl_read_file(path, &n);
   assert_non_null(in);
-  air__decoder d;
-  OPS->decoder_init(&d);
-  air__aggregate a;
-  air__aggregate_init(&a);
-  a.created = created;
-  void *ctx[2] = {&d, &a};
-  air__sse p;
-  air__sse_init(&p, agg_event, ctx);
-  assert_int_equal(air__sse_feed(&p, in, n), 0);
-  assert_int_equal(air__sse_finish(&p), 0);
-  air__sse_cleanup(&p);
+  tl_run r;
+  tl_run_init(&r, OPS);
+  r.agg.created = created;
+  tl_run_sse(&r, in, n, 0);
   air__buf out;
   air__buf_init(&out, 1u << 20);
-  assert_int_equal(OPS->encode_response(&a, &out), 0);
+  assert_int_equal(OPS->encode_response(&r.agg, &out), 0);
   json_error_t jerr;
   json_t *v = json_loadb(out.p, out.n, 0, &jerr);
   if (v == NULL) fail_msg("%s: %s", jerr.text, out.p);
   air__buf_cleanup(&out);
-  air__aggregate_cleanup(&a);
-  air__decoder_cleanup(&d);
+  tl_run_cleanup(&r);
   free(in);
   return v;
 }
@@ -1038,21 +598,6 @@ static json_t *build(air_dialect dialect, const char *body, const char *model,
   return v;
 }
 
-static void expect_json(json_t *got, const char *want_text) {
-  json_error_t jerr;
-  json_t *want = json_loads(want_text, 0, &jerr);
-  if (want == NULL) fail_msg("bad expectation: %s", jerr.text);
-  if (!json_equal(got, want)) {
-    char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
-    char *w = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
-    fprintf(stderr, "want %s\ngot  %s\n", w, g);
-    free(g);
-    free(w);
-    fail_msg("request differs");
-  }
-  json_decref(want);
-}
-
 static void test_build_same_dialect(void **state) {
   (void)state;
   int rc;
@@ -1069,7 +614,7 @@ static void test_build_same_dialect(void **state) {
             "\"stream\":false}",
             false, &rc, &err);
   assert_int_equal(rc, 0);
-  expect_json(
+  tl_expect_json(
       v,
       "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
       "\"hi\",\"name\":\"bob\"}],\"stream\":true,\"stream_options\":{"
@@ -1088,7 +633,7 @@ static void test_build_same_dialect(void **state) {
             "{\"model\":\"a\",\"messages\":[{\"role\":\"user\","
             "\"content\":\"x\"}]}",
             "b", NULL, false, &rc, &err);
-  expect_json(
+  tl_expect_json(
       v,
       "{\"model\":\"b\",\"messages\":[{\"role\":\"user\",\"content\":"
       "\"x\"}],\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
@@ -1149,7 +694,7 @@ static void test_build_from_anthropic(void **state) {
       "\"disabled\"}}",
       "gpt-4o", NULL, false, &rc, &err);
   if (rc != 0) fail_msg("%s", err.message);
-  expect_json(
+  tl_expect_json(
       v,
       "{\"model\":\"gpt-4o\",\"messages\":["
       "{\"role\":\"system\",\"content\":\"Be brief.\\nBe kind.\"},"
@@ -1212,7 +757,7 @@ static void test_build_from_anthropic(void **state) {
         "\"max_tokens\":9,\"tool_choice\":%s,\"temperature\":0.0,"
         "\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
         tc[i].out);
-    expect_json(v, want);
+    tl_expect_json(v, want);
     json_decref(v);
   }
 }
@@ -1294,10 +839,11 @@ static void test_build_unsupported(void **state) {
                       "messages[0].content[0] (type document): not "
                       "supported by openai upstreams");
   v = build(AIR_DIALECT_ANTHROPIC, doc, "o", NULL, true, &rc, &err);
-  expect_json(v,
-              "{\"model\":\"o\",\"messages\":[{\"role\":\"user\",\"content\":"
-              "\"sum\"}],\"max_tokens\":5,\"stream\":true,\"stream_options\":"
-              "{\"include_usage\":true}}");
+  tl_expect_json(
+      v,
+      "{\"model\":\"o\",\"messages\":[{\"role\":\"user\",\"content\":"
+      "\"sum\"}],\"max_tokens\":5,\"stream\":true,\"stream_options\":"
+      "{\"include_usage\":true}}");
   json_decref(v);
 
   /* Bad shapes are errors even with drop_params. */
@@ -1390,8 +936,6 @@ static void test_request_fast_path(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_transcripts_decode),
-      cmocka_unit_test(test_transcripts_encode),
       cmocka_unit_test(test_decode_flags_and_stop),
       cmocka_unit_test(test_decode_malformed),
       cmocka_unit_test(test_decode_scratch_stable),

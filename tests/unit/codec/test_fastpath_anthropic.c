@@ -36,20 +36,10 @@ static void pair_init(fp_pair *x) {
           air__ant_decode_event_fast);
 }
 
-static void check(fp_pair *x, const char *type, const char *data, size_t n,
-                  size_t stop_at, int want_took) {
-  bool took;
-  if (!fp_event(x, type, data, n, stop_at, &took))
-    fail_msg("%s\n  event: %.*s", x->why, (int)(n > 300 ? 300 : n), data);
-  if (want_took >= 0 && took != (want_took == 1))
-    fail_msg("fast path %s the event: %.*s", took ? "took" : "declined",
-             (int)(n > 300 ? 300 : n), data);
-}
-
 static void started(fp_pair *x) {
   pair_init(x);
-  check(x, "message_start", START, strlen(START), 0, 0);
-  check(x, "content_block_start", BLOCK, strlen(BLOCK), 0, 0);
+  fp_check(x, "message_start", START, strlen(START), 0, 0);
+  fp_check(x, "content_block_start", BLOCK, strlen(BLOCK), 0, 0);
 }
 
 static const char *const TAKEN[] = {
@@ -124,9 +114,9 @@ static void takes_common_deltas(void **state) {
     for (size_t stop = 0; stop < 2; stop++) {
       fp_pair x;
       started(&x);
-      check(&x, "content_block_delta", TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_check(&x, "content_block_delta", TAKEN[i], strlen(TAKEN[i]), stop, 1);
       /* The event field does not matter when the data has a type. */
-      check(&x, "message", TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_check(&x, "message", TAKEN[i], strlen(TAKEN[i]), stop, 1);
       fp_cleanup(&x);
     }
   }
@@ -134,23 +124,14 @@ static void takes_common_deltas(void **state) {
 
 static void declines_the_rest(void **state) {
   (void)state;
-  for (size_t i = 0; i < sizeof(DECLINED) / sizeof(DECLINED[0]); i++) {
-    fp_pair x;
-    started(&x);
-    check(&x, "content_block_delta", DECLINED[i], strlen(DECLINED[i]), 0, 0);
-    fp_cleanup(&x);
-  }
+  fp_all_declined(DECLINED, sizeof(DECLINED) / sizeof(DECLINED[0]), started,
+                  "content_block_delta");
   /* A ping event is nothing, whatever its data. */
   fp_pair x;
   started(&x);
   const char *d = TAKEN[0];
-  check(&x, "ping", d, strlen(d), 0, 0);
+  fp_check(&x, "ping", d, strlen(d), 0, 0);
   fp_cleanup(&x);
-}
-
-/* One event through both paths (the sweep's feed). */
-static void feed_one(fp_pair *x, const char *data, size_t n) {
-  check(x, "content_block_delta", data, n, 0, -1);
 }
 
 /* Every event cut at every length and with each byte replaced, in a fresh
@@ -159,36 +140,15 @@ static void cuts_and_replacements_agree(void **state) {
   (void)state;
   fp_cuts_and_replacements(TAKEN, sizeof(TAKEN) / sizeof(TAKEN[0]), DECLINED,
                            sizeof(DECLINED) / sizeof(DECLINED[0]), pair_init,
-                           started, feed_one);
+                           started, "content_block_delta");
 }
 
 static void huge_text(void **state) {
   (void)state;
-  size_t big = 1u << 20;
-  char *ev = malloc(big + 200);
-  assert_non_null(ev);
-  for (int esc = 0; esc < 2; esc++) {
-    size_t n = (size_t)snprintf(ev, 200, "%s",
-                                "{\"type\":\"content_block_delta\",\"index\":"
-                                "0,\"delta\":{\"type\":\"text_delta\","
-                                "\"text\":\"");
-    for (size_t k = 0; k < big; k++) {
-      if (esc && k % 64 == 0 && k + 2 < big) {
-        memcpy(ev + n, "\\n", 2);
-        n += 2;
-        k += 1;
-      } else {
-        ev[n++] = (char)('a' + k % 26);
-      }
-    }
-    memcpy(ev + n, "\"}}", 3);
-    n += 3;
-    fp_pair x;
-    started(&x);
-    check(&x, "content_block_delta", ev, n, 0, 1);
-    fp_cleanup(&x);
-  }
-  free(ev);
+  fp_huge_text(started, "content_block_delta",
+               "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+               "{\"type\":\"text_delta\",\"text\":\"",
+               "\\n", "\"}}");
 }
 
 int main(void) {

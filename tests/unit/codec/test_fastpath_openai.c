@@ -34,21 +34,9 @@ static void pair_init(fp_pair *x) {
           air__oai_decode_event_fast);
 }
 
-/* One event through both decoders; want_took 1 / 0: the fast path must /
- * must not take it, -1: either. */
-static void check(fp_pair *x, const char *data, size_t n, size_t stop_at,
-                  int want_took) {
-  bool took;
-  if (!fp_event(x, NULL, data, n, stop_at, &took))
-    fail_msg("%s\n  event: %.*s", x->why, (int)(n > 300 ? 300 : n), data);
-  if (want_took >= 0 && took != (want_took == 1))
-    fail_msg("fast path %s the event: %.*s", took ? "took" : "declined",
-             (int)(n > 300 ? 300 : n), data);
-}
-
 static void started(fp_pair *x) {
   pair_init(x);
-  check(x, ROLE, strlen(ROLE), 0, 1);
+  fp_check(x, NULL, ROLE, strlen(ROLE), 0, 1);
   assert_true(x->fast.d.started);
 }
 
@@ -179,19 +167,15 @@ static void takes_common_chunks(void **state) {
   for (size_t i = 0; i < sizeof(TAKEN) / sizeof(TAKEN[0]); i++) {
     fp_pair x;
     started(&x);
-    check(&x, TAKEN[i], strlen(TAKEN[i]), 0, 1);
+    fp_check(&x, NULL, TAKEN[i], strlen(TAKEN[i]), 0, 1);
     fp_cleanup(&x);
   }
 }
 
 static void declines_the_rest(void **state) {
   (void)state;
-  for (size_t i = 0; i < sizeof(DECLINED) / sizeof(DECLINED[0]); i++) {
-    fp_pair x;
-    started(&x);
-    check(&x, DECLINED[i], strlen(DECLINED[i]), 0, 0);
-    fp_cleanup(&x);
-  }
+  fp_all_declined(DECLINED, sizeof(DECLINED) / sizeof(DECLINED[0]), started,
+                  NULL);
 }
 
 /* The first event: START from id and model, as the full decoder reads them
@@ -218,19 +202,14 @@ static void start_from_the_first_event(void **state) {
     for (size_t stop = 0; stop < 4; stop++) {
       fp_pair x;
       pair_init(&x);
-      check(&x, cases[i].data, strlen(cases[i].data), stop,
-            stop == 0 ? cases[i].took : -1);
+      fp_check(&x, NULL, cases[i].data, strlen(cases[i].data), stop,
+               stop == 0 ? cases[i].took : -1);
       /* And the next event sees the same state. */
       const char *next = PRE MODEL CH("{\"content\":\"next\"}");
-      check(&x, next, strlen(next), 0, -1);
+      fp_check(&x, NULL, next, strlen(next), 0, -1);
       fp_cleanup(&x);
     }
   }
-}
-
-/* One event through both paths (the sweep's feed). */
-static void feed_one(fp_pair *x, const char *data, size_t n) {
-  check(x, data, n, 0, -1);
 }
 
 /* Every event cut at every length and with each byte replaced, in a fresh
@@ -239,7 +218,7 @@ static void cuts_and_replacements_agree(void **state) {
   (void)state;
   fp_cuts_and_replacements(TAKEN, sizeof(TAKEN) / sizeof(TAKEN[0]), DECLINED,
                            sizeof(DECLINED) / sizeof(DECLINED[0]), pair_init,
-                           started, feed_one);
+                           started, NULL);
 }
 
 /* A chunk taken after START is kept as a shape (the bytes around its
@@ -282,7 +261,7 @@ static void same_shape_reuse(void **state) {
     fp_pair x;
     started(&x);
     for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
-      check(&x, seq[i].data, strlen(seq[i].data), stop, seq[i].took);
+      fp_check(&x, NULL, seq[i].data, strlen(seq[i].data), stop, seq[i].took);
       if (i == 0) assert_true(x.fast.d.scratch2.n > 0); /* kept */
     }
     fp_cleanup(&x);
@@ -291,7 +270,7 @@ static void same_shape_reuse(void **state) {
    * model, which a later one must not skip when they differ. */
   fp_pair x;
   pair_init(&x);
-  check(&x, ROLE, strlen(ROLE), 0, 1);
+  fp_check(&x, NULL, ROLE, strlen(ROLE), 0, 1);
   assert_int_equal(x.fast.d.scratch2.n, 0);
   fp_cleanup(&x);
 }
@@ -299,29 +278,8 @@ static void same_shape_reuse(void **state) {
 /* A text of 1 MiB, plain and escaped: taken, the same parts. */
 static void huge_text(void **state) {
   (void)state;
-  size_t big = 1u << 20;
-  char *ev = malloc(big + 200);
-  assert_non_null(ev);
-  for (int esc = 0; esc < 2; esc++) {
-    size_t n =
-        (size_t)snprintf(ev, 200, "{\"choices\":[{\"delta\":{\"content\":\"");
-    for (size_t k = 0; k < big; k++) {
-      if (esc && k % 64 == 0 && k + 6 < big) {
-        memcpy(ev + n, "\\u00e9", 6);
-        n += 6;
-        k += 5;
-      } else {
-        ev[n++] = (char)('a' + k % 26);
-      }
-    }
-    memcpy(ev + n, "\"}}]}", 5);
-    n += 5;
-    fp_pair x;
-    started(&x);
-    check(&x, ev, n, 0, 1);
-    fp_cleanup(&x);
-  }
-  free(ev);
+  fp_huge_text(started, NULL, "{\"choices\":[{\"delta\":{\"content\":\"",
+               "\\u00e9", "\"}}]}");
 }
 
 int main(void) {

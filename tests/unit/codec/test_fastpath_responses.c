@@ -22,7 +22,8 @@
 #include "fastpath_cases.h"
 #include "openai_responses/openai_responses.h"
 
-#define TD "{\"type\":\"response.output_text.delta\","
+#define TD_TYPE "response.output_text.delta"
+#define TD "{\"type\":\"" TD_TYPE "\","
 #define CREATED                                                        \
   "{\"type\":\"response.created\",\"sequence_number\":0,\"response\":" \
   "{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"gpt-x\","    \
@@ -33,19 +34,9 @@ static void pair_init(fp_pair *x) {
           air__rsp_decode_event_fast);
 }
 
-static void check(fp_pair *x, const char *data, size_t n, size_t stop_at,
-                  int want_took) {
-  bool took;
-  if (!fp_event(x, "response.output_text.delta", data, n, stop_at, &took))
-    fail_msg("%s\n  event: %.*s", x->why, (int)(n > 300 ? 300 : n), data);
-  if (want_took >= 0 && took != (want_took == 1))
-    fail_msg("fast path %s the event: %.*s", took ? "took" : "declined",
-             (int)(n > 300 ? 300 : n), data);
-}
-
 static void started(fp_pair *x) {
   pair_init(x);
-  check(x, CREATED, strlen(CREATED), 0, 0);
+  fp_check(x, TD_TYPE, CREATED, strlen(CREATED), 0, 0);
   assert_true(x->fast.d.started);
 }
 
@@ -98,11 +89,11 @@ static void takes_common_deltas(void **state) {
     for (size_t stop = 0; stop < 3; stop++) {
       fp_pair x;
       started(&x);
-      check(&x, TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_check(&x, TD_TYPE, TAKEN[i], strlen(TAKEN[i]), stop, 1);
       fp_cleanup(&x);
       /* Before response.created: START ("" id and model) first. */
       pair_init(&x);
-      check(&x, TAKEN[i], strlen(TAKEN[i]), stop, 1);
+      fp_check(&x, TD_TYPE, TAKEN[i], strlen(TAKEN[i]), stop, 1);
       fp_cleanup(&x);
     }
   }
@@ -110,17 +101,8 @@ static void takes_common_deltas(void **state) {
 
 static void declines_the_rest(void **state) {
   (void)state;
-  for (size_t i = 0; i < sizeof(DECLINED) / sizeof(DECLINED[0]); i++) {
-    fp_pair x;
-    started(&x);
-    check(&x, DECLINED[i], strlen(DECLINED[i]), 0, 0);
-    fp_cleanup(&x);
-  }
-}
-
-/* One event through both paths (the sweep's feed). */
-static void feed_one(fp_pair *x, const char *data, size_t n) {
-  check(x, data, n, 0, -1);
+  fp_all_declined(DECLINED, sizeof(DECLINED) / sizeof(DECLINED[0]), started,
+                  TD_TYPE);
 }
 
 /* Every event cut at every length and with each byte replaced, in a fresh
@@ -129,33 +111,12 @@ static void cuts_and_replacements_agree(void **state) {
   (void)state;
   fp_cuts_and_replacements(TAKEN, sizeof(TAKEN) / sizeof(TAKEN[0]), DECLINED,
                            sizeof(DECLINED) / sizeof(DECLINED[0]), pair_init,
-                           started, feed_one);
+                           started, TD_TYPE);
 }
 
 static void huge_text(void **state) {
   (void)state;
-  size_t big = 1u << 20;
-  char *ev = malloc(big + 200);
-  assert_non_null(ev);
-  for (int esc = 0; esc < 2; esc++) {
-    size_t n = (size_t)snprintf(ev, 200, "%s", TD "\"delta\":\"");
-    for (size_t k = 0; k < big; k++) {
-      if (esc && k % 64 == 0 && k + 2 < big) {
-        memcpy(ev + n, "\\t", 2);
-        n += 2;
-        k += 1;
-      } else {
-        ev[n++] = (char)('a' + k % 26);
-      }
-    }
-    memcpy(ev + n, "\"}", 2);
-    n += 2;
-    fp_pair x;
-    started(&x);
-    check(&x, ev, n, 0, 1);
-    fp_cleanup(&x);
-  }
-  free(ev);
+  fp_huge_text(started, TD_TYPE, TD "\"delta\":\"", "\\t", "\"}");
 }
 
 int main(void) {

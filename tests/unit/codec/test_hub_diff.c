@@ -1,5 +1,6 @@
 /*
- * The differential proof of issue #13: every request body under
+ * The differential proof of the canonical hub (src/codec/hub.c): every
+ * request body under
  * tests/data/codec_diff/requests/ (NAME.DIALECT.json: the fuzz corpus of
  * fuzz_request, the unit tests' request shapes, the shapes agents send) is
  * parsed as its caller dialect and built into an upstream body for every
@@ -10,9 +11,9 @@
  * (AIR__TRANSCRIPT_WRITE=1 writes them again). Bodies are compared as JSON
  * values (key order is not part of the contract; numbers keep their type:
  * 1 and 1.0 differ); codes and messages byte for byte. Every difference the
- * hub was allowed to make is listed in docs/decisions.md, "#13".
+ * hub was allowed to make is listed in docs/decisions.md ("The canonical
+ * request").
  */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 #include <jansson.h>
 
 #include "dialect.h"
+#include "tl_files.h"
 
 #ifndef AIR_SOURCE_DIR
 #error "AIR_SOURCE_DIR must name the source root"
@@ -42,25 +44,6 @@ static const char *const OVERRIDES[] = {
     "{\"seed\":1,\"x-unknown\":{\"nested\":[1,null]}}",
 };
 #define N_OVERRIDES (sizeof(OVERRIDES) / sizeof(OVERRIDES[0]))
-
-static char *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  air__buf b;
-  air__buf_init(&b, 64u << 20);
-  char tmp[4096];
-  size_t k;
-  while ((k = fread(tmp, 1, sizeof(tmp), f)) > 0)
-    assert_int_equal(air__buf_add(&b, tmp, k), 0);
-  fclose(f);
-  if (b.p == NULL) assert_int_equal(air__buf_add(&b, "", 0), 0);
-  return air__buf_take(&b, n);
-}
-
-static bool write_mode(void) {
-  const char *w = getenv("AIR__TRANSCRIPT_WRITE");
-  return w != NULL && strcmp(w, "1") == 0;
-}
 
 static void addf(air__buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -165,35 +148,19 @@ static int compare(const char *name, const char *want, const char *got) {
   return diffs;
 }
 
-static int cmp_names(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void test_hub_diff(void **state) {
   (void)state;
-  DIR *d = opendir(DIR_IN);
-  assert_non_null(d);
-  char *names[1024];
-  size_t n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t k = strlen(e->d_name);
-    if (k > 5 && strcmp(e->d_name + k - 5, ".json") == 0) {
-      assert_true(n < sizeof(names) / sizeof(names[0]));
-      names[n++] = strdup(e->d_name);
-    }
-  }
-  closedir(d);
+  char **names;
+  size_t n = tl_list(DIR_IN, ".json", &names);
   assert_true(n >= 70);
-  qsort(names, n, sizeof(names[0]), cmp_names);
   int diffs = 0;
   for (size_t i = 0; i < n; i++) {
     char path[4096];
-    size_t len;
-    snprintf(path, sizeof(path), "%s/%s", DIR_IN, names[i]);
-    char *body = read_all(path, &len);
+    size_t len, k = strlen(names[i]);
+    snprintf(path, sizeof(path), "%s/%s.json", DIR_IN, names[i]);
+    char *body = tl_read_file(path, &len);
     assert_non_null(body);
-    air_dialect dialect = strstr(names[i], ".anthropic.json") != NULL
+    air_dialect dialect = k > 10 && strcmp(names[i] + k - 10, ".anthropic") == 0
                               ? AIR_DIALECT_ANTHROPIC
                               : AIR_DIALECT_OPENAI;
     air__buf got;
@@ -201,22 +168,18 @@ static void test_hub_diff(void **state) {
     run_one(dialect, body, len, &got);
     assert_int_equal(air__buf_add(&got, "", 0), 0);
     free(body);
-    size_t base = strlen(names[i]) - 5;
-    snprintf(path, sizeof(path), "%s/%.*s.out", DIR_OUT, (int)base, names[i]);
-    if (write_mode()) {
-      FILE *f = fopen(path, "wb");
-      assert_non_null(f);
-      assert_int_equal(fwrite(got.p, 1, got.n, f), got.n);
-      fclose(f);
+    snprintf(path, sizeof(path), "%s/%s.out", DIR_OUT, names[i]);
+    if (tl_write_mode()) {
+      tl_write_file(path, got.p, got.n);
     } else {
-      char *want = read_all(path, &len);
+      char *want = tl_read_file(path, &len);
       if (want == NULL) fail_msg("%s: no expected file", path);
       diffs += compare(names[i], want, got.p);
       free(want);
     }
     air__buf_cleanup(&got);
-    free(names[i]);
   }
+  tl_names_free(names, n);
   assert_int_equal(diffs, 0);
 }
 

@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "config_table.h"
 #include "limits.h"
+#include "tl_files.h"
 
 #ifndef AIR_SOURCE_DIR
 #define AIR_SOURCE_DIR "."
@@ -92,20 +93,6 @@ static bool has_diag(const diags *ds, air_severity sev, int line, int col,
       fail_msg("missing %d:%d: %s", (L), (C), (sub));                       \
     }                                                                       \
   } while (0)
-
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
 
 static char *dump_text(const air_config *cfg) {
   char *buf = NULL;
@@ -584,7 +571,8 @@ static size_t read_expectations(const char *text, expect *out, size_t cap) {
 
 static void every_error_reported_with_position(void **state) {
   (void)state;
-  char *text = read_all(AIR_SOURCE_DIR "/tests/data/config/bad.yaml");
+  char *text = tl_read_file(AIR_SOURCE_DIR "/tests/data/config/bad.yaml", NULL);
+  assert_non_null(text);
   expect ex[100];
   size_t n = read_expectations(text, ex, 100);
   assert_true(n >= 35);
@@ -1120,7 +1108,8 @@ static void alias_bomb_is_bounded(void **state) {
 
 static void dump_round_trips(void **state) {
   (void)state;
-  char *text = read_all(AIR_SOURCE_DIR "/examples/airetry.yaml");
+  char *text = tl_read_file(AIR_SOURCE_DIR "/examples/airetry.yaml", NULL);
+  assert_non_null(text);
   diags ds;
   air_config *a = NULL, *b = NULL;
   assert_int_equal(parse(text, &ds, &a), 0);
@@ -1149,7 +1138,8 @@ static void dump_round_trips(void **state) {
 
 static void example_documents_every_key(void **state) {
   (void)state;
-  char *text = read_all(AIR_SOURCE_DIR "/examples/airetry.yaml");
+  char *text = tl_read_file(AIR_SOURCE_DIR "/examples/airetry.yaml", NULL);
+  assert_non_null(text);
   size_t n;
   const air__opt *o = air__config_opts(&n);
   for (size_t i = 0; i < n; i++) {
@@ -1162,7 +1152,8 @@ static void example_documents_every_key(void **state) {
 
 static void docs_embed_the_generated_reference(void **state) {
   (void)state;
-  char *docs = read_all(AIR_SOURCE_DIR "/docs/config.md");
+  char *docs = tl_read_file(AIR_SOURCE_DIR "/docs/config.md", NULL);
+  assert_non_null(docs);
   char *ref = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&ref, &n);

@@ -39,49 +39,23 @@
   "  - name: r\n"             \
   "    targets: " targets "\n" extra
 
-typedef struct fx {
-  air_config *cfg;
-  air_state *st;
-  air_run *run;
-  air_action act;
-  uint64_t now;
-  uint64_t seed;
-  air_rng rng;
-} fx;
+typedef test_run fx;
 
 static void fx_run(fx *f) {
-  air_run_free(f->run);
-  f->run = NULL;
-  assert_int_equal(
-      air_run_new(f->cfg, f->st, "r", &f->rng, f->now, &f->run, &f->act), 0);
+  test_run_again(f, "r");
 }
 
 static void fx_start(fx *f, const char *yaml) {
-  memset(f, 0, sizeof(*f));
-  f->cfg = test_config(yaml);
-  assert_int_equal(air_state_new(f->cfg, &f->st, NULL), 0);
-  f->now = 1000;
-  f->seed = 7;
-  f->rng.next = test_rng_next;
-  f->rng.data = &f->seed;
-  fx_run(f);
+  test_run_start(f, yaml, "r", 7);
 }
 
 static void fx_end(fx *f) {
-  air_run_free(f->run);
-  air_state_free(f->st);
-  air_config_free(f->cfg);
+  test_run_end(f);
 }
 
 static void fail_h(fx *f, unsigned id, air_reason reason, int status,
                    const air_header *h, size_t nh) {
-  air_failure fl = {0};
-  fl.reason = reason;
-  fl.status = status;
-  fl.message = "boom";
-  fl.headers = h;
-  fl.n_headers = nh;
-  assert_int_equal(air_run_fail(f->run, id, &fl, f->now, 0, &f->act), 0);
+  test_run_fail(f, id, reason, status, h, nh, 0);
 }
 
 static void fail_id(fx *f, unsigned id, air_reason reason) {

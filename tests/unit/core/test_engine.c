@@ -16,55 +16,25 @@
   "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1}\n" \
   "  - {name: q, api: anthropic, base_url: http://127.0.0.1:1}\n"
 
-typedef struct run_fx {
-  air_config *cfg;
-  air_state *st;
-  air_run *run;
-  air_action act;
-  uint64_t now;
-  uint64_t seed;
-  air_rng rng;
-} run_fx;
+typedef test_run run_fx;
 
 static void fx_start(run_fx *fx, const char *yaml, const char *model) {
-  memset(fx, 0, sizeof(*fx));
-  fx->cfg = test_config(yaml);
-  assert_int_equal(air_state_new(fx->cfg, &fx->st, NULL), 0);
-  fx->now = 1000;
-  fx->seed = 42;
-  fx->rng.next = test_rng_next;
-  fx->rng.data = &fx->seed;
-  assert_int_equal(air_run_new(fx->cfg, fx->st, model, &fx->rng, fx->now,
-                               &fx->run, &fx->act),
-                   0);
+  test_run_start(fx, yaml, model, 42);
 }
 
 static void fx_new_run(run_fx *fx, const char *model) {
-  air_run_free(fx->run);
-  fx->run = NULL;
-  assert_int_equal(air_run_new(fx->cfg, fx->st, model, &fx->rng, fx->now,
-                               &fx->run, &fx->act),
-                   0);
+  test_run_again(fx, model);
 }
 
 static void fx_end(run_fx *fx) {
-  air_run_free(fx->run);
-  air_state_free(fx->st);
-  air_config_free(fx->cfg);
+  test_run_end(fx);
 }
 
 /* Fails the current attempt with a status (and optional headers). */
 static void fx_fail(run_fx *fx, air_reason reason, int status,
                     const air_header *h, size_t nh) {
-  air_failure f = {0};
-  f.reason = reason;
-  f.status = status;
-  f.message = "boom";
-  f.headers = h;
-  f.n_headers = nh;
-  assert_int_equal(air_run_fail(fx->run, fx->act.attempt_id, &f, fx->now,
-                                1700000000000ull, &fx->act),
-                   0);
+  test_run_fail(fx, fx->act.attempt_id, reason, status, h, nh,
+                1700000000000ull);
 }
 
 static void expect_attempt(run_fx *fx, unsigned n, const char *target) {
@@ -851,7 +821,7 @@ static bool all_but(void *data, const air__target *t) {
 }
 
 /* A target that cannot express the request is chosen without taking its
- * half-open probe slot (issue #13: can_express before the probe): while
+ * half-open probe slot (can_express is asked before the probe): while
  * this run is on it, a concurrent run still probes it. Without the check
  * the first run holds the slot and the second goes to p/b. */
 static void test_inexpressible_takes_no_probe(void **s) {

@@ -15,46 +15,22 @@
   "  - {name: p, api: openai, base_url: http://127.0.0.1:1/v1,\n" \
   "     breaker: {failures: 1, open_ms: 1000}}\n"
 
-typedef struct fx {
-  air_config *cfg;
-  air_state *st;
-  air_run *run;
-  air_action act;
-  uint64_t now;
-  uint64_t seed;
-  air_rng rng;
-} fx;
+typedef test_run fx;
 
 static void fx_run(fx *f, const char *model) {
-  air_run_free(f->run);
-  f->run = NULL;
-  assert_int_equal(
-      air_run_new(f->cfg, f->st, model, &f->rng, f->now, &f->run, &f->act), 0);
+  test_run_again(f, model);
 }
 
 static void fx_start(fx *f, const char *yaml, const char *model) {
-  memset(f, 0, sizeof(*f));
-  f->cfg = test_config(yaml);
-  assert_int_equal(air_state_new(f->cfg, &f->st, NULL), 0);
-  f->now = 1000;
-  f->seed = 7;
-  f->rng.next = test_rng_next;
-  f->rng.data = &f->seed;
-  fx_run(f, model);
+  test_run_start(f, yaml, model, 7);
 }
 
 static void fx_end(fx *f) {
-  air_run_free(f->run);
-  air_state_free(f->st);
-  air_config_free(f->cfg);
+  test_run_end(f);
 }
 
 static void fail_id(fx *f, unsigned id, air_reason reason, int status) {
-  air_failure fl = {0};
-  fl.reason = reason;
-  fl.status = status;
-  fl.message = "boom";
-  assert_int_equal(air_run_fail(f->run, id, &fl, f->now, 0, &f->act), 0);
+  test_run_fail(f, id, reason, status, NULL, 0, 0);
 }
 
 static void expect_attempt(const fx *f, unsigned n, const char *target,

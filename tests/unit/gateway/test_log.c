@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gw_int.h"
+#include "tl_proc.h"
 
 #define LINE_BYTES 300    /* about one request's log line */
 #define READ_WAIT_MS 5000 /* bound of one wait for a line */
@@ -70,18 +71,6 @@ static void make_line(char *p, unsigned i) {
   p[LINE_BYTES - 1] = '\n';
 }
 
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  assert_non_null(f);
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof(line), f))
-    if (strncmp(line, "VmRSS:", 6) == 0) kib = strtol(line + 6, NULL, 10);
-  fclose(f);
-  assert_true(kib > 0);
-  return kib;
-}
-
 /* 20,000 lines of 300 bytes (6 MB, more than the 4 MiB the buffers hold),
  * handed over 100 at a time, each batch read back before the next: every
  * line arrives whole and in order, none is dropped, the last line of a
@@ -93,7 +82,7 @@ static void test_memory_follows_backlog_not_throughput(void **state) {
   piped *s = *state;
   air__log *l = NULL;
   assert_int_equal(air__log_start(AIR__LOG_RING_BYTES, &l), 0);
-  long before = rss_kib();
+  long before = tl_rss_kib();
   static char lines[BATCH][LINE_BYTES];
   char got[LINE_BYTES];
   for (unsigned i = 0; i < N; i += BATCH) {
@@ -106,7 +95,7 @@ static void test_memory_follows_backlog_not_throughput(void **state) {
       assert_memory_equal(got, lines[k], LINE_BYTES);
     }
   }
-  long after = rss_kib();
+  long after = tl_rss_kib();
   assert_int_equal(atomic_load(air__log_dropped(l)), 0);
   air__log_stop(l);
   print_message("VmRSS %ld kB -> %ld kB over %d lines\n", before, after, N);

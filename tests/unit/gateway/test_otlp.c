@@ -26,6 +26,7 @@
 #include "airetry.h"
 #include "limits.h"
 #include "otlp.h"
+#include "tl_proc.h"
 
 static air_span attempt_span(void) {
   air_span s;
@@ -329,18 +330,6 @@ static void stalled_collector_and_full_queue(void **state) {
   close(fd);
 }
 
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  assert_non_null(f);
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof(line), f))
-    if (strncmp(line, "VmRSS:", 6) == 0) kib = strtol(line + 6, NULL, 10);
-  fclose(f);
-  assert_true(kib > 0);
-  return kib;
-}
-
 /* More spans than the queue holds go through it a batch at a time (a dead
  * collector: each batch is taken, tried and dropped before the next is
  * put): RSS grows by less than half the queue's 4 MiB, which a ring whose
@@ -360,7 +349,7 @@ static void memory_follows_backlog_not_throughput(void **state) {
   unsigned batches =
       (unsigned)(3 * AIR__MAX_TRACE_QUEUE_BYTES / 2 / (PER_BATCH * (b.n + 1)));
   const _Atomic uint64_t *dropped = air__exporter_dropped(e);
-  long before = rss_kib();
+  long before = tl_rss_kib();
   struct timespec tick = {0, 1000000};
   for (unsigned k = 0; k < batches; k++) {
     for (unsigned i = 0; i < PER_BATCH; i++) air__exporter_put(e, b.p, b.n);
@@ -370,7 +359,7 @@ static void memory_follows_backlog_not_throughput(void **state) {
       nanosleep(&tick, NULL);
     assert_int_equal(atomic_load(dropped), want);
   }
-  long after = rss_kib();
+  long after = tl_rss_kib();
   print_message("VmRSS %ld kB -> %ld kB over %u spans of %zu bytes\n", before,
                 after, batches * PER_BATCH, b.n);
   /* Half the queue: the release build grows ~0.2 MiB here, ASan (its
