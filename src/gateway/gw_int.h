@@ -158,7 +158,8 @@ typedef struct air__gw_worker {
   uint64_t cfg_gen;          /* the config generation whose limits srv has */
   int listen_fd;             /* the supervisor's socket for this thread */
   air__exchange_pools pools; /* exchanges and legs of ended requests, kept
-                                for the next ones (issue 20) */
+                                for the next ones: no allocation per
+                                request once warm */
   air__pool reqs;            /* the same for request.c's requests */
 } air__gw_worker;
 

@@ -47,8 +47,9 @@ typedef struct gw_req {
   const char *const *fwd; /* forwarded header lines (inside fwd_buf) */
   air__buf fwd_buf;
   air__trace trace;
-  air__trace_answer *ans; /* what the released answer said (sampled only,
-                            else NULL: issue 20) */
+  air__trace_answer *ans; /* what the released answer said: sampled
+                            requests only, so an unsampled one allocates
+                            nothing for it (else NULL) */
 } gw_req;
 
 static uint64_t mono_ms(void) {

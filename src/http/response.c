@@ -9,7 +9,7 @@
 #include "http_int.h"
 
 /* A response head is built on the stack when it fits (most do: ~300
- * bytes), on the heap when not (issue 20). */
+ * bytes), on the heap when not: no allocation for a typical answer. */
 #define HEAD_STACK_BYTES 1024
 
 static const char *reason_phrase(int status) {
