@@ -365,6 +365,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   hc.port = g->port;
   http_limits(g, cfg, &hc);
   hc.on_head = air__gw_head;
+  hc.error_body = air__gw_error_body;
   hc.inflight_body = &g->inflight_body;
   hc.stats = &g->http_stats;
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);

@@ -206,6 +206,11 @@ void air__gw_handle(void *data, air__http_req *req,
                     const air__http_request *msg);
 /* The head hook of every worker: client auth before the body is read. */
 void air__gw_head(void *data, air__http_head *h, const air__http_request *msg);
+/* The error-body hook of every worker (air__http_error_body_cb): the
+ * errors the HTTP server answers itself in the dialect of the endpoint the
+ * request targets. */
+bool air__gw_error_body(void *data, air__str target, int status,
+                        const char *message, air__buf *out);
 /* One log line (with its newline) to stderr: on a worker thread it is
  * written with the other lines of the same loop turn, before the loop
  * waits again; lines are never split or interleaved. */

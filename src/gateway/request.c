@@ -797,6 +797,28 @@ static void head_refuse(air__gw_worker *w, air__http_head *h,
   air__buf_cleanup(&body);
 }
 
+/* The error-body hook of every worker's server (docs/design.md §8: a
+ * limit's error in the caller's dialect). A target under /v1/messages,
+ * the Anthropic endpoints, gets Anthropic's error shape; so does one that
+ * only begins so (a query, a longer path, a head cut short), since the
+ * server may answer before the target is whole. Any other target gets the
+ * server's own shape, OpenAI's. */
+bool air__gw_error_body(void *data, air__str target, int status,
+                        const char *message, air__buf *out) {
+  (void)data;
+  if (target.n < 12 || memcmp(target.p, "/v1/messages", 12) != 0) return false;
+  const char *type = status == 413   ? "request_too_large"
+                     : status == 503 ? "overloaded_error"
+                     : status >= 500 ? "api_error"
+                                     : "invalid_request_error";
+  air__buf_puts(out, "{\"type\":\"error\",\"error\":{\"type\":\"");
+  air__buf_puts(out, type);
+  air__buf_puts(out, "\",\"message\":");
+  air__buf_put_json_str(out, message, strlen(message));
+  air__buf_puts(out, "}}");
+  return true;
+}
+
 /* A request with a body to an endpoint that takes none: refused before its
  * body is read or counted against max_inflight_body_bytes (404 for no
  * endpoint, 405 for a method it does not take, else 400). */
