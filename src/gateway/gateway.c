@@ -1,7 +1,7 @@
 /*
  * The gateway: process setup, workers, signals and config reload. The
- * per-request work (endpoints, auth, the exchange and its translation to
- * the caller's dialect) is in request.c.
+ * per-request work is routing and auth (request.c) and the endpoints
+ * (endpoint.h: chat_ep.c, plain_ep.c, local_ep.c).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "backoff.h"
+#include "endpoint.h"
 #include "gw_int.h"
 #include "limits.h"
 #include "redis.h"

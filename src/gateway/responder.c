@@ -1,5 +1,5 @@
-/* The responder: see responder.h. Moved verbatim from request.c's exchange
- * callbacks; the sends are the caller's. */
+/* The responder: see responder.h. It decides what to send; the sends are
+ * the caller's (chat_ep.c, plain_ep.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
