@@ -1,7 +1,7 @@
 /*
  * The gateway: process setup, workers, signals and config reload. The
- * per-request work (endpoints, auth, the exchange and its translation to
- * the caller's dialect) is in request.c.
+ * per-request work is routing and auth (request.c) and the endpoints
+ * (endpoint.h: chat_ep.c, plain_ep.c, local_ep.c).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "backoff.h"
+#include "endpoint.h"
 #include "gw_int.h"
 #include "limits.h"
 #include "redis.h"
@@ -365,6 +366,7 @@ static int worker_init(air__gateway *g, air__gw_worker *w, unsigned id,
   hc.port = g->port;
   http_limits(g, cfg, &hc);
   hc.on_head = air__gw_head;
+  hc.error_body = air__gw_error_body;
   hc.inflight_body = &g->inflight_body;
   hc.stats = &g->http_stats;
   rc = air__http_server_new(&w->loop, &hc, air__gw_handle, w, &w->srv);

@@ -1,4 +1,6 @@
-/* Internals shared by gateway.c (process, workers) and request.c. */
+/* Internals shared by the gateway's files: the process and its workers
+ * (gateway.c), the log thread, supervision, and what routing and the
+ * endpoints (request.c, endpoint.h) read of them. */
 #ifndef AIR__GW_INT_H
 #define AIR__GW_INT_H
 
@@ -158,8 +160,9 @@ typedef struct air__gw_worker {
   uint64_t cfg_gen;          /* the config generation whose limits srv has */
   int listen_fd;             /* the supervisor's socket for this thread */
   air__exchange_pools pools; /* exchanges and legs of ended requests, kept
-                                for the next ones (issue 20) */
-  air__pool reqs;            /* the same for request.c's requests */
+                                for the next ones: no allocation per
+                                request once warm */
+  air__pool reqs;            /* the same for chat_ep.c's requests */
 } air__gw_worker;
 
 struct air__gateway {
@@ -205,30 +208,15 @@ void air__gw_handle(void *data, air__http_req *req,
                     const air__http_request *msg);
 /* The head hook of every worker: client auth before the body is read. */
 void air__gw_head(void *data, air__http_head *h, const air__http_request *msg);
+/* The error-body hook of every worker (air__http_error_body_cb): the
+ * errors the HTTP server answers itself in the dialect of the endpoint the
+ * request targets. */
+bool air__gw_error_body(void *data, air__str target, int status,
+                        const char *message, air__buf *out);
 /* One log line (with its newline) to stderr: on a worker thread it is
  * written with the other lines of the same loop turn, before the loop
  * waits again; lines are never split or interleaved. */
 void air__gw_log(const char *p, size_t n);
-/* Writes the streamed events the worker's requests produced this loop turn. */
-void air__gw_flush(air__gw_worker *w);
-/* "YYYY-MM-DDThh:mm:ss.mmmZ" of now into t (at least 25 bytes). */
-void air__gw_utc_now(char *t, size_t n);
-/* An error in the caller's dialect before any exchange, with its log line
- * (request.c). */
-void air__gw_respond_error(air__http_req *req, air_dialect dialect, int status,
-                           air_reason reason, const char *message,
-                           const char *rid);
-/* POST /v1/embeddings (dialect OpenAI) and /v1/messages/count_tokens
- * (Anthropic) through the plain exchange (plain_ep.c). Takes over cfg's
- * reference and finishes req. */
-void air__gw_plain(air__gw_worker *w, air__http_req *req,
-                   const air__http_request *msg, air_dialect dialect,
-                   air__gw_cfg *cfg, const char *rid);
-/* GET /v1/responses/{id}: forwarded to the first openai_responses provider
- * (plain_ep.c). Takes over cfg's reference and finishes req. */
-void air__gw_plain_retrieve(air__gw_worker *w, air__http_req *req,
-                            const air__http_request *msg, air__gw_cfg *cfg,
-                            const char *rid);
 /* Tracks a request id in flight for the supervisor's death report;
  * returns the handle for air__gw_inflight_end. */
 int air__gw_inflight_begin(air__gw_worker *w, const char *rid);

@@ -14,9 +14,9 @@
  * The writer gathers: woken by the first line after a quiet spell, it
  * waits AIR__LOG_GATHER_MS more (or until half the buffer is full, or the
  * stop) and writes what came in one go. A gateway answering one request
- * at a time otherwise paid a wake-up, a context switch and a write per
- * request (issue 20: ~3.5 futex calls and a write per request at c=1);
- * a line now reaches stderr at most AIR__LOG_GATHER_MS later.
+ * at a time otherwise pays a wake-up, a context switch and a write per
+ * request (~3.5 futex calls and a write per request at one request in
+ * flight); a line reaches stderr at most AIR__LOG_GATHER_MS later.
  *
  * Two buffers of cap bytes take turns: the loop threads append to `lines`
  * from its first byte; the writer swaps it with `spare` (emptied) and writes

@@ -444,18 +444,10 @@ static void put_counter(air__buf *out, const char *name, const char *help,
   }
 }
 
-static void put_scalar(air__buf *out, const char *name, const char *help,
-                       uint64_t v) {
-  put_head(out, name, help, "counter");
-  air__buf_puts(out, name);
-  air__buf_putc(out, ' ');
-  air__buf_putu(out, v);
-  air__buf_putc(out, '\n');
-}
-
-static void put_gauge(air__buf *out, const char *name, const char *help,
-                      uint64_t v) {
-  put_head(out, name, help, "gauge");
+/* A family of one value without labels; type "counter" or "gauge". */
+static void put_value(air__buf *out, const char *type, const char *name,
+                      const char *help, uint64_t v) {
+  put_head(out, name, help, type);
   air__buf_puts(out, name);
   air__buf_putc(out, ' ');
   air__buf_putu(out, v);
@@ -467,21 +459,20 @@ static void put_gauge(air__buf *out, const char *name, const char *help,
 static void put_state_link(air__buf *out, air_state *st) {
   air__redis_stats s;
   if (air__state_redis_stats(st, &s) != 0) return;
-  put_gauge(out, "airetry_state_redis_up",
+  put_value(out, "gauge", "airetry_state_redis_up",
             "1 while the shared state's Redis link is up.", s.up ? 1 : 0);
-  put_scalar(out, "airetry_state_redis_reconnects_total",
-             "Redis links made again after the first.", s.reconnects);
-  put_scalar(out, "airetry_state_redis_command_errors_total",
-             "Redis error replies, timed-out and lost commands.",
-             s.command_errors);
-  put_scalar(out, "airetry_state_redis_dropped_writes_total",
-             "State changes not sent (queue full or link down; merged "
-             "when the link is back).",
-             s.dropped);
-  put_scalar(out, "airetry_state_redis_applied_total",
-             "State changes of other instances applied to this one.",
-             s.applied);
-  put_gauge(out, "airetry_state_redis_seconds_since_sync",
+  put_value(out, "counter", "airetry_state_redis_reconnects_total",
+            "Redis links made again after the first.", s.reconnects);
+  put_value(out, "counter", "airetry_state_redis_command_errors_total",
+            "Redis error replies, timed-out and lost commands.",
+            s.command_errors);
+  put_value(out, "counter", "airetry_state_redis_dropped_writes_total",
+            "State changes not sent (queue full or link down; merged "
+            "when the link is back).",
+            s.dropped);
+  put_value(out, "counter", "airetry_state_redis_applied_total",
+            "State changes of other instances applied to this one.", s.applied);
+  put_value(out, "gauge", "airetry_state_redis_seconds_since_sync",
             "Seconds since the last full sync with Redis (0 before one).",
             s.synced ? s.since_sync_ms / 1000u : 0);
 }
@@ -537,45 +528,45 @@ int air__metrics_render(air__metrics *m, air_state *st, uint64_t now_ms,
       "outcome: joined (its text reached the caller), failed, "
       "prefill_rejected (asked again with instruct, or failed).",
       m, K_CONT, "route", "outcome");
-  put_scalar(out, "airetry_retries_total",
-             "Attempts on the same target as the one before.",
-             atomic_load_explicit(&m->retries, memory_order_relaxed));
-  put_scalar(out, "airetry_switches_total",
-             "Attempts on another target than the one before.",
-             atomic_load_explicit(&m->switches, memory_order_relaxed));
-  put_scalar(out, "airetry_malformed_events_total",
-             "Malformed upstream events skipped.",
-             atomic_load_explicit(&m->malformed, memory_order_relaxed));
-  put_scalar(out, "airetry_worker_restarts_total",
-             "Worker processes the supervisor replaced after they died.",
-             m->worker_restarts);
-  put_scalar(out, "airetry_log_lines_dropped_total",
-             "Log lines dropped because stderr did not keep up.",
-             m->log_dropped ? atomic_load(m->log_dropped) : 0);
+  put_value(out, "counter", "airetry_retries_total",
+            "Attempts on the same target as the one before.",
+            atomic_load_explicit(&m->retries, memory_order_relaxed));
+  put_value(out, "counter", "airetry_switches_total",
+            "Attempts on another target than the one before.",
+            atomic_load_explicit(&m->switches, memory_order_relaxed));
+  put_value(out, "counter", "airetry_malformed_events_total",
+            "Malformed upstream events skipped.",
+            atomic_load_explicit(&m->malformed, memory_order_relaxed));
+  put_value(out, "counter", "airetry_worker_restarts_total",
+            "Worker processes the supervisor replaced after they died.",
+            m->worker_restarts);
+  put_value(out, "counter", "airetry_log_lines_dropped_total",
+            "Log lines dropped because stderr did not keep up.",
+            m->log_dropped ? atomic_load(m->log_dropped) : 0);
   if (m->http != NULL) {
-    put_gauge(out, "airetry_http_read_ahead_bytes",
+    put_value(out, "gauge", "airetry_http_read_ahead_bytes",
               "Bytes read from clients and not yet parsed.",
               atomic_load(&m->http->read_ahead));
-    put_gauge(out, "airetry_http_output_queued_bytes",
+    put_value(out, "gauge", "airetry_http_output_queued_bytes",
               "Response bytes waiting for clients to read them.",
               atomic_load(&m->http->output_queued));
-    put_scalar(out, "airetry_http_output_refused_total",
-               "Response writes refused or connections cut over "
-               "limits.max_output_queue_bytes.",
-               atomic_load(&m->http->output_refused));
-    put_scalar(out, "airetry_http_write_timeouts_total",
-               "Connections closed because the client read nothing for "
-               "limits.client_write_timeout_ms.",
-               atomic_load(&m->http->write_timeouts));
+    put_value(out, "counter", "airetry_http_output_refused_total",
+              "Response writes refused or connections cut over "
+              "limits.max_output_queue_bytes.",
+              atomic_load(&m->http->output_refused));
+    put_value(out, "counter", "airetry_http_write_timeouts_total",
+              "Connections closed because the client read nothing for "
+              "limits.client_write_timeout_ms.",
+              atomic_load(&m->http->write_timeouts));
   }
   put_state_link(out, st);
-  put_scalar(out, "airetry_trace_spans_exported_total",
-             "Trace spans the OTLP collector accepted.",
-             m->spans_exported ? atomic_load(m->spans_exported) : 0);
-  put_scalar(out, "airetry_trace_spans_dropped_total",
-             "Trace spans dropped: the export queue was full, or the "
-             "collector failed or refused their batch.",
-             m->spans_dropped ? atomic_load(m->spans_dropped) : 0);
+  put_value(out, "counter", "airetry_trace_spans_exported_total",
+            "Trace spans the OTLP collector accepted.",
+            m->spans_exported ? atomic_load(m->spans_exported) : 0);
+  put_value(out, "counter", "airetry_trace_spans_dropped_total",
+            "Trace spans dropped: the export queue was full, or the "
+            "collector failed or refused their batch.",
+            m->spans_dropped ? atomic_load(m->spans_dropped) : 0);
   put_head(out, "airetry_breaker_state",
            "Breaker per target: 0 closed, 1 open, 2 half-open.", "gauge");
   for (const cell *c = m->first; air__buf_error(out) == 0 && c != NULL;

@@ -37,12 +37,10 @@
 
 #include <jansson.h>
 
-#include "gw_int.h"
+#include "endpoint.h"
 #include "limits.h"
 #include "plain.h"
 #include "responder.h"
-
-#define MAX_FORWARD 32
 
 typedef struct gw_plain {
   air__gw_worker *w;
@@ -57,114 +55,33 @@ typedef struct gw_plain {
   bool ended, gone;
   int inflight;
   char rid[40];
-  air__buf fwd_buf;
-  const char *fwd[MAX_FORWARD + 1];
+  air__gw_forward fwd;
 } gw_plain;
-
-static air__http_field field(const char *name, const char *value) {
-  if (value == NULL) value = "";
-  air__http_field f = {name, strlen(name), value, strlen(value)};
-  return f;
-}
 
 static void finish(gw_plain *r) {
   air__gw_inflight_end(r->w, r->inflight);
-  air__buf_cleanup(&r->fwd_buf);
+  air__gw_forward_cleanup(&r->fwd);
   air__gw_cfg_release(r->cfg);
   free(r->model);
   free(r->upath);
   free(r);
 }
 
-/* The caller headers named in forward_headers, as "name: value" lines
- * (every target speaks the caller's dialect). Offsets first, pointers once
- * the buffer no longer moves. */
-static void collect_forward(gw_plain *r, const air__http_request *msg) {
-  const air_config *cfg = r->cfg->cfg;
-  size_t offs[MAX_FORWARD], n = 0;
-  for (size_t i = 0; i < cfg->n_forward_headers && n < MAX_FORWARD; i++) {
-    const air__str *h = air__http_find_header(msg, cfg->forward_headers[i]);
-    if (h == NULL) continue;
-    size_t at = r->fwd_buf.n;
-    int rc = air__buf_adds(&r->fwd_buf, cfg->forward_headers[i]);
-    if (rc == 0) rc = air__buf_adds(&r->fwd_buf, ": ");
-    if (rc == 0) rc = air__buf_add(&r->fwd_buf, h->p, h->n);
-    if (rc == 0) rc = air__buf_addc(&r->fwd_buf, '\0');
-    if (rc != 0) break;
-    offs[n++] = at;
-  }
-  for (size_t i = 0; i < n; i++) r->fwd[i] = r->fwd_buf.p + offs[i];
-  r->fwd[n] = NULL;
-}
-
 static void log_line(const gw_plain *r, const air__exchange_result *res,
                      int status, const char *outcome) {
-  air__buf b;
-  air__buf_init(&b, AIR__MAX_LOG_LINE_BYTES);
-  char t[64];
-  air__gw_utc_now(t, sizeof(t));
-  air__buf_puts(&b, "{\"time\":\"");
-  air__buf_puts(&b, t);
-  air__buf_puts(&b, "\",\"request_id\":\"");
-  air__buf_puts(&b, r->rid);
-  air__buf_puts(&b, "\",\"route\":");
-  air__buf_put_json_str(&b, r->model, strlen(r->model));
-  air__buf_puts(&b, r->dialect == AIR_DIALECT_ANTHROPIC
-                        ? ",\"api\":\"anthropic\""
-                    : r->dialect == AIR_DIALECT_OPENAI_RESPONSES
-                        ? ",\"api\":\"openai_responses\""
-                        : ",\"api\":\"openai\"");
-  air__buf_puts(&b, ",\"endpoint\":");
-  air__buf_put_json_str(&b, r->path, strlen(r->path));
-  air__buf_puts(&b, ",\"stream\":false,\"attempts\":[");
-  for (size_t i = 0; i < res->n_log; i++) {
-    const air_attempt *a = &res->log[i];
-    if (i) air__buf_putc(&b, ',');
-    air__buf_puts(&b, "{\"target\":");
-    air__buf_put_json_str(&b, a->target, strlen(a->target));
-    if (a->skipped) {
-      air__buf_puts(&b, ",\"outcome\":\"skipped\",\"field\":");
-      air__buf_put_json_str(&b, a->field ? a->field : "",
-                            a->field ? strlen(a->field) : 0);
-      air__buf_putc(&b, '}');
-      continue;
-    }
-    air__buf_puts(&b, ",\"reason\":\"");
-    air__buf_puts(&b, a->reason ? air_reason_name(a->reason) : "ok");
-    air__buf_puts(&b, "\",\"status\":");
-    air__buf_putu(&b, (unsigned long long)a->status);
-    air__buf_puts(&b, ",\"ms\":");
-    air__buf_putu(&b, a->ms);
-    if (a->wait_ms) {
-      air__buf_puts(&b, ",\"wait_ms\":");
-      air__buf_putu(&b, a->wait_ms);
-    }
-    air__buf_putc(&b, '}');
-  }
-  air__buf_puts(&b, "],\"outcome\":\"");
-  air__buf_puts(&b, outcome);
-  air__buf_puts(&b, "\",\"status\":");
-  air__buf_putu(&b, (unsigned long long)status);
-  air__buf_puts(&b, ",\"total_ms\":");
-  air__buf_putu(&b, res->total_ms);
-  air__buf_puts(&b, "}\n");
-  if (air__buf_error(&b) != 0) {
-    /* Over the line's limit (a huge attempt log): the line without it. */
-    air__buf_reset(&b);
-    air__buf_puts(&b, "{\"time\":\"");
-    air__buf_puts(&b, t);
-    air__buf_puts(&b, "\",\"request_id\":\"");
-    air__buf_puts(&b, r->rid);
-    air__buf_puts(&b, "\",\"attempts_omitted\":");
-    air__buf_putu(&b, res->n_log);
-    air__buf_puts(&b, ",\"outcome\":\"");
-    air__buf_puts(&b, outcome);
-    air__buf_puts(&b, "\",\"status\":");
-    air__buf_putu(&b, (unsigned long long)status);
-    air__buf_puts(&b, "}\n");
-  }
-  if (air__buf_error(&b) == 0) air__gw_log(b.p, b.n);
-  air__buf_cleanup(&b);
+  air__gw_line l;
+  air__gw_line_begin(&l, r->rid);
+  air__buf_puts(&l.b, ",\"route\":");
+  air__buf_put_json_str(&l.b, r->model, strlen(r->model));
+  air__gw_line_api(&l, r->dialect);
+  air__buf_puts(&l.b, ",\"endpoint\":");
+  air__buf_put_json_str(&l.b, r->path, strlen(r->path));
+  air__buf_puts(&l.b, ",\"stream\":false");
+  air__gw_line_attempts(&l, res->log, res->n_log);
+  air__gw_line_outcome(&l, outcome, status);
+  air__buf_puts(&l.b, ",\"total_ms\":");
+  air__buf_putu(&l.b, res->total_ms);
+  air__gw_line_end(&l, res->n_log, outcome, status);
 }
 
 /* The upstream's request-id header (an Anthropic upstream's), or NULL. */
@@ -193,21 +110,21 @@ static void on_end(void *data, const air__plain_result *res) {
     snprintf(attempts, sizeof(attempts), "%u", res->x.n_attempts);
     air__http_field f[6];
     size_t n = 0;
-    f[n++] = field("content-type", "application/json");
-    f[n++] = field("x-airetry-attempts", attempts);
+    f[n++] = air__gw_field("content-type", "application/json");
+    f[n++] = air__gw_field("x-airetry-attempts", attempts);
     /* Left out when the name holds CR or LF (a direct name a caller chose):
      * the answer still goes. */
     if (res->x.answered == NULL || strpbrk(res->x.answered, "\r\n") == NULL)
-      f[n++] = field("x-airetry-target", res->x.answered);
-    f[n++] = field("x-request-id", r->rid);
+      f[n++] = air__gw_field("x-airetry-target", res->x.answered);
+    f[n++] = air__gw_field("x-request-id", r->rid);
     if (r->dialect == AIR_DIALECT_ANTHROPIC) {
       const air_header *h = upstream_rid(res);
       if (h != NULL && h->value_len < sizeof(urid)) {
         memcpy(urid, h->value, h->value_len);
         urid[h->value_len] = '\0';
-        f[n++] = field("request-id", urid);
+        f[n++] = air__gw_field("request-id", urid);
       } else {
-        f[n++] = field("request-id", r->rid);
+        f[n++] = air__gw_field("request-id", r->rid);
       }
     }
     air__http_respond(r->req, status, f, n, res->body, res->body_len);
@@ -219,7 +136,7 @@ static void on_end(void *data, const air__plain_result *res) {
     outcome = rs.outcome;
     air__http_field f[AIR__RESP_MAX_HEADERS];
     for (size_t i = 0; i < rs.n_head; i++)
-      f[i] = field(rs.head[i].name, rs.head[i].value);
+      f[i] = air__gw_field(rs.head[i].name, rs.head[i].value);
     air__http_respond(r->req, rs.status, f, rs.n_head, rs.out.p ? rs.out.p : "",
                       rs.out.n);
     air__responder_cleanup(&rs);
@@ -298,8 +215,8 @@ static void start(air__gw_worker *w, air__http_req *req,
   r->stub.model = model;
   snprintf(r->rid, sizeof(r->rid), "%s", rid);
   r->inflight = air__gw_inflight_begin(w, r->rid);
-  air__buf_init(&r->fwd_buf, AIR__MAX_FORWARD_BYTES);
-  collect_forward(r, msg);
+  air__gw_forward_init(&r->fwd);
+  air__gw_forward_collect(&r->fwd, cfg->cfg, msg);
   air__plain_opts o = {
       .cfg = cfg->cfg,
       .state = w->g->state,
@@ -310,21 +227,14 @@ static void start(air__gw_worker *w, air__http_req *req,
       .body = get ? NULL : msg->body.p,
       .body_len = get ? 0 : msg->body.n,
       .get = get,
-      .forward = r->fwd,
+      .forward = r->fwd.lines,
       .record = dialect == AIR_DIALECT_OPENAI,
   };
   air__plain_cb cb = {NULL, on_end, r};
   air__http_req_on_disconnect(req, on_disconnect, r);
   int rc = air__plain_start(&w->loop, w->t, &o, &cb, &r->x);
-  if (rc == AIR_ENOTFOUND) {
-    char m[320];
-    snprintf(m, sizeof(m), "model '%.200s' is not a route or provider/model",
-             model);
-    air__gw_respond_error(req, dialect, 404, AIR_REASON_NOT_FOUND, m, r->rid);
-    finish(r);
-  } else if (rc != 0) {
-    air__gw_respond_error(req, dialect, 503, AIR_REASON_OVERLOADED,
-                          air_strerror(rc), r->rid);
+  if (rc != 0) {
+    air__gw_respond_start_error(req, dialect, rc, model, r->rid);
     finish(r);
   }
 }

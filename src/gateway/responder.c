@@ -1,5 +1,5 @@
-/* The responder: see responder.h. Moved verbatim from request.c's exchange
- * callbacks; the sends are the caller's. */
+/* The responder: see responder.h. It decides what to send; the sends are
+ * the caller's (chat_ep.c, plain_ep.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +58,8 @@ void air__responder_cleanup(air__responder *rs) {
 }
 
 /* The aggregate of a whole answer, made when first needed (a streamed
- * caller needs none once it is committed: issue 20); NULL when out of
- * memory. */
+ * caller needs none once it is committed, so it allocates none); NULL
+ * when out of memory. */
 static air__aggregate *aggregate(air__responder *rs) {
   if (rs->agg == NULL) {
     rs->agg = malloc(sizeof(*rs->agg));
@@ -114,7 +114,7 @@ int air__responder_commit(air__responder *rs, const air__commit_info *ci,
   put_ids(rs);
   if (rs->dropped != NULL) put(rs, "x-airetry-dropped", rs->dropped);
   /* The encoder is allocated here, not with the responder: a stream
-   * waiting for its first token holds 1 KB less (issue 20). */
+   * waiting for its first token holds 1 KB less. */
   if (rs->enc == NULL) rs->enc = calloc(1, sizeof(*rs->enc));
   if (rs->enc == NULL) {
     rs->lost = true; /* answered as an error, whole (air__responder_end) */

@@ -6,7 +6,7 @@
  * the dialects match, re-encoded parts when they differ), the final error
  * event or the terminator; for a non-streamed caller the aggregate answer
  * as JSON, or the error body with the attempt log. It does no I/O: the
- * gateway (request.c) sends what it produces, and the simulator
+ * gateway (chat_ep.c) sends what it produces, and the simulator
  * (tests/sim) decodes it, so what the simulation checks is exactly what
  * callers receive.
  */

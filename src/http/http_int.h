@@ -144,9 +144,9 @@ int air__http_conn_write(air__http_conn *c, const uv_buf_t *bufs,
 void air__http_conn_finish(air__http_conn *c, int how);
 
 /* response.c */
-/* Writes an error response with a JSON body (the Anthropic shape for a
- * request to /v1/messages) and connection: close; a 503 also carries
- * `retry-after: 1`. */
+/* Writes an error response with a JSON body (the error-body hook's when
+ * the config sets one and it takes the request) and connection: close; a
+ * 503 also carries `retry-after: 1`. */
 int air__http_write_error(air__http_conn *c, int status, const char *message);
 
 /* server.c */

@@ -9,7 +9,7 @@
 #include "http_int.h"
 
 /* A response head is built on the stack when it fits (most do: ~300
- * bytes), on the heap when not (issue 20). */
+ * bytes), on the heap when not: no allocation for a typical answer. */
 #define HEAD_STACK_BYTES 1024
 
 static const char *reason_phrase(int status) {
@@ -170,14 +170,28 @@ static int build_head(air__http_conn *c, air__buf *b, int status,
   return rc;
 }
 
-/* True when the request being read targets the Anthropic endpoint: its
- * errors then take the Anthropic shape (docs/design.md §8: the caller's
- * dialect). */
-static bool anthropic_target(const air__http_conn *c) {
+/* The request-target of the request being read, as far as it was read
+ * (empty before its first byte). */
+static air__str target_so_far(const air__http_conn *c) {
   const air__http_reader *r = &c->rd;
-  return r->head.p != NULL && r->target_n >= 12 &&
-         r->target + 12 <= r->head.n &&
-         memcmp(r->head.p + r->target, "/v1/messages", 12) == 0;
+  air__str t = {"", 0};
+  if (r->head.p != NULL && r->target_n > 0 && r->target < r->head.n) {
+    t.p = r->head.p + r->target;
+    t.n = r->head.n - r->target < r->target_n ? r->head.n - r->target
+                                              : r->target_n;
+  }
+  return t;
+}
+
+/* {"error":{"message":"...","type":"..."}}: server_error for 5xx. */
+static int own_error_body(int status, const char *message, air__buf *body) {
+  int rc = air__buf_adds(body, "{\"error\":{\"message\":");
+  if (!rc) rc = air__buf_add_json_str(body, message, strlen(message));
+  if (!rc)
+    rc = air__buf_adds(body, status >= 500
+                                 ? ",\"type\":\"server_error\"}}"
+                                 : ",\"type\":\"invalid_request_error\"}}");
+  return rc;
 }
 
 int air__http_write_error(air__http_conn *c, int status, const char *message) {
@@ -186,25 +200,14 @@ int air__http_write_error(air__http_conn *c, int status, const char *message) {
   air__buf_init_on(&b, AIR__HTTP_MAX_RESPONSE_HEAD_BYTES, head, sizeof(head));
   air__buf body;
   air__buf_init(&body, 1024);
+  const air__http_config *cfg = &c->srv->cfg;
   int rc;
-  if (anthropic_target(c)) {
-    const char *type = status == 413   ? "request_too_large"
-                       : status == 503 ? "overloaded_error"
-                       : status >= 500 ? "api_error"
-                                       : "invalid_request_error";
-    rc = air__buf_adds(&body, "{\"type\":\"error\",\"error\":{\"type\":\"");
-    if (!rc) rc = air__buf_adds(&body, type);
-    if (!rc) rc = air__buf_adds(&body, "\",\"message\":");
-    if (!rc) rc = air__buf_add_json_str(&body, message, strlen(message));
-    if (!rc) rc = air__buf_adds(&body, "}}");
-  } else {
-    rc = air__buf_adds(&body, "{\"error\":{\"message\":");
-    if (!rc) rc = air__buf_add_json_str(&body, message, strlen(message));
-    if (!rc)
-      rc = air__buf_adds(&body, status >= 500
-                                    ? ",\"type\":\"server_error\"}}"
-                                    : ",\"type\":\"invalid_request_error\"}}");
-  }
+  if (cfg->error_body != NULL &&
+      cfg->error_body(cfg->error_body_data, target_so_far(c), status, message,
+                      &body))
+    rc = air__buf_error(&body);
+  else
+    rc = own_error_body(status, message, &body);
   static const air__http_field ct[] = {
       {"content-type", 12, "application/json", 16},
       {"retry-after", 11, "1", 1}};

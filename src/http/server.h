@@ -50,10 +50,12 @@
  *   within request_timeout_ms of its first byte, 413 body too large,
  *   417 unsupported Expect, 431 head too large, 503 over max_connections
  *   or over max_inflight_body_bytes (with `retry-after: 1`), 505 HTTP
- *   version. Requests to /v1/messages get the Anthropic error shape
- *   {"type":"error","error":{"type":"...","message":"..."}} instead. An
- *   idle keep-alive connection is closed after idle_timeout_ms without a
- *   response.
+ *   version. A server whose config sets the error-body hook
+ *   (air__http_config.error_body) sends the body the hook writes instead,
+ *   so the user of the server answers in the shape its clients expect
+ *   (the gateway: the dialect of the endpoint the request targets); the
+ *   server itself knows no dialect. An idle keep-alive connection is
+ *   closed after idle_timeout_ms without a response.
  */
 #ifndef AIR__HTTP_SERVER_H
 #define AIR__HTTP_SERVER_H
@@ -111,6 +113,19 @@ typedef void (*air__http_head_cb)(void *data, air__http_head *h,
                                   const air__http_request *head);
 
 /*
+ * The error-body hook: called on the loop's thread, with the config's
+ * error_body_data, when the server answers a request itself (the errors
+ * listed at the top of this file). target: the request-target as far as
+ * it was read (empty when none was). Returning true, the hook has written
+ * the JSON body for status and message into out (an append that failed
+ * stays in out's error: the answer is then not sent, as when the server's
+ * own body does not fit); returning false, it wrote nothing and the
+ * server's own body is sent. It must not call into the server.
+ */
+typedef bool (*air__http_error_body_cb)(void *data, air__str target, int status,
+                                        const char *message, air__buf *out);
+
+/*
  * Counters shared by the servers of a process (each field atomic; any
  * thread may read them, e.g. for /metrics).
  */
@@ -163,6 +178,9 @@ typedef struct air__http_config {
   air__http_stats *stats;         /* shared counters (their owner outlives
                                      the servers); NULL: the server's own */
   air__http_head_cb on_head;      /* optional, see air__http_head_cb */
+  air__http_error_body_cb error_body; /* optional, see
+                                         air__http_error_body_cb */
+  void *error_body_data;
 } air__http_config;
 
 /* Fills cfg with the defaults, listening on 127.0.0.1:8080. */

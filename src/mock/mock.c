@@ -925,6 +925,17 @@ static void on_request(void *data, air__http_req *req,
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+/* The HTTP server's own errors (a malformed request, a limit): in the
+ * Anthropic shape for a target under /v1/messages, as a real Anthropic
+ * upstream answers (air__http_error_body_cb). */
+static bool error_body(void *data, air__str target, int status,
+                       const char *message, air__buf *out) {
+  (void)data;
+  if (target.n < 12 || memcmp(target.p, "/v1/messages", 12) != 0) return false;
+  (void)air__mock_error_body(AIR_DIALECT_ANTHROPIC, status, NULL, message, out);
+  return true;
+}
+
 int air__mock_start(uv_loop_t *loop, const air__mock_config *cfg,
                     air__mock **out, int *uv_err) {
   *out = NULL;
@@ -942,6 +953,7 @@ int air__mock_start(uv_loop_t *loop, const air__mock_config *cfg,
   hc.host = cfg->host;
   hc.port = cfg->port;
   hc.shutdown_timeout_ms = SHUTDOWN_MS;
+  hc.error_body = error_body;
   int rc = air__http_server_new(loop, &hc, on_request, m, &m->srv);
   if (rc == 0) rc = air__http_server_listen(m->srv, uv_err);
   if (rc != 0) {
