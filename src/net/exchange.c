@@ -57,20 +57,12 @@
 #include "seam.h"
 #include "spans.h"
 #include "sse.h"
+#include "upstream.h"
 
 #define MAX_EVENT_PARTS 4 /* parts of one SSE event kept inline */
-/* An error (non-200) body is diagnostic only: its first MAX_ERROR_BODY
- * bytes are kept for classification and the rest is read and dropped. A
- * whole 200 body is an answer: bounded by limits.max_response_bytes, past it
- * the attempt fails (malformed), never a silently shortened answer. */
-#define MAX_ERROR_BODY AIR__MAX_ERROR_BODY_BYTES
-#define MAX_KEPT_HEADERS 32
-#define MAX_REQUEST_HEADERS (AIR__MAX_HEADERS + 16)
 /* Legs: every racer, plus as many again for losers whose transfer is
  * removed on the next loop turn while new attempts start. */
 #define MAX_LEGS (2 * AIR__MAX_RACERS)
-/* launch's header lines and URL start on its stack: they usually fit. */
-#define LAUNCH_STACK_BYTES 1024
 
 enum mode { M_NONE, M_SSE, M_BODY };
 
@@ -91,7 +83,7 @@ typedef struct leg {
   size_t log;         /* its attempt log entry */
   const char *target; /* its target and 1-based number: a judged answer */
   unsigned no;        /* released after the run stopped still names it */
-  int status;         /* (fields ordered to leave no holes: issue 20) */
+  int body_stop;      /* finish_body: what stopped the release */
   const air__dialect_ops *ops;
   void *xfer;            /* the transfer in flight (tr's), or NULL */
   uint64_t due[T_COUNT]; /* first byte, attempt, part, wait: 0 = off */
@@ -100,23 +92,24 @@ typedef struct leg {
   bool in_cb; /* inside its on_head / on_body */
   bool pause_pending;
   bool content_told; /* air_run_content was called for it */
-  bool have_fail;
-  air_failure fail; /* the attempt's failure under construction */
+  bool paused;       /* the consumer paused its transfer: chunk_ms waits */
+  air__upstream up;  /* its status, kept headers and failure */
   air__gate gate;
   air__sse sse;
   air__decoder dec;
-  air__buf body;  /* upstream request body */
-  air__buf err;   /* a non-stream response body */
-  air__buf kept;  /* copies of response headers, then hv */
-  air__buf strs;  /* error strings of its failure */
-  air_header *hv; /* the kept headers (inside kept) */
-  size_t n_hv;
+  air__buf body; /* upstream request body */
+  /* A non-stream response body. An error (non-200) body is diagnostic
+   * only: its first AIR__MAX_ERROR_BODY_BYTES are kept for classification
+   * and the rest is read and dropped. A whole 200 body is an answer:
+   * bounded by limits.max_response_bytes, past it the attempt fails
+   * (malformed), never a silently shortened answer. */
+  air__buf err;
   air_part parts_inline[MAX_EVENT_PARTS];
   air_part *parts; /* parts_inline, or a heap array for big events */
   size_t n_parts, cap_parts;
   uint64_t attempt_start;
-  const char *key; /* the attempt's upstream key (environment), or NULL */
-  const char *skip_field; /* launch() == 2: offsets into strs (see fix()) */
+  /* launch() == 2: offsets into up.strs (air__upstream_keep) */
+  const char *skip_field;
   const char *skip_msg;
   air_action act; /* the ATTEMPT it runs (sent again with the tool) */
   /* A continuation (docs/design.md §3.5): its style, whether its seam opened
@@ -126,8 +119,6 @@ typedef struct leg {
   bool open;
   bool seam_failed;
   bool native_json; /* the attempt asks a schema natively (4) */
-  bool paused;      /* the consumer paused its transfer: chunk_ms waits */
-  int body_stop;    /* finish_body: what stopped the release */
   air_cont_style style;
   uint64_t u_in, u_out;
   air_part *cparts; /* the parts it releases, rebuilt per event */
@@ -161,7 +152,6 @@ typedef struct cont {
 } cont;
 
 struct air__exchange {
-  air__loop loop;       /* time (loop.h) */
   air__transport_if tr; /* upstreams (transport.h) */
   air__exchange_opts o;
   air__exchange_cb cb;
@@ -169,8 +159,7 @@ struct air__exchange {
   air_run *run;
   air_action act;
   air__gate_cfg gcfg;  /* every leg's gate, deadlines set per attempt */
-  air__timer *timer;   /* one loop timer, armed at the earliest due */
-  uint64_t armed;      /* when the loop timer fires (exchange clock), 0: off */
+  air__deadlines dl;   /* one loop timer (loop.h), armed at the earliest due */
   uint64_t hedge_due;  /* air_run_hedge then (0: off) */
   leg *legs[MAX_LEGS]; /* made on first use: one without hedging */
   leg *win;            /* the leg whose answer is released, or NULL */
@@ -199,8 +188,8 @@ struct air__exchange {
   uint64_t hint_ms;
   const char *answered;   /* the target whose answer was released, or NULL */
   unsigned tool_retry_id; /* the attempt re-sent with the JSON tool */
-  struct leg *kick_leg;   /* kick: the leg whose launch failed, and how */
-  int kick_rc;
+  int kick_rc;            /* kick: how the launch of kick_leg failed */
+  struct leg *kick_leg;
   cont c;                   /* continuation (docs/design.md §3.5) */
   air__exchange_result res; /* the end, kept while its delivery waits */
   size_t state_provider;    /* the provider of the route's first
@@ -213,8 +202,7 @@ static void step(air__exchange *x);
 static bool launched(leg *l, int rc);
 static void record_stop(leg *l, int rc);
 static void attempt_failed(leg *l);
-static void set_fail(leg *l, air_reason reason, int status, const char *type,
-                     const char *code, const char *message,
+static void set_fail(leg *l, air_reason reason, int status, const char *message,
                      air_transport_err transport);
 
 static uint64_t now_of(const air__exchange *x) {
@@ -232,31 +220,15 @@ static uint64_t now_of(const air__exchange *x) {
 static void rearm(air__exchange *x) {
   if (x->reap || x->kick || x->cancel_pending || x->resume_pending) {
     /* Work for the next loop turn: before any due time. */
-    uint64_t now = now_of(x);
-    x->armed = now ? now : 1;
-    x->loop.ops->timer_start(x->loop.impl, x->timer, 0);
+    air__deadlines_soon(&x->dl, now_of(x));
     return;
   }
   uint64_t next = x->hedge_due;
   uint64_t ka = x->c.keepalive_due;
   if (ka != 0 && (next == 0 || ka < next)) next = ka;
   for (unsigned k = 0; k < x->n_legs; k++)
-    for (int i = 0; i < T_COUNT; i++) {
-      uint64_t d = x->legs[k]->due[i];
-      if (d != 0 && (next == 0 || d < next)) next = d;
-    }
-  if (next == 0) {
-    if (x->armed != 0) x->loop.ops->timer_stop(x->loop.impl, x->timer);
-    x->armed = 0;
-    return;
-  }
-  /* Armed for no later than next: left as it is. Firing early is harmless
-   * (on_timer finds nothing due and arms again), and a part deadline moved
-   * on by every event then costs no timer call (issue 20). */
-  if (x->armed != 0 && x->armed <= next) return;
-  uint64_t now = now_of(x);
-  x->armed = next;
-  x->loop.ops->timer_start(x->loop.impl, x->timer, next > now ? next - now : 0);
+    next = air__due_min(x->legs[k]->due, T_COUNT, next);
+  air__deadlines_arm(&x->dl, next);
 }
 
 static void timer_stop(leg *l, int which) {
@@ -273,8 +245,7 @@ static void stop_timers(air__exchange *x) {
   for (unsigned k = 0; k < x->n_legs; k++) stop_leg_timers(x->legs[k]);
   x->hedge_due = 0;
   x->c.keepalive_due = 0;
-  x->armed = 0;
-  x->loop.ops->timer_stop(x->loop.impl, x->timer);
+  air__deadlines_stop(&x->dl);
 }
 
 /* Arms deadline which at deadline on the exchange's clock (at once when it
@@ -325,8 +296,7 @@ static leg *take_leg(air__exchange *x) {
   air__buf_init(&l->err, x->o.cfg->limits.max_response_bytes
                              ? x->o.cfg->limits.max_response_bytes
                              : AIR__MAX_RESPONSE_BYTES);
-  air__buf_init(&l->kept, AIR__MAX_KEPT_HEADER_BYTES);
-  air__buf_init(&l->strs, AIR__MAX_FAILURE_TEXT_BYTES);
+  air__upstream_init(&l->up);
   x->legs[x->n_legs++] = l;
   return l;
 }
@@ -337,8 +307,7 @@ static void leg_cleanup(leg *l) {
   air__decoder_cleanup(&l->dec);
   air__buf_cleanup(&l->body);
   air__buf_cleanup(&l->err);
-  air__buf_cleanup(&l->kept);
-  air__buf_cleanup(&l->strs);
+  air__upstream_cleanup(&l->up);
   if (l->parts != l->parts_inline) free(l->parts);
   free(l->cparts);
   free(l->coff);
@@ -554,7 +523,7 @@ static void end(air__exchange *x, int rc) {
   x->res = r;
   if (x->calling > 0 || x->in_xfer_cb > 0 || x->starting) {
     x->end_due = true;
-    x->loop.ops->timer_start(x->loop.impl, x->timer, 0);
+    air__deadlines_soon(&x->dl, now_of(x));
     return;
   }
   deliver_end(x);
@@ -597,8 +566,8 @@ static int emit(void *data, const air__gate_event *ev) {
         .made = air__run_attempts(x->run),
         .upstream = l->ops ? l->ops->api : AIR_DIALECT_OPENAI,
         .ms = x->first_content_ms,
-        .headers = l->hv,
-        .n_headers = l->n_hv,
+        .headers = l->up.hv,
+        .n_headers = l->up.n_hv,
     };
     ci.continuable = x->c.on && !x->c.never;
     tell_commit(x, &ci);
@@ -728,8 +697,7 @@ static int seam_fail(leg *l) {
   char msg[256];
   snprintf(msg, sizeof(msg), "the continuation from %s cannot be joined: %s",
            l->target, m != NULL ? m : "it does not fit the sent text");
-  set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, msg,
-           AIR_TRANSPORT_OK);
+  set_fail(l, AIR_REASON_MALFORMED, l->up.status, msg, AIR_TRANSPORT_OK);
   l->seam_failed = true;
   return 1;
 }
@@ -747,7 +715,7 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
   if (!live(x)) return 1;
   /* Room for every part, the text the seam let through and the usage. */
   if (cparts_room(l, ev->n_parts + 2) != 0) {
-    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+    set_fail(l, AIR_REASON_MALFORMED, l->up.status,
              "the continuation could not be joined", AIR_TRANSPORT_OK);
     l->seam_failed = true;
     return 1;
@@ -779,7 +747,7 @@ static int emit_cont(leg *l, const air__gate_event *ev) {
     if (opening && open_seam(l) != 0) {
       /* Not joined (no memory, or the engine refused): final, as a seam
        * that failed. */
-      set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+      set_fail(l, AIR_REASON_MALFORMED, l->up.status,
                "the continuation could not be joined", AIR_TRANSPORT_OK);
       l->seam_failed = true;
       return 1;
@@ -904,7 +872,7 @@ static int on_sse(void *data, const air__sse_event *ev) {
   if (l->dec.fatal != NULL) {
     /* A field that carries meaning over its limit (dialect.h). */
     x->malformed++;
-    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL, l->dec.fatal,
+    set_fail(l, AIR_REASON_MALFORMED, l->up.status, l->dec.fatal,
              AIR_TRANSPORT_OK);
     return 1;
   }
@@ -918,8 +886,9 @@ static int on_sse(void *data, const air__sse_event *ev) {
       if (l->parts[i].text_len)
         part_str(msg, sizeof(msg), l->parts[i].text, l->parts[i].text_len);
     }
-    set_fail(l, air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK),
-             l->status, type, NULL, msg, AIR_TRANSPORT_OK);
+    air__upstream_fail(&l->up,
+                       air__classify(200, type, NULL, msg, AIR_TRANSPORT_OK),
+                       l->up.status, type, NULL, msg, AIR_TRANSPORT_OK);
     return 1;
   }
   if (l->dec.malformed > before) {
@@ -935,113 +904,18 @@ static int on_sse(void *data, const air__sse_event *ev) {
 
 /* ---- the attempt's failure ----------------------------------------------- */
 
-/*
- * Copies s into the leg's failure strings, with every occurrence of the
- * attempt's upstream key replaced by "[redacted]": an upstream that echoes
- * the key it got (in a 401 message, say) must not leak it to callers or
- * logs.
- */
-static const char *keep_str(leg *l, const char *s) {
-  if (s == NULL) return NULL;
-  size_t off = l->strs.n;
-  size_t kn = l->key ? strlen(l->key) : 0;
-  const char *p = s;
-  int rc = 0;
-  while (rc == 0 && *p) {
-    const char *hit = kn >= 8 ? strstr(p, l->key) : NULL;
-    if (hit == NULL) {
-      rc = air__buf_adds(&l->strs, p);
-      break;
-    }
-    rc = air__buf_add(&l->strs, p, (size_t)(hit - p));
-    if (rc == 0) rc = air__buf_adds(&l->strs, "[redacted]");
-    p = hit + kn;
-  }
-  if (rc == 0) rc = air__buf_addc(&l->strs, '\0');
-  if (rc != 0) return NULL;
-  return (const char *)(uintptr_t)(off + 1); /* fixed up by fix() */
-}
-
-static const char *fix(const leg *l, const char *off) {
-  return off == NULL ? NULL : l->strs.p + ((uintptr_t)off - 1);
-}
-
-/* Sets the attempt's failure; strings are copied. */
-static void set_fail(leg *l, air_reason reason, int status, const char *type,
-                     const char *code, const char *message,
+/* Sets the attempt's failure (upstream.h: strings copied, the key
+ * redacted). */
+static void set_fail(leg *l, air_reason reason, int status, const char *message,
                      air_transport_err transport) {
-  air__buf_reset(&l->strs);
-  memset(&l->fail, 0, sizeof(l->fail));
-  l->fail.reason = reason;
-  l->fail.status = status;
-  l->fail.transport = transport;
-  const char *t = keep_str(l, type), *c = keep_str(l, code),
-             *m = keep_str(l, message);
-  const char *rid = NULL;
-  for (size_t i = 0; i < l->n_hv; i++) {
-    const air_header *h = &l->hv[i];
-    if ((h->name_len == 12 && strncasecmp(h->name, "x-request-id", 12) == 0) ||
-        (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0)) {
-      char tmp[128];
-      size_t n =
-          h->value_len < sizeof(tmp) - 1 ? h->value_len : sizeof(tmp) - 1;
-      memcpy(tmp, h->value, n);
-      tmp[n] = '\0';
-      rid = keep_str(l, tmp);
-    }
-  }
-  l->fail.type = fix(l, t);
-  l->fail.code = fix(l, c);
-  l->fail.message = fix(l, m);
-  l->fail.request_id = fix(l, rid);
-  l->fail.headers = l->hv;
-  l->fail.n_headers = l->n_hv;
-  l->have_fail = true;
+  air__upstream_fail(&l->up, reason, status, NULL, NULL, message, transport);
 }
 
 static void fail_from_gate(leg *l) {
-  set_fail(l, l->gate.reason, l->status, NULL, NULL, l->gate.message,
-           AIR_TRANSPORT_OK);
+  set_fail(l, l->gate.reason, l->up.status, l->gate.message, AIR_TRANSPORT_OK);
 }
 
 /* ---- transport callbacks ------------------------------------------------- */
-
-static void keep_headers(leg *l, const air_header *h, size_t n) {
-  air__buf_reset(&l->kept);
-  l->hv = NULL;
-  l->n_hv = 0;
-  /* The strings, then the array (8-aligned) after them in the same buffer,
-   * pointing into it once nothing more moves it: one allocation per
-   * stream, sized to what the upstream sent. */
-  air_header tmp[MAX_KEPT_HEADERS];
-  size_t k = 0, need = 0, m = n < MAX_KEPT_HEADERS ? n : MAX_KEPT_HEADERS;
-  if (m == 0) return;
-  for (size_t i = 0; i < m; i++) need += h[i].name_len + h[i].value_len;
-  /* Exactly what they take (the array 8-aligned): no doubling to 512 for
-   * a held stream to keep (issue 20). Failing that, the appends fail. */
-  if (air__buf_reserve(&l->kept, need + 8 + m * sizeof(tmp[0])) != 0) return;
-  for (size_t i = 0; i < n && k < MAX_KEPT_HEADERS; i++) {
-    size_t a = l->kept.n;
-    if (air__buf_add(&l->kept, h[i].name, h[i].name_len) != 0) break;
-    size_t b = l->kept.n;
-    if (air__buf_add(&l->kept, h[i].value, h[i].value_len) != 0) break;
-    tmp[k].name = (const char *)(uintptr_t)a;
-    tmp[k].value = (const char *)(uintptr_t)b;
-    tmp[k].name_len = h[i].name_len;
-    tmp[k].value_len = h[i].value_len;
-    k++;
-  }
-  size_t at;
-  if (k == 0 ||
-      air__buf_add_aligned(&l->kept, tmp, k * sizeof(tmp[0]), &at) != 0)
-    return;
-  l->hv = (air_header *)(void *)(l->kept.p + at);
-  for (size_t i = 0; i < k; i++) {
-    l->hv[i].name = l->kept.p + (uintptr_t)l->hv[i].name;
-    l->hv[i].value = l->kept.p + (uintptr_t)l->hv[i].value;
-  }
-  l->n_hv = k;
-}
 
 static bool is_event_stream(const air_header *h, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -1060,9 +934,9 @@ static void on_head(void *data, int status, const air_header *h, size_t n) {
   leg *l = data;
   if (l->state != L_RUNNING) return; /* lost: removed on the next turn */
   timer_stop(l, T_FIRST_BYTE);
-  l->status = status;
+  l->up.status = status;
   air__run_note_status(l->x->run, l->id, status);
-  keep_headers(l, h, n);
+  air__upstream_keep_headers(&l->up, h, n);
   l->mode = status == 200 && is_event_stream(h, n) ? M_SSE : M_BODY;
 }
 
@@ -1077,12 +951,12 @@ static bool stopped(const leg *l) {
  * as a success nor waits for a deadline. rc is what stopped it.
  */
 static void record_stop(leg *l, int rc) {
-  if (l->have_fail) return;
+  if (l->up.have_fail) return;
   if (l->gate.state == AIR__GATE_FAILED) {
     fail_from_gate(l);
     return;
   }
-  set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+  set_fail(l, AIR_REASON_MALFORMED, l->up.status,
            rc == AIR_ENOMEM ? "out of memory while passing the answer on"
                             : "the answer could not be passed on",
            AIR_TRANSPORT_BADBODY);
@@ -1093,19 +967,10 @@ static int on_body(void *data, const char *p, size_t n) {
   air__exchange *x = l->x;
   if (stopped(l)) return -1;
   if (l->mode != M_SSE) {
-    if (l->status != 200) {
-      size_t room = l->err.n < MAX_ERROR_BODY ? MAX_ERROR_BODY - l->err.n : 0;
-      if (room == 0) return 0;
-      if (air__buf_add(&l->err, p, n < room ? n : room) == 0) return 0;
-      /* No memory for the diagnostic body: the status is the failure. */
-      char what[64];
-      snprintf(what, sizeof(what), "upstream answered HTTP %d", l->status);
-      set_fail(l, AIR_REASON_NONE, l->status, NULL, NULL, what,
-               AIR_TRANSPORT_OK);
-      return -1;
-    }
+    if (l->up.status != 200) /* diagnostic: its first part is kept */
+      return air__upstream_error_piece(&l->up, &l->err, p, n);
     if (air__buf_add(&l->err, p, n) == 0) return 0;
-    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+    set_fail(l, AIR_REASON_MALFORMED, l->up.status,
              "response body over max_response_bytes", AIR_TRANSPORT_BADBODY);
     return -1;
   }
@@ -1113,14 +978,14 @@ static int on_body(void *data, const char *p, size_t n) {
   int rc = air__sse_feed(&l->sse, p, n);
   x->in_xfer_cb--;
   if (stopped(l)) return -1;
-  if (rc < 0 && !l->have_fail && l->gate.state != AIR__GATE_FAILED) {
-    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+  if (rc < 0 && !l->up.have_fail && l->gate.state != AIR__GATE_FAILED) {
+    set_fail(l, AIR_REASON_MALFORMED, l->up.status,
              rc == AIR_ENOMEM ? "out of memory while reading the event stream"
                               : "event stream over the size limits",
              AIR_TRANSPORT_BADBODY);
     return -1;
   }
-  if (rc != 0 || l->have_fail || l->gate.state == AIR__GATE_FAILED) {
+  if (rc != 0 || l->up.have_fail || l->gate.state == AIR__GATE_FAILED) {
     record_stop(l, rc);
     return -1;
   }
@@ -1171,7 +1036,7 @@ static void finish_body(leg *l) {
       record_stop(l, l->body_stop); /* the release stopped, not the decoder */
       return;
     }
-    set_fail(l, AIR_REASON_MALFORMED, 200, NULL, NULL,
+    set_fail(l, AIR_REASON_MALFORMED, 200,
              l->dec.fatal != NULL
                  ? l->dec.fatal
                  : "response is neither an event stream nor a response body",
@@ -1212,10 +1077,10 @@ static void on_done(void *data, int rc, air_transport_err kind,
   }
   if (rc == AIR_ECANCELED) {
     /* We stopped it: the failure is set (record_stop), never a success. */
-    if (!l->have_fail) record_stop(l, rc);
+    if (!l->up.have_fail) record_stop(l, rc);
   } else if (rc != 0) {
     set_fail(l, connect_timeout ? AIR_REASON_TIMEOUT_CONNECT : AIR_REASON_NONE,
-             l->status == 200 ? 0 : l->status, NULL, NULL, msg, kind);
+             l->up.status == 200 ? 0 : l->up.status, msg, kind);
   } else if (l->mode == M_SSE) {
     air__sse_finish(&l->sse);
     if (l->gate.state != AIR__GATE_FAILED && l->gate.state != AIR__GATE_DONE) {
@@ -1226,44 +1091,34 @@ static void on_done(void *data, int rc, air_transport_err kind,
       int grc = air__gate_end(&l->gate, clean, now_of(x));
       if (grc != 0 && live(x)) record_stop(l, grc);
     }
-    if (l->gate.state == AIR__GATE_FAILED && !l->have_fail) fail_from_gate(l);
-  } else if (l->status == 200) {
+    if (l->gate.state == AIR__GATE_FAILED && !l->up.have_fail)
+      fail_from_gate(l);
+  } else if (l->up.status == 200) {
     finish_body(l);
   } else {
-    air__buf tmp;
-    air__buf_init(&tmp, AIR__MAX_FAILURE_TEXT_BYTES);
-    air_failure f;
-    memset(&f, 0, sizeof(f));
-    air__parse_error_body(l->err.p, l->err.n, &tmp, &f);
-    char what[64];
-    if (f.message == NULL) {
-      snprintf(what, sizeof(what), "upstream answered HTTP %d", l->status);
-      f.message = what;
-    }
-    set_fail(l, AIR_REASON_NONE, l->status, f.type, f.code, f.message,
-             AIR_TRANSPORT_OK);
-    air__buf_cleanup(&tmp);
+    air__upstream_fail_error_body(&l->up, &l->err);
   }
   if (x->cancel_pending) { /* the consumer cancelled while it was released */
     cancel_now(x);
     return;
   }
-  if (late != AIR_REASON_NONE && l->have_fail &&
-      (l->fail.reason == AIR_REASON_NETWORK ||
-       (l->fail.reason == AIR_REASON_NONE &&
-        l->fail.transport != AIR_TRANSPORT_OK)))
-    set_fail(l, late, l->status, NULL, NULL,
+  if (late != AIR_REASON_NONE && l->up.have_fail &&
+      (l->up.fail.reason == AIR_REASON_NETWORK ||
+       (l->up.fail.reason == AIR_REASON_NONE &&
+        l->up.fail.transport != AIR_TRANSPORT_OK)))
+    set_fail(l, late, l->up.status,
              late == AIR_REASON_TIMEOUT_CHUNK
                  ? "no event within chunk_ms, then the connection closed"
                  : "no content part within first_chunk_ms, then the connection "
                    "closed",
              AIR_TRANSPORT_OK);
   if (x->ended || l->state != L_RUNNING) return; /* decided while releasing */
-  if (!l->have_fail && l->cont && !l->open) /* ended cleanly, nothing joined */
-    set_fail(l, AIR_REASON_MALFORMED, l->status, NULL, NULL,
+  if (!l->up.have_fail && l->cont &&
+      !l->open) /* ended cleanly, nothing joined */
+    set_fail(l, AIR_REASON_MALFORMED, l->up.status,
              "the continuation ended before it could be joined",
              AIR_TRANSPORT_OK);
-  if (l->have_fail) {
+  if (l->up.have_fail) {
     attempt_failed(l);
     return;
   }
@@ -1280,7 +1135,7 @@ static void timeout_fail(leg *l, air_reason reason, const char *msg) {
   xfer_cancel(l);
   stop_leg_timers(l);
   x->upstream_ms += now_of(x) - l->attempt_start;
-  set_fail(l, reason, l->status, NULL, NULL, msg, AIR_TRANSPORT_OK);
+  set_fail(l, reason, l->up.status, msg, AIR_TRANSPORT_OK);
   attempt_failed(l);
 }
 
@@ -1340,7 +1195,7 @@ static void on_timer(void *arg) {
   static void (*const handler[T_COUNT])(leg *) = {
       on_first_byte_timeout, on_attempt_timeout, on_part_timeout, on_wait_done};
   air__exchange *x = arg;
-  x->armed = 0; /* a one-shot timer: it is off now */
+  air__deadlines_fired(&x->dl);
   if (x->end_due) {
     deliver_end(x);
     return;
@@ -1392,109 +1247,6 @@ static void on_timer(void *arg) {
 
 /* ---- attempts ------------------------------------------------------------ */
 
-/* The upstream request's header lines, built per attempt; libcurl copies
- * them, so they live on the stack of launch only. */
-typedef struct hdrs {
-  air__buf buf;
-  size_t off[MAX_REQUEST_HEADERS];
-  size_t n;
-} hdrs;
-
-static int add_header(hdrs *hl, const char *name, size_t name_len,
-                      const char *value, size_t value_len) {
-  if (hl->n >= MAX_REQUEST_HEADERS) return AIR_ETOOBIG;
-  /* A header value with CR or LF could split the request: never sent. */
-  if (memchr(value, '\r', value_len) || memchr(value, '\n', value_len) ||
-      memchr(name, '\r', name_len) || memchr(name, '\n', name_len))
-    return 0;
-  size_t off = hl->buf.n;
-  int rc = air__buf_add(&hl->buf, name, name_len);
-  if (rc == 0) rc = air__buf_add(&hl->buf, ": ", 2);
-  if (rc == 0) rc = air__buf_add(&hl->buf, value, value_len);
-  if (rc == 0) rc = air__buf_addc(&hl->buf, '\0');
-  if (rc != 0) return rc;
-  hl->off[hl->n++] = off;
-  return 0;
-}
-
-static int add_header_s(hdrs *hl, const char *name, const char *value) {
-  return add_header(hl, name, strlen(name), value, strlen(value));
-}
-
-/*
- * Caller headers named in forward_headers are copied upstream, except those
- * that carry credentials or HTTP framing, which only airetry sets.
- */
-static bool forwardable(const char *name, size_t n) {
-  static const char *const never[] = {"authorization",
-                                      "x-api-key",
-                                      "host",
-                                      "content-length",
-                                      "transfer-encoding",
-                                      "connection",
-                                      "content-type",
-                                      "accept",
-                                      "anthropic-version",
-                                      "expect",
-                                      "upgrade",
-                                      "te",
-                                      "trailer",
-                                      "proxy-authorization",
-                                      "cookie"};
-  for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
-    if (strlen(never[i]) == n && strncasecmp(never[i], name, n) == 0)
-      return false;
-  return true;
-}
-
-/* The upstream request's headers: ours, the provider's, and the caller's
- * forwarded ones (same dialect only). */
-static int add_headers(const leg *l, const air__provider *p, const char *key,
-                       hdrs *hl) {
-  const air__exchange *x = l->x;
-  int rc = add_header_s(hl, "Content-Type", "application/json");
-  if (rc == 0) rc = add_header_s(hl, "Accept", "text/event-stream");
-  if (rc == 0) rc = add_header_s(hl, "User-Agent", "airetry/" AIR_VERSION);
-  bool has_version = false;
-  for (size_t i = 0; i < p->n_headers; i++)
-    if (strcasecmp(p->headers[i].name, "anthropic-version") == 0)
-      has_version = true;
-  if (rc == 0 && p->api == AIR_DIALECT_ANTHROPIC) {
-    if (key != NULL) rc = add_header_s(hl, "x-api-key", key);
-    if (rc == 0 && !has_version)
-      rc = add_header_s(hl, "anthropic-version", "2023-06-01");
-  } else if (rc == 0 && key != NULL) {
-    char bmem[LAUNCH_STACK_BYTES];
-    air__buf bearer;
-    air__buf_init_on(&bearer, AIR__MAX_UPSTREAM_HEADER_BYTES, bmem,
-                     sizeof(bmem));
-    rc = air__buf_adds(&bearer, "Bearer ");
-    if (rc == 0) rc = air__buf_adds(&bearer, key);
-    if (rc == 0) rc = add_header(hl, "Authorization", 13, bearer.p, bearer.n);
-    air__buf_cleanup(&bearer);
-  }
-  for (size_t i = 0; rc == 0 && i < p->n_headers; i++)
-    rc = add_header_s(hl, p->headers[i].name, p->headers[i].value);
-  if (rc == 0 && x->o.trace != NULL) { /* docs/design.md §5, Traces */
-    char tp[AIR__TRACEPARENT_LEN + 1];
-    air__trace_attempt_header(x->o.trace, l->no, tp);
-    rc = add_header_s(hl, "traceparent", tp);
-  }
-  if (x->o.req->dialect == p->api) {
-    for (const char *const *f = x->o.forward; rc == 0 && f && *f; f++) {
-      const char *colon = strchr(*f, ':');
-      if (colon == NULL || !forwardable(*f, (size_t)(colon - *f))) continue;
-      if (x->o.trace != NULL && colon - *f == 11 &&
-          strncasecmp(*f, "traceparent", 11) == 0)
-        continue; /* ours replaces the caller's */
-      const char *v = colon + 1;
-      while (*v == ' ') v++;
-      rc = add_header(hl, *f, (size_t)(colon - *f), v, strlen(v));
-    }
-  }
-  return rc;
-}
-
 /*
  * The body of continuation leg l (docs/design.md §3.5): the caller's request
  * plus the released text in the leg's style, max_tokens lowered by the output
@@ -1537,7 +1289,7 @@ static int build_continuation(leg *l, const air__build_opts *bo,
 }
 
 /* Prepares and starts on leg l the transfer of ATTEMPT action a. Returns 0
- * when it is in flight, 1 with l->fail set when it failed at once, or 2
+ * when it is in flight, 1 with l->up.fail set when it failed at once, or 2
  * when the target cannot express the request (skip_field / skip_msg). */
 static int launch(leg *l, const air_action *a) {
   air__exchange *x = l->x;
@@ -1566,14 +1318,11 @@ static int launch(leg *l, const air_action *a) {
     }
   }
   l->attempt_start = now_of(x);
-  l->status = 0;
+  air__upstream_begin(&l->up);
   l->mode = M_NONE;
-  l->have_fail = false;
   l->content_told = false;
   l->pause_pending = false;
   l->paused = false;
-  l->hv = NULL;
-  l->n_hv = 0;
   air__buf_reset(&l->err);
   air__buf_reset(&l->body);
   air__sse_reset(&l->sse);
@@ -1582,19 +1331,7 @@ static int launch(leg *l, const air_action *a) {
   air__gate_begin(&l->gate, l->attempt_start);
   l->gate.cfg.first_chunk_ms = t->timeouts.first_chunk_ms;
   l->gate.cfg.chunk_ms = t->timeouts.chunk_ms;
-
-  const char *key = NULL;
-  l->key = NULL;
-  if (p->api_key_env != NULL) {
-    key = l->key = p->api_key; /* read at config load (config.h) */
-    if (key == NULL || key[0] == '\0') {
-      char msg[2 * AIR__MAX_NAME_BYTES + 64];
-      snprintf(msg, sizeof(msg), "%s is not set: no API key for provider %s",
-               p->api_key_env, p->name);
-      set_fail(l, AIR_REASON_AUTH, 0, NULL, NULL, msg, AIR_TRANSPORT_OK);
-      return 1;
-    }
-  }
+  if (air__upstream_key(&l->up, p) != 0) return 1;
   air_error err;
   memset(&err, 0, sizeof(err));
   air__build_opts bo = {
@@ -1619,55 +1356,34 @@ static int launch(leg *l, const air_action *a) {
     /* Outcome skipped (docs/design.md §2.1): nothing is sent to this target. */
     char field[AIR__MAX_NAME_BYTES];
     air__unsupported_field(err.message, field, sizeof(field));
-    air__buf_reset(&l->strs);
-    l->skip_field = keep_str(l, field);
-    l->skip_msg = keep_str(l, err.message);
+    air__buf_reset(&l->up.strs);
+    l->skip_field = air__upstream_keep(&l->up, field);
+    l->skip_msg = air__upstream_keep(&l->up, err.message);
     return 2;
   }
   if (built != 0) {
-    set_fail(l, AIR_REASON_BAD_REQUEST, 400, "invalid_request_error", NULL,
-             err.message, AIR_TRANSPORT_OK);
+    air__upstream_fail(&l->up, AIR_REASON_BAD_REQUEST, 400,
+                       "invalid_request_error", NULL, err.message,
+                       AIR_TRANSPORT_OK);
     return 1;
   }
   if (x->o.req->raw == NULL && !l->cont) /* no caller text: the body's size */
     air__run_set_prompt_bytes(x->run, l->body.n);
-  /* Both are built and dropped here: on the stack when they fit. */
-  char hmem[LAUNCH_STACK_BYTES], umem[LAUNCH_STACK_BYTES];
-  hdrs hl;
-  air__buf_init_on(&hl.buf, AIR__MAX_UPSTREAM_HEADER_BYTES, hmem, sizeof(hmem));
-  hl.n = 0;
-  int rc = add_headers(l, p, key, &hl);
-  const char *lines[MAX_REQUEST_HEADERS + 1];
-  for (size_t i = 0; i < hl.n; i++) lines[i] = hl.buf.p + hl.off[i];
-  lines[hl.n] = NULL;
-  air__buf url;
-  air__buf_init_on(&url, AIR__MAX_URL_BYTES, umem, sizeof(umem));
-  size_t bl = strlen(p->base_url);
-  while (bl > 0 && p->base_url[bl - 1] == '/') bl--;
-  if (rc == 0) rc = air__buf_add(&url, p->base_url, bl);
-  if (rc == 0) rc = air__buf_adds(&url, l->ops->path);
-  air__xfer_req r = {
-      .url = url.p,
-      .headers = lines,
+  char tp[AIR__TRACEPARENT_LEN + 1];
+  if (x->o.trace != NULL) air__trace_attempt_header(x->o.trace, l->no, tp);
+  air__upstream_req r = {
+      .provider = p,
+      .target = t,
+      .path = l->ops->path,
+      .accept = "text/event-stream",
+      .traceparent = x->o.trace != NULL ? tp : NULL,
+      /* the caller's headers go to upstreams of its own dialect only */
+      .forward = x->o.req->dialect == p->api ? x->o.forward : NULL,
       .body = l->body.p,
       .body_len = l->body.n,
-      .connect_ms = t->timeouts.connect_ms,
-      .target = t->name,
   };
   air__xfer_cb cb = {on_head, on_body, on_done, l};
-  int started = rc == 0 ? x->tr.ops->start(x->tr.impl, &r, &cb, &l->xfer) : rc;
-  air__buf_cleanup(&hl.buf); /* libcurl keeps copies */
-  air__buf_cleanup(&url);
-  if (rc != 0) {
-    set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL,
-             "upstream request over the size limits", AIR_TRANSPORT_OK);
-    return 1;
-  }
-  if (started != 0) {
-    set_fail(l, AIR_REASON_NETWORK, 0, NULL, NULL,
-             "could not start the transfer", AIR_TRANSPORT_CONNECT);
-    return 1;
-  }
+  if (air__upstream_send(&l->up, &x->tr, &r, &cb, &l->xfer) != 0) return 1;
   uint64_t now = l->attempt_start;
   arm(l, T_FIRST_BYTE, now + t->timeouts.first_byte_ms);
   arm(l, T_ATTEMPT, a->deadline_ms);
@@ -1675,13 +1391,13 @@ static int launch(leg *l, const air_action *a) {
   return 0;
 }
 
-/* Hands l->fail to the policy (x->act is its decision) and tells the
+/* Hands l->up.fail to the policy (x->act is its decision) and tells the
  * observer about the failed attempt. */
 static void policy_fail(leg *l) {
   air__exchange *x = l->x;
   l->state = L_FREE;
   x->last = l;
-  air_run_fail(x->run, l->id, &l->fail, now_of(x),
+  air_run_fail(x->run, l->id, &l->up.fail, now_of(x),
                x->clock->wall_ms(x->clock->data), &x->act);
   engine_did(x, &x->act);
   tell_failed(x, air_run_attempt(x->run, l->log));
@@ -1692,8 +1408,8 @@ static void policy_fail(leg *l) {
 static void skip_target(leg *l) {
   air__exchange *x = l->x;
   l->state = L_FREE;
-  air__run_skip(x->run, l->id, fix(l, l->skip_field), fix(l, l->skip_msg),
-                now_of(x), &x->act);
+  air__run_skip(x->run, l->id, air__upstream_str(&l->up, l->skip_field),
+                air__upstream_str(&l->up, l->skip_msg), now_of(x), &x->act);
   engine_did(x, &x->act);
   tell_failed(x, air_run_attempt(x->run, l->log));
 }
@@ -1730,13 +1446,13 @@ static void continue_failed(leg *l) {
   l->state = L_FREE;
   x->last = l;
   if (l->seam_failed) {
-    air__run_fail_final(x->run, l->id, &l->fail, now, &x->act);
+    air__run_fail_final(x->run, l->id, &l->up.fail, now, &x->act);
   } else if (l->cont && !l->open && l->style == AIR_CONT_PREFILL &&
-             air__prefill_rejected(l->fail.status, &l->fail)) {
+             air__prefill_rejected(l->up.fail.status, &l->up.fail)) {
     /* Never the caller's: asked again with instruct, or a failure. */
     air_run_prefill_rejected(x->run, l->id, now, &x->act);
   } else {
-    air_run_fail(x->run, l->id, &l->fail, now,
+    air_run_fail(x->run, l->id, &l->up.fail, now,
                  x->clock->wall_ms(x->clock->data), &x->act);
   }
   engine_did(x, &x->act);
@@ -1750,12 +1466,12 @@ static void continue_failed(leg *l) {
   step(x);
 }
 
-/* The attempt failed (l->fail): before commit the policy decides. */
+/* The attempt failed (l->up.fail): before commit the policy decides. */
 static void attempt_failed(leg *l) {
   air__exchange *x = l->x;
   uint64_t now = now_of(x);
   uint64_t hint = 0;
-  x->has_hint = air__retry_after(l->fail.headers, l->fail.n_headers,
+  x->has_hint = air__retry_after(l->up.fail.headers, l->up.fail.n_headers,
                                  x->clock->wall_ms(x->clock->data), &hint) == 1;
   x->hint_ms = hint;
   if (l->cont || (l->gate.committed && x->c.on)) {
@@ -1765,13 +1481,13 @@ static void attempt_failed(leg *l) {
   if (l->gate.committed) {
     l->state = L_FREE;
     x->last = l;
-    air__run_fail_final(x->run, l->id, &l->fail, now, &x->act);
+    air__run_fail_final(x->run, l->id, &l->up.fail, now, &x->act);
     engine_did(x, &x->act);
     end(x, AIR_EUPSTREAM);
     return;
   }
-  if (l->native_json && x->tool_retry_id != l->id && l->fail.status == 400 &&
-      schema_error(&l->fail)) {
+  if (l->native_json && x->tool_retry_id != l->id && l->up.fail.status == 400 &&
+      schema_error(&l->up.fail)) {
     /* A schema 400 from a native structured-output target: the same
      * attempt once more with the JSON tool (docs/design.md §4), from the
      * ATTEMPT action the leg ran. */
@@ -1805,9 +1521,9 @@ static bool launched(leg *l, int rc) {
   if (rc == 2) {
     if (l->cont) { /* a continuation is never skipped: it fails */
       char m[AIR__MAX_MESSAGE_BYTES];
-      const char *sm = fix(l, l->skip_msg);
+      const char *sm = air__upstream_str(&l->up, l->skip_msg);
       snprintf(m, sizeof(m), "%s", sm ? sm : "cannot be continued");
-      set_fail(l, AIR_REASON_BAD_REQUEST, 0, NULL, NULL, m, AIR_TRANSPORT_OK);
+      set_fail(l, AIR_REASON_BAD_REQUEST, 0, m, AIR_TRANSPORT_OK);
       continue_failed(l);
       return false;
     }
@@ -1985,7 +1701,6 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
   air__pool *xpool = o->pools ? &o->pools->exchanges : NULL;
   air__exchange *x = air__pool_take(xpool, sizeof(*x));
   if (x == NULL) return AIR_ENOMEM;
-  x->loop = *loop;
   x->tr = *tr;
   x->o = *o;
   x->cb = *cb;
@@ -2007,15 +1722,13 @@ int air__exchange_start_on(const air__loop *loop, const air__transport_if *tr,
                        o->req->json_response);
   air__buf_init(&x->msg, AIR__MAX_FAILURE_TEXT_BYTES);
   continuation_begin(x, pol);
-  x->timer = x->loop.ops->timer_new(x->loop.impl, on_timer, x);
-  if (x->timer == NULL || take_leg(x) == NULL) {
-    if (x->timer != NULL) {
-      x->freeing = true;
-      x->loop.ops->timer_close(x->loop.impl, x->timer, on_timer_closed, x);
-      return AIR_ENOMEM;
-    }
+  bool timer = air__deadlines_open(&x->dl, loop, x->clock, on_timer, x) == 0;
+  if (!timer || take_leg(x) == NULL) {
     x->freeing = true;
-    on_timer_closed(x);
+    if (timer)
+      air__deadlines_close(&x->dl, on_timer_closed, x);
+    else
+      on_timer_closed(x);
     return AIR_ENOMEM;
   }
   *out = x;
@@ -2108,5 +1821,5 @@ void air__exchange_free(air__exchange *x) {
   if (x == NULL || x->freeing) return;
   x->freeing = true;
   for (unsigned k = 0; k < x->n_legs; k++) xfer_cancel(x->legs[k]);
-  x->loop.ops->timer_close(x->loop.impl, x->timer, on_timer_closed, x);
+  air__deadlines_close(&x->dl, on_timer_closed, x);
 }

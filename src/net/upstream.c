@@ -17,8 +17,16 @@
 
 /* ---- the attempt --------------------------------------------------------- */
 
+void air__upstream_begin(air__upstream *u) {
+  u->status = 0;
+  u->have_fail = false;
+  u->hv = NULL;
+  u->n_hv = 0;
+}
+
 void air__upstream_init(air__upstream *u) {
-  memset(u, 0, sizeof(*u));
+  u->key = NULL;
+  air__upstream_begin(u);
   air__buf_init(&u->kept, AIR__MAX_KEPT_HEADER_BYTES);
   air__buf_init(&u->strs, AIR__MAX_FAILURE_TEXT_BYTES);
 }
@@ -26,13 +34,6 @@ void air__upstream_init(air__upstream *u) {
 void air__upstream_cleanup(air__upstream *u) {
   air__buf_cleanup(&u->kept);
   air__buf_cleanup(&u->strs);
-}
-
-void air__upstream_begin(air__upstream *u) {
-  u->status = 0;
-  u->have_fail = false;
-  u->hv = NULL;
-  u->n_hv = 0;
 }
 
 int air__upstream_key(air__upstream *u, const air__provider *p) {
