@@ -101,6 +101,17 @@ void air__exchange_engine_did(air__exchange *x, const air_action *a) {
   if (!x->ended && !x->freeing) air__exchange_rearm(x);
 }
 
+int air__exchange_commit(air__leg *l) {
+  air__exchange *x = l->x;
+  air_action a;
+  int rc = air_run_first_content(x->run, l->id, air__now(x), &a);
+  if (rc != 0) return rc;
+  if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
+  x->act = a;
+  air__exchange_engine_did(x, &a);
+  return 0;
+}
+
 /* ---- ending -------------------------------------------------------------- */
 
 /* "no target of this route can express the request: FIELD (TARGET), ..."

@@ -88,12 +88,8 @@ static int cparts_room(air__leg *l, size_t n) {
  */
 static int open_seam(air__leg *l) {
   air__exchange *x = l->x;
-  air_action a;
-  int rc = air_run_first_content(x->run, l->id, air__now(x), &a);
+  int rc = air__exchange_commit(l);
   if (rc != 0) return rc;
-  if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
-  x->act = a;
-  air__exchange_engine_did(x, &a);
   if (x->c.n_list == x->c.cap_list) {
     size_t cap = x->c.cap_list ? 2 * x->c.cap_list : 4;
     air__continued *n = realloc(x->c.list, cap * sizeof(*n));

@@ -301,6 +301,11 @@ void air__exchange_step(air__exchange *x);
 /* After every engine call: the next hedge's time, and the CANCELs that
  * follow action a (a CANCEL may be a itself: air_run_content). */
 void air__exchange_engine_did(air__exchange *x, const air_action *a);
+/* The first release of leg l (its first content, or a continuation's
+ * seam): the engine must answer COMMIT for it, which becomes x->act.
+ * Returns 0, the engine's error, or AIR_ESTATE when it answered anything
+ * else. */
+int air__exchange_commit(air__leg *l);
 /* The attempt of leg l failed (l->up.fail): the policy decides, and the
  * exchange acts on it. */
 void air__exchange_failed(air__leg *l);

@@ -77,12 +77,8 @@ static int emit(void *data, const air__gate_event *ev) {
   if (x->notified && x->win != l) return AIR_ESTATE;
   if (!x->notified) {
     if (x->act.kind != AIR_ACT_FAIL) {
-      air_action a;
-      int rc = air_run_first_content(x->run, l->id, air__now(x), &a);
+      int rc = air__exchange_commit(l);
       if (rc != 0) return rc;
-      if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
-      x->act = a;
-      air__exchange_engine_did(x, &a);
     }
     x->notified = true;
     x->win = l;
