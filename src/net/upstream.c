@@ -124,7 +124,7 @@ void air__upstream_fail(air__upstream *u, air_reason reason, int status,
     const air_header *h = &u->hv[i];
     if ((h->name_len == 12 && strncasecmp(h->name, "x-request-id", 12) == 0) ||
         (h->name_len == 10 && strncasecmp(h->name, "request-id", 10) == 0)) {
-      char tmp[128];
+      char tmp[AIR__MAX_UPSTREAM_REQUEST_ID_BYTES + 1];
       size_t n =
           h->value_len < sizeof(tmp) - 1 ? h->value_len : sizeof(tmp) - 1;
       memcpy(tmp, h->value, n);

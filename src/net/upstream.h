@@ -53,9 +53,10 @@ void air__upstream_begin(air__upstream *u);
  * that is not set. */
 int air__upstream_key(air__upstream *u, const air__provider *p);
 
-/* Keeps copies of the first AIR__MAX_KEPT_HEADERS response headers in u->hv
- * (all of them within AIR__MAX_KEPT_HEADER_BYTES; none when out of memory).
- * Valid until the next call or the next attempt's failure. */
+/* Keeps copies of the response headers in u->hv: the first
+ * AIR__MAX_KEPT_HEADERS, as many of them as AIR__MAX_KEPT_HEADER_BYTES
+ * holds (none when out of memory). Valid until the next call or
+ * air__upstream_begin. */
 void air__upstream_keep_headers(air__upstream *u, const air_header *h,
                                 size_t n);
 
@@ -65,7 +66,8 @@ void air__upstream_keep_headers(air__upstream *u, const air_header *h,
  * occurrence of u->key replaced by "[redacted]": an upstream that echoes
  * the key it got (in a 401 message, say) must not leak it to callers or
  * logs. The request id comes from the kept headers (x-request-id or
- * request-id), which are the failure's headers too.
+ * request-id, its first AIR__MAX_UPSTREAM_REQUEST_ID_BYTES), which are the
+ * failure's headers too.
  */
 void air__upstream_fail(air__upstream *u, air_reason reason, int status,
                         const char *type, const char *code, const char *message,
