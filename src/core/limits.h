@@ -55,10 +55,16 @@
 #define AIR__MAX_RESPONSE_HEAD_BYTES (64u << 10)
 /* our upstream header lines */
 #define AIR__MAX_UPSTREAM_HEADER_BYTES (64u << 10)
+/* our upstream header lines, counted: the provider's and the forwarded
+ * ones (AIR__MAX_HEADERS) and ours */
+#define AIR__MAX_UPSTREAM_HEADERS (AIR__MAX_HEADERS + 16)
 #define AIR__MAX_URL_BYTES (8u << 10) /* an upstream URL */
 /* GET /v1/responses/{id}: the id, and the query */
 #define AIR__MAX_RESPONSE_ID_BYTES 256
 #define AIR__MAX_KEPT_HEADER_BYTES (16u << 10) /* response headers kept */
+#define AIR__MAX_KEPT_HEADERS 32               /* and their count */
+/* an upstream's request id kept in a failure */
+#define AIR__MAX_UPSTREAM_REQUEST_ID_BYTES 127
 /* an attempt's failure strings */
 #define AIR__MAX_FAILURE_TEXT_BYTES (8u << 10)
 #define AIR__MAX_FORWARD_BYTES (64u << 10) /* forwarded caller header lines */

@@ -30,7 +30,7 @@
 typedef struct air__exchange air__exchange;
 
 /* Exchanges and their legs kept for the next exchanges of one loop thread
- * (pool.h, issue 20). Zeroed: empty. Emptied by air__exchange_pools_cleanup
+ * (pool.h). Zeroed: empty. Emptied by air__exchange_pools_cleanup
  * once every exchange started with it has been freed (its timer closed). */
 typedef struct air__exchange_pools {
   air__pool exchanges;

@@ -160,6 +160,21 @@ static const char *span_message(const char *m,
   return buf;
 }
 
+/* What every span of trace t starts with: its kind, the trace id (hex),
+ * the sampled flag, the "chat" operation, and no usage nor first content
+ * known yet. */
+static void span_begin(air_span *s, air_span_kind kind, const air__trace *t,
+                       const char trace_id[33]) {
+  memset(s, 0, sizeof(*s));
+  s->size = sizeof(*s);
+  s->kind = kind;
+  memcpy(s->trace_id, trace_id, sizeof(s->trace_id));
+  s->sampled = t->sampled;
+  s->operation = "chat";
+  s->input_tokens = s->output_tokens = -1;
+  s->first_content_ms = -1;
+}
+
 void air__trace_spans(const air__trace *t, const air__trace_end *e,
                       const air__exchange_result *res,
                       const air__trace_answer *ans,
@@ -181,15 +196,11 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
     const air_attempt *a = &res->log[i];
     if (a->skipped) continue;
     air_span s;
-    memset(&s, 0, sizeof(s));
-    s.size = sizeof(s);
-    s.kind = AIR_SPAN_ATTEMPT;
-    memcpy(s.trace_id, trace_id, sizeof(trace_id));
+    span_begin(&s, AIR_SPAN_ATTEMPT, t, trace_id);
     memcpy(s.parent_span_id, req_id, sizeof(req_id));
     uint8_t sid[8];
     air__span_id_derive(t->attempt_base, a->n, sid);
     air__hex(sid, 8, s.span_id);
-    s.sampled = t->sampled;
     s.start_unix_nano = at_ns(t, a->start_ms, t->start_unix_nano, end);
     s.end_unix_nano = at_ns(t, a->start_ms + a->ms, s.start_unix_nano, end);
     const char *slash = strchr(a->target, '/');
@@ -198,7 +209,6 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
     const char *model = slash ? slash + 1 : a->target;
     snprintf(name, sizeof(name), "chat %s", model);
     s.name = name;
-    s.operation = "chat";
     s.provider = p ? api_name(p->api) : NULL;
     s.provider_name = p ? p->name : NULL;
     s.request_model = model;
@@ -210,8 +220,6 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
     s.wait_ms = prev ? prev->wait_ms : 0;
     s.upstream_request_id =
         a->request_id && a->request_id[0] ? a->request_id : NULL;
-    s.input_tokens = s.output_tokens = -1;
-    s.first_content_ms = -1;
     /* A racer that lost (outcome hedge_lost, docs/design.md §3.6) did not
      * answer: its span says so in airetry.outcome. */
     if (a->hedge_lost) s.outcome = "hedge_lost";
@@ -233,26 +241,19 @@ void air__trace_spans(const air__trace *t, const air__trace_end *e,
     prev = a;
   }
   air_span s;
-  memset(&s, 0, sizeof(s));
-  s.size = sizeof(s);
-  s.kind = AIR_SPAN_REQUEST;
-  memcpy(s.trace_id, trace_id, sizeof(trace_id));
+  span_begin(&s, AIR_SPAN_REQUEST, t, trace_id);
   memcpy(s.span_id, req_id, sizeof(req_id));
   if (!air__id_zero(t->parent_id, 8))
     air__hex(t->parent_id, 8, s.parent_span_id);
-  s.sampled = t->sampled;
   s.start_unix_nano = t->start_unix_nano;
   s.end_unix_nano = end;
   snprintf(name, sizeof(name), "chat %s", e->route ? e->route : "");
   s.name = name;
-  s.operation = "chat";
   s.request_model = e->route;
   s.route = e->route;
   s.dialect = e->dialect;
   s.outcome = e->outcome;
   s.attempts = res->n_attempts;
-  s.input_tokens = s.output_tokens = -1;
-  s.first_content_ms = -1;
   if (answered != NULL) {
     with_answer(&s, ans);
     s.provider = answered_p ? api_name(answered_p->api) : NULL;

@@ -397,7 +397,7 @@ static void deliver_head(air__xfer *x) {
   x->head_done = true;
   if (x->cb.on_head) x->cb.on_head(x->cb.data, x->status, h, n);
   /* on_head copied what it keeps: a long stream does not hold the raw
-   * head (issue 20). */
+   * head. */
   air__buf_cleanup(&x->head);
 }
 
