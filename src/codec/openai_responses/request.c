@@ -35,19 +35,14 @@
  *     dialect.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "error.h"
 #include "openai_responses.h"
 
 /* "FIELD: WHAT" into err; returns AIR_EINVAL. */
 static int invalid(air_error *err, const char *field, const char *what) {
-  if (err != NULL) {
-    err->code = AIR_EINVAL;
-    snprintf(err->message, sizeof(err->message), "%s: %s", field, what);
-  }
-  return AIR_EINVAL;
+  return air__error_set(err, AIR_EINVAL, "%s: %s", field, what);
 }
 
 static const char *const builtin_tools[] = {"web_search",
@@ -76,29 +71,10 @@ bool air__rsp_builtin_tool(const char *type) {
 
 int air__rsp_build_same(const air__request *req, const air__build_opts *o,
                         air__buf *out, air_error *err) {
-  int rc = 0;
-  if (req->raw != NULL && o->override_json == NULL) {
-    /* The caller's text with model and stream set. */
-    const char *model = o->model != NULL ? o->model : req->model;
-    air__buf mv;
-    air__buf_init(&mv, AIR__MAX_MODEL_VALUE_BYTES);
-    rc = air__buf_add_json_str(&mv, model ? model : "",
-                               model ? strlen(model) : 0);
-    const air__patch set[] = {{"model", mv.p, AIR__PATCH_SET},
-                              {"stream", "true", AIR__PATCH_SET}};
-    if (rc == 0) rc = air__request_patch(req, set, 2, out);
-    air__buf_cleanup(&mv);
-    return rc;
-  }
-  const json_t *body = air__request_body(req);
-  if (!json_is_object(body))
-    return invalid(err, "request", "expected a parsed request");
-  json_t *root = json_deep_copy(body);
-  if (root == NULL) return AIR_ENOMEM;
-  rc = air__rsp_finish_body(root, req->model, o, err);
-  if (rc == 0) rc = air__json_dump(root, JSON_COMPACT, out);
-  json_decref(root);
-  return rc;
+  /* The caller's text with model and stream set. */
+  air__patch set[] = {{"model", NULL, AIR__PATCH_SET},
+                      {"stream", "true", AIR__PATCH_SET}};
+  return air__build_same(req, o, set, 2, air__rsp_finish_body, out, err);
 }
 
 /* ---- decoding into the canonical request -----------------------------------
@@ -109,53 +85,11 @@ typedef struct dec {
   air_error *err;
 } dec;
 
-/* An extra named field (copied into the arena), with v's JSON text when v
- * is given. */
-static int extra(dec *d, const char *field, const char *key, const json_t *v) {
-  air__str raw = {NULL, 0};
-  if (v != NULL) {
-    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (t == NULL) return AIR_ENOMEM;
-    raw = air__canon_str(d->c, t, strlen(t));
-    free(t);
-    if (raw.p == NULL) return AIR_ENOMEM;
-  }
-  const char *k = key != NULL ? air__canon_fmt(d->c, "%s", key) : NULL;
-  if (key != NULL && k == NULL) return AIR_ENOMEM;
-  return air__canon_add_extra(d->c, air__canon_fmt(d->c, "%s", field), k, raw);
-}
-
-static air__str copy_str(dec *d, const json_t *v) {
-  return air__canon_str(d->c, json_string_value(v), json_string_length(v));
-}
-
-/* An input_image's image_url (a data: URL or an http(s) URL). */
-static int image(dec *d, const json_t *jp, const char *field, air__cpart *p) {
-  char f[AIR__MAX_CANON_FIELD_BYTES + 16];
-  const json_t *u = json_object_get(jp, "image_url");
-  snprintf(f, sizeof(f), "%s.image_url", field);
-  if (!json_is_string(u)) return invalid(d->err, f, "expected a string");
-  const char *url = json_string_value(u);
-  size_t n = json_string_length(u);
-  if (n >= 5 && strncasecmp(url, "data:", 5) == 0) {
-    const char *comma = memchr(url, ',', n);
-    const char *head = url + 5;
-    size_t hn = comma ? (size_t)(comma - head) : 0;
-    const char *semi = memchr(head, ';', hn);
-    if (comma == NULL || hn < 7 || memcmp(comma - 7, ";base64", 7) != 0 ||
-        semi == NULL || semi == head)
-      return invalid(d->err, f,
-                     "expected a base64 data URL (data:TYPE;base64,...)");
-    p->media_type = air__canon_str(d->c, head, (size_t)(semi - head));
-    p->data = air__canon_str(d->c, comma + 1, n - (size_t)(comma + 1 - url));
-    return p->media_type.p != NULL && p->data.p != NULL ? 0 : AIR_ENOMEM;
-  }
-  if ((n >= 7 && strncasecmp(url, "http://", 7) == 0) ||
-      (n >= 8 && strncasecmp(url, "https://", 8) == 0)) {
-    p->url = air__canon_str(d->c, url, n);
-    return p->url.p != NULL ? 0 : AIR_ENOMEM;
-  }
-  return invalid(d->err, f, "expected an http(s) or base64 data URL");
+/* "BASE.KEY: expected a string" unless ok. */
+static int want_str(dec *d, bool ok, const char *base, const char *key) {
+  if (ok) return 0;
+  return air__error_set(d->err, AIR_EINVAL, "%s.%s: expected a string", base,
+                        key);
 }
 
 /* One content part into parts; system: text only. */
@@ -166,20 +100,14 @@ static int part(dec *d, const json_t *jp, const char *base, size_t j,
   snprintf(field, sizeof(field), "%s.content[%zu]", base, j);
   if (!json_is_object(jp)) return invalid(d->err, field, "expected an object");
   const char *type = json_string_value(json_object_get(jp, "type"));
-  if (type == NULL) {
-    snprintf(f, sizeof(f), "%s.type", field);
-    return invalid(d->err, f, "expected a string");
-  }
+  if ((rc = want_str(d, type != NULL, field, "type")) != 0) return rc;
   bool refusal = strcmp(type, "refusal") == 0;
   if (strcmp(type, "input_text") == 0 || strcmp(type, "output_text") == 0 ||
       (!system && refusal)) {
-    const json_t *t = json_object_get(jp, refusal ? "refusal" : "text");
-    snprintf(f, sizeof(f), "%s.%s", field, refusal ? "refusal" : "text");
-    if (!json_is_string(t)) return invalid(d->err, f, "expected a string");
-    air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_TEXT, &rc);
-    if (p == NULL) return rc;
-    p->text = copy_str(d, t);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
+    const char *key = refusal ? "refusal" : "text";
+    const json_t *t = json_object_get(jp, key);
+    if ((rc = want_str(d, json_is_string(t), field, key)) != 0) return rc;
+    return air__canon_json_text_part(d->c, parts, n, cap, t);
   }
   if (!system && strcmp(type, "input_image") == 0 &&
       json_is_string(json_object_get(jp, "image_url"))) {
@@ -188,19 +116,12 @@ static int part(dec *d, const json_t *jp, const char *base, size_t j,
     if (p == NULL) return rc;
     p->field = air__canon_fmt(d->c, "%s", field);
     p->type = air__canon_str(d->c, type, strlen(type));
-    return image(d, jp, field, p);
+    snprintf(f, sizeof(f), "%s.image_url", field);
+    return air__canon_image_url(d->c, json_object_get(jp, "image_url"), f, p,
+                                d->err);
   }
   snprintf(f, sizeof(f), "%s.%s", field, type);
-  if ((rc = extra(d, f, NULL, NULL)) != 0) return rc;
-  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_OPAQUE, &rc);
-  if (p == NULL) return rc;
-  char *t = json_dumps(jp, JSON_COMPACT);
-  if (t == NULL) return AIR_ENOMEM;
-  p->raw = air__canon_str(d->c, t, strlen(t));
-  free(t);
-  p->field = air__canon_fmt(d->c, "%s", f);
-  p->type = air__canon_str(d->c, type, strlen(type));
-  return p->raw.p != NULL ? 0 : AIR_ENOMEM;
+  return air__canon_json_opaque(d->c, parts, n, cap, jp, f, type);
 }
 
 static int content(dec *d, const json_t *c, const char *base,
@@ -208,12 +129,8 @@ static int content(dec *d, const json_t *c, const char *base,
   char field[AIR__MAX_CANON_FIELD_BYTES];
   int rc = 0;
   if (c == NULL || json_is_null(c)) return 0;
-  if (json_is_string(c)) {
-    air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_TEXT, &rc);
-    if (p == NULL) return rc;
-    p->text = copy_str(d, c);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
-  }
+  if (json_is_string(c))
+    return air__canon_json_text_part(d->c, parts, n, cap, c);
   if (!json_is_array(c)) {
     snprintf(field, sizeof(field), "%s.content", base);
     return invalid(d->err, field, "expected a string or an array");
@@ -247,11 +164,8 @@ static air__cmsg *turn(dec *d, air__crole role, bool results_only, int *rc) {
 static int message(dec *d, const json_t *it, const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
   const char *role = json_string_value(json_object_get(it, "role"));
-  int rc = 0;
-  if (role == NULL) {
-    snprintf(f, sizeof(f), "%s.role", base);
-    return invalid(d->err, f, "expected a string");
-  }
+  int rc = want_str(d, role != NULL, base, "role");
+  if (rc != 0) return rc;
   bool system = strcmp(role, "system") == 0;
   bool developer = strcmp(role, "developer") == 0;
   air__crole r;
@@ -263,7 +177,7 @@ static int message(dec *d, const json_t *it, const char *base) {
     r = AIR__ROLE_ASSISTANT;
   else {
     snprintf(f, sizeof(f), "%s.role", base);
-    return extra(d, f, NULL, NULL);
+    return air__canon_json_extra(d->c, f, NULL, NULL);
   }
   air__cmsg *m = r == AIR__ROLE_ASSISTANT ? turn(d, r, false, &rc)
                                           : air__canon_add_msg(d->c, r, &rc);
@@ -275,60 +189,33 @@ static int message(dec *d, const json_t *it, const char *base) {
 
 static int function_call(dec *d, const json_t *it, const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
-  int rc = 0;
   const json_t *id = json_object_get(it, "call_id");
   const json_t *name = json_object_get(it, "name");
   const json_t *args = json_object_get(it, "arguments");
-  if (!json_is_string(id)) {
-    snprintf(f, sizeof(f), "%s.call_id", base);
-    return invalid(d->err, f, "expected a string");
-  }
-  if (!json_is_string(name)) {
-    snprintf(f, sizeof(f), "%s.name", base);
-    return invalid(d->err, f, "expected a string");
-  }
+  int rc;
+  if ((rc = want_str(d, json_is_string(id), base, "call_id")) != 0 ||
+      (rc = want_str(d, json_is_string(name), base, "name")) != 0)
+    return rc;
   snprintf(f, sizeof(f), "%s.arguments", base);
   if (args != NULL && !json_is_null(args) && !json_is_string(args))
     return invalid(d->err, f, "expected a string");
   air__cmsg *m = turn(d, AIR__ROLE_ASSISTANT, false, &rc);
   if (m == NULL) return rc;
-  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
-                                      &m->cap_parts, AIR__CP_TOOL_CALL, &rc);
-  if (p == NULL) return rc;
-  p->id = copy_str(d, id);
-  p->name = copy_str(d, name);
-  if (json_is_string(args)) p->args = copy_str(d, args);
-  p->field = air__canon_fmt(d->c, "%s", base);
-  p->args_field = air__canon_fmt(d->c, "%s", f);
-  if (p->id.p == NULL || p->name.p == NULL || p->args_field == NULL ||
-      (json_is_string(args) && p->args.p == NULL))
-    return AIR_ENOMEM;
-  return 0;
+  return air__canon_json_call(d->c, m, id, name, args, false, base, f);
 }
 
 static int function_call_output(dec *d, const json_t *it, const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
-  int rc = 0;
   const json_t *id = json_object_get(it, "call_id");
-  if (!json_is_string(id)) {
-    snprintf(f, sizeof(f), "%s.call_id", base);
-    return invalid(d->err, f, "expected a string");
-  }
+  int rc = want_str(d, json_is_string(id), base, "call_id");
+  if (rc != 0) return rc;
   air__cmsg *m = turn(d, AIR__ROLE_USER, true, &rc);
   if (m == NULL) return rc;
-  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
-                                      &m->cap_parts, AIR__CP_TOOL_RESULT, &rc);
+  air__cpart *p = air__canon_json_result(d->c, m, id, base, &rc);
   if (p == NULL) return rc;
-  p->id = copy_str(d, id);
-  p->field = air__canon_fmt(d->c, "%s", base);
-  if (p->id.p == NULL) return AIR_ENOMEM;
   const json_t *o = json_object_get(it, "output");
-  if (o == NULL || json_is_null(o) || json_is_string(o)) {
-    p->content_string = true;
-    p->text = air__canon_str(d->c, json_string_value(o),
-                             json_is_string(o) ? json_string_length(o) : 0);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
-  }
+  if (o == NULL || json_is_null(o) || json_is_string(o))
+    return air__canon_json_result_text(d->c, p, o);
   if (!json_is_array(o)) {
     snprintf(f, sizeof(f), "%s.output", base);
     return invalid(d->err, f, "expected a string or an array");
@@ -359,7 +246,7 @@ static int reasoning(dec *d, const json_t *it) {
   air__buf_cleanup(&b);
   if (rc != 0) return rc;
   const json_t *enc = json_object_get(it, "encrypted_content");
-  if (json_is_string(enc)) p->opaque = copy_str(d, enc);
+  if (json_is_string(enc)) p->opaque = air__canon_json_str(d->c, enc);
   p->type = air__canon_str(d->c, "reasoning", 9);
   return p->text.p != NULL ? 0 : AIR_ENOMEM;
 }
@@ -370,11 +257,8 @@ static int input(dec *d, const json_t *in) {
   if (json_is_string(in)) {
     air__cmsg *m = air__canon_add_msg(d->c, AIR__ROLE_USER, &rc);
     if (m == NULL) return rc;
-    air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
-                                        &m->cap_parts, AIR__CP_TEXT, &rc);
-    if (p == NULL) return rc;
-    p->text = copy_str(d, in);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
+    return air__canon_json_text_part(d->c, &m->parts, &m->n_parts,
+                                     &m->cap_parts, in);
   }
   if (!json_is_array(in))
     return invalid(d->err, "input", "expected a string or an array");
@@ -395,7 +279,7 @@ static int input(dec *d, const json_t *in) {
     else {
       char f[96];
       snprintf(f, sizeof(f), "%s.%s", base, type);
-      rc = extra(d, f, NULL, NULL);
+      rc = air__canon_json_extra(d->c, f, NULL, NULL);
     }
     if (rc != 0) return rc;
   }
@@ -404,31 +288,11 @@ static int input(dec *d, const json_t *in) {
 
 /* A function tool ({type: function, name, description, parameters}). */
 static int function_tool(dec *d, const json_t *t, const char *field) {
-  char f[96];
   const json_t *name = json_object_get(t, "name");
-  const json_t *desc = json_object_get(t, "description");
-  const json_t *params = json_object_get(t, "parameters");
-  if (!json_is_string(name)) {
-    snprintf(f, sizeof(f), "%s.name", field);
-    return invalid(d->err, f, "expected a string");
-  }
-  air__ctool *ct;
-  int rc = air__canon_add_tool(d->c, &ct);
+  int rc = want_str(d, json_is_string(name), field, "name");
   if (rc != 0) return rc;
-  ct->name = copy_str(d, name);
-  if (ct->name.p == NULL) return AIR_ENOMEM;
-  if (json_is_string(desc)) {
-    ct->description = copy_str(d, desc);
-    if (ct->description.p == NULL) return AIR_ENOMEM;
-  }
-  if (json_is_object(params)) {
-    char *s = json_dumps(params, JSON_COMPACT);
-    if (s == NULL) return AIR_ENOMEM;
-    ct->schema = air__canon_str(d->c, s, strlen(s));
-    free(s);
-    if (ct->schema.p == NULL) return AIR_ENOMEM;
-  }
-  return 0;
+  return air__canon_json_tool(d->c, name, json_object_get(t, "description"),
+                              json_object_get(t, "parameters"));
 }
 
 /* Names a built-in tool type in c->dropped (once). */
@@ -454,11 +318,8 @@ static int tools(dec *d, const json_t *v) {
     snprintf(field, sizeof(field), "tools[%zu]", i);
     if (!json_is_object(t)) return invalid(d->err, field, "expected an object");
     const char *type = json_string_value(json_object_get(t, "type"));
-    int rc = 0;
-    if (type == NULL) {
-      snprintf(f, sizeof(f), "%s.type", field);
-      return invalid(d->err, f, "expected a string");
-    }
+    int rc = want_str(d, type != NULL, field, "type");
+    if (rc != 0) return rc;
     if (strcmp(type, "function") == 0) {
       rc = function_tool(d, t, field);
     } else if (strcmp(type, "namespace") == 0) {
@@ -476,7 +337,7 @@ static int tools(dec *d, const json_t *v) {
       rc = dropped(d, type);
     } else {
       snprintf(f, sizeof(f), "%s.type", field);
-      rc = extra(d, f, NULL, NULL);
+      rc = air__canon_json_extra(d->c, f, NULL, NULL);
     }
     if (rc != 0) return rc;
   }
@@ -486,30 +347,21 @@ static int tools(dec *d, const json_t *v) {
 static int tool_choice(dec *d, const json_t *tc) {
   const char *s = json_string_value(tc);
   if (s != NULL) {
-    air__ctool_choice v = strcmp(s, "auto") == 0       ? AIR__TC_AUTO
-                          : strcmp(s, "required") == 0 ? AIR__TC_REQUIRED
-                          : strcmp(s, "none") == 0     ? AIR__TC_NONE
-                                                       : AIR__TC_UNSET;
-    if (v == AIR__TC_UNSET) return extra(d, "tool_choice", "tool_choice", tc);
+    air__ctool_choice v = air__canon_tool_choice_word(s);
+    if (v == AIR__TC_UNSET)
+      return air__canon_json_extra(d->c, "tool_choice", "tool_choice", tc);
     d->c->tool_choice = v;
     return 0;
   }
   const char *type = json_string_value(json_object_get(tc, "type"));
   const json_t *name = json_object_get(tc, "name");
   if (type == NULL || strcmp(type, "function") != 0)
-    return extra(d, "tool_choice", "tool_choice", tc);
+    return air__canon_json_extra(d->c, "tool_choice", "tool_choice", tc);
   if (!json_is_string(name))
     return invalid(d->err, "tool_choice.name", "expected a string");
   d->c->tool_choice = AIR__TC_TOOL;
-  d->c->tool_choice_name = copy_str(d, name);
+  d->c->tool_choice_name = air__canon_json_str(d->c, name);
   return d->c->tool_choice_name.p != NULL ? 0 : AIR_ENOMEM;
-}
-
-static void num(air__cnum *n, const json_t *v) {
-  n->set = true;
-  n->is_int = json_is_integer(v);
-  n->i = n->is_int ? (int64_t)json_integer_value(v) : 0;
-  n->d = json_number_value(v);
 }
 
 static const char *const ignored_fields[] = {"model",
@@ -553,74 +405,36 @@ static int text_format(dec *d, const json_t *v) {
     return 0;
   }
   if (t == NULL || strcmp(t, "json_schema") != 0)
-    return extra(d, "text.format", "text", v);
-  const json_t *name = json_object_get(fmt, "name");
+    return air__canon_json_extra(c, "text.format", "text", v);
   const json_t *schema = json_object_get(fmt, "schema");
-  const json_t *strict = json_object_get(fmt, "strict");
   if (schema != NULL && !json_is_null(schema) && !json_is_object(schema))
     return invalid(d->err, "text.format.schema", "expected an object");
-  c->format = AIR__FMT_JSON_SCHEMA;
-  if (json_is_string(name) && (c->format_name = copy_str(d, name)).p == NULL)
-    return AIR_ENOMEM;
-  if (json_is_boolean(strict)) c->format_strict = json_is_true(strict);
-  char *s =
-      json_is_object(schema) ? json_dumps(schema, JSON_COMPACT) : strdup("{}");
-  if (s == NULL) return AIR_ENOMEM;
-  c->format_schema = air__canon_str(c, s, strlen(s));
-  free(s);
-  return c->format_schema.p != NULL ? 0 : AIR_ENOMEM;
+  return air__canon_json_schema(c, json_object_get(fmt, "name"), schema,
+                                json_object_get(fmt, "strict"));
 }
 
 /* reasoning.effort as the effort asked (the names chat's reasoning_effort
  * takes); another value is an extra. reasoning.summary is a hint. */
 static int reasoning_opts(dec *d, const json_t *v) {
-  static const char *const names[] = {"none",   "minimal", "low",
-                                      "medium", "high",    "xhigh"};
   const json_t *ef = json_object_get(v, "effort");
   if (ef == NULL || json_is_null(ef)) return 0;
-  const char *s = json_string_value(ef);
-  for (size_t i = 0; s != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
-    if (strcmp(s, names[i]) == 0) {
-      d->c->effort =
-          i == 5 ? AIR__EFFORT_MAX : (air__ceffort)(AIR__EFFORT_NONE + i);
-      d->c->reasoning_field = "reasoning.effort";
-      return 0;
-    }
-  }
-  return extra(d, "reasoning.effort", "reasoning", v);
+  if (!air__canon_effort_named(json_string_value(ef), &d->c->effort))
+    return air__canon_json_extra(d->c, "reasoning.effort", "reasoning", v);
+  d->c->reasoning_field = "reasoning.effort";
+  return 0;
 }
 
 static int field(dec *d, const char *key, const json_t *v) {
-  air__canon *c = d->c;
+  bool done;
+  int rc = air__canon_json_openai_field(d->c, key, v, d->err, &done);
+  if (done) return rc;
   if (strcmp(key, "text") == 0) return text_format(d, v);
   if (strcmp(key, "reasoning") == 0) return reasoning_opts(d, v);
   if (strcmp(key, "background") == 0)
-    return json_is_true(v) ? extra(d, key, key, v) : 0;
-  if (strcmp(key, "parallel_tool_calls") == 0) {
-    if (json_is_false(v)) {
-      c->parallel_tools = 0;
-      return 0;
-    }
-    return json_is_true(v) ? 0 : extra(d, key, key, v);
-  }
-  if (strcmp(key, "temperature") == 0) {
-    if (!json_is_number(v)) return invalid(d->err, key, "expected a number");
-    num(&c->temperature, v);
-    return 0;
-  }
-  if (strcmp(key, "top_p") == 0) {
-    if (!json_is_number(v)) return invalid(d->err, key, "expected a number");
-    num(&c->top_p, v);
-    return 0;
-  }
+    return json_is_true(v) ? air__canon_json_extra(d->c, key, key, v) : 0;
   if (strcmp(key, "tools") == 0) return tools(d, v);
   if (strcmp(key, "tool_choice") == 0) return tool_choice(d, v);
-  if (strcmp(key, "user") == 0) {
-    if (!json_is_string(v)) return invalid(d->err, key, "expected a string");
-    c->user = copy_str(d, v);
-    return c->user.p != NULL ? 0 : AIR_ENOMEM;
-  }
-  return extra(d, key, key, v);
+  return air__canon_json_extra(d->c, key, key, v);
 }
 
 int air__rsp_decode_request(const air__request *req, air__canon *c,
@@ -634,11 +448,9 @@ int air__rsp_decode_request(const air__request *req, air__canon *c,
   if (json_is_string(ins) && json_string_length(ins) > 0) {
     c->has_system = true;
     c->system_string = true;
-    air__cpart *p = air__canon_add_part(c, &c->system, &c->n_system,
-                                        &c->cap_system, AIR__CP_TEXT, &rc);
-    if (p == NULL) return rc;
-    p->text = copy_str(&d, ins);
-    if (p->text.p == NULL) return AIR_ENOMEM;
+    rc = air__canon_json_text_part(c, &c->system, &c->n_system, &c->cap_system,
+                                   ins);
+    if (rc != 0) return rc;
   }
   const json_t *mt = json_object_get(body, "max_output_tokens");
   if (json_is_integer(mt) && json_integer_value(mt) > 0)
