@@ -4,12 +4,15 @@
  * keeps into the canon's arena and returns 0, AIR_ENOMEM, or AIR_EINVAL
  * with err naming the field.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "codec_json.h"
+#include "codec_text.h"
 #include "error.h"
+#include "limits.h"
 
 air__str air__canon_json_str(air__canon *c, const json_t *v) {
   return air__canon_str(c, json_string_value(v), json_string_length(v));
@@ -64,8 +67,9 @@ int air__canon_json_opaque(air__canon *c, air__cpart **parts, size_t *n,
   return p->raw.p != NULL && p->field != NULL ? 0 : AIR_ENOMEM;
 }
 
-int air__canon_image_url(air__canon *c, const json_t *u, const char *field,
-                         air__cpart *p, air_error *err) {
+/* The image at URL string u into p (air__canon_json_image). */
+static int image_url(air__canon *c, const json_t *u, const char *field,
+                     air__cpart *p, air_error *err) {
   if (!json_is_string(u))
     return air__error_set(err, AIR_EINVAL, "%s: expected a string", field);
   const char *url = json_string_value(u);
@@ -91,6 +95,17 @@ int air__canon_image_url(air__canon *c, const json_t *u, const char *field,
   }
   return air__error_set(err, AIR_EINVAL,
                         "%s: expected an http(s) or base64 data URL", field);
+}
+
+int air__canon_json_image(air__cdec *d, air__cpart **parts, size_t *n,
+                          size_t *cap, const json_t *u, const char *field,
+                          const char *type, const char *url_field) {
+  int rc;
+  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_IMAGE, &rc);
+  if (p == NULL) return rc;
+  p->field = air__canon_fmt(d->c, "%s", field);
+  p->type = air__canon_str(d->c, type, strlen(type));
+  return image_url(d->c, u, url_field, p, d->err);
 }
 
 int air__canon_json_call(air__canon *c, air__cmsg *m, const json_t *id,
@@ -174,11 +189,54 @@ bool air__canon_effort_named(const char *s, air__ceffort *e) {
   return false;
 }
 
-air__ctool_choice air__canon_tool_choice_word(const char *s) {
-  return strcmp(s, "auto") == 0       ? AIR__TC_AUTO
-         : strcmp(s, "required") == 0 ? AIR__TC_REQUIRED
-         : strcmp(s, "none") == 0     ? AIR__TC_NONE
-                                      : AIR__TC_UNSET;
+int air__canon_json_tool_choice(air__cdec *d, const json_t *tc,
+                                const json_t *name, const char *name_field) {
+  air__canon *c = d->c;
+  const char *s = json_string_value(tc);
+  if (s != NULL) {
+    air__ctool_choice v = strcmp(s, "auto") == 0       ? AIR__TC_AUTO
+                          : strcmp(s, "required") == 0 ? AIR__TC_REQUIRED
+                          : strcmp(s, "none") == 0     ? AIR__TC_NONE
+                                                       : AIR__TC_UNSET;
+    if (v == AIR__TC_UNSET)
+      return air__canon_json_extra(c, "tool_choice", "tool_choice", tc);
+    c->tool_choice = v;
+    return 0;
+  }
+  const char *type = json_string_value(json_object_get(tc, "type"));
+  if (type == NULL || strcmp(type, "function") != 0)
+    return air__canon_json_extra(c, "tool_choice", "tool_choice", tc);
+  if (!json_is_string(name))
+    return air__error_set(d->err, AIR_EINVAL, "%s: expected a string",
+                          name_field);
+  c->tool_choice = AIR__TC_TOOL;
+  c->tool_choice_name = air__canon_json_str(c, name);
+  return c->tool_choice_name.p != NULL ? 0 : AIR_ENOMEM;
+}
+
+int air__canon_json_format(air__cdec *d, const json_t *fmt, const char *field,
+                           const char *nest, const char *key, const json_t *v) {
+  air__canon *c = d->c;
+  const char *t = json_string_value(json_object_get(fmt, "type"));
+  if (t != NULL && strcmp(t, "text") == 0) return 0;
+  c->format_field = field;
+  if (t != NULL && strcmp(t, "json_object") == 0) {
+    c->format = AIR__FMT_JSON_OBJECT;
+    return 0;
+  }
+  if (t == NULL || strcmp(t, "json_schema") != 0)
+    return air__canon_json_extra(c, field, key, v);
+  char f[96];
+  const json_t *js = fmt;
+  snprintf(f, sizeof(f), "%s%s%s", field, nest ? "." : "", nest ? nest : "");
+  if (nest != NULL && !json_is_object(js = json_object_get(fmt, nest)))
+    return air__error_set(d->err, AIR_EINVAL, "%s: expected an object", f);
+  const json_t *schema = json_object_get(js, "schema");
+  if (schema != NULL && !json_is_null(schema) && !json_is_object(schema))
+    return air__error_set(d->err, AIR_EINVAL, "%s.schema: expected an object",
+                          f);
+  return air__canon_json_schema(c, json_object_get(js, "name"), schema,
+                                json_object_get(js, "strict"));
 }
 
 int air__canon_json_openai_field(air__canon *c, const char *key,
@@ -205,5 +263,70 @@ int air__canon_json_openai_field(air__canon *c, const char *key,
     return c->user.p != NULL ? 0 : AIR_ENOMEM;
   }
   *done = false;
+  return 0;
+}
+
+int air__canon_json_body(const air__request *req, air_error *err,
+                         const json_t **body) {
+  *body = air__request_body(req);
+  if (json_is_object(*body)) return 0;
+  return air__error_set(err, AIR_EINVAL, "request: expected a parsed request");
+}
+
+int air__canon_json_fields(air__cdec *d, const json_t *body,
+                           const char *const *skip, size_t n_skip,
+                           air__cfield_fn field) {
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)body, key, v) {
+    if (json_is_null(v) || air__name_in(key, skip, n_skip)) continue;
+    int rc = field(d, key, v);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int air__canon_json_objects(air__cdec *d, const json_t *v, const char *key,
+                            air__cobject_fn each) {
+  char field[64];
+  if (!json_is_array(v))
+    return air__error_set(d->err, AIR_EINVAL, "%s: expected an array", key);
+  size_t i;
+  const json_t *el;
+  json_array_foreach(v, i, el) {
+    snprintf(field, sizeof(field), "%s[%zu]", key, i);
+    if (!json_is_object(el))
+      return air__error_set(d->err, AIR_EINVAL, "%s: expected an object",
+                            field);
+    int rc = each(d, el, field, i);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int air__canon_json_content(air__cdec *d, const json_t *v, const char *base,
+                            air__cpart **parts, size_t *n, size_t *cap,
+                            bool system, air__cpart_fn part) {
+  char field[AIR__MAX_CANON_FIELD_BYTES];
+  if (v == NULL || json_is_null(v)) return 0;
+  if (json_is_string(v))
+    return air__canon_json_text_part(d->c, parts, n, cap, v);
+  if (!json_is_array(v))
+    return air__error_set(d->err, AIR_EINVAL,
+                          "%s.content: expected a string or an array", base);
+  size_t j;
+  const json_t *jp;
+  json_array_foreach(v, j, jp) {
+    snprintf(field, sizeof(field), "%s.content[%zu]", base, j);
+    const char *type = json_string_value(json_object_get(jp, "type"));
+    if (!json_is_object(jp))
+      return air__error_set(d->err, AIR_EINVAL, "%s: expected an object",
+                            field);
+    if (type == NULL)
+      return air__error_set(d->err, AIR_EINVAL, "%s.type: expected a string",
+                            field);
+    int rc = part(d, jp, field, type, parts, n, cap, system);
+    if (rc != 0) return rc;
+  }
   return 0;
 }

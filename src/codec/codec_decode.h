@@ -169,6 +169,89 @@ static inline void air__event_str(air__decoder *d, const air__json *j, int tok,
   *n = d->scratch.n - off;
 }
 
+/* The raw bytes of a string (*text, *n, escapes as written) decoded into
+ * d->scratch when they hold an escape, appended after the strings already
+ * there (which stay where they are); false when an escape is bad (nothing
+ * kept). */
+static inline bool air__event_unescape(air__decoder *d, const char **text,
+                                       size_t *n) {
+  if (*n == 0 || memchr(*text, '\\', *n) == NULL) return true;
+  size_t off = d->scratch.n;
+  if (air__json_unescape(*text, *n, &d->scratch) != 0) {
+    air__text_undo(&d->scratch, off);
+    return false;
+  }
+  *text = d->scratch.p + off;
+  *n = d->scratch.n - off;
+  return true;
+}
+
+/*
+ * The members of the JSON object at *pp, for the fast paths' one forward
+ * scan (json.h): member is called with each key, *pp at its value, which
+ * it must read or skip; it returns false to give up. Members are counted
+ * in *count, at most AIR__JSON_SCAN_MAX_MEMBERS. True with *pp past the
+ * object when every byte was read.
+ */
+typedef bool (*air__scan_member_fn)(void *ctx, const char *k, size_t kn,
+                                    const char **pp, const char *e);
+static inline bool air__scan_object(const char **pp, const char *e,
+                                    unsigned *count, air__scan_member_fn member,
+                                    void *ctx) {
+  int more = air__json_scan_open(pp, e, '{');
+  while (more > 0) {
+    const char *k;
+    size_t kn;
+    if (++*count > AIR__JSON_SCAN_MAX_MEMBERS ||
+        !air__json_scan_key(pp, e, &k, &kn) || !member(ctx, k, kn, pp, e))
+      return false;
+    more = air__json_scan_next(pp, e, '}');
+  }
+  return more == 0;
+}
+
+/* The parts both OpenAI dialects hand over alike (NULL for the strings
+ * a part does not use): START once per answer (d->started), a text piece
+ * of kind (a TOOL_DELTA's: of tool index; nothing when empty), a
+ * TOOL_START, the usage (d's totals set). Each returns cb's value. */
+static inline int air__emit_start(air__decoder *d, const char *id, size_t id_n,
+                                  const char *model, size_t model_n,
+                                  air__part_cb cb, void *data) {
+  if (d->started) return 0;
+  air_part p = {.kind = AIR_PART_START,
+                .id = id,
+                .id_len = id_n,
+                .name = model,
+                .name_len = model_n};
+  d->started = true;
+  return cb(data, &p);
+}
+static inline int air__emit_text(air_part_kind kind, int index, const char *s,
+                                 size_t n, air__part_cb cb, void *data) {
+  if (n == 0) return 0;
+  air_part p = {.kind = kind, .index = index, .text = s, .text_len = n};
+  return cb(data, &p);
+}
+static inline int air__emit_tool_start(int index, const char *id, size_t id_n,
+                                       const char *name, size_t name_n,
+                                       air__part_cb cb, void *data) {
+  air_part p = {.kind = AIR_PART_TOOL_START,
+                .index = index,
+                .id = id,
+                .id_len = id_n,
+                .name = name,
+                .name_len = name_n};
+  return cb(data, &p);
+}
+static inline int air__emit_usage(air__decoder *d, uint64_t in, uint64_t out,
+                                  air__part_cb cb, void *data) {
+  air_part p = {
+      .kind = AIR_PART_USAGE, .input_tokens = in, .output_tokens = out};
+  d->input_tokens = in;
+  d->output_tokens = out;
+  return cb(data, &p);
+}
+
 /* A token count: a positive integer, else 0. */
 static inline uint64_t air__event_count(const air__json *j, int tok) {
   int64_t v;

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "codec_decode.h"
 #include "codec_json.h"
 #include "codec_text.h"
 #include "error.h"
@@ -116,6 +117,110 @@ int air__json_joined(const air__cpart *parts, size_t n, const char *sep,
 json_t *air__json_tool_schema(const air__ctool *t) {
   if (t->schema.p != NULL) return json_loadb(t->schema.p, t->schema.n, 0, NULL);
   return json_pack("{s:s, s:{}}", "type", "object", "properties");
+}
+
+int air__json_tools(const air__canon *c, json_t *out, air__tool_head_fn head,
+                    const char *schema_key, air__tool_wrap_fn wrap) {
+  if (c->n_tools == 0) return 0;
+  json_t *arr = json_array();
+  if (arr == NULL) return AIR_ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
+    const air__ctool *t = &c->tools[i];
+    json_t *def = head(t);
+    rc = def != NULL ? 0 : AIR_ENOMEM;
+    if (rc == 0 && t->description.p != NULL)
+      rc = air__json_put(def, "description", air__json_strn(t->description));
+    if (rc == 0) rc = air__json_put(def, schema_key, air__json_tool_schema(t));
+    if (rc == 0)
+      rc = air__json_push(arr, wrap != NULL ? wrap(def) : def);
+    else
+      json_decref(def);
+  }
+  if (rc == 0) return air__json_put(out, "tools", arr);
+  json_decref(arr);
+  return rc;
+}
+
+int air__json_openai_sampling(const air__canon *c, json_t *out,
+                              const char *max_key) {
+  int rc = 0;
+  if (c->max_tokens > 0)
+    rc = air__json_put(out, max_key, json_integer((json_int_t)c->max_tokens));
+  if (rc == 0 && c->temperature.set)
+    rc = air__json_put(out, "temperature",
+                       air__json_clamped(&c->temperature, 2.0));
+  if (rc == 0 && c->top_p.set)
+    rc = air__json_put(out, "top_p", air__json_num(&c->top_p));
+  return rc;
+}
+
+int air__json_openai_choice(const air__canon *c, json_t *out, bool nested) {
+  static const char *const words[] = {
+      [AIR__TC_AUTO] = "auto",
+      [AIR__TC_REQUIRED] = "required",
+      [AIR__TC_NONE] = "none",
+  };
+  int rc = 0;
+  json_t *name = NULL;
+  switch (c->tool_choice) {
+    case AIR__TC_UNSET:
+      break;
+    case AIR__TC_AUTO:
+    case AIR__TC_REQUIRED:
+    case AIR__TC_NONE:
+      rc =
+          air__json_put(out, "tool_choice", json_string(words[c->tool_choice]));
+      break;
+    default:
+      name = air__json_strn(c->tool_choice_name);
+      rc = air__json_put(
+          out, "tool_choice",
+          nested ? json_pack("{s:s, s:{s:o}}", "type", "function", "function",
+                             "name", name)
+                 : json_pack("{s:s, s:o}", "type", "function", "name", name));
+      break;
+  }
+  if (rc == 0 && c->parallel_tools == 0)
+    rc = air__json_put(out, "parallel_tool_calls", json_false());
+  if (rc == 0 && c->user.p != NULL)
+    rc = air__json_put(out, "user", air__json_strn(c->user));
+  return rc;
+}
+
+int air__json_result_text(const air__cpart *p, json_t **out) {
+  if (!p->content_string)
+    return air__json_joined(p->parts, p->n_parts, "\n", out);
+  *out = air__json_strn(p->text);
+  return *out != NULL ? 0 : AIR_ENOMEM;
+}
+
+int air__json_decode_body(air__decoder *d, const char *body, size_t n,
+                          size_t flags, air__body_is_fn is,
+                          air__body_walk_fn walk, bool done, air__part_cb cb,
+                          void *data) {
+  json_t *root = json_loadb(body, n, flags, NULL);
+  int rc = root != NULL && is(root) ? walk(d, root, cb, data) : AIR_EPARSE;
+  if (rc == 0 && done) d->done = true;
+  json_decref(root);
+  return rc;
+}
+
+int air__json_body_start(air__decoder *d, const json_t *root, air__part_cb cb,
+                         void *data) {
+  size_t id_n, model_n;
+  const char *id = air__json_sv(json_object_get(root, "id"), &id_n);
+  const char *model = air__json_sv(json_object_get(root, "model"), &model_n);
+  d->started = false;
+  return air__emit_start(d, id, id_n, model, model_n, cb, data);
+}
+
+int air__json_body_usage(air__decoder *d, const json_t *u, const char *in_key,
+                         const char *out_key, air__part_cb cb, void *data) {
+  if (!json_is_object(u)) return 0;
+  return air__emit_usage(d, air__json_count(json_object_get(u, in_key)),
+                         air__json_count(json_object_get(u, out_key)), cb,
+                         data);
 }
 
 int air__json_override(json_t *root, const char *override_json, unsigned how,

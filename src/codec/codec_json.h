@@ -62,6 +62,52 @@ int air__json_joined(const air__cpart *parts, size_t n, const char *sep,
  * "properties": {}} when it has none; NULL when out of memory. */
 json_t *air__json_tool_schema(const air__ctool *t);
 
+/* A tool's object before its description and schema: {name} for most,
+ * with more members first for some dialects. */
+typedef json_t *(*air__tool_head_fn)(const air__ctool *t);
+/* A tool's object once complete, as the tools array holds it (steals def;
+ * NULL: def itself). */
+typedef json_t *(*air__tool_wrap_fn)(json_t *def);
+/* c's tools, each head(t) with its "description" (when given) and its
+ * input schema at schema_key, wrapped, as the array "tools" of out;
+ * nothing when there are none. */
+int air__json_tools(const air__canon *c, json_t *out, air__tool_head_fn head,
+                    const char *schema_key, air__tool_wrap_fn wrap);
+/* The sampling fields both OpenAI dialects write alike: max tokens (at
+ * max_key), temperature (clamped to 0..2), top_p. */
+int air__json_openai_sampling(const air__canon *c, json_t *out,
+                              const char *max_key);
+/* The OpenAI tool_choice ("auto", "required", "none", or the named
+ * function: {type: function, function: {name}} when nested, else {type:
+ * function, name}), then parallel_tool_calls false when parallel calls
+ * are off, and user. */
+int air__json_openai_choice(const air__canon *c, json_t *out, bool nested);
+/* A tool result's content as one string into *out: its string, or its
+ * text parts joined with "\n" (air__json_joined). */
+int air__json_result_text(const air__cpart *p, json_t **out);
+
+/* Whether a whole body's root is an answer of the dialect. */
+typedef bool (*air__body_is_fn)(const json_t *root);
+/* A whole body's parts handed over from its root (cb's first non-zero, or
+ * an error). */
+typedef int (*air__body_walk_fn)(air__decoder *d, const json_t *root,
+                                 air__part_cb cb, void *data);
+/* The ops' decode_body: body parsed (jansson flags), AIR_EPARSE unless
+ * is(root), then its parts through walk; d->done set after a walk that
+ * returned 0 when done. */
+int air__json_decode_body(air__decoder *d, const char *body, size_t n,
+                          size_t flags, air__body_is_fn is,
+                          air__body_walk_fn walk, bool done, air__part_cb cb,
+                          void *data);
+/* A body's START (its "id" and "model"): a body is one whole answer, so
+ * it has its START whatever the decoder saw before. */
+int air__json_body_start(air__decoder *d, const json_t *root, air__part_cb cb,
+                         void *data);
+/* USAGE from a body's usage object u (when it is one): the counts at
+ * in_key and out_key (air__json_count); 0 otherwise. */
+int air__json_body_usage(air__decoder *d, const json_t *u, const char *in_key,
+                         const char *out_key, air__part_cb cb, void *data);
+
 /* How air__json_override merges (flags). */
 #define AIR__OVERRIDE_NULL_REMOVES 1u  /* a null value removes the field */
 #define AIR__OVERRIDE_OUTPUT_TOKENS 2u /* max_tokens is max_output_tokens */
@@ -106,8 +152,47 @@ int air__json_cont_style(const struct air__canon *c, json_t *root,
 /* ---- decoding a caller's body into the canonical form (canon_json.c) -----
  *
  * The pieces every dialect's decode_request shares. Strings are copied
- * into the canon's arena; a NULL .p is out of memory.
+ * into the canon's arena; a NULL .p is out of memory. A body invalid in
+ * itself is AIR_EINVAL with err naming the field ("FIELD: expected ...").
  */
+
+/* A caller body being decoded: the canonical request being filled and
+ * where errors go. */
+typedef struct air__cdec {
+  air__canon *c;
+  air_error *err;
+} air__cdec;
+
+/* The request's JSON object into *body: 0, or AIR_EINVAL "request:
+ * expected a parsed request" when it has none. */
+int air__canon_json_body(const air__request *req, air_error *err,
+                         const json_t **body);
+/* The top-level fields of body, in its order, through field: all but the
+ * null ones and those named in skip (n_skip names); the first error. */
+typedef int (*air__cfield_fn)(air__cdec *d, const char *key, const json_t *v);
+int air__canon_json_fields(air__cdec *d, const json_t *body,
+                           const char *const *skip, size_t n_skip,
+                           air__cfield_fn field);
+/* Each element of v, the array at key (a top-level field, or a field of
+ * one), through each with its field name "KEY[i]": AIR_EINVAL "KEY:
+ * expected an array" or "KEY[i]: expected an object" for another value. */
+typedef int (*air__cobject_fn)(air__cdec *d, const json_t *el,
+                               const char *field, size_t i);
+int air__canon_json_objects(air__cdec *d, const json_t *v, const char *key,
+                            air__cobject_fn each);
+/*
+ * A message's content at base ("BASE.content"): null or absent nothing, a
+ * string one TEXT part, an array its parts "BASE.content[j]" each through
+ * part with its string "type" (a part that is no object, or has none, is
+ * AIR_EINVAL); any other value AIR_EINVAL. system: the content of system
+ * instructions (the dialect keeps only their text).
+ */
+typedef int (*air__cpart_fn)(air__cdec *d, const json_t *jp, const char *field,
+                             const char *type, air__cpart **parts, size_t *n,
+                             size_t *cap, bool system);
+int air__canon_json_content(air__cdec *d, const json_t *v, const char *base,
+                            air__cpart **parts, size_t *n, size_t *cap,
+                            bool system, air__cpart_fn part);
 
 /* A copy of string v (anything else: ""). */
 air__str air__canon_json_str(air__canon *c, const json_t *v);
@@ -127,11 +212,13 @@ int air__canon_json_text_part(air__canon *c, air__cpart **parts, size_t *n,
 int air__canon_json_opaque(air__canon *c, air__cpart **parts, size_t *n,
                            size_t *cap, const json_t *v, const char *field,
                            const char *type);
-/* The image at URL string u into p: a base64 data: URL as media type and
- * data, an http(s) URL as a URL; AIR_EINVAL "FIELD: expected ..." for any
+/* An IMAGE part (at field, of the caller's type) of the image at URL
+ * string u appended to parts: a base64 data: URL as media type and data,
+ * an http(s) URL as a URL; AIR_EINVAL "URL_FIELD: expected ..." for any
  * other value. */
-int air__canon_image_url(air__canon *c, const json_t *u, const char *field,
-                         air__cpart *p, air_error *err);
+int air__canon_json_image(air__cdec *d, air__cpart **parts, size_t *n,
+                          size_t *cap, const json_t *u, const char *field,
+                          const char *type, const char *url_field);
 /* A TOOL_CALL part of m: id and name (strings), the arguments args (a
  * string copied, or with args_json any value as JSON text; NULL: none),
  * where it was (field, args_field). */
@@ -156,9 +243,19 @@ int air__canon_json_schema(air__canon *c, const json_t *name,
 /* The effort an OpenAI name asks for ("none" ... "xhigh"); false for
  * another value. */
 bool air__canon_effort_named(const char *s, air__ceffort *e);
-/* The tool choice an OpenAI word asks for ("auto", "required", "none"), or
- * AIR__TC_UNSET. */
-air__ctool_choice air__canon_tool_choice_word(const char *s);
+/* An OpenAI tool_choice tc: "auto", "required", "none", or {type:
+ * function} with name (the function's name, looked up by the dialect;
+ * name_field names it in an error); another form is an extra. */
+int air__canon_json_tool_choice(air__cdec *d, const json_t *tc,
+                                const json_t *name, const char *name_field);
+/*
+ * An OpenAI answer format fmt (field: its name, "response_format" or
+ * "text.format", kept in c->format_field): text nothing, json_object,
+ * json_schema {name, schema, strict}, in fmt or (nest not NULL) in its
+ * member nest; another type is an extra named field, of key with value v.
+ */
+int air__canon_json_format(air__cdec *d, const json_t *fmt, const char *field,
+                           const char *nest, const char *key, const json_t *v);
 /*
  * The top-level fields both OpenAI dialects read alike (parallel_tool_calls,
  * temperature, top_p, user) into c: *done false for any other key. A value

@@ -55,6 +55,14 @@ static inline bool air__str_is(air__str s, const char *t) {
   return s.n == n && memcmp(s.p, t, n) == 0;
 }
 
+/* Whether name is one of the n names. */
+static inline bool air__name_in(const char *name, const char *const *names,
+                                size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(name, names[i]) == 0) return true;
+  return false;
+}
+
 /* A signed integer in decimal. */
 int air__text_int(air__buf *b, long long v);
 

@@ -571,6 +571,65 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
   return 0;
 }
 
+/* ---- encoding
+ * ------------------------------------------------------------------ */
+
+void air__encoder_usage(air__encoder *e, const air_part *p) {
+  e->input_tokens = p->input_tokens;
+  e->output_tokens = p->output_tokens;
+  e->has_usage = true;
+}
+
+int air__encoder_accept(air__encoder *e, const air_part *p,
+                        air__set_ident_fn set_ident) {
+  switch (p->kind) {
+    case AIR_PART_USAGE:
+      air__encoder_usage(e, p);
+      return 0;
+    case AIR_PART_ERROR:
+      return 0;
+    case AIR_PART_START:
+      if (e->started) return 0;
+      set_ident(e, p->id, p->id_len, p->name, p->name_len);
+      break;
+    case AIR_PART_TEXT:
+    case AIR_PART_REASONING:
+    case AIR_PART_REFUSAL:
+    case AIR_PART_TOOL_DELTA:
+      if (p->text_len == 0) return 0;
+      break;
+    case AIR_PART_FINISH:
+      if (e->finished) return 0;
+      break;
+    case AIR_PART_TOOL_START:
+      break;
+  }
+  if (!e->started && p->kind != AIR_PART_START) set_ident(e, NULL, 0, NULL, 0);
+  if (!e->passthrough) return 1;
+  e->started = true;
+  if (p->kind == AIR_PART_FINISH) {
+    e->finished = true;
+    e->finish = p->finish;
+  }
+  return 0;
+}
+
+bool air__encoder_observe_parts(air__encoder *e, const air_part *parts,
+                                size_t n, air__set_ident_fn set_ident) {
+  bool now = false;
+  for (size_t i = 0; i < n; i++) {
+    const air_part *p = &parts[i];
+    if (p->kind == AIR_PART_START && !e->observed) {
+      set_ident(e, p->id, p->id_len, p->name, p->name_len);
+      e->observed = now = true;
+    } else if (p->kind == AIR_PART_FINISH) {
+      e->finished = true;
+      e->finish = p->finish;
+    }
+  }
+  return now;
+}
+
 void air__unsupported_field(const char *message, char *out, size_t cap) {
   if (cap == 0) return;
   const char *end = strstr(message, AIR__NOT_SUPPORTED);

@@ -357,6 +357,28 @@ void air__encoder_add_usage(air__encoder *e, uint64_t input_tokens,
 int air__encoder_add_continued(air__encoder *e, const char *target,
                                uint64_t at_char);
 
+/* A USAGE part: the current attempt's usage, which the end reports (with
+ * earlier attempts': air__encoder_add_usage). */
+void air__encoder_usage(air__encoder *e, const air_part *p);
+/* Sets an encoder's id and model (NULL, 0: the dialect's defaults). */
+typedef void (*air__set_ident_fn)(air__encoder *e, const char *id, size_t id_n,
+                                  const char *model, size_t model_n);
+/*
+ * What the OpenAI encoders do with a part (identifiers fixed) before
+ * writing it: USAGE is recorded, ERROR and empty text pieces, a second
+ * START or a second FINISH write nothing; the first START sets the
+ * identity (set_ident), any other first part the default one; in
+ * passthrough only the state moves (started, a FINISH). 1 when the part
+ * is to be written, else 0.
+ */
+int air__encoder_accept(air__encoder *e, const air_part *p,
+                        air__set_ident_fn set_ident);
+/* What encoder_observe records from a released event's parts: every
+ * FINISH, and the first START's identity (set_ident, e->observed): true
+ * when this call recorded it. */
+bool air__encoder_observe_parts(air__encoder *e, const air_part *parts,
+                                size_t n, air__set_ident_fn set_ident);
+
 /* Frees what a dialect's encoder_init allocated (the Responses encoder
  * keeps every output item for its .done events and response.completed);
  * safe on any initialised encoder, and twice. */

@@ -35,6 +35,13 @@ static void copy_trunc(char *dst, size_t cap, const char *p, size_t n) {
   dst[n] = '\0';
 }
 
+/* The message's id and model from a START part (each only when given). */
+static void set_ident(air__encoder *e, const char *id, size_t id_n,
+                      const char *model, size_t model_n) {
+  if (id_n > 0) copy_trunc(e->id, sizeof(e->id), id, id_n);
+  if (model_n > 0) copy_trunc(e->model, sizeof(e->model), model, model_n);
+}
+
 void air__ant_encoder_init(air__encoder *e, const air__request *req,
                            uint64_t created_s) {
   memset(e, 0, sizeof(*e));
@@ -136,11 +143,7 @@ static int encode_part_bytes(air__encoder *e, const air_part *p,
   int rc = 0;
   switch (p->kind) {
     case AIR_PART_START:
-      if (!e->started) {
-        if (p->id_len > 0) copy_trunc(e->id, sizeof(e->id), p->id, p->id_len);
-        if (p->name_len > 0)
-          copy_trunc(e->model, sizeof(e->model), p->name, p->name_len);
-      }
+      if (!e->started) set_ident(e, p->id, p->id_len, p->name, p->name_len);
       return 0;
     case AIR_PART_TEXT:
     case AIR_PART_REFUSAL:
@@ -177,9 +180,7 @@ static int encode_part_bytes(air__encoder *e, const air_part *p,
       e->finished = true;
       return 0;
     case AIR_PART_USAGE:
-      e->input_tokens = p->input_tokens;
-      e->output_tokens = p->output_tokens;
-      e->has_usage = true;
+      air__encoder_usage(e, p);
       return 0;
     case AIR_PART_ERROR:
       return 0;
@@ -193,9 +194,7 @@ int air__ant_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
   air_part tmp;
   char sub[AIR__TOOL_ID_SUB_BYTES];
   int rc = encode_part_bytes(e, air__ident_fix(p, &e->idents, &tmp, sub), out);
-  if (rc != 0) {
-    air__text_undo(out, start);
-  }
+  if (rc != 0) air__text_undo(out, start);
   return rc;
 }
 
@@ -206,18 +205,7 @@ int air__ant_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
  * the finish. Deltas and pings change nothing. */
 void air__ant_encoder_observe(air__encoder *e, const air__sse_event *ev,
                               const air_part *parts, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const air_part *p = &parts[i];
-    if (p->kind == AIR_PART_START && !e->observed) {
-      if (p->id_len > 0) copy_trunc(e->id, sizeof(e->id), p->id, p->id_len);
-      if (p->name_len > 0)
-        copy_trunc(e->model, sizeof(e->model), p->name, p->name_len);
-      e->observed = true;
-    } else if (p->kind == AIR_PART_FINISH) {
-      e->finish = p->finish;
-      e->finished = true;
-    }
-  }
+  air__encoder_observe_parts(e, parts, n, set_ident);
   if (ev == NULL) return;
   air__str ty = air__event_type(ev);
   if (air__str_is(ty, "content_block_delta")) return;

@@ -411,35 +411,26 @@ typedef struct fast_scan {
   unsigned members;
 } fast_scan;
 
-/* The key of the next member of an object, *pp at its value; counts the
- * members. */
-static bool fast_key(fast_scan *f, const char **pp, const char *e,
-                     const char **k, size_t *kn) {
-  return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
-         air__json_scan_key(pp, e, k, kn);
+/* A member of the delta object. */
+static bool delta_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "type")) return air__json_scan_once(pp, e, &f->dtype);
+  if (IS(k, kn, "text")) return air__json_scan_once(pp, e, &f->text);
+  if (IS(k, kn, "thinking")) return air__json_scan_once(pp, e, &f->thinking);
+  return air__json_skip_leaf(pp, e);
 }
 
-static bool fast_delta_obj(fast_scan *f, const char **pp, const char *e) {
+/* A member of the event: "delta" is the one object read. */
+static bool event_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "type")) return air__json_scan_once(pp, e, &f->type);
+  if (IS(k, kn, "index")) return air__json_scan_once(pp, e, &f->index);
+  if (!IS(k, kn, "delta")) return air__json_skip_leaf(pp, e);
   if (f->delta.seen) return false;
   f->delta.seen = true;
-  int more = air__json_scan_open(pp, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(f, pp, e, &k, &kn)) return false;
-    bool ok;
-    if (IS(k, kn, "type"))
-      ok = air__json_scan_once(pp, e, &f->dtype);
-    else if (IS(k, kn, "text"))
-      ok = air__json_scan_once(pp, e, &f->text);
-    else if (IS(k, kn, "thinking"))
-      ok = air__json_scan_once(pp, e, &f->thinking);
-    else
-      ok = air__json_skip_leaf(pp, e);
-    if (!ok) return false;
-    more = air__json_scan_next(pp, e, '}');
-  }
-  return more == 0;
+  return air__scan_object(pp, e, &f->members, delta_member, f);
 }
 
 /* A block index as index_at reads it: digits only (no sign, fraction or
@@ -466,25 +457,9 @@ static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
   const char *p = air__json_ws(s, s + n), *e = s + n;
   fast_scan f;
   memset(&f, 0, sizeof(f));
-  int more = air__json_scan_open(&p, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(&f, &p, e, &k, &kn)) return 0;
-    bool ok;
-    if (IS(k, kn, "type"))
-      ok = air__json_scan_once(&p, e, &f.type);
-    else if (IS(k, kn, "index"))
-      ok = air__json_scan_once(&p, e, &f.index);
-    else if (IS(k, kn, "delta"))
-      ok = fast_delta_obj(&f, &p, e);
-    else
-      ok = air__json_skip_leaf(&p, e);
-    if (!ok) return 0;
-    more = air__json_scan_next(&p, e, '}');
-  }
+  bool whole = air__scan_object(&p, e, &f.members, event_member, &f);
   int idx;
-  if (more != 0 || air__json_ws(p, e) != e || !f.type.str ||
+  if (!whole || air__json_ws(p, e) != e || !f.type.str ||
       !IS(f.type.p, f.type.n, "content_block_delta") || !f.delta.seen ||
       !fast_index(&f.index, &idx) || !f.dtype.str)
     return 0;
@@ -504,12 +479,8 @@ static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
   /* Sure: the part, as on_block_delta gives it (str_at's decoding). */
   const char *text = t->p;
   size_t text_n = t->n;
-  if (memchr(text, '\\', text_n) != NULL) {
-    air__buf_reset(&d->scratch);
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) return 0;
-    text = d->scratch.n > 0 ? d->scratch.p : "";
-    text_n = d->scratch.n;
-  }
+  air__buf_reset(&d->scratch);
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
   *rc = text_n == 0 ? 0 : emit_text(cb, data, kind, idx, text, text_n);
   return 1;
 }
@@ -601,16 +572,18 @@ static int body_block(air__decoder *d, const json_t *b, int i, air__part_cb cb,
                    d->scratch.n);
 }
 
-int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
-                         air__part_cb cb, void *data) {
-  json_t *root = json_loadb(body, n, 0, NULL);
+/* A message object: "type": "message", "content" absent or an array. */
+static bool is_body(const json_t *root) {
   const char *type = json_string_value(json_object_get(root, "type"));
   const json_t *content = json_object_get(root, "content");
-  if (type == NULL || strcmp(type, "message") != 0 ||
-      (content != NULL && !json_is_array(content))) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
+  return type != NULL && strcmp(type, "message") == 0 &&
+         (content == NULL || json_is_array(content));
+}
+
+/* A message's content, stop reason and usage through the mapping. */
+static int body_parts(air__decoder *d, const json_t *root, air__part_cb cb,
+                      void *data) {
+  const json_t *content = json_object_get(root, "content");
   /* What carries meaning is checked before any part is handed over. */
   size_t i, id_n, model_n, sr_n;
   const json_t *b;
@@ -623,10 +596,7 @@ int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
         air__json_over(json_object_get(b, "name"), AIR__MAX_TOOL_NAME_BYTES))
       d->fatal = AIR__OVER_TOOL_NAME;
   }
-  if (d->fatal != NULL) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
+  if (d->fatal != NULL) return AIR_EPARSE;
   const char *id = air__json_sv(json_object_get(root, "id"), &id_n);
   const char *model = air__json_sv(json_object_get(root, "model"), &model_n);
   int rc = emit_start(d, id, id_n, model, model_n, cb, data);
@@ -646,6 +616,11 @@ int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
     d->output_tokens = air__json_count(json_object_get(u, "output_tokens"));
     rc = emit_usage(d, cb, data);
   }
-  json_decref(root);
   return rc;
+}
+
+int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
+                         air__part_cb cb, void *data) {
+  return air__json_decode_body(d, body, n, 0, is_body, body_parts, false, cb,
+                               data);
 }

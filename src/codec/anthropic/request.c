@@ -58,14 +58,9 @@ int air__ant_build_same(const air__request *req, const air__build_opts *o,
 /* ---- decoding into the canonical request -----------------------------------
  */
 
-typedef struct dec {
-  air__canon *c;
-  air_error *err;
-} dec;
-
 /* The "type" of a block, or NULL (and an error) when the block is not an
  * object with a string type. */
-static const char *block_type(dec *d, const json_t *b, const char *path,
+static const char *block_type(air__cdec *d, const json_t *b, const char *path,
                               int *rc) {
   const char *t = json_string_value(json_object_get(b, "type"));
   if (!json_is_object(b) || t == NULL) {
@@ -77,7 +72,7 @@ static const char *block_type(dec *d, const json_t *b, const char *path,
 }
 
 /* A text block as a TEXT part. */
-static int text_block(dec *d, const json_t *b, const char *path,
+static int text_block(air__cdec *d, const json_t *b, const char *path,
                       air__cpart **parts, size_t *n, size_t *cap) {
   const json_t *t = json_object_get(b, "text");
   if (!json_is_string(t))
@@ -93,8 +88,9 @@ static int text_block(dec *d, const json_t *b, const char *path,
  * invalid, else (inside a tool result) any undecodable source is an extra
  * naming the block.
  */
-static int image_block(dec *d, const json_t *b, const char *path, bool strict,
-                       air__cpart **parts, size_t *n, size_t *cap) {
+static int image_block(air__cdec *d, const json_t *b, const char *path,
+                       bool strict, air__cpart **parts, size_t *n,
+                       size_t *cap) {
   const json_t *src = json_object_get(b, "source");
   const char *st = json_string_value(json_object_get(src, "type"));
   const json_t *mt = json_object_get(src, "media_type");
@@ -137,7 +133,7 @@ static int image_block(dec *d, const json_t *b, const char *path, bool strict,
 }
 
 /* A tool_result block as a TOOL_RESULT part. */
-static int tool_result(dec *d, const json_t *b, const char *path,
+static int tool_result(air__cdec *d, const json_t *b, const char *path,
                        air__cmsg *m) {
   const json_t *id = json_object_get(b, "tool_use_id");
   if (!json_is_string(id))
@@ -176,7 +172,8 @@ static int tool_result(dec *d, const json_t *b, const char *path,
 }
 
 /* A tool_use block as a TOOL_CALL part (the input as compact JSON). */
-static int tool_use(dec *d, const json_t *b, const char *path, air__cmsg *m) {
+static int tool_use(air__cdec *d, const json_t *b, const char *path,
+                    air__cmsg *m) {
   const json_t *id = json_object_get(b, "id");
   const json_t *name = json_object_get(b, "name");
   if (!json_is_string(id) || !json_is_string(name))
@@ -189,7 +186,8 @@ static int tool_use(dec *d, const json_t *b, const char *path, air__cmsg *m) {
 }
 
 /* A thinking or redacted_thinking block as a REASONING part. */
-static int thinking(dec *d, const json_t *b, bool redacted, air__cmsg *m) {
+static int thinking(air__cdec *d, const json_t *b, bool redacted,
+                    air__cmsg *m) {
   int rc;
   air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
                                       &m->cap_parts, AIR__CP_REASONING, &rc);
@@ -204,7 +202,7 @@ static int thinking(dec *d, const json_t *b, bool redacted, air__cmsg *m) {
   return 0;
 }
 
-static int message(dec *d, size_t i, const json_t *jm) {
+static int message(air__cdec *d, size_t i, const json_t *jm) {
   const char *role = json_string_value(json_object_get(jm, "role"));
   const json_t *content = json_object_get(jm, "content");
   if (!json_is_string(content) && !json_is_array(content))
@@ -264,7 +262,7 @@ static int message(dec *d, size_t i, const json_t *jm) {
   return 0;
 }
 
-static int system_prompt(dec *d, const json_t *sys) {
+static int system_prompt(air__cdec *d, const json_t *sys) {
   air__canon *c = d->c;
   int rc = 0;
   if (sys == NULL || json_is_null(sys)) return 0;
@@ -294,7 +292,7 @@ static int system_prompt(dec *d, const json_t *sys) {
   return 0;
 }
 
-static int tools(dec *d, const json_t *v) {
+static int tools(air__cdec *d, const json_t *v) {
   size_t i;
   const json_t *t;
   json_array_foreach(v, i, t) {
@@ -320,7 +318,7 @@ static int tools(dec *d, const json_t *v) {
   return 0;
 }
 
-static int tool_choice(dec *d, const json_t *tc) {
+static int tool_choice(air__cdec *d, const json_t *tc) {
   const char *t = json_string_value(json_object_get(tc, "type"));
   air__canon *c = d->c;
   if (t != NULL && strcmp(t, "auto") == 0) {
@@ -348,7 +346,7 @@ static int tool_choice(dec *d, const json_t *tc) {
 
 /* thinking {type: enabled, budget_tokens} | {type: adaptive} | {type:
  * disabled} (nothing); another form is an extra. */
-static int thinking_field(dec *d, const json_t *v) {
+static int thinking_field(air__cdec *d, const json_t *v) {
   const char *t = json_string_value(json_object_get(v, "type"));
   air__canon *c = d->c;
   if (t != NULL && strcmp(t, "disabled") == 0) return 0;
@@ -372,7 +370,7 @@ static int thinking_field(dec *d, const json_t *v) {
 
 /* A format {type: json_schema, schema} (output_config.format, or the
  * older top-level output_format); field names it. */
-static int output_format(dec *d, const json_t *v, const char *field) {
+static int output_format(air__cdec *d, const json_t *v, const char *field) {
   const char *t = json_string_value(json_object_get(v, "type"));
   const json_t *schema = json_object_get(v, "schema");
   if (t == NULL || strcmp(t, "json_schema") != 0 || !json_is_object(schema))
@@ -383,7 +381,7 @@ static int output_format(dec *d, const json_t *v, const char *field) {
 }
 
 /* output_config {effort, format}; other members are extras. */
-static int output_config(dec *d, const json_t *v) {
+static int output_config(air__cdec *d, const json_t *v) {
   const char *k;
   const json_t *m;
   json_object_foreach((json_t *)v, k, m) {
@@ -414,7 +412,7 @@ static int output_config(dec *d, const json_t *v) {
 }
 
 /* One top-level field other than model, messages, system and stream. */
-static int field(dec *d, const char *k, const json_t *v) {
+static int field(air__cdec *d, const char *k, const json_t *v) {
   air__canon *c = d->c;
   if (strcmp(k, "max_tokens") == 0) {
     if (json_is_integer(v) && json_integer_value(v) > 0)
@@ -455,8 +453,7 @@ static int field(dec *d, const char *k, const json_t *v) {
   /* Only hints to a provider (docs/design.md §5): dropped, never skipped. */
   static const char *const hints[] = {"top_k", "service_tier",
                                       "context_management", "cache_control"};
-  for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
-    if (strcmp(k, hints[i]) == 0) return 0;
+  if (air__name_in(k, hints, sizeof(hints) / sizeof(hints[0]))) return 0;
   char f[160];
   snprintf(f, sizeof(f), "%.150s", k);
   return air__canon_json_extra(c, f, k, v);
@@ -464,23 +461,16 @@ static int field(dec *d, const char *k, const json_t *v) {
 
 int air__ant_decode_request(const air__request *req, air__canon *c,
                             air_error *err) {
+  static const char *const own[] = {"model", "messages", "system", "stream"};
   const json_t *in = air__request_body(req);
   if (!json_is_object(in))
     return air__error_set(err, AIR_EINVAL, "body: expected a JSON object");
-  dec d = {c, err};
+  air__cdec d = {c, err};
   int rc = system_prompt(&d, json_object_get(in, "system"));
   const json_t *msgs = json_object_get(in, "messages");
   for (size_t i = 0; rc == 0 && i < json_array_size(msgs); i++)
     rc = message(&d, i, json_array_get(msgs, i));
-  const char *k;
-  const json_t *v;
-  json_object_foreach((json_t *)in, k, v) {
-    if (rc != 0) break;
-    if (json_is_null(v) || strcmp(k, "model") == 0 ||
-        strcmp(k, "messages") == 0 || strcmp(k, "system") == 0 ||
-        strcmp(k, "stream") == 0)
-      continue;
-    rc = field(&d, k, v);
-  }
-  return rc;
+  if (rc != 0) return rc;
+  return air__canon_json_fields(&d, in, own, sizeof(own) / sizeof(own[0]),
+                                field);
 }

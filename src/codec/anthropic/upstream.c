@@ -276,27 +276,9 @@ static int messages(enc *e) {
   return 0;
 }
 
-static int tools(const air__canon *c, json_t *out) {
-  if (c->n_tools == 0) return 0;
-  json_t *res = json_array();
-  if (res == NULL) return AIR_ENOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
-    const air__ctool *t = &c->tools[i];
-    json_t *a = json_pack("{s:o}", "name", air__json_strn(t->name));
-    rc = a != NULL ? 0 : AIR_ENOMEM;
-    if (rc == 0 && t->description.p != NULL)
-      rc = air__json_put(a, "description", air__json_strn(t->description));
-    if (rc == 0)
-      rc = air__json_put(a, "input_schema", air__json_tool_schema(t));
-    if (rc == 0)
-      rc = air__json_push(res, a);
-    else
-      json_decref(a);
-  }
-  if (rc == 0) return air__json_put(out, "tools", res);
-  json_decref(res);
-  return rc;
+/* A tool: {name, description, input_schema}. */
+static json_t *tool_head(const air__ctool *t) {
+  return json_pack("{s:o}", "name", air__json_strn(t->name));
 }
 
 static int tool_choice(const air__canon *c, json_t *out) {
@@ -387,7 +369,7 @@ static int fields(const air__canon *c, bool thinking, json_t *root) {
     else
       json_decref(seq);
   }
-  if (rc == 0) rc = tools(c, root);
+  if (rc == 0) rc = air__json_tools(c, root, tool_head, "input_schema", NULL);
   if (rc == 0) rc = tool_choice(c, root);
   if (rc == 0 && c->user.p != NULL)
     rc = air__json_put(root, "metadata",

@@ -157,39 +157,7 @@ int air__oai_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   air_part tmp;
   char sub[AIR__TOOL_ID_SUB_BYTES];
   const air_part *p = air__ident_fix(in, &e->idents, &tmp, sub);
-  switch (p->kind) {
-    case AIR_PART_USAGE:
-      e->input_tokens = p->input_tokens;
-      e->output_tokens = p->output_tokens;
-      e->has_usage = true;
-      return 0;
-    case AIR_PART_ERROR:
-      return 0;
-    case AIR_PART_START:
-      if (e->started) return 0;
-      set_ident(e, p->id, p->id_len, p->name, p->name_len);
-      break;
-    case AIR_PART_TEXT:
-    case AIR_PART_REASONING:
-    case AIR_PART_REFUSAL:
-    case AIR_PART_TOOL_DELTA:
-      if (p->text_len == 0) return 0;
-      break;
-    case AIR_PART_FINISH:
-      if (e->finished) return 0;
-      break;
-    case AIR_PART_TOOL_START:
-      break;
-  }
-  if (!e->started && p->kind != AIR_PART_START) set_ident(e, NULL, 0, NULL, 0);
-  if (e->passthrough) {
-    e->started = true;
-    if (p->kind == AIR_PART_FINISH) {
-      e->finished = true;
-      e->finish = p->finish;
-    }
-    return 0;
-  }
+  if (air__encoder_accept(e, p, set_ident) == 0) return 0;
   size_t mark = out->n;
   int rc = 0;
   if (!e->started) TRY(role_chunk(e, out));
@@ -227,20 +195,11 @@ out:
  * at: the other events cost one pass over their parts. */
 void air__oai_encoder_observe(air__encoder *e, const air__sse_event *ev,
                               const air_part *parts, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const air_part *p = &parts[i];
-    if (p->kind == AIR_PART_START && !e->observed) {
-      set_ident(e, p->id, p->id_len, p->name, p->name_len);
-      e->observed = true;
-      e->started = true;
-      uint64_t v;
-      if (ev != NULL && air__scan_uint(ev->data.p, ev->data.n, "created", &v))
-        e->created = v;
-    } else if (p->kind == AIR_PART_FINISH) {
-      e->finished = true;
-      e->finish = p->finish;
-    }
-  }
+  if (!air__encoder_observe_parts(e, parts, n, set_ident)) return;
+  e->started = true;
+  uint64_t v;
+  if (ev != NULL && air__scan_uint(ev->data.p, ev->data.n, "created", &v))
+    e->created = v;
 }
 
 /* encode_end: [finish chunk if none was seen,] [usage chunk,] [DONE]. */

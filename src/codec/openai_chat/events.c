@@ -44,29 +44,6 @@ void air__oai_decoder_init(air__decoder *d) {
  * come whatever the decoder saw before.
  */
 
-static int emit_start(air__decoder *d, const char *id, size_t id_n,
-                      const char *model, size_t model_n, air__part_cb cb,
-                      void *data) {
-  if (d->started) return 0;
-  air_part p = {.kind = AIR_PART_START,
-                .id = id,
-                .id_len = id_n,
-                .name = model,
-                .name_len = model_n};
-  d->started = true;
-  EMIT(p);
-  return 0;
-}
-
-/* A text piece: nothing when empty. */
-static int emit_text(air_part_kind kind, const char *s, size_t n,
-                     air__part_cb cb, void *data) {
-  if (n == 0) return 0;
-  air_part p = {.kind = kind, .text = s, .text_len = n};
-  EMIT(p);
-  return 0;
-}
-
 /* A tool call piece at tool index idx: TOOL_START when it has an id or a
  * name (once: only the first time the index has one), TOOL_DELTA for
  * arguments. */
@@ -74,23 +51,14 @@ static int emit_tool(air__decoder *d, int idx, bool once, const char *id,
                      size_t id_n, const char *name, size_t name_n,
                      const char *args, size_t args_n, air__part_cb cb,
                      void *data) {
+  int rc;
   if ((id_n > 0 || name_n > 0) && !(once && d->block_kind[idx])) {
-    air_part p = {.kind = AIR_PART_TOOL_START,
-                  .index = idx,
-                  .id = id,
-                  .id_len = id_n,
-                  .name = name,
-                  .name_len = name_n};
     d->block_kind[idx] = 1;
     d->n_tools++;
-    EMIT(p);
+    if ((rc = air__emit_tool_start(idx, id, id_n, name, name_n, cb, data)))
+      return rc;
   }
-  air_part a = {.kind = AIR_PART_TOOL_DELTA,
-                .index = idx,
-                .text = args,
-                .text_len = args_n};
-  if (args_n > 0) EMIT(a);
-  return 0;
+  return air__emit_text(AIR_PART_TOOL_DELTA, idx, args, args_n, cb, data);
 }
 
 /* The finish_reason: nothing when empty. */
@@ -102,16 +70,6 @@ static int emit_finish(air__decoder *d, const char *raw, size_t n,
                 .finish_raw = raw,
                 .finish_raw_len = n};
   d->finished = true;
-  EMIT(p);
-  return 0;
-}
-
-static int emit_usage(air__decoder *d, uint64_t in, uint64_t out,
-                      air__part_cb cb, void *data) {
-  air_part p = {
-      .kind = AIR_PART_USAGE, .input_tokens = in, .output_tokens = out};
-  d->input_tokens = in;
-  d->output_tokens = out;
   EMIT(p);
   return 0;
 }
@@ -219,7 +177,7 @@ static int decode_chunk(air__decoder *d, const air__sse_event *ev,
   if (!d->started) {
     air__event_str(d, j, air__json_get(j, 0, "id"), &p, &pn);
     air__event_str(d, j, air__json_get(j, 0, "model"), &q, &qn);
-    if ((rc = emit_start(d, p, pn, q, qn, cb, data)) != 0) return rc;
+    if ((rc = air__emit_start(d, p, pn, q, qn, cb, data)) != 0) return rc;
   }
   if (air__json_is_obj(j, delta)) {
     static const air_part_kind kinds[] = {AIR_PART_REASONING, AIR_PART_TEXT,
@@ -232,7 +190,7 @@ static int decode_chunk(air__decoder *d, const air__sse_event *ev,
     toks[2] = air__json_get(j, delta, "refusal");
     for (int k = 0; k < 3; k++) {
       air__event_str(d, j, toks[k], &p, &pn);
-      if ((rc = emit_text(kinds[k], p, pn, cb, data)) != 0) return rc;
+      if ((rc = air__emit_text(kinds[k], 0, p, pn, cb, data)) != 0) return rc;
     }
   }
   for (int k = 0, t = tools + 1; k < n_tools; k++, t = air__json_skip(j, t)) {
@@ -249,7 +207,7 @@ static int decode_chunk(air__decoder *d, const air__sse_event *ev,
   if ((rc = emit_finish(d, p, pn, cb, data)) != 0) return rc;
   if (!has_usage) return 0;
   d->usage_only = n_choices == 0;
-  return emit_usage(
+  return air__emit_usage(
       d, air__event_count(j, air__json_get(j, usage, "prompt_tokens")),
       air__event_count(j, air__json_get(j, usage, "completion_tokens")), cb,
       data);
@@ -314,65 +272,55 @@ static bool fast_null(const char **pp, const char *e) {
   return true;
 }
 
-/* The key of the next member of an object, *pp at its value; counts the
- * members. */
-static bool fast_key(fast_scan *f, const char **pp, const char *e,
-                     const char **k, size_t *kn) {
-  return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
-         air__json_scan_key(pp, e, k, kn);
-}
-
 static bool has_escape(const fast_val *v) {
   return v->str && memchr(v->p, '\\', v->n) != NULL;
 }
 
-static bool fast_delta(fast_scan *f, const char **pp, const char *e) {
-  int more = air__json_scan_open(pp, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(f, pp, e, &k, &kn)) return false;
-    bool ok;
-    if (IS(k, kn, "content"))
-      ok = fast_str_or_null(pp, e, &f->content);
-    else if (IS(k, kn, "refusal") || IS(k, kn, "reasoning_content") ||
-             IS(k, kn, "reasoning") || IS(k, kn, "tool_calls"))
-      ok = fast_null(pp, e);
-    else
-      ok = air__json_skip_leaf(pp, e);
-    if (!ok) return false;
-    more = air__json_scan_next(pp, e, '}');
-  }
-  return more == 0;
+/* A member of the choice's delta. */
+static bool delta_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "content")) return fast_str_or_null(pp, e, &f->content);
+  if (IS(k, kn, "refusal") || IS(k, kn, "reasoning_content") ||
+      IS(k, kn, "reasoning") || IS(k, kn, "tool_calls"))
+    return fast_null(pp, e);
+  return air__json_skip_leaf(pp, e);
 }
 
-/* "choices": [ one object ]. */
-static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
-  if (f->choices.seen) return false;
-  f->choices.seen = true;
-  if (air__json_scan_open(pp, e, '[') != 1) return false;
-  int more = air__json_scan_open(pp, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(f, pp, e, &k, &kn)) return false;
-    bool ok;
-    if (IS(k, kn, "index")) {
-      ok = air__json_scan_once(pp, e, &f->index) && !f->index.str &&
+/* A member of the one choice. */
+static bool choice_member(void *ctx, const char *k, size_t kn, const char **pp,
+                          const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "index"))
+    return air__json_scan_once(pp, e, &f->index) && !f->index.str &&
            f->index.n == 1 && f->index.p[0] == '0';
-    } else if (IS(k, kn, "delta")) {
-      ok = !f->delta.seen && fast_delta(f, pp, e);
-      f->delta.seen = true;
-    } else if (IS(k, kn, "finish_reason")) {
-      ok = fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish) &&
-           f->finish.n <= AIR__MAX_FINISH_REASON_BYTES;
-    } else {
-      ok = air__json_skip_leaf(pp, e);
-    }
-    if (!ok) return false;
-    more = air__json_scan_next(pp, e, '}');
+  if (IS(k, kn, "delta")) {
+    bool ok =
+        !f->delta.seen && air__scan_object(pp, e, &f->members, delta_member, f);
+    f->delta.seen = true;
+    return ok;
   }
-  return more == 0 && air__json_scan_next(pp, e, ']') == 0;
+  if (IS(k, kn, "finish_reason"))
+    return fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish) &&
+           f->finish.n <= AIR__MAX_FINISH_REASON_BYTES;
+  return air__json_skip_leaf(pp, e);
+}
+
+/* A member of the chunk: "choices" is [ one object ]. */
+static bool chunk_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "choices")) {
+    if (f->choices.seen) return false;
+    f->choices.seen = true;
+    return air__json_scan_open(pp, e, '[') == 1 &&
+           air__scan_object(pp, e, &f->members, choice_member, f) &&
+           air__json_scan_next(pp, e, ']') == 0;
+  }
+  if (IS(k, kn, "error") || IS(k, kn, "usage")) return fast_null(pp, e);
+  if (IS(k, kn, "id")) return air__json_scan_once(pp, e, &f->id);
+  if (IS(k, kn, "model")) return air__json_scan_once(pp, e, &f->model);
+  return air__json_skip_leaf(pp, e);
 }
 
 /* A string member read for START: borrowed, or "" when absent or not a
@@ -413,16 +361,8 @@ static int same_shape(air__decoder *d, const char *s, size_t n, air__part_cb cb,
     return 0;
   const char *text = s + pre;
   size_t text_n = n - post - pre;
-  if (memchr(text, '\\', text_n) != NULL) {
-    size_t off = d->scratch.n;
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
-      air__text_undo(&d->scratch, off);
-      return 0;
-    }
-    text = d->scratch.p + off;
-    text_n = d->scratch.n - off;
-  }
-  *rc = emit_text(AIR_PART_TEXT, text, text_n, cb, data);
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
+  *rc = air__emit_text(AIR_PART_TEXT, 0, text, text_n, cb, data);
   return 1;
 }
 
@@ -437,49 +377,23 @@ static int fast_chunk(air__decoder *d, const char *s, size_t n, air__part_cb cb,
   const char *p = s, *e = s + n;
   fast_scan f;
   memset(&f, 0, sizeof(f));
-  int more = air__json_scan_open(&p, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(&f, &p, e, &k, &kn)) return 0;
-    bool ok;
-    if (IS(k, kn, "choices"))
-      ok = fast_choices(&f, &p, e);
-    else if (IS(k, kn, "error") || IS(k, kn, "usage"))
-      ok = fast_null(&p, e);
-    else if (IS(k, kn, "id"))
-      ok = air__json_scan_once(&p, e, &f.id);
-    else if (IS(k, kn, "model"))
-      ok = air__json_scan_once(&p, e, &f.model);
-    else
-      ok = air__json_skip_leaf(&p, e);
-    if (!ok) return 0;
-    more = air__json_scan_next(&p, e, '}');
-  }
-  if (more != 0 || p != e || !f.choices.seen) return 0;
+  bool whole = air__scan_object(&p, e, &f.members, chunk_member, &f);
+  if (!whole || p != e || !f.choices.seen) return 0;
   if (!d->started && (has_escape(&f.id) || has_escape(&f.model))) return 0;
 
   /* Sure: the parts, as decode_chunk gives them. The text is decoded
    * first, so that nothing is handed over when that fails. */
   const char *text = f.content.p;
   size_t text_n = f.content.str ? f.content.n : 0;
-  if (has_escape(&f.content)) {
-    size_t off = d->scratch.n;
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
-      air__text_undo(&d->scratch, off);
-      return 0;
-    }
-    text = d->scratch.p + off;
-    text_n = d->scratch.n - off;
-  }
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
   if (d->started && f.content.str && !(f.finish.str && f.finish.n > 0))
     keep_shape(d, s, n, f.content.p, f.content.n);
   const char *id, *model;
   size_t id_n, model_n;
   fast_str(&f.id, &id, &id_n);
   fast_str(&f.model, &model, &model_n);
-  if ((*rc = emit_start(d, id, id_n, model, model_n, cb, data)) == 0 &&
-      (*rc = emit_text(AIR_PART_TEXT, text, text_n, cb, data)) == 0 &&
+  if ((*rc = air__emit_start(d, id, id_n, model, model_n, cb, data)) == 0 &&
+      (*rc = air__emit_text(AIR_PART_TEXT, 0, text, text_n, cb, data)) == 0 &&
       f.finish.str)
     *rc = emit_finish(d, f.finish.p, f.finish.n, cb, data);
   return 1;
@@ -500,7 +414,7 @@ AIR__DECODE_EVENT_FUNCS(air__oai, air__openai_event_data, fast_event,
  */
 
 /* A chat.completion's choice 0 and its message through the mapping. */
-static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
+static int body_parts(air__decoder *d, const json_t *root, air__part_cb cb,
                       void *data) {
   json_t *choices = json_object_get(root, "choices");
   json_t *choice = NULL;
@@ -528,27 +442,24 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
 
   const char *p, *q;
   size_t pn, qn;
-  p = air__json_sv(json_object_get(root, "id"), &pn);
-  q = air__json_sv(json_object_get(root, "model"), &qn);
-  d->started = false;
-  int rc = emit_start(d, p, pn, q, qn, cb, data);
+  int rc = air__json_body_start(d, root, cb, data);
   json_t *reasoning = json_object_get(msg, "reasoning_content");
   if (!json_is_string(reasoning)) reasoning = json_object_get(msg, "reasoning");
   p = air__json_sv(reasoning, &n);
-  if (rc == 0) rc = emit_text(AIR_PART_REASONING, p, n, cb, data);
+  if (rc == 0) rc = air__emit_text(AIR_PART_REASONING, 0, p, n, cb, data);
   json_t *content = json_object_get(msg, "content");
   if (!json_is_array(content)) {
     p = air__json_sv(content, &n);
-    if (rc == 0) rc = emit_text(AIR_PART_TEXT, p, n, cb, data);
+    if (rc == 0) rc = air__emit_text(AIR_PART_TEXT, 0, p, n, cb, data);
   }
   json_array_foreach(content, i, c) {
     const char *type = json_string_value(json_object_get(c, "type"));
     if (rc != 0 || type == NULL || strcmp(type, "text") != 0) continue;
     p = air__json_sv(json_object_get(c, "text"), &n);
-    rc = emit_text(AIR_PART_TEXT, p, n, cb, data);
+    rc = air__emit_text(AIR_PART_TEXT, 0, p, n, cb, data);
   }
   p = air__json_sv(json_object_get(msg, "refusal"), &n);
-  if (rc == 0) rc = emit_text(AIR_PART_REFUSAL, p, n, cb, data);
+  if (rc == 0) rc = air__emit_text(AIR_PART_REFUSAL, 0, p, n, cb, data);
   json_array_foreach(calls, i, c) {
     if (rc != 0) break;
     if (i >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
@@ -562,30 +473,26 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
   }
   p = air__json_sv(json_object_get(choice, "finish_reason"), &n);
   if (rc == 0) rc = emit_finish(d, p, n, cb, data);
-  json_t *usage = json_object_get(root, "usage");
-  if (rc == 0 && json_is_object(usage))
-    rc = emit_usage(
-        d, air__json_count(json_object_get(usage, "prompt_tokens")),
-        air__json_count(json_object_get(usage, "completion_tokens")), cb, data);
+  if (rc == 0)
+    rc = air__json_body_usage(d, json_object_get(root, "usage"),
+                              "prompt_tokens", "completion_tokens", cb, data);
   return rc;
 }
 
-/* decode_body: a chat.completion object ("object" absent or
- * "chat.completion", "choices" an array); anything else is AIR_EPARSE. */
+/* A chat.completion object: "object" absent or "chat.completion",
+ * "choices" an array. */
+static bool is_body(const json_t *root) {
+  const json_t *obj = json_object_get(root, "object");
+  return json_is_object(root) &&
+         json_is_array(json_object_get(root, "choices")) &&
+         (obj == NULL ||
+          (json_is_string(obj) &&
+           strcmp(json_string_value(obj), "chat.completion") == 0));
+}
+
+/* decode_body: a chat.completion object; anything else is AIR_EPARSE. */
 int air__oai_decode_body(air__decoder *d, const char *body, size_t n,
                          air__part_cb cb, void *data) {
-  json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
-  json_t *obj = json_object_get(root, "object");
-  if (!json_is_object(root) ||
-      !json_is_array(json_object_get(root, "choices")) ||
-      (obj != NULL &&
-       !(json_is_string(obj) &&
-         strcmp(json_string_value(obj), "chat.completion") == 0))) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
-  int rc = body_parts(d, root, cb, data);
-  if (rc == 0) d->done = true;
-  json_decref(root);
-  return rc;
+  return air__json_decode_body(d, body, n, JSON_ALLOW_NUL, is_body, body_parts,
+                               true, cb, data);
 }

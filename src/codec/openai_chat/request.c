@@ -58,33 +58,12 @@ int air__oai_build_same(const air__request *req, const air__build_opts *o,
 /* ---- decoding into the canonical request -----------------------------------
  */
 
-/* Decoding state: the canonical request being filled and where errors go. */
-typedef struct dec {
-  air__canon *c;
-  air_error *err;
-} dec;
-
-/* An image_url part's URL as canonical image fields. */
-static int image(dec *d, const json_t *part, const char *field, air__cpart *p) {
+/* One content part at field (type: its type) into parts; system: text
+ * only. */
+static int part(air__cdec *d, const json_t *jp, const char *field,
+                const char *type, air__cpart **parts, size_t *n, size_t *cap,
+                bool system) {
   char f[AIR__MAX_CANON_FIELD_BYTES];
-  const json_t *iu = json_object_get(part, "image_url");
-  const json_t *u = json_is_object(iu) ? json_object_get(iu, "url") : iu;
-  snprintf(f, sizeof(f), "%s.image_url.url", field);
-  return air__canon_image_url(d->c, u, f, p, d->err);
-}
-
-/* One content part of message i into parts; system: text only. */
-static int part(dec *d, const json_t *jp, size_t i, size_t j,
-                air__cpart **parts, size_t *n, size_t *cap, bool system) {
-  char field[96], f[AIR__MAX_CANON_FIELD_BYTES];
-  int rc = 0;
-  snprintf(field, sizeof(field), "messages[%zu].content[%zu]", i, j);
-  if (!json_is_object(jp)) return invalid(d->err, field, "expected an object");
-  const char *type = json_string_value(json_object_get(jp, "type"));
-  if (type == NULL) {
-    snprintf(f, sizeof(f), "%s.type", field);
-    return invalid(d->err, f, "expected a string");
-  }
   snprintf(f, sizeof(f), "%s.%s", field, type);
   if (strcmp(type, "text") == 0 || (!system && strcmp(type, "refusal") == 0)) {
     const json_t *t = json_object_get(jp, type);
@@ -92,49 +71,55 @@ static int part(dec *d, const json_t *jp, size_t i, size_t j,
     return air__canon_json_text_part(d->c, parts, n, cap, t);
   }
   if (!system && strcmp(type, "image_url") == 0) {
-    air__cpart *p =
-        air__canon_add_part(d->c, parts, n, cap, AIR__CP_IMAGE, &rc);
-    if (p == NULL) return rc;
-    p->field = air__canon_fmt(d->c, "%s", field);
-    p->type = air__canon_str(d->c, type, strlen(type));
-    return image(d, jp, field, p);
+    const json_t *iu = json_object_get(jp, "image_url");
+    snprintf(f, sizeof(f), "%s.image_url.url", field);
+    return air__canon_json_image(
+        d, parts, n, cap, json_is_object(iu) ? json_object_get(iu, "url") : iu,
+        field, type, f);
   }
   return air__canon_json_opaque(d->c, parts, n, cap, jp, f, type);
 }
 
-/* A message's content (string, parts or null) into parts. */
-static int content(dec *d, const json_t *c, size_t i, air__cpart **parts,
-                   size_t *n, size_t *cap, bool system) {
-  char field[64];
-  int rc = 0;
-  if (c == NULL || json_is_null(c)) return 0;
-  if (json_is_string(c))
-    return air__canon_json_text_part(d->c, parts, n, cap, c);
-  if (!json_is_array(c)) {
-    snprintf(field, sizeof(field), "messages[%zu].content", i);
-    return invalid(d->err, field, "expected a string or an array");
-  }
-  size_t j;
-  const json_t *jp;
-  json_array_foreach(c, j, jp) {
-    if ((rc = part(d, jp, i, j, parts, n, cap, system)) != 0) return rc;
-  }
-  return 0;
-}
-
 /* A required member of a tool call or tool: "FIELD.KEY: expected TYPE"
- * when v is not one. */
-static int want(dec *d, bool ok, const char *field, const char *key,
+ * unless ok. */
+static int want(air__cdec *d, bool ok, const char *field, const char *key,
                 const char *type) {
   if (ok) return 0;
   return air__error_set(d->err, AIR_EINVAL, "%s.%s: expected %s", field, key,
                         type);
 }
 
+/* An assistant's tool call (field: "messages[i].tool_calls[j]") into a
+ * TOOL_CALL part of m. */
+static int tool_call(air__cdec *d, const json_t *tc, const char *field,
+                     air__cmsg *m) {
+  char f[AIR__MAX_CANON_FIELD_BYTES];
+  int rc;
+  const json_t *type = json_object_get(tc, "type");
+  if (type != NULL && !json_is_null(type) &&
+      !(json_is_string(type) &&
+        strcmp(json_string_value(type), "function") == 0)) {
+    snprintf(f, sizeof(f), "%s.type", field);
+    return air__canon_json_extra(d->c, f, NULL, NULL);
+  }
+  const json_t *fn = json_object_get(tc, "function");
+  const json_t *id = json_object_get(tc, "id");
+  const json_t *name = json_object_get(fn, "name");
+  const json_t *args = json_object_get(fn, "arguments");
+  if ((rc = want(d, json_is_string(id), field, "id", "a string")) ||
+      (rc = want(d, json_is_object(fn), field, "function", "an object")) ||
+      (rc = want(d, json_is_string(name), field, "function.name", "a string")))
+    return rc;
+  snprintf(f, sizeof(f), "%s.function.arguments", field);
+  if (args != NULL && !json_is_null(args) && !json_is_string(args))
+    return invalid(d->err, f, "expected a string");
+  return air__canon_json_call(d->c, m, id, name, args, false, field, f);
+}
+
 /* An assistant's tool_calls into TOOL_CALL parts of m. */
-static int tool_calls(dec *d, const json_t *calls, size_t i, air__cmsg *m) {
-  char field[96], f[AIR__MAX_CANON_FIELD_BYTES];
-  int rc = 0;
+static int tool_calls(air__cdec *d, const json_t *calls, size_t i,
+                      air__cmsg *m) {
+  char field[96];
   if (calls == NULL || json_is_null(calls)) return 0;
   snprintf(field, sizeof(field), "messages[%zu].tool_calls", i);
   if (!json_is_array(calls)) return invalid(d->err, field, "expected an array");
@@ -144,40 +129,18 @@ static int tool_calls(dec *d, const json_t *calls, size_t i, air__cmsg *m) {
     snprintf(field, sizeof(field), "messages[%zu].tool_calls[%zu]", i, j);
     if (!json_is_object(tc))
       return invalid(d->err, field, "expected an object");
-    const json_t *type = json_object_get(tc, "type");
-    if (type != NULL && !json_is_null(type) &&
-        !(json_is_string(type) &&
-          strcmp(json_string_value(type), "function") == 0)) {
-      snprintf(f, sizeof(f), "%s.type", field);
-      if ((rc = air__canon_json_extra(d->c, f, NULL, NULL)) != 0) return rc;
-      continue;
-    }
-    const json_t *fn = json_object_get(tc, "function");
-    const json_t *id = json_object_get(tc, "id");
-    const json_t *name = json_object_get(fn, "name");
-    const json_t *args = json_object_get(fn, "arguments");
-    if ((rc = want(d, json_is_string(id), field, "id", "a string")) ||
-        (rc = want(d, json_is_object(fn), field, "function", "an object")) ||
-        (rc =
-             want(d, json_is_string(name), field, "function.name", "a string")))
-      return rc;
-    snprintf(f, sizeof(f), "%s.function.arguments", field);
-    if (args != NULL && !json_is_null(args) && !json_is_string(args))
-      return invalid(d->err, f, "expected a string");
-    rc = air__canon_json_call(d->c, m, id, name, args, false, field, f);
+    int rc = tool_call(d, tc, field, m);
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-/* A tool message into a TOOL_RESULT part of a user turn. */
-static int tool_result(dec *d, const json_t *jm, size_t i) {
-  char field[64];
+/* A tool message (at field "messages[i]") into a TOOL_RESULT part of a
+ * user turn. */
+static int tool_result(air__cdec *d, const json_t *jm, const char *field) {
   int rc = 0;
   const json_t *id = json_object_get(jm, "tool_call_id");
-  snprintf(field, sizeof(field), "messages[%zu]", i);
-  if ((rc = want(d, json_is_string(id), field, "tool_call_id", "a string")) !=
-      0)
+  if ((rc = want(d, json_is_string(id), field, "tool_call_id", "a string")))
     return rc;
   air__cmsg *m = air__canon_add_msg(d->c, AIR__ROLE_USER, &rc);
   if (m == NULL) return rc;
@@ -186,104 +149,65 @@ static int tool_result(dec *d, const json_t *jm, size_t i) {
   const json_t *c = json_object_get(jm, "content");
   if (c == NULL || json_is_null(c) || json_is_string(c))
     return air__canon_json_result_text(d->c, p, c);
-  return content(d, c, i, &p->parts, &p->n_parts, &p->cap_parts, false);
+  return air__canon_json_content(d, c, field, &p->parts, &p->n_parts,
+                                 &p->cap_parts, false, part);
 }
 
-static int messages(dec *d, const json_t *msgs) {
-  char field[64];
-  if (!json_is_array(msgs))
-    return invalid(d->err, "messages", "expected an array");
-  size_t i;
-  const json_t *jm;
-  json_array_foreach(msgs, i, jm) {
-    snprintf(field, sizeof(field), "messages[%zu]", i);
-    if (!json_is_object(jm))
-      return invalid(d->err, field, "expected an object");
-    const char *role = json_string_value(json_object_get(jm, "role"));
-    int rc = want(d, role != NULL, field, "role", "a string");
-    if (rc != 0) return rc;
-    const json_t *c = json_object_get(jm, "content");
-    const json_t *fc = json_object_get(jm, "function_call");
-    if (fc != NULL && !json_is_null(fc)) {
-      snprintf(field, sizeof(field), "messages[%zu].function_call", i);
-      if ((rc = air__canon_json_extra(d->c, field, NULL, NULL)) != 0) return rc;
-    }
-    air__cmsg *m = NULL;
-    bool system = strcmp(role, "system") == 0;
-    bool developer = strcmp(role, "developer") == 0;
-    if (system || developer || strcmp(role, "user") == 0 ||
-        strcmp(role, "assistant") == 0) {
-      m = air__canon_add_msg(d->c,
-                             system || developer ? AIR__ROLE_SYSTEM
-                             : role[0] == 'u'    ? AIR__ROLE_USER
-                                                 : AIR__ROLE_ASSISTANT,
-                             &rc);
-      if (m == NULL) return rc;
-      m->developer = developer;
-      rc = content(d, c, i, &m->parts, &m->n_parts, &m->cap_parts,
-                   system || developer);
-      if (rc == 0 && m->role == AIR__ROLE_ASSISTANT)
-        rc = tool_calls(d, json_object_get(jm, "tool_calls"), i, m);
-    } else if (strcmp(role, "tool") == 0) {
-      rc = tool_result(d, jm, i);
-    } else {
-      snprintf(field, sizeof(field), "messages[%zu].role", i);
-      rc = air__canon_json_extra(d->c, field, NULL, NULL);
-    }
-    if (rc != 0) return rc;
+/* Message i (at field "messages[i]"). */
+static int message(air__cdec *d, const json_t *jm, const char *field,
+                   size_t i) {
+  char f[64];
+  const char *role = json_string_value(json_object_get(jm, "role"));
+  int rc = want(d, role != NULL, field, "role", "a string");
+  if (rc != 0) return rc;
+  const json_t *fc = json_object_get(jm, "function_call");
+  if (fc != NULL && !json_is_null(fc)) {
+    snprintf(f, sizeof(f), "%s.function_call", field);
+    if ((rc = air__canon_json_extra(d->c, f, NULL, NULL)) != 0) return rc;
   }
-  return 0;
-}
-
-static int tools(dec *d, const json_t *v) {
-  char field[64], f[96];
-  if (!json_is_array(v)) return invalid(d->err, "tools", "expected an array");
-  size_t i;
-  const json_t *t;
-  json_array_foreach(v, i, t) {
-    snprintf(field, sizeof(field), "tools[%zu]", i);
-    if (!json_is_object(t)) return invalid(d->err, field, "expected an object");
-    const char *type = json_string_value(json_object_get(t, "type"));
-    int rc = 0;
-    if (type != NULL && strcmp(type, "function") != 0) {
-      snprintf(f, sizeof(f), "%s.type", field);
-      if ((rc = air__canon_json_extra(d->c, f, NULL, NULL)) != 0) return rc;
-      continue;
-    }
-    const json_t *fn = json_object_get(t, "function");
-    const json_t *name = json_object_get(fn, "name");
-    if ((rc = want(d, json_is_object(fn), field, "function", "an object")) ||
-        (rc = want(d, json_is_string(name), field, "function.name",
-                   "a string")) ||
-        (rc = air__canon_json_tool(d->c, name,
-                                   json_object_get(fn, "description"),
-                                   json_object_get(fn, "parameters"))))
-      return rc;
+  bool system = strcmp(role, "system") == 0;
+  bool developer = strcmp(role, "developer") == 0;
+  if (strcmp(role, "tool") == 0) return tool_result(d, jm, field);
+  if (!system && !developer && strcmp(role, "user") != 0 &&
+      strcmp(role, "assistant") != 0) {
+    snprintf(f, sizeof(f), "%s.role", field);
+    return air__canon_json_extra(d->c, f, NULL, NULL);
   }
-  return 0;
+  air__cmsg *m = air__canon_add_msg(d->c,
+                                    system || developer ? AIR__ROLE_SYSTEM
+                                    : role[0] == 'u'    ? AIR__ROLE_USER
+                                                        : AIR__ROLE_ASSISTANT,
+                                    &rc);
+  if (m == NULL) return rc;
+  m->developer = developer;
+  rc = air__canon_json_content(d, json_object_get(jm, "content"), field,
+                               &m->parts, &m->n_parts, &m->cap_parts,
+                               system || developer, part);
+  if (rc == 0 && m->role == AIR__ROLE_ASSISTANT)
+    rc = tool_calls(d, json_object_get(jm, "tool_calls"), i, m);
+  return rc;
 }
 
-static int tool_choice(dec *d, const json_t *tc) {
-  const char *s = json_string_value(tc);
-  if (s != NULL) {
-    air__ctool_choice v = air__canon_tool_choice_word(s);
-    if (v == AIR__TC_UNSET)
-      return air__canon_json_extra(d->c, "tool_choice", "tool_choice", tc);
-    d->c->tool_choice = v;
-    return 0;
+/* Tool i (at field "tools[i]"): a function tool, or an extra. */
+static int tool(air__cdec *d, const json_t *t, const char *field, size_t i) {
+  char f[96];
+  (void)i;
+  const char *type = json_string_value(json_object_get(t, "type"));
+  int rc;
+  if (type != NULL && strcmp(type, "function") != 0) {
+    snprintf(f, sizeof(f), "%s.type", field);
+    return air__canon_json_extra(d->c, f, NULL, NULL);
   }
-  const char *type = json_string_value(json_object_get(tc, "type"));
-  const json_t *name = json_object_get(json_object_get(tc, "function"), "name");
-  if (type == NULL || strcmp(type, "function") != 0)
-    return air__canon_json_extra(d->c, "tool_choice", "tool_choice", tc);
-  if (!json_is_string(name))
-    return invalid(d->err, "tool_choice.function.name", "expected a string");
-  d->c->tool_choice = AIR__TC_TOOL;
-  d->c->tool_choice_name = air__canon_json_str(d->c, name);
-  return d->c->tool_choice_name.p != NULL ? 0 : AIR_ENOMEM;
+  const json_t *fn = json_object_get(t, "function");
+  const json_t *name = json_object_get(fn, "name");
+  if ((rc = want(d, json_is_object(fn), field, "function", "an object")) ||
+      (rc = want(d, json_is_string(name), field, "function.name", "a string")))
+    return rc;
+  return air__canon_json_tool(d->c, name, json_object_get(fn, "description"),
+                              json_object_get(fn, "parameters"));
 }
 
-static int stop(dec *d, const json_t *v) {
+static int stop(air__cdec *d, const json_t *v) {
   char field[32];
   if (json_is_string(v))
     return air__canon_add_stop(d->c, json_string_value(v),
@@ -302,30 +226,6 @@ static int stop(dec *d, const json_t *v) {
     if (rc != 0) return rc;
   }
   return 0;
-}
-
-/* response_format: text (nothing), json_object, json_schema {name, schema,
- * strict}; another type is an extra. */
-static int response_format(dec *d, const json_t *v) {
-  air__canon *c = d->c;
-  const char *t = json_string_value(json_object_get(v, "type"));
-  if (t != NULL && strcmp(t, "text") == 0) return 0;
-  c->format_field = "response_format";
-  if (t != NULL && strcmp(t, "json_object") == 0) {
-    c->format = AIR__FMT_JSON_OBJECT;
-    return 0;
-  }
-  if (t == NULL || strcmp(t, "json_schema") != 0)
-    return air__canon_json_extra(c, "response_format", "response_format", v);
-  const json_t *js = json_object_get(v, "json_schema");
-  if (!json_is_object(js))
-    return invalid(d->err, "response_format.json_schema", "expected an object");
-  const json_t *schema = json_object_get(js, "schema");
-  if (schema != NULL && !json_is_null(schema) && !json_is_object(schema))
-    return invalid(d->err, "response_format.json_schema.schema",
-                   "expected an object");
-  return air__canon_json_schema(c, json_object_get(js, "name"), schema,
-                                json_object_get(js, "strict"));
 }
 
 /* Passed over: ours to set, or only a hint to a provider (docs/design.md §5:
@@ -349,15 +249,8 @@ static const char *const ignored_fields[] = {"model",
                                              "max_tokens",
                                              "max_completion_tokens"};
 
-static bool ignored(const char *key) {
-  for (size_t i = 0; i < sizeof(ignored_fields) / sizeof(ignored_fields[0]);
-       i++)
-    if (strcmp(key, ignored_fields[i]) == 0) return true;
-  return false;
-}
-
 /* One top-level field (not ignored, not null). */
-static int field(dec *d, const char *key, const json_t *v) {
+static int field(air__cdec *d, const char *key, const json_t *v) {
   air__canon *c = d->c;
   bool done;
   int rc = air__canon_json_openai_field(c, key, v, d->err, &done);
@@ -366,7 +259,9 @@ static int field(dec *d, const char *key, const json_t *v) {
     if (json_is_integer(v) && json_integer_value(v) == 1) return 0;
     return air__canon_json_extra(c, key, key, v);
   }
-  if (strcmp(key, "response_format") == 0) return response_format(d, v);
+  if (strcmp(key, "response_format") == 0)
+    return air__canon_json_format(d, v, "response_format", "json_schema",
+                                  "response_format", v);
   if (strcmp(key, "reasoning_effort") == 0) {
     if (!air__canon_effort_named(json_string_value(v), &c->effort))
       return air__canon_json_extra(c, key, key, v);
@@ -374,28 +269,29 @@ static int field(dec *d, const char *key, const json_t *v) {
     return 0;
   }
   if (strcmp(key, "stop") == 0) return stop(d, v);
-  if (strcmp(key, "tools") == 0) return tools(d, v);
-  if (strcmp(key, "tool_choice") == 0) return tool_choice(d, v);
+  if (strcmp(key, "tools") == 0)
+    return air__canon_json_objects(d, v, "tools", tool);
+  if (strcmp(key, "tool_choice") == 0)
+    return air__canon_json_tool_choice(
+        d, v, json_object_get(json_object_get(v, "function"), "name"),
+        "tool_choice.function.name");
   return air__canon_json_extra(c, key, key, v);
 }
 
 int air__oai_decode_request(const air__request *req, air__canon *c,
                             air_error *err) {
-  const json_t *body = air__request_body(req);
-  if (!json_is_object(body))
-    return invalid(err, "request", "expected a parsed request");
-  dec d = {c, err};
+  const json_t *body;
+  int rc = air__canon_json_body(req, err, &body);
+  if (rc != 0) return rc;
+  air__cdec d = {c, err};
   const json_t *mt = json_object_get(body, "max_completion_tokens");
   if (mt == NULL || json_is_null(mt)) mt = json_object_get(body, "max_tokens");
   if (json_is_integer(mt) && json_integer_value(mt) > 0)
     c->max_tokens = (int64_t)json_integer_value(mt);
-  int rc = messages(&d, json_object_get(body, "messages"));
-  const char *key;
-  const json_t *v;
-  json_object_foreach((json_t *)body, key, v) {
-    if (rc != 0) break;
-    if (json_is_null(v) || ignored(key)) continue;
-    rc = field(&d, key, v);
-  }
-  return rc;
+  rc = air__canon_json_objects(&d, json_object_get(body, "messages"),
+                               "messages", message);
+  if (rc != 0) return rc;
+  return air__canon_json_fields(
+      &d, body, ignored_fields,
+      sizeof(ignored_fields) / sizeof(ignored_fields[0]), field);
 }

@@ -131,11 +131,8 @@ static int user_turn(const air__cmsg *m, json_t *msgs) {
     const air__cpart *p = &m->parts[j];
     if (p->kind != AIR__CP_TOOL_RESULT) continue;
     n_results++;
-    json_t *text = NULL;
-    if (p->content_string)
-      text = air__json_strn(p->text);
-    else if ((rc = air__json_joined(p->parts, p->n_parts, "\n", &text)) != 0)
-      break;
+    json_t *text;
+    if ((rc = air__json_result_text(p, &text)) != 0) break;
     rc = air__json_push(
         msgs, json_pack("{s:s, s:o, s:o}", "role", "tool", "tool_call_id",
                         air__json_strn(p->id), "content", text));
@@ -214,52 +211,13 @@ static int messages(const air__canon *c, json_t *msgs) {
   return rc;
 }
 
-static int tools(const air__canon *c, json_t *out) {
-  if (c->n_tools == 0) return 0;
-  json_t *arr = json_array();
-  if (arr == NULL) return AIR_ENOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
-    const air__ctool *t = &c->tools[i];
-    json_t *fn = json_pack("{s:o}", "name", air__json_strn(t->name));
-    if (fn == NULL) {
-      rc = AIR_ENOMEM;
-      break;
-    }
-    if (t->description.p != NULL)
-      rc = air__json_put(fn, "description", air__json_strn(t->description));
-    if (rc == 0) rc = air__json_put(fn, "parameters", air__json_tool_schema(t));
-    if (rc == 0)
-      rc = air__json_push(
-          arr, json_pack("{s:s, s:o}", "type", "function", "function", fn));
-    else
-      json_decref(fn);
-  }
-  if (rc == 0) return air__json_put(out, "tools", arr);
-  json_decref(arr);
-  return rc;
+/* A tool: {type: function, function: {name, description, parameters}}. */
+static json_t *tool_head(const air__ctool *t) {
+  return json_pack("{s:o}", "name", air__json_strn(t->name));
 }
 
-static int tool_choice(const air__canon *c, json_t *out) {
-  json_t *v;
-  switch (c->tool_choice) {
-    case AIR__TC_UNSET:
-      return 0;
-    case AIR__TC_AUTO:
-      v = json_string("auto");
-      break;
-    case AIR__TC_REQUIRED:
-      v = json_string("required");
-      break;
-    case AIR__TC_NONE:
-      v = json_string("none");
-      break;
-    default:
-      v = json_pack("{s:s, s:{s:o}}", "type", "function", "function", "name",
-                    air__json_strn(c->tool_choice_name));
-      break;
-  }
-  return air__json_put(out, "tool_choice", v);
+static json_t *tool_wrap(json_t *def) {
+  return json_pack("{s:s, s:o}", "type", "function", "function", def);
 }
 
 /* The format: {type: json_object} or {type: json_schema, json_schema:
@@ -288,27 +246,15 @@ static int response_format(const air__canon *c, json_t *out) {
 }
 
 static int fields(const air__canon *c, json_t *out) {
-  int rc = 0;
-  if (c->max_tokens > 0)
-    rc = air__json_put(out, "max_tokens",
-                       json_integer((json_int_t)c->max_tokens));
-  if (rc == 0 && c->temperature.set)
-    rc = air__json_put(out, "temperature",
-                       air__json_clamped(&c->temperature, 2.0));
-  if (rc == 0 && c->top_p.set)
-    rc = air__json_put(out, "top_p", air__json_num(&c->top_p));
+  int rc = air__json_openai_sampling(c, out, "max_tokens");
   if (rc == 0 && c->n_stop > 0) {
     json_t *s = json_array();
     for (size_t i = 0; s != NULL && rc == 0 && i < c->n_stop; i++)
       rc = air__json_push(s, air__json_strn(c->stop[i]));
     rc = rc == 0 ? air__json_put(out, "stop", s) : (json_decref(s), rc);
   }
-  if (rc == 0) rc = tools(c, out);
-  if (rc == 0) rc = tool_choice(c, out);
-  if (rc == 0 && c->parallel_tools == 0)
-    rc = air__json_put(out, "parallel_tool_calls", json_false());
-  if (rc == 0 && c->user.p != NULL)
-    rc = air__json_put(out, "user", air__json_strn(c->user));
+  if (rc == 0) rc = air__json_tools(c, out, tool_head, "parameters", tool_wrap);
+  if (rc == 0) rc = air__json_openai_choice(c, out, true);
   if (rc == 0) rc = response_format(c, out);
   /* reasoning_effort from the effort asked, else from a thinking budget
    * (air__canon_effort); adaptive thinking without an effort sends none

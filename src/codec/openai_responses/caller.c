@@ -561,39 +561,7 @@ int air__rsp_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   char sub[AIR__TOOL_ID_SUB_BYTES];
   const air_part *p = air__ident_fix(in, &e->idents, &tmp, sub);
   if (e->rsp == NULL) return AIR_ENOMEM;
-  switch (p->kind) {
-    case AIR_PART_USAGE:
-      e->input_tokens = p->input_tokens;
-      e->output_tokens = p->output_tokens;
-      e->has_usage = true;
-      return 0;
-    case AIR_PART_ERROR:
-      return 0;
-    case AIR_PART_START:
-      if (e->started) return 0;
-      set_ident(e, p->id, p->id_len, p->name, p->name_len);
-      break;
-    case AIR_PART_TEXT:
-    case AIR_PART_REASONING:
-    case AIR_PART_REFUSAL:
-    case AIR_PART_TOOL_DELTA:
-      if (p->text_len == 0) return 0;
-      break;
-    case AIR_PART_FINISH:
-      if (e->finished) return 0;
-      break;
-    case AIR_PART_TOOL_START:
-      break;
-  }
-  if (!e->started && p->kind != AIR_PART_START) set_ident(e, NULL, 0, NULL, 0);
-  if (e->passthrough) {
-    e->started = true;
-    if (p->kind == AIR_PART_FINISH) {
-      e->finished = true;
-      e->finish = p->finish;
-    }
-    return 0;
-  }
+  if (air__encoder_accept(e, p, set_ident) == 0) return 0;
   size_t mark = out->n;
   int rc = 0;
   if (!e->started) TRY(begin(e, out));

@@ -60,42 +60,12 @@ void air__rsp_decoder_init(air__decoder *d) {
  * before.
  */
 
-static int emit_start(air__decoder *d, const char *id, size_t id_n,
-                      const char *model, size_t model_n, air__part_cb cb,
-                      void *data) {
-  if (d->started) return 0;
-  air_part p = {.kind = AIR_PART_START,
-                .id = id,
-                .id_len = id_n,
-                .name = model,
-                .name_len = model_n};
-  d->started = true;
-  EMIT(p);
-  return 0;
-}
-
-/* Text of kind (a TOOL_DELTA: of tool index): nothing when empty. */
-static int emit_text(air_part_kind kind, int index, const char *s, size_t n,
-                     air__part_cb cb, void *data) {
-  if (n == 0) return 0;
-  air_part p = {.kind = kind, .index = index, .text = s, .text_len = n};
-  EMIT(p);
-  return 0;
-}
-
 /* A function call's TOOL_START, at the next tool index (*tool). */
 static int emit_tool_start(air__decoder *d, const char *id, size_t id_n,
                            const char *name, size_t name_n, int *tool,
                            air__part_cb cb, void *data) {
-  air_part p = {.kind = AIR_PART_TOOL_START,
-                .index = d->n_tools,
-                .id = id,
-                .id_len = id_n,
-                .name = name,
-                .name_len = name_n};
   *tool = d->n_tools++;
-  EMIT(p);
-  return 0;
+  return air__emit_tool_start(*tool, id, id_n, name, name_n, cb, data);
 }
 
 static bool is(const char *t, size_t n, const char *s) {
@@ -120,16 +90,6 @@ static int emit_finish(air__decoder *d, bool incomplete, const char *reason,
   }
   d->finished = true;
   EMIT(f);
-  return 0;
-}
-
-static int emit_usage(air__decoder *d, uint64_t in, uint64_t out,
-                      air__part_cb cb, void *data) {
-  air_part p = {
-      .kind = AIR_PART_USAGE, .input_tokens = in, .output_tokens = out};
-  d->input_tokens = in;
-  d->output_tokens = out;
-  EMIT(p);
   return 0;
 }
 
@@ -158,7 +118,7 @@ static int start(air__decoder *d, const air__json *j, int resp, air__part_cb cb,
   size_t id_n, model_n;
   air__event_str(d, j, air__json_get(j, resp, "id"), &id, &id_n);
   air__event_str(d, j, air__json_get(j, resp, "model"), &model, &model_n);
-  return emit_start(d, id, id_n, model, model_n, cb, data);
+  return air__emit_start(d, id, id_n, model, model_n, cb, data);
 }
 
 /* An output_index token as a slot, or -1. */
@@ -230,9 +190,9 @@ static int end(air__decoder *d, const air__json *j, int resp, bool incomplete,
   if ((rc = emit_finish(d, incomplete, reason, n, cb, data)) != 0) return rc;
   int u = air__json_get(j, resp, "usage");
   if (!air__json_is_obj(j, u)) return 0;
-  return emit_usage(d, air__event_count(j, air__json_get(j, u, "input_tokens")),
-                    air__event_count(j, air__json_get(j, u, "output_tokens")),
-                    cb, data);
+  return air__emit_usage(
+      d, air__event_count(j, air__json_get(j, u, "input_tokens")),
+      air__event_count(j, air__json_get(j, u, "output_tokens")), cb, data);
 }
 
 static int decode(air__decoder *d, const air__sse_event *ev, const air__json *j,
@@ -291,7 +251,7 @@ static int decode(air__decoder *d, const air__sse_event *ev, const air__json *j,
     const char *text;
     size_t text_n;
     air__event_str(d, j, dt, &text, &text_n);
-    return emit_text(deltas[k].kind, index, text, text_n, cb, data);
+    return air__emit_text(deltas[k].kind, index, text, text_n, cb, data);
   }
   /* A built-in tool call's own events (response.web_search_call.searching,
    * response.code_interpreter_call_code.delta, ...): progress, no part. */
@@ -328,8 +288,8 @@ static int decode(air__decoder *d, const air__sse_event *ev, const air__json *j,
     size_t args_n;
     air__event_str(d, j, air__json_get(j, item, "arguments"), &args, &args_n);
     d->block_kind[slot] = 2;
-    return emit_text(AIR_PART_TOOL_DELTA, d->block_tool[slot], args, args_n, cb,
-                     data);
+    return air__emit_text(AIR_PART_TOOL_DELTA, d->block_tool[slot], args,
+                          args_n, cb, data);
   }
   return 0;
 
@@ -368,6 +328,21 @@ static air_part_kind fast_kind(const fast_val *t) {
   return AIR_PART_START;
 }
 
+/* What fast_delta found. */
+typedef struct delta_scan {
+  fast_val type, delta;
+  unsigned members;
+} delta_scan;
+
+/* A member of the event: its "type" and "delta", once each. */
+static bool delta_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  delta_scan *f = ctx;
+  if (is(k, kn, "type")) return air__json_scan_once(pp, e, &f->type);
+  if (is(k, kn, "delta")) return air__json_scan_once(pp, e, &f->delta);
+  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
+}
+
 /*
  * The fast path (see above) on the trimmed data s, n: 1 when it decoded the
  * event (cb's first non-zero in *rc), 0 when it changed nothing and the
@@ -377,43 +352,18 @@ static air_part_kind fast_kind(const fast_val *t) {
 static int fast_delta(air__decoder *d, const char *s, size_t n, air__part_cb cb,
                       void *data, int *rc) {
   const char *p = s, *e = s + n;
-  fast_val type = {0}, delta = {0};
-  unsigned members = 0;
-  int more = air__json_scan_open(&p, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (++members > AIR__JSON_SCAN_MAX_MEMBERS ||
-        !air__json_scan_key(&p, e, &k, &kn))
-      return 0;
-    bool ok;
-    if (is(k, kn, "type"))
-      ok = air__json_scan_once(&p, e, &type);
-    else if (is(k, kn, "delta"))
-      ok = air__json_scan_once(&p, e, &delta);
-    else
-      ok = (p = air__json_scan_leaf(p, e)) != NULL;
-    if (!ok) return 0;
-    more = air__json_scan_next(&p, e, '}');
-  }
-  air_part_kind kind = fast_kind(&type);
-  if (more != 0 || p != e || kind == AIR_PART_START || !delta.str) return 0;
+  delta_scan f = {{0}, {0}, 0};
+  bool whole = air__scan_object(&p, e, &f.members, delta_member, &f);
+  air_part_kind kind = fast_kind(&f.type);
+  if (!whole || p != e || kind == AIR_PART_START || !f.delta.str) return 0;
 
   /* Sure: the parts, as decode gives them. The text is decoded first, so
    * that nothing is handed over when that fails. */
-  const char *text = delta.p;
-  size_t text_n = delta.n;
-  if (memchr(text, '\\', text_n) != NULL) {
-    size_t off = d->scratch.n;
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
-      air__text_undo(&d->scratch, off);
-      return 0;
-    }
-    text = d->scratch.p + off;
-    text_n = d->scratch.n - off;
-  }
-  if ((*rc = emit_start(d, "", 0, "", 0, cb, data)) == 0)
-    *rc = emit_text(kind, 0, text, text_n, cb, data);
+  const char *text = f.delta.p;
+  size_t text_n = f.delta.n;
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
+  if ((*rc = air__emit_start(d, "", 0, "", 0, cb, data)) == 0)
+    *rc = air__emit_text(kind, 0, text, text_n, cb, data);
   return 1;
 }
 
@@ -424,7 +374,7 @@ AIR__DECODE_EVENT_FUNCS(air__rsp, air__openai_event_data, fast_delta, decode)
  */
 
 /* A response object's output items, end and usage through the mapping. */
-static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
+static int body_parts(air__decoder *d, const json_t *root, air__part_cb cb,
                       void *data) {
   /* What carries meaning is checked before any part is handed over. */
   size_t i, k, n;
@@ -443,10 +393,7 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
   if (d->fatal != NULL) return AIR_EPARSE;
   const char *p, *q;
   size_t pn, qn;
-  p = air__json_sv(json_object_get(root, "id"), &pn);
-  q = air__json_sv(json_object_get(root, "model"), &qn);
-  d->started = false;
-  int rc = emit_start(d, p, pn, q, qn, cb, data);
+  int rc = air__json_body_start(d, root, cb, data);
   const char *status = json_string_value(json_object_get(root, "status"));
   if (rc == 0 && status != NULL && strcmp(status, "failed") == 0) {
     json_t *e = json_object_get(root, "error");
@@ -462,7 +409,7 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
       if (json_array_size(sum) == 0) sum = json_object_get(it, "content");
       json_array_foreach(sum, k, c) {
         p = air__json_sv(json_object_get(c, "text"), &n);
-        if (rc == 0) rc = emit_text(AIR_PART_REASONING, 0, p, n, cb, data);
+        if (rc == 0) rc = air__emit_text(AIR_PART_REASONING, 0, p, n, cb, data);
       }
     } else if (strcmp(type, "message") == 0) {
       json_array_foreach(json_object_get(it, "content"), k, c) {
@@ -472,8 +419,8 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
             (!refusal && strcmp(ct, "output_text") != 0))
           continue;
         p = air__json_sv(json_object_get(c, refusal ? "refusal" : "text"), &n);
-        rc = emit_text(refusal ? AIR_PART_REFUSAL : AIR_PART_TEXT, 0, p, n, cb,
-                       data);
+        rc = air__emit_text(refusal ? AIR_PART_REFUSAL : AIR_PART_TEXT, 0, p, n,
+                            cb, data);
       }
     } else if (strcmp(type, "function_call") == 0) {
       if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
@@ -482,7 +429,8 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
       q = air__json_sv(json_object_get(it, "name"), &qn);
       rc = emit_tool_start(d, p, pn, q, qn, &tool, cb, data);
       p = air__json_sv(json_object_get(it, "arguments"), &n);
-      if (rc == 0) rc = emit_text(AIR_PART_TOOL_DELTA, tool, p, n, cb, data);
+      if (rc == 0)
+        rc = air__emit_text(AIR_PART_TOOL_DELTA, tool, p, n, cb, data);
     }
   }
   bool incomplete = status != NULL && strcmp(status, "incomplete") == 0;
@@ -490,27 +438,22 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
       json_object_get(json_object_get(root, "incomplete_details"), "reason"),
       &n);
   if (rc == 0) rc = emit_finish(d, incomplete, p, n, cb, data);
-  json_t *usage = json_object_get(root, "usage");
-  if (rc == 0 && json_is_object(usage))
-    rc = emit_usage(d, air__json_count(json_object_get(usage, "input_tokens")),
-                    air__json_count(json_object_get(usage, "output_tokens")),
-                    cb, data);
+  if (rc == 0)
+    rc = air__json_body_usage(d, json_object_get(root, "usage"), "input_tokens",
+                              "output_tokens", cb, data);
   return rc;
 }
 
-/* decode_body: a response object ("object": "response", "output" an
- * array); anything else is AIR_EPARSE. */
+/* A response object: "object": "response", "output" an array. */
+static bool is_body(const json_t *root) {
+  const char *obj = json_string_value(json_object_get(root, "object"));
+  return json_is_object(root) && obj != NULL && strcmp(obj, "response") == 0 &&
+         json_is_array(json_object_get(root, "output"));
+}
+
+/* decode_body: a response object; anything else is AIR_EPARSE. */
 int air__rsp_decode_body(air__decoder *d, const char *body, size_t n,
                          air__part_cb cb, void *data) {
-  json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
-  const char *obj = json_string_value(json_object_get(root, "object"));
-  if (!json_is_object(root) || obj == NULL || strcmp(obj, "response") != 0 ||
-      !json_is_array(json_object_get(root, "output"))) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
-  int rc = body_parts(d, root, cb, data);
-  if (rc == 0) d->done = true;
-  json_decref(root);
-  return rc;
+  return air__json_decode_body(d, body, n, JSON_ALLOW_NUL, is_body, body_parts,
+                               true, cb, data);
 }

@@ -61,9 +61,8 @@ static const char *const builtin_tools[] = {"web_search",
                                             "custom"};
 
 bool air__rsp_builtin_tool(const char *type) {
-  for (size_t i = 0; i < sizeof(builtin_tools) / sizeof(builtin_tools[0]); i++)
-    if (strcmp(type, builtin_tools[i]) == 0) return true;
-  return false;
+  return air__name_in(type, builtin_tools,
+                      sizeof(builtin_tools) / sizeof(builtin_tools[0]));
 }
 
 /* ---- the same dialect ------------------------------------------------------
@@ -80,27 +79,20 @@ int air__rsp_build_same(const air__request *req, const air__build_opts *o,
 /* ---- decoding into the canonical request -----------------------------------
  */
 
-typedef struct dec {
-  air__canon *c;
-  air_error *err;
-} dec;
-
 /* "BASE.KEY: expected a string" unless ok. */
-static int want_str(dec *d, bool ok, const char *base, const char *key) {
+static int want_str(air__cdec *d, bool ok, const char *base, const char *key) {
   if (ok) return 0;
   return air__error_set(d->err, AIR_EINVAL, "%s.%s: expected a string", base,
                         key);
 }
 
-/* One content part into parts; system: text only. */
-static int part(dec *d, const json_t *jp, const char *base, size_t j,
-                air__cpart **parts, size_t *n, size_t *cap, bool system) {
-  char field[AIR__MAX_CANON_FIELD_BYTES], f[AIR__MAX_CANON_FIELD_BYTES + 32];
-  int rc = 0;
-  snprintf(field, sizeof(field), "%s.content[%zu]", base, j);
-  if (!json_is_object(jp)) return invalid(d->err, field, "expected an object");
-  const char *type = json_string_value(json_object_get(jp, "type"));
-  if ((rc = want_str(d, type != NULL, field, "type")) != 0) return rc;
+/* One content part at field (type: its type) into parts; system: text
+ * only. */
+static int part(air__cdec *d, const json_t *jp, const char *field,
+                const char *type, air__cpart **parts, size_t *n, size_t *cap,
+                bool system) {
+  char f[AIR__MAX_CANON_FIELD_BYTES + 32];
+  int rc;
   bool refusal = strcmp(type, "refusal") == 0;
   if (strcmp(type, "input_text") == 0 || strcmp(type, "output_text") == 0 ||
       (!system && refusal)) {
@@ -109,44 +101,20 @@ static int part(dec *d, const json_t *jp, const char *base, size_t j,
     if ((rc = want_str(d, json_is_string(t), field, key)) != 0) return rc;
     return air__canon_json_text_part(d->c, parts, n, cap, t);
   }
-  if (!system && strcmp(type, "input_image") == 0 &&
-      json_is_string(json_object_get(jp, "image_url"))) {
-    air__cpart *p =
-        air__canon_add_part(d->c, parts, n, cap, AIR__CP_IMAGE, &rc);
-    if (p == NULL) return rc;
-    p->field = air__canon_fmt(d->c, "%s", field);
-    p->type = air__canon_str(d->c, type, strlen(type));
+  const json_t *u = json_object_get(jp, "image_url");
+  if (!system && strcmp(type, "input_image") == 0 && json_is_string(u)) {
     snprintf(f, sizeof(f), "%s.image_url", field);
-    return air__canon_image_url(d->c, json_object_get(jp, "image_url"), f, p,
-                                d->err);
+    return air__canon_json_image(d, parts, n, cap, u, field, type, f);
   }
   snprintf(f, sizeof(f), "%s.%s", field, type);
   return air__canon_json_opaque(d->c, parts, n, cap, jp, f, type);
 }
 
-static int content(dec *d, const json_t *c, const char *base,
-                   air__cpart **parts, size_t *n, size_t *cap, bool system) {
-  char field[AIR__MAX_CANON_FIELD_BYTES];
-  int rc = 0;
-  if (c == NULL || json_is_null(c)) return 0;
-  if (json_is_string(c))
-    return air__canon_json_text_part(d->c, parts, n, cap, c);
-  if (!json_is_array(c)) {
-    snprintf(field, sizeof(field), "%s.content", base);
-    return invalid(d->err, field, "expected a string or an array");
-  }
-  size_t j;
-  const json_t *jp;
-  json_array_foreach(c, j, jp) {
-    if ((rc = part(d, jp, base, j, parts, n, cap, system)) != 0) return rc;
-  }
-  return 0;
-}
-
 /* The last turn when it has role, else a new one. A user turn that holds
  * only tool results takes more tool results; an assistant turn takes more
  * tool calls and reasoning. */
-static air__cmsg *turn(dec *d, air__crole role, bool results_only, int *rc) {
+static air__cmsg *turn(air__cdec *d, air__crole role, bool results_only,
+                       int *rc) {
   air__canon *c = d->c;
   if (c->n_msgs > 0 && c->msgs[c->n_msgs - 1].role == role) {
     air__cmsg *m = &c->msgs[c->n_msgs - 1];
@@ -161,7 +129,7 @@ static air__cmsg *turn(dec *d, air__crole role, bool results_only, int *rc) {
   return air__canon_add_msg(c, role, rc);
 }
 
-static int message(dec *d, const json_t *it, const char *base) {
+static int message(air__cdec *d, const json_t *it, const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
   const char *role = json_string_value(json_object_get(it, "role"));
   int rc = want_str(d, role != NULL, base, "role");
@@ -183,11 +151,12 @@ static int message(dec *d, const json_t *it, const char *base) {
                                           : air__canon_add_msg(d->c, r, &rc);
   if (m == NULL) return rc;
   m->developer = developer;
-  return content(d, json_object_get(it, "content"), base, &m->parts,
-                 &m->n_parts, &m->cap_parts, system || developer);
+  return air__canon_json_content(d, json_object_get(it, "content"), base,
+                                 &m->parts, &m->n_parts, &m->cap_parts,
+                                 system || developer, part);
 }
 
-static int function_call(dec *d, const json_t *it, const char *base) {
+static int function_call(air__cdec *d, const json_t *it, const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
   const json_t *id = json_object_get(it, "call_id");
   const json_t *name = json_object_get(it, "name");
@@ -204,7 +173,8 @@ static int function_call(dec *d, const json_t *it, const char *base) {
   return air__canon_json_call(d->c, m, id, name, args, false, base, f);
 }
 
-static int function_call_output(dec *d, const json_t *it, const char *base) {
+static int function_call_output(air__cdec *d, const json_t *it,
+                                const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
   const json_t *id = json_object_get(it, "call_id");
   int rc = want_str(d, json_is_string(id), base, "call_id");
@@ -220,11 +190,12 @@ static int function_call_output(dec *d, const json_t *it, const char *base) {
     snprintf(f, sizeof(f), "%s.output", base);
     return invalid(d->err, f, "expected a string or an array");
   }
-  return content(d, o, base, &p->parts, &p->n_parts, &p->cap_parts, false);
+  return air__canon_json_content(d, o, base, &p->parts, &p->n_parts,
+                                 &p->cap_parts, false, part);
 }
 
 /* A reasoning item: its summary text (joined) and encrypted_content. */
-static int reasoning(dec *d, const json_t *it) {
+static int reasoning(air__cdec *d, const json_t *it) {
   int rc = 0;
   air__cmsg *m = turn(d, AIR__ROLE_ASSISTANT, false, &rc);
   if (m == NULL) return rc;
@@ -251,8 +222,22 @@ static int reasoning(dec *d, const json_t *it) {
   return p->text.p != NULL ? 0 : AIR_ENOMEM;
 }
 
-static int input(dec *d, const json_t *in) {
-  char base[64];
+/* Input item i (at base "input[i]"): a message, a function call or its
+ * output, reasoning; any other type is an extra. */
+static int item(air__cdec *d, const json_t *it, const char *base, size_t i) {
+  (void)i;
+  const char *type = json_string_value(json_object_get(it, "type"));
+  if (type == NULL || strcmp(type, "message") == 0) return message(d, it, base);
+  if (strcmp(type, "function_call") == 0) return function_call(d, it, base);
+  if (strcmp(type, "function_call_output") == 0)
+    return function_call_output(d, it, base);
+  if (strcmp(type, "reasoning") == 0) return reasoning(d, it);
+  char f[96];
+  snprintf(f, sizeof(f), "%s.%s", base, type);
+  return air__canon_json_extra(d->c, f, NULL, NULL);
+}
+
+static int input(air__cdec *d, const json_t *in) {
   int rc = 0;
   if (json_is_string(in)) {
     air__cmsg *m = air__canon_add_msg(d->c, AIR__ROLE_USER, &rc);
@@ -262,32 +247,11 @@ static int input(dec *d, const json_t *in) {
   }
   if (!json_is_array(in))
     return invalid(d->err, "input", "expected a string or an array");
-  size_t i;
-  const json_t *it;
-  json_array_foreach(in, i, it) {
-    snprintf(base, sizeof(base), "input[%zu]", i);
-    if (!json_is_object(it)) return invalid(d->err, base, "expected an object");
-    const char *type = json_string_value(json_object_get(it, "type"));
-    if (type == NULL || strcmp(type, "message") == 0)
-      rc = message(d, it, base);
-    else if (strcmp(type, "function_call") == 0)
-      rc = function_call(d, it, base);
-    else if (strcmp(type, "function_call_output") == 0)
-      rc = function_call_output(d, it, base);
-    else if (strcmp(type, "reasoning") == 0)
-      rc = reasoning(d, it);
-    else {
-      char f[96];
-      snprintf(f, sizeof(f), "%s.%s", base, type);
-      rc = air__canon_json_extra(d->c, f, NULL, NULL);
-    }
-    if (rc != 0) return rc;
-  }
-  return 0;
+  return air__canon_json_objects(d, in, "input", item);
 }
 
 /* A function tool ({type: function, name, description, parameters}). */
-static int function_tool(dec *d, const json_t *t, const char *field) {
+static int function_tool(air__cdec *d, const json_t *t, const char *field) {
   const json_t *name = json_object_get(t, "name");
   int rc = want_str(d, json_is_string(name), field, "name");
   if (rc != 0) return rc;
@@ -296,7 +260,7 @@ static int function_tool(dec *d, const json_t *t, const char *field) {
 }
 
 /* Names a built-in tool type in c->dropped (once). */
-static int dropped(dec *d, const char *type) {
+static int dropped(air__cdec *d, const char *type) {
   const char *old = d->c->dropped;
   size_t n = strlen(type);
   for (const char *p = old; p != NULL && *p != '\0';) {
@@ -309,59 +273,31 @@ static int dropped(dec *d, const char *type) {
   return d->c->dropped != NULL ? 0 : AIR_ENOMEM;
 }
 
-static int tools(dec *d, const json_t *v) {
-  char field[64], f[96];
-  if (!json_is_array(v)) return invalid(d->err, "tools", "expected an array");
-  size_t i;
-  const json_t *t;
-  json_array_foreach(v, i, t) {
-    snprintf(field, sizeof(field), "tools[%zu]", i);
-    if (!json_is_object(t)) return invalid(d->err, field, "expected an object");
-    const char *type = json_string_value(json_object_get(t, "type"));
-    int rc = want_str(d, type != NULL, field, "type");
-    if (rc != 0) return rc;
-    if (strcmp(type, "function") == 0) {
-      rc = function_tool(d, t, field);
-    } else if (strcmp(type, "namespace") == 0) {
-      /* A group of function tools: flattened into function tools. */
-      size_t k;
-      const json_t *nt;
-      json_array_foreach(json_object_get(t, "tools"), k, nt) {
-        snprintf(f, sizeof(f), "%s.tools[%zu]", field, k);
-        const char *nty = json_string_value(json_object_get(nt, "type"));
-        if (nty == NULL || strcmp(nty, "function") == 0)
-          rc = function_tool(d, nt, f);
-        if (rc != 0) return rc;
-      }
-    } else if (air__rsp_builtin_tool(type)) {
-      rc = dropped(d, type);
-    } else {
-      snprintf(f, sizeof(f), "%s.type", field);
-      rc = air__canon_json_extra(d->c, f, NULL, NULL);
+/* Tool i (at field "tools[i]"): a function tool, the function tools of a
+ * namespace, a built-in tool (dropped), or an extra. */
+static int tool(air__cdec *d, const json_t *t, const char *field, size_t i) {
+  char f[96];
+  (void)i;
+  const char *type = json_string_value(json_object_get(t, "type"));
+  int rc = want_str(d, type != NULL, field, "type");
+  if (rc != 0) return rc;
+  if (strcmp(type, "function") == 0) return function_tool(d, t, field);
+  if (strcmp(type, "namespace") == 0) {
+    /* A group of function tools: flattened into function tools. */
+    size_t k;
+    const json_t *nt;
+    json_array_foreach(json_object_get(t, "tools"), k, nt) {
+      snprintf(f, sizeof(f), "%s.tools[%zu]", field, k);
+      const char *nty = json_string_value(json_object_get(nt, "type"));
+      if (nty == NULL || strcmp(nty, "function") == 0)
+        rc = function_tool(d, nt, f);
+      if (rc != 0) return rc;
     }
-    if (rc != 0) return rc;
-  }
-  return 0;
-}
-
-static int tool_choice(dec *d, const json_t *tc) {
-  const char *s = json_string_value(tc);
-  if (s != NULL) {
-    air__ctool_choice v = air__canon_tool_choice_word(s);
-    if (v == AIR__TC_UNSET)
-      return air__canon_json_extra(d->c, "tool_choice", "tool_choice", tc);
-    d->c->tool_choice = v;
     return 0;
   }
-  const char *type = json_string_value(json_object_get(tc, "type"));
-  const json_t *name = json_object_get(tc, "name");
-  if (type == NULL || strcmp(type, "function") != 0)
-    return air__canon_json_extra(d->c, "tool_choice", "tool_choice", tc);
-  if (!json_is_string(name))
-    return invalid(d->err, "tool_choice.name", "expected a string");
-  d->c->tool_choice = AIR__TC_TOOL;
-  d->c->tool_choice_name = air__canon_json_str(d->c, name);
-  return d->c->tool_choice_name.p != NULL ? 0 : AIR_ENOMEM;
+  if (air__rsp_builtin_tool(type)) return dropped(d, type);
+  snprintf(f, sizeof(f), "%s.type", field);
+  return air__canon_json_extra(d->c, f, NULL, NULL);
 }
 
 static const char *const ignored_fields[] = {"model",
@@ -381,41 +317,20 @@ static const char *const ignored_fields[] = {"model",
                                              "max_output_tokens",
                                              "prompt_cache_retention"};
 
-static bool ignored(const char *key) {
-  for (size_t i = 0; i < sizeof(ignored_fields) / sizeof(ignored_fields[0]);
-       i++)
-    if (strcmp(key, ignored_fields[i]) == 0) return true;
-  return false;
-}
-
 /* text.format: text (nothing), json_object, json_schema {name, schema,
  * strict} (flat, unlike chat's response_format); another type is an
  * extra. text.verbosity is a hint. */
-static int text_format(dec *d, const json_t *v) {
-  air__canon *c = d->c;
+static int text_format(air__cdec *d, const json_t *v) {
   const json_t *fmt = json_object_get(v, "format");
   if (fmt == NULL || json_is_null(fmt)) return 0;
   if (!json_is_object(fmt))
     return invalid(d->err, "text.format", "expected an object");
-  const char *t = json_string_value(json_object_get(fmt, "type"));
-  if (t != NULL && strcmp(t, "text") == 0) return 0;
-  c->format_field = "text.format";
-  if (t != NULL && strcmp(t, "json_object") == 0) {
-    c->format = AIR__FMT_JSON_OBJECT;
-    return 0;
-  }
-  if (t == NULL || strcmp(t, "json_schema") != 0)
-    return air__canon_json_extra(c, "text.format", "text", v);
-  const json_t *schema = json_object_get(fmt, "schema");
-  if (schema != NULL && !json_is_null(schema) && !json_is_object(schema))
-    return invalid(d->err, "text.format.schema", "expected an object");
-  return air__canon_json_schema(c, json_object_get(fmt, "name"), schema,
-                                json_object_get(fmt, "strict"));
+  return air__canon_json_format(d, fmt, "text.format", NULL, "text", v);
 }
 
 /* reasoning.effort as the effort asked (the names chat's reasoning_effort
  * takes); another value is an extra. reasoning.summary is a hint. */
-static int reasoning_opts(dec *d, const json_t *v) {
+static int reasoning_opts(air__cdec *d, const json_t *v) {
   const json_t *ef = json_object_get(v, "effort");
   if (ef == NULL || json_is_null(ef)) return 0;
   if (!air__canon_effort_named(json_string_value(ef), &d->c->effort))
@@ -424,7 +339,7 @@ static int reasoning_opts(dec *d, const json_t *v) {
   return 0;
 }
 
-static int field(dec *d, const char *key, const json_t *v) {
+static int field(air__cdec *d, const char *key, const json_t *v) {
   bool done;
   int rc = air__canon_json_openai_field(d->c, key, v, d->err, &done);
   if (done) return rc;
@@ -432,18 +347,20 @@ static int field(dec *d, const char *key, const json_t *v) {
   if (strcmp(key, "reasoning") == 0) return reasoning_opts(d, v);
   if (strcmp(key, "background") == 0)
     return json_is_true(v) ? air__canon_json_extra(d->c, key, key, v) : 0;
-  if (strcmp(key, "tools") == 0) return tools(d, v);
-  if (strcmp(key, "tool_choice") == 0) return tool_choice(d, v);
+  if (strcmp(key, "tools") == 0)
+    return air__canon_json_objects(d, v, "tools", tool);
+  if (strcmp(key, "tool_choice") == 0)
+    return air__canon_json_tool_choice(d, v, json_object_get(v, "name"),
+                                       "tool_choice.name");
   return air__canon_json_extra(d->c, key, key, v);
 }
 
 int air__rsp_decode_request(const air__request *req, air__canon *c,
                             air_error *err) {
-  const json_t *body = air__request_body(req);
-  if (!json_is_object(body))
-    return invalid(err, "request", "expected a parsed request");
-  dec d = {c, err};
-  int rc = 0;
+  const json_t *body;
+  int rc = air__canon_json_body(req, err, &body);
+  if (rc != 0) return rc;
+  air__cdec d = {c, err};
   const json_t *ins = json_object_get(body, "instructions");
   if (json_is_string(ins) && json_string_length(ins) > 0) {
     c->has_system = true;
@@ -455,13 +372,8 @@ int air__rsp_decode_request(const air__request *req, air__canon *c,
   const json_t *mt = json_object_get(body, "max_output_tokens");
   if (json_is_integer(mt) && json_integer_value(mt) > 0)
     c->max_tokens = (int64_t)json_integer_value(mt);
-  rc = input(&d, json_object_get(body, "input"));
-  const char *key;
-  const json_t *v;
-  json_object_foreach((json_t *)body, key, v) {
-    if (rc != 0) break;
-    if (json_is_null(v) || ignored(key)) continue;
-    rc = field(&d, key, v);
-  }
-  return rc;
+  if ((rc = input(&d, json_object_get(body, "input"))) != 0) return rc;
+  return air__canon_json_fields(
+      &d, body, ignored_fields,
+      sizeof(ignored_fields) / sizeof(ignored_fields[0]), field);
 }

@@ -110,11 +110,8 @@ static int user_turn(const air__cmsg *m, json_t *items) {
   for (size_t j = 0; j < m->n_parts && rc == 0; j++) {
     const air__cpart *p = &m->parts[j];
     if (p->kind != AIR__CP_TOOL_RESULT) continue;
-    json_t *text = NULL;
-    if (p->content_string)
-      text = air__json_strn(p->text);
-    else if ((rc = air__json_joined(p->parts, p->n_parts, "\n", &text)) != 0)
-      break;
+    json_t *text;
+    if ((rc = air__json_result_text(p, &text)) != 0) break;
     rc = air__json_push(
         items, json_pack("{s:s, s:o, s:o}", "type", "function_call_output",
                          "call_id", air__json_strn(p->id), "output", text));
@@ -182,27 +179,11 @@ static int input(const air__canon *c, json_t *root) {
   return rc;
 }
 
-static int tools(const air__canon *c, json_t *out) {
-  if (c->n_tools == 0) return 0;
-  json_t *arr = json_array();
-  if (arr == NULL) return AIR_ENOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
-    const air__ctool *t = &c->tools[i];
-    json_t *fn = json_pack("{s:s, s:o, s:b}", "type", "function", "name",
-                           air__json_strn(t->name), "strict", 0);
-    if (fn == NULL) {
-      rc = AIR_ENOMEM;
-      break;
-    }
-    if (t->description.p != NULL)
-      rc = air__json_put(fn, "description", air__json_strn(t->description));
-    if (rc == 0) rc = air__json_put(fn, "parameters", air__json_tool_schema(t));
-    rc = rc == 0 ? air__json_push(arr, fn) : (json_decref(fn), rc);
-  }
-  if (rc == 0) return air__json_put(out, "tools", arr);
-  json_decref(arr);
-  return rc;
+/* A tool: {type: function, name, strict: false, description,
+ * parameters}. */
+static json_t *tool_head(const air__ctool *t) {
+  return json_pack("{s:s, s:o, s:b}", "type", "function", "name",
+                   air__json_strn(t->name), "strict", 0);
 }
 
 /* The format as text.format: {type: json_object} or {type: json_schema,
@@ -246,29 +227,9 @@ static int reasoning_opts(const air__canon *c, json_t *out) {
 }
 
 static int fields(const air__canon *c, json_t *out) {
-  int rc = 0;
-  if (c->max_tokens > 0)
-    rc = air__json_put(out, "max_output_tokens",
-                       json_integer((json_int_t)c->max_tokens));
-  if (rc == 0 && c->temperature.set)
-    rc = air__json_put(out, "temperature",
-                       air__json_clamped(&c->temperature, 2.0));
-  if (rc == 0 && c->top_p.set)
-    rc = air__json_put(out, "top_p", air__json_num(&c->top_p));
-  if (rc == 0) rc = tools(c, out);
-  if (rc == 0 && c->tool_choice != AIR__TC_UNSET) {
-    json_t *v = c->tool_choice == AIR__TC_AUTO       ? json_string("auto")
-                : c->tool_choice == AIR__TC_REQUIRED ? json_string("required")
-                : c->tool_choice == AIR__TC_NONE
-                    ? json_string("none")
-                    : json_pack("{s:s, s:o}", "type", "function", "name",
-                                air__json_strn(c->tool_choice_name));
-    rc = air__json_put(out, "tool_choice", v);
-  }
-  if (rc == 0 && c->parallel_tools == 0)
-    rc = air__json_put(out, "parallel_tool_calls", json_false());
-  if (rc == 0 && c->user.p != NULL)
-    rc = air__json_put(out, "user", air__json_strn(c->user));
+  int rc = air__json_openai_sampling(c, out, "max_output_tokens");
+  if (rc == 0) rc = air__json_tools(c, out, tool_head, "parameters", NULL);
+  if (rc == 0) rc = air__json_openai_choice(c, out, false);
   if (rc == 0) rc = text_format(c, out);
   if (rc == 0) rc = reasoning_opts(c, out);
   if (rc == 0) rc = air__json_put(out, "store", json_false());
