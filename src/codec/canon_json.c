@@ -268,9 +268,9 @@ int air__canon_json_openai_field(air__canon *c, const char *key,
 
 int air__canon_json_body(const air__request *req, air_error *err,
                          const json_t **body) {
-  *body = air__request_body(req);
-  if (json_is_object(*body)) return 0;
-  return air__error_set(err, AIR_EINVAL, "request: expected a parsed request");
+  int rc = air__request_tree(req, body);
+  if (rc != AIR_EINVAL) return rc;
+  return air__error_set(err, rc, "request: expected a parsed request");
 }
 
 int air__canon_json_fields(air__cdec *d, const json_t *body,

@@ -91,20 +91,28 @@ static inline int air__decode_event(air__decoder *d, const air__sse_event *ev,
  * The three decode_event entry points of a dialect over
  * air__decode_event: prefix_decode_event (the ops'), and for the
  * differential tests prefix_decode_event_full (no fast path) and
- * prefix_decode_event_fast (*took: the fast path decoded the event).
+ * prefix_decode_event_fast (*took: the fast path decoded the event). They
+ * share one static prefix_decode, so the skeleton and the dialect's
+ * functions are inlined once into it (the hot path).
  */
-#define AIR__DECODE_EVENT_FUNCS(prefix, prep, fast, full)                   \
-  int prefix##_decode_event(air__decoder *d, const air__sse_event *ev,      \
-                            air__part_cb cb, void *data) {                  \
-    return air__decode_event(d, ev, cb, data, prep, fast, full, NULL);      \
-  }                                                                         \
-  int prefix##_decode_event_full(air__decoder *d, const air__sse_event *ev, \
-                                 air__part_cb cb, void *data) {             \
-    return air__decode_event(d, ev, cb, data, prep, NULL, full, NULL);      \
-  }                                                                         \
-  int prefix##_decode_event_fast(air__decoder *d, const air__sse_event *ev, \
-                                 air__part_cb cb, void *data, bool *took) { \
-    return air__decode_event(d, ev, cb, data, prep, fast, full, took);      \
+#define AIR__DECODE_EVENT_FUNCS(prefix, prep, fast, full)                    \
+  static int prefix##_decode(air__decoder *d, const air__sse_event *ev,      \
+                             air__part_cb cb, void *data, bool fast_path,    \
+                             bool *took) {                                   \
+    return air__decode_event(d, ev, cb, data, prep, fast_path ? fast : NULL, \
+                             full, took);                                    \
+  }                                                                          \
+  int prefix##_decode_event(air__decoder *d, const air__sse_event *ev,       \
+                            air__part_cb cb, void *data) {                   \
+    return prefix##_decode(d, ev, cb, data, true, NULL);                     \
+  }                                                                          \
+  int prefix##_decode_event_full(air__decoder *d, const air__sse_event *ev,  \
+                                 air__part_cb cb, void *data) {              \
+    return prefix##_decode(d, ev, cb, data, false, NULL);                    \
+  }                                                                          \
+  int prefix##_decode_event_fast(air__decoder *d, const air__sse_event *ev,  \
+                                 air__part_cb cb, void *data, bool *took) {  \
+    return prefix##_decode(d, ev, cb, data, true, took);                     \
   }
 
 /*

@@ -276,13 +276,12 @@ int air__build_same(const air__request *req, const air__build_opts *o,
     air__buf_cleanup(&mv);
     return rc;
   }
-  const json_t *body = air__request_body(req);
-  if (!json_is_object(body))
-    return air__error_set(err, AIR_EINVAL,
-                          "request: expected a parsed request");
+  const json_t *body;
+  int rc = air__canon_json_body(req, err, &body);
+  if (rc != 0) return rc;
   json_t *root = json_deep_copy(body);
   if (root == NULL) return AIR_ENOMEM;
-  int rc = finish(root, req->model, o, out, err);
+  rc = finish(root, req->model, o, out, err);
   json_decref(root);
   return rc;
 }

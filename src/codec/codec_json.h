@@ -27,6 +27,10 @@
 /* The request's JSON object, parsed from raw on first use; NULL when out of
  * memory. */
 json_t *air__request_body(const air__request *r);
+/* The same into *body as an error code: 0, AIR_ENOMEM when its validated
+ * text could not be parsed again, AIR_EINVAL when the request has neither
+ * text nor tree (the caller names it). */
+int air__request_tree(const air__request *r, const json_t **body);
 
 /* json_object_set_new / json_array_append_new that report AIR_ENOMEM when v
  * is NULL (a failed constructor) or the insertion fails. Both steal v. */

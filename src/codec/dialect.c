@@ -257,6 +257,12 @@ json_t *air__request_body(const air__request *r) {
   return r->tree;
 }
 
+int air__request_tree(const air__request *r, const json_t **body) {
+  *body = air__request_body(r);
+  if (json_is_object(*body)) return 0;
+  return r->raw != NULL ? AIR_ENOMEM : AIR_EINVAL;
+}
+
 void air__request_cleanup(air__request *r) {
   json_decref(r->tree);
   if (r->canon != NULL) {
@@ -528,12 +534,13 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
   char sub[AIR__TOOL_ID_SUB_BYTES];
   const air_part *p = air__ident_fix(in, &a->idents, &tmp, sub);
   switch (p->kind) {
-    case AIR_PART_START:
+    case AIR_PART_START: {
       if (a->keep_ident) return 0;
       air__buf_reset(&a->id);
       air__buf_reset(&a->model);
-      if (air__buf_add(&a->id, p->id, p->id_len) != 0) return AIR_ETOOBIG;
-      return air__buf_add(&a->model, p->name, p->name_len);
+      int rc = air__buf_add(&a->id, p->id, p->id_len);
+      return rc != 0 ? rc : air__buf_add(&a->model, p->name, p->name_len);
+    }
     case AIR_PART_TEXT:
       return air__buf_add(&a->text, p->text, p->text_len);
     case AIR_PART_REASONING:

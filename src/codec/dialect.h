@@ -616,15 +616,15 @@ const air__dialect_ops *const *air__dialects(size_t *n);
                              const char *message, air__buf *out);              \
   int P##_encode_response(const air__aggregate *a, air__buf *out)
 
-#define AIR__DIALECT_OPS(P, api_, name_, path_, id_prefix_)             \
-  .api = api_, .name = name_, .path = path_, .id_prefix = id_prefix_,   \
-  .build_same = P##_build_same, .decode_request = P##_decode_request,   \
-  .can_express = P##_can_express, .encode_request = P##_encode_request, \
-  .decoder_init = P##_decoder_init, .decode_event = P##_decode_event,   \
-  .decode_body = P##_decode_body, .encoder_init = P##_encoder_init,     \
-  .encode_part = P##_encode_part, .encode_end = P##_encode_end,         \
-  .encoder_observe = P##_encoder_observe,                               \
-  .encode_error_event = P##_encode_error_event,                         \
+#define AIR__DIALECT_OPS(P, api_, name_, path_, id_prefix_)                   \
+  .api = (api_), .name = (name_), .path = (path_), .id_prefix = (id_prefix_), \
+  .build_same = P##_build_same, .decode_request = P##_decode_request,         \
+  .can_express = P##_can_express, .encode_request = P##_encode_request,       \
+  .decoder_init = P##_decoder_init, .decode_event = P##_decode_event,         \
+  .decode_body = P##_decode_body, .encoder_init = P##_encoder_init,           \
+  .encode_part = P##_encode_part, .encode_end = P##_encode_end,               \
+  .encoder_observe = P##_encoder_observe,                                     \
+  .encode_error_event = P##_encode_error_event,                               \
   .encode_response = P##_encode_response
 
 /* What both OpenAI dialects write alike (codec_text.c): the keep-alive

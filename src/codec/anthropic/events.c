@@ -394,7 +394,7 @@ static int on_error(air__decoder *d, const air__json *j, bool *bad,
  *
  * Most events of a stream are one shape: {"type":"content_block_delta",
  * "index":N,"delta":{"type":"text_delta","text":"..."}} (or thinking_delta
- * and "thinking"). fast_delta recognises it in one forward scan and yields
+ * and "thinking"). fast_event recognises it in one forward scan and yields
  * what on_block_delta would, without air__json_parse. It takes an event
  * only when sure: every byte valid JSON by the tokenizer's grammar; "type",
  * "index", "delta" and the delta's "type", "text" and "thinking" each given

@@ -33,6 +33,13 @@
 #include "error.h"
 #include "limits.h"
 
+/* The request's tree missing (air__request_tree's rc): AIR_EINVAL "body:
+ * expected a JSON object", or out of memory as it is. */
+static int tree_error(air_error *err, int rc) {
+  if (rc != AIR_EINVAL) return rc;
+  return air__error_set(err, rc, "body: expected a JSON object");
+}
+
 /* ---- the same dialect ------------------------------------------------------
  */
 
@@ -47,10 +54,12 @@ int air__ant_build_same(const air__request *req, const air__build_opts *o,
   air__patch set[] = {{"model", NULL, AIR__PATCH_SET},
                       {"stream", "true", AIR__PATCH_SET},
                       {"max_tokens", mt, AIR__PATCH_DEFAULT}};
-  if ((req->raw == NULL || o->override_json != NULL) &&
-      !json_is_object(air__request_body(req)))
-    return air__error_set(err, AIR_EINVAL, "body: expected a JSON object");
-  int rc = air__build_same(req, o, set, 3, air__ant_finish_body, out, err);
+  const json_t *body;
+  int rc = req->raw == NULL || o->override_json != NULL
+               ? air__request_tree(req, &body)
+               : 0;
+  if (rc != 0) return tree_error(err, rc);
+  rc = air__build_same(req, o, set, 3, air__ant_finish_body, out, err);
   return rc == AIR_ETOOBIG ? air__error_set(err, AIR_EINVAL, "body: too big")
                            : rc;
 }
@@ -462,11 +471,11 @@ static int field(air__cdec *d, const char *k, const json_t *v) {
 int air__ant_decode_request(const air__request *req, air__canon *c,
                             air_error *err) {
   static const char *const own[] = {"model", "messages", "system", "stream"};
-  const json_t *in = air__request_body(req);
-  if (!json_is_object(in))
-    return air__error_set(err, AIR_EINVAL, "body: expected a JSON object");
+  const json_t *in;
+  int rc = air__request_tree(req, &in);
+  if (rc != 0) return tree_error(err, rc);
   air__cdec d = {c, err};
-  int rc = system_prompt(&d, json_object_get(in, "system"));
+  rc = system_prompt(&d, json_object_get(in, "system"));
   const json_t *msgs = json_object_get(in, "messages");
   for (size_t i = 0; rc == 0 && i < json_array_size(msgs); i++)
     rc = message(&d, i, json_array_get(msgs, i));

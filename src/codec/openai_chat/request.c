@@ -158,8 +158,8 @@ static int message(air__cdec *d, const json_t *jm, const char *field,
                    size_t i) {
   char f[64];
   const char *role = json_string_value(json_object_get(jm, "role"));
-  int rc = want(d, role != NULL, field, "role", "a string");
-  if (rc != 0) return rc;
+  if (role == NULL) return want(d, false, field, "role", "a string");
+  int rc;
   const json_t *fc = json_object_get(jm, "function_call");
   if (fc != NULL && !json_is_null(fc)) {
     snprintf(f, sizeof(f), "%s.function_call", field);

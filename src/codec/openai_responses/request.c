@@ -132,8 +132,8 @@ static air__cmsg *turn(air__cdec *d, air__crole role, bool results_only,
 static int message(air__cdec *d, const json_t *it, const char *base) {
   char f[AIR__MAX_CANON_FIELD_BYTES + 16];
   const char *role = json_string_value(json_object_get(it, "role"));
-  int rc = want_str(d, role != NULL, base, "role");
-  if (rc != 0) return rc;
+  if (role == NULL) return want_str(d, false, base, "role");
+  int rc = 0;
   bool system = strcmp(role, "system") == 0;
   bool developer = strcmp(role, "developer") == 0;
   air__crole r;
@@ -279,8 +279,8 @@ static int tool(air__cdec *d, const json_t *t, const char *field, size_t i) {
   char f[96];
   (void)i;
   const char *type = json_string_value(json_object_get(t, "type"));
-  int rc = want_str(d, type != NULL, field, "type");
-  if (rc != 0) return rc;
+  if (type == NULL) return want_str(d, false, field, "type");
+  int rc = 0;
   if (strcmp(type, "function") == 0) return function_tool(d, t, field);
   if (strcmp(type, "namespace") == 0) {
     /* A group of function tools: flattened into function tools. */
