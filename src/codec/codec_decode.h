@@ -92,27 +92,27 @@ static inline int air__decode_event(air__decoder *d, const air__sse_event *ev,
  * air__decode_event: prefix_decode_event (the ops'), and for the
  * differential tests prefix_decode_event_full (no fast path) and
  * prefix_decode_event_fast (*took: the fast path decoded the event). They
- * share one static prefix_decode, so the skeleton and the dialect's
- * functions are inlined once into it (the hot path).
+ * share one static prefix_decode: one copy of the skeleton per dialect,
+ * with the dialect's functions known in it.
  */
-#define AIR__DECODE_EVENT_FUNCS(prefix, prep, fast, full)                    \
-  static int prefix##_decode(air__decoder *d, const air__sse_event *ev,      \
-                             air__part_cb cb, void *data, bool fast_path,    \
-                             bool *took) {                                   \
-    return air__decode_event(d, ev, cb, data, prep, fast_path ? fast : NULL, \
-                             full, took);                                    \
-  }                                                                          \
-  int prefix##_decode_event(air__decoder *d, const air__sse_event *ev,       \
-                            air__part_cb cb, void *data) {                   \
-    return prefix##_decode(d, ev, cb, data, true, NULL);                     \
-  }                                                                          \
-  int prefix##_decode_event_full(air__decoder *d, const air__sse_event *ev,  \
-                                 air__part_cb cb, void *data) {              \
-    return prefix##_decode(d, ev, cb, data, false, NULL);                    \
-  }                                                                          \
-  int prefix##_decode_event_fast(air__decoder *d, const air__sse_event *ev,  \
-                                 air__part_cb cb, void *data, bool *took) {  \
-    return prefix##_decode(d, ev, cb, data, true, took);                     \
+#define AIR__DECODE_EVENT_FUNCS(prefix, prep, fast, full)                      \
+  static int prefix##_decode(air__decoder *d, const air__sse_event *ev,        \
+                             air__part_cb cb, void *data, bool fast_path,      \
+                             bool *took) {                                     \
+    return air__decode_event(d, ev, cb, data, prep, fast_path ? (fast) : NULL, \
+                             full, took);                                      \
+  }                                                                            \
+  int prefix##_decode_event(air__decoder *d, const air__sse_event *ev,         \
+                            air__part_cb cb, void *data) {                     \
+    return prefix##_decode(d, ev, cb, data, true, NULL);                       \
+  }                                                                            \
+  int prefix##_decode_event_full(air__decoder *d, const air__sse_event *ev,    \
+                                 air__part_cb cb, void *data) {                \
+    return prefix##_decode(d, ev, cb, data, false, NULL);                      \
+  }                                                                            \
+  int prefix##_decode_event_fast(air__decoder *d, const air__sse_event *ev,    \
+                                 air__part_cb cb, void *data, bool *took) {    \
+    return prefix##_decode(d, ev, cb, data, true, took);                       \
   }
 
 /*
