@@ -144,3 +144,39 @@ int air__canon_unsupported(air_error *err, const char *field,
   }
   return AIR_ENOTSUP;
 }
+
+int air__canon_text_results(const air__canon *c, air_dialect api,
+                            const char *api_name, air_error *err) {
+  const air__cextra *x = air__canon_first_extra(c, api);
+  const air__cpart *bad = NULL;
+  for (size_t i = 0; i < c->n_msgs && bad == NULL; i++) {
+    const air__cmsg *m = &c->msgs[i];
+    for (size_t j = 0; j < m->n_parts && bad == NULL; j++) {
+      const air__cpart *p = &m->parts[j];
+      if (p->kind != AIR__CP_TOOL_RESULT) continue;
+      for (size_t k = 0; k < p->n_parts && bad == NULL; k++)
+        if (p->parts[k].kind == AIR__CP_IMAGE) bad = &p->parts[k];
+    }
+  }
+  if (bad != NULL && (x == NULL || bad->seq < x->seq)) {
+    char f[AIR__MAX_CANON_FIELD_BYTES + 64];
+    snprintf(f, sizeof(f), "%s (type %.*s)", bad->field ? bad->field : "",
+             (int)bad->type.n, bad->type.p ? bad->type.p : "");
+    return air__canon_unsupported(err, f, api_name);
+  }
+  return x != NULL ? air__canon_unsupported(err, x->field, api_name) : 0;
+}
+
+air__ceffort air__canon_effort(const air__canon *c) {
+  if (c->effort != AIR__EFFORT_UNSET || c->thinking_budget <= 0)
+    return c->effort;
+  return c->thinking_budget < 4096    ? AIR__EFFORT_LOW
+         : c->thinking_budget < 16384 ? AIR__EFFORT_MEDIUM
+                                      : AIR__EFFORT_HIGH;
+}
+
+const char *air__canon_effort_name(air__ceffort e) {
+  static const char *const names[] = {NULL,     "none", "minimal", "low",
+                                      "medium", "high", "high"};
+  return (size_t)e < sizeof(names) / sizeof(names[0]) ? names[e] : NULL;
+}

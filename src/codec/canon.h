@@ -1,5 +1,5 @@
 /*
- * The canonical request (docs/design.md §1, 5; issue #13): what a caller asked
+ * The canonical request (docs/design.md §1, 5): what a caller asked
  * for, in no dialect. Every translation is a decode of the caller's dialect
  * into this form (the dialect's decode_request) and an encode of this form
  * into the target's (encode_request); no file knows two dialects. The
@@ -232,5 +232,20 @@ const air__cextra *air__canon_first_extra(const air__canon *c, air_dialect api);
  * returns AIR_ENOTSUP. */
 int air__canon_unsupported(air_error *err, const char *field,
                            const char *api_name);
+
+/* For a target of dialect api (api_name upstreams) whose tool results hold
+ * only text (the OpenAI dialects): 0, or AIR_ENOTSUP naming the first, in
+ * the caller's order, of the extras of another dialect and the images
+ * inside tool results ("FIELD (type T)"). */
+int air__canon_text_results(const air__canon *c, air_dialect api,
+                            const char *api_name, air_error *err);
+
+/* The effort c asks for: the one given, else the one of its thinking
+ * budget (docs/config.md: under 4096 low, under 16384 medium, else high);
+ * UNSET for neither (adaptive thinking alone included). */
+air__ceffort air__canon_effort(const air__canon *c);
+/* The OpenAI name of effort e ("none" ... "high"; MAX is "high"); NULL for
+ * UNSET. */
+const char *air__canon_effort_name(air__ceffort e);
 
 #endif

@@ -39,6 +39,7 @@
 #include "canon.h"
 #include "codec_json.h"
 #include "dialect.h"
+#include "error.h"
 
 int air__json_cont_style(const air__canon *c, json_t *root, json_t *msgs) {
   int rc = 0;
@@ -95,17 +96,6 @@ static int write_back(const air__canon *k, air_dialect api, const char *body,
   return rc;
 }
 
-static int fail(air_error *err, int code, const char *msg) {
-  if (err != NULL) {
-    err->code = code;
-    size_t n = strlen(msg);
-    if (n >= sizeof(err->message)) n = sizeof(err->message) - 1;
-    memcpy(err->message, msg, n);
-    err->message[n] = '\0';
-  }
-  return code;
-}
-
 int air__request_build_continuation(const air__dialect_ops *target,
                                     const air__request *req,
                                     const air__build_opts *o,
@@ -117,10 +107,12 @@ int air__request_build_continuation(const air__dialect_ops *target,
   }
   if (target == NULL || req == NULL || o == NULL || ask == NULL ||
       (ask->sent == NULL && ask->sent_n > 0))
-    return fail(err, AIR_EINVAL, "continuation: expected a parsed request");
+    return air__error_set(err, AIR_EINVAL,
+                          "continuation: expected a parsed request");
   if (ask->style != AIR_CONT_PREFILL && ask->style != AIR_CONT_VLLM &&
       ask->style != AIR_CONT_PREFIX_FLAG && ask->style != AIR_CONT_INSTRUCT)
-    return fail(err, AIR_EINVAL, "continuation: no continuation style");
+    return air__error_set(err, AIR_EINVAL,
+                          "continuation: no continuation style");
   /* State only the caller's provider keeps, and (across dialects) what the
    * target cannot say, as for any attempt. */
   int rc = air__request_stateful(target, req, o, err);
@@ -184,8 +176,9 @@ done:
   free(parts);
   free(extras);
   if (rc != 0 && err != NULL && err->message[0] == '\0')
-    fail(err, rc,
-         rc == AIR_ENOMEM ? "out of memory" : "continuation: cannot be built");
+    air__error_set(
+        err, rc, "%s",
+        rc == AIR_ENOMEM ? "out of memory" : "continuation: cannot be built");
   return rc;
 }
 

@@ -2,23 +2,22 @@
  * What the dialects share: caller request validation, error-body reading,
  * aggregation of parts for non-streaming callers.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
 #include "canon.h"
+#include "codec_decode.h"
 #include "codec_json.h"
 #include "dialect.h"
+#include "error.h"
+#include "limits.h"
 
 /* ---- request validation
  * ------------------------------------------------------ */
 
 static int bad(air_error *err, int code, const char *field, const char *what) {
-  if (err != NULL) {
-    err->code = code;
-    snprintf(err->message, sizeof(err->message), "%s: %s", field, what);
-  }
-  return code;
+  return air__error_set(err, code, "%s: %s", field, what);
 }
 
 /* Known top-level fields and their types; null is accepted for each. */
@@ -258,6 +257,12 @@ json_t *air__request_body(const air__request *r) {
   return r->tree;
 }
 
+int air__request_tree(const air__request *r, const json_t **body) {
+  *body = air__request_body(r);
+  if (json_is_object(*body)) return 0;
+  return r->raw != NULL ? AIR_ENOMEM : AIR_EINVAL;
+}
+
 void air__request_cleanup(air__request *r) {
   json_decref(r->tree);
   if (r->canon != NULL) {
@@ -266,6 +271,13 @@ void air__request_cleanup(air__request *r) {
   }
   free(r->raw);
   memset(r, 0, sizeof(*r));
+}
+
+void air__decoder_init_for(air__decoder *d, air_dialect api) {
+  memset(d, 0, sizeof(*d));
+  d->api = api;
+  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
+  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
 }
 
 void air__decoder_cleanup(air__decoder *d) {
@@ -339,52 +351,29 @@ void air__parse_error_body(const char *body, size_t n, air__buf *buf,
   if (m >= 0) f->message = buf->p + m;
 }
 
-int air__json_put(json_t *obj, const char *key, json_t *v) {
-  if (v == NULL) return AIR_ENOMEM;
-  return json_object_set_new(obj, key, v) == 0 ? 0 : AIR_ENOMEM;
-}
-
-int air__json_push(json_t *arr, json_t *v) {
-  if (v == NULL) return AIR_ENOMEM;
-  return json_array_append_new(arr, v) == 0 ? 0 : AIR_ENOMEM;
-}
-
-typedef struct dump_ctx {
-  air__buf *out;
-  int rc;
-} dump_ctx;
-
-static int dump_cb(const char *p, size_t n, void *data) {
-  dump_ctx *c = data;
-  c->rc = air__buf_add(c->out, p, n);
-  return c->rc == 0 ? 0 : -1;
-}
-
-int air__json_dump(const json_t *v, size_t flags, air__buf *out) {
-  size_t start = out->n;
-  dump_ctx c = {out, 0};
-  if (json_dump_callback(v, dump_cb, &c, flags) != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
-    return c.rc != 0 ? c.rc : AIR_ENOMEM;
-  }
-  return 0;
-}
-
-int air__final_status(air_reason reason, int status) {
-  if (status >= 400 && status <= 599) return status;
-  switch (reason) {
-    case AIR_REASON_RATE_LIMIT:
-      return 429;
-    case AIR_REASON_OVERLOADED:
-      return 503;
+/* The reasons that are timeouts (docs/design.md §2.1). */
+static bool is_timeout(air_reason r) {
+  switch (r) {
     case AIR_REASON_TIMEOUT_CONNECT:
     case AIR_REASON_TIMEOUT_FIRST_BYTE:
     case AIR_REASON_TIMEOUT_FIRST_CHUNK:
     case AIR_REASON_TIMEOUT_CHUNK:
     case AIR_REASON_TIMEOUT_ATTEMPT:
     case AIR_REASON_TIMEOUT_TOTAL:
-      return 504;
+      return true;
+    default:
+      return false;
+  }
+}
+
+int air__final_status(air_reason reason, int status) {
+  if (status >= 400 && status <= 599) return status;
+  if (is_timeout(reason)) return 504;
+  switch (reason) {
+    case AIR_REASON_RATE_LIMIT:
+      return 429;
+    case AIR_REASON_OVERLOADED:
+      return 503;
     case AIR_REASON_CONTEXT_OVERFLOW:
     case AIR_REASON_CONTENT_FILTER:
     case AIR_REASON_LENGTH:
@@ -407,6 +396,7 @@ int air__final_status(air_reason reason, int status) {
 
 const char *air__error_type(air_dialect api, air_reason r) {
   bool a = api == AIR_DIALECT_ANTHROPIC;
+  if (is_timeout(r)) return a ? "timeout_error" : "timeout";
   switch (r) {
     case AIR_REASON_RATE_LIMIT:
       return a ? "rate_limit_error" : "rate_limit_exceeded";
@@ -422,13 +412,6 @@ const char *air__error_type(air_dialect api, air_reason r) {
     case AIR_REASON_CONTEXT_OVERFLOW:
     case AIR_REASON_CONTENT_FILTER:
       return "invalid_request_error";
-    case AIR_REASON_TIMEOUT_CONNECT:
-    case AIR_REASON_TIMEOUT_FIRST_BYTE:
-    case AIR_REASON_TIMEOUT_FIRST_CHUNK:
-    case AIR_REASON_TIMEOUT_CHUNK:
-    case AIR_REASON_TIMEOUT_ATTEMPT:
-    case AIR_REASON_TIMEOUT_TOTAL:
-      return a ? "timeout_error" : "timeout";
     default:
       return a ? "api_error" : "server_error";
   }
@@ -516,7 +499,7 @@ void air__aggregate_cleanup(air__aggregate *a) {
   memset(a, 0, sizeof(*a));
 }
 
-static char *dupn(const char *s, size_t n) {
+char *air__strndup(const char *s, size_t n) {
   char *p = malloc(n + 1);
   if (p == NULL) return NULL;
   if (n) memcpy(p, s, n);
@@ -524,20 +507,23 @@ static char *dupn(const char *s, size_t n) {
   return p;
 }
 
-/* The tool call with OpenAI-style index idx, created on TOOL_START. */
-static air__tool_call *tool_at(air__aggregate *a, int idx, bool create) {
-  if (idx < 0 || idx >= AIR__DECODER_MAX_TOOLS) return NULL;
-  if ((size_t)idx < a->n_tools) return &a->tools[idx];
-  if (!create) return NULL;
-  air__tool_call *t = realloc(a->tools, (size_t)(idx + 1) * sizeof(*t));
-  if (t == NULL) return NULL;
-  a->tools = t;
-  for (size_t i = a->n_tools; i <= (size_t)idx; i++) {
-    memset(&t[i], 0, sizeof(t[i]));
-    air__buf_init(&t[i].args, AGG_MAX);
+/* The tool call with OpenAI-style index idx into *out, created (with the
+ * calls before it) when new: 0, AIR_ETOOBIG for an index out of range, or
+ * AIR_ENOMEM. */
+static int tool_at(air__aggregate *a, int idx, air__tool_call **out) {
+  if (idx < 0 || idx >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
+  if ((size_t)idx >= a->n_tools) {
+    air__tool_call *t = realloc(a->tools, (size_t)(idx + 1) * sizeof(*t));
+    if (t == NULL) return AIR_ENOMEM;
+    a->tools = t;
+    for (size_t i = a->n_tools; i <= (size_t)idx; i++) {
+      memset(&t[i], 0, sizeof(t[i]));
+      air__buf_init(&t[i].args, AGG_MAX);
+    }
+    a->n_tools = (size_t)idx + 1;
   }
-  a->n_tools = (size_t)idx + 1;
-  return &t[idx];
+  *out = &a->tools[idx];
+  return 0;
 }
 
 /* Identifiers over AIR__MAX_IDENT_BYTES are replaced (a->idents); a tool
@@ -548,12 +534,13 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
   char sub[AIR__TOOL_ID_SUB_BYTES];
   const air_part *p = air__ident_fix(in, &a->idents, &tmp, sub);
   switch (p->kind) {
-    case AIR_PART_START:
+    case AIR_PART_START: {
       if (a->keep_ident) return 0;
       air__buf_reset(&a->id);
       air__buf_reset(&a->model);
-      if (air__buf_add(&a->id, p->id, p->id_len) != 0) return AIR_ETOOBIG;
-      return air__buf_add(&a->model, p->name, p->name_len);
+      int rc = air__buf_add(&a->id, p->id, p->id_len);
+      return rc != 0 ? rc : air__buf_add(&a->model, p->name, p->name_len);
+    }
     case AIR_PART_TEXT:
       return air__buf_add(&a->text, p->text, p->text_len);
     case AIR_PART_REASONING:
@@ -561,35 +548,93 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
     case AIR_PART_REFUSAL:
       return air__buf_add(&a->refusal, p->text, p->text_len);
     case AIR_PART_TOOL_START: {
-      air__tool_call *t = tool_at(a, p->index, true);
-      if (t == NULL || p->name_len > AIR__MAX_TOOL_NAME_BYTES)
-        return AIR_ETOOBIG;
+      air__tool_call *t;
+      int rc = tool_at(a, p->index, &t);
+      if (rc != 0) return rc;
+      if (p->name_len > AIR__MAX_TOOL_NAME_BYTES) return AIR_ETOOBIG;
       free(t->id);
       free(t->name);
-      t->id = dupn(p->id, p->id_len);
-      t->name = dupn(p->name, p->name_len);
+      t->id = air__strndup(p->id, p->id_len);
+      t->name = air__strndup(p->name, p->name_len);
       return t->id && t->name ? 0 : AIR_ENOMEM;
     }
     case AIR_PART_TOOL_DELTA: {
-      air__tool_call *t = tool_at(a, p->index, true);
-      if (t == NULL) return AIR_ETOOBIG;
-      return air__buf_add(&t->args, p->text, p->text_len);
+      air__tool_call *t;
+      int rc = tool_at(a, p->index, &t);
+      return rc != 0 ? rc : air__buf_add(&t->args, p->text, p->text_len);
     }
     case AIR_PART_FINISH:
       a->finish = p->finish;
       air__buf_reset(&a->finish_raw);
       return air__buf_add(&a->finish_raw, p->finish_raw, p->finish_raw_len);
     case AIR_PART_USAGE:
-      a->input_tokens = p->input_tokens + a->prior_input_tokens;
-      if (a->input_tokens < p->input_tokens) a->input_tokens = UINT64_MAX;
-      a->output_tokens = p->output_tokens + a->prior_output_tokens;
-      if (a->output_tokens < p->output_tokens) a->output_tokens = UINT64_MAX;
+      a->input_tokens = air__sat_add(p->input_tokens, a->prior_input_tokens);
+      a->output_tokens = air__sat_add(p->output_tokens, a->prior_output_tokens);
       a->has_usage = true;
       return 0;
     case AIR_PART_ERROR:
       return 0;
   }
   return 0;
+}
+
+/* ---- encoding
+ * ------------------------------------------------------------------ */
+
+void air__encoder_usage(air__encoder *e, const air_part *p) {
+  e->input_tokens = p->input_tokens;
+  e->output_tokens = p->output_tokens;
+  e->has_usage = true;
+}
+
+int air__encoder_accept(air__encoder *e, const air_part *p,
+                        air__set_ident_fn set_ident) {
+  switch (p->kind) {
+    case AIR_PART_USAGE:
+      air__encoder_usage(e, p);
+      return 0;
+    case AIR_PART_ERROR:
+      return 0;
+    case AIR_PART_START:
+      if (e->started) return 0;
+      set_ident(e, p->id, p->id_len, p->name, p->name_len);
+      break;
+    case AIR_PART_TEXT:
+    case AIR_PART_REASONING:
+    case AIR_PART_REFUSAL:
+    case AIR_PART_TOOL_DELTA:
+      if (p->text_len == 0) return 0;
+      break;
+    case AIR_PART_FINISH:
+      if (e->finished) return 0;
+      break;
+    case AIR_PART_TOOL_START:
+      break;
+  }
+  if (!e->started && p->kind != AIR_PART_START) set_ident(e, NULL, 0, NULL, 0);
+  if (!e->passthrough) return 1;
+  e->started = true;
+  if (p->kind == AIR_PART_FINISH) {
+    e->finished = true;
+    e->finish = p->finish;
+  }
+  return 0;
+}
+
+bool air__encoder_observe_parts(air__encoder *e, const air_part *parts,
+                                size_t n, air__set_ident_fn set_ident) {
+  bool now = false;
+  for (size_t i = 0; i < n; i++) {
+    const air_part *p = &parts[i];
+    if (p->kind == AIR_PART_START && !e->observed) {
+      set_ident(e, p->id, p->id_len, p->name, p->name_len);
+      e->observed = now = true;
+    } else if (p->kind == AIR_PART_FINISH) {
+      e->finished = true;
+      e->finish = p->finish;
+    }
+  }
+  return now;
 }
 
 void air__unsupported_field(const char *message, char *out, size_t cap) {

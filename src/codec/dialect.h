@@ -1,13 +1,16 @@
 /*
  * The codec's face (docs/design.md §1, 2, 5): caller requests, the dialect ops
  * table and the hub that translates through the canonical request
- * (canon.h). One folder per dialect (openai_chat/, anthropic/) fills an
- * air__dialect_ops: decode its caller requests into canonical form,
- * encode canonical form into its upstream request, decode its upstream
- * events and bodies into parts, encode parts for a caller of its dialect.
- * No file knows two dialects; codecs know nothing about retries. Adding a
- * dialect is one folder and one line of the table in dialects.c
- * (docs/architecture.md). This header carries no JSON library type.
+ * (canon.h). One folder per dialect (openai_chat/, openai_responses/,
+ * anthropic/) fills an air__dialect_ops: decode its caller requests into
+ * canonical form, encode canonical form into its upstream request, decode
+ * its upstream events and bodies into parts, encode parts for a caller of
+ * its dialect. No file knows two dialects; what they share (JSON builders,
+ * value helpers, decode wrappers) lives once beside this header
+ * (codec_text.h, codec_json.h, codec_decode.h). Codecs know nothing about
+ * retries. Adding a dialect is one folder and one line of the table in
+ * dialects.c (docs/architecture.md). This header carries no JSON library
+ * type.
  */
 #ifndef AIR__DIALECT_H
 #define AIR__DIALECT_H
@@ -261,6 +264,10 @@ typedef struct air__aggregate {
                          by the consumer ("identifiers" above) */
 } air__aggregate;
 
+/* A NUL-terminated heap copy of the n bytes at s (s may be NULL when n is
+ * 0); NULL when out of memory. The caller frees it. */
+char *air__strndup(const char *s, size_t n);
+
 void air__aggregate_init(air__aggregate *a);
 void air__aggregate_cleanup(air__aggregate *a);
 /* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
@@ -349,6 +356,28 @@ void air__encoder_add_usage(air__encoder *e, uint64_t input_tokens,
  * "at_char": N}, ...]}. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */
 int air__encoder_add_continued(air__encoder *e, const char *target,
                                uint64_t at_char);
+
+/* A USAGE part: the current attempt's usage, which the end reports (with
+ * earlier attempts': air__encoder_add_usage). */
+void air__encoder_usage(air__encoder *e, const air_part *p);
+/* Sets an encoder's id and model (NULL, 0: the dialect's defaults). */
+typedef void (*air__set_ident_fn)(air__encoder *e, const char *id, size_t id_n,
+                                  const char *model, size_t model_n);
+/*
+ * What the OpenAI encoders do with a part (identifiers fixed) before
+ * writing it: USAGE is recorded, ERROR and empty text pieces, a second
+ * START or a second FINISH write nothing; the first START sets the
+ * identity (set_ident), any other first part the default one; in
+ * passthrough only the state moves (started, a FINISH). 1 when the part
+ * is to be written, else 0.
+ */
+int air__encoder_accept(air__encoder *e, const air_part *p,
+                        air__set_ident_fn set_ident);
+/* What encoder_observe records from a released event's parts: every
+ * FINISH, and the first START's identity (set_ident, e->observed): true
+ * when this call recorded it. */
+bool air__encoder_observe_parts(air__encoder *e, const air_part *parts,
+                                size_t n, air__set_ident_fn set_ident);
 
 /* Frees what a dialect's encoder_init allocated (the Responses encoder
  * keeps every output item for its .done events and response.completed);
@@ -549,6 +578,60 @@ bool air__prefill_rejected(int status, const air_failure *f);
 
 /* The dialects, in air_dialect order (dialects.c); *n set to the count. */
 const air__dialect_ops *const *air__dialects(size_t *n);
+
+/*
+ * The functions a dialect folder defines for its line of the table, named
+ * by its prefix (air__oai, air__ant, air__rsp): AIR__DIALECT_FUNCS declares
+ * them (in the folder's header), AIR__DIALECT_OPS fills the members of
+ * air__dialect_ops they implement (in its dialect.c), each documented at
+ * that member. decode_event_full and decode_event_fast are decode_event
+ * without its fast path, and telling whether the fast path decoded the
+ * event (*took), for the differential tests.
+ */
+#define AIR__DIALECT_FUNCS(P)                                                  \
+  int P##_build_same(const air__request *req, const air__build_opts *o,        \
+                     air__buf *out, air_error *err);                           \
+  int P##_decode_request(const air__request *req, struct air__canon *c,        \
+                         air_error *err);                                      \
+  int P##_can_express(const struct air__canon *c, const air__build_opts *o,    \
+                      air_error *err);                                         \
+  int P##_encode_request(const struct air__canon *c, const air__build_opts *o, \
+                         air__buf *out, air_error *err);                       \
+  void P##_decoder_init(air__decoder *d);                                      \
+  int P##_decode_event(air__decoder *d, const air__sse_event *ev,              \
+                       air__part_cb cb, void *data);                           \
+  int P##_decode_event_full(air__decoder *d, const air__sse_event *ev,         \
+                            air__part_cb cb, void *data);                      \
+  int P##_decode_event_fast(air__decoder *d, const air__sse_event *ev,         \
+                            air__part_cb cb, void *data, bool *took);          \
+  int P##_decode_body(air__decoder *d, const char *body, size_t n,             \
+                      air__part_cb cb, void *data);                            \
+  void P##_encoder_init(air__encoder *e, const air__request *req,              \
+                        uint64_t created_s);                                   \
+  int P##_encode_part(air__encoder *e, const air_part *p, air__buf *out);      \
+  int P##_encode_end(air__encoder *e, air__buf *out);                          \
+  void P##_encoder_observe(air__encoder *e, const air__sse_event *ev,          \
+                           const air_part *parts, size_t n);                   \
+  int P##_encode_error_event(air__encoder *e, air_reason reason,               \
+                             const char *message, air__buf *out);              \
+  int P##_encode_response(const air__aggregate *a, air__buf *out)
+
+#define AIR__DIALECT_OPS(P, api_, name_, path_, id_prefix_)                   \
+  .api = (api_), .name = (name_), .path = (path_), .id_prefix = (id_prefix_), \
+  .build_same = P##_build_same, .decode_request = P##_decode_request,         \
+  .can_express = P##_can_express, .encode_request = P##_encode_request,       \
+  .decoder_init = P##_decoder_init, .decode_event = P##_decode_event,         \
+  .decode_body = P##_decode_body, .encoder_init = P##_encoder_init,           \
+  .encode_part = P##_encode_part, .encode_end = P##_encode_end,               \
+  .encoder_observe = P##_encoder_observe,                                     \
+  .encode_error_event = P##_encode_error_event,                               \
+  .encode_response = P##_encode_response
+
+/* What both OpenAI dialects write alike (codec_text.c): the keep-alive
+ * comment ": keep-alive" and the final error body in the OpenAI shape. */
+int air__openai_keepalive(air__encoder *e, air__buf *out);
+int air__openai_error_body(int status, air_reason reason, const char *message,
+                           const air_attempt *log, size_t n, air__buf *out);
 
 extern const air__dialect_ops air__dialect_openai_chat;
 extern const air__dialect_ops air__dialect_anthropic;

@@ -1,5 +1,5 @@
 /*
- * The hub (docs/design.md §1, 5; issue #13): every translation is the caller
+ * The hub (docs/design.md §1, 5): every translation is the caller
  * dialect's decode_request into the canonical request (canon.h), then the
  * target's can_express and encode_request. A caller of the target's own
  * dialect takes the target's build_same (the byte fast path) and never

@@ -252,7 +252,7 @@ int air__request_patch(const air__request *req, const air__patch *set,
   bool first = true;
   size_t start = out->n;
   /* The caller's text and the few members set: one allocation, about the
-   * body's size (it is kept while the attempt runs: issue 20). */
+   * body's size (it is kept while the attempt runs, so no doubling slack). */
   rc = air__buf_reserve(out, req->raw_n + PATCH_SLACK_BYTES);
   if (rc == 0) rc = air__buf_addc(out, '{');
   for (int k = 1, m = 0; rc == 0 && m < j.tok[0].size;

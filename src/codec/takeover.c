@@ -11,11 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "codec_text.h"
 #include "dialect.h"
-
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-  return a + b < a ? UINT64_MAX : a + b;
-}
 
 /* {"target":T,"at_char":N}, after a comma when b has members already. */
 static int add_entry(air__buf *b, const char *target, uint64_t at_char) {
@@ -28,10 +25,7 @@ static int add_entry(air__buf *b, const char *target, uint64_t at_char) {
   if (rc == 0) rc = air__buf_adds(b, ",\"at_char\":");
   if (rc == 0) rc = air__buf_addu(b, at_char);
   if (rc == 0) rc = air__buf_addc(b, '}');
-  if (rc != 0) {
-    b->n = mark;
-    if (b->p != NULL) b->p[mark] = '\0';
-  }
+  if (rc != 0) air__text_undo(b, mark);
   return rc;
 }
 
@@ -41,10 +35,7 @@ int air__continued_member(const air__buf *continued, air__buf *out) {
   int rc = air__buf_adds(out, ",\"airetry\":{\"continued\":[");
   if (rc == 0) rc = air__buf_add(out, continued->p, continued->n);
   if (rc == 0) rc = air__buf_adds(out, "]}");
-  if (rc != 0) {
-    out->n = mark;
-    if (out->p != NULL) out->p[mark] = '\0';
-  }
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
@@ -101,8 +92,8 @@ void air__encoder_take_over(air__encoder *e) {
 
 void air__encoder_add_usage(air__encoder *e, uint64_t input_tokens,
                             uint64_t output_tokens) {
-  e->prior_input_tokens = sat_add(e->prior_input_tokens, input_tokens);
-  e->prior_output_tokens = sat_add(e->prior_output_tokens, output_tokens);
+  e->prior_input_tokens = air__sat_add(e->prior_input_tokens, input_tokens);
+  e->prior_output_tokens = air__sat_add(e->prior_output_tokens, output_tokens);
   e->has_prior_usage = true;
   /* What USAGE parts said so far was that earlier attempt's. */
   e->input_tokens = e->output_tokens = 0;
@@ -118,8 +109,8 @@ int air__encoder_add_continued(air__encoder *e, const char *target,
 
 void air__aggregate_add_usage(air__aggregate *a, uint64_t input_tokens,
                               uint64_t output_tokens) {
-  a->prior_input_tokens = sat_add(a->prior_input_tokens, input_tokens);
-  a->prior_output_tokens = sat_add(a->prior_output_tokens, output_tokens);
+  a->prior_input_tokens = air__sat_add(a->prior_input_tokens, input_tokens);
+  a->prior_output_tokens = air__sat_add(a->prior_output_tokens, output_tokens);
   a->input_tokens = a->prior_input_tokens;
   a->output_tokens = a->prior_output_tokens;
   a->has_usage = true;

@@ -35,6 +35,13 @@ static void copy_trunc(char *dst, size_t cap, const char *p, size_t n) {
   dst[n] = '\0';
 }
 
+/* The message's id and model from a START part (each only when given). */
+static void set_ident(air__encoder *e, const char *id, size_t id_n,
+                      const char *model, size_t model_n) {
+  if (id_n > 0) copy_trunc(e->id, sizeof(e->id), id, id_n);
+  if (model_n > 0) copy_trunc(e->model, sizeof(e->model), model, model_n);
+}
+
 void air__ant_encoder_init(air__encoder *e, const air__request *req,
                            uint64_t created_s) {
   memset(e, 0, sizeof(*e));
@@ -47,34 +54,17 @@ void air__ant_encoder_init(air__encoder *e, const air__request *req,
     copy_trunc(e->model, sizeof(e->model), req->model, strlen(req->model));
 }
 
-static int add_str(air__buf *b, const char *s, size_t n) {
-  return air__buf_add_json_str(b, s != NULL ? s : "", s != NULL ? n : 0);
-}
-
-static int add_cstr(air__buf *b, const char *s) {
-  return add_str(b, s, s != NULL ? strlen(s) : 0);
-}
-
-static int add_int(air__buf *b, long long v) {
-  int rc = 0;
-  if (v < 0) {
-    rc = air__buf_addc(b, '-');
-    return rc != 0 ? rc : air__buf_addu(b, 0ull - (unsigned long long)v);
-  }
-  return air__buf_addu(b, (unsigned long long)v);
-}
-
 /* message_start, once, before anything else of the message. */
 static int ensure_started(air__encoder *e, air__buf *out) {
   if (e->started) return 0;
   int rc = air__buf_add(
       out, LIT("event: message_start\ndata: "
                "{\"type\":\"message_start\",\"message\":{\"id\":"));
-  if (rc == 0) rc = add_cstr(out, e->id);
+  if (rc == 0) rc = air__text_cstr(out, e->id);
   if (rc == 0)
     rc = air__buf_add(
         out, LIT(",\"type\":\"message\",\"role\":\"assistant\",\"model\":"));
-  if (rc == 0) rc = add_cstr(out, e->model);
+  if (rc == 0) rc = air__text_cstr(out, e->model);
   if (rc == 0)
     rc = air__buf_add(
         out, LIT(",\"content\":[],\"stop_reason\":null,"
@@ -92,7 +82,7 @@ static int close_block(air__encoder *e, air__buf *out) {
   int rc =
       air__buf_add(out, LIT("event: content_block_stop\ndata: "
                             "{\"type\":\"content_block_stop\",\"index\":"));
-  if (rc == 0) rc = add_int(out, e->open_block);
+  if (rc == 0) rc = air__text_int(out, e->open_block);
   if (rc == 0) rc = air__buf_add(out, LIT("}\n\n"));
   e->open_block = -1;
   e->open_kind = EK_NONE;
@@ -108,7 +98,7 @@ static int open_block(air__encoder *e, air__buf *out, int kind,
   if (rc == 0)
     rc = air__buf_add(out, LIT("event: content_block_start\ndata: "
                                "{\"type\":\"content_block_start\",\"index\":"));
-  if (rc == 0) rc = add_int(out, e->next_block);
+  if (rc == 0) rc = air__text_int(out, e->next_block);
   if (rc != 0) return rc;
   if (kind == EK_TEXT) {
     rc = air__buf_add(
@@ -119,9 +109,10 @@ static int open_block(air__encoder *e, air__buf *out, int kind,
   } else {
     rc = air__buf_add(out,
                       LIT(",\"content_block\":{\"type\":\"tool_use\",\"id\":"));
-    if (rc == 0) rc = add_str(out, p ? p->id : NULL, p ? p->id_len : 0);
+    if (rc == 0) rc = air__text_str(out, p ? p->id : NULL, p ? p->id_len : 0);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"name\":"));
-    if (rc == 0) rc = add_str(out, p ? p->name : NULL, p ? p->name_len : 0);
+    if (rc == 0)
+      rc = air__text_str(out, p ? p->name : NULL, p ? p->name_len : 0);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"input\":{}}}\n\n"));
   }
   if (rc == 0) {
@@ -136,13 +127,13 @@ static int block_delta(air__buf *out, int block, const char *dtype,
   int rc =
       air__buf_add(out, LIT("event: content_block_delta\ndata: "
                             "{\"type\":\"content_block_delta\",\"index\":"));
-  if (rc == 0) rc = add_int(out, block);
+  if (rc == 0) rc = air__text_int(out, block);
   if (rc == 0) rc = air__buf_add(out, LIT(",\"delta\":{\"type\":\""));
   if (rc == 0) rc = air__buf_adds(out, dtype);
   if (rc == 0) rc = air__buf_add(out, LIT("\",\""));
   if (rc == 0) rc = air__buf_adds(out, key);
   if (rc == 0) rc = air__buf_add(out, LIT("\":"));
-  if (rc == 0) rc = add_str(out, p->text, p->text_len);
+  if (rc == 0) rc = air__text_str(out, p->text, p->text_len);
   if (rc == 0) rc = air__buf_add(out, LIT("}}\n\n"));
   return rc;
 }
@@ -152,11 +143,7 @@ static int encode_part_bytes(air__encoder *e, const air_part *p,
   int rc = 0;
   switch (p->kind) {
     case AIR_PART_START:
-      if (!e->started) {
-        if (p->id_len > 0) copy_trunc(e->id, sizeof(e->id), p->id, p->id_len);
-        if (p->name_len > 0)
-          copy_trunc(e->model, sizeof(e->model), p->name, p->name_len);
-      }
+      if (!e->started) set_ident(e, p->id, p->id_len, p->name, p->name_len);
       return 0;
     case AIR_PART_TEXT:
     case AIR_PART_REFUSAL:
@@ -193,9 +180,7 @@ static int encode_part_bytes(air__encoder *e, const air_part *p,
       e->finished = true;
       return 0;
     case AIR_PART_USAGE:
-      e->input_tokens = p->input_tokens;
-      e->output_tokens = p->output_tokens;
-      e->has_usage = true;
+      air__encoder_usage(e, p);
       return 0;
     case AIR_PART_ERROR:
       return 0;
@@ -209,17 +194,8 @@ int air__ant_encode_part(air__encoder *e, const air_part *p, air__buf *out) {
   air_part tmp;
   char sub[AIR__TOOL_ID_SUB_BYTES];
   int rc = encode_part_bytes(e, air__ident_fix(p, &e->idents, &tmp, sub), out);
-  if (rc != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
-  }
+  if (rc != 0) air__text_undo(out, start);
   return rc;
-}
-
-/* Whether the event's type is t. */
-static bool type_is(air__str ty, const char *t) {
-  size_t n = strlen(t);
-  return ty.n == n && memcmp(ty.p, t, n) == 0;
 }
 
 /* encoder_observe: what a take-over needs from a passthrough stream, by
@@ -229,27 +205,16 @@ static bool type_is(air__str ty, const char *t) {
  * the finish. Deltas and pings change nothing. */
 void air__ant_encoder_observe(air__encoder *e, const air__sse_event *ev,
                               const air_part *parts, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const air_part *p = &parts[i];
-    if (p->kind == AIR_PART_START && !e->observed) {
-      if (p->id_len > 0) copy_trunc(e->id, sizeof(e->id), p->id, p->id_len);
-      if (p->name_len > 0)
-        copy_trunc(e->model, sizeof(e->model), p->name, p->name_len);
-      e->observed = true;
-    } else if (p->kind == AIR_PART_FINISH) {
-      e->finish = p->finish;
-      e->finished = true;
-    }
-  }
+  air__encoder_observe_parts(e, parts, n, set_ident);
   if (ev == NULL) return;
   air__str ty = air__event_type(ev);
-  if (type_is(ty, "content_block_delta")) return;
-  if (type_is(ty, "message_start")) {
+  if (air__str_is(ty, "content_block_delta")) return;
+  if (air__str_is(ty, "message_start")) {
     e->started = true;
-  } else if (type_is(ty, "content_block_stop")) {
+  } else if (air__str_is(ty, "content_block_stop")) {
     e->open_block = -1;
     e->open_kind = EK_NONE;
-  } else if (type_is(ty, "content_block_start")) {
+  } else if (air__str_is(ty, "content_block_start")) {
     json_t *v = json_loadb(ev->data.p, ev->data.n, 0, NULL);
     json_t *ix = json_object_get(v, "index");
     const char *t = json_string_value(
@@ -293,7 +258,7 @@ int air__ant_encode_end(air__encoder *e, air__buf *out) {
       rc = air__buf_add(
           out, LIT("event: message_delta\ndata: {\"type\":\"message_delta\","
                    "\"delta\":{\"stop_reason\":\""));
-    if (rc == 0) rc = air__buf_adds(out, stop_name(e->finish));
+    if (rc == 0) rc = air__buf_adds(out, air__ant_stop_name(e->finish));
     if (rc == 0)
       rc = air__buf_add(out, LIT("\",\"stop_sequence\":null},\"usage\":{"));
     /* A continued answer: the sum over its attempts. */
@@ -314,8 +279,7 @@ int air__ant_encode_end(air__encoder *e, air__buf *out) {
   }
   if (rc == 0) rc = air__buf_add(out, LIT(message_stop));
   if (rc != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
+    air__text_undo(out, start);
     return rc;
   }
   e->ended = true;
@@ -326,9 +290,9 @@ static int add_error_obj(air__buf *out, air_reason reason,
                          const char *message) {
   int rc = air__buf_add(out, LIT("{\"type\":\"error\",\"error\":{\"type\":"));
   if (rc == 0)
-    rc = add_cstr(out, air__error_type(AIR_DIALECT_ANTHROPIC, reason));
+    rc = air__text_cstr(out, air__error_type(AIR_DIALECT_ANTHROPIC, reason));
   if (rc == 0) rc = air__buf_add(out, LIT(",\"message\":"));
-  if (rc == 0) rc = add_cstr(out, message);
+  if (rc == 0) rc = air__text_cstr(out, message);
   if (rc == 0) rc = air__buf_addc(out, '}');
   return rc;
 }
@@ -340,8 +304,7 @@ int air__ant_encode_error_event(air__encoder *e, air_reason reason,
   if (rc == 0) rc = add_error_obj(out, reason, message);
   if (rc == 0) rc = air__buf_add(out, LIT("}\n\n"));
   if (rc != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
+    air__text_undo(out, start);
     return rc;
   }
   e->ended = true;
@@ -349,8 +312,8 @@ int air__ant_encode_error_event(air__encoder *e, air_reason reason,
 }
 
 static int add_bufstr(air__buf *out, const air__buf *s, const char *dflt) {
-  if (s->n == 0) return add_cstr(out, dflt);
-  return add_str(out, s->p, s->n);
+  if (s->n == 0) return air__text_cstr(out, dflt);
+  return air__text_str(out, s->p, s->n);
 }
 
 /* A tool call's input: its arguments when they are a JSON object (copied
@@ -366,7 +329,7 @@ static int add_input(air__buf *out, const air__buf *args) {
 /* Appends s JSON-escaped without the surrounding quotes. */
 static int add_str_body(air__buf *out, const char *s, size_t n) {
   size_t at = out->n;
-  int rc = add_str(out, s, n);
+  int rc = air__text_str(out, s, n);
   if (rc != 0) return rc;
   size_t len = out->n - at; /* quotes included */
   memmove(out->p + at, out->p + at + 1, len - 2);
@@ -387,7 +350,7 @@ int air__ant_encode_response(const air__aggregate *a, air__buf *out) {
   if (rc == 0) rc = air__buf_add(out, LIT(",\"content\":["));
   if (rc == 0 && a->reasoning.n > 0) {
     rc = air__buf_add(out, LIT("{\"type\":\"thinking\",\"thinking\":"));
-    if (rc == 0) rc = add_str(out, a->reasoning.p, a->reasoning.n);
+    if (rc == 0) rc = air__text_str(out, a->reasoning.p, a->reasoning.n);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"signature\":\"\"}"));
     first = false;
   }
@@ -405,14 +368,14 @@ int air__ant_encode_response(const air__aggregate *a, air__buf *out) {
     if (!first) rc = air__buf_addc(out, ',');
     first = false;
     if (rc == 0) rc = air__buf_add(out, LIT("{\"type\":\"tool_use\",\"id\":"));
-    if (rc == 0) rc = add_cstr(out, t->id);
+    if (rc == 0) rc = air__text_cstr(out, t->id);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"name\":"));
-    if (rc == 0) rc = add_cstr(out, t->name);
+    if (rc == 0) rc = air__text_cstr(out, t->name);
     if (rc == 0) rc = air__buf_add(out, LIT(",\"input\":"));
     if (rc == 0) rc = add_input(out, &t->args);
     if (rc == 0) rc = air__buf_addc(out, '}');
   }
-  const char *sr = stop_name(a->finish);
+  const char *sr = air__ant_stop_name(a->finish);
   if (a->finish == AIR_FINISH_STOP &&
       IS(a->finish_raw.p, a->finish_raw.n, "stop_sequence"))
     sr = "stop_sequence";
@@ -428,8 +391,7 @@ int air__ant_encode_response(const air__aggregate *a, air__buf *out) {
   if (rc == 0) rc = air__continued_member(&a->continued, out);
   if (rc == 0) rc = air__buf_addc(out, '}');
   if (rc != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
+    air__text_undo(out, start);
   }
   return rc;
 }
@@ -437,41 +399,13 @@ int air__ant_encode_response(const air__aggregate *a, air__buf *out) {
 int air__ant_encode_error_body(int status, air_reason reason,
                                const char *message, const air_attempt *log,
                                size_t n, air__buf *out) {
+  static const air__attempts_style style = {"none", true};
   (void)status; /* the HTTP status line carries it */
   size_t start = out->n;
   int rc = add_error_obj(out, reason, message);
   if (rc == 0) rc = air__buf_add(out, LIT(",\"attempts\":["));
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    const air_attempt *at = &log[i];
-    const char *rn = air_reason_name(at->reason);
-    if (i > 0) rc = air__buf_addc(out, ',');
-    if (rc == 0) rc = air__buf_add(out, LIT("{\"target\":"));
-    if (rc == 0) rc = add_cstr(out, at->target);
-    if (rc == 0 && at->skipped) {
-      rc = air__buf_add(out, LIT(",\"outcome\":\"skipped\",\"field\":"));
-      if (rc == 0) rc = add_cstr(out, at->field);
-      if (rc == 0) rc = air__buf_addc(out, '}');
-      continue;
-    }
-    if (rc == 0) rc = air__buf_add(out, LIT(",\"reason\":"));
-    if (rc == 0) rc = add_cstr(out, rn != NULL ? rn : "none");
-    if (rc == 0) rc = air__buf_add(out, LIT(",\"status\":"));
-    if (rc == 0) rc = add_int(out, at->status);
-    if (rc == 0) rc = air__buf_add(out, LIT(",\"ms\":"));
-    if (rc == 0) rc = air__buf_addu(out, at->ms);
-    if (rc == 0) rc = air__buf_add(out, LIT(",\"request_id\":"));
-    if (rc == 0) {
-      if (at->request_id == NULL || at->request_id[0] == '\0')
-        rc = air__buf_add(out, LIT("null"));
-      else
-        rc = add_cstr(out, at->request_id);
-    }
-    if (rc == 0) rc = air__buf_addc(out, '}');
-  }
+  if (rc == 0) rc = air__text_attempts(out, log, n, &style);
   if (rc == 0) rc = air__buf_add(out, LIT("]}"));
-  if (rc != 0) {
-    out->n = start;
-    if (out->p) out->p[start] = '\0';
-  }
+  if (rc != 0) air__text_undo(out, start);
   return rc;
 }

@@ -14,25 +14,124 @@
 #include <string.h>
 
 #include "anthropic.h"
+#include "codec_decode.h"
 #include "codec_json.h"
 #include "json.h"
 #include "limits.h"
 
-/* Appends v as compact JSON (15 significant digits for reals). */
-static int dump_json(const json_t *v, air__buf *out) {
-  return air__json_dump(v, JSON_COMPACT | JSON_REAL_PRECISION(15), out);
-}
-
-/* ---- decoding: the hot path (json.c tokens, no allocation)
- * -------------------------------- */
-
 void air__ant_decoder_init(air__decoder *d) {
-  memset(d, 0, sizeof(*d));
-  d->api = AIR_DIALECT_ANTHROPIC;
-  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
-  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
+  air__decoder_init_for(d, AIR_DIALECT_ANTHROPIC);
   for (int i = 0; i < AIR__DECODER_MAX_TOOLS; i++) d->block_tool[i] = -1;
 }
+
+/* ---- the mapping: a message's pieces into parts ---------------------------
+ *
+ * A stream's events and a body's message carry the same pieces (the
+ * message's id and model, content blocks, the stop reason, the usage);
+ * both decoders hand them over through these. Parts carry "" for the
+ * strings they do not use.
+ */
+
+static int emit_start(air__decoder *d, const char *id, size_t id_n,
+                      const char *model, size_t model_n, air__part_cb cb,
+                      void *data) {
+  air_part part = {.kind = AIR_PART_START,
+                   .text = "",
+                   .id = id,
+                   .id_len = id_n,
+                   .name = model,
+                   .name_len = model_n,
+                   .finish_raw = ""};
+  d->started = true;
+  return cb(data, &part);
+}
+
+static int emit_text(air__part_cb cb, void *data, air_part_kind k, int idx,
+                     const char *p, size_t n) {
+  air_part part = {.kind = k,
+                   .index = idx,
+                   .text = p,
+                   .text_len = n,
+                   .id = "",
+                   .name = "",
+                   .finish_raw = ""};
+  return cb(data, &part);
+}
+
+/* The usage so far (d's totals). */
+static int emit_usage(air__decoder *d, air__part_cb cb, void *data) {
+  air_part part = {.kind = AIR_PART_USAGE,
+                   .text = "",
+                   .id = "",
+                   .name = "",
+                   .finish_raw = "",
+                   .input_tokens = d->input_tokens,
+                   .output_tokens = d->output_tokens};
+  return cb(data, &part);
+}
+
+/* A text or thinking block at index idx with its text (p, n; nothing when
+ * empty). */
+static int text_block(air__decoder *d, int idx, bool text, const char *p,
+                      size_t n, air__part_cb cb, void *data) {
+  if (idx < AIR__DECODER_MAX_TOOLS)
+    d->block_kind[idx] = text ? BK_TEXT : BK_THINKING;
+  if (n == 0) return 0;
+  return emit_text(cb, data, text ? AIR_PART_TEXT : AIR_PART_REASONING, idx, p,
+                   n);
+}
+
+/* The forced JSON tool's block at idx: its input, which the caller hands
+ * over next, is the answer's text. */
+static void json_block(air__decoder *d, int idx) {
+  if (idx < AIR__DECODER_MAX_TOOLS) d->block_kind[idx] = BK_JSON;
+  d->json_seen = true;
+}
+
+/* A tool_use block at idx: TOOL_START at the next tool index (*tool), the
+ * input's TOOL_DELTA for the caller to hand over. */
+static int tool_block(air__decoder *d, int idx, const char *id, size_t id_n,
+                      const char *name, size_t name_n, int *tool,
+                      air__part_cb cb, void *data) {
+  *tool = d->n_tools++;
+  if (idx < AIR__DECODER_MAX_TOOLS) {
+    d->block_kind[idx] = BK_TOOL;
+    d->block_tool[idx] = *tool;
+  }
+  air_part part = {.kind = AIR_PART_TOOL_START,
+                   .index = *tool,
+                   .text = "",
+                   .id = id,
+                   .id_len = id_n,
+                   .name = name,
+                   .name_len = name_n,
+                   .finish_raw = ""};
+  return cb(data, &part);
+}
+
+/* The stop reason (p, n): the forced JSON tool's tool_use stop is the
+ * answer's end (end_turn). */
+static int emit_finish(air__decoder *d, const char *p, size_t n,
+                       air__part_cb cb, void *data) {
+  air_finish f = air__ant_finish_of(p, n);
+  if (f == AIR_FINISH_TOOL_CALLS && d->json_seen) {
+    f = AIR_FINISH_STOP;
+    p = "end_turn";
+    n = 8;
+  }
+  air_part part = {.kind = AIR_PART_FINISH,
+                   .text = "",
+                   .id = "",
+                   .name = "",
+                   .finish = f,
+                   .finish_raw = p,
+                   .finish_raw_len = n};
+  d->finished = true;
+  return cb(data, &part);
+}
+
+/* ---- decoding: a stream event (json.c tokens, no allocation) ---------------
+ */
 
 /*
  * The string at token i, decoded: borrowed from the event when it holds no
@@ -82,7 +181,7 @@ static bool read_usage(const air__json *j, int u, bool *has_in, uint64_t *in,
       !count_at(j, air__json_get(j, u, "cache_read_input_tokens"), &s2, &c2) ||
       !count_at(j, air__json_get(j, u, "output_tokens"), has_out, out))
     return false;
-  if (*has_in) *in = sat_add(*in, sat_add(s1 ? c1 : 0, s2 ? c2 : 0));
+  if (*has_in) *in = air__sat_add(*in, air__sat_add(s1 ? c1 : 0, s2 ? c2 : 0));
   return true;
 }
 
@@ -93,29 +192,6 @@ static bool index_at(const air__json *j, int obj, int *idx) {
     return false;
   *idx = (int)v;
   return true;
-}
-
-static int emit_text(air__part_cb cb, void *data, air_part_kind k, int idx,
-                     const char *p, size_t n) {
-  air_part part = {.kind = k,
-                   .index = idx,
-                   .text = p,
-                   .text_len = n,
-                   .id = "",
-                   .name = "",
-                   .finish_raw = ""};
-  return cb(data, &part);
-}
-
-static int emit_usage(air__decoder *d, air__part_cb cb, void *data) {
-  air_part part = {.kind = AIR_PART_USAGE,
-                   .text = "",
-                   .id = "",
-                   .name = "",
-                   .finish_raw = "",
-                   .input_tokens = d->input_tokens,
-                   .output_tokens = d->output_tokens};
-  return cb(data, &part);
 }
 
 /* Each handler validates the event first: *bad (and nothing emitted) when it
@@ -139,15 +215,7 @@ static int on_message_start(air__decoder *d, const air__json *j, bool *bad,
     *bad = true;
     return 0;
   }
-  air_part part = {.kind = AIR_PART_START,
-                   .text = "",
-                   .id = id,
-                   .id_len = id_n,
-                   .name = model,
-                   .name_len = model_n,
-                   .finish_raw = ""};
-  d->started = true;
-  int rc = cb(data, &part);
+  int rc = emit_start(d, id, id_n, model, model_n, cb, data);
   if (rc != 0 || !air__json_is_obj(j, u)) return rc;
   d->input_tokens = in;
   d->output_tokens = out;
@@ -180,11 +248,7 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
       *bad = true;
       return 0;
     }
-    if (idx < AIR__DECODER_MAX_TOOLS)
-      d->block_kind[idx] = text ? BK_TEXT : BK_THINKING;
-    if (n == 0) return 0;
-    return emit_text(cb, data, text ? AIR_PART_TEXT : AIR_PART_REASONING, idx,
-                     p, n);
+    return text_block(d, idx, text, p, n, cb, data);
   }
   if (air__json_eq(j, t, "tool_use")) {
     const char *name;
@@ -202,24 +266,13 @@ static int on_block_start(air__decoder *d, const air__json *j, bool *bad,
     }
     if (d->json_tool && IS(name, name_n, AIR__JSON_TOOL)) {
       /* The JSON tool the request forced: its input is the answer. */
-      d->block_kind[idx] = BK_JSON;
-      d->json_seen = true;
+      json_block(d, idx);
       if (!air__json_is_obj(j, input) || j->tok[input].size == 0) return 0;
       const char *raw = air__json_raw(j, input, &n);
       return emit_text(cb, data, AIR_PART_TEXT, idx, raw, n);
     }
-    int tool = d->n_tools++;
-    d->block_kind[idx] = BK_TOOL;
-    d->block_tool[idx] = tool;
-    air_part part = {.kind = AIR_PART_TOOL_START,
-                     .index = tool,
-                     .text = "",
-                     .id = p,
-                     .id_len = n,
-                     .name = name,
-                     .name_len = name_n,
-                     .finish_raw = ""};
-    int rc = cb(data, &part);
+    int tool;
+    int rc = tool_block(d, idx, p, n, name, name_n, &tool, cb, data);
     /* Streams start tool_use with "input": {} and send the arguments as
      * deltas; an input given at once is passed on as one delta. */
     if (rc == 0 && air__json_is_obj(j, input) && j->tok[input].size > 0) {
@@ -305,25 +358,7 @@ static int on_message_delta(air__decoder *d, const air__json *j, bool *bad,
     d->fatal = AIR__OVER_FINISH;
     return 0;
   }
-  int rc = 0;
-  if (finish) {
-    air_finish f = finish_of(p, n);
-    if (f == AIR_FINISH_TOOL_CALLS && d->json_seen) {
-      /* The forced JSON tool's stop is the answer's end. */
-      f = AIR_FINISH_STOP;
-      p = "end_turn";
-      n = 8;
-    }
-    air_part part = {.kind = AIR_PART_FINISH,
-                     .text = "",
-                     .id = "",
-                     .name = "",
-                     .finish = f,
-                     .finish_raw = p,
-                     .finish_raw_len = n};
-    d->finished = true;
-    rc = cb(data, &part);
-  }
+  int rc = finish ? emit_finish(d, p, n, cb, data) : 0;
   if (rc != 0 || !air__json_is_obj(j, u)) return rc;
   if (has_in) d->input_tokens = in;
   if (has_out) d->output_tokens = out;
@@ -359,7 +394,7 @@ static int on_error(air__decoder *d, const air__json *j, bool *bad,
  *
  * Most events of a stream are one shape: {"type":"content_block_delta",
  * "index":N,"delta":{"type":"text_delta","text":"..."}} (or thinking_delta
- * and "thinking"). fast_delta recognises it in one forward scan and yields
+ * and "thinking"). fast_event recognises it in one forward scan and yields
  * what on_block_delta would, without air__json_parse. It takes an event
  * only when sure: every byte valid JSON by the tokenizer's grammar; "type",
  * "index", "delta" and the delta's "type", "text" and "thinking" each given
@@ -376,35 +411,26 @@ typedef struct fast_scan {
   unsigned members;
 } fast_scan;
 
-/* The key of the next member of an object, *pp at its value; counts the
- * members. */
-static bool fast_key(fast_scan *f, const char **pp, const char *e,
-                     const char **k, size_t *kn) {
-  return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
-         air__json_scan_key(pp, e, k, kn);
+/* A member of the delta object. */
+static bool delta_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "type")) return air__json_scan_once(pp, e, &f->dtype);
+  if (IS(k, kn, "text")) return air__json_scan_once(pp, e, &f->text);
+  if (IS(k, kn, "thinking")) return air__json_scan_once(pp, e, &f->thinking);
+  return air__json_skip_leaf(pp, e);
 }
 
-static bool fast_delta_obj(fast_scan *f, const char **pp, const char *e) {
+/* A member of the event: "delta" is the one object read. */
+static bool event_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "type")) return air__json_scan_once(pp, e, &f->type);
+  if (IS(k, kn, "index")) return air__json_scan_once(pp, e, &f->index);
+  if (!IS(k, kn, "delta")) return air__json_skip_leaf(pp, e);
   if (f->delta.seen) return false;
   f->delta.seen = true;
-  int more = air__json_scan_open(pp, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(f, pp, e, &k, &kn)) return false;
-    bool ok;
-    if (IS(k, kn, "type"))
-      ok = air__json_scan_once(pp, e, &f->dtype);
-    else if (IS(k, kn, "text"))
-      ok = air__json_scan_once(pp, e, &f->text);
-    else if (IS(k, kn, "thinking"))
-      ok = air__json_scan_once(pp, e, &f->thinking);
-    else
-      ok = air__json_skip_leaf(pp, e);
-    if (!ok) return false;
-    more = air__json_scan_next(pp, e, '}');
-  }
-  return more == 0;
+  return air__scan_object(pp, e, &f->members, delta_member, f);
 }
 
 /* A block index as index_at reads it: digits only (no sign, fraction or
@@ -431,25 +457,9 @@ static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
   const char *p = air__json_ws(s, s + n), *e = s + n;
   fast_scan f;
   memset(&f, 0, sizeof(f));
-  int more = air__json_scan_open(&p, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(&f, &p, e, &k, &kn)) return 0;
-    bool ok;
-    if (IS(k, kn, "type"))
-      ok = air__json_scan_once(&p, e, &f.type);
-    else if (IS(k, kn, "index"))
-      ok = air__json_scan_once(&p, e, &f.index);
-    else if (IS(k, kn, "delta"))
-      ok = fast_delta_obj(&f, &p, e);
-    else
-      ok = air__json_skip_leaf(&p, e);
-    if (!ok) return 0;
-    more = air__json_scan_next(&p, e, '}');
-  }
+  bool whole = air__scan_object(&p, e, &f.members, event_member, &f);
   int idx;
-  if (more != 0 || air__json_ws(p, e) != e || !f.type.str ||
+  if (!whole || air__json_ws(p, e) != e || !f.type.str ||
       !IS(f.type.p, f.type.n, "content_block_delta") || !f.delta.seen ||
       !fast_index(&f.index, &idx) || !f.dtype.str)
     return 0;
@@ -469,219 +479,148 @@ static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
   /* Sure: the part, as on_block_delta gives it (str_at's decoding). */
   const char *text = t->p;
   size_t text_n = t->n;
-  if (memchr(text, '\\', text_n) != NULL) {
-    air__buf_reset(&d->scratch);
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) return 0;
-    text = d->scratch.n > 0 ? d->scratch.p : "";
-    text_n = d->scratch.n;
-  }
+  air__buf_reset(&d->scratch);
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
   *rc = text_n == 0 ? 0 : emit_text(cb, data, kind, idx, text, text_n);
   return 1;
 }
 
-/* decode_event, with the fast path tried first when fast; *took tells
- * whether it decoded the event. */
-static int decode_event(air__decoder *d, const air__sse_event *ev,
-                        air__part_cb cb, void *data, bool fast, bool *took) {
-  *took = false;
-  d->usage_only = d->terminator = d->error_event = d->server_tool = false;
-  if (IS(ev->type.p, ev->type.n, "ping")) return 0;
-  int frc;
-  if (fast && fast_event(d, ev->data.p, ev->data.n, cb, data, &frc)) {
-    *took = true;
-    return frc;
-  }
-  air__json j;
-  int prc = air__json_parse(&j, ev->data.p, ev->data.n);
-  if (prc != 0 || !air__json_is_obj(&j, 0)) {
-    air__json_cleanup(&j);
-    air__decoder_note_oom(d, prc);
-    if (!d->oom) d->malformed++;
-    return 0;
-  }
-  /* The data's own type decides; the event field only when it has none. */
+/* An event's data, unless it is a ping (a keep-alive). */
+static bool event_data(air__decoder *d, const air__sse_event *ev,
+                       const char **s, size_t *n) {
+  (void)d;
+  if (IS(ev->type.p, ev->type.n, "ping")) return false;
+  *s = ev->data.p;
+  *n = ev->data.n;
+  return true;
+}
+
+/* The full decoder: the data's own type decides, the event field only
+ * when it has none. content_block_stop, ping and unknown types yield
+ * nothing. */
+static int full_event(air__decoder *d, const air__sse_event *ev,
+                      const air__json *j, air__part_cb cb, void *data) {
   const char *t = ev->type.p;
   size_t tn = ev->type.n;
-  int ti = air__json_get(&j, 0, "type");
-  if (air__json_is_str(&j, ti)) t = air__json_raw(&j, ti, &tn);
+  int ti = air__json_get(j, 0, "type");
+  if (air__json_is_str(j, ti)) t = air__json_raw(j, ti, &tn);
   bool bad = false;
   int rc = 0;
   if (IS(t, tn, "content_block_delta"))
-    rc = on_block_delta(d, &j, &bad, cb, data);
+    rc = on_block_delta(d, j, &bad, cb, data);
   else if (IS(t, tn, "content_block_start"))
-    rc = on_block_start(d, &j, &bad, cb, data);
+    rc = on_block_start(d, j, &bad, cb, data);
   else if (IS(t, tn, "message_start"))
-    rc = on_message_start(d, &j, &bad, cb, data);
+    rc = on_message_start(d, j, &bad, cb, data);
   else if (IS(t, tn, "message_delta"))
-    rc = on_message_delta(d, &j, &bad, cb, data);
+    rc = on_message_delta(d, j, &bad, cb, data);
   else if (IS(t, tn, "message_stop"))
     d->done = d->terminator = true;
   else if (IS(t, tn, "error"))
-    rc = on_error(d, &j, &bad, cb, data);
-  /* content_block_stop, ping and unknown types: nothing. */
-  air__json_cleanup(&j);
-  if (bad) air__decoder_note_oom(d, 0);
-  if (bad && !d->oom) d->malformed++;
+    rc = on_error(d, j, &bad, cb, data);
+  if (bad) air__decoder_malformed(d, 0);
   return rc;
 }
 
-int air__ant_decode_event(air__decoder *d, const air__sse_event *ev,
-                          air__part_cb cb, void *data) {
-  bool took;
-  return decode_event(d, ev, cb, data, true, &took);
+/* decode_event: see dialect.h and the notes at the top of this file. */
+AIR__DECODE_EVENT_FUNCS(air__ant, event_data, fast_event, full_event)
+
+/* ---- decoding: a whole body (jansson) -------------------------------------
+ */
+
+/* A tool_use block's input as compact JSON text in d->scratch ({} when it
+ * has none; reals with 15 significant digits). */
+static int input_text(air__decoder *d, const json_t *b) {
+  const json_t *in = json_object_get(b, "input");
+  air__buf_reset(&d->scratch);
+  if (in == NULL) return air__buf_add(&d->scratch, LIT("{}"));
+  return air__json_dump(in, JSON_COMPACT | JSON_REAL_PRECISION(15),
+                        &d->scratch);
 }
 
-int air__ant_decode_event_full(air__decoder *d, const air__sse_event *ev,
-                               air__part_cb cb, void *data) {
-  bool took;
-  return decode_event(d, ev, cb, data, false, &took);
-}
-
-int air__ant_decode_event_fast(air__decoder *d, const air__sse_event *ev,
-                               air__part_cb cb, void *data, bool *took) {
-  return decode_event(d, ev, cb, data, true, took);
-}
-
-/* ---- decoding a whole body (cold path, jansson)
- * ------------------------------- */
-
-static const char *jstr(const json_t *v, size_t *n) {
-  if (!json_is_string(v)) {
-    *n = 0;
-    return "";
-  }
-  *n = json_string_length(v);
-  return json_string_value(v);
-}
-
-static uint64_t jcount(const json_t *v) {
-  return json_is_integer(v) && json_integer_value(v) > 0
-             ? (uint64_t)json_integer_value(v)
-             : 0;
-}
-
+/* A content element at index i through the mapping: text and thinking
+ * blocks, tool_use blocks (their input whole, as one delta); other blocks
+ * yield nothing. */
 static int body_block(air__decoder *d, const json_t *b, int i, air__part_cb cb,
                       void *data) {
   const char *type = json_string_value(json_object_get(b, "type"));
-  size_t n;
-  const char *s;
+  size_t n, m;
+  const char *s, *t;
   if (type == NULL) return 0;
   bool text = strcmp(type, "text") == 0;
   if (text || strcmp(type, "thinking") == 0) {
-    s = jstr(json_object_get(b, text ? "text" : "thinking"), &n);
-    if (n == 0) return 0;
-    return emit_text(cb, data, text ? AIR_PART_TEXT : AIR_PART_REASONING, i, s,
-                     n);
+    s = air__json_sv(json_object_get(b, text ? "text" : "thinking"), &n);
+    return text_block(d, i, text, s, n, cb, data);
   }
   if (strcmp(type, "tool_use") != 0) return 0;
   const char *tn = json_string_value(json_object_get(b, "name"));
+  int rc;
   if (d->json_tool && tn != NULL && strcmp(tn, AIR__JSON_TOOL) == 0) {
     /* The JSON tool the request forced: its input is the answer. */
-    d->json_seen = true;
-    air__buf_reset(&d->scratch);
-    const json_t *in = json_object_get(b, "input");
-    int rc = in != NULL ? dump_json(in, &d->scratch)
-                        : air__buf_add(&d->scratch, LIT("{}"));
-    if (rc != 0 || d->scratch.n == 0) return rc;
+    json_block(d, i);
+    if ((rc = input_text(d, b)) != 0) return rc;
     return emit_text(cb, data, AIR_PART_TEXT, i, d->scratch.p, d->scratch.n);
   }
   if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
-  int tool = d->n_tools++;
-  size_t id_n, name_n;
-  const char *id = jstr(json_object_get(b, "id"), &id_n);
-  const char *name = jstr(json_object_get(b, "name"), &name_n);
-  air_part part = {.kind = AIR_PART_TOOL_START,
-                   .index = tool,
-                   .text = "",
-                   .id = id,
-                   .id_len = id_n,
-                   .name = name,
-                   .name_len = name_n,
-                   .finish_raw = ""};
-  int rc = cb(data, &part);
-  if (rc != 0) return rc;
-  const json_t *input = json_object_get(b, "input");
-  air__buf_reset(&d->scratch);
-  if (input == NULL) {
-    rc = air__buf_add(&d->scratch, LIT("{}"));
-  } else {
-    rc = dump_json(input, &d->scratch);
-  }
-  if (rc != 0) return rc;
+  int tool;
+  s = air__json_sv(json_object_get(b, "id"), &n);
+  t = air__json_sv(json_object_get(b, "name"), &m);
+  if ((rc = tool_block(d, i, s, n, t, m, &tool, cb, data)) != 0 ||
+      (rc = input_text(d, b)) != 0)
+    return rc;
   return emit_text(cb, data, AIR_PART_TOOL_DELTA, tool, d->scratch.p,
                    d->scratch.n);
 }
 
-int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
-                         air__part_cb cb, void *data) {
-  json_t *root = json_loadb(body, n, 0, NULL);
+/* A message object: "type": "message", "content" absent or an array. */
+static bool is_body(const json_t *root) {
   const char *type = json_string_value(json_object_get(root, "type"));
   const json_t *content = json_object_get(root, "content");
-  if (type == NULL || strcmp(type, "message") != 0 ||
-      (content != NULL && !json_is_array(content))) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
+  return type != NULL && strcmp(type, "message") == 0 &&
+         (content == NULL || json_is_array(content));
+}
+
+/* A message's content, stop reason and usage through the mapping. */
+static int body_parts(air__decoder *d, const json_t *root, air__part_cb cb,
+                      void *data) {
+  const json_t *content = json_object_get(root, "content");
   /* What carries meaning is checked before any part is handed over. */
   size_t i, id_n, model_n, sr_n;
   const json_t *b;
-  jstr(json_object_get(root, "stop_reason"), &sr_n);
+  const json_t *sr = json_object_get(root, "stop_reason");
+  const char *raw = air__json_sv(sr, &sr_n);
   if (sr_n > AIR__MAX_FINISH_REASON_BYTES) d->fatal = AIR__OVER_FINISH;
   json_array_foreach(content, i, b) {
-    jstr(json_object_get(b, "name"), &id_n);
     const char *bt = json_string_value(json_object_get(b, "type"));
     if (bt != NULL && strcmp(bt, "tool_use") == 0 &&
-        id_n > AIR__MAX_TOOL_NAME_BYTES)
+        air__json_over(json_object_get(b, "name"), AIR__MAX_TOOL_NAME_BYTES))
       d->fatal = AIR__OVER_TOOL_NAME;
   }
-  if (d->fatal != NULL) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
-  const char *id = jstr(json_object_get(root, "id"), &id_n);
-  const char *model = jstr(json_object_get(root, "model"), &model_n);
-  air_part start = {.kind = AIR_PART_START,
-                    .text = "",
-                    .id = id,
-                    .id_len = id_n,
-                    .name = model,
-                    .name_len = model_n,
-                    .finish_raw = ""};
-  d->started = true;
-  int rc = cb(data, &start);
+  if (d->fatal != NULL) return AIR_EPARSE;
+  const char *id = air__json_sv(json_object_get(root, "id"), &id_n);
+  const char *model = air__json_sv(json_object_get(root, "model"), &model_n);
+  int rc = emit_start(d, id, id_n, model, model_n, cb, data);
   json_array_foreach(content, i, b) {
     if (rc != 0) break;
     rc = body_block(d, b, i > MAX_BLOCK_INDEX ? MAX_BLOCK_INDEX : (int)i, cb,
                     data);
   }
-  const json_t *sr = json_object_get(root, "stop_reason");
-  if (rc == 0 && json_is_string(sr)) {
-    const char *raw = jstr(sr, &sr_n);
-    air_finish f = finish_of(raw, sr_n);
-    if (f == AIR_FINISH_TOOL_CALLS && d->json_seen) {
-      f = AIR_FINISH_STOP;
-      raw = "end_turn";
-      sr_n = 8;
-    }
-    air_part fin = {.kind = AIR_PART_FINISH,
-                    .text = "",
-                    .id = "",
-                    .name = "",
-                    .finish = f,
-                    .finish_raw = raw,
-                    .finish_raw_len = sr_n};
-    d->finished = true;
-    rc = cb(data, &fin);
-  }
+  if (rc == 0 && json_is_string(sr)) rc = emit_finish(d, raw, sr_n, cb, data);
   const json_t *u = json_object_get(root, "usage");
   if (rc == 0 && json_is_object(u)) {
-    d->input_tokens = sat_add(
-        jcount(json_object_get(u, "input_tokens")),
-        sat_add(jcount(json_object_get(u, "cache_creation_input_tokens")),
-                jcount(json_object_get(u, "cache_read_input_tokens"))));
-    d->output_tokens = jcount(json_object_get(u, "output_tokens"));
+    d->input_tokens = air__sat_add(
+        air__json_count(json_object_get(u, "input_tokens")),
+        air__sat_add(
+            air__json_count(json_object_get(u, "cache_creation_input_tokens")),
+            air__json_count(json_object_get(u, "cache_read_input_tokens"))));
+    d->output_tokens = air__json_count(json_object_get(u, "output_tokens"));
     rc = emit_usage(d, cb, data);
   }
-  json_decref(root);
   return rc;
+}
+
+int air__ant_decode_body(air__decoder *d, const char *body, size_t n,
+                         air__part_cb cb, void *data) {
+  return air__json_decode_body(d, body, n, 0, is_body, body_parts, false, cb,
+                               data);
 }

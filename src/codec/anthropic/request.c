@@ -25,28 +25,19 @@
  *     no effect: docs/design.md §5).
  * A null field counts as absent.
  */
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "anthropic.h"
 #include "codec_json.h"
+#include "error.h"
 #include "limits.h"
 
-static int fail(air_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Fills err (when given) and returns code. */
-static int fail(air_error *err, int code, const char *fmt, ...) {
-  if (err != NULL) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->message, sizeof(err->message), fmt, ap);
-    va_end(ap);
-  }
-  return code;
+/* The request's tree missing (air__request_tree's rc): AIR_EINVAL "body:
+ * expected a JSON object", or out of memory as it is. */
+static int tree_error(air_error *err, int rc) {
+  if (rc != AIR_EINVAL) return rc;
+  return air__error_set(err, rc, "body: expected a JSON object");
 }
 
 /* ---- the same dialect ------------------------------------------------------
@@ -54,105 +45,49 @@ static int fail(air_error *err, int code, const char *fmt, ...) {
 
 int air__ant_build_same(const air__request *req, const air__build_opts *o,
                         air__buf *out, air_error *err) {
-  if (req->raw != NULL && o->override_json == NULL) {
-    /* The caller's text with model, stream and (when missing) max_tokens
-     * set: what finish_body does to a copy of the tree. */
-    const char *model = o->model != NULL ? o->model : req->model;
-    char mt[24];
-    snprintf(mt, sizeof(mt), "%u",
-             (unsigned)(o->default_max_tokens ? o->default_max_tokens
-                                              : DEFAULT_MAX_TOKENS));
-    air__buf mv;
-    air__buf_init(&mv, AIR__MAX_MODEL_VALUE_BYTES);
-    int rc = air__buf_add_json_str(&mv, model ? model : "",
-                                   model ? strlen(model) : 0);
-    const air__patch set[] = {{"model", mv.p, AIR__PATCH_SET},
-                              {"stream", "true", AIR__PATCH_SET},
-                              {"max_tokens", mt, AIR__PATCH_DEFAULT}};
-    if (rc == 0) rc = air__request_patch(req, set, 3, out);
-    air__buf_cleanup(&mv);
-    if (rc == AIR_ETOOBIG) return fail(err, AIR_EINVAL, "body: too big");
-    return rc;
-  }
-  const json_t *body = air__request_body(req);
-  if (!json_is_object(body))
-    return fail(err, AIR_EINVAL, "body: expected a JSON object");
-  json_t *root = json_deep_copy(body);
-  if (root == NULL) return AIR_ENOMEM;
-  int rc = air__ant_finish_body(root, req->model, o, out, err);
-  json_decref(root);
-  return rc;
+  /* The caller's text with model, stream and (when missing) max_tokens
+   * set: what finish_body does to a copy of the tree. */
+  char mt[24];
+  snprintf(mt, sizeof(mt), "%u",
+           (unsigned)(o->default_max_tokens ? o->default_max_tokens
+                                            : DEFAULT_MAX_TOKENS));
+  air__patch set[] = {{"model", NULL, AIR__PATCH_SET},
+                      {"stream", "true", AIR__PATCH_SET},
+                      {"max_tokens", mt, AIR__PATCH_DEFAULT}};
+  const json_t *body;
+  int rc = req->raw == NULL || o->override_json != NULL
+               ? air__request_tree(req, &body)
+               : 0;
+  if (rc != 0) return tree_error(err, rc);
+  rc = air__build_same(req, o, set, 3, air__ant_finish_body, out, err);
+  return rc == AIR_ETOOBIG ? air__error_set(err, AIR_EINVAL, "body: too big")
+                           : rc;
 }
 
 /* ---- decoding into the canonical request -----------------------------------
  */
 
-typedef struct dec {
-  air__canon *c;
-  air_error *err;
-} dec;
-
-static air__str jstr(dec *d, const json_t *v) {
-  return air__canon_str(d->c, json_string_value(v), json_string_length(v));
-}
-
-/* v as JSON text in the arena ({NULL, 0} when out of memory). */
-static air__str dump(dec *d, const json_t *v) {
-  air__str s = {NULL, 0};
-  char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-  if (t != NULL) {
-    s = air__canon_str(d->c, t, strlen(t));
-    free(t);
-  }
-  return s;
-}
-
-/* An extra named field, with v's JSON text when v is given. */
-static int extra(dec *d, const char *field, const char *key, const json_t *v) {
-  air__str raw = {NULL, 0};
-  if (v != NULL && (raw = dump(d, v)).p == NULL) return AIR_ENOMEM;
-  const char *k = key != NULL ? air__canon_fmt(d->c, "%s", key) : NULL;
-  if (key != NULL && k == NULL) return AIR_ENOMEM;
-  return air__canon_add_extra(d->c, air__canon_fmt(d->c, "%s", field), k, raw);
-}
-
-/* A block with no canonical form: an OPAQUE part (its JSON kept for an
- * Anthropic target) and the extra naming it. */
-static int opaque(dec *d, const json_t *blk, const char *name, const char *type,
-                  air__cpart **parts, size_t *n, size_t *cap) {
-  int rc = extra(d, name, NULL, NULL);
-  if (rc != 0) return rc;
-  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_OPAQUE, &rc);
-  if (p == NULL) return rc;
-  p->raw = dump(d, blk);
-  p->field = air__canon_fmt(d->c, "%s", name);
-  p->type = air__canon_str(d->c, type, strlen(type));
-  return p->raw.p != NULL && p->field != NULL ? 0 : AIR_ENOMEM;
-}
-
 /* The "type" of a block, or NULL (and an error) when the block is not an
  * object with a string type. */
-static const char *block_type(dec *d, const json_t *b, const char *path,
+static const char *block_type(air__cdec *d, const json_t *b, const char *path,
                               int *rc) {
   const char *t = json_string_value(json_object_get(b, "type"));
   if (!json_is_object(b) || t == NULL) {
-    *rc = fail(d->err, AIR_EINVAL, "%s.type: expected a string", path);
+    *rc =
+        air__error_set(d->err, AIR_EINVAL, "%s.type: expected a string", path);
     return NULL;
   }
   return t;
 }
 
 /* A text block as a TEXT part. */
-static int text_block(dec *d, const json_t *b, const char *path,
+static int text_block(air__cdec *d, const json_t *b, const char *path,
                       air__cpart **parts, size_t *n, size_t *cap) {
   const json_t *t = json_object_get(b, "text");
   if (!json_is_string(t))
-    return fail(d->err, AIR_EINVAL, "%s.text: expected a string", path);
-  int rc;
-  air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_TEXT, &rc);
-  if (p == NULL) return rc;
-  p->text = jstr(d, t);
-  return p->text.p != NULL ? 0 : AIR_ENOMEM;
+    return air__error_set(d->err, AIR_EINVAL, "%s.text: expected a string",
+                          path);
+  return air__canon_json_text_part(d->c, parts, n, cap, t);
 }
 
 /*
@@ -162,8 +97,9 @@ static int text_block(dec *d, const json_t *b, const char *path,
  * invalid, else (inside a tool result) any undecodable source is an extra
  * naming the block.
  */
-static int image_block(dec *d, const json_t *b, const char *path, bool strict,
-                       air__cpart **parts, size_t *n, size_t *cap) {
+static int image_block(air__cdec *d, const json_t *b, const char *path,
+                       bool strict, air__cpart **parts, size_t *n,
+                       size_t *cap) {
   const json_t *src = json_object_get(b, "source");
   const char *st = json_string_value(json_object_get(src, "type"));
   const json_t *mt = json_object_get(src, "media_type");
@@ -176,18 +112,20 @@ static int image_block(dec *d, const json_t *b, const char *path, bool strict,
   if (!ok && !strict) {
     char f[AIR__MAX_CANON_FIELD_BYTES];
     snprintf(f, sizeof(f), "%s (type image)", path);
-    return opaque(d, b, f, "image", parts, n, cap);
+    return air__canon_json_opaque(d->c, parts, n, cap, b, f, "image");
   }
   if (b64 && !ok)
-    return fail(d->err, AIR_EINVAL,
-                "%s.source: expected media_type and data strings", path);
+    return air__error_set(d->err, AIR_EINVAL,
+                          "%s.source: expected media_type and data strings",
+                          path);
   if (is_url && !ok)
-    return fail(d->err, AIR_EINVAL, "%s.source.url: expected a string", path);
+    return air__error_set(d->err, AIR_EINVAL,
+                          "%s.source.url: expected a string", path);
   if (!ok) {
     char f[AIR__MAX_CANON_FIELD_BYTES];
     snprintf(f, sizeof(f), "%s.source.type %s", path,
              st != NULL ? st : "(none)");
-    return opaque(d, b, f, "image", parts, n, cap);
+    return air__canon_json_opaque(d->c, parts, n, cap, b, f, "image");
   }
   int rc;
   air__cpart *p = air__canon_add_part(d->c, parts, n, cap, AIR__CP_IMAGE, &rc);
@@ -195,38 +133,30 @@ static int image_block(dec *d, const json_t *b, const char *path, bool strict,
   p->field = air__canon_fmt(d->c, "%s", path);
   p->type = air__canon_str(d->c, "image", 5);
   if (b64) {
-    p->media_type = jstr(d, mt);
-    p->data = jstr(d, dt);
+    p->media_type = air__canon_json_str(d->c, mt);
+    p->data = air__canon_json_str(d->c, dt);
     return p->media_type.p != NULL && p->data.p != NULL ? 0 : AIR_ENOMEM;
   }
-  p->url = jstr(d, url);
+  p->url = air__canon_json_str(d->c, url);
   return p->url.p != NULL ? 0 : AIR_ENOMEM;
 }
 
 /* A tool_result block as a TOOL_RESULT part. */
-static int tool_result(dec *d, const json_t *b, const char *path,
+static int tool_result(air__cdec *d, const json_t *b, const char *path,
                        air__cmsg *m) {
   const json_t *id = json_object_get(b, "tool_use_id");
   if (!json_is_string(id))
-    return fail(d->err, AIR_EINVAL, "%s.tool_use_id: expected a string", path);
+    return air__error_set(d->err, AIR_EINVAL,
+                          "%s.tool_use_id: expected a string", path);
   const json_t *c = json_object_get(b, "content");
   if (c != NULL && !json_is_null(c) && !json_is_string(c) && !json_is_array(c))
-    return fail(d->err, AIR_EINVAL, "%s.content: expected a string or an array",
-                path);
+    return air__error_set(d->err, AIR_EINVAL,
+                          "%s.content: expected a string or an array", path);
   int rc;
-  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
-                                      &m->cap_parts, AIR__CP_TOOL_RESULT, &rc);
+  air__cpart *p = air__canon_json_result(d->c, m, id, path, &rc);
   if (p == NULL) return rc;
-  p->id = jstr(d, id);
-  p->field = air__canon_fmt(d->c, "%s", path);
   p->is_error = json_is_true(json_object_get(b, "is_error"));
-  if (p->id.p == NULL) return AIR_ENOMEM;
-  if (!json_is_array(c)) {
-    p->content_string = true;
-    p->text = air__canon_str(d->c, json_string_value(c),
-                             json_is_string(c) ? json_string_length(c) : 0);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
-  }
+  if (!json_is_array(c)) return air__canon_json_result_text(d->c, p, c);
   size_t k;
   const json_t *blk;
   json_array_foreach(c, k, blk) {
@@ -242,7 +172,8 @@ static int tool_result(dec *d, const json_t *b, const char *path,
     } else {
       char f[AIR__MAX_CANON_FIELD_BYTES + 64];
       snprintf(f, sizeof(f), "%s (type %s)", pk, t);
-      rc = opaque(d, blk, f, t, &p->parts, &p->n_parts, &p->cap_parts);
+      rc = air__canon_json_opaque(d->c, &p->parts, &p->n_parts, &p->cap_parts,
+                                  blk, f, t);
     }
     if (rc != 0) return rc;
   }
@@ -250,28 +181,22 @@ static int tool_result(dec *d, const json_t *b, const char *path,
 }
 
 /* A tool_use block as a TOOL_CALL part (the input as compact JSON). */
-static int tool_use(dec *d, const json_t *b, const char *path, air__cmsg *m) {
+static int tool_use(air__cdec *d, const json_t *b, const char *path,
+                    air__cmsg *m) {
   const json_t *id = json_object_get(b, "id");
   const json_t *name = json_object_get(b, "name");
   if (!json_is_string(id) || !json_is_string(name))
-    return fail(d->err, AIR_EINVAL, "%s: expected id and name strings", path);
-  int rc;
-  air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
-                                      &m->cap_parts, AIR__CP_TOOL_CALL, &rc);
-  if (p == NULL) return rc;
-  p->id = jstr(d, id);
-  p->name = jstr(d, name);
-  p->field = air__canon_fmt(d->c, "%s", path);
-  p->args_field = air__canon_fmt(d->c, "%s.input", path);
-  const json_t *input = json_object_get(b, "input");
-  if (input != NULL && (p->args = dump(d, input)).p == NULL) return AIR_ENOMEM;
-  return p->id.p != NULL && p->name.p != NULL && p->args_field != NULL
-             ? 0
-             : AIR_ENOMEM;
+    return air__error_set(d->err, AIR_EINVAL,
+                          "%s: expected id and name strings", path);
+  char f[AIR__MAX_CANON_FIELD_BYTES];
+  snprintf(f, sizeof(f), "%s.input", path);
+  return air__canon_json_call(d->c, m, id, name, json_object_get(b, "input"),
+                              true, path, f);
 }
 
 /* A thinking or redacted_thinking block as a REASONING part. */
-static int thinking(dec *d, const json_t *b, bool redacted, air__cmsg *m) {
+static int thinking(air__cdec *d, const json_t *b, bool redacted,
+                    air__cmsg *m) {
   int rc;
   air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
                                       &m->cap_parts, AIR__CP_REASONING, &rc);
@@ -279,23 +204,26 @@ static int thinking(dec *d, const json_t *b, bool redacted, air__cmsg *m) {
   p->redacted = redacted;
   const json_t *t = json_object_get(b, "thinking");
   const json_t *o = json_object_get(b, redacted ? "data" : "signature");
-  if (json_is_string(t) && (p->text = jstr(d, t)).p == NULL) return AIR_ENOMEM;
-  if (json_is_string(o) && (p->opaque = jstr(d, o)).p == NULL)
+  if (json_is_string(t) && (p->text = air__canon_json_str(d->c, t)).p == NULL)
+    return AIR_ENOMEM;
+  if (json_is_string(o) && (p->opaque = air__canon_json_str(d->c, o)).p == NULL)
     return AIR_ENOMEM;
   return 0;
 }
 
-static int message(dec *d, size_t i, const json_t *jm) {
+static int message(air__cdec *d, size_t i, const json_t *jm) {
   const char *role = json_string_value(json_object_get(jm, "role"));
   const json_t *content = json_object_get(jm, "content");
   if (!json_is_string(content) && !json_is_array(content))
-    return fail(d->err, AIR_EINVAL,
-                "messages[%zu].content: expected a string or an array", i);
+    return air__error_set(
+        d->err, AIR_EINVAL,
+        "messages[%zu].content: expected a string or an array", i);
   bool user = role != NULL && strcmp(role, "user") == 0;
   bool system = role != NULL && strcmp(role, "system") == 0;
   if (!user && !system && (role == NULL || strcmp(role, "assistant") != 0))
-    return fail(d->err, AIR_EINVAL,
-                "messages[%zu].role: expected \"user\" or \"assistant\"", i);
+    return air__error_set(
+        d->err, AIR_EINVAL,
+        "messages[%zu].role: expected \"user\" or \"assistant\"", i);
   int rc;
   /* A system message among the turns (Claude Code sends one): a system
    * turn in its place; its text blocks only. */
@@ -305,13 +233,9 @@ static int message(dec *d, size_t i, const json_t *jm) {
                                            : AIR__ROLE_ASSISTANT,
                                     &rc);
   if (m == NULL) return rc;
-  if (json_is_string(content)) {
-    air__cpart *p = air__canon_add_part(d->c, &m->parts, &m->n_parts,
-                                        &m->cap_parts, AIR__CP_TEXT, &rc);
-    if (p == NULL) return rc;
-    p->text = jstr(d, content);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
-  }
+  if (json_is_string(content))
+    return air__canon_json_text_part(d->c, &m->parts, &m->n_parts,
+                                     &m->cap_parts, content);
   size_t j;
   const json_t *blk;
   json_array_foreach(content, j, blk) {
@@ -324,7 +248,8 @@ static int message(dec *d, size_t i, const json_t *jm) {
     } else if (system) {
       char f[128];
       snprintf(f, sizeof(f), "%s (type %s)", path, t);
-      rc = opaque(d, blk, f, t, &m->parts, &m->n_parts, &m->cap_parts);
+      rc = air__canon_json_opaque(d->c, &m->parts, &m->n_parts, &m->cap_parts,
+                                  blk, f, t);
     } else if (user && strcmp(t, "image") == 0) {
       rc = image_block(d, blk, path, true, &m->parts, &m->n_parts,
                        &m->cap_parts);
@@ -338,25 +263,23 @@ static int message(dec *d, size_t i, const json_t *jm) {
     } else {
       char f[128];
       snprintf(f, sizeof(f), "%s (type %s)", path, t);
-      rc = opaque(d, blk, f, t, &m->parts, &m->n_parts, &m->cap_parts);
+      rc = air__canon_json_opaque(d->c, &m->parts, &m->n_parts, &m->cap_parts,
+                                  blk, f, t);
     }
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-static int system_prompt(dec *d, const json_t *sys) {
+static int system_prompt(air__cdec *d, const json_t *sys) {
   air__canon *c = d->c;
   int rc = 0;
   if (sys == NULL || json_is_null(sys)) return 0;
   c->has_system = true;
   if (json_is_string(sys)) {
     c->system_string = true;
-    air__cpart *p = air__canon_add_part(c, &c->system, &c->n_system,
-                                        &c->cap_system, AIR__CP_TEXT, &rc);
-    if (p == NULL) return rc;
-    p->text = jstr(d, sys);
-    return p->text.p != NULL ? 0 : AIR_ENOMEM;
+    return air__canon_json_text_part(c, &c->system, &c->n_system,
+                                     &c->cap_system, sys);
   }
   size_t i;
   const json_t *blk;
@@ -370,45 +293,41 @@ static int system_prompt(dec *d, const json_t *sys) {
     } else {
       char f[128];
       snprintf(f, sizeof(f), "%s (type %s)", p, t);
-      rc = opaque(d, blk, f, t, &c->system, &c->n_system, &c->cap_system);
+      rc = air__canon_json_opaque(c, &c->system, &c->n_system, &c->cap_system,
+                                  blk, f, t);
     }
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-static int tools(dec *d, const json_t *v) {
+static int tools(air__cdec *d, const json_t *v) {
   size_t i;
   const json_t *t;
   json_array_foreach(v, i, t) {
     const char *type = json_string_value(json_object_get(t, "type"));
     const json_t *name = json_object_get(t, "name");
     if (!json_is_object(t))
-      return fail(d->err, AIR_EINVAL, "tools[%zu]: expected an object", i);
+      return air__error_set(d->err, AIR_EINVAL,
+                            "tools[%zu]: expected an object", i);
     int rc;
     if (type != NULL && strcmp(type, "custom") != 0) {
       char f[128];
       snprintf(f, sizeof(f), "tools[%zu] (type %s)", i, type);
-      if ((rc = extra(d, f, NULL, t)) != 0) return rc;
+      if ((rc = air__canon_json_extra(d->c, f, NULL, t)) != 0) return rc;
       continue;
     }
     if (!json_is_string(name))
-      return fail(d->err, AIR_EINVAL, "tools[%zu].name: expected a string", i);
-    air__ctool *ct;
-    if ((rc = air__canon_add_tool(d->c, &ct)) != 0) return rc;
-    ct->name = jstr(d, name);
-    if (ct->name.p == NULL) return AIR_ENOMEM;
-    const json_t *desc = json_object_get(t, "description");
-    const json_t *schema = json_object_get(t, "input_schema");
-    if (json_is_string(desc) && (ct->description = jstr(d, desc)).p == NULL)
-      return AIR_ENOMEM;
-    if (json_is_object(schema) && (ct->schema = dump(d, schema)).p == NULL)
-      return AIR_ENOMEM;
+      return air__error_set(d->err, AIR_EINVAL,
+                            "tools[%zu].name: expected a string", i);
+    rc = air__canon_json_tool(d->c, name, json_object_get(t, "description"),
+                              json_object_get(t, "input_schema"));
+    if (rc != 0) return rc;
   }
   return 0;
 }
 
-static int tool_choice(dec *d, const json_t *tc) {
+static int tool_choice(air__cdec *d, const json_t *tc) {
   const char *t = json_string_value(json_object_get(tc, "type"));
   air__canon *c = d->c;
   if (t != NULL && strcmp(t, "auto") == 0) {
@@ -420,12 +339,14 @@ static int tool_choice(dec *d, const json_t *tc) {
   } else if (t != NULL && strcmp(t, "tool") == 0) {
     const json_t *name = json_object_get(tc, "name");
     if (!json_is_string(name))
-      return fail(d->err, AIR_EINVAL, "tool_choice.name: expected a string");
+      return air__error_set(d->err, AIR_EINVAL,
+                            "tool_choice.name: expected a string");
     c->tool_choice = AIR__TC_TOOL;
-    if ((c->tool_choice_name = jstr(d, name)).p == NULL) return AIR_ENOMEM;
+    if ((c->tool_choice_name = air__canon_json_str(c, name)).p == NULL)
+      return AIR_ENOMEM;
   } else {
-    return fail(d->err, AIR_EINVAL,
-                "tool_choice.type: expected auto, any, tool or none");
+    return air__error_set(d->err, AIR_EINVAL,
+                          "tool_choice.type: expected auto, any, tool or none");
   }
   if (json_is_true(json_object_get(tc, "disable_parallel_tool_use")))
     c->parallel_tools = 0;
@@ -434,7 +355,7 @@ static int tool_choice(dec *d, const json_t *tc) {
 
 /* thinking {type: enabled, budget_tokens} | {type: adaptive} | {type:
  * disabled} (nothing); another form is an extra. */
-static int thinking_field(dec *d, const json_t *v) {
+static int thinking_field(air__cdec *d, const json_t *v) {
   const char *t = json_string_value(json_object_get(v, "type"));
   air__canon *c = d->c;
   if (t != NULL && strcmp(t, "disabled") == 0) return 0;
@@ -446,31 +367,30 @@ static int thinking_field(dec *d, const json_t *v) {
   if (t != NULL && strcmp(t, "enabled") == 0) {
     const json_t *b = json_object_get(v, "budget_tokens");
     if (!json_is_integer(b) || json_integer_value(b) <= 0)
-      return fail(d->err, AIR_EINVAL,
-                  "thinking.budget_tokens: expected a positive integer");
+      return air__error_set(
+          d->err, AIR_EINVAL,
+          "thinking.budget_tokens: expected a positive integer");
     c->thinking_budget = (int64_t)json_integer_value(b);
     c->reasoning_field = "thinking";
     return 0;
   }
-  return extra(d, "thinking", "thinking", v);
+  return air__canon_json_extra(c, "thinking", "thinking", v);
 }
 
 /* A format {type: json_schema, schema} (output_config.format, or the
  * older top-level output_format); field names it. */
-static int output_format(dec *d, const json_t *v, const char *field) {
+static int output_format(air__cdec *d, const json_t *v, const char *field) {
   const char *t = json_string_value(json_object_get(v, "type"));
   const json_t *schema = json_object_get(v, "schema");
   if (t == NULL || strcmp(t, "json_schema") != 0 || !json_is_object(schema))
-    return extra(d, field, NULL, v);
-  air__canon *c = d->c;
-  c->format = AIR__FMT_JSON_SCHEMA;
-  c->format_field =
+    return air__canon_json_extra(d->c, field, NULL, v);
+  d->c->format_field =
       strcmp(field, "output_format") == 0 ? "output_format" : "output_config";
-  return (c->format_schema = dump(d, schema)).p != NULL ? 0 : AIR_ENOMEM;
+  return air__canon_json_schema(d->c, NULL, schema, NULL);
 }
 
 /* output_config {effort, format}; other members are extras. */
-static int output_config(dec *d, const json_t *v) {
+static int output_config(air__cdec *d, const json_t *v) {
   const char *k;
   const json_t *m;
   json_object_foreach((json_t *)v, k, m) {
@@ -485,7 +405,7 @@ static int output_config(dec *d, const json_t *v) {
       for (size_t i = 0; s != NULL && i < 4; i++)
         if (strcmp(s, names[i]) == 0) d->c->effort = efforts[i];
       if (d->c->effort == AIR__EFFORT_UNSET)
-        rc = extra(d, "output_config.effort", NULL, m);
+        rc = air__canon_json_extra(d->c, "output_config.effort", NULL, m);
       else if (d->c->reasoning_field == NULL)
         d->c->reasoning_field = "output_config.effort";
     } else if (strcmp(k, "format") == 0) {
@@ -493,22 +413,15 @@ static int output_config(dec *d, const json_t *v) {
     } else {
       char f[160];
       snprintf(f, sizeof(f), "output_config.%.100s", k);
-      rc = extra(d, f, NULL, m);
+      rc = air__canon_json_extra(d->c, f, NULL, m);
     }
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-static void num(air__cnum *n, const json_t *v) {
-  n->set = true;
-  n->is_int = json_is_integer(v);
-  n->i = n->is_int ? (int64_t)json_integer_value(v) : 0;
-  n->d = json_number_value(v);
-}
-
 /* One top-level field other than model, messages, system and stream. */
-static int field(dec *d, const char *k, const json_t *v) {
+static int field(air__cdec *d, const char *k, const json_t *v) {
   air__canon *c = d->c;
   if (strcmp(k, "max_tokens") == 0) {
     if (json_is_integer(v) && json_integer_value(v) > 0)
@@ -517,8 +430,9 @@ static int field(dec *d, const char *k, const json_t *v) {
   }
   if (strcmp(k, "top_p") == 0 || strcmp(k, "temperature") == 0) {
     if (!json_is_number(v))
-      return fail(d->err, AIR_EINVAL, "%s: expected a number", k);
-    num(k[0] == 't' && k[1] == 'o' ? &c->top_p : &c->temperature, v);
+      return air__error_set(d->err, AIR_EINVAL, "%s: expected a number", k);
+    air__canon_json_num(
+        k[0] == 't' && k[1] == 'o' ? &c->top_p : &c->temperature, v);
     return 0;
   }
   if (strcmp(k, "stop_sequences") == 0) {
@@ -526,8 +440,8 @@ static int field(dec *d, const char *k, const json_t *v) {
     const json_t *s;
     json_array_foreach(v, i, s) {
       if (!json_is_string(s))
-        return fail(d->err, AIR_EINVAL,
-                    "stop_sequences[%zu]: expected a string", i);
+        return air__error_set(d->err, AIR_EINVAL,
+                              "stop_sequences[%zu]: expected a string", i);
       int rc =
           air__canon_add_stop(c, json_string_value(s), json_string_length(s));
       if (rc != 0) return rc;
@@ -538,7 +452,7 @@ static int field(dec *d, const char *k, const json_t *v) {
   if (strcmp(k, "tool_choice") == 0) return tool_choice(d, v);
   if (strcmp(k, "metadata") == 0) {
     const json_t *u = json_object_get(v, "user_id");
-    if (json_is_string(u) && (c->user = jstr(d, u)).p == NULL)
+    if (json_is_string(u) && (c->user = air__canon_json_str(c, u)).p == NULL)
       return AIR_ENOMEM;
     return 0;
   }
@@ -548,32 +462,24 @@ static int field(dec *d, const char *k, const json_t *v) {
   /* Only hints to a provider (docs/design.md §5): dropped, never skipped. */
   static const char *const hints[] = {"top_k", "service_tier",
                                       "context_management", "cache_control"};
-  for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
-    if (strcmp(k, hints[i]) == 0) return 0;
+  if (air__name_in(k, hints, sizeof(hints) / sizeof(hints[0]))) return 0;
   char f[160];
   snprintf(f, sizeof(f), "%.150s", k);
-  return extra(d, f, k, v);
+  return air__canon_json_extra(c, f, k, v);
 }
 
 int air__ant_decode_request(const air__request *req, air__canon *c,
                             air_error *err) {
-  const json_t *in = air__request_body(req);
-  if (!json_is_object(in))
-    return fail(err, AIR_EINVAL, "body: expected a JSON object");
-  dec d = {c, err};
-  int rc = system_prompt(&d, json_object_get(in, "system"));
+  static const char *const own[] = {"model", "messages", "system", "stream"};
+  const json_t *in;
+  int rc = air__request_tree(req, &in);
+  if (rc != 0) return tree_error(err, rc);
+  air__cdec d = {c, err};
+  rc = system_prompt(&d, json_object_get(in, "system"));
   const json_t *msgs = json_object_get(in, "messages");
   for (size_t i = 0; rc == 0 && i < json_array_size(msgs); i++)
     rc = message(&d, i, json_array_get(msgs, i));
-  const char *k;
-  const json_t *v;
-  json_object_foreach((json_t *)in, k, v) {
-    if (rc != 0) break;
-    if (json_is_null(v) || strcmp(k, "model") == 0 ||
-        strcmp(k, "messages") == 0 || strcmp(k, "system") == 0 ||
-        strcmp(k, "stream") == 0)
-      continue;
-    rc = field(&d, k, v);
-  }
-  return rc;
+  if (rc != 0) return rc;
+  return air__canon_json_fields(&d, in, own, sizeof(own) / sizeof(own[0]),
+                                field);
 }

@@ -28,65 +28,36 @@
  * digits, so a value a client typed (0.7) is sent as typed.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "anthropic.h"
 #include "codec_json.h"
+#include "error.h"
 #include "limits.h"
 
 #define API_NAME "anthropic"
 
+/* "FIELD: WHAT" into err; returns AIR_EINVAL. */
 static int invalid(air_error *err, const char *field, const char *what) {
-  if (err != NULL) {
-    err->code = AIR_EINVAL;
-    snprintf(err->message, sizeof(err->message), "%s: %s", field, what);
-  }
-  return AIR_EINVAL;
-}
-
-/* Appends v as compact JSON; on failure out is left as it was. */
-static int dump_json(const json_t *v, air__buf *out) {
-  return air__json_dump(v, JSON_COMPACT | JSON_REAL_PRECISION(15), out);
-}
-
-/* Merges o->override_json over root's top-level fields; null removes. */
-static int apply_override(json_t *root, const air__build_opts *o,
-                          air_error *err) {
-  if (o->override_json == NULL) return 0;
-  json_t *ov = json_loads(o->override_json, 0, NULL);
-  if (!json_is_object(ov)) {
-    json_decref(ov);
-    return invalid(err, "override", "expected a JSON object");
-  }
-  const char *key;
-  json_t *v;
-  int rc = 0;
-  json_object_foreach(ov, key, v) {
-    if (json_is_null(v))
-      json_object_del(root, key);
-    else if (json_object_set(root, key, v) != 0)
-      rc = AIR_ENOMEM;
-  }
-  json_decref(ov);
-  return rc;
+  return air__error_set(err, AIR_EINVAL, "%s: %s", field, what);
 }
 
 int air__ant_finish_body(json_t *root, const char *req_model,
                          const air__build_opts *o, air__buf *out,
                          air_error *err) {
-  int rc = apply_override(root, o, err);
-  const char *model = o->model != NULL ? o->model : req_model;
-  if (rc == 0)
-    rc = air__json_put(root, "model", json_string(model ? model : ""));
-  if (rc == 0) rc = air__json_put(root, "stream", json_true());
+  int rc = air__json_override(root, o->override_json,
+                              AIR__OVERRIDE_NULL_REMOVES, err);
+  if (rc == 0) rc = air__json_target(root, req_model, o);
   json_t *mt = json_object_get(root, "max_tokens");
   if (rc == 0 && (mt == NULL || json_is_null(mt))) {
     uint32_t dm =
         o->default_max_tokens ? o->default_max_tokens : DEFAULT_MAX_TOKENS;
     rc = air__json_put(root, "max_tokens", json_integer(dm));
   }
-  if (rc == 0) rc = dump_json(root, out);
+  /* Reals with 15 significant digits: a value a client typed (0.7) is
+   * sent as typed. */
+  if (rc == 0)
+    rc = air__json_dump(root, JSON_COMPACT | JSON_REAL_PRECISION(15), out);
   if (rc == AIR_ETOOBIG) rc = invalid(err, "body", "too big");
   return rc;
 }
@@ -139,10 +110,6 @@ int air__ant_can_express(const air__canon *c, const air__build_opts *o,
 /* ---- encode_request
  * ---------------------------------------------------------- */
 
-static json_t *jstr(air__str s) {
-  return json_stringn(s.p ? s.p : "", s.n);
-}
-
 static bool all_space(air__str s) {
   for (size_t k = 0; k < s.n; k++)
     if (s.p[k] != ' ' && s.p[k] != '\t' && s.p[k] != '\r' && s.p[k] != '\n')
@@ -167,15 +134,16 @@ static int add_system(enc *e, air__str s) {
 }
 
 static json_t *text_block(air__str s) {
-  return json_pack("{s:s, s:o}", "type", "text", "text", jstr(s));
+  return json_pack("{s:s, s:o}", "type", "text", "text", air__json_strn(s));
 }
 
 static json_t *image_block(const air__cpart *p) {
-  json_t *src =
-      p->url.p != NULL
-          ? json_pack("{s:s, s:o}", "type", "url", "url", jstr(p->url))
-          : json_pack("{s:s, s:o, s:o}", "type", "base64", "media_type",
-                      jstr(p->media_type), "data", jstr(p->data));
+  json_t *src = p->url.p != NULL
+                    ? json_pack("{s:s, s:o}", "type", "url", "url",
+                                air__json_strn(p->url))
+                    : json_pack("{s:s, s:o, s:o}", "type", "base64",
+                                "media_type", air__json_strn(p->media_type),
+                                "data", air__json_strn(p->data));
   return json_pack("{s:s, s:o}", "type", "image", "source", src);
 }
 
@@ -203,14 +171,15 @@ static int tool_use_block(enc *e, const air__cpart *p, json_t *blocks) {
   }
   return air__json_push(
       blocks, json_pack("{s:s, s:o, s:o, s:o}", "type", "tool_use", "id",
-                        jstr(p->id), "name", jstr(p->name), "input", input));
+                        air__json_strn(p->id), "name", air__json_strn(p->name),
+                        "input", input));
 }
 
 static int tool_result_block(const air__cpart *p, json_t *blocks) {
   json_t *content;
   int rc = 0;
   if (p->content_string) {
-    content = jstr(p->text);
+    content = air__json_strn(p->text);
   } else {
     content = json_array();
     for (size_t k = 0; content != NULL && rc == 0 && k < p->n_parts; k++)
@@ -225,7 +194,7 @@ static int tool_result_block(const air__cpart *p, json_t *blocks) {
     return rc != 0 ? rc : AIR_ENOMEM;
   }
   json_t *b = json_pack("{s:s, s:o, s:o}", "type", "tool_result", "tool_use_id",
-                        jstr(p->id), "content", content);
+                        air__json_strn(p->id), "content", content);
   if (b != NULL && p->is_error &&
       (rc = air__json_put(b, "is_error", json_true())) != 0) {
     json_decref(b);
@@ -307,31 +276,9 @@ static int messages(enc *e) {
   return 0;
 }
 
-static int tools(const air__canon *c, json_t *out) {
-  if (c->n_tools == 0) return 0;
-  json_t *res = json_array();
-  if (res == NULL) return AIR_ENOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
-    const air__ctool *t = &c->tools[i];
-    json_t *a = json_pack("{s:o}", "name", jstr(t->name));
-    rc = a != NULL ? 0 : AIR_ENOMEM;
-    if (rc == 0 && t->description.p != NULL)
-      rc = air__json_put(a, "description", jstr(t->description));
-    if (rc == 0)
-      rc = air__json_put(
-          a, "input_schema",
-          t->schema.p != NULL
-              ? json_loadb(t->schema.p, t->schema.n, 0, NULL)
-              : json_pack("{s:s,s:{}}", "type", "object", "properties"));
-    if (rc == 0)
-      rc = air__json_push(res, a);
-    else
-      json_decref(a);
-  }
-  if (rc == 0) return air__json_put(out, "tools", res);
-  json_decref(res);
-  return rc;
+/* A tool: {name, description, input_schema}. */
+static json_t *tool_head(const air__ctool *t) {
+  return json_pack("{s:o}", "name", air__json_strn(t->name));
 }
 
 static int tool_choice(const air__canon *c, json_t *out) {
@@ -339,7 +286,7 @@ static int tool_choice(const air__canon *c, json_t *out) {
   if (c->tool_choice != AIR__TC_UNSET) {
     json_t *r = c->tool_choice == AIR__TC_TOOL
                     ? json_pack("{s:s,s:o}", "type", "tool", "name",
-                                jstr(c->tool_choice_name))
+                                air__json_strn(c->tool_choice_name))
                     : json_pack("{s:s}", "type",
                                 c->tool_choice == AIR__TC_AUTO       ? "auto"
                                 : c->tool_choice == AIR__TC_REQUIRED ? "any"
@@ -412,23 +359,21 @@ static int fields(const air__canon *c, bool thinking, json_t *root) {
                                          : t));
   }
   if (rc == 0 && c->top_p.set && !thinking)
-    rc = air__json_put(root, "top_p",
-                       c->top_p.is_int ? json_integer((json_int_t)c->top_p.i)
-                                       : json_real(c->top_p.d));
+    rc = air__json_put(root, "top_p", air__json_num(&c->top_p));
   if (rc == 0 && c->n_stop > 0) {
     json_t *seq = json_array();
     for (size_t i = 0; seq != NULL && rc == 0 && i < c->n_stop; i++)
-      rc = air__json_push(seq, jstr(c->stop[i]));
+      rc = air__json_push(seq, air__json_strn(c->stop[i]));
     if (rc == 0)
       rc = air__json_put(root, "stop_sequences", seq);
     else
       json_decref(seq);
   }
-  if (rc == 0) rc = tools(c, root);
+  if (rc == 0) rc = air__json_tools(c, root, tool_head, "input_schema", NULL);
   if (rc == 0) rc = tool_choice(c, root);
   if (rc == 0 && c->user.p != NULL)
     rc = air__json_put(root, "metadata",
-                       json_pack("{s:o}", "user_id", jstr(c->user)));
+                       json_pack("{s:o}", "user_id", air__json_strn(c->user)));
   return rc;
 }
 

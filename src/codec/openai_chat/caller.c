@@ -24,22 +24,11 @@
 /* ---- encoding: the stream
  * ----------------------------------------------------------- */
 
-/* Bytes of s (n bytes) that fit max, cut at a NUL and at a UTF-8 boundary. */
-static size_t fit(const char *s, size_t n, size_t max) {
-  if (s == NULL) return 0;
-  const char *z = memchr(s, '\0', n);
-  if (z != NULL) n = (size_t)(z - s);
-  if (n <= max) return n;
-  size_t k = max;
-  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
-  return k;
-}
-
 static void set_ident(air__encoder *e, const char *id, size_t id_n,
                       const char *model, size_t model_n) {
-  /* fit() returns 0 for a NULL string, so id and model are non-NULL
+  /* air__ident_fit() returns 0 for a NULL string, so id and model are non-NULL
    * wherever they are copied (the analyzer misses it). */
-  size_t k = fit(id, id_n, sizeof(e->id) - 1);
+  size_t k = air__ident_fit(id, id_n, sizeof(e->id) - 1);
   if (k == 0) {
     memcpy(e->id, DEFAULT_ID, sizeof(DEFAULT_ID));
   } else {
@@ -47,7 +36,7 @@ static void set_ident(air__encoder *e, const char *id, size_t id_n,
     memcpy(e->id, id, k);
     e->id[k] = '\0';
   }
-  k = fit(model, model_n, sizeof(e->model) - 1);
+  k = air__ident_fit(model, model_n, sizeof(e->model) - 1);
   /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): see above */
   if (k > 0) memcpy(e->model, model, k);
   e->model[k] = '\0';
@@ -61,12 +50,6 @@ void air__oai_encoder_init(air__encoder *e, const air__request *req,
   e->created = created_s;
   e->open_block = -1;
 }
-
-#define TRY(x)             \
-  do {                     \
-    rc = (x);              \
-    if (rc != 0) goto out; \
-  } while (0)
 
 /* 'data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,' */
 static int chunk_head(const air__encoder *e, air__buf *out) {
@@ -121,7 +104,7 @@ static int string_chunk(const air__encoder *e, const char *key, size_t key_n,
   TRY(air__buf_add(out, LIT("{\"index\":0,\"delta\":{\"")));
   TRY(air__buf_add(out, key, key_n));
   TRY(air__buf_add(out, LIT("\":")));
-  TRY(jstr(out, s, n));
+  TRY(air__text_str(out, s, n));
   TRY(air__buf_add(out, LIT("},\"finish_reason\":null}]}\n\n")));
 out:
   return rc;
@@ -132,18 +115,18 @@ static int tool_chunk(const air__encoder *e, const air_part *p, air__buf *out) {
   TRY(chunk_head(e, out));
   TRY(air__buf_add(out,
                    LIT("{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":")));
-  TRY(add_int(out, p->index));
+  TRY(air__text_int(out, p->index));
   if (p->kind == AIR_PART_TOOL_START) {
     TRY(air__buf_add(out, LIT(",\"id\":")));
-    TRY(jstr(out, p->id, p->id_len));
+    TRY(air__text_str(out, p->id, p->id_len));
     TRY(air__buf_add(out,
                      LIT(",\"type\":\"function\",\"function\":{\"name\":")));
-    TRY(jstr(out, p->name, p->name_len));
+    TRY(air__text_str(out, p->name, p->name_len));
     TRY(air__buf_add(
         out, LIT(",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n")));
   } else {
     TRY(air__buf_add(out, LIT(",\"function\":{\"arguments\":")));
-    TRY(jstr(out, p->text, p->text_len));
+    TRY(air__text_str(out, p->text, p->text_len));
     TRY(air__buf_add(out, LIT("}}]},\"finish_reason\":null}]}\n\n")));
   }
 out:
@@ -154,15 +137,15 @@ out:
  * continued answer (air__encoder_add_usage). */
 static int usage_chunk(const air__encoder *e, air__buf *out) {
   int rc;
-  uint64_t in = sat_add(e->input_tokens, e->prior_input_tokens);
-  uint64_t outt = sat_add(e->output_tokens, e->prior_output_tokens);
+  uint64_t in = air__sat_add(e->input_tokens, e->prior_input_tokens);
+  uint64_t outt = air__sat_add(e->output_tokens, e->prior_output_tokens);
   TRY(chunk_head(e, out));
   TRY(air__buf_add(out, LIT("],\"usage\":{\"prompt_tokens\":")));
   TRY(air__buf_addu(out, in));
   TRY(air__buf_add(out, LIT(",\"completion_tokens\":")));
   TRY(air__buf_addu(out, outt));
   TRY(air__buf_add(out, LIT(",\"total_tokens\":")));
-  TRY(air__buf_addu(out, sat_add(in, outt)));
+  TRY(air__buf_addu(out, air__sat_add(in, outt)));
   TRY(air__buf_add(out, LIT("}}\n\n")));
 out:
   return rc;
@@ -174,39 +157,7 @@ int air__oai_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   air_part tmp;
   char sub[AIR__TOOL_ID_SUB_BYTES];
   const air_part *p = air__ident_fix(in, &e->idents, &tmp, sub);
-  switch (p->kind) {
-    case AIR_PART_USAGE:
-      e->input_tokens = p->input_tokens;
-      e->output_tokens = p->output_tokens;
-      e->has_usage = true;
-      return 0;
-    case AIR_PART_ERROR:
-      return 0;
-    case AIR_PART_START:
-      if (e->started) return 0;
-      set_ident(e, p->id, p->id_len, p->name, p->name_len);
-      break;
-    case AIR_PART_TEXT:
-    case AIR_PART_REASONING:
-    case AIR_PART_REFUSAL:
-    case AIR_PART_TOOL_DELTA:
-      if (p->text_len == 0) return 0;
-      break;
-    case AIR_PART_FINISH:
-      if (e->finished) return 0;
-      break;
-    case AIR_PART_TOOL_START:
-      break;
-  }
-  if (!e->started && p->kind != AIR_PART_START) set_ident(e, NULL, 0, NULL, 0);
-  if (e->passthrough) {
-    e->started = true;
-    if (p->kind == AIR_PART_FINISH) {
-      e->finished = true;
-      e->finish = p->finish;
-    }
-    return 0;
-  }
+  if (air__encoder_accept(e, p, set_ident) == 0) return 0;
   size_t mark = out->n;
   int rc = 0;
   if (!e->started) TRY(role_chunk(e, out));
@@ -234,7 +185,7 @@ int air__oai_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   }
   e->started = true;
 out:
-  if (rc != 0) rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
@@ -244,25 +195,11 @@ out:
  * at: the other events cost one pass over their parts. */
 void air__oai_encoder_observe(air__encoder *e, const air__sse_event *ev,
                               const air_part *parts, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const air_part *p = &parts[i];
-    if (p->kind == AIR_PART_START && !e->observed) {
-      set_ident(e, p->id, p->id_len, p->name, p->name_len);
-      e->observed = true;
-      e->started = true;
-      uint64_t v;
-      if (ev != NULL && air__scan_uint(ev->data.p, ev->data.n, "created", &v))
-        e->created = v;
-    } else if (p->kind == AIR_PART_FINISH) {
-      e->finished = true;
-      e->finish = p->finish;
-    }
-  }
-}
-
-int air__oai_encode_keepalive(air__encoder *e, air__buf *out) {
-  (void)e;
-  return air__buf_add(out, LIT(": keep-alive\n\n"));
+  if (!air__encoder_observe_parts(e, parts, n, set_ident)) return;
+  e->started = true;
+  uint64_t v;
+  if (ev != NULL && air__scan_uint(ev->data.p, ev->data.n, "created", &v))
+    e->created = v;
 }
 
 /* encode_end: [finish chunk if none was seen,] [usage chunk,] [DONE]. */
@@ -282,25 +219,7 @@ int air__oai_encode_end(air__encoder *e, air__buf *out) {
   TRY(air__buf_add(out, LIT("data: [DONE]\n\n")));
   e->started = e->finished = e->ended = true;
 out:
-  if (rc != 0) rollback(out, mark);
-  return rc;
-}
-
-/* {"message":…,"type":…,"code":…, without the closing brace. */
-static int error_members(air_reason reason, const char *message,
-                         air__buf *out) {
-  const char *code = air_reason_name(reason);
-  const char *msg = message != NULL ? message : "";
-  int rc;
-  TRY(air__buf_add(out, LIT("{\"message\":")));
-  TRY(air__buf_add_json_str(out, msg, strlen(msg)));
-  TRY(air__buf_add(out, LIT(",\"type\":")));
-  TRY(air__buf_adds(out, "\""));
-  TRY(air__buf_adds(out, air__error_type(AIR_DIALECT_OPENAI, reason)));
-  TRY(air__buf_add(out, LIT("\",\"code\":")));
-  TRY(air__buf_add_json_str(out, code != NULL ? code : "unknown",
-                            strlen(code != NULL ? code : "unknown")));
-out:
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
@@ -311,11 +230,11 @@ int air__oai_encode_error_event(air__encoder *e, air_reason reason,
   size_t mark = out->n;
   int rc;
   TRY(air__buf_add(out, LIT("data: {\"error\":")));
-  TRY(error_members(reason, message, out));
+  TRY(air__text_openai_error(out, reason, message));
   TRY(air__buf_add(out, LIT("}}\n\n")));
   e->ended = true;
 out:
-  if (rc != 0) rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
@@ -375,7 +294,7 @@ int air__oai_encode_response(const air__aggregate *a, air__buf *out) {
   TRY(air__buf_add(out, LIT(",\"object\":\"chat.completion\",\"created\":")));
   TRY(air__buf_addu(out, a->created));
   TRY(air__buf_add(out, LIT(",\"model\":")));
-  TRY(jstr(out, a->model.p, a->model.n));
+  TRY(air__text_str(out, a->model.p, a->model.n));
   TRY(air__buf_add(out, LIT(",\"choices\":[{\"index\":0,\"message\":"
                             "{\"role\":\"assistant\",\"content\":")));
   TRY(str_or_null(out, &a->text));
@@ -395,58 +314,12 @@ int air__oai_encode_response(const air__aggregate *a, air__buf *out) {
     TRY(air__buf_add(out, LIT(",\"completion_tokens\":")));
     TRY(air__buf_addu(out, a->output_tokens));
     TRY(air__buf_add(out, LIT(",\"total_tokens\":")));
-    TRY(air__buf_addu(out, sat_add(a->input_tokens, a->output_tokens)));
+    TRY(air__buf_addu(out, air__sat_add(a->input_tokens, a->output_tokens)));
     TRY(air__buf_addc(out, '}'));
   }
   TRY(air__continued_member(&a->continued, out));
   TRY(air__buf_addc(out, '}'));
 out:
-  if (rc != 0) rollback(out, mark);
-  return rc;
-}
-
-/* A C string (NULL: "") as a JSON string. */
-static int cstr(air__buf *out, const char *s) {
-  return air__buf_add_json_str(out, s != NULL ? s : "",
-                               s != NULL ? strlen(s) : 0);
-}
-
-/* encode_error_body: {"error":{"message","type","code","param":null,
- * "attempts":[{"target","reason","status","ms","request_id"}]}} (a skipped
- * target: {"target","outcome":"skipped","field"}). The
- * status is the response's; the body does not repeat it. */
-int air__oai_encode_error_body(int status, air_reason reason,
-                               const char *message, const air_attempt *log,
-                               size_t n, air__buf *out) {
-  (void)status;
-  size_t mark = out->n;
-  int rc;
-  TRY(air__buf_add(out, LIT("{\"error\":")));
-  TRY(error_members(reason, message, out));
-  TRY(air__buf_add(out, LIT(",\"param\":null,\"attempts\":[")));
-  for (size_t i = 0; log != NULL && i < n; i++) {
-    const char *rn = air_reason_name(log[i].reason);
-    if (i > 0) TRY(air__buf_addc(out, ','));
-    TRY(air__buf_add(out, LIT("{\"target\":")));
-    TRY(cstr(out, log[i].target));
-    if (log[i].skipped) {
-      TRY(air__buf_add(out, LIT(",\"outcome\":\"skipped\",\"field\":")));
-      TRY(cstr(out, log[i].field));
-      TRY(air__buf_addc(out, '}'));
-      continue;
-    }
-    TRY(air__buf_add(out, LIT(",\"reason\":")));
-    TRY(cstr(out, rn != NULL ? rn : "unknown"));
-    TRY(air__buf_add(out, LIT(",\"status\":")));
-    TRY(add_int(out, log[i].status));
-    TRY(air__buf_add(out, LIT(",\"ms\":")));
-    TRY(air__buf_addu(out, log[i].ms));
-    TRY(air__buf_add(out, LIT(",\"request_id\":")));
-    TRY(cstr(out, log[i].request_id));
-    TRY(air__buf_addc(out, '}'));
-  }
-  TRY(air__buf_add(out, LIT("]}}")));
-out:
-  if (rc != 0) rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }

@@ -26,51 +26,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_decode.h"
 #include "codec_json.h"
-#include "json.h"
 #include "limits.h"
 #include "openai_chat.h"
 
 void air__oai_decoder_init(air__decoder *d) {
-  memset(d, 0, sizeof(*d));
-  d->api = AIR_DIALECT_OPENAI;
-  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
-  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
+  air__decoder_init_for(d, AIR_DIALECT_OPENAI);
 }
 
-/*
- * String token tok of the current event: borrowed from the event when it
- * holds no escape, else decoded into d->scratch. decode_event sized scratch
- * for the whole event before the first decode (a decoded string is never
- * longer than its escaped form), so scratch never moves during an event and
- * earlier pointers stay valid. A missing or non-string token is "".
+/* ---- the mapping: a message's pieces into parts ---------------------------
+ *
+ * A chunk's delta and a body's message carry the same pieces (START's id
+ * and model, reasoning, content and refusal text, tool calls, the finish,
+ * the usage); both decoders hand them over through these, in that order.
+ * A body is one whole answer: its START and each of its calls' TOOL_START
+ * come whatever the decoder saw before.
  */
-static void ev_str(air__decoder *d, const air__json *j, int tok, const char **p,
-                   size_t *n) {
-  if (air__json_plain(j, tok, p, n)) return;
-  *p = "";
-  *n = 0;
-  if (!air__json_is_str(j, tok)) return;
-  size_t off = d->scratch.n;
-  if (air__json_str(j, tok, &d->scratch) != 0) {
-    rollback(&d->scratch, off);
-    return;
+
+/* A tool call piece at tool index idx: TOOL_START when it has an id or a
+ * name (once: only the first time the index has one), TOOL_DELTA for
+ * arguments. */
+static int emit_tool(air__decoder *d, int idx, bool once, const char *id,
+                     size_t id_n, const char *name, size_t name_n,
+                     const char *args, size_t args_n, air__part_cb cb,
+                     void *data) {
+  int rc;
+  if ((id_n > 0 || name_n > 0) && !(once && d->block_kind[idx])) {
+    d->block_kind[idx] = 1;
+    d->n_tools++;
+    if ((rc = air__emit_tool_start(idx, id, id_n, name, name_n, cb, data)))
+      return rc;
   }
-  *p = d->scratch.p + off;
-  *n = d->scratch.n - off;
+  return air__emit_text(AIR_PART_TOOL_DELTA, idx, args, args_n, cb, data);
 }
 
-/* A token count: a non-negative integer, else 0. */
-static uint64_t count_of(const air__json *j, int tok) {
-  int64_t v;
-  return air__json_int(j, tok, &v) && v > 0 ? (uint64_t)v : 0;
+/* The finish_reason: nothing when empty. */
+static int emit_finish(air__decoder *d, const char *raw, size_t n,
+                       air__part_cb cb, void *data) {
+  if (n == 0) return 0;
+  air_part p = {.kind = AIR_PART_FINISH,
+                .finish = map_finish(raw, n),
+                .finish_raw = raw,
+                .finish_raw_len = n};
+  d->finished = true;
+  EMIT(p);
+  return 0;
 }
 
-#define EMIT(part)              \
-  do {                          \
-    int r_ = cb(data, &(part)); \
-    if (r_ != 0) return r_;     \
-  } while (0)
+/* ---- decoding: a stream chunk (json.c tokens) ------------------------------
+ */
 
 /* An "error" member inside a 200 stream: one ERROR part. */
 static int decode_error(air__decoder *d, const air__json *j, int e,
@@ -80,15 +85,15 @@ static int decode_error(air__decoder *d, const air__json *j, int e,
   if (air__json_is_obj(j, e)) {
     int type = air__json_get(j, e, "type");
     int code = air__json_get(j, e, "code");
-    ev_str(d, j, type, &p.name, &p.name_len);
+    air__event_str(d, j, type, &p.name, &p.name_len);
     if (p.name_len == 0 && air__json_is_str(j, code))
-      ev_str(d, j, code, &p.name, &p.name_len);
+      air__event_str(d, j, code, &p.name, &p.name_len);
     else if (p.name_len == 0 && !air__json_is_null(j, code) &&
              !air__json_is_obj(j, code) && !air__json_is_arr(j, code))
       p.name = air__json_raw(j, code, &p.name_len);
-    ev_str(d, j, air__json_get(j, e, "message"), &p.text, &p.text_len);
+    air__event_str(d, j, air__json_get(j, e, "message"), &p.text, &p.text_len);
   } else {
-    ev_str(d, j, e, &p.text, &p.text_len);
+    air__event_str(d, j, e, &p.text, &p.text_len);
   }
   EMIT(p);
   return 0;
@@ -105,15 +110,6 @@ static int tool_index(const air__json *j, int t, int k) {
   return (int)v;
 }
 
-/* True when token i is a string whose bytes as written (escapes
- * included) are over max: a finish reason or tool name that long makes
- * the event fatal (dialect.h, "identifiers"). */
-static bool raw_over(const air__json *j, int i, size_t max) {
-  size_t n = 0;
-  if (air__json_is_str(j, i)) air__json_raw(j, i, &n);
-  return n > max;
-}
-
 /* True when token i is absent, null or of the wanted kind. */
 static bool opt_obj(const air__json *j, int i) {
   return air__json_is_null(j, i) || air__json_is_obj(j, i);
@@ -127,8 +123,9 @@ static bool opt_str(const air__json *j, int i) {
  * that could make the event malformed is checked before the first part is
  * handed over.
  */
-static int decode_chunk(air__decoder *d, const air__json *j, air__part_cb cb,
-                        void *data) {
+static int decode_chunk(air__decoder *d, const air__sse_event *ev,
+                        const air__json *j, air__part_cb cb, void *data) {
+  (void)ev;
   int e = air__json_get(j, 0, "error");
   if (!air__json_is_null(j, e)) return decode_error(d, j, e, cb, data);
 
@@ -162,23 +159,25 @@ static int decode_chunk(air__decoder *d, const air__json *j, air__part_cb cb,
     int fn = air__json_get(j, t, "function");
     if (!air__json_is_obj(j, t) || tool_index(j, t, k) < 0 || !opt_obj(j, fn))
       goto malformed;
-    if (raw_over(j, air__json_get(j, fn, "name"), AIR__MAX_TOOL_NAME_BYTES)) {
+    if (air__event_over(j, air__json_get(j, fn, "name"),
+                        AIR__MAX_TOOL_NAME_BYTES)) {
       d->fatal = AIR__OVER_TOOL_NAME;
       return 0;
     }
   }
-  if (raw_over(j, finish, AIR__MAX_FINISH_REASON_BYTES)) {
+  if (air__event_over(j, finish, AIR__MAX_FINISH_REASON_BYTES)) {
     d->fatal = AIR__OVER_FINISH;
     return 0;
   }
 
   /* Checked: from here on the event yields its parts. */
+  const char *p, *q;
+  size_t pn, qn;
+  int rc;
   if (!d->started) {
-    air_part p = {.kind = AIR_PART_START};
-    ev_str(d, j, air__json_get(j, 0, "id"), &p.id, &p.id_len);
-    ev_str(d, j, air__json_get(j, 0, "model"), &p.name, &p.name_len);
-    d->started = true;
-    EMIT(p);
+    air__event_str(d, j, air__json_get(j, 0, "id"), &p, &pn);
+    air__event_str(d, j, air__json_get(j, 0, "model"), &q, &qn);
+    if ((rc = air__emit_start(d, p, pn, q, qn, cb, data)) != 0) return rc;
   }
   if (air__json_is_obj(j, delta)) {
     static const air_part_kind kinds[] = {AIR_PART_REASONING, AIR_PART_TEXT,
@@ -190,49 +189,31 @@ static int decode_chunk(air__decoder *d, const air__json *j, air__part_cb cb,
     toks[1] = air__json_get(j, delta, "content");
     toks[2] = air__json_get(j, delta, "refusal");
     for (int k = 0; k < 3; k++) {
-      air_part p = {.kind = kinds[k]};
-      ev_str(d, j, toks[k], &p.text, &p.text_len);
-      if (p.text_len > 0) EMIT(p);
+      air__event_str(d, j, toks[k], &p, &pn);
+      if ((rc = air__emit_text(kinds[k], 0, p, pn, cb, data)) != 0) return rc;
     }
   }
   for (int k = 0, t = tools + 1; k < n_tools; k++, t = air__json_skip(j, t)) {
-    int idx = tool_index(j, t, k);
     int fn = air__json_get(j, t, "function");
-    air_part p = {.kind = AIR_PART_TOOL_START, .index = idx};
-    ev_str(d, j, air__json_get(j, t, "id"), &p.id, &p.id_len);
-    ev_str(d, j, air__json_get(j, fn, "name"), &p.name, &p.name_len);
-    if ((p.id_len > 0 || p.name_len > 0) && !d->block_kind[idx]) {
-      d->block_kind[idx] = 1;
-      d->n_tools++;
-      EMIT(p);
-    }
-    air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = idx};
-    ev_str(d, j, air__json_get(j, fn, "arguments"), &a.text, &a.text_len);
-    if (a.text_len > 0) EMIT(a);
+    const char *a;
+    size_t an;
+    air__event_str(d, j, air__json_get(j, t, "id"), &p, &pn);
+    air__event_str(d, j, air__json_get(j, fn, "name"), &q, &qn);
+    air__event_str(d, j, air__json_get(j, fn, "arguments"), &a, &an);
+    rc = emit_tool(d, tool_index(j, t, k), true, p, pn, q, qn, a, an, cb, data);
+    if (rc != 0) return rc;
   }
-  if (air__json_is_str(j, finish)) {
-    air_part p = {.kind = AIR_PART_FINISH};
-    ev_str(d, j, finish, &p.finish_raw, &p.finish_raw_len);
-    if (p.finish_raw_len > 0) {
-      p.finish = map_finish(p.finish_raw, p.finish_raw_len);
-      d->finished = true;
-      EMIT(p);
-    }
-  }
-  if (has_usage) {
-    air_part p = {.kind = AIR_PART_USAGE};
-    p.input_tokens = count_of(j, air__json_get(j, usage, "prompt_tokens"));
-    p.output_tokens = count_of(j, air__json_get(j, usage, "completion_tokens"));
-    d->input_tokens = p.input_tokens;
-    d->output_tokens = p.output_tokens;
-    d->usage_only = n_choices == 0;
-    EMIT(p);
-  }
-  return 0;
+  air__event_str(d, j, finish, &p, &pn);
+  if ((rc = emit_finish(d, p, pn, cb, data)) != 0) return rc;
+  if (!has_usage) return 0;
+  d->usage_only = n_choices == 0;
+  return air__emit_usage(
+      d, air__event_count(j, air__json_get(j, usage, "prompt_tokens")),
+      air__event_count(j, air__json_get(j, usage, "completion_tokens")), cb,
+      data);
 
 malformed:
-  air__decoder_note_oom(d, 0); /* out of memory is no malformed event */
-  if (!d->oom) d->malformed++;
+  air__decoder_malformed(d, 0);
   return 0;
 }
 
@@ -248,8 +229,8 @@ malformed:
  * members, and each value it reads of a type it handles: "error", "usage",
  * "refusal", "reasoning_content", "reasoning" and "tool_calls" null; the
  * choice's "index" exactly 0 (or absent); "delta" an object; "content" a
- * string (escapes decoded as ev_str would) or null; "finish_reason" null or
- * a string without escapes; "id" and "model", read for START, a string
+ * string (escapes decoded as air__event_str would) or null; "finish_reason"
+ * null or a string without escapes; "id" and "model", read for START, a string
  * without escapes or a value without members. Anything else (n > 1 choices,
  * tool calls, usage, errors, nesting, too many members) goes to the full
  * decoder untouched: a fallback costs what decoding cost before.
@@ -265,9 +246,6 @@ malformed:
  * over only that text: it is decoded from the two comparisons and one
  * string scan. Shapes over AIR__FAST_SHAPE_MAX_BYTES bytes are not kept.
  */
-
-#define KEY(k, kn, lit) \
-  ((kn) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 
 /* A member the fast path reads (json.h). */
 typedef air__json_leaf fast_val;
@@ -294,69 +272,59 @@ static bool fast_null(const char **pp, const char *e) {
   return true;
 }
 
-/* The key of the next member of an object, *pp at its value; counts the
- * members. */
-static bool fast_key(fast_scan *f, const char **pp, const char *e,
-                     const char **k, size_t *kn) {
-  return ++f->members <= AIR__JSON_SCAN_MAX_MEMBERS &&
-         air__json_scan_key(pp, e, k, kn);
-}
-
 static bool has_escape(const fast_val *v) {
   return v->str && memchr(v->p, '\\', v->n) != NULL;
 }
 
-static bool fast_delta(fast_scan *f, const char **pp, const char *e) {
-  int more = air__json_scan_open(pp, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(f, pp, e, &k, &kn)) return false;
-    bool ok;
-    if (KEY(k, kn, "content"))
-      ok = fast_str_or_null(pp, e, &f->content);
-    else if (KEY(k, kn, "refusal") || KEY(k, kn, "reasoning_content") ||
-             KEY(k, kn, "reasoning") || KEY(k, kn, "tool_calls"))
-      ok = fast_null(pp, e);
-    else
-      ok = air__json_skip_leaf(pp, e);
-    if (!ok) return false;
-    more = air__json_scan_next(pp, e, '}');
-  }
-  return more == 0;
+/* A member of the choice's delta. */
+static bool delta_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "content")) return fast_str_or_null(pp, e, &f->content);
+  if (IS(k, kn, "refusal") || IS(k, kn, "reasoning_content") ||
+      IS(k, kn, "reasoning") || IS(k, kn, "tool_calls"))
+    return fast_null(pp, e);
+  return air__json_skip_leaf(pp, e);
 }
 
-/* "choices": [ one object ]. */
-static bool fast_choices(fast_scan *f, const char **pp, const char *e) {
-  if (f->choices.seen) return false;
-  f->choices.seen = true;
-  if (air__json_scan_open(pp, e, '[') != 1) return false;
-  int more = air__json_scan_open(pp, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(f, pp, e, &k, &kn)) return false;
-    bool ok;
-    if (KEY(k, kn, "index")) {
-      ok = air__json_scan_once(pp, e, &f->index) && !f->index.str &&
+/* A member of the one choice. */
+static bool choice_member(void *ctx, const char *k, size_t kn, const char **pp,
+                          const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "index"))
+    return air__json_scan_once(pp, e, &f->index) && !f->index.str &&
            f->index.n == 1 && f->index.p[0] == '0';
-    } else if (KEY(k, kn, "delta")) {
-      ok = !f->delta.seen && fast_delta(f, pp, e);
-      f->delta.seen = true;
-    } else if (KEY(k, kn, "finish_reason")) {
-      ok = fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish) &&
-           f->finish.n <= AIR__MAX_FINISH_REASON_BYTES;
-    } else {
-      ok = air__json_skip_leaf(pp, e);
-    }
-    if (!ok) return false;
-    more = air__json_scan_next(pp, e, '}');
+  if (IS(k, kn, "delta")) {
+    bool ok =
+        !f->delta.seen && air__scan_object(pp, e, &f->members, delta_member, f);
+    f->delta.seen = true;
+    return ok;
   }
-  return more == 0 && air__json_scan_next(pp, e, ']') == 0;
+  if (IS(k, kn, "finish_reason"))
+    return fast_str_or_null(pp, e, &f->finish) && !has_escape(&f->finish) &&
+           f->finish.n <= AIR__MAX_FINISH_REASON_BYTES;
+  return air__json_skip_leaf(pp, e);
+}
+
+/* A member of the chunk: "choices" is [ one object ]. */
+static bool chunk_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  fast_scan *f = ctx;
+  if (IS(k, kn, "choices")) {
+    if (f->choices.seen) return false;
+    f->choices.seen = true;
+    return air__json_scan_open(pp, e, '[') == 1 &&
+           air__scan_object(pp, e, &f->members, choice_member, f) &&
+           air__json_scan_next(pp, e, ']') == 0;
+  }
+  if (IS(k, kn, "error") || IS(k, kn, "usage")) return fast_null(pp, e);
+  if (IS(k, kn, "id")) return air__json_scan_once(pp, e, &f->id);
+  if (IS(k, kn, "model")) return air__json_scan_once(pp, e, &f->model);
+  return air__json_skip_leaf(pp, e);
 }
 
 /* A string member read for START: borrowed, or "" when absent or not a
- * string (what ev_str gives; fast_chunk refused one with escapes). */
+ * string (what air__event_str gives; fast_chunk refused one with escapes). */
 static void fast_str(const fast_val *v, const char **p, size_t *n) {
   *p = v->str ? v->p : "";
   *n = v->str ? v->n : 0;
@@ -393,20 +361,8 @@ static int same_shape(air__decoder *d, const char *s, size_t n, air__part_cb cb,
     return 0;
   const char *text = s + pre;
   size_t text_n = n - post - pre;
-  if (memchr(text, '\\', text_n) != NULL) {
-    size_t off = d->scratch.n;
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
-      rollback(&d->scratch, off);
-      return 0;
-    }
-    text = d->scratch.p + off;
-    text_n = d->scratch.n - off;
-  }
-  *rc = 0;
-  if (text_n > 0) {
-    air_part t = {.kind = AIR_PART_TEXT, .text = text, .text_len = text_n};
-    *rc = cb(data, &t);
-  }
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
+  *rc = air__emit_text(AIR_PART_TEXT, 0, text, text_n, cb, data);
   return 1;
 }
 
@@ -421,159 +377,48 @@ static int fast_chunk(air__decoder *d, const char *s, size_t n, air__part_cb cb,
   const char *p = s, *e = s + n;
   fast_scan f;
   memset(&f, 0, sizeof(f));
-  int more = air__json_scan_open(&p, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (!fast_key(&f, &p, e, &k, &kn)) return 0;
-    bool ok;
-    if (KEY(k, kn, "choices"))
-      ok = fast_choices(&f, &p, e);
-    else if (KEY(k, kn, "error") || KEY(k, kn, "usage"))
-      ok = fast_null(&p, e);
-    else if (KEY(k, kn, "id"))
-      ok = air__json_scan_once(&p, e, &f.id);
-    else if (KEY(k, kn, "model"))
-      ok = air__json_scan_once(&p, e, &f.model);
-    else
-      ok = air__json_skip_leaf(&p, e);
-    if (!ok) return 0;
-    more = air__json_scan_next(&p, e, '}');
-  }
-  if (more != 0 || p != e || !f.choices.seen) return 0;
+  bool whole = air__scan_object(&p, e, &f.members, chunk_member, &f);
+  if (!whole || p != e || !f.choices.seen) return 0;
   if (!d->started && (has_escape(&f.id) || has_escape(&f.model))) return 0;
 
   /* Sure: the parts, as decode_chunk gives them. The text is decoded
    * first, so that nothing is handed over when that fails. */
   const char *text = f.content.p;
   size_t text_n = f.content.str ? f.content.n : 0;
-  if (has_escape(&f.content)) {
-    size_t off = d->scratch.n;
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
-      rollback(&d->scratch, off);
-      return 0;
-    }
-    text = d->scratch.p + off;
-    text_n = d->scratch.n - off;
-  }
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
   if (d->started && f.content.str && !(f.finish.str && f.finish.n > 0))
     keep_shape(d, s, n, f.content.p, f.content.n);
-  *rc = 0;
-  if (!d->started) {
-    air_part st = {.kind = AIR_PART_START};
-    fast_str(&f.id, &st.id, &st.id_len);
-    fast_str(&f.model, &st.name, &st.name_len);
-    d->started = true;
-    if ((*rc = cb(data, &st)) != 0) return 1;
-  }
-  if (text_n > 0) {
-    air_part t = {.kind = AIR_PART_TEXT, .text = text, .text_len = text_n};
-    if ((*rc = cb(data, &t)) != 0) return 1;
-  }
-  if (f.finish.str && f.finish.n > 0) {
-    air_part fin = {.kind = AIR_PART_FINISH,
-                    .finish_raw = f.finish.p,
-                    .finish_raw_len = f.finish.n};
-    fin.finish = map_finish(fin.finish_raw, fin.finish_raw_len);
-    d->finished = true;
-    *rc = cb(data, &fin);
-  }
+  const char *id, *model;
+  size_t id_n, model_n;
+  fast_str(&f.id, &id, &id_n);
+  fast_str(&f.model, &model, &model_n);
+  if ((*rc = air__emit_start(d, id, id_n, model, model_n, cb, data)) == 0 &&
+      (*rc = air__emit_text(AIR_PART_TEXT, 0, text, text_n, cb, data)) == 0 &&
+      f.finish.str)
+    *rc = emit_finish(d, f.finish.p, f.finish.n, cb, data);
   return 1;
 }
 
-static bool is_ws(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* decode_event, with the fast path tried first when fast; *took tells
- * whether it decoded the event. */
-static int decode_event(air__decoder *d, const air__sse_event *ev,
-                        air__part_cb cb, void *data, bool fast, bool *took) {
-  *took = false;
-  d->usage_only = d->terminator = d->error_event = d->server_tool = false;
-  const char *s = ev->data.p;
-  size_t n = ev->data.n;
-  while (n > 0 && is_ws(s[0])) {
-    s++;
-    n--;
-  }
-  while (n > 0 && is_ws(s[n - 1])) n--;
-  if (n == 0) return 0;
-  if (n == 6 && memcmp(s, "[DONE]", 6) == 0) {
-    d->done = d->terminator = true;
-    return 0;
-  }
-  /* Size scratch for every string of the event at once (see ev_str). */
-  air__buf_reset(&d->scratch);
-  if (memchr(s, '\\', n) != NULL && d->scratch.cap <= n) {
-    int rc = air__buf_add(&d->scratch, s, n);
-    air__buf_reset(&d->scratch);
-    if (rc != 0) {
-      air__decoder_note_oom(d, rc);
-      if (!d->oom) d->malformed++;
-      return 0;
-    }
-  }
-  int rc;
-  if (fast && (same_shape(d, s, n, cb, data, &rc) ||
-               fast_chunk(d, s, n, cb, data, &rc))) {
-    *took = true;
-    return rc;
-  }
-  air__json j;
-  rc = air__json_parse(&j, s, n);
-  if (rc != 0 || !air__json_is_obj(&j, 0)) {
-    air__json_cleanup(&j);
-    air__decoder_note_oom(d, rc);
-    if (!d->oom) d->malformed++;
-    return 0;
-  }
-  rc = decode_chunk(d, &j, cb, data);
-  air__json_cleanup(&j);
-  return rc;
+/* The fast path on the trimmed data: a chunk of the kept shape, else one
+ * fast_chunk takes (see above). */
+static int fast_event(air__decoder *d, const char *s, size_t n, air__part_cb cb,
+                      void *data, int *rc) {
+  return same_shape(d, s, n, cb, data, rc) || fast_chunk(d, s, n, cb, data, rc);
 }
 
 /* decode_event: see dialect.h and the notes at the top of this file. */
-int air__oai_decode_event(air__decoder *d, const air__sse_event *ev,
-                          air__part_cb cb, void *data) {
-  bool took;
-  return decode_event(d, ev, cb, data, true, &took);
-}
+AIR__DECODE_EVENT_FUNCS(air__oai, air__openai_event_data, fast_event,
+                        decode_chunk)
 
-int air__oai_decode_event_full(air__decoder *d, const air__sse_event *ev,
-                               air__part_cb cb, void *data) {
-  bool took;
-  return decode_event(d, ev, cb, data, false, &took);
-}
+/* ---- decoding: a whole body (jansson) -------------------------------------
+ */
 
-int air__oai_decode_event_fast(air__decoder *d, const air__sse_event *ev,
-                               air__part_cb cb, void *data, bool *took) {
-  return decode_event(d, ev, cb, data, true, took);
-}
-
-/* ---- decoding: a whole body
- * ------------------------------------------------------- */
-
-/* A jansson string as a part field ("" for anything else). */
-static const char *jv(json_t *v, size_t *n) {
-  if (!json_is_string(v)) {
-    *n = 0;
-    return "";
-  }
-  *n = json_string_length(v);
-  return json_string_value(v);
-}
-
-/* Whether v is a string over max bytes. */
-static bool over(const json_t *v, size_t max) {
-  return json_is_string(v) && json_string_length(v) > max;
-}
-
-static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
+/* A chat.completion's choice 0 and its message through the mapping. */
+static int body_parts(air__decoder *d, const json_t *root, air__part_cb cb,
                       void *data) {
   json_t *choices = json_object_get(root, "choices");
   json_t *choice = NULL;
-  size_t i;
+  size_t i, n;
   json_t *c;
   json_array_foreach(choices, i, c) {
     json_t *idx = json_object_get(c, "index");
@@ -583,105 +428,71 @@ static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
     }
   }
   json_t *msg = json_object_get(choice, "message");
+  json_t *calls = json_object_get(msg, "tool_calls");
   /* What carries meaning is checked before any part is handed over. */
-  if (over(json_object_get(choice, "finish_reason"),
-           AIR__MAX_FINISH_REASON_BYTES))
+  if (air__json_over(json_object_get(choice, "finish_reason"),
+                     AIR__MAX_FINISH_REASON_BYTES))
     d->fatal = AIR__OVER_FINISH;
-  json_array_foreach(json_object_get(msg, "tool_calls"), i, c) {
-    if (over(json_object_get(json_object_get(c, "function"), "name"),
-             AIR__MAX_TOOL_NAME_BYTES))
+  json_array_foreach(calls, i, c) {
+    if (air__json_over(json_object_get(json_object_get(c, "function"), "name"),
+                       AIR__MAX_TOOL_NAME_BYTES))
       d->fatal = AIR__OVER_TOOL_NAME;
   }
   if (d->fatal != NULL) return AIR_EPARSE;
 
-  air_part s = {.kind = AIR_PART_START};
-  s.id = jv(json_object_get(root, "id"), &s.id_len);
-  s.name = jv(json_object_get(root, "model"), &s.name_len);
-  d->started = true;
-  EMIT(s);
-
+  const char *p, *q;
+  size_t pn, qn;
+  int rc = air__json_body_start(d, root, cb, data);
   json_t *reasoning = json_object_get(msg, "reasoning_content");
   if (!json_is_string(reasoning)) reasoning = json_object_get(msg, "reasoning");
-  air_part p = {.kind = AIR_PART_REASONING};
-  p.text = jv(reasoning, &p.text_len);
-  if (p.text_len > 0) EMIT(p);
-
+  p = air__json_sv(reasoning, &n);
+  if (rc == 0) rc = air__emit_text(AIR_PART_REASONING, 0, p, n, cb, data);
   json_t *content = json_object_get(msg, "content");
-  if (json_is_array(content)) {
-    json_t *part;
-    json_array_foreach(content, i, part) {
-      air_part t = {.kind = AIR_PART_TEXT};
-      if (json_is_string(json_object_get(part, "type")) &&
-          strcmp(json_string_value(json_object_get(part, "type")), "text") == 0)
-        t.text = jv(json_object_get(part, "text"), &t.text_len);
-      if (t.text_len > 0) EMIT(t);
-    }
-  } else {
-    air_part t = {.kind = AIR_PART_TEXT};
-    t.text = jv(content, &t.text_len);
-    if (t.text_len > 0) EMIT(t);
+  if (!json_is_array(content)) {
+    p = air__json_sv(content, &n);
+    if (rc == 0) rc = air__emit_text(AIR_PART_TEXT, 0, p, n, cb, data);
   }
-  air_part r = {.kind = AIR_PART_REFUSAL};
-  r.text = jv(json_object_get(msg, "refusal"), &r.text_len);
-  if (r.text_len > 0) EMIT(r);
-
-  json_t *calls = json_object_get(msg, "tool_calls");
+  json_array_foreach(content, i, c) {
+    const char *type = json_string_value(json_object_get(c, "type"));
+    if (rc != 0 || type == NULL || strcmp(type, "text") != 0) continue;
+    p = air__json_sv(json_object_get(c, "text"), &n);
+    rc = air__emit_text(AIR_PART_TEXT, 0, p, n, cb, data);
+  }
+  p = air__json_sv(json_object_get(msg, "refusal"), &n);
+  if (rc == 0) rc = air__emit_text(AIR_PART_REFUSAL, 0, p, n, cb, data);
   json_array_foreach(calls, i, c) {
+    if (rc != 0) break;
     if (i >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
     json_t *fn = json_object_get(c, "function");
-    air_part t = {.kind = AIR_PART_TOOL_START, .index = (int)i};
-    t.id = jv(json_object_get(c, "id"), &t.id_len);
-    t.name = jv(json_object_get(fn, "name"), &t.name_len);
-    if (t.id_len > 0 || t.name_len > 0) {
-      d->block_kind[i] = 1;
-      d->n_tools++;
-      EMIT(t);
-    }
-    air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = (int)i};
-    a.text = jv(json_object_get(fn, "arguments"), &a.text_len);
-    if (a.text_len > 0) EMIT(a);
+    const char *a;
+    size_t an;
+    p = air__json_sv(json_object_get(c, "id"), &pn);
+    q = air__json_sv(json_object_get(fn, "name"), &qn);
+    a = air__json_sv(json_object_get(fn, "arguments"), &an);
+    rc = emit_tool(d, (int)i, false, p, pn, q, qn, a, an, cb, data);
   }
-
-  air_part f = {.kind = AIR_PART_FINISH};
-  f.finish_raw =
-      jv(json_object_get(choice, "finish_reason"), &f.finish_raw_len);
-  if (f.finish_raw_len > 0) {
-    f.finish = map_finish(f.finish_raw, f.finish_raw_len);
-    d->finished = true;
-    EMIT(f);
-  }
-  json_t *usage = json_object_get(root, "usage");
-  if (json_is_object(usage)) {
-    air_part u = {.kind = AIR_PART_USAGE};
-    json_t *pt = json_object_get(usage, "prompt_tokens");
-    json_t *ct = json_object_get(usage, "completion_tokens");
-    u.input_tokens =
-        json_integer_value(pt) > 0 ? (uint64_t)json_integer_value(pt) : 0;
-    u.output_tokens =
-        json_integer_value(ct) > 0 ? (uint64_t)json_integer_value(ct) : 0;
-    d->input_tokens = u.input_tokens;
-    d->output_tokens = u.output_tokens;
-    EMIT(u);
-  }
-  return 0;
+  p = air__json_sv(json_object_get(choice, "finish_reason"), &n);
+  if (rc == 0) rc = emit_finish(d, p, n, cb, data);
+  if (rc == 0)
+    rc = air__json_body_usage(d, json_object_get(root, "usage"),
+                              "prompt_tokens", "completion_tokens", cb, data);
+  return rc;
 }
 
-/* decode_body: a chat.completion object ("object" absent or
- * "chat.completion", "choices" an array); anything else is AIR_EPARSE. */
+/* A chat.completion object: "object" absent or "chat.completion",
+ * "choices" an array. */
+static bool is_body(const json_t *root) {
+  const json_t *obj = json_object_get(root, "object");
+  return json_is_object(root) &&
+         json_is_array(json_object_get(root, "choices")) &&
+         (obj == NULL ||
+          (json_is_string(obj) &&
+           strcmp(json_string_value(obj), "chat.completion") == 0));
+}
+
+/* decode_body: a chat.completion object; anything else is AIR_EPARSE. */
 int air__oai_decode_body(air__decoder *d, const char *body, size_t n,
                          air__part_cb cb, void *data) {
-  json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
-  json_t *obj = json_object_get(root, "object");
-  if (!json_is_object(root) ||
-      !json_is_array(json_object_get(root, "choices")) ||
-      (obj != NULL &&
-       !(json_is_string(obj) &&
-         strcmp(json_string_value(obj), "chat.completion") == 0))) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
-  int rc = body_parts(d, root, cb, data);
-  if (rc == 0) d->done = true;
-  json_decref(root);
-  return rc;
+  return air__json_decode_body(d, body, n, JSON_ALLOW_NUL, is_body, body_parts,
+                               true, cb, data);
 }

@@ -72,27 +72,11 @@ typedef struct air__rsp_enc {
   size_t cap_items;
 } air__rsp_enc;
 
-#define TRY(x)             \
-  do {                     \
-    rc = (x);              \
-    if (rc != 0) goto out; \
-  } while (0)
-
-static size_t fit(const char *s, size_t n, size_t max) {
-  if (s == NULL) return 0;
-  const char *z = memchr(s, '\0', n);
-  if (z != NULL) n = (size_t)(z - s);
-  if (n <= max) return n;
-  size_t k = max;
-  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
-  return k;
-}
-
 /* The response id: "resp_" + the upstream's (as is when it has "resp_"). */
 static void set_ident(air__encoder *e, const char *id, size_t id_n,
                       const char *model, size_t model_n) {
   size_t pre = id_n >= 5 && memcmp(id, "resp_", 5) == 0 ? 0 : 5;
-  size_t k = fit(id, id_n, sizeof(e->id) - 1 - pre);
+  size_t k = air__ident_fit(id, id_n, sizeof(e->id) - 1 - pre);
   if (k == 0 || id == NULL) {
     memcpy(e->id, RSP_DEFAULT_ID, sizeof(RSP_DEFAULT_ID));
   } else {
@@ -100,7 +84,7 @@ static void set_ident(air__encoder *e, const char *id, size_t id_n,
     memcpy(e->id + pre, id, k);
     e->id[pre + k] = '\0';
   }
-  k = fit(model, model_n, sizeof(e->model) - 1);
+  k = air__ident_fit(model, model_n, sizeof(e->model) - 1);
   if (k > 0 && model != NULL) memcpy(e->model, model, k);
   e->model[k] = '\0';
 }
@@ -199,17 +183,17 @@ static int item_obj(const rsp_item *it, air__buf *out) {
   } else if (it->kind == K_REASON) {
     TRY(air__buf_add(out, LIT(",\"type\":\"reasoning\",\"summary\":[{\"type\":"
                               "\"summary_text\",\"text\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(air__buf_add(out, LIT("}]}")));
   } else {
     TRY(air__buf_add(out, LIT(",\"type\":\"function_call\",\"status\":\"")));
     TRY(air__buf_adds(out, status));
     TRY(air__buf_add(out, LIT("\",\"call_id\":")));
-    TRY(rsp_jstr(out, it->call_id.p, it->call_id.n));
+    TRY(air__text_str(out, it->call_id.p, it->call_id.n));
     TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, it->name.p, it->name.n));
+    TRY(air__text_str(out, it->name.p, it->name.n));
     TRY(air__buf_add(out, LIT(",\"arguments\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(air__buf_addc(out, '}'));
   }
 out:
@@ -233,7 +217,7 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
   TRY(air__buf_add(out, LIT("\",\"error\":")));
   if (err_msg != NULL) {
     TRY(air__buf_add(out, LIT("{\"code\":")));
-    TRY(rsp_jstr(out, err_code, err_code ? strlen(err_code) : 0));
+    TRY(air__text_str(out, err_code, err_code ? strlen(err_code) : 0));
     TRY(air__buf_add(out, LIT(",\"message\":")));
     TRY(air__buf_add_json_str(out, err_msg, strlen(err_msg)));
     TRY(air__buf_addc(out, '}'));
@@ -270,8 +254,8 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
                             "\"disabled\",\"usage\":")));
   if (e->has_usage || e->has_prior_usage) {
     /* A continued answer: the sum over its attempts. */
-    uint64_t in = rsp_sat_add(e->input_tokens, e->prior_input_tokens);
-    uint64_t outt = rsp_sat_add(e->output_tokens, e->prior_output_tokens);
+    uint64_t in = air__sat_add(e->input_tokens, e->prior_input_tokens);
+    uint64_t outt = air__sat_add(e->output_tokens, e->prior_output_tokens);
     TRY(air__buf_add(out, LIT("{\"input_tokens\":")));
     TRY(air__buf_addu(out, in));
     TRY(air__buf_add(out, LIT(",\"input_tokens_details\":{\"cached_tokens\":0},"
@@ -279,7 +263,7 @@ static int response_obj(const air__encoder *e, const char *status, bool output,
     TRY(air__buf_addu(out, outt));
     TRY(air__buf_add(out, LIT(",\"output_tokens_details\":{\"reasoning_tokens\""
                               ":0},\"total_tokens\":")));
-    TRY(air__buf_addu(out, rsp_sat_add(in, outt)));
+    TRY(air__buf_addu(out, air__sat_add(in, outt)));
     TRY(air__buf_addc(out, '}'));
   } else {
     TRY(air__buf_add(out, LIT("null")));
@@ -314,11 +298,11 @@ static int content_part_obj(const rsp_item *it, int part, air__buf *out) {
   int rc;
   if (part == P_TEXT) {
     TRY(air__buf_add(out, LIT("{\"type\":\"output_text\",\"text\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(air__buf_add(out, LIT(",\"annotations\":[],\"logprobs\":[]}")));
   } else {
     TRY(air__buf_add(out, LIT("{\"type\":\"refusal\",\"refusal\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(air__buf_addc(out, '}'));
   }
 out:
@@ -342,7 +326,7 @@ static int close_part(air__rsp_enc *s, rsp_item *it, air__buf *out) {
   TRY(item_ref(it, out));
   TRY(content_ref(it, out));
   TRY(air__buf_add(out, text ? ",\"text\":" : ",\"refusal\":", text ? 8 : 11));
-  TRY(rsp_jstr(out, it->text.p, it->text.n));
+  TRY(air__text_str(out, it->text.p, it->text.n));
   if (text) TRY(air__buf_add(out, LIT(",\"logprobs\":[]")));
   TRY(ev_close(out));
   TRY(ev_open(s, "response.content_part.done", out));
@@ -372,22 +356,22 @@ static int close_item(air__rsp_enc *s, rsp_item *it, bool incomplete,
     TRY(ev_open(s, "response.reasoning_summary_text.done", out));
     TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"text\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(ev_close(out));
     TRY(ev_open(s, "response.reasoning_summary_part.done", out));
     TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"part\":{\"type\":"
                               "\"summary_text\",\"text\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(air__buf_addc(out, '}'));
     TRY(ev_close(out));
   } else {
     TRY(ev_open(s, "response.function_call_arguments.done", out));
     TRY(item_ref(it, out));
     TRY(air__buf_add(out, LIT(",\"name\":")));
-    TRY(rsp_jstr(out, it->name.p, it->name.n));
+    TRY(air__text_str(out, it->name.p, it->name.n));
     TRY(air__buf_add(out, LIT(",\"arguments\":")));
-    TRY(rsp_jstr(out, it->text.p, it->text.n));
+    TRY(air__text_str(out, it->text.p, it->text.n));
     TRY(ev_close(out));
   }
   it->open = false;
@@ -450,7 +434,8 @@ static rsp_item *open_item(air__encoder *e, int kind, const char *prefix,
   air__buf_init(&idb, sizeof(it->item_id) - 1);
   rc = air__buf_adds(&idb, prefix);
   if (rc == 0)
-    rc = air__buf_add(&idb, tail, fit(tail, strlen(tail), sizeof(e->id)));
+    rc = air__buf_add(&idb, tail,
+                      air__ident_fit(tail, strlen(tail), sizeof(e->id)));
   if (rc == 0) rc = air__buf_addc(&idb, '_');
   if (rc == 0) rc = air__buf_addu(&idb, (unsigned long long)it->index);
   if (rc == 0) memcpy(it->item_id, idb.p, idb.n + 1);
@@ -459,9 +444,10 @@ static rsp_item *open_item(air__encoder *e, int kind, const char *prefix,
   if (kind == K_TOOL) {
     it->tool = p->index;
     TRY(air__buf_add(&it->call_id, p->id,
-                     fit(p->id, p->id_len, AIR__MAX_IDENT_BYTES)));
-    TRY(air__buf_add(&it->name, p->name,
-                     fit(p->name, p->name_len, AIR__MAX_TOOL_NAME_BYTES)));
+                     air__ident_fit(p->id, p->id_len, AIR__MAX_IDENT_BYTES)));
+    TRY(air__buf_add(
+        &it->name, p->name,
+        air__ident_fit(p->name, p->name_len, AIR__MAX_TOOL_NAME_BYTES)));
   }
   TRY(ev_open(s, "response.output_item.added", out));
   TRY(air__buf_add(out, LIT(",\"output_index\":")));
@@ -514,7 +500,7 @@ static int msg_delta(air__encoder *e, const air_part *p, air__buf *out) {
   TRY(item_ref(it, out));
   TRY(content_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"delta\":")));
-  TRY(rsp_jstr(out, p->text, p->text_len));
+  TRY(air__text_str(out, p->text, p->text_len));
   if (part == P_TEXT) TRY(air__buf_add(out, LIT(",\"logprobs\":[]")));
   TRY(ev_close(out));
   TRY(air__buf_add(&it->text, p->text, p->text_len));
@@ -531,7 +517,7 @@ static int reasoning_delta(air__encoder *e, const air_part *p, air__buf *out) {
   TRY(ev_open(s, "response.reasoning_summary_text.delta", out));
   TRY(item_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"summary_index\":0,\"delta\":")));
-  TRY(rsp_jstr(out, p->text, p->text_len));
+  TRY(air__text_str(out, p->text, p->text_len));
   TRY(ev_close(out));
   TRY(air__buf_add(&it->text, p->text, p->text_len));
 out:
@@ -562,7 +548,7 @@ static int args_delta(air__encoder *e, const air_part *p, air__buf *out) {
   TRY(ev_open(s, "response.function_call_arguments.delta", out));
   TRY(item_ref(it, out));
   TRY(air__buf_add(out, LIT(",\"delta\":")));
-  TRY(rsp_jstr(out, p->text, p->text_len));
+  TRY(air__text_str(out, p->text, p->text_len));
   TRY(ev_close(out));
   TRY(air__buf_add(&it->text, p->text, p->text_len));
 out:
@@ -575,39 +561,7 @@ int air__rsp_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
   char sub[AIR__TOOL_ID_SUB_BYTES];
   const air_part *p = air__ident_fix(in, &e->idents, &tmp, sub);
   if (e->rsp == NULL) return AIR_ENOMEM;
-  switch (p->kind) {
-    case AIR_PART_USAGE:
-      e->input_tokens = p->input_tokens;
-      e->output_tokens = p->output_tokens;
-      e->has_usage = true;
-      return 0;
-    case AIR_PART_ERROR:
-      return 0;
-    case AIR_PART_START:
-      if (e->started) return 0;
-      set_ident(e, p->id, p->id_len, p->name, p->name_len);
-      break;
-    case AIR_PART_TEXT:
-    case AIR_PART_REASONING:
-    case AIR_PART_REFUSAL:
-    case AIR_PART_TOOL_DELTA:
-      if (p->text_len == 0) return 0;
-      break;
-    case AIR_PART_FINISH:
-      if (e->finished) return 0;
-      break;
-    case AIR_PART_TOOL_START:
-      break;
-  }
-  if (!e->started && p->kind != AIR_PART_START) set_ident(e, NULL, 0, NULL, 0);
-  if (e->passthrough) {
-    e->started = true;
-    if (p->kind == AIR_PART_FINISH) {
-      e->finished = true;
-      e->finish = p->finish;
-    }
-    return 0;
-  }
+  if (air__encoder_accept(e, p, set_ident) == 0) return 0;
   size_t mark = out->n;
   int rc = 0;
   if (!e->started) TRY(begin(e, out));
@@ -636,17 +590,12 @@ int air__rsp_encode_part(air__encoder *e, const air_part *in, air__buf *out) {
 out:
   /* A failed write leaves the stream cut by the responder: the encoder's
    * items may be ahead of what was written, which no one reads again. */
-  if (rc != 0) rsp_rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
 /* ---- take-over from passthrough (docs/design.md §3.5)
  * ----------------------------------------------- */
-
-static bool type_is(air__str ty, const char *t) {
-  size_t n = strlen(t);
-  return ty.n == n && memcmp(ty.p, t, n) == 0;
-}
 
 /* The mirrored item at output index ix (NULL: none). */
 static rsp_item *item_at(air__rsp_enc *s, int64_t ix) {
@@ -695,13 +644,14 @@ static void mirror_item(air__encoder *e, const json_t *v) {
     const char *name = json_string_value(json_object_get(item, "name"));
     air__buf_reset(&it->call_id);
     air__buf_reset(&it->name);
-    if (cid != NULL &&
-        air__buf_add(&it->call_id, cid,
-                     fit(cid, strlen(cid), AIR__MAX_IDENT_BYTES)) != 0)
+    if (cid != NULL && air__buf_add(&it->call_id, cid,
+                                    air__ident_fit(cid, strlen(cid),
+                                                   AIR__MAX_IDENT_BYTES)) != 0)
       return;
     if (name != NULL &&
-        air__buf_add(&it->name, name,
-                     fit(name, strlen(name), AIR__MAX_TOOL_NAME_BYTES)) != 0)
+        air__buf_add(
+            &it->name, name,
+            air__ident_fit(name, strlen(name), AIR__MAX_TOOL_NAME_BYTES)) != 0)
       return;
   }
 }
@@ -734,19 +684,19 @@ void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
   /* Deltas (nearly every event): only their text below. */
   bool delta = ty.n > 6 && memcmp(ty.p + ty.n - 6, ".delta", 6) == 0;
   if (delta) {
-  } else if (type_is(ty, "response.created")) {
+  } else if (air__str_is(ty, "response.created")) {
     json_t *v = parse(ev);
     json_t *r = json_object_get(v, "response");
     const char *id = json_string_value(json_object_get(r, "id"));
     const char *model = json_string_value(json_object_get(r, "model"));
     json_t *ca = json_object_get(r, "created_at");
     if (id != NULL) {
-      size_t k = fit(id, strlen(id), sizeof(e->id) - 1);
+      size_t k = air__ident_fit(id, strlen(id), sizeof(e->id) - 1);
       memcpy(e->id, id, k);
       e->id[k] = '\0';
     }
     if (model != NULL) {
-      size_t k = fit(model, strlen(model), sizeof(e->model) - 1);
+      size_t k = air__ident_fit(model, strlen(model), sizeof(e->model) - 1);
       memcpy(e->model, model, k);
       e->model[k] = '\0';
     }
@@ -754,18 +704,18 @@ void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
       e->created = (uint64_t)json_integer_value(ca);
     json_decref(v);
     e->started = e->observed = true;
-  } else if (type_is(ty, "response.output_item.added")) {
+  } else if (air__str_is(ty, "response.output_item.added")) {
     json_t *v = parse(ev);
     mirror_item(e, v);
     json_decref(v);
-  } else if (type_is(ty, "response.output_item.done")) {
+  } else if (air__str_is(ty, "response.output_item.done")) {
     json_t *v = parse(ev);
     json_t *ix = json_object_get(v, "output_index");
     rsp_item *it =
         json_is_integer(ix) ? item_at(s, json_integer_value(ix)) : NULL;
     if (it != NULL) it->open = false;
     json_decref(v);
-  } else if (type_is(ty, "response.content_part.added")) {
+  } else if (air__str_is(ty, "response.content_part.added")) {
     json_t *v = parse(ev);
     rsp_item *it =
         item_at(s, json_integer_value(json_object_get(v, "output_index")));
@@ -780,7 +730,7 @@ void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
       air__buf_reset(&it->text);
     }
     json_decref(v);
-  } else if (type_is(ty, "response.content_part.done")) {
+  } else if (air__str_is(ty, "response.content_part.done")) {
     rsp_item *it = find_open(s, K_MSG, 0);
     if (it != NULL && it->part != P_NONE) {
       if ((it->parts.n == 0 || air__buf_addc(&it->parts, ',') == 0) &&
@@ -813,11 +763,6 @@ void air__rsp_encoder_observe(air__encoder *e, const air__sse_event *ev,
   }
 }
 
-int air__rsp_encode_keepalive(air__encoder *e, air__buf *out) {
-  (void)e;
-  return air__buf_add(out, LIT(": keep-alive\n\n"));
-}
-
 /* encode_end: the open items closed, response.completed (or
  * response.incomplete after a length or content_filter finish).
  * Passthrough: nothing (the upstream's own end was forwarded). */
@@ -844,7 +789,7 @@ int air__rsp_encode_end(air__encoder *e, air__buf *out) {
   TRY(ev_close(out));
   e->started = e->finished = e->ended = true;
 out:
-  if (rc != 0) rsp_rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
@@ -867,20 +812,20 @@ int air__rsp_encode_error_event(air__encoder *e, air_reason reason,
   TRY(ev_close(out));
   TRY(ev_open(e->rsp, "error", out));
   TRY(air__buf_add(out, LIT(",\"code\":")));
-  TRY(rsp_jstr(out, code, code ? strlen(code) : 0));
+  TRY(air__text_str(out, code, code ? strlen(code) : 0));
   TRY(air__buf_add(out, LIT(",\"message\":")));
   TRY(air__buf_add_json_str(out, msg, strlen(msg)));
   TRY(air__buf_add(out, LIT(",\"param\":null,\"error\":{\"type\":\"")));
   TRY(air__buf_adds(out, air__error_type(AIR_DIALECT_OPENAI, reason)));
   TRY(air__buf_add(out, LIT("\",\"code\":")));
-  TRY(rsp_jstr(out, code, code ? strlen(code) : 0));
+  TRY(air__text_str(out, code, code ? strlen(code) : 0));
   TRY(air__buf_add(out, LIT(",\"message\":")));
   TRY(air__buf_add_json_str(out, msg, strlen(msg)));
   TRY(air__buf_addc(out, '}'));
   TRY(ev_close(out));
   e->ended = true;
 out:
-  if (rc != 0) rsp_rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   return rc;
 }
 
@@ -948,61 +893,8 @@ int air__rsp_encode_response(const air__aggregate *a, air__buf *out) {
   TRY(response_obj(&e, incomplete ? "incomplete" : "completed", true, NULL,
                    NULL, out));
 out:
-  if (rc != 0) rsp_rollback(out, mark);
+  if (rc != 0) air__text_undo(out, mark);
   air__buf_cleanup(&sink);
   air__rsp_encoder_cleanup(&e);
-  return rc;
-}
-
-static int cstr(air__buf *out, const char *s) {
-  return air__buf_add_json_str(out, s != NULL ? s : "",
-                               s != NULL ? strlen(s) : 0);
-}
-
-/* encode_error_body: the OpenAI error shape the Responses API uses,
- * {"error":{"message","type","code","param":null,"attempts":[...]}}. */
-int air__rsp_encode_error_body(int status, air_reason reason,
-                               const char *message, const air_attempt *log,
-                               size_t n, air__buf *out) {
-  (void)status;
-  size_t mark = out->n;
-  const char *code = air_reason_name(reason);
-  int rc;
-  TRY(air__buf_add(out, LIT("{\"error\":{\"message\":")));
-  TRY(cstr(out, message));
-  TRY(air__buf_add(out, LIT(",\"type\":\"")));
-  TRY(air__buf_adds(out, air__error_type(AIR_DIALECT_OPENAI, reason)));
-  TRY(air__buf_add(out, LIT("\",\"code\":")));
-  TRY(cstr(out, code != NULL ? code : "unknown"));
-  TRY(air__buf_add(out, LIT(",\"param\":null,\"attempts\":[")));
-  for (size_t i = 0; log != NULL && i < n; i++) {
-    const char *rn = air_reason_name(log[i].reason);
-    if (i > 0) TRY(air__buf_addc(out, ','));
-    TRY(air__buf_add(out, LIT("{\"target\":")));
-    TRY(cstr(out, log[i].target));
-    if (log[i].skipped) {
-      TRY(air__buf_add(out, LIT(",\"outcome\":\"skipped\",\"field\":")));
-      TRY(cstr(out, log[i].field));
-      TRY(air__buf_addc(out, '}'));
-      continue;
-    }
-    TRY(air__buf_add(out, LIT(",\"reason\":")));
-    TRY(cstr(out, rn != NULL ? rn : "unknown"));
-    TRY(air__buf_add(out, LIT(",\"status\":")));
-    if (log[i].status < 0) {
-      TRY(air__buf_addc(out, '-'));
-      TRY(air__buf_addu(out, 0ull - (unsigned long long)log[i].status));
-    } else {
-      TRY(air__buf_addu(out, (unsigned long long)log[i].status));
-    }
-    TRY(air__buf_add(out, LIT(",\"ms\":")));
-    TRY(air__buf_addu(out, log[i].ms));
-    TRY(air__buf_add(out, LIT(",\"request_id\":")));
-    TRY(cstr(out, log[i].request_id));
-    TRY(air__buf_addc(out, '}'));
-  }
-  TRY(air__buf_add(out, LIT("]}}")));
-out:
-  if (rc != 0) rsp_rollback(out, mark);
   return rc;
 }

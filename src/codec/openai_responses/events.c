@@ -44,52 +44,81 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_decode.h"
 #include "openai_responses.h"
 
 void air__rsp_decoder_init(air__decoder *d) {
-  memset(d, 0, sizeof(*d));
-  d->api = AIR_DIALECT_OPENAI_RESPONSES;
-  air__buf_init(&d->scratch, AIR__MAX_SSE_EVENT_BYTES);
-  air__buf_init(&d->scratch2, AIR__MAX_SSE_EVENT_BYTES);
+  air__decoder_init_for(d, AIR_DIALECT_OPENAI_RESPONSES);
 }
 
-/* String token tok: borrowed when it holds no escape, else decoded into
- * d->scratch (sized for the whole event first, so it never moves). */
-static void ev_str(air__decoder *d, const air__json *j, int tok, const char **p,
-                   size_t *n) {
-  if (air__json_plain(j, tok, p, n)) return;
-  *p = "";
-  *n = 0;
-  if (!air__json_is_str(j, tok)) return;
-  size_t off = d->scratch.n;
-  if (air__json_str(j, tok, &d->scratch) != 0) {
-    rsp_rollback(&d->scratch, off);
-    return;
+/* ---- the mapping: a response's pieces into parts ---------------------------
+ *
+ * A stream's events and a body's response object carry the same pieces
+ * (START's id and model, text deltas or texts, function calls, the end,
+ * the usage, a failure); both decoders hand them over through these. A
+ * body is one whole answer: its START comes whatever the decoder saw
+ * before.
+ */
+
+/* A function call's TOOL_START, at the next tool index (*tool). */
+static int emit_tool_start(air__decoder *d, const char *id, size_t id_n,
+                           const char *name, size_t name_n, int *tool,
+                           air__part_cb cb, void *data) {
+  *tool = d->n_tools++;
+  return air__emit_tool_start(*tool, id, id_n, name, name_n, cb, data);
+}
+
+static bool is(const char *t, size_t n, const char *s) {
+  return n == strlen(s) && memcmp(t, s, n) == 0;
+}
+
+/* The end of a response: FINISH. Incomplete: by its reason (reason, n;
+ * content_filter, else length; "incomplete" when it gives none); else
+ * tool_calls when a call was made, else stop ("completed"). */
+static int emit_finish(air__decoder *d, bool incomplete, const char *reason,
+                       size_t n, air__part_cb cb, void *data) {
+  air_part f = {.kind = AIR_PART_FINISH};
+  if (incomplete) {
+    f.finish = is(reason, n, "content_filter") ? AIR_FINISH_CONTENT_FILTER
+                                               : AIR_FINISH_LENGTH;
+    f.finish_raw = n > 0 ? reason : "incomplete";
+    f.finish_raw_len = n > 0 ? n : 10;
+  } else {
+    f.finish = d->n_tools > 0 ? AIR_FINISH_TOOL_CALLS : AIR_FINISH_STOP;
+    f.finish_raw = "completed";
+    f.finish_raw_len = 9;
   }
-  *p = d->scratch.p + off;
-  *n = d->scratch.n - off;
+  d->finished = true;
+  EMIT(f);
+  return 0;
 }
 
-static uint64_t count_of(const air__json *j, int tok) {
-  int64_t v;
-  return air__json_int(j, tok, &v) && v > 0 ? (uint64_t)v : 0;
+/* A failure: one ERROR part (name: its code, text: its message). */
+static int emit_error(air__decoder *d, const char *name, size_t name_n,
+                      const char *msg, size_t msg_n, air__part_cb cb,
+                      void *data) {
+  air_part p = {.kind = AIR_PART_ERROR,
+                .text = msg,
+                .text_len = msg_n,
+                .name = name,
+                .name_len = name_n};
+  d->error_event = true;
+  EMIT(p);
+  return 0;
 }
 
-#define EMIT(part)              \
-  do {                          \
-    int r_ = cb(data, &(part)); \
-    if (r_ != 0) return r_;     \
-  } while (0)
+/* ---- decoding: a stream event (json.c tokens) ------------------------------
+ */
 
+/* START from the response object at token resp (-1: none: "" and ""). */
 static int start(air__decoder *d, const air__json *j, int resp, air__part_cb cb,
                  void *data) {
   if (d->started) return 0;
-  air_part p = {.kind = AIR_PART_START};
-  ev_str(d, j, air__json_get(j, resp, "id"), &p.id, &p.id_len);
-  ev_str(d, j, air__json_get(j, resp, "model"), &p.name, &p.name_len);
-  d->started = true;
-  EMIT(p);
-  return 0;
+  const char *id, *model;
+  size_t id_n, model_n;
+  air__event_str(d, j, air__json_get(j, resp, "id"), &id, &id_n);
+  air__event_str(d, j, air__json_get(j, resp, "model"), &model, &model_n);
+  return air__emit_start(d, id, id_n, model, model_n, cb, data);
 }
 
 /* An output_index token as a slot, or -1. */
@@ -100,51 +129,34 @@ static int slot_of(const air__json *j, int tok) {
   return (int)v;
 }
 
+/* The function call item at token item, output index slot: its TOOL_START
+ * once (nothing past AIR__DECODER_MAX_TOOLS calls). */
 static int tool_start(air__decoder *d, const air__json *j, int item, int slot,
                       air__part_cb cb, void *data) {
   if (d->block_kind[slot] != 0) return 0;
   if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return 0;
-  air_part p = {.kind = AIR_PART_TOOL_START, .index = d->n_tools};
-  ev_str(d, j, air__json_get(j, item, "call_id"), &p.id, &p.id_len);
-  if (p.id_len == 0)
-    ev_str(d, j, air__json_get(j, item, "id"), &p.id, &p.id_len);
-  ev_str(d, j, air__json_get(j, item, "name"), &p.name, &p.name_len);
+  const char *id, *name;
+  size_t id_n, name_n;
+  air__event_str(d, j, air__json_get(j, item, "call_id"), &id, &id_n);
+  if (id_n == 0) air__event_str(d, j, air__json_get(j, item, "id"), &id, &id_n);
+  air__event_str(d, j, air__json_get(j, item, "name"), &name, &name_n);
   d->block_kind[slot] = 1;
-  d->block_tool[slot] = d->n_tools++;
-  EMIT(p);
-  return 0;
+  return emit_tool_start(d, id, id_n, name, name_n, &d->block_tool[slot], cb,
+                         data);
 }
 
-static int usage(air__decoder *d, const air__json *j, int resp, air__part_cb cb,
-                 void *data) {
-  int u = air__json_get(j, resp, "usage");
-  if (!air__json_is_obj(j, u)) return 0;
-  air_part p = {.kind = AIR_PART_USAGE};
-  p.input_tokens = count_of(j, air__json_get(j, u, "input_tokens"));
-  p.output_tokens = count_of(j, air__json_get(j, u, "output_tokens"));
-  d->input_tokens = p.input_tokens;
-  d->output_tokens = p.output_tokens;
-  EMIT(p);
-  return 0;
-}
-
-/* An error object (or the event itself) as one ERROR part. */
+/* An error object (or the event itself) as one ERROR part: its code, else
+ * its type unless that is "error", and its message. */
 static int error_part(air__decoder *d, const air__json *j, int e,
                       air__part_cb cb, void *data) {
-  air_part p = {.kind = AIR_PART_ERROR};
-  d->error_event = true;
-  int code = air__json_get(j, e, "code");
-  ev_str(d, j, code, &p.name, &p.name_len);
-  if (p.name_len == 0)
-    ev_str(d, j, air__json_get(j, e, "type"), &p.name, &p.name_len);
-  if (p.name_len == 5 && memcmp(p.name, "error", 5) == 0) p.name_len = 0;
-  ev_str(d, j, air__json_get(j, e, "message"), &p.text, &p.text_len);
-  EMIT(p);
-  return 0;
-}
-
-static bool is(const char *t, size_t n, const char *s) {
-  return n == strlen(s) && memcmp(t, s, n) == 0;
+  const char *name, *msg;
+  size_t name_n, msg_n;
+  air__event_str(d, j, air__json_get(j, e, "code"), &name, &name_n);
+  if (name_n == 0)
+    air__event_str(d, j, air__json_get(j, e, "type"), &name, &name_n);
+  if (name_n == 5 && memcmp(name, "error", 5) == 0) name_n = 0;
+  air__event_str(d, j, air__json_get(j, e, "message"), &msg, &msg_n);
+  return emit_error(d, name, name_n, msg, msg_n, cb, data);
 }
 
 /* Whether event type t names a built-in tool call's progress:
@@ -160,44 +172,32 @@ static bool builtin_tool_event(const char *t, size_t n) {
   return false;
 }
 
-/* The end of a response: FINISH and USAGE. */
+/* response.completed / .incomplete: START if none yet, FINISH, USAGE;
+ * the terminator. */
 static int end(air__decoder *d, const air__json *j, int resp, bool incomplete,
                air__part_cb cb, void *data) {
   int rc = start(d, j, resp, cb, data);
   if (rc != 0) return rc;
-  air_part f = {.kind = AIR_PART_FINISH};
-  if (incomplete) {
-    int det = air__json_get(j, resp, "incomplete_details");
-    ev_str(d, j, air__json_get(j, det, "reason"), &f.finish_raw,
-           &f.finish_raw_len);
-    f.finish = is(f.finish_raw, f.finish_raw_len, "content_filter")
-                   ? AIR_FINISH_CONTENT_FILTER
-                   : AIR_FINISH_LENGTH;
-    if (f.finish_raw_len == 0) {
-      f.finish_raw = "incomplete";
-      f.finish_raw_len = 10;
-    }
-  } else {
-    f.finish = d->n_tools > 0 ? AIR_FINISH_TOOL_CALLS : AIR_FINISH_STOP;
-    f.finish_raw = "completed";
-    f.finish_raw_len = 9;
-  }
-  d->finished = true;
-  d->done = d->terminator = true;
-  EMIT(f);
-  return usage(d, j, resp, cb, data);
-}
-
-/* True when token i is a string whose bytes as written (escapes
- * included) are over max (dialect.h, "identifiers"). */
-static bool raw_over(const air__json *j, int i, size_t max) {
+  const char *reason = "";
   size_t n = 0;
-  if (air__json_is_str(j, i)) air__json_raw(j, i, &n);
-  return n > max;
+  if (incomplete)
+    air__event_str(
+        d, j,
+        air__json_get(j, air__json_get(j, resp, "incomplete_details"),
+                      "reason"),
+        &reason, &n);
+  d->done = d->terminator = true;
+  if ((rc = emit_finish(d, incomplete, reason, n, cb, data)) != 0) return rc;
+  int u = air__json_get(j, resp, "usage");
+  if (!air__json_is_obj(j, u)) return 0;
+  return air__emit_usage(
+      d, air__event_count(j, air__json_get(j, u, "input_tokens")),
+      air__event_count(j, air__json_get(j, u, "output_tokens")), cb, data);
 }
 
-static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
-                  void *data) {
+static int decode(air__decoder *d, const air__sse_event *ev, const air__json *j,
+                  air__part_cb cb, void *data) {
+  (void)ev;
   int tt = air__json_get(j, 0, "type");
   const char *t;
   size_t n;
@@ -208,10 +208,11 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     return air__json_is_obj(j, resp) ? start(d, j, resp, cb, data) : 0;
   if (is(t, n, "response.completed") || is(t, n, "response.incomplete")) {
     if (!air__json_is_obj(j, resp)) goto malformed;
-    if (raw_over(j,
-                 air__json_get(j, air__json_get(j, resp, "incomplete_details"),
-                               "reason"),
-                 AIR__MAX_FINISH_REASON_BYTES)) {
+    if (air__event_over(
+            j,
+            air__json_get(j, air__json_get(j, resp, "incomplete_details"),
+                          "reason"),
+            AIR__MAX_FINISH_REASON_BYTES)) {
       d->fatal = AIR__OVER_FINISH;
       return 0;
     }
@@ -238,18 +239,19 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     if (!is(t, n, deltas[k].type)) continue;
     int dt = air__json_get(j, 0, "delta");
     if (!air__json_is_str(j, dt)) goto malformed;
-    air_part p = {.kind = deltas[k].kind};
-    if (p.kind == AIR_PART_TOOL_DELTA) {
+    int index = 0;
+    if (deltas[k].kind == AIR_PART_TOOL_DELTA) {
       int slot = slot_of(j, air__json_get(j, 0, "output_index"));
       if (slot < 0 || d->block_kind[slot] == 0) goto malformed;
       d->block_kind[slot] = 2;
-      p.index = d->block_tool[slot];
+      index = d->block_tool[slot];
     }
     int rc = start(d, j, -1, cb, data);
     if (rc != 0) return rc;
-    ev_str(d, j, dt, &p.text, &p.text_len);
-    if (p.text_len > 0) EMIT(p);
-    return 0;
+    const char *text;
+    size_t text_n;
+    air__event_str(d, j, dt, &text, &text_n);
+    return air__emit_text(deltas[k].kind, index, text, text_n, cb, data);
   }
   /* A built-in tool call's own events (response.web_search_call.searching,
    * response.code_interpreter_call_code.delta, ...): progress, no part. */
@@ -274,24 +276,25 @@ static int decode(air__decoder *d, const air__json *j, air__part_cb cb,
     }
     int slot = slot_of(j, air__json_get(j, 0, "output_index"));
     if (slot < 0) goto malformed;
-    if (raw_over(j, air__json_get(j, item, "name"), AIR__MAX_TOOL_NAME_BYTES)) {
+    if (air__event_over(j, air__json_get(j, item, "name"),
+                        AIR__MAX_TOOL_NAME_BYTES)) {
       d->fatal = AIR__OVER_TOOL_NAME;
       return 0;
     }
     int rc = start(d, j, -1, cb, data);
     if (rc == 0) rc = tool_start(d, j, item, slot, cb, data);
     if (rc != 0 || added || d->block_kind[slot] != 1) return rc;
-    air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = d->block_tool[slot]};
-    ev_str(d, j, air__json_get(j, item, "arguments"), &a.text, &a.text_len);
+    const char *args;
+    size_t args_n;
+    air__event_str(d, j, air__json_get(j, item, "arguments"), &args, &args_n);
     d->block_kind[slot] = 2;
-    if (a.text_len > 0) EMIT(a);
-    return 0;
+    return air__emit_text(AIR_PART_TOOL_DELTA, d->block_tool[slot], args,
+                          args_n, cb, data);
   }
   return 0;
 
 malformed:
-  air__decoder_note_oom(d, 0); /* out of memory is no malformed event */
-  if (!d->oom) d->malformed++;
+  air__decoder_malformed(d, 0);
   return 0;
 }
 
@@ -325,6 +328,21 @@ static air_part_kind fast_kind(const fast_val *t) {
   return AIR_PART_START;
 }
 
+/* What fast_delta found. */
+typedef struct delta_scan {
+  fast_val type, delta;
+  unsigned members;
+} delta_scan;
+
+/* A member of the event: its "type" and "delta", once each. */
+static bool delta_member(void *ctx, const char *k, size_t kn, const char **pp,
+                         const char *e) {
+  delta_scan *f = ctx;
+  if (is(k, kn, "type")) return air__json_scan_once(pp, e, &f->type);
+  if (is(k, kn, "delta")) return air__json_scan_once(pp, e, &f->delta);
+  return (*pp = air__json_scan_leaf(*pp, e)) != NULL;
+}
+
 /*
  * The fast path (see above) on the trimmed data s, n: 1 when it decoded the
  * event (cb's first non-zero in *rc), 0 when it changed nothing and the
@@ -334,248 +352,108 @@ static air_part_kind fast_kind(const fast_val *t) {
 static int fast_delta(air__decoder *d, const char *s, size_t n, air__part_cb cb,
                       void *data, int *rc) {
   const char *p = s, *e = s + n;
-  fast_val type = {0}, delta = {0};
-  unsigned members = 0;
-  int more = air__json_scan_open(&p, e, '{');
-  while (more > 0) {
-    const char *k;
-    size_t kn;
-    if (++members > AIR__JSON_SCAN_MAX_MEMBERS ||
-        !air__json_scan_key(&p, e, &k, &kn))
-      return 0;
-    bool ok;
-    if (is(k, kn, "type"))
-      ok = air__json_scan_once(&p, e, &type);
-    else if (is(k, kn, "delta"))
-      ok = air__json_scan_once(&p, e, &delta);
-    else
-      ok = (p = air__json_scan_leaf(p, e)) != NULL;
-    if (!ok) return 0;
-    more = air__json_scan_next(&p, e, '}');
-  }
-  air_part_kind kind = fast_kind(&type);
-  if (more != 0 || p != e || kind == AIR_PART_START || !delta.str) return 0;
+  delta_scan f = {{0}, {0}, 0};
+  bool whole = air__scan_object(&p, e, &f.members, delta_member, &f);
+  air_part_kind kind = fast_kind(&f.type);
+  if (!whole || p != e || kind == AIR_PART_START || !f.delta.str) return 0;
 
   /* Sure: the parts, as decode gives them. The text is decoded first, so
    * that nothing is handed over when that fails. */
-  const char *text = delta.p;
-  size_t text_n = delta.n;
-  if (memchr(text, '\\', text_n) != NULL) {
-    size_t off = d->scratch.n;
-    if (air__json_unescape(text, text_n, &d->scratch) != 0) {
-      rsp_rollback(&d->scratch, off);
-      return 0;
-    }
-    text = d->scratch.p + off;
-    text_n = d->scratch.n - off;
-  }
-  *rc = 0;
-  if (!d->started) {
-    air_part st = {.kind = AIR_PART_START, .id = "", .name = ""};
-    d->started = true;
-    if ((*rc = cb(data, &st)) != 0) return 1;
-  }
-  if (text_n > 0) {
-    air_part t = {.kind = kind, .text = text, .text_len = text_n};
-    *rc = cb(data, &t);
-  }
+  const char *text = f.delta.p;
+  size_t text_n = f.delta.n;
+  if (!air__event_unescape(d, &text, &text_n)) return 0;
+  if ((*rc = air__emit_start(d, "", 0, "", 0, cb, data)) == 0)
+    *rc = air__emit_text(kind, 0, text, text_n, cb, data);
   return 1;
 }
 
-static bool is_ws(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
+/* decode_event: see dialect.h and the notes at the top of this file. */
+AIR__DECODE_EVENT_FUNCS(air__rsp, air__openai_event_data, fast_delta, decode)
 
-/* decode_event, with the fast path tried first when fast; *took tells
- * whether it decoded the event. */
-static int decode_event(air__decoder *d, const air__sse_event *ev,
-                        air__part_cb cb, void *data, bool fast, bool *took) {
-  *took = false;
-  d->usage_only = d->terminator = d->error_event = d->server_tool = false;
-  const char *s = ev->data.p;
-  size_t n = ev->data.n;
-  while (n > 0 && is_ws(s[0])) {
-    s++;
-    n--;
-  }
-  while (n > 0 && is_ws(s[n - 1])) n--;
-  if (n == 0) return 0;
-  if (n == 6 && memcmp(s, "[DONE]", 6) == 0) {
-    d->done = d->terminator = true;
-    return 0;
-  }
-  air__buf_reset(&d->scratch);
-  if (memchr(s, '\\', n) != NULL && d->scratch.cap <= n) {
-    int rc = air__buf_add(&d->scratch, s, n);
-    air__buf_reset(&d->scratch);
-    if (rc != 0) {
-      air__decoder_note_oom(d, rc);
-      if (!d->oom) d->malformed++;
-      return 0;
-    }
-  }
-  int rc;
-  if (fast && fast_delta(d, s, n, cb, data, &rc)) {
-    *took = true;
-    return rc;
-  }
-  air__json j;
-  rc = air__json_parse(&j, s, n);
-  if (rc != 0 || !air__json_is_obj(&j, 0)) {
-    air__json_cleanup(&j);
-    air__decoder_note_oom(d, rc);
-    if (!d->oom) d->malformed++;
-    return 0;
-  }
-  rc = decode(d, &j, cb, data);
-  air__json_cleanup(&j);
-  return rc;
-}
-
-int air__rsp_decode_event(air__decoder *d, const air__sse_event *ev,
-                          air__part_cb cb, void *data) {
-  bool took;
-  return decode_event(d, ev, cb, data, true, &took);
-}
-
-int air__rsp_decode_event_full(air__decoder *d, const air__sse_event *ev,
-                               air__part_cb cb, void *data) {
-  bool took;
-  return decode_event(d, ev, cb, data, false, &took);
-}
-
-int air__rsp_decode_event_fast(air__decoder *d, const air__sse_event *ev,
-                               air__part_cb cb, void *data, bool *took) {
-  return decode_event(d, ev, cb, data, true, took);
-}
-
-/* ---- decoding: a whole body ------------------------------------------------
+/* ---- decoding: a whole body (jansson) -------------------------------------
  */
 
-static const char *jv(json_t *v, size_t *n) {
-  if (!json_is_string(v)) {
-    *n = 0;
-    return "";
-  }
-  *n = json_string_length(v);
-  return json_string_value(v);
-}
-
-/* Whether v is a string over max bytes. */
-static bool over(const json_t *v, size_t max) {
-  return json_is_string(v) && json_string_length(v) > max;
-}
-
-static int body_parts(air__decoder *d, json_t *root, air__part_cb cb,
+/* A response object's output items, end and usage through the mapping. */
+static int body_parts(air__decoder *d, const json_t *root, air__part_cb cb,
                       void *data) {
   /* What carries meaning is checked before any part is handed over. */
-  size_t i, k;
+  size_t i, k, n;
   json_t *it, *c;
-  if (over(json_object_get(json_object_get(root, "incomplete_details"),
-                           "reason"),
-           AIR__MAX_FINISH_REASON_BYTES))
+  json_t *output = json_object_get(root, "output");
+  if (air__json_over(json_object_get(
+                         json_object_get(root, "incomplete_details"), "reason"),
+                     AIR__MAX_FINISH_REASON_BYTES))
     d->fatal = AIR__OVER_FINISH;
-  json_array_foreach(json_object_get(root, "output"), i, it) {
+  json_array_foreach(output, i, it) {
     const char *type = json_string_value(json_object_get(it, "type"));
     if (type != NULL && strcmp(type, "function_call") == 0 &&
-        over(json_object_get(it, "name"), AIR__MAX_TOOL_NAME_BYTES))
+        air__json_over(json_object_get(it, "name"), AIR__MAX_TOOL_NAME_BYTES))
       d->fatal = AIR__OVER_TOOL_NAME;
   }
   if (d->fatal != NULL) return AIR_EPARSE;
-  air_part s = {.kind = AIR_PART_START};
-  s.id = jv(json_object_get(root, "id"), &s.id_len);
-  s.name = jv(json_object_get(root, "model"), &s.name_len);
-  d->started = true;
-  EMIT(s);
+  const char *p, *q;
+  size_t pn, qn;
+  int rc = air__json_body_start(d, root, cb, data);
   const char *status = json_string_value(json_object_get(root, "status"));
-  if (status != NULL && strcmp(status, "failed") == 0) {
+  if (rc == 0 && status != NULL && strcmp(status, "failed") == 0) {
     json_t *e = json_object_get(root, "error");
-    air_part p = {.kind = AIR_PART_ERROR};
-    p.name = jv(json_object_get(e, "code"), &p.name_len);
-    p.text = jv(json_object_get(e, "message"), &p.text_len);
-    d->error_event = true;
-    EMIT(p);
-    return 0;
+    p = air__json_sv(json_object_get(e, "code"), &pn);
+    q = air__json_sv(json_object_get(e, "message"), &qn);
+    return emit_error(d, p, pn, q, qn, cb, data);
   }
-  json_array_foreach(json_object_get(root, "output"), i, it) {
+  json_array_foreach(output, i, it) {
     const char *type = json_string_value(json_object_get(it, "type"));
-    if (type == NULL) continue;
+    if (rc != 0 || type == NULL) continue;
     if (strcmp(type, "reasoning") == 0) {
       json_t *sum = json_object_get(it, "summary");
       if (json_array_size(sum) == 0) sum = json_object_get(it, "content");
       json_array_foreach(sum, k, c) {
-        air_part p = {.kind = AIR_PART_REASONING};
-        p.text = jv(json_object_get(c, "text"), &p.text_len);
-        if (p.text_len > 0) EMIT(p);
+        p = air__json_sv(json_object_get(c, "text"), &n);
+        if (rc == 0) rc = air__emit_text(AIR_PART_REASONING, 0, p, n, cb, data);
       }
     } else if (strcmp(type, "message") == 0) {
       json_array_foreach(json_object_get(it, "content"), k, c) {
         const char *ct = json_string_value(json_object_get(c, "type"));
         bool refusal = ct != NULL && strcmp(ct, "refusal") == 0;
-        air_part p = {.kind = refusal ? AIR_PART_REFUSAL : AIR_PART_TEXT};
-        if (ct == NULL || (!refusal && strcmp(ct, "output_text") != 0))
+        if (rc != 0 || ct == NULL ||
+            (!refusal && strcmp(ct, "output_text") != 0))
           continue;
-        p.text =
-            jv(json_object_get(c, refusal ? "refusal" : "text"), &p.text_len);
-        if (p.text_len > 0) EMIT(p);
+        p = air__json_sv(json_object_get(c, refusal ? "refusal" : "text"), &n);
+        rc = air__emit_text(refusal ? AIR_PART_REFUSAL : AIR_PART_TEXT, 0, p, n,
+                            cb, data);
       }
     } else if (strcmp(type, "function_call") == 0) {
       if (d->n_tools >= AIR__DECODER_MAX_TOOLS) return AIR_ETOOBIG;
-      air_part t = {.kind = AIR_PART_TOOL_START, .index = d->n_tools++};
-      t.id = jv(json_object_get(it, "call_id"), &t.id_len);
-      t.name = jv(json_object_get(it, "name"), &t.name_len);
-      EMIT(t);
-      air_part a = {.kind = AIR_PART_TOOL_DELTA, .index = t.index};
-      a.text = jv(json_object_get(it, "arguments"), &a.text_len);
-      if (a.text_len > 0) EMIT(a);
+      int tool;
+      p = air__json_sv(json_object_get(it, "call_id"), &pn);
+      q = air__json_sv(json_object_get(it, "name"), &qn);
+      rc = emit_tool_start(d, p, pn, q, qn, &tool, cb, data);
+      p = air__json_sv(json_object_get(it, "arguments"), &n);
+      if (rc == 0)
+        rc = air__emit_text(AIR_PART_TOOL_DELTA, tool, p, n, cb, data);
     }
   }
-  air_part f = {.kind = AIR_PART_FINISH};
-  if (status != NULL && strcmp(status, "incomplete") == 0) {
-    json_t *det = json_object_get(root, "incomplete_details");
-    f.finish_raw = jv(json_object_get(det, "reason"), &f.finish_raw_len);
-    f.finish = f.finish_raw_len == 14 &&
-                       memcmp(f.finish_raw, "content_filter", 14) == 0
-                   ? AIR_FINISH_CONTENT_FILTER
-                   : AIR_FINISH_LENGTH;
-    if (f.finish_raw_len == 0)
-      f.finish_raw = jv(json_object_get(root, "status"), &f.finish_raw_len);
-  } else {
-    f.finish = d->n_tools > 0 ? AIR_FINISH_TOOL_CALLS : AIR_FINISH_STOP;
-    f.finish_raw = "completed";
-    f.finish_raw_len = 9;
-  }
-  d->finished = true;
-  EMIT(f);
-  json_t *usage = json_object_get(root, "usage");
-  if (json_is_object(usage)) {
-    air_part u = {.kind = AIR_PART_USAGE};
-    json_t *in = json_object_get(usage, "input_tokens");
-    json_t *out = json_object_get(usage, "output_tokens");
-    u.input_tokens =
-        json_integer_value(in) > 0 ? (uint64_t)json_integer_value(in) : 0;
-    u.output_tokens =
-        json_integer_value(out) > 0 ? (uint64_t)json_integer_value(out) : 0;
-    d->input_tokens = u.input_tokens;
-    d->output_tokens = u.output_tokens;
-    EMIT(u);
-  }
-  return 0;
+  bool incomplete = status != NULL && strcmp(status, "incomplete") == 0;
+  p = air__json_sv(
+      json_object_get(json_object_get(root, "incomplete_details"), "reason"),
+      &n);
+  if (rc == 0) rc = emit_finish(d, incomplete, p, n, cb, data);
+  if (rc == 0)
+    rc = air__json_body_usage(d, json_object_get(root, "usage"), "input_tokens",
+                              "output_tokens", cb, data);
+  return rc;
 }
 
-/* decode_body: a response object ("object": "response", "output" an
- * array); anything else is AIR_EPARSE. */
+/* A response object: "object": "response", "output" an array. */
+static bool is_body(const json_t *root) {
+  const char *obj = json_string_value(json_object_get(root, "object"));
+  return json_is_object(root) && obj != NULL && strcmp(obj, "response") == 0 &&
+         json_is_array(json_object_get(root, "output"));
+}
+
+/* decode_body: a response object; anything else is AIR_EPARSE. */
 int air__rsp_decode_body(air__decoder *d, const char *body, size_t n,
                          air__part_cb cb, void *data) {
-  json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
-  const char *obj = json_string_value(json_object_get(root, "object"));
-  if (!json_is_object(root) || obj == NULL || strcmp(obj, "response") != 0 ||
-      !json_is_array(json_object_get(root, "output"))) {
-    json_decref(root);
-    return AIR_EPARSE;
-  }
-  int rc = body_parts(d, root, cb, data);
-  if (rc == 0) d->done = true;
-  json_decref(root);
-  return rc;
+  return air__json_decode_body(d, body, n, JSON_ALLOW_NUL, is_body, body_parts,
+                               true, cb, data);
 }

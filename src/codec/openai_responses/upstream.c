@@ -25,46 +25,19 @@
  * stop sequences, and anything but text in a tool result.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "openai_responses.h"
 
 #define API_NAME "openai_responses"
 
-static int fail(air_error *err, int code, const char *what) {
-  if (err != NULL) {
-    err->code = code;
-    snprintf(err->message, sizeof(err->message), "%s", what);
-  }
-  return code;
-}
-
 int air__rsp_finish_body(json_t *root, const char *req_model,
-                         const air__build_opts *o, air_error *err) {
-  int rc;
-  if (o->override_json != NULL) {
-    json_t *ov = json_loads(o->override_json, 0, NULL);
-    if (!json_is_object(ov)) {
-      json_decref(ov);
-      return fail(err, AIR_EINVAL, "override: expected a JSON object");
-    }
-    /* max_tokens is what rules say (docs/design.md §3): max_output_tokens here.
-     */
-    json_t *mt = json_object_get(ov, "max_tokens");
-    if (mt != NULL && json_object_get(ov, "max_output_tokens") == NULL) {
-      json_object_set(ov, "max_output_tokens", mt);
-      json_object_del(ov, "max_tokens");
-    }
-    rc = json_object_update(root, ov) == 0 ? 0 : AIR_ENOMEM;
-    json_decref(ov);
-    if (rc != 0) return rc;
-  }
-  const char *model = o->model != NULL ? o->model : req_model;
-  if ((rc = air__json_put(root, "model",
-                          json_string(model != NULL ? model : ""))) != 0)
-    return rc;
-  return air__json_put(root, "stream", json_true());
+                         const air__build_opts *o, air__buf *out,
+                         air_error *err) {
+  int rc = air__json_override(root, o->override_json,
+                              AIR__OVERRIDE_OUTPUT_TOKENS, err);
+  if (rc == 0) rc = air__json_target(root, req_model, o);
+  return rc != 0 ? rc : air__json_dump(root, JSON_COMPACT, out);
 }
 
 /* The stateful extras of a Responses caller (kept by its provider only):
@@ -91,73 +64,23 @@ int air__rsp_stateful_field(const air__canon *c, const char *api_name,
 int air__rsp_can_express(const air__canon *c, const air__build_opts *o,
                          air_error *err) {
   (void)o;
-  const air__cextra *x =
-      air__canon_first_extra(c, AIR_DIALECT_OPENAI_RESPONSES);
-  const air__cpart *bad = NULL;
-  for (size_t i = 0; i < c->n_msgs && bad == NULL; i++) {
-    const air__cmsg *m = &c->msgs[i];
-    for (size_t j = 0; j < m->n_parts && bad == NULL; j++) {
-      const air__cpart *p = &m->parts[j];
-      if (p->kind != AIR__CP_TOOL_RESULT) continue;
-      for (size_t k = 0; k < p->n_parts && bad == NULL; k++)
-        if (p->parts[k].kind == AIR__CP_IMAGE) bad = &p->parts[k];
-    }
-  }
-  if (bad != NULL && (x == NULL || bad->seq < x->seq)) {
-    char f[AIR__MAX_CANON_FIELD_BYTES + 64];
-    snprintf(f, sizeof(f), "%s (type %.*s)", bad->field ? bad->field : "",
-             (int)bad->type.n, bad->type.p ? bad->type.p : "");
-    return air__canon_unsupported(err, f, API_NAME);
-  }
-  if (x != NULL) return air__canon_unsupported(err, x->field, API_NAME);
-  if (c->n_stop > 0)
+  int rc =
+      air__canon_text_results(c, AIR_DIALECT_OPENAI_RESPONSES, API_NAME, err);
+  if (rc == 0 && c->n_stop > 0)
     return air__canon_unsupported(
         err, c->origin == AIR_DIALECT_ANTHROPIC ? "stop_sequences" : "stop",
         API_NAME);
-  return 0;
+  return rc;
 }
 
-static json_t *jstring(air__str s) {
-  return json_stringn(s.p ? s.p : "", s.n);
-}
-
-static json_t *num(const air__cnum *n) {
-  return n->is_int ? json_integer((json_int_t)n->i) : json_real(n->d);
-}
-
-static json_t *image(const air__cpart *p) {
+/* An image part: {type: input_image, image_url} (inline data as a data:
+ * URL). */
+static int image(const air__cpart *p, json_t *parts) {
   json_t *url;
-  if (p->url.p != NULL) {
-    url = jstring(p->url);
-  } else {
-    air__buf u;
-    air__buf_init(&u, AIR__MAX_REQUEST_BYTES);
-    int rc = air__buf_add(&u, LIT("data:"));
-    if (rc == 0) rc = air__buf_add(&u, p->media_type.p, p->media_type.n);
-    if (rc == 0) rc = air__buf_add(&u, LIT(";base64,"));
-    if (rc == 0) rc = air__buf_add(&u, p->data.p, p->data.n);
-    url = rc == 0 ? json_stringn(u.p, u.n) : NULL;
-    air__buf_cleanup(&u);
-    if (url == NULL) return NULL;
-  }
-  return json_pack("{s:s, s:o}", "type", "input_image", "image_url", url);
-}
-
-/* Text parts joined with sep (other parts left out). */
-static json_t *joined(const air__cpart *parts, size_t n, const char *sep) {
-  air__buf b;
-  air__buf_init(&b, AIR__MAX_REQUEST_BYTES);
-  int rc = 0;
-  bool first = true;
-  for (size_t i = 0; i < n && rc == 0; i++) {
-    if (parts[i].kind != AIR__CP_TEXT) continue;
-    if (!first) rc = air__buf_adds(&b, sep);
-    if (rc == 0) rc = air__buf_add(&b, parts[i].text.p, parts[i].text.n);
-    first = false;
-  }
-  json_t *s = rc == 0 ? json_stringn(b.p != NULL ? b.p : "", b.n) : NULL;
-  air__buf_cleanup(&b);
-  return s;
+  int rc = air__json_image_url(p, &url);
+  if (rc != 0) return rc;
+  return air__json_push(
+      parts, json_pack("{s:s, s:o}", "type", "input_image", "image_url", url));
 }
 
 /* A message item of role with the text (as text_type) and image parts of
@@ -170,9 +93,9 @@ static int message(const air__cmsg *m, const char *role, const char *text_type,
     const air__cpart *p = &m->parts[j];
     if (p->kind == AIR__CP_TEXT)
       rc = air__json_push(parts, json_pack("{s:s, s:o}", "type", text_type,
-                                           "text", jstring(p->text)));
+                                           "text", air__json_strn(p->text)));
     else if (p->kind == AIR__CP_IMAGE)
-      rc = air__json_push(parts, image(p));
+      rc = image(p, parts);
   }
   if (rc != 0 || json_array_size(parts) == 0) {
     json_decref(parts);
@@ -187,11 +110,11 @@ static int user_turn(const air__cmsg *m, json_t *items) {
   for (size_t j = 0; j < m->n_parts && rc == 0; j++) {
     const air__cpart *p = &m->parts[j];
     if (p->kind != AIR__CP_TOOL_RESULT) continue;
-    json_t *text = p->content_string ? jstring(p->text)
-                                     : joined(p->parts, p->n_parts, "\n");
+    json_t *text;
+    if ((rc = air__json_result_text(p, &text)) != 0) break;
     rc = air__json_push(
         items, json_pack("{s:s, s:o, s:o}", "type", "function_call_output",
-                         "call_id", jstring(p->id), "output", text));
+                         "call_id", air__json_strn(p->id), "output", text));
   }
   return rc != 0 ? rc : message(m, "user", "input_text", items);
 }
@@ -209,11 +132,11 @@ static int assistant_turn(const air__cmsg *m, json_t *items) {
     if (summary != NULL && p->text.n > 0)
       rc = air__json_push(
           summary, json_pack("{s:s, s:o}", "type", "summary_text", "text",
-                             jstring(p->text)));
+                             air__json_strn(p->text)));
     json_t *it =
         json_pack("{s:s, s:o}", "type", "reasoning", "summary", summary);
     if (rc == 0 && it != NULL && p->opaque.p != NULL)
-      rc = air__json_put(it, "encrypted_content", jstring(p->opaque));
+      rc = air__json_put(it, "encrypted_content", air__json_strn(p->opaque));
     rc = rc == 0 ? air__json_push(items, it) : (json_decref(it), rc);
   }
   if (rc == 0) rc = message(m, "assistant", "output_text", items);
@@ -222,9 +145,10 @@ static int assistant_turn(const air__cmsg *m, json_t *items) {
     if (p->kind != AIR__CP_TOOL_CALL) continue;
     air__str args = p->args.p != NULL ? p->args : (air__str){"{}", 2};
     rc = air__json_push(
-        items, json_pack("{s:s, s:o, s:o, s:o}", "type", "function_call",
-                         "call_id", jstring(p->id), "name", jstring(p->name),
-                         "arguments", jstring(args)));
+        items,
+        json_pack("{s:s, s:o, s:o, s:o}", "type", "function_call", "call_id",
+                  air__json_strn(p->id), "name", air__json_strn(p->name),
+                  "arguments", air__json_strn(args)));
   }
   return rc;
 }
@@ -233,8 +157,9 @@ static int input(const air__canon *c, json_t *root) {
   json_t *items = json_array();
   int rc = items != NULL ? 0 : AIR_ENOMEM;
   if (rc == 0 && c->has_system && c->n_system > 0) {
-    json_t *ins = joined(c->system, c->n_system, "\n");
-    if (json_string_length(ins) > 0)
+    json_t *ins;
+    rc = air__json_joined(c->system, c->n_system, "\n", &ins);
+    if (rc == 0 && json_string_length(ins) > 0)
       rc = air__json_put(root, "instructions", ins);
     else
       json_decref(ins);
@@ -254,31 +179,11 @@ static int input(const air__canon *c, json_t *root) {
   return rc;
 }
 
-static int tools(const air__canon *c, json_t *out) {
-  if (c->n_tools == 0) return 0;
-  json_t *arr = json_array();
-  if (arr == NULL) return AIR_ENOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < c->n_tools && rc == 0; i++) {
-    const air__ctool *t = &c->tools[i];
-    json_t *fn = json_pack("{s:s, s:o, s:b}", "type", "function", "name",
-                           jstring(t->name), "strict", 0);
-    if (fn == NULL) {
-      rc = AIR_ENOMEM;
-      break;
-    }
-    if (t->description.p != NULL)
-      rc = air__json_put(fn, "description", jstring(t->description));
-    json_t *schema =
-        t->schema.p != NULL
-            ? json_loadb(t->schema.p, t->schema.n, 0, NULL)
-            : json_pack("{s:s, s:{}}", "type", "object", "properties");
-    if (rc == 0) rc = air__json_put(fn, "parameters", schema);
-    rc = rc == 0 ? air__json_push(arr, fn) : (json_decref(fn), rc);
-  }
-  if (rc == 0) return air__json_put(out, "tools", arr);
-  json_decref(arr);
-  return rc;
+/* A tool: {type: function, name, strict: false, description,
+ * parameters}. */
+static json_t *tool_head(const air__ctool *t) {
+  return json_pack("{s:s, s:o, s:b}", "type", "function", "name",
+                   air__json_strn(t->name), "strict", 0);
 }
 
 /* The format as text.format: {type: json_object} or {type: json_schema,
@@ -292,7 +197,7 @@ static int text_format(const air__canon *c, json_t *out) {
     json_t *schema =
         json_loadb(c->format_schema.p, c->format_schema.n, 0, NULL);
     fmt = json_pack("{s:s, s:o, s:o}", "type", "json_schema", "name",
-                    c->format_name.p != NULL ? jstring(c->format_name)
+                    c->format_name.p != NULL ? air__json_strn(c->format_name)
                                              : json_string("output"),
                     "schema", schema);
   }
@@ -311,48 +216,20 @@ static int text_format(const air__canon *c, json_t *out) {
  * the caller asked for thinking, so the summary streams back as its
  * thinking. Adaptive thinking without an effort sends none. */
 static int reasoning_opts(const air__canon *c, json_t *out) {
-  air__ceffort e = c->effort;
-  if (e == AIR__EFFORT_UNSET && c->thinking_budget > 0)
-    e = c->thinking_budget < 4096    ? AIR__EFFORT_LOW
-        : c->thinking_budget < 16384 ? AIR__EFFORT_MEDIUM
-                                     : AIR__EFFORT_HIGH;
-  static const char *const names[] = {NULL,     "none", "minimal", "low",
-                                      "medium", "high", "high"};
+  air__ceffort e = air__canon_effort(c);
   if (e == AIR__EFFORT_UNSET) return 0;
+  const char *name = air__canon_effort_name(e);
   bool thinking = c->thinking_budget > 0 || c->thinking_adaptive;
-  json_t *r =
-      thinking && e != AIR__EFFORT_NONE
-          ? json_pack("{s:s, s:s}", "effort", names[e], "summary", "auto")
-          : json_pack("{s:s}", "effort", names[e]);
+  json_t *r = thinking && e != AIR__EFFORT_NONE
+                  ? json_pack("{s:s, s:s}", "effort", name, "summary", "auto")
+                  : json_pack("{s:s}", "effort", name);
   return air__json_put(out, "reasoning", r);
 }
 
 static int fields(const air__canon *c, json_t *out) {
-  int rc = 0;
-  if (c->max_tokens > 0)
-    rc = air__json_put(out, "max_output_tokens",
-                       json_integer((json_int_t)c->max_tokens));
-  if (rc == 0 && c->temperature.set) {
-    double t = c->temperature.d;
-    rc = air__json_put(
-        out, "temperature",
-        t >= 0 && t <= 2 ? num(&c->temperature) : json_real(t > 2 ? 2.0 : 0.0));
-  }
-  if (rc == 0 && c->top_p.set) rc = air__json_put(out, "top_p", num(&c->top_p));
-  if (rc == 0) rc = tools(c, out);
-  if (rc == 0 && c->tool_choice != AIR__TC_UNSET) {
-    json_t *v = c->tool_choice == AIR__TC_AUTO       ? json_string("auto")
-                : c->tool_choice == AIR__TC_REQUIRED ? json_string("required")
-                : c->tool_choice == AIR__TC_NONE
-                    ? json_string("none")
-                    : json_pack("{s:s, s:o}", "type", "function", "name",
-                                jstring(c->tool_choice_name));
-    rc = air__json_put(out, "tool_choice", v);
-  }
-  if (rc == 0 && c->parallel_tools == 0)
-    rc = air__json_put(out, "parallel_tool_calls", json_false());
-  if (rc == 0 && c->user.p != NULL)
-    rc = air__json_put(out, "user", jstring(c->user));
+  int rc = air__json_openai_sampling(c, out, "max_output_tokens");
+  if (rc == 0) rc = air__json_tools(c, out, tool_head, "parameters", NULL);
+  if (rc == 0) rc = air__json_openai_choice(c, out, false);
   if (rc == 0) rc = text_format(c, out);
   if (rc == 0) rc = reasoning_opts(c, out);
   if (rc == 0) rc = air__json_put(out, "store", json_false());
@@ -368,8 +245,7 @@ int air__rsp_encode_request(const air__canon *c, const air__build_opts *o,
   if (rc == 0) rc = fields(c, root);
   if (rc == 0)
     rc = air__json_cont_style(c, root, json_object_get(root, "input"));
-  if (rc == 0) rc = air__rsp_finish_body(root, c->model, o, err);
-  if (rc == 0) rc = air__json_dump(root, JSON_COMPACT, out);
+  if (rc == 0) rc = air__rsp_finish_body(root, c->model, o, out, err);
   json_decref(root);
   return rc;
 }

@@ -136,6 +136,80 @@ static void test_canon_limit(void **s) {
   air__request_cleanup(&r);
 }
 
+/* A request whose canonical form is given (the hub takes the cached one):
+ * from an Anthropic caller, one user turn, freed with the request. */
+static air__cmsg *given_canon(air__request *r) {
+  memset(r, 0, sizeof(*r));
+  r->dialect = AIR_DIALECT_ANTHROPIC;
+  r->model = "m";
+  r->canon = malloc(sizeof(*r->canon));
+  assert_non_null(r->canon);
+  air__canon_init(r->canon, AIR_DIALECT_ANTHROPIC);
+  r->canon->model = "m";
+  int rc;
+  air__cmsg *m = air__canon_add_msg(r->canon, AIR__ROLE_USER, &rc);
+  assert_non_null(m);
+  return m;
+}
+
+/* What a build over AIR__MAX_REQUEST_BYTES gives a caller: AIR_ETOOBIG and
+ * "request too large to translate", never out of memory, nothing written. */
+static void assert_too_big(const air__dialect_ops *target,
+                           const air__request *r) {
+  air__buf out;
+  air__buf_init(&out, 1u << 20);
+  air_error err;
+  assert_int_equal(air__request_build(target, r, &plain, &out, &err),
+                   AIR_ETOOBIG);
+  assert_int_equal(err.code, AIR_ETOOBIG);
+  assert_string_equal(err.message, "request too large to translate");
+  assert_int_equal(out.n, 0);
+  air__buf_cleanup(&out);
+}
+
+/* An inline image whose data: URL would pass AIR__MAX_REQUEST_BYTES, and
+ * system texts that joined would: the limit's error reaches the caller as
+ * it is (docs/style.md §5), for both targets that build such strings. */
+static void test_too_big_is_not_out_of_memory(void **s) {
+  (void)s;
+  size_t n = AIR__MAX_REQUEST_BYTES;
+  air__request r;
+  air__cmsg *m = given_canon(&r);
+  char *data = air__canon_zalloc(r.canon, n, 1);
+  assert_non_null(data);
+  memset(data, 'A', n);
+  int rc;
+  air__cpart *p = air__canon_add_part(r.canon, &m->parts, &m->n_parts,
+                                      &m->cap_parts, AIR__CP_IMAGE, &rc);
+  assert_non_null(p);
+  p->media_type = (air__str){"image/png", 9};
+  p->data = (air__str){data, n};
+  assert_too_big(&air__dialect_openai_chat, &r);
+  assert_too_big(&air__dialect_openai_responses, &r);
+  air__request_cleanup(&r);
+
+  /* Two system texts of half the limit and more, joined with "\n". */
+  m = given_canon(&r);
+  data = air__canon_zalloc(r.canon, n / 2 + 1, 1);
+  assert_non_null(data);
+  memset(data, 'B', n / 2 + 1);
+  air__canon *c = r.canon;
+  c->has_system = true;
+  for (int i = 0; i < 2; i++) {
+    p = air__canon_add_part(c, &c->system, &c->n_system, &c->cap_system,
+                            AIR__CP_TEXT, &rc);
+    assert_non_null(p);
+    p->text = (air__str){data, n / 2 + 1};
+  }
+  p = air__canon_add_part(c, &m->parts, &m->n_parts, &m->cap_parts,
+                          AIR__CP_TEXT, &rc);
+  assert_non_null(p);
+  p->text = (air__str){"hi", 2};
+  assert_too_big(&air__dialect_openai_chat, &r);
+  assert_too_big(&air__dialect_openai_responses, &r);
+  air__request_cleanup(&r);
+}
+
 static int collect(void *data, const air_part *p) {
   air__buf *b = data;
   static const char *const names[] = {[AIR_PART_TEXT] = "T",
@@ -242,6 +316,7 @@ int main(void) {
       cmocka_unit_test(test_can_express_and_cache),
       cmocka_unit_test(test_first_problem_named),
       cmocka_unit_test(test_canon_limit),
+      cmocka_unit_test(test_too_big_is_not_out_of_memory),
       cmocka_unit_test(test_dialect_table),
       cmocka_unit_test(test_json_tool),
   };
