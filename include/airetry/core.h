@@ -22,8 +22,15 @@ extern "C" {
 #define AIR_EXTERN
 #endif
 
-/* The version of these headers; air_version() is the library's. */
+/* The version of these headers, as a string and as the number 0xMMmmpp
+ * (a byte each for major, minor and patch, as LIBCURL_VERSION_NUM) for
+ * preprocessor tests: #if AIR_VERSION_NUM >= 0x000200. air_version() is the
+ * library's. */
+#define AIR_VERSION_MAJOR 0
+#define AIR_VERSION_MINOR 1
+#define AIR_VERSION_PATCH 0
 #define AIR_VERSION "0.1.0"
+#define AIR_VERSION_NUM 0x000100
 
 /* The library's version ("0.1.0"), static; compare with AIR_VERSION. */
 AIR_EXTERN const char *air_version(void);

@@ -81,10 +81,25 @@ static air_observers observers(seen *s) {
   return o;
 }
 
+_Static_assert(AIR_VERSION_NUM ==
+                   ((AIR_VERSION_MAJOR << 16) | (AIR_VERSION_MINOR << 8) |
+                    AIR_VERSION_PATCH),
+               "AIR_VERSION_NUM is 0xMMmmpp");
+
+/* The header's version, as a string and as a number, is the project's
+ * (CMakeLists.txt) and the library's. */
 static void test_version(void **st) {
   (void)st;
   assert_string_equal(air_version(), AIR_VERSION);
   assert_string_equal(air_version(), AIR_PROJECT_VERSION);
+  unsigned major = 0, minor = 0, patch = 0;
+  assert_int_equal(
+      sscanf(AIR_PROJECT_VERSION, "%u.%u.%u", &major, &minor, &patch), 3);
+  assert_int_equal(AIR_VERSION_NUM, (major << 16) | (minor << 8) | patch);
+  char s[32];
+  snprintf(s, sizeof(s), "%d.%d.%d", AIR_VERSION_MAJOR, AIR_VERSION_MINOR,
+           AIR_VERSION_PATCH);
+  assert_string_equal(s, AIR_VERSION);
 }
 
 static void test_call_observers(void **st) {
