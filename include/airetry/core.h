@@ -53,7 +53,9 @@ typedef enum air_errno {
   AIR_ENOTSUP = -11,  /* the target cannot express the request (skipped) */
 } air_errno;
 
-/* Static, never NULL; "unknown error" for values outside the enum. */
+/* Static, never NULL; "unknown error" for a value outside the enum (as
+ * air_reason_name: every name or message function returns a static string,
+ * never NULL). */
 AIR_EXTERN const char *air_strerror(int err);
 
 /* Optional detail for a failing call (the last argument, NULL allowed, of
@@ -94,8 +96,8 @@ typedef enum air_reason {
   AIR_REASON__COUNT
 } air_reason;
 
-/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of
- * range. */
+/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE; static, never
+ * NULL: "unknown" for a value outside the enum (as air_strerror). */
 AIR_EXTERN const char *air_reason_name(air_reason r);
 /* Parses a reason name of n bytes. Returns 0 or AIR_ENOTFOUND. */
 AIR_EXTERN int air_reason_from_name(const char *name, size_t n,

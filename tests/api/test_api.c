@@ -102,6 +102,26 @@ static void test_version(void **st) {
   assert_string_equal(s, AIR_VERSION);
 }
 
+/* The name functions agree on values outside their enums: a fixed static
+ * string, never NULL. */
+static void test_names_out_of_range(void **st) {
+  (void)st;
+  assert_string_equal(air_strerror(1), "unknown error");
+  assert_string_equal(air_strerror(-1000), "unknown error");
+  assert_string_equal(air_reason_name(AIR_REASON__COUNT), "unknown");
+  assert_string_equal(air_reason_name((air_reason)-1), "unknown");
+  assert_string_equal(air_reason_name((air_reason)1000), "unknown");
+  assert_string_equal(air_finish_name((air_finish)1000), "");
+  assert_string_equal(air_span_role_name((air_span_role)1000), "");
+  /* In range they name the value; "unknown" is no reason's name. */
+  assert_string_equal(air_strerror(AIR_EINVAL), "invalid argument");
+  assert_string_equal(air_reason_name(AIR_REASON_NONE), "none");
+  assert_string_equal(air_reason_name(AIR_REASON_ABORTED), "aborted");
+  air_reason r = AIR_REASON_ABORTED;
+  assert_int_equal(air_reason_from_name("unknown", 7, &r), AIR_ENOTFOUND);
+  assert_int_equal(r, AIR_REASON_ABORTED);
+}
+
 static void test_call_observers(void **st) {
   (void)st;
   air_config *cfg = load();
@@ -280,6 +300,7 @@ static void test_config_dump_file(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_version),
+      cmocka_unit_test(test_names_out_of_range),
       cmocka_unit_test(test_call_observers),
       cmocka_unit_test(test_sizes_are_checked),
       cmocka_unit_test(test_unknown_model_detail),
