@@ -357,14 +357,27 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id,
                             const air_failure *f, uint64_t now_ms,
                             uint64_t wall_ms, air_action *act);
 /*
+ * Content, in two events of different names so that they cannot be swapped:
+ * air_run_first_part when an attempt's first content part arrives (it wins
+ * a hedge race), air_run_ready_to_commit when that content may be released
+ * (after holding and judging). A driver without racers may call only the
+ * second.
+ *
+ * Attempt attempt_id received its first content part (before any holding
+ * or judging): it wins the race. Returns CANCEL for a racer that lost (more
+ * through air_run_next), or IDLE when no other racer is in flight.
+ */
+AIR_EXTERN int air_run_first_part(air_run *run, unsigned attempt_id,
+                                  uint64_t now_ms, air_action *act);
+/*
  * Attempt attempt_id has content ready for the caller (its first content
  * part, or in complete mode its judged answer). The engine decides: COMMIT
  * attempt_id (release it; from now on its failure is final), and with
  * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
  * probe's breaker verdict (success) is given here. A continuation's too.
  */
-AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id,
-                                     uint64_t now_ms, air_action *act);
+AIR_EXTERN int air_run_ready_to_commit(air_run *run, unsigned attempt_id,
+                                       uint64_t now_ms, air_action *act);
 /*
  * Hedging (docs/design.md §3.6). Every action carries hedge_at_ms: the time the
  * newest racer, still without content, reaches hedge.after_ms. Call
@@ -374,16 +387,8 @@ AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id,
  */
 AIR_EXTERN int air_run_hedge(air_run *run, uint64_t now_ms, air_action *act);
 /*
- * Attempt attempt_id received its first content part (before any holding
- * or judging; air_run_first_content follows when it may be released): it
- * wins the race. Returns CANCEL for a racer that lost (more through
- * air_run_next), or IDLE when no other racer is in flight.
- */
-AIR_EXTERN int air_run_content(air_run *run, unsigned attempt_id,
-                               uint64_t now_ms, air_action *act);
-/*
  * The actions that follow the one an event returned: CANCEL for each racer
- * that lost, after a COMMIT, DONE, FAIL or a CANCEL of air_run_content.
+ * that lost, after a COMMIT, DONE, FAIL or a CANCEL of air_run_first_part.
  * Returns 1 and sets *act while one is pending, 0 when none is (the next
  * event drops the ones not read).
  */

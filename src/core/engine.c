@@ -1052,8 +1052,8 @@ int air__run_fail_final(air_run *run, unsigned attempt_id, const air_failure *f,
   return stamped(run, fail_final(run, r, f, now_ms, act), act);
 }
 
-int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                    air_action *act) {
+int air_run_first_part(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                       air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
   if (r == NULL ||
@@ -1066,8 +1066,8 @@ int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
   return stamped(run, 0, act);
 }
 
-int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                          air_action *act) {
+int air_run_ready_to_commit(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                            air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
   /* Before commit a racer; in a rescue the continuation attempt. */

@@ -58,7 +58,7 @@ static int emit(void *data, const air__gate_event *ev) {
   if (!c->notified) {
     if (c->run != NULL) {
       air_action act;
-      int rc = air_run_first_content(c->run, c->att_id, now_of(c), &act);
+      int rc = air_run_ready_to_commit(c->run, c->att_id, now_of(c), &act);
       if (rc != 0) return rc;
       if (act.kind != AIR_ACT_COMMIT || act.attempt_id != c->att_id)
         return AIR_ESTATE;

@@ -5,8 +5,8 @@
  * transfer, SSE parser, decoder, commit gate, headers, failure and
  * deadlines. Without hedging one leg runs at a time; with it the engine
  * starts hedges beside the running leg (air_run_hedge at hedge_at_ms), the
- * first leg whose content arrives wins (air_run_content, then
- * air_run_first_content at its release) and the engine's CANCELs stop the
+ * first leg whose content arrives wins (air_run_first_part, then
+ * air_run_ready_to_commit at its release) and the engine's CANCELs stop the
  * others at once: their transfers are removed, which closes their
  * upstream connections.
  *
@@ -20,7 +20,7 @@
  * the rest (air__request_build_continuation), its events pass its own gate
  * (the refusal hold) and then the seam (seam.h), which drops a repeat and
  * fails a diverging restart or a preamble. Nothing of it is released before
- * the seam opens; then the engine commits it (air_run_first_content), the
+ * the seam opens; then the engine commits it (air_run_ready_to_commit), the
  * consumer hears on_continue and the continuation's parts follow (raw
  * NULL: the consumer's encoder takes over). From the failure to the seam
  * (the rescue) the consumer gets on_keepalive every AIR__CONT_KEEPALIVE_MS,
@@ -99,7 +99,7 @@ typedef struct leg {
   enum mode mode;
   bool in_cb; /* inside its on_head / on_body */
   bool pause_pending;
-  bool content_told; /* air_run_content was called for it */
+  bool content_told; /* air_run_first_part was called for it */
   bool have_fail;
   air_failure fail; /* the attempt's failure under construction */
   air__gate gate;
@@ -376,7 +376,7 @@ static void reap(air__exchange *x) {
 
 /*
  * After every engine call: the next hedge's time, and the CANCELs that
- * follow its action (a CANCEL may be the action itself: air_run_content).
+ * follow its action (a CANCEL may be the action itself: air_run_first_part).
  */
 static void engine_did(air__exchange *x, const air_action *a) {
   x->hedge_due = a->hedge_at_ms;
@@ -581,7 +581,7 @@ static int emit(void *data, const air__gate_event *ev) {
   if (!x->notified) {
     if (x->act.kind != AIR_ACT_FAIL) {
       air_action a;
-      int rc = air_run_first_content(x->run, l->id, now_of(x), &a);
+      int rc = air_run_ready_to_commit(x->run, l->id, now_of(x), &a);
       if (rc != 0) return rc;
       if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
       x->act = a;
@@ -688,7 +688,7 @@ static int cparts_room(leg *l, size_t n) {
 static int open_seam(leg *l) {
   air__exchange *x = l->x;
   air_action a;
-  int rc = air_run_first_content(x->run, l->id, now_of(x), &a);
+  int rc = air_run_ready_to_commit(x->run, l->id, now_of(x), &a);
   if (rc != 0) return rc;
   if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
   x->act = a;
@@ -852,7 +852,7 @@ static void tell_content(leg *l) {
   if (l->content_told || !l->gate.content || x->notified) return;
   l->content_told = true;
   air_action a;
-  if (air_run_content(x->run, l->id, now_of(x), &a) == 0) engine_did(x, &a);
+  if (air_run_first_part(x->run, l->id, now_of(x), &a) == 0) engine_did(x, &a);
 }
 
 /* Feeds one decoded batch of parts to the gate; 1 when the attempt stops. */
