@@ -332,7 +332,7 @@ typedef struct air_action {
   uint64_t hedge_at_ms;      /* every kind: when to call air_run_hedge
                                 (monotonic; 0: no hedge is due) */
   unsigned flags;            /* AIR_ACTF_* */
-  unsigned style;            /* CONTINUE: an air_cont_style; zero otherwise */
+  air_cont_style style;      /* CONTINUE: how to ask; AIR_CONT_NONE otherwise */
 } air_action;
 
 /*
