@@ -252,8 +252,16 @@ typedef struct air_attempt {
                             hedge.max */
 } air_attempt;
 
-/* A failure reported by one attempt. Strings may be NULL; not retained. */
+/*
+ * A failure reported by one attempt. Strings may be NULL; not retained.
+ * size is the sizeof(air_failure) of whoever fills it, so that fields can be
+ * appended (docs/api.md): the drivers set it on the record they hand an
+ * attempt function; a caller of air_run_fail sets it (AIR_FAILURE_INIT) or
+ * leaves it 0, which stands for this first version's fields. Another size
+ * below this version's is AIR_EINVAL.
+ */
 typedef struct air_failure {
+  size_t size;
   air_reason reason; /* NONE: classify from the fields below */
   int status;
   const char *type; /* body error type ("overloaded_error") */
@@ -264,6 +272,8 @@ typedef struct air_failure {
   const air_header *headers; /* response headers, for Retry-After */
   size_t n_headers;
 } air_failure;
+#define AIR_FAILURE_INIT \
+  { .size = sizeof(air_failure) }
 
 /* How a target is asked for the rest of a cut answer (docs/design.md §3.5). */
 typedef enum air_cont_style {

@@ -45,9 +45,16 @@ typedef enum air_finish {
 
 /*
  * One part. Strings are borrowed, not NUL-terminated, and valid only during
- * the callback that hands the part over.
+ * the callback that hands the part over. size is the sizeof(air_part) of
+ * whoever fills it, so that fields can be appended (docs/api.md): every part
+ * the library hands over has it set, and a reader checks it before reading
+ * a field a later version appends (as for air_span); a part pushed to
+ * air_stream_push sets it (AIR_PART_INIT) or leaves it 0, which stands for
+ * this first version's fields. Another size below this version's is
+ * AIR_EINVAL.
  */
 typedef struct air_part {
+  size_t size;
   air_part_kind kind;
   int index;        /* content block / tool call index */
   const char *text; /* TEXT, REASONING, REFUSAL, TOOL_DELTA, ERROR message */
@@ -62,6 +69,8 @@ typedef struct air_part {
   uint64_t input_tokens;  /* USAGE */
   uint64_t output_tokens; /* USAGE */
 } air_part;
+#define AIR_PART_INIT \
+  { .size = sizeof(air_part) }
 
 /* True for the parts that commit (docs/design.md §2): non-empty text, reasoning
  * or refusal text, and any tool call piece. */
@@ -240,7 +249,9 @@ typedef struct air_stream_sink air_stream_sink;
  * must stop now (the driver judged it failed before commit — a refusal, an
  * error event, a finish before content —, or on_part asked to stop, or the
  * caller cancelled): the attempt function should then return at once; what
- * it reports after that is ignored. Negative: AIR_ENOMEM.
+ * it reports after that is ignored. Negative: AIR_ENOMEM, or AIR_EINVAL (a
+ * NULL argument, or a part's size neither 0 nor at least the first
+ * version's).
  */
 AIR_EXTERN int air_stream_push(air_stream_sink *sink, const air_part *p);
 /* Reports one malformed event the producer skipped. Returns as push. */

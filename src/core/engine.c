@@ -35,6 +35,7 @@
 #include "backoff.h"
 #include "classify.h"
 #include "engine.h"
+#include "error.h"
 #include "limits.h"
 #include "retry_after.h"
 #include "state.h"
@@ -1036,7 +1037,9 @@ static int run_fail(air_run *run, racer *r, const air_failure *f,
 
 int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
                  uint64_t now_ms, uint64_t wall_ms, air_action *act) {
-  if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
+  if (run == NULL || f == NULL || act == NULL ||
+      !air__record_size_ok(f->size, AIR__FAILURE_SIZE_V0))
+    return AIR_EINVAL;
   racer *r = slot_of(run, attempt_id, false);
   if (r == NULL) return AIR_ESTATE;
   reset_pending(run);

@@ -71,6 +71,7 @@ static int do_attempt(const air__drive *d, air_run *run, air_action *act,
   }
   air__outcome out;
   memset(&out, 0, sizeof(out));
+  out.f.size = sizeof(out.f); /* the attempt function fills this version */
   unsigned id = act->attempt_id;
   d->attempt(d->ctx, &info, run, id, &out);
   uint64_t now = clock->now_ms(clock->data);

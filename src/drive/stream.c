@@ -38,8 +38,12 @@ static uint64_t now_of(const stream_ctx *c) {
   return c->clock->now_ms(c->clock->data);
 }
 
+/* Every part the caller is handed has its size set (the gate's are the
+ * library's own, size 0). */
 static int deliver(stream_ctx *c, const air_part *p) {
-  if (c->o.on_part != NULL && c->o.on_part(c->o.data, p) != 0) {
+  air_part q = *p;
+  q.size = sizeof(q);
+  if (c->o.on_part != NULL && c->o.on_part(c->o.data, &q) != 0) {
     c->stop = true;
     return 1;
   }
@@ -73,7 +77,9 @@ static int emit(void *data, const air__gate_event *ev) {
 }
 
 int air_stream_push(air_stream_sink *sink, const air_part *p) {
-  if (sink == NULL || p == NULL) return AIR_EINVAL;
+  if (sink == NULL || p == NULL ||
+      !air__record_size_ok(p->size, AIR__PART_SIZE_V0))
+    return AIR_EINVAL;
   stream_ctx *c = sink->ctx;
   if (c->stop || c->late != AIR_REASON_NONE || air_cancel_is_set(c->o.cancel))
     return 1;

@@ -141,7 +141,10 @@ static int on_event(void *data, const air__gate_event *ev) {
       air__exchange_cancel(j->x);
       break;
     }
-    if (j->o.on_part && j->o.on_part(j->o.data, &ev->parts[i]) != 0) {
+    if (j->o.on_part == NULL) continue;
+    air_part p = ev->parts[i];
+    p.size = sizeof(p); /* the decoders' parts leave it 0 */
+    if (j->o.on_part(j->o.data, &p) != 0) {
       /* Carried out when this callback returns; on_end follows, nothing
        * else (exchange.h). */
       atomic_store(&j->cancel, true);
@@ -220,6 +223,7 @@ static void on_end(void *data, const air__exchange_result *r) {
      * part named after the reason (as in air_stream). */
     air_part err;
     memset(&err, 0, sizeof(err));
+    err.size = sizeof(err);
     err.kind = AIR_PART_ERROR;
     err.name = air_reason_name(r->reason);
     err.name_len = strlen(err.name);

@@ -201,6 +201,116 @@ static void test_sizes_are_checked(void **st) {
   air_config_free(cfg);
 }
 
+/* ---- the records' sizes: air_part and air_failure ---------------------- */
+
+typedef struct sized {
+  size_t failure_size; /* f->size an attempt function was handed */
+  int push_rc[4];      /* air_stream_push with sizes 0, INIT, 1, larger */
+  unsigned parts;      /* parts delivered to on_part */
+  size_t part_size;    /* their size, when all agree; 1 otherwise */
+} sized;
+
+static int sized_attempt(void *data, const air_attempt_info *info,
+                         air_failure *f) {
+  sized *s = data;
+  (void)info;
+  s->failure_size = f->size;
+  return 0;
+}
+
+/* Pushes TEXT parts with each kind of size, then a FINISH. */
+static int sized_produce(void *data, const air_attempt_info *info,
+                         air_stream_sink *sink, air_failure *f) {
+  sized *s = data;
+  (void)info;
+  (void)f;
+  air_part zero = {.kind = AIR_PART_TEXT, .text = "a", .text_len = 1};
+  air_part init = AIR_PART_INIT;
+  init.kind = AIR_PART_TEXT;
+  init.text = "b";
+  init.text_len = 1;
+  air_part bad = zero;
+  bad.size = 1;
+  /* A newer header's part: bigger, its extra field ignored. */
+  struct {
+    air_part p;
+    uint64_t newer;
+  } big;
+  memset(&big, 0, sizeof(big));
+  big.p = init;
+  big.p.size = sizeof(big);
+  big.p.text = "c";
+  s->push_rc[0] = air_stream_push(sink, &zero);
+  s->push_rc[1] = air_stream_push(sink, &init);
+  s->push_rc[2] = air_stream_push(sink, &bad);
+  s->push_rc[3] = air_stream_push(sink, &big.p);
+  air_part fin = {.kind = AIR_PART_FINISH, .finish = AIR_FINISH_STOP};
+  return air_stream_push(sink, &fin) != 0;
+}
+
+static int sized_part(void *data, const air_part *p) {
+  sized *s = data;
+  if (s->parts++ == 0)
+    s->part_size = p->size;
+  else if (p->size != s->part_size)
+    s->part_size = 1;
+  return 0;
+}
+
+/* The library sets size on every record it hands over; a record with size
+ * 0 (zeroed, designated initializers) is the first version; a size below
+ * the first version's is AIR_EINVAL. */
+static void test_record_sizes(void **st) {
+  (void)st;
+  air_config *cfg = load();
+  sized s;
+  memset(&s, 0, sizeof(s));
+  air_call_opts co = AIR_CALL_OPTS_INIT;
+  co.fn = sized_attempt;
+  co.data = &s;
+  assert_int_equal(air_call(cfg, NULL, "p/b", &co, NULL, NULL, NULL), 0);
+  assert_int_equal(s.failure_size, sizeof(air_failure));
+
+  air_stream_opts so = AIR_STREAM_OPTS_INIT;
+  so.fn = sized_produce;
+  so.on_part = sized_part;
+  so.data = &s;
+  assert_int_equal(air_stream(cfg, NULL, "p/b", &so, NULL, NULL, NULL), 0);
+  assert_int_equal(s.push_rc[0], 0);
+  assert_int_equal(s.push_rc[1], 0);
+  assert_int_equal(s.push_rc[2], AIR_EINVAL);
+  assert_int_equal(s.push_rc[3], 0);
+  assert_int_equal(s.parts, 4); /* a, b, c and the finish */
+  assert_int_equal(s.part_size, sizeof(air_part));
+
+  /* air_run_fail: size 0 and AIR_FAILURE_INIT are accepted, a size below
+   * the first version's is not, and *act is then untouched. */
+  air_run *run = NULL;
+  air_action act;
+  assert_int_equal(air_run_new(cfg, NULL, "r", NULL, 1000, &run, &act), 0);
+  assert_int_equal(act.kind, AIR_ACT_ATTEMPT);
+  unsigned id = act.attempt_id;
+  air_failure f = AIR_FAILURE_INIT;
+  f.size = sizeof(size_t);
+  f.status = 529;
+  f.type = "overloaded_error";
+  air_action before;
+  memset(&before, 0x5a, sizeof(before));
+  air_action after = before;
+  assert_int_equal(air_run_fail(run, id, &f, 1001, 0, &after), AIR_EINVAL);
+  assert_memory_equal(&after, &before, sizeof(before));
+  f.size = 0;
+  assert_int_equal(air_run_fail(run, id, &f, 1001, 0, &act), 0);
+  assert_int_equal(act.kind, AIR_ACT_ATTEMPT); /* the switch to p/b */
+  assert_string_equal(act.target, "p/b");
+  air_failure g = AIR_FAILURE_INIT;
+  g.status = 500;
+  assert_int_equal(air_run_fail(run, act.attempt_id, &g, 1002, 0, &act), 0);
+  assert_int_equal(act.kind, AIR_ACT_FAIL);
+  air_run_free(run);
+  air_config_free(cfg);
+}
+
 static int produce(void *data, const air_attempt_info *info,
                    air_stream_sink *sink, air_failure *f) {
   (void)data;
@@ -303,6 +413,7 @@ int main(void) {
       cmocka_unit_test(test_names_out_of_range),
       cmocka_unit_test(test_call_observers),
       cmocka_unit_test(test_sizes_are_checked),
+      cmocka_unit_test(test_record_sizes),
       cmocka_unit_test(test_unknown_model_detail),
       cmocka_unit_test(test_client_opts_and_errors),
       cmocka_unit_test(test_config_dump_file),
