@@ -90,8 +90,8 @@ typedef struct air_chat_opts {
  * *out has the error body and log), AIR_ECANCELED, AIR_ENOTFOUND (unknown
  * model), AIR_EINVAL / AIR_EPARSE (bad request: *out->body holds the dialect
  * error). *out is set in every case but AIR_ENOMEM and invalid arguments
- * (a NULL argument, an unknown dialect, opts->size too small). err (may be
- * NULL) says why in every failing case.
+ * (a NULL argument, an unknown dialect, opts->size too small), which leave
+ * it untouched. err (may be NULL) says why in every failing case.
  */
 AIR_EXTERN int air_client_chat(air_client *c, air_dialect dialect,
                                const char *body, size_t len,

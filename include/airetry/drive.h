@@ -223,9 +223,12 @@ typedef struct air_call_opts {
  * a final failure or a cancel. Returns 0, AIR_EUPSTREAM (every attempt failed),
  * AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL (also opts->size too small) or
  * AIR_ENOMEM; err (may be NULL) says why. If it returns AIR_EINVAL or
- * AIR_ENOTFOUND no callback fires. When `log` is not NULL, *log receives a
- * copy of the attempt log (free with air_attempt_log_free) and *n_log its
- * length. Safe to call from many threads at once on one config and state.
+ * AIR_ENOTFOUND no callback fires. When the call ran (0, AIR_EUPSTREAM,
+ * AIR_ECANCELED) and `log` is not NULL, *log receives a copy of the attempt
+ * log (free with air_attempt_log_free) and *n_log its length (NULL and 0:
+ * cancelled before any attempt, or no memory for the copy); otherwise both
+ * are left untouched. Safe to call from many threads at once on one config
+ * and state.
  * A route's `hedge` and `continuation` are ignored (docs/design.md §3.5, 3.6):
  * one attempt runs at a time, and none continues a committed one.
  */

@@ -1852,7 +1852,6 @@ static void load_tree(ctx *c, const char *text, size_t len) {
 int air_config_parse(const char *name, const char *text, size_t len,
                      air_diag_cb cb, void *data, air_config **out) {
   if (!out || (!text && len)) return AIR_EINVAL;
-  *out = NULL;
   ctx c = {.file = name ? name : "<config>"};
   c.opts = air__config_opts(&c.n_opts);
   c.walk = (air__yaml_walk){
@@ -1883,7 +1882,6 @@ int air_config_parse(const char *name, const char *text, size_t len,
 int air_config_load(const char *path, air_diag_cb cb, void *data,
                     air_config **out) {
   if (!path || !out) return AIR_EINVAL;
-  *out = NULL;
   ctx c = {.file = path};
   FILE *f = fopen(path, "rb");
   if (!f) {

@@ -208,8 +208,6 @@ static int stream_settle(void *ctx, air_reason reason) {
 int air_stream(const air_config *cfg, air_state *state, const char *model,
                const air_stream_opts *opts, air_attempt **log, size_t *n_log,
                air_error *err) {
-  if (log) *log = NULL;
-  if (n_log) *n_log = 0;
   stream_ctx c;
   memset(&c, 0, sizeof(c));
   int rc = air__opts_copy(&c.o, sizeof(c.o), opts, AIR__STREAM_OPTS_SIZE_V0,

@@ -471,7 +471,6 @@ int air_client_chat(air_client *c, air_dialect dialect, const char *body,
                     air_chat_result **out, air_error *err) {
   if (c == NULL || body == NULL || out == NULL)
     return air__error_set(err, AIR_EINVAL, "client, body and out are required");
-  *out = NULL;
   if (dialect != AIR_DIALECT_OPENAI && dialect != AIR_DIALECT_ANTHROPIC)
     return air__error_set(err, AIR_EINVAL, "unknown dialect %d", (int)dialect);
   air_chat_opts o;

@@ -311,6 +311,110 @@ static void test_record_sizes(void **st) {
   air_config_free(cfg);
 }
 
+/* ---- outputs untouched on failure -------------------------------------- */
+
+/* A pointer no function returns: what an out parameter holds before a call
+ * that must leave it alone. */
+static char sentinel_obj;
+#define SENTINEL ((void *)&sentinel_obj)
+
+/* Every public function with an out parameter leaves it as it was when it
+ * fails (docs/api.md, "Conventions"). */
+static void test_outputs_untouched_on_failure(void **st) {
+  (void)st;
+  air_config *cfg = SENTINEL;
+  assert_int_equal(air_config_parse("x", "routes: [", 9, NULL, NULL, &cfg),
+                   AIR_ECONFIG);
+  assert_ptr_equal(cfg, SENTINEL);
+  assert_int_equal(air_config_parse("x", NULL, 3, NULL, NULL, &cfg),
+                   AIR_EINVAL);
+  assert_ptr_equal(cfg, SENTINEL);
+  assert_int_equal(air_config_load("/nonexistent/a.yaml", NULL, NULL, &cfg),
+                   AIR_EIO);
+  assert_ptr_equal(cfg, SENTINEL);
+
+  air_reason r = AIR_REASON_QUOTA;
+  assert_int_equal(air_reason_from_name("nope", 4, &r), AIR_ENOTFOUND);
+  assert_int_equal(r, AIR_REASON_QUOTA);
+
+  cfg = load();
+  /* The engine: a failing event leaves *act (and air_run_new's *out) as
+   * they were; air_run_next with nothing pending too. */
+  air_action before;
+  memset(&before, 0x5a, sizeof(before));
+  air_action act = before;
+  air_run *run = SENTINEL;
+  assert_int_equal(air_run_new(cfg, NULL, "nope", NULL, 1000, &run, &act),
+                   AIR_ENOTFOUND);
+  assert_ptr_equal(run, SENTINEL);
+  assert_memory_equal(&act, &before, sizeof(act));
+  run = NULL;
+  air_action first;
+  assert_int_equal(air_run_new(cfg, NULL, "r", NULL, 1000, &run, &first), 0);
+  unsigned bad = first.attempt_id + 100; /* an attempt the run never made */
+  air_failure f = {.status = 500};
+  assert_int_equal(air_run_fail(run, bad, &f, 1001, 0, &act), AIR_ESTATE);
+  assert_int_equal(air_run_first_part(run, bad, 1001, &act), AIR_ESTATE);
+  assert_int_equal(air_run_ready_to_commit(run, bad, 1001, &act), AIR_ESTATE);
+  assert_int_equal(air_run_succeed(run, bad, 1001, &act), AIR_ESTATE);
+  assert_int_equal(air_run_wait_done(run, bad, 1001, &act), AIR_ESTATE);
+  assert_int_equal(air_run_prefill_rejected(run, bad, 1001, &act), AIR_ESTATE);
+  assert_int_equal(air_run_next(run, &act), 0);
+  assert_memory_equal(&act, &before, sizeof(act));
+  air_action done;
+  assert_int_equal(air_run_succeed(run, first.attempt_id, 1002, &done), 0);
+  assert_int_equal(done.kind, AIR_ACT_DONE);
+  assert_int_equal(air_run_cancel(run, 1003, &act), AIR_ESTATE);
+  assert_int_equal(air_run_hedge(run, 1003, &act), AIR_ESTATE);
+  assert_memory_equal(&act, &before, sizeof(act));
+  air_run_free(run);
+
+  /* The drivers: *log and *n_log are set only when the call ran. */
+  air_attempt *log = SENTINEL;
+  size_t n = 12345;
+  air_call_opts co = AIR_CALL_OPTS_INIT; /* no fn: AIR_EINVAL */
+  assert_int_equal(air_call(cfg, NULL, "r", &co, &log, &n, NULL), AIR_EINVAL);
+  co.fn = attempt;
+  seen s = {0};
+  co.data = &s;
+  assert_int_equal(air_call(cfg, NULL, "nope", &co, &log, &n, NULL),
+                   AIR_ENOTFOUND);
+  air_stream_opts so = AIR_STREAM_OPTS_INIT;
+  assert_int_equal(air_stream(cfg, NULL, "r", &so, &log, &n, NULL), AIR_EINVAL);
+  assert_ptr_equal(log, SENTINEL);
+  assert_int_equal(n, 12345);
+  assert_int_equal(s.calls, 0);
+  /* A call that ran sets them (p/a overloaded, p/b answers). */
+  assert_int_equal(air_call(cfg, NULL, "r", &co, &log, &n, NULL), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(log[1].target, "p/b");
+  air_attempt_log_free(log, n);
+
+  /* The client. */
+  air_client *c = SENTINEL;
+  assert_int_equal(air_client_new(NULL, 1, &c, NULL), AIR_EINVAL);
+  assert_ptr_equal(c, SENTINEL);
+  assert_int_equal(air_global_init(), 0);
+  c = NULL;
+  assert_int_equal(air_client_new(cfg, 1, &c, NULL), 0);
+  const char body[] =
+      "{\"model\":\"r\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+  air_chat_result *res = SENTINEL;
+  assert_int_equal(
+      air_client_chat(c, (air_dialect)99, body, strlen(body), NULL, &res, NULL),
+      AIR_EINVAL);
+  assert_ptr_equal(res, SENTINEL);
+  air_chat_opts o = AIR_CHAT_OPTS_INIT;
+  o.size = 1;
+  assert_int_equal(air_client_chat(c, AIR_DIALECT_OPENAI, body, strlen(body),
+                                   &o, &res, NULL),
+                   AIR_EINVAL);
+  assert_ptr_equal(res, SENTINEL);
+  air_client_free(c);
+  air_global_cleanup();
+  air_config_free(cfg);
+}
+
 static int produce(void *data, const air_attempt_info *info,
                    air_stream_sink *sink, air_failure *f) {
   (void)data;
@@ -414,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_call_observers),
       cmocka_unit_test(test_sizes_are_checked),
       cmocka_unit_test(test_record_sizes),
+      cmocka_unit_test(test_outputs_untouched_on_failure),
       cmocka_unit_test(test_unknown_model_detail),
       cmocka_unit_test(test_client_opts_and_errors),
       cmocka_unit_test(test_config_dump_file),
