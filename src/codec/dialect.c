@@ -516,14 +516,6 @@ void air__aggregate_cleanup(air__aggregate *a) {
   memset(a, 0, sizeof(*a));
 }
 
-static char *dupn(const char *s, size_t n) {
-  char *p = malloc(n + 1);
-  if (p == NULL) return NULL;
-  if (n) memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
 /* The tool call with OpenAI-style index idx, created on TOOL_START. */
 static air__tool_call *tool_at(air__aggregate *a, int idx, bool create) {
   if (idx < 0 || idx >= AIR__DECODER_MAX_TOOLS) return NULL;
@@ -566,8 +558,8 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
         return AIR_ETOOBIG;
       free(t->id);
       free(t->name);
-      t->id = dupn(p->id, p->id_len);
-      t->name = dupn(p->name, p->name_len);
+      t->id = air__memdup0(p->id, p->id_len);
+      t->name = air__memdup0(p->name, p->name_len);
       return t->id && t->name ? 0 : AIR_ENOMEM;
     }
     case AIR_PART_TOOL_DELTA: {
