@@ -1,6 +1,6 @@
 /*
  * airetry/client.h: the HTTP client: real upstream calls (libcurl on libuv).
- * Part of the public API; include <airetry.h>, the umbrella over all three.
+ * Part of the public API; include <airetry.h>, the umbrella over them all.
  */
 #ifndef AIRETRY_CLIENT_H
 #define AIRETRY_CLIENT_H

@@ -1,7 +1,7 @@
 /*
  * airetry/core.h: errors, reasons, config, shared state, cancellation, clock,
  * the attempt log and the sans-I/O engine run.
- * Part of the public API; include <airetry.h>, the umbrella over all three.
+ * Part of the public API; include <airetry.h>, the umbrella over them all.
  */
 #ifndef AIRETRY_CORE_H
 #define AIRETRY_CORE_H

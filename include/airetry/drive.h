@@ -1,7 +1,7 @@
 /*
  * airetry/drive.h: parts (the normalized stream), the generic driver air_call
  * and the stream driver air_stream.
- * Part of the public API; include <airetry.h>, the umbrella over all three.
+ * Part of the public API; include <airetry.h>, the umbrella over them all.
  */
 #ifndef AIRETRY_DRIVE_H
 #define AIRETRY_DRIVE_H
