@@ -19,8 +19,8 @@ extern "C" {
 
 /*
  * Process-wide setup of the HTTP stack (libcurl). Call once before the first
- * air_client_new, from one thread; air_global_cleanup at exit. The only
- * global state of the library.
+ * air_client_new or air_async_new, from one thread; air_global_cleanup at
+ * exit. The only global state of the library.
  */
 AIR_EXTERN int air_global_init(void);
 AIR_EXTERN void air_global_cleanup(void);

@@ -172,8 +172,9 @@ typedef struct air_span {
 } air_span;
 
 /*
- * The observers of one call, the same for air_call, air_stream and
- * air_client_chat. Every member may be NULL; each gets `data`. Set size to
+ * The observers of one call, the same for air_call, air_stream and the
+ * clients (air_client_chat, air_async_chat: "the client" below). Every
+ * member may be NULL; each gets `data`. Set size to
  * sizeof(air_observers) (AIR_OBSERVERS_INIT does); see docs/api.md for how
  * option structs grow.
  */
@@ -184,7 +185,7 @@ typedef struct air_observers {
    * the policy's decision. */
   void (*on_failed)(void *data, const air_attempt *failed);
   /* Before a retry or switch, with the next attempt; may replace *options
-   * for it. air_client_chat has no per-attempt options: it never calls it. */
+   * for it. The client has no per-attempt options: it never calls it. */
   void (*on_retry)(void *data, const air_attempt_info *next, void **options);
   /* Once, when the answer commits: air_stream and the streaming client
    * just before the first part is delivered; air_call and the whole-answer
@@ -194,8 +195,9 @@ typedef struct air_observers {
    * unless the call failed before anything ran (AIR_EINVAL, AIR_ENOTFOUND,
    * a bad request to the client: then no observer fires). */
   void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
-  /* air_client_chat only: every span of the call (each attempt's, then the
-   * request's) when it ends, on a client worker thread, before on_settled.
+  /* The client only: every span of the call (each attempt's, then the
+   * request's) when it ends, before on_settled (on a worker thread of
+   * air_client, inside air_async_perform for air_async).
    * Setting it turns tracing on for the call: each upstream request
    * carries its attempt span's `traceparent`. Every such call is sampled;
    * air_chat_opts.traceparent continues the application's own trace. */
