@@ -411,6 +411,31 @@ static void test_outputs_untouched_on_failure(void **st) {
                    AIR_EINVAL);
   assert_ptr_equal(res, SENTINEL);
   air_client_free(c);
+
+  /* The async handle. */
+  air_async *a = SENTINEL;
+  assert_int_equal(air_async_new(NULL, &a, NULL), AIR_EINVAL);
+  assert_ptr_equal(a, SENTINEL);
+  a = NULL;
+  assert_int_equal(air_async_new(cfg, &a, NULL), 0);
+  air_async_call *call = SENTINEL;
+  const char nope[] =
+      "{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":"
+      "\"hi\"}]}";
+  assert_int_equal(air_async_chat(a, AIR_DIALECT_OPENAI, nope, strlen(nope),
+                                  NULL, &call, NULL),
+                   AIR_ENOTFOUND);
+  assert_int_equal(
+      air_async_chat(a, AIR_DIALECT_OPENAI, "{", 1, NULL, &call, NULL) < 0, 1);
+  assert_ptr_equal(call, SENTINEL);
+  unsigned running = 7;
+  assert_int_equal(air_async_perform(NULL, &running), AIR_EINVAL);
+  assert_int_equal(running, 7);
+  assert_int_equal(air_async_perform(a, &running), 0);
+  assert_int_equal(running, 0);
+  assert_true(air_async_fd(a) >= 0);
+  assert_int_equal(air_async_timeout(a), -1); /* nothing in flight */
+  air_async_free(a);
   air_global_cleanup();
   air_config_free(cfg);
 }
