@@ -13,10 +13,12 @@
 #ifndef AIRETRY_H
 #define AIRETRY_H
 
-/* The public API in three parts (docs/design.md §7): */
+/* The public API in four parts (docs/design.md §7): */
 #include "airetry/core.h"   /* errors, reasons, config, state, cancel, clock,
                                attempt log, engine run */
 #include "airetry/drive.h"  /* parts, air_call, air_stream */
 #include "airetry/client.h" /* air_client: real upstream calls */
+#include "airetry/async.h"  /* air_async: the client on the caller's own
+                               event loop */
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * airetry/client.h: the HTTP client: real upstream calls (libcurl on libuv).
- * Part of the public API; include <airetry.h>, the umbrella over all three.
+ * Part of the public API; include <airetry.h>, the umbrella over them all.
  */
 #ifndef AIRETRY_CLIENT_H
 #define AIRETRY_CLIENT_H
@@ -19,8 +19,8 @@ extern "C" {
 
 /*
  * Process-wide setup of the HTTP stack (libcurl). Call once before the first
- * air_client_new, from one thread; air_global_cleanup at exit. The only
- * global state of the library.
+ * air_client_new or air_async_new, from one thread; air_global_cleanup at
+ * exit. The only global state of the library.
  */
 AIR_EXTERN int air_global_init(void);
 AIR_EXTERN void air_global_cleanup(void);
@@ -90,8 +90,8 @@ typedef struct air_chat_opts {
  * *out has the error body and log), AIR_ECANCELED, AIR_ENOTFOUND (unknown
  * model), AIR_EINVAL / AIR_EPARSE (bad request: *out->body holds the dialect
  * error). *out is set in every case but AIR_ENOMEM and invalid arguments
- * (a NULL argument, an unknown dialect, opts->size too small). err (may be
- * NULL) says why in every failing case.
+ * (a NULL argument, an unknown dialect, opts->size too small), which leave
+ * it untouched. err (may be NULL) says why in every failing case.
  */
 AIR_EXTERN int air_client_chat(air_client *c, air_dialect dialect,
                                const char *body, size_t len,

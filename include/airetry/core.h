@@ -1,7 +1,7 @@
 /*
  * airetry/core.h: errors, reasons, config, shared state, cancellation, clock,
  * the attempt log and the sans-I/O engine run.
- * Part of the public API; include <airetry.h>, the umbrella over all three.
+ * Part of the public API; include <airetry.h>, the umbrella over them all.
  */
 #ifndef AIRETRY_CORE_H
 #define AIRETRY_CORE_H
@@ -22,8 +22,15 @@ extern "C" {
 #define AIR_EXTERN
 #endif
 
-/* The version of these headers; air_version() is the library's. */
+/* The version of these headers, as a string and as the number 0xMMmmpp
+ * (a byte each for major, minor and patch, as LIBCURL_VERSION_NUM) for
+ * preprocessor tests: #if AIR_VERSION_NUM >= 0x000200. air_version() is the
+ * library's. */
+#define AIR_VERSION_MAJOR 0
+#define AIR_VERSION_MINOR 1
+#define AIR_VERSION_PATCH 0
 #define AIR_VERSION "0.1.0"
+#define AIR_VERSION_NUM 0x000100
 
 /* The library's version ("0.1.0"), static; compare with AIR_VERSION. */
 AIR_EXTERN const char *air_version(void);
@@ -46,7 +53,9 @@ typedef enum air_errno {
   AIR_ENOTSUP = -11,  /* the target cannot express the request (skipped) */
 } air_errno;
 
-/* Static, never NULL; "unknown error" for values outside the enum. */
+/* Static, never NULL; "unknown error" for a value outside the enum (as
+ * air_reason_name: every name or message function returns a static string,
+ * never NULL). */
 AIR_EXTERN const char *air_strerror(int err);
 
 /* Optional detail for a failing call (the last argument, NULL allowed, of
@@ -87,8 +96,8 @@ typedef enum air_reason {
   AIR_REASON__COUNT
 } air_reason;
 
-/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE, NULL if out of
- * range. */
+/* "rate_limit", "timeout.first_chunk", ...; "none" for NONE; static, never
+ * NULL: "unknown" for a value outside the enum (as air_strerror). */
 AIR_EXTERN const char *air_reason_name(air_reason r);
 /* Parses a reason name of n bytes. Returns 0 or AIR_ENOTFOUND. */
 AIR_EXTERN int air_reason_from_name(const char *name, size_t n,
@@ -243,8 +252,16 @@ typedef struct air_attempt {
                             hedge.max */
 } air_attempt;
 
-/* A failure reported by one attempt. Strings may be NULL; not retained. */
+/*
+ * A failure reported by one attempt. Strings may be NULL; not retained.
+ * size is the sizeof(air_failure) of whoever fills it, so that fields can be
+ * appended (docs/api.md): the drivers set it on the record they hand an
+ * attempt function; a caller of air_run_fail sets it (AIR_FAILURE_INIT) or
+ * leaves it 0, which stands for this first version's fields. Another size
+ * below this version's is AIR_EINVAL.
+ */
 typedef struct air_failure {
+  size_t size;
   air_reason reason; /* NONE: classify from the fields below */
   int status;
   const char *type; /* body error type ("overloaded_error") */
@@ -255,6 +272,8 @@ typedef struct air_failure {
   const air_header *headers; /* response headers, for Retry-After */
   size_t n_headers;
 } air_failure;
+#define AIR_FAILURE_INIT \
+  { .size = sizeof(air_failure) }
 
 /* How a target is asked for the rest of a cut answer (docs/design.md §3.5). */
 typedef enum air_cont_style {
@@ -323,7 +342,7 @@ typedef struct air_action {
   uint64_t hedge_at_ms;      /* every kind: when to call air_run_hedge
                                 (monotonic; 0: no hedge is due) */
   unsigned flags;            /* AIR_ACTF_* */
-  unsigned style;            /* CONTINUE: an air_cont_style; zero otherwise */
+  air_cont_style style;      /* CONTINUE: how to ask; AIR_CONT_NONE otherwise */
 } air_action;
 
 /*
@@ -348,14 +367,27 @@ AIR_EXTERN int air_run_fail(air_run *run, unsigned attempt_id,
                             const air_failure *f, uint64_t now_ms,
                             uint64_t wall_ms, air_action *act);
 /*
+ * Content, in two events of different names so that they cannot be swapped:
+ * air_run_first_part when an attempt's first content part arrives (it wins
+ * a hedge race), air_run_ready_to_commit when that content may be released
+ * (after holding and judging). A driver without racers may call only the
+ * second.
+ *
+ * Attempt attempt_id received its first content part (before any holding
+ * or judging): it wins the race. Returns CANCEL for a racer that lost (more
+ * through air_run_next), or IDLE when no other racer is in flight.
+ */
+AIR_EXTERN int air_run_first_part(air_run *run, unsigned attempt_id,
+                                  uint64_t now_ms, air_action *act);
+/*
  * Attempt attempt_id has content ready for the caller (its first content
  * part, or in complete mode its judged answer). The engine decides: COMMIT
  * attempt_id (release it; from now on its failure is final), and with
  * hedging CANCEL for a racer. Release nothing before COMMIT. A half-open
  * probe's breaker verdict (success) is given here. A continuation's too.
  */
-AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id,
-                                     uint64_t now_ms, air_action *act);
+AIR_EXTERN int air_run_ready_to_commit(air_run *run, unsigned attempt_id,
+                                       uint64_t now_ms, air_action *act);
 /*
  * Hedging (docs/design.md §3.6). Every action carries hedge_at_ms: the time the
  * newest racer, still without content, reaches hedge.after_ms. Call
@@ -365,16 +397,8 @@ AIR_EXTERN int air_run_first_content(air_run *run, unsigned attempt_id,
  */
 AIR_EXTERN int air_run_hedge(air_run *run, uint64_t now_ms, air_action *act);
 /*
- * Attempt attempt_id received its first content part (before any holding
- * or judging; air_run_first_content follows when it may be released): it
- * wins the race. Returns CANCEL for a racer that lost (more through
- * air_run_next), or IDLE when no other racer is in flight.
- */
-AIR_EXTERN int air_run_content(air_run *run, unsigned attempt_id,
-                               uint64_t now_ms, air_action *act);
-/*
  * The actions that follow the one an event returned: CANCEL for each racer
- * that lost, after a COMMIT, DONE, FAIL or a CANCEL of air_run_content.
+ * that lost, after a COMMIT, DONE, FAIL or a CANCEL of air_run_first_part.
  * Returns 1 and sets *act while one is pending, 0 when none is (the next
  * event drops the ones not read).
  */

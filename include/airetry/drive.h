@@ -1,7 +1,7 @@
 /*
  * airetry/drive.h: parts (the normalized stream), the generic driver air_call
  * and the stream driver air_stream.
- * Part of the public API; include <airetry.h>, the umbrella over all three.
+ * Part of the public API; include <airetry.h>, the umbrella over them all.
  */
 #ifndef AIRETRY_DRIVE_H
 #define AIRETRY_DRIVE_H
@@ -45,9 +45,16 @@ typedef enum air_finish {
 
 /*
  * One part. Strings are borrowed, not NUL-terminated, and valid only during
- * the callback that hands the part over.
+ * the callback that hands the part over. size is the sizeof(air_part) of
+ * whoever fills it, so that fields can be appended (docs/api.md): every part
+ * the library hands over has it set, and a reader checks it before reading
+ * a field a later version appends (as for air_span); a part pushed to
+ * air_stream_push sets it (AIR_PART_INIT) or leaves it 0, which stands for
+ * this first version's fields. Another size below this version's is
+ * AIR_EINVAL.
  */
 typedef struct air_part {
+  size_t size;
   air_part_kind kind;
   int index;        /* content block / tool call index */
   const char *text; /* TEXT, REASONING, REFUSAL, TOOL_DELTA, ERROR message */
@@ -62,6 +69,8 @@ typedef struct air_part {
   uint64_t input_tokens;  /* USAGE */
   uint64_t output_tokens; /* USAGE */
 } air_part;
+#define AIR_PART_INIT \
+  { .size = sizeof(air_part) }
 
 /* True for the parts that commit (docs/design.md §2): non-empty text, reasoning
  * or refusal text, and any tool call piece. */
@@ -163,8 +172,9 @@ typedef struct air_span {
 } air_span;
 
 /*
- * The observers of one call, the same for air_call, air_stream and
- * air_client_chat. Every member may be NULL; each gets `data`. Set size to
+ * The observers of one call, the same for air_call, air_stream and the
+ * clients (air_client_chat, air_async_chat: "the client" below). Every
+ * member may be NULL; each gets `data`. Set size to
  * sizeof(air_observers) (AIR_OBSERVERS_INIT does); see docs/api.md for how
  * option structs grow.
  */
@@ -175,7 +185,7 @@ typedef struct air_observers {
    * the policy's decision. */
   void (*on_failed)(void *data, const air_attempt *failed);
   /* Before a retry or switch, with the next attempt; may replace *options
-   * for it. air_client_chat has no per-attempt options: it never calls it. */
+   * for it. The client has no per-attempt options: it never calls it. */
   void (*on_retry)(void *data, const air_attempt_info *next, void **options);
   /* Once, when the answer commits: air_stream and the streaming client
    * just before the first part is delivered; air_call and the whole-answer
@@ -185,8 +195,9 @@ typedef struct air_observers {
    * unless the call failed before anything ran (AIR_EINVAL, AIR_ENOTFOUND,
    * a bad request to the client: then no observer fires). */
   void (*on_settled)(void *data, int rc, const air_attempt *log, size_t n);
-  /* air_client_chat only: every span of the call (each attempt's, then the
-   * request's) when it ends, on a client worker thread, before on_settled.
+  /* The client only: every span of the call (each attempt's, then the
+   * request's) when it ends, before on_settled (on a worker thread of
+   * air_client, inside air_async_perform for air_async).
    * Setting it turns tracing on for the call: each upstream request
    * carries its attempt span's `traceparent`. Every such call is sampled;
    * air_chat_opts.traceparent continues the application's own trace. */
@@ -214,9 +225,12 @@ typedef struct air_call_opts {
  * a final failure or a cancel. Returns 0, AIR_EUPSTREAM (every attempt failed),
  * AIR_ECANCELED, AIR_ENOTFOUND, AIR_EINVAL (also opts->size too small) or
  * AIR_ENOMEM; err (may be NULL) says why. If it returns AIR_EINVAL or
- * AIR_ENOTFOUND no callback fires. When `log` is not NULL, *log receives a
- * copy of the attempt log (free with air_attempt_log_free) and *n_log its
- * length. Safe to call from many threads at once on one config and state.
+ * AIR_ENOTFOUND no callback fires. When the call ran (0, AIR_EUPSTREAM,
+ * AIR_ECANCELED) and `log` is not NULL, *log receives a copy of the attempt
+ * log (free with air_attempt_log_free) and *n_log its length (NULL and 0:
+ * cancelled before any attempt, or no memory for the copy); otherwise both
+ * are left untouched. Safe to call from many threads at once on one config
+ * and state.
  * A route's `hedge` and `continuation` are ignored (docs/design.md §3.5, 3.6):
  * one attempt runs at a time, and none continues a committed one.
  */
@@ -240,7 +254,9 @@ typedef struct air_stream_sink air_stream_sink;
  * must stop now (the driver judged it failed before commit — a refusal, an
  * error event, a finish before content —, or on_part asked to stop, or the
  * caller cancelled): the attempt function should then return at once; what
- * it reports after that is ignored. Negative: AIR_ENOMEM.
+ * it reports after that is ignored. Negative: AIR_ENOMEM, or AIR_EINVAL (a
+ * NULL argument, or a part's size neither 0 nor at least the first
+ * version's).
  */
 AIR_EXTERN int air_stream_push(air_stream_sink *sink, const air_part *p);
 /* Reports one malformed event the producer skipped. Returns as push. */

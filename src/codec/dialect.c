@@ -499,14 +499,6 @@ void air__aggregate_cleanup(air__aggregate *a) {
   memset(a, 0, sizeof(*a));
 }
 
-char *air__strndup(const char *s, size_t n) {
-  char *p = malloc(n + 1);
-  if (p == NULL) return NULL;
-  if (n) memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
 /* The tool call with OpenAI-style index idx into *out, created (with the
  * calls before it) when new: 0, AIR_ETOOBIG for an index out of range, or
  * AIR_ENOMEM. */
@@ -554,8 +546,8 @@ int air__aggregate_add(air__aggregate *a, const air_part *in) {
       if (p->name_len > AIR__MAX_TOOL_NAME_BYTES) return AIR_ETOOBIG;
       free(t->id);
       free(t->name);
-      t->id = air__strndup(p->id, p->id_len);
-      t->name = air__strndup(p->name, p->name_len);
+      t->id = air__memdup0(p->id, p->id_len);
+      t->name = air__memdup0(p->name, p->name_len);
       return t->id && t->name ? 0 : AIR_ENOMEM;
     }
     case AIR_PART_TOOL_DELTA: {

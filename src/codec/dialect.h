@@ -264,10 +264,6 @@ typedef struct air__aggregate {
                          by the consumer ("identifiers" above) */
 } air__aggregate;
 
-/* A NUL-terminated heap copy of the n bytes at s (s may be NULL when n is
- * 0); NULL when out of memory. The caller frees it. */
-char *air__strndup(const char *s, size_t n);
-
 void air__aggregate_init(air__aggregate *a);
 void air__aggregate_cleanup(air__aggregate *a);
 /* Adds one part. Returns 0, AIR_ENOMEM or AIR_ETOOBIG. */

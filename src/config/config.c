@@ -678,7 +678,6 @@ static void load_tree(air__cfg_ctx *c, const char *text, size_t len) {
 int air_config_parse(const char *name, const char *text, size_t len,
                      air_diag_cb cb, void *data, air_config **out) {
   if (!out || (!text && len)) return AIR_EINVAL;
-  *out = NULL;
   air__cfg_ctx c;
   air__cfg_begin(&c, name ? name : "<config>");
   if (len > AIR__MAX_CONFIG_BYTES) {
@@ -708,7 +707,6 @@ int air_config_parse(const char *name, const char *text, size_t len,
 int air_config_load(const char *path, air_diag_cb cb, void *data,
                     air_config **out) {
   if (!path || !out) return AIR_EINVAL;
-  *out = NULL;
   air__cfg_ctx c;
   air__cfg_begin(&c, path);
   FILE *f = fopen(path, "rb");

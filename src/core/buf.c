@@ -222,3 +222,11 @@ char *air__buf_take(air__buf *b, size_t *n) {
   b->cap = 0;
   return p;
 }
+
+char *air__memdup0(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+  if (p == NULL) return NULL;
+  if (n) memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}

@@ -89,6 +89,11 @@ AIR__WUR int air__buf_add_aligned(air__buf *b, const void *p, size_t n,
  * first (NULL when that fails). */
 char *air__buf_take(air__buf *b, size_t *n);
 
+/* A malloc'd copy of the n bytes at s (which may hold NULs; n may be 0),
+ * NUL-terminated: the strings of a result handed to a caller. NULL when
+ * out of memory. */
+char *air__memdup0(const char *s, size_t n);
+
 /* The first append that failed since init or reset (0: none). */
 static inline int air__buf_error(const air__buf *b) {
   return b->err;

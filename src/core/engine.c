@@ -34,6 +34,7 @@
 #include "backoff.h"
 #include "classify.h"
 #include "engine_int.h"
+#include "error.h"
 #include "retry_after.h"
 #include "state.h"
 
@@ -693,7 +694,9 @@ static int run_fail(air_run *run, air__racer *r, const air_failure *f,
 
 int air_run_fail(air_run *run, unsigned attempt_id, const air_failure *f,
                  uint64_t now_ms, uint64_t wall_ms, air_action *act) {
-  if (run == NULL || f == NULL || act == NULL) return AIR_EINVAL;
+  if (run == NULL || f == NULL || act == NULL ||
+      !air__record_size_ok(f->size, AIR__FAILURE_SIZE_V0))
+    return AIR_EINVAL;
   air__racer *r = air__run_slot(run, attempt_id, false);
   if (r == NULL) return AIR_ESTATE;
   air__run_reset_pending(run);
@@ -723,8 +726,8 @@ static air__racer *content_event(air_run *run, unsigned attempt_id) {
   return r;
 }
 
-int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                    air_action *act) {
+int air_run_first_part(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                       air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   air__racer *r = content_event(run, attempt_id);
   if (r == NULL) return AIR_ESTATE;
@@ -734,8 +737,8 @@ int air_run_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
   return air__run_stamped(run, 0, act);
 }
 
-int air_run_first_content(air_run *run, unsigned attempt_id, uint64_t now_ms,
-                          air_action *act) {
+int air_run_ready_to_commit(air_run *run, unsigned attempt_id, uint64_t now_ms,
+                            air_action *act) {
   if (run == NULL || act == NULL) return AIR_EINVAL;
   air__racer *r = content_event(run, attempt_id);
   if (r == NULL) return AIR_ESTATE;

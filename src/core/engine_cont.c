@@ -136,7 +136,7 @@ static int start_cont(air_run *run, air__racer *r, unsigned idx, uint64_t lease,
   run->log[r->log].continuation = true;
   act->kind = AIR_ACT_CONTINUE;
   act->deadline_ms = run->rescue_end;
-  act->style = (unsigned)style;
+  act->style = style;
   return 0;
 }
 

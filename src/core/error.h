@@ -5,6 +5,7 @@
 #ifndef AIR__ERROR_H
 #define AIR__ERROR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "airetry.h"
@@ -35,5 +36,18 @@ int air__error_set(air_error *err, int code, const char *fmt, ...);
 
 int air__opts_copy(void *dst, size_t dst_size, const void *src, size_t min_size,
                    const char *name, air_error *err);
+
+/*
+ * The records filled per event (air_part, air_failure) carry a size too, but
+ * 0 stands for their first version there, so that a record zeroed or built
+ * with designated initializers needs no size: only a size between 1 and the
+ * first version's is refused. The library reads a record's fields up to
+ * its size, no further. The minimum sizes are the first versions'.
+ */
+#define AIR__PART_SIZE_V0 AIR__SIZE_TO(air_part, output_tokens)
+#define AIR__FAILURE_SIZE_V0 AIR__SIZE_TO(air_failure, n_headers)
+static inline bool air__record_size_ok(size_t size, size_t min_size) {
+  return size == 0 || size >= min_size;
+}
 
 #endif

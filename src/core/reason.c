@@ -68,7 +68,7 @@ static const char *const reason_names[AIR_REASON__COUNT] = {
 };
 
 const char *air_reason_name(air_reason r) {
-  if ((int)r < 0 || r >= AIR_REASON__COUNT) return NULL;
+  if ((int)r < 0 || r >= AIR_REASON__COUNT) return "unknown";
   return reason_names[r];
 }
 

@@ -71,6 +71,7 @@ static int do_attempt(const air__drive *d, air_run *run, air_action *act,
   }
   air__outcome out;
   memset(&out, 0, sizeof(out));
+  out.f.size = sizeof(out.f); /* the attempt function fills this version */
   unsigned id = act->attempt_id;
   d->attempt(d->ctx, &info, run, id, &out);
   uint64_t now = clock->now_ms(clock->data);
@@ -124,8 +125,6 @@ static int settle_error(int rc, const air_action *act, const char *model,
 int air__drive_run(const air_config *cfg, air_state *state, const char *model,
                    const air__drive *d, air_attempt **log, size_t *n_log,
                    air_error *err) {
-  if (log) *log = NULL;
-  if (n_log) *n_log = 0;
   if (cfg == NULL || model == NULL || d->attempt == NULL)
     return air__error_set(err, AIR_EINVAL,
                           "cfg, model and the attempt function are required");
@@ -141,6 +140,8 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
     /* Cancelled before anything started: no attempt, an empty log. */
     if (dd.obs.on_settled)
       dd.obs.on_settled(dd.obs.data, AIR_ECANCELED, NULL, 0);
+    if (log) *log = NULL;
+    if (n_log) *n_log = 0;
     return settle_error(AIR_ECANCELED, NULL, model, err);
   }
   air_run *run = NULL;
@@ -187,9 +188,10 @@ int air__drive_run(const air_config *cfg, air_state *state, const char *model,
   if (dd.obs.on_settled)
     dd.obs.on_settled(dd.obs.data, final, n ? air_run_attempt(run, 0) : NULL,
                       n);
-  if (log != NULL) {
+  if (log != NULL || n_log != NULL) {
     size_t copied = 0;
-    *log = copy_log(run, &copied);
+    air_attempt *copy = log != NULL ? copy_log(run, &copied) : NULL;
+    if (log) *log = copy;
     if (n_log) *n_log = copied;
   }
   settle_error(final, &act, model, err);
@@ -221,8 +223,6 @@ static void call_attempt(void *ctx, const air_attempt_info *info, air_run *run,
 int air_call(const air_config *cfg, air_state *state, const char *model,
              const air_call_opts *opts, air_attempt **log, size_t *n_log,
              air_error *err) {
-  if (log) *log = NULL;
-  if (n_log) *n_log = 0;
   call_ctx c;
   int rc = air__opts_copy(&c.o, sizeof(c.o), opts, AIR__CALL_OPTS_SIZE_V0,
                           "air_call_opts", err);

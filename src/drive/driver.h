@@ -24,7 +24,7 @@ typedef struct air__outcome {
 typedef struct air__drive {
   /* Performs attempt attempt_id; run tells its target (air__run_target).
    * A runner that releases content reports it first with
-   * air_run_first_content(run, attempt_id, ...) and releases on COMMIT. */
+   * air_run_ready_to_commit(run, attempt_id, ...) and releases on COMMIT. */
   void (*attempt)(void *ctx, const air_attempt_info *info, air_run *run,
                   unsigned attempt_id, air__outcome *out);
   /* The run failed for good with reason: may turn that into an answer

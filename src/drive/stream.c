@@ -38,8 +38,12 @@ static uint64_t now_of(const stream_ctx *c) {
   return c->clock->now_ms(c->clock->data);
 }
 
+/* Every part the caller is handed has its size set (the gate's are the
+ * library's own, size 0). */
 static int deliver(stream_ctx *c, const air_part *p) {
-  if (c->o.on_part != NULL && c->o.on_part(c->o.data, p) != 0) {
+  air_part q = *p;
+  q.size = sizeof(q);
+  if (c->o.on_part != NULL && c->o.on_part(c->o.data, &q) != 0) {
     c->stop = true;
     return 1;
   }
@@ -58,7 +62,7 @@ static int emit(void *data, const air__gate_event *ev) {
   if (!c->notified) {
     if (c->run != NULL) {
       air_action act;
-      int rc = air_run_first_content(c->run, c->att_id, now_of(c), &act);
+      int rc = air_run_ready_to_commit(c->run, c->att_id, now_of(c), &act);
       if (rc != 0) return rc;
       if (act.kind != AIR_ACT_COMMIT || act.attempt_id != c->att_id)
         return AIR_ESTATE;
@@ -73,7 +77,9 @@ static int emit(void *data, const air__gate_event *ev) {
 }
 
 int air_stream_push(air_stream_sink *sink, const air_part *p) {
-  if (sink == NULL || p == NULL) return AIR_EINVAL;
+  if (sink == NULL || p == NULL ||
+      !air__record_size_ok(p->size, AIR__PART_SIZE_V0))
+    return AIR_EINVAL;
   stream_ctx *c = sink->ctx;
   if (c->stop || c->late != AIR_REASON_NONE || air_cancel_is_set(c->o.cancel))
     return 1;
@@ -202,8 +208,6 @@ static int stream_settle(void *ctx, air_reason reason) {
 int air_stream(const air_config *cfg, air_state *state, const char *model,
                const air_stream_opts *opts, air_attempt **log, size_t *n_log,
                air_error *err) {
-  if (log) *log = NULL;
-  if (n_log) *n_log = 0;
   stream_ctx c;
   memset(&c, 0, sizeof(c));
   int rc = air__opts_copy(&c.o, sizeof(c.o), opts, AIR__STREAM_OPTS_SIZE_V0,

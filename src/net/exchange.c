@@ -83,7 +83,7 @@ static void reap(air__exchange *x) {
 
 /*
  * After every engine call: the next hedge's time, and the CANCELs that
- * follow its action (a CANCEL may be the action itself: air_run_content).
+ * follow its action (a CANCEL may be the action itself: air_run_first_part).
  */
 void air__exchange_engine_did(air__exchange *x, const air_action *a) {
   x->hedge_due = a->hedge_at_ms;
@@ -104,7 +104,7 @@ void air__exchange_engine_did(air__exchange *x, const air_action *a) {
 int air__exchange_commit(air__leg *l) {
   air__exchange *x = l->x;
   air_action a;
-  int rc = air_run_first_content(x->run, l->id, air__now(x), &a);
+  int rc = air_run_ready_to_commit(x->run, l->id, air__now(x), &a);
   if (rc != 0) return rc;
   if (a.kind != AIR_ACT_COMMIT || a.attempt_id != l->id) return AIR_ESTATE;
   x->act = a;

@@ -10,8 +10,8 @@
  * transfer, SSE parser, decoder, commit gate, headers, failure and
  * deadlines. Without hedging one leg runs at a time; with it the engine
  * starts hedges beside the running leg (air_run_hedge at hedge_at_ms), the
- * first leg whose content arrives wins (air_run_content, then
- * air_run_first_content at its release) and the engine's CANCELs stop the
+ * first leg whose content arrives wins (air_run_first_part, then
+ * air_run_ready_to_commit at its release) and the engine's CANCELs stop the
  * others at once: their transfers are removed, which closes their
  * upstream connections.
  *
@@ -25,7 +25,7 @@
  * the rest (air__request_build_continuation), its events pass its own gate
  * (the refusal hold) and then the seam (seam.h), which drops a repeat and
  * fails a diverging restart or a preamble. Nothing of it is released before
- * the seam opens; then the engine commits it (air_run_first_content), the
+ * the seam opens; then the engine commits it (air_run_ready_to_commit), the
  * consumer hears on_continue and the continuation's parts follow (raw
  * NULL: the consumer's encoder takes over). From the failure to the seam
  * (the rescue) the consumer gets on_keepalive every AIR__CONT_KEEPALIVE_MS,
@@ -114,7 +114,7 @@ struct air__leg {
   uint64_t wait_len;            /* AIR__LEG_WAITING: the wait's length */
   enum air__read mode;
   bool pause_pending; /* the consumer asked to pause during a read */
-  bool content_told;  /* air_run_content was called for it */
+  bool content_told;  /* air_run_first_part was called for it */
   bool paused;        /* the consumer paused its transfer: chunk_ms waits */
   air__upstream up;   /* its status, kept headers and failure */
   air__gate gate;
@@ -299,7 +299,7 @@ void air__exchange_rearm(air__exchange *x);
 /* Acts on x->act until something asynchronous is in flight or the end. */
 void air__exchange_step(air__exchange *x);
 /* After every engine call: the next hedge's time, and the CANCELs that
- * follow action a (a CANCEL may be a itself: air_run_content). */
+ * follow action a (a CANCEL may be a itself: air_run_first_part). */
 void air__exchange_engine_did(air__exchange *x, const air_action *a);
 /* The first release of leg l (its first content, or a continuation's
  * seam): the engine must answer COMMIT for it, which becomes x->act.

@@ -137,7 +137,7 @@ static void tell_content(air__leg *l) {
   if (l->content_told || !l->gate.content || x->notified) return;
   l->content_told = true;
   air_action a;
-  if (air_run_content(x->run, l->id, air__now(x), &a) == 0)
+  if (air_run_first_part(x->run, l->id, air__now(x), &a) == 0)
     air__exchange_engine_did(x, &a);
 }
 

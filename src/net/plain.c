@@ -314,7 +314,7 @@ static void on_done(void *data, int rc, air_transport_err kind,
   /* The whole answer is the first content: the engine commits it (a probe's
    * success is recorded here) and the run is done. */
   air_action a;
-  if (air_run_first_content(p->run, p->att_id, now_of(p), &a) != 0 ||
+  if (air_run_ready_to_commit(p->run, p->att_id, now_of(p), &a) != 0 ||
       air_run_succeed(p->run, p->att_id, now_of(p), &p->act) != 0) {
     end(p, AIR_ESTATE);
     return;

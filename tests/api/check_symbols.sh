@@ -6,7 +6,9 @@
 #      section ("## airetry/core.h");
 #   3. every symbol libairetry.so exports (nm -D --defined-only): nothing but
 #      those functions, so no internal air__* (nor anything else) leaks.
-# Also: each public header stays under 450 lines (formatted at 80 columns).
+# Also: each public header stays under 450 lines (formatted at 80 columns),
+# and the library's soname is the one docs/api.md names ("The shared library
+# is `libairetry.so.N`"), so an ABI change cannot bump one without the other.
 #
 # usage: check_symbols.sh INCLUDE_DIR DOC LIBAIRETRY_SO
 #        check_symbols.sh --self-test INCLUDE_DIR DOC LIBAIRETRY_SO
@@ -74,7 +76,9 @@ inc=$1 doc=$2 lib=$3
 for f in "$inc/airetry.h" "$doc" "$lib"; do
   [ -e "$f" ] || { echo "check_symbols: $f not found" >&2; exit 2; }
 done
-command -v nm >/dev/null || { echo "check_symbols: nm not found" >&2; exit 2; }
+for tool in nm objdump; do
+  command -v $tool >/dev/null || { echo "check_symbols: $tool not found" >&2; exit 2; }
+done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -130,5 +134,11 @@ for h in "$inc"/airetry.h "$inc"/airetry/*.h; do
   fi
 done
 compare "$tmp/h" "$tmp/d" "$tmp/n" || bad=1
+soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
+doc_soname=$(grep -oE 'The shared library is `libairetry\.so\.[0-9]+`' "$doc" | grep -oE 'libairetry\.so\.[0-9]+')
+if [ -z "$soname" ] || [ "$soname" != "$doc_soname" ]; then
+  echo "check_symbols: the library's soname is '$soname', docs/api.md says '$doc_soname'" >&2
+  bad=1
+fi
 [ $bad -eq 0 ] || exit 1
 echo "check_symbols: $(wc -l <"$tmp/h") public functions agree in headers, docs/api.md and $(basename "$lib")"

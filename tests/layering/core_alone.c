@@ -125,7 +125,7 @@ static int one_run(const air_config *cfg, air_state *st, uint64_t now,
     CHECK(air_run_attempt(run, 0)->reason == AIR_REASON_SERVER_ERROR);
   }
   unsigned id = act.attempt_id;
-  CHECK(air_run_first_content(run, id, now + 1, &act) == 0);
+  CHECK(air_run_ready_to_commit(run, id, now + 1, &act) == 0);
   CHECK(act.kind == AIR_ACT_COMMIT && act.attempt_id == id);
   CHECK(air_run_succeed(run, id, now + 5, &act) == 0);
   CHECK(act.kind == AIR_ACT_DONE && act.attempt_id == id);

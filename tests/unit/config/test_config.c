@@ -1033,6 +1033,7 @@ static void continuation_settings(void **state) {
   assert_int_equal(cfg->routes[0].policy.continuation.max, 2);
   assert_int_equal(cfg->routes[0].policy.continuation.max_sent_bytes, 1048576);
   air_config_free(cfg);
+  cfg = NULL; /* a failing parse leaves it as it is */
 
   /* Errors name the place; a route that cannot continue is a warning. */
   const char *bad =

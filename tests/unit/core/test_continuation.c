@@ -67,7 +67,7 @@ static unsigned commit_now(fx *f) {
   assert_true(f->act.kind == AIR_ACT_ATTEMPT ||
               f->act.kind == AIR_ACT_CONTINUE);
   unsigned id = f->act.attempt_id;
-  assert_int_equal(air_run_first_content(f->run, id, f->now, &f->act), 0);
+  assert_int_equal(air_run_ready_to_commit(f->run, id, f->now, &f->act), 0);
   assert_int_equal(f->act.kind, AIR_ACT_COMMIT);
   assert_int_equal(f->act.attempt_id, id);
   return id;
@@ -148,11 +148,12 @@ static void continue_commit_done(void **s) {
   unsigned c = f.act.attempt_id;
   assert_true(c != id);
   /* Old ids are over; the continuation's first content commits it. */
-  assert_int_equal(air_run_first_content(f.run, id, f.now, &f.act), AIR_ESTATE);
-  /* air_run_content (a hedge race's signal) says nothing else to do. */
-  assert_int_equal(air_run_content(f.run, c, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, id, f.now, &f.act),
+                   AIR_ESTATE);
+  /* air_run_first_part (a hedge race's signal) says nothing else to do. */
+  assert_int_equal(air_run_first_part(f.run, c, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_IDLE);
-  assert_int_equal(air_run_first_content(f.run, c, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, c, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_COMMIT);
   assert_int_equal(f.act.attempt_id, c);
   assert_int_equal(air_run_succeed(f.run, c, f.now, &f.act), 0);

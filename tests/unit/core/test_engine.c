@@ -873,7 +873,7 @@ static void fx_commit(run_fx *fx) {
   unsigned id = fx->act.attempt_id;
   const char *target = fx->act.target;
   unsigned n = fx->act.attempt;
-  assert_int_equal(air_run_first_content(fx->run, id, fx->now, &fx->act), 0);
+  assert_int_equal(air_run_ready_to_commit(fx->run, id, fx->now, &fx->act), 0);
   assert_int_equal(fx->act.kind, AIR_ACT_COMMIT);
   assert_int_equal(fx->act.attempt_id, id);
   assert_string_equal(fx->act.target, target);
@@ -925,7 +925,7 @@ static void test_commit_answers_first_content(void **s) {
   expect_attempt(&fx, 1, "p/a");
   fx_commit(&fx);
   air_action before = fx.act;
-  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act),
+  assert_int_equal(air_run_ready_to_commit(fx.run, 1, fx.now, &fx.act),
                    AIR_ESTATE);
   assert_memory_equal(&before, &fx.act, sizeof(before));
   fx_fail(&fx, AIR_REASON_OVERLOADED, 503, NULL, 0);
@@ -959,7 +959,7 @@ static void test_stale_attempt_ids_refused(void **s) {
                      AIR_ESTATE);
     assert_int_equal(air_run_succeed(fx.run, bad[i], fx.now, &fx.act),
                      AIR_ESTATE);
-    assert_int_equal(air_run_first_content(fx.run, bad[i], fx.now, &fx.act),
+    assert_int_equal(air_run_ready_to_commit(fx.run, bad[i], fx.now, &fx.act),
                      AIR_ESTATE);
     assert_int_equal(air_run_wait_done(fx.run, bad[i], fx.now, &fx.act),
                      AIR_ESTATE);
@@ -978,7 +978,7 @@ static void test_stale_attempt_ids_refused(void **s) {
   air_action before = fx.act;
   assert_int_equal(air_run_fail(fx.run, 1, &f, fx.now, 0, &fx.act), AIR_ESTATE);
   assert_int_equal(air_run_succeed(fx.run, 1, fx.now, &fx.act), AIR_ESTATE);
-  assert_int_equal(air_run_first_content(fx.run, 1, fx.now, &fx.act),
+  assert_int_equal(air_run_ready_to_commit(fx.run, 1, fx.now, &fx.act),
                    AIR_ESTATE);
   assert_memory_equal(&before, &fx.act, sizeof(before));
   assert_int_equal(air_run_attempt_count(fx.run), 2);

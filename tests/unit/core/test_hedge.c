@@ -71,7 +71,7 @@ static void hedge_starts_late_and_first_content_wins(void **s) {
   unsigned b = f.act.attempt_id;
   assert_int_equal(f.act.hedge_at_ms, 0); /* max 1 */
   f.now += 20;
-  assert_int_equal(air_run_first_content(f.run, b, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, b, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_COMMIT);
   assert_int_equal(f.act.attempt_id, b);
   assert_int_equal(f.act.attempt, 2);
@@ -110,7 +110,7 @@ static void hedges_follow_the_newest_racer(void **s) {
   expect_attempt(&f, 3, "p/c", true);
   assert_int_equal(f.act.hedge_at_ms, 0);
   /* Content on a racer ends the race: CANCEL for both others. */
-  assert_int_equal(air_run_content(f.run, 1, f.now, &f.act), 0);
+  assert_int_equal(air_run_first_part(f.run, 1, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_CANCEL);
   unsigned c1 = f.act.attempt_id;
   assert_int_equal(air_run_next(f.run, &f.act), 1);
@@ -179,7 +179,7 @@ static void budget_spent_mid_race(void **s) {
   expect_attempt(&f, 2, "p/b", true);
   fail_id(&f, 1, AIR_REASON_NETWORK, 0); /* would switch to c: budget spent */
   assert_int_equal(f.act.kind, AIR_ACT_IDLE);
-  assert_int_equal(air_run_first_content(f.run, 2, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, 2, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_COMMIT);
   assert_int_equal(air_run_next(f.run, &f.act), 0); /* nobody left to cancel */
   assert_int_equal(air__run_attempts(f.run), 2);
@@ -221,7 +221,7 @@ static void losing_probe_releases_its_lease(void **s) {
   expect_attempt(&f, 1, "p/a", false);
   air_run *other = f.run;
   f.run = race;
-  assert_int_equal(air_run_first_content(f.run, 1, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, 1, f.now, &f.act), 0);
   assert_int_equal(air_run_next(f.run, &f.act), 1);
   assert_int_equal(f.act.attempt_id, 2);
   assert_int_equal(air_state_breaker(f.st, "p/b", f.now),
@@ -238,7 +238,7 @@ static void hedge_win_is_not_sticky(void **s) {
   fx f;
   fx_start(&f, ROUTE("[p/a, p/b]", "") "    sticky: {after_ms: 60000}\n", "r");
   hedge_now(&f);
-  assert_int_equal(air_run_first_content(f.run, 2, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, 2, f.now, &f.act), 0);
   assert_int_equal(air_run_succeed(f.run, 2, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_DONE);
   fx_run(&f, "r");
@@ -250,7 +250,7 @@ static void hedge_win_is_not_sticky(void **s) {
            "    rules: [{on: network, action: switch}]\n", "r");
   fail_id(&f, 1, AIR_REASON_NETWORK, 0);
   expect_attempt(&f, 2, "p/b", false);
-  assert_int_equal(air_run_first_content(f.run, 2, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, 2, f.now, &f.act), 0);
   assert_int_equal(air_run_succeed(f.run, 2, f.now, &f.act), 0);
   fx_run(&f, "r");
   expect_attempt(&f, 1, "p/b", false);
@@ -283,7 +283,7 @@ static void refilled_hedge_stays_a_hedge(void **s) {
   fail_id(&f, 3, AIR_REASON_NETWORK, 0);
   expect_attempt(&f, 4, "p/c", true);
   assert_true(air_run_attempt(f.run, 3)->hedge);
-  assert_int_equal(air_run_first_content(f.run, 4, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, 4, f.now, &f.act), 0);
   assert_int_equal(air_run_succeed(f.run, 4, f.now, &f.act), 0);
   assert_int_equal(f.act.kind, AIR_ACT_DONE);
   assert_int_equal(air__run_attempts(f.run), 4);
@@ -379,7 +379,7 @@ static void waits_and_cancel_while_racing(void **s) {
   fail_id(&f, 1, AIR_REASON_OVERLOADED, 529);
   assert_int_equal(f.act.kind, AIR_ACT_WAIT);
   assert_int_equal(f.act.hedge_at_ms, 0); /* b is the newest, max spent */
-  assert_int_equal(air_run_first_content(f.run, 2, f.now, &f.act), 0);
+  assert_int_equal(air_run_ready_to_commit(f.run, 2, f.now, &f.act), 0);
   assert_int_equal(air_run_next(f.run, &f.act), 1);
   assert_int_equal(f.act.kind, AIR_ACT_CANCEL);
   assert_int_equal(f.act.attempt_id, 1);
