@@ -133,8 +133,9 @@ static const air__opt opts[] = {
      .type = AIR__T_BOOL,
      .offset = offsetof(air_config, drop_params),
      .def = "false",
-     .doc = "true: silently drop request fields the target dialect cannot "
-            "express instead of answering 400."},
+     .doc = "true: drop request fields a target's dialect cannot express "
+            "and send it the rest; false: skip that target (400 only when "
+            "no target can express the request)."},
     {.name = "default_max_tokens",
      .scopes = AIR__SC_TOP,
      .type = AIR__T_U32,

@@ -33,7 +33,7 @@ enum {
   AIR__SC_REDIS = 1u << 16,          /* state.redis */
   AIR__SC_CONTINUATION = 1u << 17,   /* continuation: (route, defaults) */
   AIR__SC_HEDGE = 1u << 19,          /* hedge: (route, defaults, target) */
-  /* Bits 20 and up: telemetry (issue 19), apart from the bits other
+  /* Bits 20 and up: telemetry's sections, apart from the bits other
    * sections may take next. */
   AIR__SC_TELEMETRY = 1u << 20, /* telemetry: */
   AIR__SC_OTLP = 1u << 21,      /* telemetry.otlp */
