@@ -53,8 +53,9 @@ void air__gw_utc_now(char *t, size_t n) {
 static void line_head(air__gw_line *l) {
   air__buf_puts(&l->b, "{\"time\":\"");
   air__buf_puts(&l->b, l->t);
-  air__buf_puts(&l->b, "\",\"request_id\":");
-  air__buf_put_json_str(&l->b, l->rid, strlen(l->rid));
+  air__buf_puts(&l->b, "\",\"request_id\":\"");
+  air__buf_puts(&l->b, l->rid);
+  air__buf_putc(&l->b, '"');
 }
 
 void air__gw_line_begin(air__gw_line *l, const char *rid) {

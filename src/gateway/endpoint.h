@@ -123,7 +123,9 @@ typedef struct air__gw_line {
   char mem[AIR__GW_LINE_STACK_BYTES];
 } air__gw_line;
 
-/* {"time":"...","request_id":"..." (rid NULL: empty) */
+/* {"time":"...","request_id":"..." (rid NULL: empty). A request id is
+ * letters, digits, '-' and '_' (request.c makes them so): written as it
+ * is, with nothing to escape. */
 void air__gw_line_begin(air__gw_line *l, const char *rid);
 /* ,"api":"<the dialect's name>" */
 void air__gw_line_api(air__gw_line *l, air_dialect dialect);

@@ -37,6 +37,9 @@ static bool authorized(const air__gw_cfg *c, const air__http_request *msg) {
   return h != NULL && key_ok(c, h->p, h->n);
 }
 
+/* The request id: the caller's x-request-id when it is 1 to 39 letters,
+ * digits, '-' or '_' (so headers and log lines take it as it is), else a
+ * new one. */
 static void make_rid(air__gw_worker *w, const air__http_request *msg, char *out,
                      size_t n) {
   const air__str *h = air__http_find_header(msg, "x-request-id");
