@@ -45,7 +45,8 @@ typedef struct air__plain_opts {
   const char *model;    /* route or "provider/model" */
   air_dialect api;      /* the dialect every target must speak */
   const char *endpoint; /* "embeddings": the skipped field's name */
-  const char *path;     /* appended to the provider's base_url */
+  const char *path;     /* appended to the provider's base_url; borrowed
+                           until the end (every attempt reads it) */
   const char *body;     /* the caller's JSON object (read during
                            start); its "model" is replaced per target */
   size_t body_len;

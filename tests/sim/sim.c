@@ -1651,6 +1651,8 @@ struct sim_run_req {
   air__plain *px;    /* the plain exchange (an endpoint without a
                         stream) instead of x */
   air__request stub; /* what the responder reads of a plain request */
+  char path[64];     /* the plain exchange's upstream path: it is borrowed
+                        until the end (read by every attempt) */
   air__responder rs;
   air__buf got; /* every byte the caller received */
   bool started, ended, committed;
@@ -3547,23 +3549,23 @@ static void diag(void *data, const air_diag *dg) {
 static void start_plain(world *w, sim_run_req *q, const air__loop *lp,
                         const air_clock *clock) {
   const sim_req *r = q->q;
-  char body[512], path[64];
+  char body[512], *path = q->path;
   const char *endpoint;
   if (r->rk == RK_COUNT) {
     snprintf(body, sizeof(body),
              "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":"
              "\"hi\"}]}",
              r->model);
-    snprintf(path, sizeof(path), "/v1/messages/count_tokens");
+    snprintf(path, sizeof(q->path), "/v1/messages/count_tokens");
     endpoint = "/v1/messages/count_tokens";
   } else if (r->rk == RK_RETRIEVE) {
     body[0] = '\0';
-    snprintf(path, sizeof(path), "/responses/resp_sim%d", q->idx);
+    snprintf(path, sizeof(q->path), "/responses/resp_sim%d", q->idx);
     endpoint = "/v1/responses/{id}";
   } else {
     snprintf(body, sizeof(body), "{\"model\":\"%s\",\"input\":\"hi\"}",
              r->model);
-    snprintf(path, sizeof(path), "/embeddings");
+    snprintf(path, sizeof(q->path), "/embeddings");
     endpoint = "/v1/embeddings";
   }
   q->stub.dialect = (air_dialect)r->dialect;
