@@ -185,24 +185,60 @@ static bool has_text(void *data) {
   return ((acall *)data)->n_text > 0;
 }
 
-static air_async *new_async(const it_client *cl) {
-  air_async *a = NULL;
+static void free_token(void *p) {
+  air_cancel_free(p);
+}
+
+/*
+ * One test's world: a config on the mock with TIMEOUTS and `routes`, n call
+ * records, a cancel token when asked, and an async handle. The handle is
+ * made last, so that a teardown after a failed assert frees it (whose calls
+ * write to the records and watch the token) first.
+ */
+typedef struct fixture {
+  it_client cl;
+  acall *c;
+  int n;
+  air_cancel *token;
+  air_async *a;
+} fixture;
+
+static void fx_open(fixture *fx, const char *routes, int n, bool token) {
+  memset(fx, 0, sizeof(*fx));
+  char tail[1024];
+  snprintf(tail, sizeof(tail), "%sroutes:\n%s", TIMEOUTS, routes);
+  assert_int_equal(it_client_new(it_suite(), tail, 1, &fx->cl), 0);
+  fx->n = n;
+  fx->c = calloc((size_t)n, sizeof(*fx->c));
+  assert_non_null(fx->c);
+  it_track(fx->c, free);
+  if (token) {
+    assert_int_equal(air_cancel_new(&fx->token), 0);
+    it_track(fx->token, free_token);
+  }
   air_error err;
-  if (air_async_new(cl->cfg, &a, &err) != 0)
+  if (air_async_new(fx->cl.cfg, &fx->a, &err) != 0)
     fail_msg("air_async_new: %s", err.message);
-  it_track(a, free_async);
-  return a;
+  it_track(fx->a, free_async);
 }
 
-static void drop_async(air_async *a) {
-  it_untrack(a);
-  air_async_free(a);
-}
-
-static void drop_result(acall *c) {
-  it_untrack(c->res);
-  air_chat_result_free(c->res);
-  c->res = NULL;
+/* Frees the handle (unless the test did), the results, the rest. */
+static void fx_close(fixture *fx) {
+  if (fx->a != NULL) {
+    it_untrack(fx->a);
+    air_async_free(fx->a);
+  }
+  for (int i = 0; i < fx->n; i++) {
+    it_untrack(fx->c[i].res);
+    air_chat_result_free(fx->c[i].res);
+  }
+  if (fx->token != NULL) {
+    it_untrack(fx->token);
+    air_cancel_free(fx->token);
+  }
+  it_untrack(fx->c);
+  free(fx->c);
+  it_client_free(&fx->cl);
 }
 
 /* Callbacks ran only inside perform, on_done once and last. */
@@ -214,162 +250,103 @@ static void expect_clean(const acall *c) {
   assert_true(c->part_size_ok);
 }
 
-/* A streamed call: its parts arrive during perform, before on_done; the
- * text is the mock's answer; the observers fire; running ends at 0. */
-static void test_streamed(void **state) {
-  (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n  - {name: r, targets: [mo/s@tokens=6]}\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(1, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
-  c->stream = true;
-  air_observers obs = observers(c);
-  assert_int_equal(start(a, c, AIR_DIALECT_OPENAI, "r", &obs, NULL), 0);
-  assert_int_equal(c->n_parts + c->n_done, 0); /* nothing ran yet */
-  assert_int_equal(drive(a, NULL, NULL), 0);
+/* c answered model's canonical answer of `tokens` tokens. */
+static void expect_answer(const acall *c, const char *model, unsigned tokens) {
   expect_clean(c);
   assert_int_equal(c->rc, 0);
   assert_non_null(c->res);
   assert_int_equal(c->res->status, 200);
   char want[256];
-  it_answer("s@tokens=6", 6, want, sizeof(want));
-  assert_string_equal(c->text, want);
+  it_answer(model, tokens, want, sizeof(want));
   assert_string_equal(c->res->text, want);
+  if (c->stream) assert_string_equal(c->text, want);
+}
+
+/* A streamed call: its parts arrive during perform, before on_done; the
+ * text is the mock's answer; the observers fire; running ends at 0. */
+static void test_streamed(void **state) {
+  (void)state;
+  fixture fx;
+  fx_open(&fx, "  - {name: r, targets: [mo/s@tokens=6]}\n", 1, false);
+  acall *c = fx.c;
+  c->stream = true;
+  air_observers obs = observers(c);
+  assert_int_equal(start(fx.a, c, AIR_DIALECT_OPENAI, "r", &obs, NULL), 0);
+  assert_int_equal(c->n_parts + c->n_done, 0); /* nothing ran yet */
+  assert_int_equal(drive(fx.a, NULL, NULL), 0);
+  expect_answer(c, "s@tokens=6", 6);
   assert_true(c->n_parts > c->n_text); /* start, finish, usage too */
   assert_true(c->t_first_part <= c->t_done);
   assert_int_equal(c->n_commit, 1);
   assert_int_equal(c->n_settled, 1);
-  drop_result(c);
-  drop_async(a);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  fx_close(&fx);
 }
 
 /* A call held whole (no on_part), in the Anthropic dialect. */
 static void test_whole(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n  - {name: r, targets: [ma/w@tokens=4]}\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(1, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
-  assert_int_equal(start(a, c, AIR_DIALECT_ANTHROPIC, "r", NULL, NULL), 0);
-  assert_int_equal(drive(a, NULL, NULL), 0);
-  expect_clean(c);
-  assert_int_equal(c->rc, 0);
+  fixture fx;
+  fx_open(&fx, "  - {name: r, targets: [ma/w@tokens=4]}\n", 1, false);
+  acall *c = fx.c;
+  assert_int_equal(start(fx.a, c, AIR_DIALECT_ANTHROPIC, "r", NULL, NULL), 0);
+  assert_int_equal(drive(fx.a, NULL, NULL), 0);
+  expect_answer(c, "w@tokens=4", 4);
   assert_int_equal(c->n_parts, 0);
-  char want[256];
-  it_answer("w@tokens=4", 4, want, sizeof(want));
-  assert_string_equal(c->res->text, want);
   assert_non_null(strstr(c->res->body, "\"type\":\"message\""));
-  drop_result(c);
-  drop_async(a);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  fx_close(&fx);
 }
 
 /* Two calls at once on one handle: each one's first part comes before the
  * other's end (they overlap), both answer whole. */
 static void test_two_concurrent(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n"
-                    "  - {name: x, targets: [mo/x@delay=60@tokens=5]}\n"
-                    "  - {name: y, targets: [ma/y@delay=60@tokens=5]}\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(2, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
+  fixture fx;
+  fx_open(&fx,
+          "  - {name: x, targets: [mo/x@delay=60@tokens=5]}\n"
+          "  - {name: y, targets: [ma/y@delay=60@tokens=5]}\n",
+          2, false);
+  acall *c = fx.c;
   c[0].stream = c[1].stream = true;
-  assert_int_equal(start(a, &c[0], AIR_DIALECT_OPENAI, "x", NULL, NULL), 0);
-  assert_int_equal(start(a, &c[1], AIR_DIALECT_ANTHROPIC, "y", NULL, NULL), 0);
-  assert_int_equal(drive(a, NULL, NULL), 0);
-  const char *models[2] = {"x@delay=60@tokens=5", "y@delay=60@tokens=5"};
-  for (int i = 0; i < 2; i++) {
-    expect_clean(&c[i]);
-    assert_int_equal(c[i].rc, 0);
-    char want[256];
-    it_answer(models[i], 5, want, sizeof(want));
-    assert_string_equal(c[i].text, want);
-  }
+  assert_int_equal(start(fx.a, &c[0], AIR_DIALECT_OPENAI, "x", NULL, NULL), 0);
+  assert_int_equal(start(fx.a, &c[1], AIR_DIALECT_ANTHROPIC, "y", NULL, NULL),
+                   0);
+  assert_int_equal(drive(fx.a, NULL, NULL), 0);
+  expect_answer(&c[0], "x@delay=60@tokens=5", 5);
+  expect_answer(&c[1], "y@delay=60@tokens=5", 5);
   assert_true(c[0].t_first_part < c[1].t_done);
   assert_true(c[1].t_first_part < c[0].t_done);
-  for (int i = 0; i < 2; i++) drop_result(&c[i]);
-  drop_async(a);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  fx_close(&fx);
 }
 
-/* Failover: the first target answers 503 (overloaded), the rule switches, the
- * second answers; on_failed saw the first. */
+/* Failover: the first target answers 503 (overloaded), the rule switches,
+ * the second answers; on_failed saw the first. */
 static void test_failover(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n"
-                    "  - name: r\n"
-                    "    targets: [mo/a@503, mo/b@tokens=3]\n"
-                    "    rules: [{on: [overloaded], action: switch}]\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(1, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
+  fixture fx;
+  fx_open(&fx,
+          "  - name: r\n"
+          "    targets: [mo/a@503, mo/b@tokens=3]\n"
+          "    rules: [{on: [overloaded], action: switch}]\n",
+          1, false);
+  acall *c = fx.c;
   c->stream = true;
   air_observers obs = observers(c);
-  assert_int_equal(start(a, c, AIR_DIALECT_OPENAI, "r", &obs, NULL), 0);
-  assert_int_equal(drive(a, NULL, NULL), 0);
-  expect_clean(c);
-  assert_int_equal(c->rc, 0);
+  assert_int_equal(start(fx.a, c, AIR_DIALECT_OPENAI, "r", &obs, NULL), 0);
+  assert_int_equal(drive(fx.a, NULL, NULL), 0);
+  expect_answer(c, "b@tokens=3", 3);
   assert_string_equal(c->res->target, "mo/b@tokens=3");
   assert_int_equal(c->res->n_log, 2);
   assert_int_equal(c->res->log[0].reason, AIR_REASON_OVERLOADED);
   assert_int_equal(c->res->log[0].status, 503);
   assert_int_equal(c->n_failed, 1);
-  char want[256];
-  it_answer("b@tokens=3", 3, want, sizeof(want));
-  assert_string_equal(c->text, want);
   it_log log;
   assert_int_equal(it_mock_log_exactly(it_suite(), 2, 5000, &log), 0);
   const char *models[] = {"a@503", "b@tokens=3"};
   assert_true(it_log_models(&log, 2, models));
-  drop_result(c);
-  drop_async(a);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  fx_close(&fx);
 }
 
-/* Expects c ended as a cancel: on_done with AIR_ECANCELED, nothing after,
- * no fallback, the mock saw the hang-up. */
+/* c ended as a cancel: on_done with AIR_ECANCELED, nothing after it. */
 static void expect_cancelled(const acall *c) {
   expect_clean(c);
   assert_int_equal(c->rc, AIR_ECANCELED);
@@ -379,48 +356,41 @@ static void expect_cancelled(const acall *c) {
   assert_string_equal(c->res->text, "");
 }
 
+/* The mock saw exactly n attempts, each one's connection closed by the
+ * client (no fallback followed a cancel). */
+static void expect_hung_up(size_t n) {
+  it_log log;
+  assert_int_equal(it_mock_log_exactly(it_suite(), n, 5000, &log), 0);
+  for (size_t i = 0; i < log.n; i++) assert_true(log.e[i].hung_up);
+}
+
+#define SLOW_ROUTE "  - {name: r, targets: [mo/m@delay=100@tokens=100, mo/f]}\n"
+
 /* air_async_cancel from the loop once the first text part came, and from
  * inside on_part: each call ends as a cancel in a later perform. */
 static void test_cancel(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n"
-                    "  - {name: r, targets: [mo/m@delay=100@tokens=100, "
-                    "mo/f]}\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(2, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
+  fixture fx;
+  fx_open(&fx, SLOW_ROUTE, 2, false);
+  acall *c = fx.c;
   c[0].stream = c[1].stream = true;
   c[1].cancel_after = 2; /* cancels itself from inside on_part */
-  assert_int_equal(start(a, &c[0], AIR_DIALECT_OPENAI, "r", NULL, NULL), 0);
-  assert_int_equal(start(a, &c[1], AIR_DIALECT_OPENAI, "r", NULL, NULL), 0);
-  assert_int_equal(drive(a, has_text, &c[0]), 0);
+  assert_int_equal(start(fx.a, &c[0], AIR_DIALECT_OPENAI, "r", NULL, NULL), 0);
+  assert_int_equal(start(fx.a, &c[1], AIR_DIALECT_OPENAI, "r", NULL, NULL), 0);
+  assert_int_equal(drive(fx.a, has_text, &c[0]), 0);
   assert_int_equal(c[0].n_done, 0);
   outside_perform = true;
   air_async_cancel(c[0].h);
   outside_perform = false;
   assert_int_equal(c[0].n_done, 0); /* nothing ran inside the cancel */
-  assert_int_equal(drive(a, NULL, NULL), 0);
+  assert_int_equal(drive(fx.a, NULL, NULL), 0);
   expect_cancelled(&c[0]);
   expect_cancelled(&c[1]);
   /* Carried out in a later perform: the parts of the read that held the
    * second may follow it, never the whole answer. */
   assert_true(c[1].n_text >= 2 && c[1].n_text < 100);
-  it_log log;
-  assert_int_equal(it_mock_log_exactly(it_suite(), 2, 5000, &log), 0);
-  for (size_t i = 0; i < log.n; i++) assert_true(log.e[i].hung_up);
-  for (int i = 0; i < 2; i++) drop_result(&c[i]);
-  drop_async(a);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  expect_hung_up(2);
+  fx_close(&fx);
 }
 
 /* A cancel token triggered from another thread wakes the descriptor: the
@@ -444,74 +414,39 @@ static void *trigger_main(void *p) {
   return NULL;
 }
 
-static void free_token(void *p) {
-  air_cancel_free(p);
-}
-
 static void test_cancel_token_from_another_thread(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n"
-                    "  - {name: r, targets: [mo/m@delay=100@tokens=100, "
-                    "mo/f]}\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(1, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
+  fixture fx;
+  fx_open(&fx, SLOW_ROUTE, 1, true);
+  acall *c = fx.c;
   c->stream = true;
-  air_cancel *token = NULL;
-  assert_int_equal(air_cancel_new(&token), 0);
-  it_track(token, free_token);
-  /* After c and the token: the teardown frees a (whose call writes to c
-   * and watches the token) first. */
-  air_async *a = new_async(&cl);
   atomic_init(&c->texts, 0);
-  assert_int_equal(start(a, c, AIR_DIALECT_OPENAI, "r", NULL, token), 0);
-  trigger t = {.token = token, .c = c};
+  assert_int_equal(start(fx.a, c, AIR_DIALECT_OPENAI, "r", NULL, fx.token), 0);
+  trigger t = {.token = fx.token, .c = c};
   assert_int_equal(pthread_create(&t.th, NULL, trigger_main, &t), 0);
-  int rc = drive(a, NULL, NULL);
+  int rc = drive(fx.a, NULL, NULL);
   pthread_join(t.th, NULL);
   assert_false(t.missed);
   assert_int_equal(rc, 0);
   expect_cancelled(c);
-  it_log log;
-  assert_int_equal(it_mock_log_exactly(it_suite(), 1, 5000, &log), 0);
-  assert_true(log.e[0].hung_up);
-  drop_result(c);
-  drop_async(a);
-  it_untrack(token);
-  air_cancel_free(token);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  expect_hung_up(1);
+  fx_close(&fx);
 }
 
 /* Refused at once: no callback, *out untouched, nothing reaches the mock. */
 static void test_refused_at_once(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS "routes:\n  - {name: r, targets: [mo/f]}\n", 1,
-                    &cl),
-      0);
-  acall *c = calloc(1, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
+  fixture fx;
+  fx_open(&fx, "  - {name: r, targets: [mo/f]}\n", 1, false);
+  acall *c = fx.c;
   air_async_call *sentinel = (air_async_call *)c;
   c->h = sentinel;
-  assert_int_equal(start(a, c, AIR_DIALECT_OPENAI, "nope", NULL, NULL),
+  assert_int_equal(start(fx.a, c, AIR_DIALECT_OPENAI, "nope", NULL, NULL),
                    AIR_ENOTFOUND);
   assert_ptr_equal(c->h, sentinel);
   air_error err;
   air_async_call *h = sentinel;
-  int rc = air_async_chat(a, AIR_DIALECT_OPENAI, "{", 1, NULL, &h, &err);
+  int rc = air_async_chat(fx.a, AIR_DIALECT_OPENAI, "{", 1, NULL, &h, &err);
   assert_int_equal(rc, err.code);
   assert_true(rc == AIR_EPARSE || rc == AIR_EINVAL);
   assert_ptr_equal(h, sentinel);
@@ -519,31 +454,28 @@ static void test_refused_at_once(void **state) {
   o.size = sizeof(size_t);
   const char body[] =
       "{\"model\":\"r\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
-  assert_int_equal(
-      air_async_chat(a, AIR_DIALECT_OPENAI, body, strlen(body), &o, &h, &err),
-      AIR_EINVAL);
+  assert_int_equal(air_async_chat(fx.a, AIR_DIALECT_OPENAI, body, strlen(body),
+                                  &o, &h, &err),
+                   AIR_EINVAL);
   assert_non_null(strstr(err.message, "air_async_opts"));
   assert_int_equal(
-      air_async_chat(a, (air_dialect)77, body, strlen(body), NULL, &h, NULL),
+      air_async_chat(fx.a, (air_dialect)77, body, strlen(body), NULL, &h, NULL),
       AIR_EINVAL);
   assert_ptr_equal(h, sentinel);
   /* Nothing in flight: perform reports 0 running, the timeout is -1. */
   unsigned running = 99;
-  assert_int_equal(air_async_perform(a, &running), 0);
+  assert_int_equal(air_async_perform(fx.a, &running), 0);
   assert_int_equal(running, 0);
-  assert_int_equal(air_async_timeout(a), -1);
+  assert_int_equal(air_async_timeout(fx.a), -1);
   assert_int_equal(c->n_done, 0);
   /* opts NULL: held whole, the result freed by the handle. */
-  assert_int_equal(air_async_chat(a, AIR_DIALECT_OPENAI, body, strlen(body),
+  assert_int_equal(air_async_chat(fx.a, AIR_DIALECT_OPENAI, body, strlen(body),
                                   NULL, NULL, NULL),
                    0);
-  assert_int_equal(drive(a, NULL, NULL), 0);
+  assert_int_equal(drive(fx.a, NULL, NULL), 0);
   it_log log;
   assert_int_equal(it_mock_log_exactly(it_suite(), 1, 5000, &log), 0);
-  drop_async(a);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  fx_close(&fx);
 }
 
 static bool both_open(void *data) {
@@ -556,29 +488,24 @@ static bool both_open(void *data) {
  * free, the mock sees the connections close, nothing leaks. */
 static void test_free_with_calls_in_flight(void **state) {
   (void)state;
-  it_client cl;
-  assert_int_equal(
-      it_client_new(it_suite(),
-                    TIMEOUTS
-                    "routes:\n"
-                    "  - {name: s, targets: [mo/s@delay=100@tokens=100]}\n"
-                    "  - {name: h, targets: [ma/h@hang]}\n",
-                    1, &cl),
-      0);
-  acall *c = calloc(3, sizeof(*c));
-  assert_non_null(c);
-  it_track(c, free);
-  /* After c: the teardown frees a (whose calls write to c) first. */
-  air_async *a = new_async(&cl);
+  fixture fx;
+  fx_open(&fx,
+          "  - {name: s, targets: [mo/s@delay=100@tokens=100]}\n"
+          "  - {name: h, targets: [ma/h@hang]}\n",
+          3, false);
+  acall *c = fx.c;
   c[0].stream = true;
   air_observers obs[3] = {observers(&c[0]), observers(&c[1]), observers(&c[2])};
-  assert_int_equal(start(a, &c[0], AIR_DIALECT_OPENAI, "s", &obs[0], NULL), 0);
-  assert_int_equal(start(a, &c[1], AIR_DIALECT_ANTHROPIC, "h", &obs[1], NULL),
+  assert_int_equal(start(fx.a, &c[0], AIR_DIALECT_OPENAI, "s", &obs[0], NULL),
                    0);
-  assert_int_equal(drive(a, both_open, NULL), 0);
-  assert_int_equal(start(a, &c[2], AIR_DIALECT_OPENAI, "s", &obs[2], NULL), 0);
-  it_untrack(a);
-  air_async_free(a);
+  assert_int_equal(
+      start(fx.a, &c[1], AIR_DIALECT_ANTHROPIC, "h", &obs[1], NULL), 0);
+  assert_int_equal(drive(fx.a, both_open, NULL), 0);
+  assert_int_equal(start(fx.a, &c[2], AIR_DIALECT_OPENAI, "s", &obs[2], NULL),
+                   0);
+  it_untrack(fx.a);
+  air_async_free(fx.a);
+  fx.a = NULL;
   for (int i = 0; i < 3; i++) {
     assert_int_equal(c[i].n_done, 1);
     assert_int_equal(c[i].n_settled, 1);
@@ -586,14 +513,9 @@ static void test_free_with_calls_in_flight(void **state) {
     assert_int_equal(c[i].res->status, 499);
     /* perform from inside an on_done that free runs: refused too. */
     assert_int_equal(c[i].perform_in_cb, AIR_ESTATE);
-    drop_result(&c[i]);
   }
-  it_log log;
-  assert_int_equal(it_mock_log_exactly(it_suite(), 2, 5000, &log), 0);
-  for (size_t i = 0; i < log.n; i++) assert_true(log.e[i].hung_up);
-  it_untrack(c);
-  free(c);
-  it_client_free(&cl);
+  expect_hung_up(2);
+  fx_close(&fx);
 }
 
 /* IT_CASE=glob runs only the matching tests. */
